@@ -1,0 +1,145 @@
+// aicfc: the compiler driver. Reads top to bottom as the pipeline of DESIGN.md §1:
+// import -> passes (passes/pipeline.cpp) -> [lower -> plan -> codegen, later issues] -> artifacts.
+#include "aicf/build_config.h"
+#include "frontend/onnx_importer.h"
+#include "ir/printer.h"
+#include "passes/pass.h"
+#include "support/cli_util.h"
+#include "support/diagnostics.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+
+namespace {
+
+struct Flags {
+  std::string model;
+  std::string outDir;
+  std::string target = "cpu";
+  std::string planFor;
+  std::string cpuArch = "native";
+  std::vector<std::string> shapes, dims;
+  std::string emit;
+  bool explain = false;
+  std::vector<std::string> printIrBefore, printIrAfter;
+  bool passTiming = false;
+  bool verifyPasses = false;
+};
+
+[[noreturn]] void notImplemented(const std::string &what) {
+  throw UserError(cat("not implemented yet: ", what), 2);
+}
+
+void checkTarget(const std::string &target) {
+  if (target == "cpu")
+    return;
+  if (target.rfind("cuda:sm_", 0) == 0) {
+    if (std::string(AICF_NVCC_PATH).empty())
+      throw UserError(cat("target ", target, ": CUDA target disabled: nvcc not found"), 2);
+    notImplemented(cat("--target ", target, " (CUDA code generation)"));
+  }
+  throw UserError(cat("unknown target '", target, "' (expected cpu or cuda:sm_XX)"), 2);
+}
+
+// Writes `text` to OUT/name atomically: a temporary file renamed into place.
+void writeFileAtomic(const fs::path &path, const std::string &text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f)
+      throw UserError(cat("cannot write ", tmp.string()), 1);
+    f << text;
+    if (!f.flush())
+      throw UserError(cat("cannot write ", tmp.string()), 1);
+  }
+  fs::rename(tmp, path);
+}
+
+int compile(const Flags &flags) {
+  checkTarget(flags.target);
+  if (!flags.planFor.empty())
+    notImplemented("--plan-for (GPU plan emulation on the host)");
+  if (flags.explain)
+    notImplemented("--explain (property certificates and plans)");
+  if (flags.verifyPasses)
+    notImplemented("--verify-passes (needs the reference interpreter)");
+  if (flags.emit == "kernels" || flags.emit == "plan" || flags.emit == "source")
+    notImplemented(cat("--emit ", flags.emit, " (code generation)"));
+
+  // 1. Import.
+  {
+    std::ifstream probe(flags.model, std::ios::binary);
+    if (!probe || fs::is_directory(flags.model))
+      throw UserError(cat("cannot open ", flags.model), 1);
+  }
+  ImportOptions opts;
+  for (const std::string &s : flags.shapes)
+    opts.inputShapes.insert(parseShapeFlag(s));
+  for (const std::string &d : flags.dims)
+    opts.dimParams.insert(parseDimFlag(d));
+  std::unique_ptr<Graph> g = importOnnx(flags.model, opts);
+
+  // 2. Graph passes (the default pipeline, passes/pipeline.cpp).
+  PassManagerOptions pmOpts;
+  pmOpts.printIrBefore.insert(flags.printIrBefore.begin(), flags.printIrBefore.end());
+  pmOpts.printIrAfter.insert(flags.printIrAfter.begin(), flags.printIrAfter.end());
+  pmOpts.timing = flags.passTiming;
+  PassManager pm(pmOpts);
+  buildDefaultPipeline(pm);
+  PassContext ctx;
+  ctx.target = flags.target;
+  pm.run(*g, ctx);
+
+  // 3. Emit. Until code generation exists, the graph is the compiler's output.
+  if (flags.emit == "graph" || flags.emit.empty()) {
+    std::string text = printGraph(*g);
+    if (!flags.outDir.empty()) {
+      fs::create_directories(flags.outDir);
+      writeFileAtomic(fs::path(flags.outDir) / "graph.mcir", text);
+    }
+    if (flags.emit == "graph" || flags.outDir.empty())
+      std::cout << text;
+    if (flags.emit.empty() && !flags.outDir.empty())
+      notImplemented("code generation (kernels, libmodel.so, plan.yaml); wrote " +
+                     (fs::path(flags.outDir) / "graph.mcir").string() + " only");
+    return 0;
+  }
+  throw UserError(cat("unknown --emit '", flags.emit, "' (graph, kernels, plan or source)"), 2);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"aicfc: memory-centric ahead-of-time AI compiler (ONNX -> kernels + plan)"};
+  app.set_version_flag("--version", std::string("aicfc ") + AICF_VERSION);
+  Flags flags;
+  app.add_option("model", flags.model, "ONNX model to compile")->required();
+  app.add_option("-o,--output", flags.outDir, "output folder (kernels, libmodel.so, plan.yaml...)");
+  app.add_option("--target", flags.target,
+                 "cpu | cuda:sm_80 | cuda:sm_86 | cuda:sm_89 | cuda:sm_90")
+      ->capture_default_str();
+  app.add_option("--plan-for", flags.planFor,
+                 "with --target cpu: build the plan chosen for this GPU target (cuda:sm_XX)");
+  app.add_option("--cpu-arch", flags.cpuArch, "-march for the host target")->capture_default_str();
+  app.add_option("--shape", flags.shapes, "bind an input's shape: NAME=2x64x256 (repeatable)");
+  app.add_option("--dim", flags.dims, "bind a named dynamic dim: PARAM=VALUE (repeatable)");
+  app.add_option("--emit", flags.emit, "print one stage: graph | kernels | plan | source")
+      ->check(CLI::IsMember({"graph", "kernels", "plan", "source"}));
+  app.add_flag("--explain", flags.explain, "report rewrites, certificates and plan choices");
+  app.add_option("--print-ir-before", flags.printIrBefore, "print IR before PASS (or all)")
+      ->delimiter(',');
+  app.add_option("--print-ir-after", flags.printIrAfter, "print IR after PASS (or all)")
+      ->delimiter(',');
+  app.add_flag("--pass-timing", flags.passTiming, "print time spent in each pass");
+  app.add_flag("--verify-passes", flags.verifyPasses,
+               "interpret the graph before/after each changed pass and compare");
+  CLI11_PARSE(app, argc, argv);
+  return runTool([&] { return compile(flags); });
+}

@@ -1,0 +1,306 @@
+#include "ir/graph.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace aicf {
+
+// ---- Location / SourcePos -------------------------------------------------------------------
+
+std::string Location::str() const {
+  if (origins.empty())
+    return "";
+  if (origins.size() == 1)
+    return origins[0];
+  std::string s = "fused[";
+  for (size_t i = 0; i < origins.size(); ++i)
+    s += (i ? ", " : "") + origins[i];
+  return s + "]";
+}
+
+Location Location::fuse(const std::vector<const Location *> &locs) {
+  Location out;
+  for (const Location *l : locs)
+    for (const std::string &o : l->origins)
+      if (std::find(out.origins.begin(), out.origins.end(), o) == out.origins.end())
+        out.origins.push_back(o);
+  return out;
+}
+
+std::string SourcePos::str() const {
+  if (line == 0)
+    return file;
+  return cat(file, ":", line, ":", col);
+}
+
+// ---- Node -------------------------------------------------------------------------------------
+
+int64_t Node::i(std::string_view n) const {
+  return std::get<int64_t>(attrOrDefault(info(), attrs, n, AttrKind::Int));
+}
+double Node::f(std::string_view n) const {
+  return std::get<double>(attrOrDefault(info(), attrs, n, AttrKind::Float));
+}
+const std::string &Node::s(std::string_view n) const {
+  return std::get<std::string>(attrOrDefault(info(), attrs, n, AttrKind::String));
+}
+const std::vector<int64_t> &Node::ints(std::string_view n) const {
+  return std::get<std::vector<int64_t>>(attrOrDefault(info(), attrs, n, AttrKind::Ints));
+}
+const std::vector<double> &Node::floats(std::string_view n) const {
+  return std::get<std::vector<double>>(attrOrDefault(info(), attrs, n, AttrKind::Floats));
+}
+const std::vector<std::string> &Node::strs(std::string_view n) const {
+  return std::get<std::vector<std::string>>(attrOrDefault(info(), attrs, n, AttrKind::Strings));
+}
+
+std::string Node::where() const {
+  if (!loc.empty())
+    return loc.str();
+  if (pos.line)
+    return pos.str();
+  return cat("node ", name());
+}
+
+// ---- Graph ------------------------------------------------------------------------------------
+
+std::string Graph::uniqueName(const std::string &want) {
+  std::string base = want.empty() ? "v" : want;
+  std::string name = base;
+  for (int k = 1; takenNames_.count(name); ++k)
+    name = cat(base, "_", k);
+  takenNames_.insert(name);
+  return name;
+}
+
+Value *Graph::newValue(const std::string &name, TensorType type, ValueKind kind) {
+  auto v = std::make_unique<Value>();
+  v->id_ = nextValueId_++;
+  v->name_ = name.empty() ? "" : uniqueName(name);
+  v->type_ = std::move(type);
+  v->kind_ = kind;
+  values_.push_back(std::move(v));
+  return values_.back().get();
+}
+
+Value *Graph::addInput(const std::string &name, TensorType type) {
+  Value *v = newValue(name, std::move(type), ValueKind::Input);
+  inputs_.push_back(v);
+  return v;
+}
+
+Value *Graph::addWeight(const std::string &name, TensorPtr data) {
+  AICF_CHECK(data != nullptr, "weight ", name, " without data");
+  Value *v = newValue(name, data->type(), ValueKind::Weight);
+  v->data_ = std::move(data);
+  weights_.push_back(v);
+  return v;
+}
+
+Node *Graph::addNode(Op op, std::vector<Value *> operands, std::vector<TensorType> resultTypes,
+                     AttrMap attrs, Location loc, Node *before) {
+  auto n = std::make_unique<Node>();
+  n->op_ = op;
+  n->operands_ = std::move(operands);
+  n->attrs = std::move(attrs);
+  n->loc = std::move(loc);
+  for (size_t i = 0; i < resultTypes.size(); ++i) {
+    Value *r = newValue("", std::move(resultTypes[i]), ValueKind::Result);
+    r->def_ = n.get();
+    r->resultIndex_ = static_cast<int>(i);
+    n->results_.push_back(r);
+  }
+  Node *raw = n.get();
+  if (before) {
+    int idx = nodeIndex(before);
+    AICF_CHECK(idx >= 0, "insertion anchor not in graph");
+    nodes_.insert(nodes_.begin() + idx, std::move(n));
+  } else {
+    nodes_.push_back(std::move(n));
+  }
+  return raw;
+}
+
+Node *Graph::createNode(Op op, std::vector<Value *> operands, AttrMap attrs, Location loc,
+                        Node *before, int numResults) {
+  const OpInfo &info = opInfo(op);
+  std::string bad = checkAttrs(info, attrs);
+  if (!bad.empty())
+    throw UserError(cat(loc.empty() ? std::string(info.name) : loc.str(), ": ", bad));
+  std::vector<TensorType> types;
+  for (Value *v : operands)
+    types.push_back(v->type());
+  int nres = info.numResults >= 0 ? info.numResults : numResults;
+  InferCtx ctx(info, types, attrs, nres);
+  std::vector<TensorType> resultTypes;
+  try {
+    resultTypes = info.infer(ctx);
+  } catch (const InferError &e) {
+    throw UserError(cat(loc.empty() ? std::string(info.name) : loc.str(), ": ", e.message));
+  }
+  return addNode(op, std::move(operands), std::move(resultTypes), std::move(attrs), std::move(loc),
+                 before);
+}
+
+std::vector<Node *> Graph::nodes() const {
+  std::vector<Node *> out;
+  out.reserve(nodes_.size());
+  for (const auto &n : nodes_)
+    out.push_back(n.get());
+  return out;
+}
+
+std::vector<Node *> Graph::users(const Value *v) const {
+  std::vector<Node *> out;
+  for (const auto &n : nodes_)
+    for (Value *o : n->operands_)
+      if (o == v) {
+        out.push_back(n.get());
+        break;
+      }
+  return out;
+}
+
+bool Graph::isOutput(const Value *v) const {
+  return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
+}
+
+bool Graph::hasUses(const Value *v) const {
+  if (isOutput(v))
+    return true;
+  for (const auto &n : nodes_)
+    for (Value *o : n->operands_)
+      if (o == v)
+        return true;
+  return false;
+}
+
+Value *Graph::findValue(std::string_view name) const {
+  for (const auto &v : values_)
+    if (v->name_ == name)
+      return v.get();
+  return nullptr;
+}
+
+void Graph::replaceAllUsesWith(Value *from, Value *to) {
+  if (from == to)
+    return;
+  for (auto &n : nodes_)
+    for (Value *&o : n->operands_)
+      if (o == from)
+        o = to;
+  for (Value *&o : outputs_)
+    if (o == from)
+      o = to;
+}
+
+int Graph::nodeIndex(const Node *n) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].get() == n)
+      return static_cast<int>(i);
+  return -1;
+}
+
+void Graph::eraseNode(Node *n) {
+  for (Value *r : n->results_)
+    AICF_CHECK(!hasUses(r), "erasing ", n->where(), " whose result is still used");
+  int idx = nodeIndex(n);
+  AICF_CHECK(idx >= 0, "erasing a node not in the graph");
+  std::unordered_set<const Value *> dead(n->results_.begin(), n->results_.end());
+  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) {
+    if (!dead.count(v.get()))
+      return false;
+    if (!v->name_.empty())
+      takenNames_.erase(v->name_);
+    return true;
+  });
+  nodes_.erase(nodes_.begin() + idx);
+}
+
+void Graph::eraseWeight(Value *w) {
+  AICF_CHECK(w->isWeight() && !hasUses(w), "erasing weight ", w->name(), " that is still used");
+  std::erase(weights_, w);
+  takenNames_.erase(w->name_);
+  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) { return v.get() == w; });
+}
+
+void Graph::eraseInput(Value *in) {
+  AICF_CHECK(in->isInput() && !hasUses(in), "erasing input ", in->name(), " that is still used");
+  std::erase(inputs_, in);
+  takenNames_.erase(in->name_);
+  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) { return v.get() == in; });
+}
+
+void Graph::moveBefore(Node *n, Node *anchor) {
+  int from = nodeIndex(n);
+  AICF_CHECK(from >= 0, "moving a node not in the graph");
+  std::unique_ptr<Node> owned = std::move(nodes_[from]);
+  nodes_.erase(nodes_.begin() + from);
+  int to = nodeIndex(anchor);
+  AICF_CHECK(to >= 0, "move anchor not in the graph");
+  nodes_.insert(nodes_.begin() + to, std::move(owned));
+}
+
+void Graph::sortTopologically() {
+  // Kahn's algorithm, always taking the earliest ready node in the current order: stable.
+  std::unordered_map<const Node *, size_t> pos;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    pos[nodes_[i].get()] = i;
+  std::vector<int> pending(nodes_.size(), 0);
+  std::vector<std::vector<size_t>> succ(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    std::unordered_set<const Node *> seen;
+    for (Value *o : nodes_[i]->operands_)
+      if (o && o->def_ && seen.insert(o->def_).second) {
+        auto it = pos.find(o->def_);
+        AICF_CHECK(it != pos.end(), "operand defined by a node outside the graph");
+        succ[it->second].push_back(i);
+        ++pending[i];
+      }
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (pending[i] == 0)
+      ready.insert(i);
+  std::vector<std::unique_ptr<Node>> order;
+  order.reserve(nodes_.size());
+  while (!ready.empty()) {
+    size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    for (size_t s : succ[i])
+      if (--pending[s] == 0)
+        ready.insert(s);
+    order.push_back(std::move(nodes_[i]));
+  }
+  AICF_CHECK(order.size() == nodes_.size(), "cycle in graph ", name_);
+  nodes_ = std::move(order);
+}
+
+int Graph::removeDeadCode() {
+  int removed = 0;
+  // Walk backwards so a chain of dead nodes goes in one sweep.
+  for (size_t k = nodes_.size(); k-- > 0;) {
+    Node *n = nodes_[k].get();
+    if (!n->info().has(PURE))
+      continue;
+    bool used = false;
+    for (Value *r : n->results_)
+      used = used || hasUses(r);
+    if (!used) {
+      eraseNode(n);
+      ++removed;
+    }
+  }
+  std::vector<Value *> ws = weights_;
+  for (Value *w : ws)
+    if (!hasUses(w)) {
+      eraseWeight(w);
+      ++removed;
+    }
+  return removed;
+}
+
+} // namespace aicf

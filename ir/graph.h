@@ -1,0 +1,175 @@
+// The Graph IR ("MCIR", DESIGN.md §2): SSA values, nodes and graphs.
+//
+// A Graph owns its Values and Nodes. Nodes are kept in a list that is always a valid execution
+// order once a pass finishes (the verifier checks it). Values are graph inputs, weights
+// (constants with data) or node results. Use lists are not stored: graphs are small enough that
+// users() scans, and nothing can go stale.
+#pragma once
+
+#include "ir/attributes.h"
+#include "ir/op_registry.h"
+#include "ir/properties.h"
+#include "ir/types.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+class Node;
+class Graph;
+
+// Where a node came from: the ONNX node names it was made of (merged nodes keep all of them).
+struct Location {
+  std::vector<std::string> origins;
+
+  Location() = default;
+  explicit Location(std::string origin) { origins.push_back(std::move(origin)); }
+  bool empty() const { return origins.empty(); }
+  std::string str() const; // "/attn/MatMul_1" or "fused[/a, /b]"; "" when empty
+  static Location fuse(const std::vector<const Location *> &locs); // union, first-seen order
+  bool operator==(const Location &o) const { return origins == o.origins; }
+};
+
+// A position in a text file, for diagnostics on parsed IR (line 0: not from text).
+struct SourcePos {
+  std::string file;
+  int line = 0;
+  int col = 0;
+  std::string str() const; // "file:line:col"
+};
+
+enum class ValueKind : uint8_t { Input, Weight, Result };
+
+class Value {
+public:
+  int id() const { return id_; } // unique in the graph, in creation order
+  const std::string &name() const { return name_; }
+  void setName(std::string n) { name_ = std::move(n); }
+  const TensorType &type() const { return type_; }
+  void setType(TensorType t) { type_ = std::move(t); }
+  ValueKind kind() const { return kind_; }
+  bool isWeight() const { return kind_ == ValueKind::Weight; }
+  bool isInput() const { return kind_ == ValueKind::Input; }
+  Node *def() const { return def_; } // defining node of a result, else null
+  int resultIndex() const { return resultIndex_; }
+  const TensorPtr &data() const { return data_; } // weights only
+  void setData(TensorPtr d) { data_ = std::move(d); }
+  Location loc; // for weights and inputs: the ONNX name they came from
+  SourcePos pos;
+
+private:
+  friend class Graph;
+  int id_ = 0;
+  std::string name_;
+  TensorType type_;
+  ValueKind kind_ = ValueKind::Result;
+  Node *def_ = nullptr;
+  int resultIndex_ = 0;
+  TensorPtr data_;
+};
+
+class Node {
+public:
+  Op op() const { return op_; }
+  const OpInfo &info() const { return opInfo(op_); }
+  const char *name() const { return opName(op_); }
+
+  const std::vector<Value *> &operands() const { return operands_; }
+  Value *operand(size_t i) const { return operands_.at(i); }
+  size_t numOperands() const { return operands_.size(); }
+  void setOperand(size_t i, Value *v) { operands_.at(i) = v; }
+  void setOperands(std::vector<Value *> vs) { operands_ = std::move(vs); }
+  const std::vector<Value *> &results() const { return results_; }
+  Value *result(size_t i = 0) const { return results_.at(i); }
+  size_t numResults() const { return results_.size(); }
+
+  AttrMap attrs;
+  Location loc;
+  SourcePos pos;
+  PropertySet props;
+  std::vector<Certificate> certificates;
+
+  // Attribute accessors; missing attributes fall back to the op's schema default.
+  int64_t i(std::string_view name) const;
+  double f(std::string_view name) const;
+  const std::string &s(std::string_view name) const;
+  const std::vector<int64_t> &ints(std::string_view name) const;
+  const std::vector<double> &floats(std::string_view name) const;
+  const std::vector<std::string> &strs(std::string_view name) const;
+  bool hasAttr(std::string_view name) const { return attrs.find(std::string(name)) != attrs.end(); }
+
+  // "/attn/MatMul_1" (the location), else "node #<index> (<op>)" for diagnostics.
+  std::string where() const;
+
+private:
+  friend class Graph;
+  Op op_ = Op::Identity;
+  std::vector<Value *> operands_;
+  std::vector<Value *> results_;
+};
+
+class Graph {
+public:
+  explicit Graph(std::string name = "main") : name_(std::move(name)) {}
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  const std::string &name() const { return name_; }
+  void setName(std::string n) { name_ = std::move(n); }
+
+  // --- construction ---
+  // Names are made unique in the graph (a suffix _1, _2, ... is added on collision).
+  Value *addInput(const std::string &name, TensorType type);
+  Value *addWeight(const std::string &name, TensorPtr data);
+  // Appends a node at the end, or before `before` when given. Result types are given.
+  Node *addNode(Op op, std::vector<Value *> operands, std::vector<TensorType> resultTypes,
+                AttrMap attrs = {}, Location loc = {}, Node *before = nullptr);
+  // Like addNode, but infers the result types from the registry (throws UserError on failure).
+  Node *createNode(Op op, std::vector<Value *> operands, AttrMap attrs = {}, Location loc = {},
+                   Node *before = nullptr, int numResults = 1);
+
+  void setOutputs(std::vector<Value *> outs) { outputs_ = std::move(outs); }
+  void addOutput(Value *v) { outputs_.push_back(v); }
+  void setOutput(size_t i, Value *v) { outputs_.at(i) = v; }
+
+  // --- queries ---
+  const std::vector<Value *> &inputs() const { return inputs_; }
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  const std::vector<Value *> &weights() const { return weights_; }
+  std::vector<Node *> nodes() const; // in order
+  size_t numNodes() const { return nodes_.size(); }
+  std::vector<Node *> users(const Value *v) const; // nodes using v, in order, no duplicates
+  bool isOutput(const Value *v) const;
+  bool hasUses(const Value *v) const; // used by a node or as a graph output
+  Value *findValue(std::string_view name) const;
+
+  // --- mutation ---
+  void replaceAllUsesWith(Value *from, Value *to); // operands and graph outputs
+  void eraseNode(Node *n);                         // its results must be unused
+  void eraseWeight(Value *w);                      // must be unused
+  void eraseInput(Value *in);                      // must be unused
+  void moveBefore(Node *n, Node *anchor);
+  // Restores a valid execution order after rewrites, keeping the current order where it is
+  // already valid (stable). Throws InternalError on a cycle.
+  void sortTopologically();
+  // Removes nodes whose results are unused (pure ops only) and unused weights; returns count.
+  int removeDeadCode();
+
+  int nodeIndex(const Node *n) const; // position in the order; -1 if not in the graph
+
+private:
+  std::string uniqueName(const std::string &want);
+  Value *newValue(const std::string &name, TensorType type, ValueKind kind);
+
+  std::string name_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value *> inputs_, outputs_, weights_;
+  int nextValueId_ = 0;
+  std::set<std::string, std::less<>> takenNames_;
+};
+
+} // namespace aicf

@@ -1,0 +1,194 @@
+#include "ir/types.h"
+
+#include "support/diagnostics.h"
+#include "support/half.h"
+
+#include <cmath>
+
+namespace aicf {
+
+const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::F32: return "f32";
+  case DType::F16: return "f16";
+  case DType::BF16: return "bf16";
+  case DType::I64: return "i64";
+  case DType::I32: return "i32";
+  case DType::I8: return "i8";
+  case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parseDType(std::string_view name) {
+  for (DType t : kAllDTypes)
+    if (name == dtypeName(t))
+      return t;
+  return std::nullopt;
+}
+
+size_t dtypeSize(DType t) {
+  switch (t) {
+  case DType::F32: return 4;
+  case DType::F16: return 2;
+  case DType::BF16: return 2;
+  case DType::I64: return 8;
+  case DType::I32: return 4;
+  case DType::I8: return 1;
+  case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+bool isInteger(DType t) {
+  return t == DType::I64 || t == DType::I32 || t == DType::I8;
+}
+
+bool TensorType::isStatic() const {
+  for (int64_t d : shape)
+    if (d < 0)
+      return false;
+  return true;
+}
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    AICF_CHECK(d >= 0, "numel of a dynamic shape ", str());
+    n *= d;
+  }
+  return n;
+}
+
+std::string TensorType::str() const {
+  std::string s = dtypeName(dtype);
+  s += '[';
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ',';
+    if (shape[i] < 0)
+      s += "?" + dimName(i);
+    else
+      s += std::to_string(shape[i]);
+  }
+  s += ']';
+  return s;
+}
+
+bool TensorType::operator==(const TensorType &o) const {
+  if (dtype != o.dtype || shape != o.shape)
+    return false;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 0 && dimName(i) != o.dimName(i))
+      return false;
+  return true;
+}
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ',';
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    st[i] = st[i + 1] * shape[i + 1];
+  return st;
+}
+
+Tensor::Tensor(TensorType type) : type_(std::move(type)) {
+  bytes_.assign(static_cast<size_t>(type_.bytes()), 0);
+}
+
+Tensor::Tensor(TensorType type, std::vector<uint8_t> bytes)
+    : type_(std::move(type)), bytes_(std::move(bytes)) {
+  AICF_CHECK(static_cast<int64_t>(bytes_.size()) == type_.bytes(), "tensor ", type_.str(),
+             " needs ", type_.bytes(), " bytes, got ", bytes_.size());
+}
+
+double Tensor::getDouble(int64_t i) const {
+  switch (dtype()) {
+  case DType::F32: return data<float>()[i];
+  case DType::F16: return f16ToFloat(data<uint16_t>()[i]);
+  case DType::BF16: return bf16ToFloat(data<uint16_t>()[i]);
+  case DType::I64: return static_cast<double>(data<int64_t>()[i]);
+  case DType::I32: return data<int32_t>()[i];
+  case DType::I8: return data<int8_t>()[i];
+  case DType::Bool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+int64_t Tensor::getInt(int64_t i) const {
+  switch (dtype()) {
+  case DType::I64: return data<int64_t>()[i];
+  case DType::I32: return data<int32_t>()[i];
+  case DType::I8: return data<int8_t>()[i];
+  case DType::Bool: return data<uint8_t>()[i] ? 1 : 0;
+  default: return static_cast<int64_t>(getDouble(i));
+  }
+}
+
+void Tensor::setDouble(int64_t i, double v) {
+  switch (dtype()) {
+  case DType::F32: data<float>()[i] = static_cast<float>(v); return;
+  case DType::F16: data<uint16_t>()[i] = floatToF16(static_cast<float>(v)); return;
+  case DType::BF16: data<uint16_t>()[i] = floatToBf16(static_cast<float>(v)); return;
+  case DType::I64: data<int64_t>()[i] = static_cast<int64_t>(v); return;
+  case DType::I32: data<int32_t>()[i] = static_cast<int32_t>(v); return;
+  case DType::I8: data<int8_t>()[i] = static_cast<int8_t>(v); return;
+  case DType::Bool: data<uint8_t>()[i] = v != 0.0 ? 1 : 0; return;
+  }
+}
+
+void Tensor::setInt(int64_t i, int64_t v) {
+  switch (dtype()) {
+  case DType::I64: data<int64_t>()[i] = v; return;
+  case DType::I32: data<int32_t>()[i] = static_cast<int32_t>(v); return;
+  case DType::I8: data<int8_t>()[i] = static_cast<int8_t>(v); return;
+  case DType::Bool: data<uint8_t>()[i] = v != 0 ? 1 : 0; return;
+  default: setDouble(i, static_cast<double>(v)); return;
+  }
+}
+
+Tensor Tensor::scalarF32(float v) {
+  return fromF32({v}, {});
+}
+
+Tensor Tensor::fromI64(const std::vector<int64_t> &values, std::vector<int64_t> shape) {
+  Tensor t(TensorType(DType::I64, std::move(shape)));
+  AICF_CHECK(t.numel() == static_cast<int64_t>(values.size()), "fromI64 size mismatch");
+  std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
+  return t;
+}
+
+Tensor Tensor::fromF32(const std::vector<float> &values, std::vector<int64_t> shape) {
+  Tensor t(TensorType(DType::F32, std::move(shape)));
+  AICF_CHECK(t.numel() == static_cast<int64_t>(values.size()), "fromF32 size mismatch");
+  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+std::vector<int64_t> Tensor::toInts() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i)
+    v[i] = getInt(i);
+  return v;
+}
+
+std::vector<double> Tensor::toDoubles() const {
+  std::vector<double> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i)
+    v[i] = getDouble(i);
+  return v;
+}
+
+} // namespace aicf

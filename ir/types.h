@@ -1,0 +1,105 @@
+// Element types, tensor types and constant tensor data of the Graph IR.
+//
+// A TensorType is a dtype plus a shape. Shapes are static after import (the importer binds
+// dynamic dims with --dim/--shape); a dim of kDynamicDim with an optional name is kept only so
+// the importer can report what is unbound, and so symbolic dims can be added later.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aicf {
+
+enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, Bool };
+
+inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I64,
+                                       DType::I32, DType::I8,  DType::Bool};
+
+const char *dtypeName(DType t);                         // "f32", "bf16", "bool", ...
+std::optional<DType> parseDType(std::string_view name); // inverse of dtypeName
+size_t dtypeSize(DType t);                              // bytes per element
+bool isFloat(DType t);                                  // f32, f16, bf16
+bool isInteger(DType t);                                // i64, i32, i8 (not bool)
+
+inline constexpr int64_t kDynamicDim = -1;
+
+struct TensorType {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;        // kDynamicDim for an unbound dim
+  std::vector<std::string> dimNames; // empty, or one per dim ("" when the dim has no name)
+
+  TensorType() = default;
+  TensorType(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {}
+
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  bool isStatic() const;
+  int64_t numel() const; // product of dims; requires isStatic()
+  int64_t bytes() const { return numel() * static_cast<int64_t>(dtypeSize(dtype)); }
+  std::string dimName(size_t i) const { return i < dimNames.size() ? dimNames[i] : ""; }
+  std::string str() const; // "f32[2,64,256]", "i64[]", "f32[?batch,64]"
+
+  bool operator==(const TensorType &o) const;
+  bool operator!=(const TensorType &o) const { return !(*this == o); }
+};
+
+std::string shapeStr(const std::vector<int64_t> &shape); // "[2,64,256]"
+
+// Row-major strides (in elements) of a static shape.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
+
+// Constant tensor data: a static type and its bytes, row-major, little-endian.
+// f16/bf16 are stored as their 16-bit patterns, bool as one byte (0 or 1).
+class Tensor {
+public:
+  Tensor() = default;
+  explicit Tensor(TensorType type); // zero-filled
+  Tensor(TensorType type, std::vector<uint8_t> bytes);
+
+  const TensorType &type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const std::vector<int64_t> &shape() const { return type_.shape; }
+  int64_t numel() const { return type_.numel(); }
+  size_t byteSize() const { return bytes_.size(); }
+  const uint8_t *raw() const { return bytes_.data(); }
+  uint8_t *raw() { return bytes_.data(); }
+  const std::vector<uint8_t> &bytes() const { return bytes_; }
+
+  template <typename T>
+  const T *data() const {
+    return reinterpret_cast<const T *>(bytes_.data());
+  }
+  template <typename T>
+  T *data() {
+    return reinterpret_cast<T *>(bytes_.data());
+  }
+
+  // Element i converted to double / int64 whatever the dtype (for folding and printing).
+  double getDouble(int64_t i) const;
+  int64_t getInt(int64_t i) const;
+  void setDouble(int64_t i, double v); // converts to the dtype (rounds for f16/bf16)
+  void setInt(int64_t i, int64_t v);
+
+  // Convenience constructors.
+  static Tensor scalarF32(float v);
+  static Tensor fromI64(const std::vector<int64_t> &values, std::vector<int64_t> shape);
+  static Tensor fromF32(const std::vector<float> &values, std::vector<int64_t> shape);
+
+  std::vector<int64_t> toInts() const;   // all elements as int64
+  std::vector<double> toDoubles() const; // all elements as double
+
+  bool operator==(const Tensor &o) const { return type_ == o.type_ && bytes_ == o.bytes_; }
+
+private:
+  TensorType type_;
+  std::vector<uint8_t> bytes_;
+};
+
+using TensorPtr = std::shared_ptr<const Tensor>;
+
+} // namespace aicf

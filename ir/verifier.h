@@ -1,0 +1,20 @@
+// The Graph IR verifier: SSA and order, operand types against the registry's inference,
+// attributes against the schema, outputs defined. Runs after the parser, the importer, and every
+// pass that changed the graph.
+#pragma once
+
+#include "ir/graph.h"
+
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+// Returns every problem found, each "LOCATION: message" (LOCATION: the node's ONNX origin,
+// else its file:line:col, else "node #i (op)").
+std::vector<std::string> verifyGraphDiagnostics(const Graph &g);
+
+// Throws UserError with the first problem ("error: " is added by the tool printing it).
+void verifyGraph(const Graph &g);
+
+} // namespace aicf

@@ -1,0 +1,70 @@
+// The pass interface and pass manager (STYLE.md: MLIR/XLA style).
+//
+// A pass has a name, a one-line summary and run(), which returns whether it changed the graph.
+// The manager verifies the graph after every pass that changed it, can print the IR before/after
+// passes (only when changed), time passes, and — in builds with AICF_EXPENSIVE_CHECKS — catches
+// a pass that claims "unchanged" while it changed the printed IR.
+#pragma once
+
+#include "ir/graph.h"
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+struct PassContext;
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  virtual const char *name() const = 0;     // "dce"; used by --passes and --print-ir-after
+  virtual const char *summary() const = 0;  // one line, for --help and the README
+  virtual bool run(Graph &g, PassContext &ctx) = 0;
+};
+
+// Shared state and options visible to every pass.
+struct PassContext {
+  std::string target = "cpu";  // "cpu", "cuda:sm_90", ...
+  std::ostream *log = nullptr;  // diagnostics and explanations go here when set
+};
+
+struct PassManagerOptions {
+  std::set<std::string> printIrBefore;  // pass names, or "all"
+  std::set<std::string> printIrAfter;   // pass names, or "all"
+  std::ostream *irOut = nullptr;        // where printed IR goes (default std::cerr)
+  bool timing = false;                  // print a per-pass timing table at the end
+  std::ostream *timingOut = nullptr;    // default std::cerr
+  bool verifyEachPass = true;           // run the verifier after each changed pass
+  // Called after every pass that changed the graph, with the graph as it was before and after
+  // (as text-format snapshots are expensive, `before` is only provided when requested).
+  std::function<void(const Pass &, const Graph &after)> afterChangedPass;
+  std::function<void(const Pass &, const Graph &before)> beforePass;
+};
+
+class PassManager {
+public:
+  explicit PassManager(PassManagerOptions opts = {}) : opts_(std::move(opts)) {}
+  void add(std::unique_ptr<Pass> p) { passes_.push_back(std::move(p)); }
+  const std::vector<std::unique_ptr<Pass>> &passes() const { return passes_; }
+  // Runs all passes in order. A failing pass (exception, verifier error) is reported as
+  // "pass 'NAME' failed: ..." in a UserError/InternalError. Returns whether anything changed.
+  bool run(Graph &g, PassContext &ctx);
+
+private:
+  PassManagerOptions opts_;
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+// All known passes by name (passes/registry.cpp lists them explicitly); null if unknown.
+std::unique_ptr<Pass> createPass(const std::string &name);
+std::vector<std::string> allPassNames();
+
+// The default compilation pipeline, listed once, in order (passes/pipeline.cpp).
+void buildDefaultPipeline(PassManager &pm);
+
+} // namespace aicf

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Exports aicf's test models from PyTorch, with seeded inputs and PyTorch's outputs as references.
+
+Run by hand with Debian's PyTorch (not by CI; CI uses the committed files):
+    apt-get install python3-torch python3-onnx python3-numpy libopenblas0-pthread
+    /usr/bin/python3 scripts/gen_models.py            # writes testdata/models/
+
+Each model goes to testdata/models/<name>/: model.onnx, inputs/<input>.npy, outputs/<output>.npy,
+and args.txt with the aicfc flags it needs (--dim bindings for the dynamic variants).
+The modules mirror what real exporters produce: a GPT-2 block written like Hugging Face's
+GPT2Block (Conv1D projections, tanh GELU with pow 3, Where-based causal mask), a BERT layer like
+BertLayer (additive padding mask, erf GELU, post-LayerNorm), a small CNN (conv, batch norm, ReLU,
+pooling, depthwise conv, Gemm) and an MLP.
+"""
+import math
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "models")
+
+
+class NewGELU(nn.Module):
+    # GPT-2's gelu_new: the tanh approximation, written with pow(x, 3) as in transformers.
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class Conv1D(nn.Module):
+    # transformers' Conv1D: y = x @ W + b with W [in, out], via addmm on a 2-D view (exports as
+    # Reshape -> Gemm -> Reshape, as real GPT-2 exports do).
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(nx, nf) * 0.02)
+        self.bias = nn.Parameter(torch.randn(nf) * 0.02)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.weight.size(1),)
+        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        return x.view(size_out)
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, d, heads, max_pos=128):
+        super().__init__()
+        self.d, self.h = d, heads
+        self.c_attn = Conv1D(3 * d, d)
+        self.c_proj = Conv1D(d, d)
+        self.register_buffer("bias", torch.tril(torch.ones(max_pos, max_pos, dtype=torch.bool)).view(1, 1, max_pos, max_pos))
+        self.register_buffer("masked_bias", torch.tensor(-1e4))
+
+    def split_heads(self, x):
+        new_shape = x.size()[:-1] + (self.h, self.d // self.h)
+        return x.view(new_shape).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        q, k, v = self.c_attn(x).split(self.d, dim=2)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)
+        w = torch.matmul(q, k.transpose(-1, -2))
+        w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype)
+        ql, kl = q.size(-2), k.size(-2)
+        causal = self.bias[:, :, kl - ql:kl, :kl]
+        mask_value = torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype)
+        w = torch.where(causal, w, mask_value)
+        w = nn.functional.softmax(w, dim=-1)
+        a = torch.matmul(w, v)
+        a = a.permute(0, 2, 1, 3).contiguous()
+        a = a.view(a.size()[:-2] + (self.d,))
+        return self.c_proj(a)
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, d=256, heads=4):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d, eps=1e-5)
+        self.attn = GPT2Attention(d, heads)
+        self.ln_2 = nn.LayerNorm(d, eps=1e-5)
+        self.c_fc = Conv1D(4 * d, d)
+        self.act = NewGELU()
+        self.c_proj = Conv1D(d, 4 * d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(self.act(self.c_fc(self.ln_2(x))))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, d=256, heads=4, ffn=1024):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.query, self.key, self.value = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.attn_out = nn.Linear(d, d)
+        self.ln1 = nn.LayerNorm(d, eps=1e-12)
+        self.inter = nn.Linear(d, ffn)
+        self.out = nn.Linear(ffn, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-12)
+        self.dropout = nn.Dropout(0.1)
+
+    def heads(self, x):
+        return x.view(x.size()[:-1] + (self.h, self.dh)).permute(0, 2, 1, 3)
+
+    def forward(self, hidden, attention_mask):
+        ext = attention_mask[:, None, None, :].to(hidden.dtype)
+        ext = (1.0 - ext) * -10000.0
+        q, k, v = self.heads(self.query(hidden)), self.heads(self.key(hidden)), self.heads(self.value(hidden))
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
+        s = s + ext
+        p = self.dropout(nn.functional.softmax(s, dim=-1))
+        c = torch.matmul(p, v).permute(0, 2, 1, 3).contiguous()
+        c = c.view(c.size()[:-2] + (self.h * self.dh,))
+        a = self.ln1(self.dropout(self.attn_out(c)) + hidden)
+        i = nn.functional.gelu(self.inter(a))
+        return self.ln2(self.dropout(self.out(i)) + a)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(64, 128), nn.Linear(128, 64), nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(torch.sigmoid(self.fc2(torch.relu(self.fc1(x)))) * 2.0)
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.conv2, self.bn2 = nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(32)
+        self.dw, self.bn3 = nn.Conv2d(32, 32, 3, padding=2, dilation=2, groups=32), nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = torch.relu(self.bn2(self.conv2(x)))
+        x = nn.functional.avg_pool2d(torch.relu(self.bn3(self.dw(x))), 2)
+        x = nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.fc(x)
+
+
+def randomize_bn(m):
+    # Non-trivial running statistics so a wrong batch-norm fold shows in the numbers.
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            with torch.no_grad():
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 1.5)
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.2, 0.2)
+
+
+def export(name, model, inputs, input_names, output_names, opset, dynamic_axes=None, args=""):
+    model.eval()
+    out_dir = os.path.join(ROOT, name)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(os.path.join(out_dir, "inputs"))
+    os.makedirs(os.path.join(out_dir, "outputs"))
+    path = os.path.join(out_dir, "model.onnx")
+    with torch.no_grad():
+        outputs = model(*inputs)
+        if not isinstance(outputs, (tuple, list)):
+            outputs = (outputs,)
+        # training=PRESERVE in eval mode keeps BatchNormalization nodes (no exporter-side folding),
+        # so aicf's own Conv+BatchNormalization fold is what gets tested.
+        torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names,
+                          output_names=output_names, dynamic_axes=dynamic_axes,
+                          training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=True)
+    m = onnx.load(path)
+    onnx.checker.check_model(m)
+    for n, t in zip(input_names, inputs):
+        np.save(os.path.join(out_dir, "inputs", n + ".npy"), t.numpy())
+    for n, t in zip(output_names, outputs):
+        np.save(os.path.join(out_dir, "outputs", n + ".npy"), t.numpy())
+    with open(os.path.join(out_dir, "args.txt"), "w") as f:
+        f.write(args + "\n")
+    ops = sorted({n.op_type for n in m.graph.node})
+    print(f"{name}: opset {opset}, {len(m.graph.node)} nodes, {os.path.getsize(path)} bytes, ops {ops}")
+
+
+def main():
+    torch.manual_seed(0)
+    gpt2 = GPT2Block(256, 4)
+    torch.manual_seed(1)
+    bert = BertLayer(256, 4, 1024)
+    torch.manual_seed(2)
+    mlp = MLP()
+    torch.manual_seed(3)
+    cnn = SmallCNN()
+    randomize_bn(cnn)
+    torch.manual_seed(4)
+    gpt2_small = GPT2Block(128, 4)
+    torch.manual_seed(5)
+    bert_small = BertLayer(128, 4, 512)
+
+    g = torch.Generator().manual_seed(100)
+    x_gpt = torch.randn(2, 64, 256, generator=g)
+    x_bert = torch.randn(2, 64, 256, generator=g)
+    mask = torch.ones(2, 64, dtype=torch.int64)
+    mask[1, 48:] = 0  # the second sequence is padded
+    x_mlp = torch.randn(8, 64, generator=g)
+    x_cnn = torch.randn(2, 3, 32, 32, generator=g)
+    x_gpt_s = torch.randn(3, 40, 128, generator=g)
+    x_bert_s = torch.randn(3, 24, 128, generator=g)
+    mask_s = torch.ones(3, 24, dtype=torch.int64)
+    mask_s[0, 20:] = 0
+    mask_s[2, 10:] = 0
+
+    for opset in (13, 17):
+        export(f"gpt2_block_op{opset}", gpt2, [x_gpt], ["x"], ["y"], opset)
+        export(f"bert_layer_op{opset}", bert, [x_bert, mask], ["hidden", "attention_mask"], ["out"], opset)
+        export(f"mlp_op{opset}", mlp, [x_mlp], ["x"], ["logits"], opset)
+        export(f"cnn_op{opset}", cnn, [x_cnn], ["image"], ["logits"], opset)
+    export("gpt2_block_dyn_op17", gpt2_small, [x_gpt_s], ["x"], ["y"], 17,
+           dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}},
+           args="--dim batch=3 --dim seq=40")
+    export("bert_layer_dyn_op13", bert_small, [x_bert_s, mask_s], ["hidden", "attention_mask"], ["out"], 13,
+           dynamic_axes={"hidden": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                         "out": {0: "batch", 1: "seq"}},
+           args="--dim batch=3 --dim seq=24")
+    export("mlp_dyn_op13", mlp, [x_mlp], ["x"], ["logits"], 13,
+           dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}}, args="--shape x=8x64")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+// Small helpers shared by the command-line tools: parsing --shape/--dim values and running a
+// tool body with the project's error conventions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+// "x=2x64x256" -> ("x", {2,64,256}); "x=" -> ("x", {}) (a scalar). UserError on bad syntax.
+std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &text);
+// "batch=2" -> ("batch", 2). UserError on bad syntax.
+std::pair<std::string, int64_t> parseDimFlag(const std::string &text);
+
+// Runs `body`, printing "error: <message>" to stderr for UserError (its exit code) and
+// "internal error: ..." for anything else (exit code 3). Returns the process exit code.
+int runTool(const std::function<int()> &body);
+
+} // namespace aicf
