@@ -1,1 +1,320 @@
-int main() { return 2; }  // placeholder, replaced by its owner
+// aicf-opt: the Graph IR driver for tests and debugging (like mlir-opt). Parses a .mcir file,
+// runs the named passes (none by default) and prints the resulting IR.
+//
+//   aicf-opt FILE.mcir [--passes=a,b] [--print-ir-before=P|all] [--print-ir-after=P|all]
+//            [--pass-timing] [--split-input-file] [--verify-diagnostics] [-o OUT]
+//
+// A file may hold several graphs separated by lines "// -----"; each is processed and the
+// results are printed separated the same way. With --split-input-file an error in one part is
+// reported and the next part still runs (exit 1 at the end). --verify-diagnostics checks the
+// errors against `// expected-error@+N {{text}}` comments instead of failing on them.
+// Errors: "error: ..." on stderr, exit 1 (internal errors: exit 3).
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/explain.h"
+#include "passes/pass.h"
+#include "passes/verify_passes.h"
+#include "support/cli_util.h"
+#include "support/diagnostics.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace aicf;
+
+namespace {
+
+struct Flags {
+  std::string input;
+  std::string output;
+  std::vector<std::string> passes, printIrBefore, printIrAfter;
+  bool passTiming = false;
+  bool split = false;
+  bool verifyDiagnostics = false;
+  bool defaultPipeline = false;
+  bool explain = false;
+  bool verifyPasses = false;
+  std::string target = "cpu";
+};
+
+std::string readInput(const std::string &path) {
+  std::ostringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    throw UserError(cat("cannot open ", path), 1);
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void checkPassNames(const std::vector<std::string> &names, const char *flag, bool allowAll) {
+  std::vector<std::string> known = allPassNames();
+  for (const std::string &n : names) {
+    if ((allowAll && n == "all") || std::find(known.begin(), known.end(), n) != known.end())
+      continue;
+    std::string list;
+    for (const std::string &k : known)
+      list += (list.empty() ? "" : ", ") + k;
+    throw UserError(cat("unknown pass '", n, "' in ", flag, " (known: ", list, ")"), 1);
+  }
+}
+
+// ---- --verify-diagnostics -------------------------------------------------------------------
+
+struct ExpectedError {
+  int line;      // the line the error is expected on
+  int directive; // the line of the comment
+  std::string text;
+  bool matched = false;
+};
+
+struct ProducedError {
+  int line; // 0: no position
+  std::string message;
+};
+
+// `// expected-error {{text}}` (same line), `// expected-error@+N {{text}}`, `@-N`.
+std::vector<ExpectedError> readExpectations(const std::string &text, const std::string &file) {
+  std::vector<ExpectedError> out;
+  std::istringstream in(text);
+  std::string line;
+  for (int lineNo = 1; std::getline(in, line); ++lineNo) {
+    size_t at = line.find("expected-error");
+    if (at == std::string::npos)
+      continue;
+    size_t i = at + std::string("expected-error").size();
+    int target = lineNo;
+    if (i < line.size() && line[i] == '@') {
+      size_t j = i + 1;
+      int sign = j < line.size() && line[j] == '-' ? -1 : 1;
+      if (j < line.size() && (line[j] == '+' || line[j] == '-'))
+        ++j;
+      size_t digits = j;
+      int n = 0;
+      while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j])) && n < 100000)
+        n = n * 10 + (line[j++] - '0');
+      if (j == digits)
+        throw UserError(cat(file, ":", lineNo, ": bad expected-error offset (use @+N or @-N)"), 1);
+      target = lineNo + sign * n;
+      i = j;
+    }
+    size_t open = line.find("{{", i), close = line.rfind("}}");
+    if (open == std::string::npos || close == std::string::npos || close < open + 2)
+      throw UserError(cat(file, ":", lineNo, ": expected-error needs {{text}}"), 1);
+    out.push_back({target, lineNo, line.substr(open + 2, close - open - 2)});
+  }
+  return out;
+}
+
+// Returns whether produced and expected errors agree, reporting every mismatch on stderr.
+bool matchDiagnostics(const std::string &file, std::vector<ExpectedError> &expected,
+                      const std::vector<ProducedError> &produced) {
+  bool ok = true;
+  for (const ProducedError &p : produced) {
+    bool found = false;
+    for (ExpectedError &e : expected)
+      if (!e.matched && e.line == p.line && p.message.find(e.text) != std::string::npos) {
+        e.matched = found = true;
+        break;
+      }
+    if (!found) {
+      ok = false;
+      std::cerr << file << (p.line ? cat(":", p.line) : "") << ": unexpected error: " << p.message
+                << "\n";
+    }
+  }
+  for (const ExpectedError &e : expected)
+    if (!e.matched) {
+      ok = false;
+      std::cerr << file << ":" << e.directive << ": expected error on line " << e.line
+                << " was not produced: " << e.text << "\n";
+      for (const ProducedError &p : produced)
+        if (p.line == e.line)
+          std::cerr << "  (line " << e.line << " produced: " << p.message << ")\n";
+    }
+  return ok;
+}
+
+// ---- driver ---------------------------------------------------------------------------------
+
+class Driver {
+public:
+  explicit Driver(const Flags &flags) : flags_(flags) {}
+
+  int run() {
+    checkPassNames(flags_.passes, "--passes", false);
+    checkPassNames(flags_.printIrBefore, "--print-ir-before", true);
+    checkPassNames(flags_.printIrAfter, "--print-ir-after", true);
+    std::string text = readInput(flags_.input);
+    std::vector<SourceChunk> chunks = splitInputChunks(text);
+    if (chunks.empty())
+      chunks.push_back({text, 1}); // no graph at all: let the parser say so
+    std::vector<ExpectedError> expected;
+    if (flags_.verifyDiagnostics)
+      expected = readExpectations(text, flags_.input);
+
+    bool failed = false;
+    std::vector<ProducedError> produced;
+    for (const SourceChunk &chunk : chunks) {
+      // The separator goes first, so IR printed by passes stays with its part.
+      if (emitted_)
+        write("// -----\n");
+      if (flags_.verifyDiagnostics) {
+        processChunkCollecting(chunk, produced);
+      } else if (flags_.split) {
+        try {
+          processChunk(chunk);
+        } catch (const UserError &e) {
+          std::cerr << "error: " << e.what() << "\n";
+          failed = true;
+        }
+      } else {
+        processChunk(chunk);
+      }
+    }
+    if (flags_.verifyDiagnostics && !matchDiagnostics(flags_.input, expected, produced))
+      failed = true;
+    writeOutput();
+    return failed ? 1 : 0;
+  }
+
+private:
+  void processChunk(const SourceChunk &chunk) {
+    std::unique_ptr<Graph> g = parseGraphChunk(chunk, flags_.input);
+    runPasses(*g);
+    emit(*g);
+  }
+
+  // --verify-diagnostics: parse and verification errors are collected with their lines.
+  void processChunkCollecting(const SourceChunk &chunk, std::vector<ProducedError> &produced) {
+    std::unique_ptr<Graph> g;
+    try {
+      g = parseGraphChunk(chunk, flags_.input, /*verify=*/false);
+    } catch (const ParseError &e) {
+      produced.push_back({e.pos().line, e.what()});
+      return;
+    } catch (const UserError &e) {
+      produced.push_back({0, e.what()});
+      return;
+    }
+    std::vector<VerifierDiagnostic> diags = verifyGraphDetailed(*g);
+    for (const VerifierDiagnostic &d : diags)
+      produced.push_back({d.pos.line, d.str()});
+    if (!diags.empty())
+      return;
+    try {
+      runPasses(*g);
+    } catch (const UserError &e) {
+      produced.push_back({0, e.what()});
+      return;
+    }
+    emit(*g);
+  }
+
+  void runPasses(Graph &g) {
+    if (flags_.passes.empty() && !flags_.passTiming && !flags_.defaultPipeline)
+      return;
+    PassManagerOptions opts;
+    opts.printIrBefore.insert(flags_.printIrBefore.begin(), flags_.printIrBefore.end());
+    opts.printIrAfter.insert(flags_.printIrAfter.begin(), flags_.printIrAfter.end());
+    opts.timing = flags_.passTiming;
+    std::shared_ptr<PassVerifier> verifier;
+    if (flags_.verifyPasses)
+      verifier = installPassVerifier(g, opts);
+    PassManager pm(opts);
+    if (flags_.defaultPipeline)
+      buildDefaultPipeline(pm);
+    for (const std::string &name : flags_.passes)
+      pm.add(createPass(name));
+    PassContext ctx;
+    ctx.target = flags_.target;
+    ExplainLog log;
+    ctx.explain = &log;
+    std::cout.flush(); // keep stdout and the IR printed on stderr in order
+    pm.run(g, ctx);
+    if (flags_.explain) {
+      std::ostringstream os;
+      log.printText(os);
+      printCoverage(os, computeCoverage(g));
+      write(os.str());
+    }
+  }
+
+  void emit(const Graph &g) {
+    ++emitted_;
+    write(printGraph(g));
+  }
+
+  void write(const std::string &text) {
+    if (!flags_.output.empty()) {
+      out_ << text;
+      return;
+    }
+    std::cout << text;
+    std::cout.flush();
+  }
+
+  void writeOutput() {
+    if (flags_.output.empty())
+      return;
+    std::ofstream f(flags_.output, std::ios::binary);
+    if (!f || !(f << out_.str()) || !f.flush())
+      throw UserError(cat("cannot write ", flags_.output), 1);
+  }
+
+  const Flags &flags_;
+  std::ostringstream out_;
+  int emitted_ = 0;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"aicf-opt: parse Graph IR text, run passes, print the result"};
+  Flags flags;
+  std::string passList;
+  for (const std::string &n : allPassNames())
+    passList += (passList.empty() ? "" : ", ") + n;
+  app.add_option("input", flags.input, "input .mcir file ('-' for stdin)")->required();
+  app.add_option("-o,--output", flags.output, "write the IR here instead of stdout");
+  app.add_option("--passes", flags.passes, "passes to run, in order (known: " + passList + ")")
+      ->delimiter(',');
+  app.add_option("--print-ir-before", flags.printIrBefore,
+                 "print the IR before PASS (or all) when it changes the graph")
+      ->delimiter(',');
+  app.add_option("--print-ir-after", flags.printIrAfter,
+                 "print the IR after PASS (or all) when it changed the graph")
+      ->delimiter(',');
+  app.add_flag("--pass-timing", flags.passTiming, "print the time spent in each pass");
+  app.add_flag("--pipeline", flags.defaultPipeline,
+               "run aicfc's default pipeline (before any --passes)");
+  app.add_flag("--explain", flags.explain,
+               "after the passes, print every rewrite and property check with its certificate");
+  app.add_flag("--verify-passes", flags.verifyPasses,
+               "interpret the graph on seeded random inputs after each changed pass and stop at "
+               "the first pass that changes an output beyond tolerance");
+  app.add_option("--target", flags.target,
+                 "target for target-dependent checks (cpu, cuda:sm_90...)")
+      ->capture_default_str();
+  app.add_flag("--split-input-file", flags.split,
+               "process each '// -----' part separately, continuing after errors");
+  app.add_flag("--verify-diagnostics", flags.verifyDiagnostics,
+               "check errors against '// expected-error@+N {{text}}' comments");
+  CLI11_PARSE(app, argc, argv);
+  return runTool([&] {
+    try {
+      return Driver(flags).run();
+    } catch (const UserError &e) {
+      throw UserError(e.what(), 1); // every user-facing failure of aicf-opt exits 1
+    }
+  });
+}

@@ -185,9 +185,28 @@ Value *Graph::findValue(std::string_view name) const {
   return nullptr;
 }
 
+bool Graph::canReplaceKeepingNames(const Value *from, const Value *to) const {
+  if (!isOutput(from))
+    return true;
+  return to->kind() == ValueKind::Result && to->name().empty() && !isOutput(to);
+}
+
+void Graph::renameValue(Value *v, const std::string &name) {
+  if (v->name_ == name)
+    return;
+  if (!v->name_.empty())
+    takenNames_.erase(v->name_);
+  v->name_ = name.empty() ? "" : uniqueName(name);
+}
+
 void Graph::replaceAllUsesWith(Value *from, Value *to) {
   if (from == to)
     return;
+  if (isOutput(from) && to->kind() == ValueKind::Result && to->name_.empty() && !isOutput(to)) {
+    std::string name = from->name_;
+    renameValue(from, "");
+    renameValue(to, name);
+  }
   for (auto &n : nodes_)
     for (Value *&o : n->operands_)
       if (o == from)

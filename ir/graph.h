@@ -147,10 +147,17 @@ public:
   Value *findValue(std::string_view name) const;
 
   // --- mutation ---
-  void replaceAllUsesWith(Value *from, Value *to); // operands and graph outputs
-  void eraseNode(Node *n);                         // its results must be unused
-  void eraseWeight(Value *w);                      // must be unused
-  void eraseInput(Value *in);                      // must be unused
+  // Replaces `from` by `to` in operands and graph outputs. When `from` is a graph output and
+  // `to` an unnamed node result, `to` takes over the output's name (outputs keep ONNX names).
+  void replaceAllUsesWith(Value *from, Value *to);
+  // True when replacing `from` by `to` keeps every graph output's name: false when `from` is an
+  // output and `to` is an input, a weight, another output or already named. Rewrites that
+  // would lose an output name keep the node instead.
+  bool canReplaceKeepingNames(const Value *from, const Value *to) const;
+  void renameValue(Value *v, const std::string &name); // keeps names unique
+  void eraseNode(Node *n);                             // its results must be unused
+  void eraseWeight(Value *w);                          // must be unused
+  void eraseInput(Value *in);                          // must be unused
   void moveBefore(Node *n, Node *anchor);
   // Restores a valid execution order after rewrites, keeping the current order where it is
   // already valid (stable). Throws InternalError on a cycle.

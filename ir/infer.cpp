@@ -439,6 +439,8 @@ std::vector<TensorType> inferTranspose(InferCtx &ctx) {
 
 std::vector<TensorType> inferConcat(InferCtx &ctx) {
   const TensorType &x = ctx.operand(0);
+  if (x.rank() == 0)
+    ctx.fail(cat("concat operands must have rank >= 1, got ", x.str()));
   int64_t axis = normAxis(ctx, ctx.i("axis"), x.rank());
   std::vector<int64_t> out = x.shape;
   for (size_t k = 1; k < ctx.numOperands(); ++k) {
@@ -455,6 +457,8 @@ std::vector<TensorType> inferConcat(InferCtx &ctx) {
 
 std::vector<TensorType> inferSplit(InferCtx &ctx) {
   const TensorType &x = ctx.operand(0);
+  if (x.rank() == 0)
+    ctx.fail(cat("split operand must have rank >= 1, got ", x.str()));
   int64_t axis = normAxis(ctx, ctx.i("axis"), x.rank());
   const auto &sizes = ctx.ints("sizes");
   if (ctx.numResults() >= 0 && static_cast<int>(sizes.size()) != ctx.numResults())
@@ -507,6 +511,8 @@ std::vector<TensorType> inferGather(InferCtx &ctx) {
   const TensorType &x = ctx.operand(0), &idx = ctx.operand(1);
   if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
     ctx.fail(cat("gather indices must be i64 or i32, got ", idx.str()));
+  if (x.rank() == 0)
+    ctx.fail(cat("gather data must have rank >= 1, got ", x.str()));
   int64_t axis = normAxis(ctx, ctx.i("axis"), x.rank());
   std::vector<int64_t> out(x.shape.begin(), x.shape.begin() + axis);
   out.insert(out.end(), idx.shape.begin(), idx.shape.end());

@@ -80,6 +80,17 @@ const AttrValue &attrOrDefault(const OpInfo &info, const AttrMap &attrs, std::st
              attrKindName(spec->kind), ", read as ", attrKindName(kind));
   auto it = attrs.find(std::string(name));
   if (it != attrs.end()) {
+    // checkAttrs accepts an empty int list for any list kind (the text `[]`): read it as empty.
+    if (kind == AttrKind::Floats && attrKindOf(it->second) == AttrKind::Ints &&
+        std::get<std::vector<int64_t>>(it->second).empty()) {
+      static const AttrValue emptyFloats{std::vector<double>{}};
+      return emptyFloats;
+    }
+    if (kind == AttrKind::Strings && attrKindOf(it->second) == AttrKind::Ints &&
+        std::get<std::vector<int64_t>>(it->second).empty()) {
+      static const AttrValue emptyStrings{std::vector<std::string>{}};
+      return emptyStrings;
+    }
     AICF_CHECK(attrKindOf(it->second) == kind, "attribute ", info.name, ".", name,
                " holds a value of the wrong kind");
     return it->second;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "support/diagnostics.h"
 
 #include <memory>
 #include <string>
@@ -10,6 +11,18 @@
 #include <vector>
 
 namespace aicf {
+
+// A malformed-text error: what() is "FILE:LINE:COL: message"; pos() says where, for tools that
+// match diagnostics to lines (aicf-opt --verify-diagnostics).
+class ParseError : public UserError {
+public:
+  ParseError(SourcePos pos, const std::string &message)
+      : UserError(pos.str() + ": " + message), pos_(std::move(pos)) {}
+  const SourcePos &pos() const { return pos_; }
+
+private:
+  SourcePos pos_;
+};
 
 // Parses exactly one graph; `filename` is used in diagnostics and node SourcePos.
 // The parsed graph is verified (see ir/verifier.h) unless verify is false.
@@ -23,5 +36,19 @@ std::vector<std::unique_ptr<Graph>> parseGraphs(std::string_view text, const std
 
 // Reads and parses a .mcir file (error "cannot open FILE" if unreadable).
 std::unique_ptr<Graph> parseGraphFile(const std::string &path, bool verify = true);
+
+// One part of a file cut at "// -----" lines; firstLine is the file line the part starts on.
+struct SourceChunk {
+  std::string_view text;
+  int firstLine = 1;
+};
+
+// Cuts `text` at lines that are exactly "// -----" (surrounding blanks allowed), dropping parts
+// holding only blanks and comments. What parseGraphs and aicf-opt --split-input-file use.
+std::vector<SourceChunk> splitInputChunks(std::string_view text);
+
+// Parses one chunk holding exactly one graph, with the file's line numbers.
+std::unique_ptr<Graph> parseGraphChunk(const SourceChunk &chunk, const std::string &filename,
+                                       bool verify = true);
 
 } // namespace aicf

@@ -18,28 +18,30 @@
 namespace aicf {
 
 struct PassContext;
+class ExplainLog;
 
 class Pass {
 public:
   virtual ~Pass() = default;
-  virtual const char *name() const = 0;     // "dce"; used by --passes and --print-ir-after
-  virtual const char *summary() const = 0;  // one line, for --help and the README
+  virtual const char *name() const = 0;    // "dce"; used by --passes and --print-ir-after
+  virtual const char *summary() const = 0; // one line, for --help and the README
   virtual bool run(Graph &g, PassContext &ctx) = 0;
 };
 
 // Shared state and options visible to every pass.
 struct PassContext {
-  std::string target = "cpu";  // "cpu", "cuda:sm_90", ...
-  std::ostream *log = nullptr;  // diagnostics and explanations go here when set
+  std::string target = "cpu";    // "cpu", "cuda:sm_90", ...
+  std::ostream *log = nullptr;   // diagnostics and explanations go here when set
+  ExplainLog *explain = nullptr; // rewrites and certificates are recorded here when set
 };
 
 struct PassManagerOptions {
-  std::set<std::string> printIrBefore;  // pass names, or "all"
-  std::set<std::string> printIrAfter;   // pass names, or "all"
-  std::ostream *irOut = nullptr;        // where printed IR goes (default std::cerr)
-  bool timing = false;                  // print a per-pass timing table at the end
-  std::ostream *timingOut = nullptr;    // default std::cerr
-  bool verifyEachPass = true;           // run the verifier after each changed pass
+  std::set<std::string> printIrBefore; // pass names, or "all"
+  std::set<std::string> printIrAfter;  // pass names, or "all"
+  std::ostream *irOut = nullptr;       // where printed IR goes (default stderr)
+  bool timing = false;                 // print a per-pass timing table at the end
+  std::ostream *timingOut = nullptr;   // default stderr
+  bool verifyEachPass = true;          // run the verifier after each changed pass
   // Called after every pass that changed the graph, with the graph as it was before and after
   // (as text-format snapshots are expensive, `before` is only provided when requested).
   std::function<void(const Pass &, const Graph &after)> afterChangedPass;

@@ -1,5 +1,6 @@
 // .npy (NumPy format 1.0/2.0/3.0) reading and writing, little-endian, C order.
-// dtypes: <f4 <f2 <i8 <i4 |i1 |b1 (and bf16 written as <u2 with the shape preserved).
+// dtypes: <f4 <f2 <i8 <i4 |i1 |b1. bf16 has no NumPy dtype: it is written as <f4 (exact, since
+// bf16 is a subset of f32) and so reads back as f32.
 #pragma once
 
 #include "ir/types.h"

@@ -1,0 +1,133 @@
+// The pass manager: runs passes in order and keeps the IR honest between them (STYLE.md, after
+// MLIR's and XLA's pass managers and XLS's "unchanged really unchanged" check).
+//   - A pass that changed the graph is followed by the verifier; a failure names the pass.
+//   - --print-ir-before/after print only around passes that changed the graph (Halide), the
+//     "before" IR being a snapshot taken before the pass ran.
+//   - An exception escaping a pass is re-thrown as "pass 'NAME' failed: ..." of the same kind.
+//   - With AICF_EXPENSIVE_CHECKS the printed IR is compared before/after a pass that reports
+//     "unchanged"; a difference is a bug in that pass (InternalError).
+#include "passes/pass.h"
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "support/diagnostics.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <streambuf>
+
+namespace aicf {
+
+namespace {
+
+#ifdef AICF_EXPENSIVE_CHECKS
+constexpr bool kCheckUnchanged = true;
+#else
+constexpr bool kCheckUnchanged = false;
+#endif
+
+// The default destination of printed IR and timings: stderr, through <cstdio> (library code
+// does not include <iostream>).
+class StderrBuf : public std::streambuf {
+protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof())
+      std::fputc(c, stderr);
+    return traits_type::not_eof(c);
+  }
+  std::streamsize xsputn(const char *s, std::streamsize n) override {
+    return static_cast<std::streamsize>(std::fwrite(s, 1, static_cast<size_t>(n), stderr));
+  }
+};
+
+std::ostream &stderrStream() {
+  static StderrBuf buf;
+  static std::ostream os(&buf);
+  return os;
+}
+
+bool selected(const std::set<std::string> &names, const std::string &pass) {
+  return names.count("all") || names.count(pass);
+}
+
+std::string header(const char *when, const std::string &pass) {
+  return cat("// -----// IR ", when, " ", pass, " //----- //\n");
+}
+
+struct PassTime {
+  std::string name;
+  double ms;
+  bool changed;
+};
+
+void printTiming(std::ostream &os, const std::vector<PassTime> &times) {
+  double total = 0;
+  os << "// ----- pass timing ----- //\n";
+  os << "//   wall (ms)  changed  pass\n";
+  for (const PassTime &t : times) {
+    os << "// " << std::setw(11) << std::fixed << std::setprecision(3) << t.ms << "  "
+       << (t.changed ? "yes    " : "no     ") << "  " << t.name << "\n";
+    total += t.ms;
+  }
+  os << "// " << std::setw(11) << std::fixed << std::setprecision(3) << total << "           "
+     << "total\n";
+  os.flush();
+}
+
+} // namespace
+
+bool PassManager::run(Graph &g, PassContext &ctx) {
+  std::ostream &irOut = opts_.irOut ? *opts_.irOut : stderrStream();
+  std::vector<PassTime> times;
+  bool anyChanged = false;
+  for (const std::unique_ptr<Pass> &pass : passes_) {
+    const std::string name = pass->name();
+    const bool printBefore = selected(opts_.printIrBefore, name);
+    const bool printAfter = selected(opts_.printIrAfter, name);
+    std::string before;
+    if (printBefore || kCheckUnchanged)
+      before = printGraph(g);
+    if (opts_.beforePass)
+      opts_.beforePass(*pass, g);
+
+    auto start = std::chrono::steady_clock::now();
+    bool changed = false;
+    try {
+      changed = pass->run(g, ctx);
+    } catch (const UserError &e) {
+      throw UserError(cat("pass '", name, "' failed: ", e.what()), e.exitCode());
+    } catch (const std::exception &e) {
+      throw InternalError(cat("pass '", name, "' failed: ", e.what()));
+    }
+    std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+    times.push_back({name, ms.count(), changed});
+
+    if (!changed) {
+      if (kCheckUnchanged && printGraph(g) != before)
+        throw InternalError(cat("pass '", name, "' reported no change but changed the IR"));
+      continue;
+    }
+    anyChanged = true;
+    if (printBefore)
+      irOut << header("before", name) << before;
+    if (printAfter)
+      irOut << header("after", name) << printGraph(g);
+    if (printBefore || printAfter)
+      irOut.flush();
+    if (opts_.verifyEachPass) {
+      std::vector<std::string> problems = verifyGraphDiagnostics(g);
+      if (!problems.empty())
+        throw InternalError(cat("pass '", name, "' produced invalid IR: ", problems.front(),
+                                problems.size() > 1 ? cat(" (and ", problems.size() - 1, " more)")
+                                                    : std::string()));
+    }
+    if (opts_.afterChangedPass)
+      opts_.afterChangedPass(*pass, g);
+  }
+  if (opts_.timing)
+    printTiming(opts_.timingOut ? *opts_.timingOut : stderrStream(), times);
+  return anyChanged;
+}
+
+} // namespace aicf
