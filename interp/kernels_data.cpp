@@ -1,0 +1,327 @@
+// Data-movement kernels: reshape, transpose, concat, split, slice, gather, expand, tile, pad and
+// resize. They move raw elements (any dtype) except linear resize, which interpolates in double.
+//
+// resize follows the ONNX reference (onnx/reference/ops/op_resize.py): the output coordinate is
+// mapped to the input by coordinate_transformation_mode using the node's scales (or out/in where
+// a scale is not positive); nearest rounds by nearest_mode and clamps to the input; linear
+// clamps the coordinate to [0, len-1] and interpolates between its floor and the next element,
+// one axis at a time (separable, so N-d linear is multilinear). Integer data is interpolated in
+// double and rounded to nearest.
+#include "interp/kernels.h"
+
+#include <algorithm>
+
+namespace aicf::interp {
+
+namespace {
+
+int64_t normAxis(const KernelCtx &ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    ctx.fail(cat("axis ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t prod(const std::vector<int64_t> &v, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < v.size(); ++i)
+    n *= v[i];
+  return n;
+}
+
+std::vector<int64_t> identityMap(int64_t n) {
+  std::vector<int64_t> m(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    m[i] = i;
+  return m;
+}
+
+// One element of `dtype` holding `value`, as bytes.
+std::vector<uint8_t> elementBytes(DType dtype, double value) {
+  Tensor t(TensorType(dtype, {}));
+  t.setDouble(0, value);
+  return t.bytes();
+}
+
+// Input coordinate of output coordinate `xo` (ONNX coordinate_transformation_mode). As in the
+// ONNX reference, the resized length is the real lenIn * scale (2.4 for 4 * 0.6), not the rounded
+// output size; the two agree whenever the scale came from the sizes.
+double inputCoord(const KernelCtx &ctx, const std::string &mode, int64_t xo, int64_t lenIn,
+                  int64_t lenOut, double scale) {
+  double x = static_cast<double>(xo);
+  double resized = double(lenIn) * scale;
+  if (std::fabs(resized - double(lenOut)) < 1e-9 * std::max(1.0, resized))
+    resized = double(lenOut); // absorb the rounding of out / in * in
+  if (mode == "half_pixel")
+    return (x + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel")
+    return resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners")
+    return resized == 1 ? 0.0 : x * double(lenIn - 1) / (resized - 1);
+  if (mode == "asymmetric")
+    return x / scale;
+  ctx.fail(cat("coordinate_transformation_mode '", mode,
+               "' is not supported (half_pixel, pytorch_half_pixel, align_corners, asymmetric)"));
+}
+
+int64_t nearestIndex(const KernelCtx &ctx, const std::string &mode, double x, int64_t lenIn) {
+  double f = std::floor(x);
+  double r;
+  if (mode == "round_prefer_floor")
+    r = x == f + 0.5 ? f : std::round(x);
+  else if (mode == "round_prefer_ceil")
+    r = x == f + 0.5 ? f + 1.0 : std::round(x);
+  else if (mode == "floor")
+    r = f;
+  else if (mode == "ceil")
+    r = std::ceil(x);
+  else
+    ctx.fail(cat("nearest_mode '", mode,
+                 "' is not supported (round_prefer_floor, round_prefer_ceil, floor, ceil)"));
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, lenIn - 1);
+}
+
+} // namespace
+
+std::vector<Tensor> kernel_Reshape(const KernelCtx &ctx) {
+  return {Tensor(ctx.outType(), ctx.x(0).bytes())};
+}
+
+std::vector<Tensor> kernel_Transpose(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const TensorType &ot = ctx.outType();
+  const auto &perm = ctx.node.ints("perm");
+  std::vector<int64_t> inSt = stridesOf(x.shape()), permSt(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d)
+    permSt[d] = inSt[perm[d]];
+  Tensor out(ot);
+  size_t es = dtypeSize(ot.dtype);
+  const uint8_t *src = x.raw();
+  uint8_t *dst = out.raw();
+  std::array<std::vector<int64_t>, 2> st = {stridesOf(ot.shape), permSt};
+  forEachRow<2>(ot.shape, st, [&](auto off, auto inner, int64_t len) {
+    for (int64_t j = 0; j < len; ++j)
+      copyElem(dst + (off[0] + j * inner[0]) * es, src + (off[1] + j * inner[1]) * es, es);
+  });
+  return {out};
+}
+
+std::vector<Tensor> kernel_Concat(const KernelCtx &ctx) {
+  const TensorType &ot = ctx.outType();
+  int64_t axis = normAxis(ctx, ctx.node.i("axis"), ot.rank());
+  size_t es = dtypeSize(ot.dtype);
+  int64_t outer = prod(ot.shape, 0, static_cast<size_t>(axis));
+  int64_t inner = prod(ot.shape, static_cast<size_t>(axis) + 1, ot.shape.size());
+  Tensor out(ot);
+  uint8_t *dst = out.raw();
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < ctx.numIn(); ++k) {
+      const Tensor &x = ctx.x(k);
+      size_t chunk = static_cast<size_t>(x.shape()[axis] * inner) * es;
+      if (chunk)
+        std::memcpy(dst, x.raw() + o * chunk, chunk);
+      dst += chunk;
+    }
+  return {out};
+}
+
+std::vector<Tensor> kernel_Split(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  int64_t axis = normAxis(ctx, ctx.node.i("axis"), x.type().rank());
+  size_t es = dtypeSize(x.dtype());
+  int64_t outer = prod(x.shape(), 0, static_cast<size_t>(axis));
+  int64_t inner = prod(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
+  size_t rowBytes = static_cast<size_t>(x.shape()[axis] * inner) * es;
+  std::vector<Tensor> outs;
+  size_t begin = 0;
+  for (const TensorType &t : ctx.outTypes) {
+    Tensor out(t);
+    size_t chunk = static_cast<size_t>(t.shape[axis] * inner) * es;
+    for (int64_t o = 0; o < outer && chunk; ++o)
+      std::memcpy(out.raw() + o * chunk, x.raw() + o * rowBytes + begin, chunk);
+    begin += chunk;
+    outs.push_back(std::move(out));
+  }
+  return outs;
+}
+
+std::vector<Tensor> kernel_Slice(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const TensorType &ot = ctx.outType();
+  const auto &starts = ctx.node.ints("starts"), &axes = ctx.node.ints("axes"),
+             &steps = ctx.node.ints("steps");
+  std::vector<std::vector<int64_t>> maps;
+  for (int64_t d = 0; d < ot.rank(); ++d)
+    maps.push_back(identityMap(ot.shape[d]));
+  for (size_t k = 0; k < axes.size(); ++k) {
+    auto &m = maps[axes[k]];
+    for (size_t i = 0; i < m.size(); ++i)
+      m[i] = starts[k] + static_cast<int64_t>(i) * steps[k];
+  }
+  return {gatherByAxisMaps(x, maps, std::vector<uint8_t>(dtypeSize(x.dtype()), 0))};
+}
+
+std::vector<Tensor> kernel_Gather(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0), &indices = ctx.x(1);
+  const TensorType &ot = ctx.outType();
+  int64_t axis = normAxis(ctx, ctx.node.i("axis"), x.type().rank());
+  int64_t len = x.shape()[axis];
+  std::vector<int64_t> idx = toInt64s(indices);
+  for (int64_t &i : idx) {
+    int64_t orig = i;
+    if (i < 0)
+      i += len;
+    if (i < 0 || i >= len)
+      ctx.fail(cat("index ", orig, " is out of range for axis ", axis, " of size ", len));
+  }
+  size_t es = dtypeSize(x.dtype());
+  int64_t outer = prod(x.shape(), 0, static_cast<size_t>(axis));
+  size_t chunk =
+      static_cast<size_t>(prod(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size())) * es;
+  Tensor out(ot);
+  uint8_t *dst = out.raw();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i : idx) {
+      if (chunk)
+        std::memcpy(dst, x.raw() + (o * len + i) * chunk, chunk);
+      dst += chunk;
+    }
+  return {out};
+}
+
+std::vector<Tensor> kernel_Expand(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const TensorType &ot = ctx.outType();
+  Tensor out(ot);
+  size_t es = dtypeSize(ot.dtype);
+  const uint8_t *src = x.raw();
+  uint8_t *dst = out.raw();
+  std::array<std::vector<int64_t>, 2> st = {stridesOf(ot.shape),
+                                            broadcastStrides(x.shape(), ot.shape)};
+  forEachRow<2>(ot.shape, st, [&](auto off, auto inner, int64_t len) {
+    for (int64_t j = 0; j < len; ++j)
+      copyElem(dst + (off[0] + j * inner[0]) * es, src + (off[1] + j * inner[1]) * es, es);
+  });
+  return {out};
+}
+
+std::vector<Tensor> kernel_Tile(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const TensorType &ot = ctx.outType();
+  std::vector<std::vector<int64_t>> maps;
+  for (int64_t d = 0; d < ot.rank(); ++d) {
+    std::vector<int64_t> m = identityMap(ot.shape[d]);
+    for (int64_t &i : m)
+      i %= x.shape()[d];
+    maps.push_back(std::move(m));
+  }
+  return {gatherByAxisMaps(x, maps, std::vector<uint8_t>(dtypeSize(x.dtype()), 0))};
+}
+
+std::vector<Tensor> kernel_Pad(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const TensorType &ot = ctx.outType();
+  const auto &pads = ctx.node.ints("pads");
+  const std::string &mode = ctx.node.s("mode");
+  int64_t r = ot.rank();
+  std::vector<std::vector<int64_t>> maps;
+  for (int64_t d = 0; d < r; ++d) {
+    int64_t L = x.shape()[d];
+    std::vector<int64_t> m(static_cast<size_t>(ot.shape[d]));
+    for (int64_t i = 0; i < ot.shape[d]; ++i) {
+      int64_t c = i - pads[d];
+      if (c >= 0 && c < L) {
+        m[i] = c;
+      } else if (mode == "constant") {
+        m[i] = -1;
+      } else if (L == 0) {
+        ctx.fail(cat("cannot ", mode, "-pad axis ", d, " of size 0"));
+      } else if (mode == "edge") {
+        m[i] = std::clamp<int64_t>(c, 0, L - 1);
+      } else if (mode == "reflect") {
+        int64_t period = 2 * (L - 1);
+        if (period == 0) {
+          m[i] = 0;
+        } else {
+          c = ((c % period) + period) % period;
+          m[i] = c >= L ? period - c : c;
+        }
+      } else {
+        ctx.fail(cat("mode '", mode, "' is not constant, reflect or edge"));
+      }
+    }
+    maps.push_back(std::move(m));
+  }
+  return {gatherByAxisMaps(x, maps, elementBytes(x.dtype(), ctx.node.f("value")))};
+}
+
+std::vector<Tensor> kernel_Resize(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const TensorType &ot = ctx.outType();
+  const auto &scales = ctx.node.floats("scales");
+  const std::string &mode = ctx.node.s("mode"), &ctm = ctx.node.s("coordinate_transformation_mode");
+  int64_t r = ot.rank();
+  auto scaleOf = [&](int64_t d) {
+    double s = scales[d];
+    return s > 0 ? s : double(ot.shape[d]) / double(x.shape()[d]);
+  };
+  for (int64_t d = 0; d < r; ++d)
+    if (x.shape()[d] == 0 && ot.shape[d] != 0)
+      ctx.fail(cat("cannot resize axis ", d, " of size 0 to ", ot.shape[d]));
+  if (mode == "nearest") {
+    const std::string &nm = ctx.node.s("nearest_mode");
+    std::vector<std::vector<int64_t>> maps;
+    for (int64_t d = 0; d < r; ++d) {
+      std::vector<int64_t> m(static_cast<size_t>(ot.shape[d]));
+      for (int64_t i = 0; i < ot.shape[d]; ++i)
+        m[i] = nearestIndex(ctx, nm, inputCoord(ctx, ctm, i, x.shape()[d], ot.shape[d], scaleOf(d)),
+                            x.shape()[d]);
+      maps.push_back(std::move(m));
+    }
+    return {gatherByAxisMaps(x, maps, std::vector<uint8_t>(dtypeSize(x.dtype()), 0))};
+  }
+  if (mode != "linear")
+    ctx.fail(cat("mode '", mode, "' is not nearest or linear"));
+  // Separable linear interpolation, one axis at a time, in double.
+  std::vector<double> cur = x.toDoubles();
+  std::vector<int64_t> shape = x.shape();
+  for (int64_t d = 0; d < r; ++d) {
+    int64_t lenIn = shape[d], lenOut = ot.shape[d];
+    std::vector<int64_t> i0(static_cast<size_t>(lenOut)), i1(static_cast<size_t>(lenOut));
+    std::vector<double> w1(static_cast<size_t>(lenOut));
+    bool identity = lenIn == lenOut;
+    for (int64_t i = 0; i < lenOut; ++i) {
+      double c = inputCoord(ctx, ctm, i, lenIn, lenOut, scaleOf(d));
+      c = std::clamp(c, 0.0, double(lenIn - 1));
+      i0[i] = static_cast<int64_t>(std::floor(c));
+      i1[i] = std::min(i0[i] + 1, lenIn - 1);
+      w1[i] = c - double(i0[i]);
+      identity = identity && i0[i] == i && w1[i] == 0.0;
+    }
+    if (identity)
+      continue;
+    int64_t outer = prod(shape, 0, static_cast<size_t>(d));
+    int64_t inner = prod(shape, static_cast<size_t>(d) + 1, shape.size());
+    std::vector<double> next(static_cast<size_t>(outer * lenOut * inner));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < lenOut; ++i) {
+        const double *a = cur.data() + (o * lenIn + i0[i]) * inner;
+        const double *b = cur.data() + (o * lenIn + i1[i]) * inner;
+        double *y = next.data() + (o * lenOut + i) * inner;
+        double wb = w1[i], wa = 1.0 - wb;
+        for (int64_t j = 0; j < inner; ++j)
+          y[j] = wa * a[j] + wb * b[j];
+      }
+    cur.swap(next);
+    shape[d] = lenOut;
+  }
+  Tensor out(ot);
+  if (isFloat(ot.dtype)) {
+    std::vector<float> f(cur.begin(), cur.end());
+    return {fromFloats(f, ot)};
+  }
+  for (int64_t i = 0; i < out.numel(); ++i)
+    out.setInt(i, truncToInt64(std::nearbyint(cur[i])));
+  return {out};
+}
+
+} // namespace aicf::interp
