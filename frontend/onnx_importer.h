@@ -13,8 +13,8 @@
 namespace aicf {
 
 struct ImportOptions {
-  std::map<std::string, std::vector<int64_t>> inputShapes;  // --shape NAME=2x64x256
-  std::map<std::string, int64_t> dimParams;                 // --dim PARAM=VALUE
+  std::map<std::string, std::vector<int64_t>> inputShapes; // --shape NAME=2x64x256
+  std::map<std::string, int64_t> dimParams;                // --dim PARAM=VALUE
 };
 
 // Throws UserError (exit code 2) naming the file and node on any problem; an unreadable file

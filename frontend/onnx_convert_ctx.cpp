@@ -1,0 +1,280 @@
+// ConvertCtx (onnx_ops.h): what an op converter sees of its ONNX node, and how it adds nodes.
+// Every node it creates carries the ONNX node's name as its location, and nodes whose operands
+// are all constants are evaluated with the reference interpreter on the spot, so that
+// Shape -> Gather -> Concat -> Reshape chains reach Reshape as plain constants.
+#include "frontend/onnx_ops.h"
+
+#include "frontend/onnx_tensor.h"
+#include "interp/interpreter.h"
+#include "support/diagnostics.h"
+
+namespace aicf {
+
+using onnx::AttributeProto;
+
+namespace {
+
+// Results up to this many elements are folded when all operands are constants. Shape
+// computations are tiny; integer and bool results (index tensors, masks built from Range and
+// comparisons) may be larger and are still folded, float results are left to the passes.
+constexpr int64_t kFoldLimit = int64_t(1) << 16;
+constexpr int64_t kFoldLimitIntegral = int64_t(1) << 22;
+
+const char *attrTypeName(int type) {
+  switch (type) {
+  case AttributeProto::FLOAT: return "a float";
+  case AttributeProto::INT: return "an int";
+  case AttributeProto::STRING: return "a string";
+  case AttributeProto::TENSOR: return "a tensor";
+  case AttributeProto::GRAPH: return "a graph";
+  case AttributeProto::FLOATS: return "floats";
+  case AttributeProto::INTS: return "ints";
+  case AttributeProto::STRINGS: return "strings";
+  case AttributeProto::SPARSE_TENSOR: return "a sparse tensor";
+  default: return "an attribute of another kind";
+  }
+}
+
+} // namespace
+
+ConvertCtx::ConvertCtx(ImportEnv &env, const onnx::NodeProto &node, int index, int opset)
+    : env_(env), node_(node), index_(index), opset_(opset),
+      loc_(!node.name().empty() ? node.name()
+           : node.output_size() ? node.output(0)
+                                : cat("#", index)),
+      outputs_(static_cast<size_t>(node.output_size()), nullptr) {}
+
+std::string ConvertCtx::label() const {
+  if (!node_.name().empty())
+    return cat("node '", node_.name(), "' (", node_.op_type(), ")");
+  if (node_.output_size() && !node_.output(0).empty())
+    return cat("node #", index_, " (", node_.op_type(), ", output '", node_.output(0), "')");
+  return cat("node #", index_, " (", node_.op_type(), ")");
+}
+
+void ConvertCtx::fail(const std::string &msg) const {
+  throw UserError(cat(env_.file, ": ", label(), ": ", msg), 2);
+}
+
+// ---- inputs -----------------------------------------------------------------------------------
+
+bool ConvertCtx::hasInput(size_t i) const {
+  return i < numInputs() && !node_.input(static_cast<int>(i)).empty();
+}
+
+const std::string &ConvertCtx::inputName(size_t i) const {
+  static const std::string none;
+  return i < numInputs() ? node_.input(static_cast<int>(i)) : none;
+}
+
+Value *ConvertCtx::input(size_t i) const {
+  if (!hasInput(i))
+    fail(cat("input ", i, " is required"));
+  auto it = env_.values.find(node_.input(static_cast<int>(i)));
+  if (it == env_.values.end())
+    fail(cat("input '", node_.input(static_cast<int>(i)), "' is not defined"));
+  return it->second;
+}
+
+const Tensor *ConvertCtx::constInput(size_t i) const {
+  if (!hasInput(i))
+    return nullptr;
+  Value *v = input(i);
+  return v->isWeight() ? v->data().get() : nullptr;
+}
+
+const Tensor &ConvertCtx::requireConst(size_t i, const std::string &what) const {
+  const Tensor *t = constInput(i);
+  if (!t)
+    fail(cat(what, " input '", inputName(i), "' is not a compile-time constant"));
+  return *t;
+}
+
+std::vector<int64_t> ConvertCtx::constInts(size_t i, const std::string &what) const {
+  const Tensor &t = requireConst(i, what);
+  if (!isInteger(t.dtype()))
+    fail(cat(what, " input '", inputName(i), "' must be an integer tensor, got ", t.type().str()));
+  return t.toInts();
+}
+
+std::vector<double> ConvertCtx::constDoubles(size_t i, const std::string &what) const {
+  return requireConst(i, what).toDoubles();
+}
+
+// ---- outputs ----------------------------------------------------------------------------------
+
+bool ConvertCtx::outputUsed(size_t i) const {
+  return i < numOutputs() && !node_.output(static_cast<int>(i)).empty() &&
+         env_.used.count(node_.output(static_cast<int>(i))) != 0;
+}
+
+void ConvertCtx::setOutput(size_t i, Value *v) {
+  AICF_CHECK(i < outputs_.size() && v, "bad output ", i, " of ", label());
+  outputs_[i] = v;
+  if (!node_.output(static_cast<int>(i)).empty())
+    env_.values[node_.output(static_cast<int>(i))] = v;
+}
+
+bool ConvertCtx::outputSet(size_t i) const {
+  return i < outputs_.size() && outputs_[i];
+}
+
+// ---- attributes -------------------------------------------------------------------------------
+
+const AttributeProto *ConvertCtx::findAttr(std::string_view name) const {
+  for (const AttributeProto &a : node_.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+const AttributeProto &ConvertCtx::attrOfType(std::string_view name, int type) const {
+  const AttributeProto *a = findAttr(name);
+  AICF_CHECK(a, "attribute ", name, " looked up without checking it exists");
+  if (a->type() != type && a->type() != AttributeProto::UNDEFINED)
+    fail(cat("attribute '", name, "' must be ", attrTypeName(type), ", got ",
+             attrTypeName(a->type())));
+  return *a;
+}
+
+int64_t ConvertCtx::attrInt(std::string_view name, int64_t def) const {
+  return hasAttr(name) ? attrOfType(name, AttributeProto::INT).i() : def;
+}
+
+int64_t ConvertCtx::attrIntReq(std::string_view name) const {
+  if (!hasAttr(name))
+    fail(cat("attribute '", name, "' is required"));
+  return attrOfType(name, AttributeProto::INT).i();
+}
+
+// ONNX float attributes are fp32: defaults are rounded the same way, so an absent epsilon and
+// an exported 1e-5 give the same attribute value.
+double ConvertCtx::attrFloat(std::string_view name, double def) const {
+  return hasAttr(name) ? attrOfType(name, AttributeProto::FLOAT).f() : static_cast<float>(def);
+}
+
+std::string ConvertCtx::attrStr(std::string_view name, const std::string &def) const {
+  return hasAttr(name) ? attrOfType(name, AttributeProto::STRING).s() : def;
+}
+
+std::vector<int64_t> ConvertCtx::attrInts(std::string_view name) const {
+  return attrIntsOpt(name).value_or(std::vector<int64_t>{});
+}
+
+std::optional<std::vector<int64_t>> ConvertCtx::attrIntsOpt(std::string_view name) const {
+  if (!hasAttr(name))
+    return std::nullopt;
+  const AttributeProto &a = attrOfType(name, AttributeProto::INTS);
+  return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+}
+
+std::vector<double> ConvertCtx::attrFloats(std::string_view name) const {
+  if (!hasAttr(name))
+    return {};
+  const AttributeProto &a = attrOfType(name, AttributeProto::FLOATS);
+  return std::vector<double>(a.floats().begin(), a.floats().end());
+}
+
+std::optional<Tensor> ConvertCtx::attrTensor(std::string_view name) const {
+  if (!hasAttr(name))
+    return std::nullopt;
+  const AttributeProto &a = attrOfType(name, AttributeProto::TENSOR);
+  try {
+    return tensorFromOnnx(a.t(), env_.modelDir);
+  } catch (const UserError &e) {
+    fail(cat("attribute '", name, "' ", e.what()));
+  }
+}
+
+void ConvertCtx::requireAttrDefault(std::string_view name, int64_t allowed,
+                                    const std::string &why) const {
+  if (hasAttr(name) && attrInt(name, allowed) != allowed)
+    fail(cat("attribute ", name, " = ", attrInt(name, allowed), " is not supported (", why, ")"));
+}
+
+// ---- building ---------------------------------------------------------------------------------
+
+// Folded constants are named after the ONNX value they replace; graph output names stay free
+// for the output values themselves.
+std::string ConvertCtx::weightName() const {
+  for (const std::string &o : node_.output())
+    if (!o.empty())
+      return env_.graphOutputs.count(o) ? o + ".const" : o;
+  return loc_.str();
+}
+
+std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands, AttrMap attrs,
+                                           int numResults) {
+  Node *n = nullptr;
+  try {
+    n = env_.graph.createNode(op, std::move(operands), std::move(attrs), loc_, nullptr, numResults);
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    std::string prefix = loc_.str() + ": ";
+    if (msg.rfind(prefix, 0) == 0)
+      msg = msg.substr(prefix.size());
+    fail(msg);
+  }
+  // Fold when every operand is constant and the results are small.
+  bool foldable = n->info().has(PURE);
+  for (Value *o : n->operands())
+    foldable = foldable && o->isWeight();
+  for (Value *r : n->results()) {
+    int64_t limit = isFloat(r->type().dtype) ? kFoldLimit : kFoldLimitIntegral;
+    foldable = foldable && r->type().isStatic() && r->type().numel() <= limit;
+  }
+  if (!foldable)
+    return n->results();
+  std::vector<const Tensor *> args;
+  for (Value *o : n->operands())
+    args.push_back(o->data().get());
+  std::vector<Tensor> vals;
+  try {
+    vals = evalNode(*n, args);
+  } catch (const UserError &e) {
+    fail(e.what());
+  }
+  AICF_CHECK(vals.size() == n->numResults(), "evalNode returned ", vals.size(), " results for ",
+             n->name());
+  std::vector<Value *> out;
+  for (Tensor &t : vals)
+    out.push_back(constant(std::move(t)));
+  env_.graph.eraseNode(n);
+  return out;
+}
+
+Value *ConvertCtx::emit(Op op, std::vector<Value *> operands, AttrMap attrs) {
+  return emitMulti(op, std::move(operands), std::move(attrs), 1)[0];
+}
+
+Value *ConvertCtx::constant(Tensor t) {
+  Value *w = env_.graph.addWeight(weightName(), std::make_shared<const Tensor>(std::move(t)));
+  w->loc = loc_;
+  return w;
+}
+
+Value *ConvertCtx::scalar(DType dtype, double v) {
+  Tensor t(TensorType(dtype, {}));
+  t.setDouble(0, v);
+  return constant(std::move(t));
+}
+
+Value *ConvertCtx::reshape(Value *v, std::vector<int64_t> shape) {
+  if (v->type().shape == shape)
+    return v;
+  return emit(Op::Reshape, {v}, {{"shape", std::move(shape)}});
+}
+
+Value *ConvertCtx::castTo(Value *v, DType dtype) {
+  if (v->type().dtype == dtype)
+    return v;
+  return emit(Op::Cast, {v}, {{"to", std::string(dtypeName(dtype))}});
+}
+
+int64_t normAxis(const ConvertCtx &ctx, int64_t axis, int64_t rank, const char *what) {
+  if (axis < -rank || axis >= rank)
+    ctx.fail(cat(what, " ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+} // namespace aicf

@@ -1,0 +1,624 @@
+// ONNX -> Graph IR importer (see onnx_importer.h). The steps, in order:
+//   1. read and parse the ModelProto ("cannot open" is exit code 1, everything else 2);
+//   2. structural checks with precise messages: opset range, unknown domains and unsupported
+//      ops (all listed at once), undefined values, cycles (nodes are sorted topologically);
+//   3. initializers -> constant tensors (external data checked to stay in the model's folder);
+//   4. onnx::checker (skipped for models newer than libonnx knows: IR > 8 or opset > 17);
+//   5. binding dynamic dims (--shape / --dim), then ONNX shape inference on the bound model;
+//   6. one converter per node (onnx_ops.cpp), folding constant subgraphs as they appear;
+//   7. outputs keep their ONNX names, dead code goes, and the graph is verified.
+// Any problem is a UserError naming the file and, where there is one, the node.
+#include "frontend/onnx_importer.h"
+
+#include "frontend/onnx_ops.h"
+#include "frontend/onnx_tensor.h"
+#include "ir/verifier.h"
+#include "support/diagnostics.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace aicf {
+
+namespace {
+
+// ONNX's own validation and inference know opsets up to this (libonnx 1.12).
+constexpr int kOnnxLibMaxOpset = 17;
+
+bool isDefaultDomain(const std::string &d) {
+  return d.empty() || d == "ai.onnx";
+}
+
+std::string oneLine(const std::string &s) {
+  std::string out;
+  bool space = false;
+  for (char ch : s) {
+    if (ch == '\n' || ch == '\r' || ch == '\t' || ch == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space)
+      out += ' ';
+    space = false;
+    out += ch;
+  }
+  return out;
+}
+
+std::string shapeFlag(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + (shape[i] < 0 ? std::string("N") : std::to_string(shape[i]));
+  return s;
+}
+
+class Importer {
+public:
+  Importer(const std::string &path, const ImportOptions &opts)
+      : path_(path), opts_(opts), graph_(std::make_unique<Graph>()),
+        env_(*graph_, path, fs::path(path).parent_path().string()) {}
+
+  std::unique_ptr<Graph> run() {
+    load();
+    checkOpset();
+    checkOps();
+    sortNodes();
+    collectUses();
+    loadInitializers();
+    runChecker();
+    bindDims();
+    inferShapes();
+    build();
+    return std::move(graph_);
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &msg) const {
+    throw UserError(cat(path_, ": ", msg), 2);
+  }
+
+  onnx::GraphProto &g() { return *model_.mutable_graph(); }
+
+  std::string nodeRef(const onnx::NodeProto &n, int index) const {
+    return n.name().empty() ? cat("#", index) : cat("'", n.name(), "'");
+  }
+
+  // ---- 1. load ----------------------------------------------------------------------------------
+
+  void load() {
+    std::ifstream f(path_, std::ios::binary);
+    std::error_code ec;
+    if (!f || fs::is_directory(path_, ec))
+      throw UserError(cat("cannot open ", path_), 1);
+    f.seekg(0, std::ios::end);
+    std::string bytes(static_cast<size_t>(std::max<std::streamoff>(0, f.tellg())), '\0');
+    f.seekg(0);
+    if (!f.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+      throw UserError(cat("cannot open ", path_), 1);
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+      fail("the model file is larger than 2 GiB, the protobuf limit (store the weights as "
+           "external data)");
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t *>(bytes.data()),
+                                              static_cast<int>(bytes.size()));
+    in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    if (!model_.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+      fail("not an ONNX model (the file does not parse as a ModelProto; truncated or not "
+           "protobuf?)");
+    if (!model_.has_graph() || model_.graph().node_size() + model_.graph().output_size() == 0)
+      fail("not an ONNX model (it has no graph)");
+  }
+
+  // ---- 2. structure -----------------------------------------------------------------------------
+
+  void checkOpset() {
+    opset_ = -1;
+    for (const auto &imp : model_.opset_import())
+      if (isDefaultDomain(imp.domain()))
+        opset_ = static_cast<int>(imp.version());
+    if (opset_ < 0)
+      fail("the model imports no opset of the default ONNX domain");
+    if (opset_ < kMinOpset || opset_ > kMaxOpset)
+      fail(cat("opset ", opset_, " is not supported (supported: ", kMinOpset, " to ", kMaxOpset,
+               ")"));
+    newerThanLib_ = opset_ > kOnnxLibMaxOpset || model_.ir_version() > onnx::IR_VERSION;
+  }
+
+  // Unknown domains and unsupported ops, each listed in full: "3 unsupported ops: NonMaxSuppression
+  // (1: 'nms_0'), TopK (2: 'topk_1', 'topk_2')".
+  void checkOps() {
+    std::map<std::string, std::vector<std::string>> domains, unsupported;
+    int numDomain = 0, numUnsupported = 0;
+    for (int i = 0; i < g().node_size(); ++i) {
+      const onnx::NodeProto &n = g().node(i);
+      if (!isDefaultDomain(n.domain())) {
+        domains[n.domain() + "::" + n.op_type()].push_back(nodeRef(n, i));
+        ++numDomain;
+      } else if (!findOnnxOp(n.op_type())) {
+        unsupported[n.op_type()].push_back(nodeRef(n, i));
+        ++numUnsupported;
+      }
+    }
+    auto list = [](const std::map<std::string, std::vector<std::string>> &m) {
+      std::string s;
+      for (const auto &[op, nodes] : m) {
+        s += cat(s.empty() ? "" : ", ", op, " (", nodes.size(), ": ");
+        for (size_t k = 0; k < nodes.size() && k < 8; ++k)
+          s += (k ? ", " : "") + nodes[k];
+        s += nodes.size() > 8 ? ", ...)" : ")";
+      }
+      return s;
+    };
+    if (numDomain)
+      fail(cat(
+          numDomain, numDomain == 1 ? " op is" : " ops are",
+          " in an unknown domain (only the default ONNX domain is supported): ", list(domains)));
+    if (numUnsupported)
+      fail(cat(numUnsupported, " unsupported op", numUnsupported == 1 ? "" : "s", ": ",
+               list(unsupported)));
+  }
+
+  // Every node input must be defined; nodes are put in a topological order (stable: the file's
+  // order where it is already valid), and a cycle is reported with the nodes on it.
+  void sortNodes() {
+    std::set<std::string> available;
+    for (const auto &t : g().initializer())
+      available.insert(t.name());
+    for (const auto &v : g().input())
+      available.insert(v.name());
+    const int n = g().node_size();
+    std::map<std::string, int> producer;
+    for (int i = 0; i < n; ++i)
+      for (const std::string &o : g().node(i).output()) {
+        if (o.empty())
+          continue;
+        if (available.count(o) || producer.count(o))
+          fail(cat("value '", o, "' is defined more than once (again by node ",
+                   nodeRef(g().node(i), i), ")"));
+        producer[o] = i;
+      }
+    std::set<std::string> sparse;
+    for (const auto &t : g().sparse_initializer())
+      sparse.insert(t.values().name());
+    for (int i = 0; i < n; ++i)
+      for (const std::string &in : g().node(i).input())
+        if (sparse.count(in) && !available.count(in))
+          fail(cat("node ", nodeRef(g().node(i), i), " (", g().node(i).op_type(), "): input '", in,
+                   "' is a sparse initializer, which is not supported"));
+    for (int i = 0; i < n; ++i)
+      for (const std::string &in : g().node(i).input())
+        if (!in.empty() && !available.count(in) && !producer.count(in))
+          fail(cat("node ", nodeRef(g().node(i), i), " (", g().node(i).op_type(), "): input '", in,
+                   "' is not a graph input, initializer or node output"));
+    for (const auto &o : g().output())
+      if (!available.count(o.name()) && !producer.count(o.name()))
+        fail(cat("graph output '", o.name(), "' is not a graph input, initializer or node output"));
+
+    std::vector<int> pending(static_cast<size_t>(n), 0);
+    std::vector<std::vector<int>> users(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      std::set<int> deps;
+      for (const std::string &in : g().node(i).input()) {
+        auto it = producer.find(in);
+        if (!in.empty() && it != producer.end() && !available.count(in))
+          deps.insert(it->second);
+      }
+      pending[i] = static_cast<int>(deps.size());
+      for (int d : deps)
+        users[d].push_back(i);
+    }
+    std::set<int> ready;
+    for (int i = 0; i < n; ++i)
+      if (pending[i] == 0)
+        ready.insert(i);
+    order_.clear();
+    while (!ready.empty()) {
+      int i = *ready.begin();
+      ready.erase(ready.begin());
+      order_.push_back(i);
+      for (int u : users[i])
+        if (--pending[u] == 0)
+          ready.insert(u);
+    }
+    if (static_cast<int>(order_.size()) != n)
+      reportCycle(pending, producer);
+    // Rewrite the proto in that order (the checker and shape inference need it sorted).
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+    for (int i : order_)
+      sorted.Add()->Swap(g().mutable_node(i));
+    g().mutable_node()->Swap(&sorted);
+  }
+
+  [[noreturn]] void reportCycle(const std::vector<int> &pending,
+                                const std::map<std::string, int> &producer) {
+    // Walk back from a stuck node along stuck producers until a node repeats.
+    int start = 0;
+    while (pending[start] == 0)
+      ++start;
+    std::vector<int> path;
+    std::vector<int> seenAt(pending.size(), -1);
+    int cur = start;
+    while (seenAt[cur] < 0) {
+      seenAt[cur] = static_cast<int>(path.size());
+      path.push_back(cur);
+      int next = -1;
+      for (const std::string &in : g().node(cur).input()) {
+        auto it = producer.find(in);
+        if (!in.empty() && it != producer.end() && pending[it->second] > 0) {
+          next = it->second;
+          break;
+        }
+      }
+      AICF_CHECK(next >= 0, "stuck node without a stuck producer");
+      cur = next;
+    }
+    // In data-flow order (producer first), starting at the node that comes first in the file.
+    std::vector<int> cycle(path.begin() + seenAt[cur], path.end());
+    std::reverse(cycle.begin(), cycle.end());
+    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+    std::string s;
+    for (int i : cycle)
+      s += nodeRef(g().node(i), i) + " -> ";
+    s += nodeRef(g().node(cycle[0]), cycle[0]);
+    fail(cat("the graph has a cycle: ", s));
+  }
+
+  void collectUses() {
+    for (const auto &n : g().node())
+      for (const std::string &in : n.input())
+        if (!in.empty())
+          env_.used.insert(in);
+    for (const auto &o : g().output()) {
+      env_.used.insert(o.name());
+      env_.graphOutputs.insert(o.name());
+    }
+  }
+
+  // ---- 3. initializers
+  // ----------------------------------------------------------------------------
+
+  void loadInitializers() {
+    for (onnx::TensorProto &t : *g().mutable_initializer()) {
+      initializerNames_.insert(t.name());
+      if (!env_.used.count(t.name()))
+        continue;
+      try {
+        initializers_[t.name()] = std::make_shared<const Tensor>(tensorFromOnnx(t, env_.modelDir));
+      } catch (const UserError &e) {
+        fail(cat("initializer '", t.name(), "' ", e.what()));
+      }
+    }
+    // Constant nodes may hold external data too: check it now, before the checker reads paths.
+    for (int i = 0; i < g().node_size(); ++i)
+      for (const auto &a : g().node(i).attribute())
+        if (a.type() == onnx::AttributeProto::TENSOR && hasExternalData(a.t()))
+          try {
+            tensorFromOnnx(a.t(), env_.modelDir);
+          } catch (const UserError &e) {
+            fail(cat("node ", nodeRef(g().node(i), order_[i]), " (", g().node(i).op_type(),
+                     "): attribute '", a.name(), "' ", e.what()));
+          }
+  }
+
+  // ---- 4. checker
+  // ---------------------------------------------------------------------------------
+
+  void runChecker() {
+    if (newerThanLib_)
+      return; // libonnx 1.12 rejects what it does not know; our own checks above still ran
+    // The checker looks for external files relative to the working directory: give it the
+    // absolute paths (already validated) for the duration of the check.
+    std::vector<std::pair<onnx::StringStringEntryProto *, std::string>> restore;
+    auto absolutise = [&](onnx::TensorProto &t) {
+      if (!hasExternalData(t))
+        return;
+      for (auto &e : *t.mutable_external_data())
+        if (e.key() == "location") {
+          restore.emplace_back(&e, e.value());
+          e.set_value(resolveExternalLocation(e.value(), env_.modelDir));
+        }
+    };
+    for (auto &t : *g().mutable_initializer())
+      absolutise(t);
+    for (auto &n : *g().mutable_node())
+      for (auto &a : *n.mutable_attribute())
+        if (a.has_t())
+          absolutise(*a.mutable_t());
+    std::string problem;
+    try {
+      onnx::checker::check_model(model_);
+    } catch (const std::exception &e) {
+      problem = oneLine(e.what());
+    }
+    for (auto &[entry, value] : restore)
+      entry->set_value(value);
+    if (!problem.empty())
+      fail(cat("the ONNX checker rejects the model: ", problem));
+  }
+
+  // ---- 5. dims
+  // ------------------------------------------------------------------------------------
+
+  struct InputDecl {
+    std::string name;
+    onnx::ValueInfoProto *proto;
+    bool hasShape;
+    TensorType type; // declared; kDynamicDim where unknown
+  };
+
+  void bindDims() {
+    for (onnx::ValueInfoProto &v : *g().mutable_input()) {
+      if (initializerNames_.count(v.name()))
+        continue; // an initializer listed as input (IR < 4): a constant
+      InputDecl d{v.name(), &v, v.type().tensor_type().has_shape(), {}};
+      try {
+        d.type = typeFromOnnx(v.type());
+      } catch (const UserError &e) {
+        fail(cat("input '", v.name(), "' ", e.what()));
+      }
+      inputs_.push_back(std::move(d));
+    }
+    for (const auto &o : g().output())
+      if (o.has_type())
+        try {
+          typeFromOnnx(o.type());
+        } catch (const UserError &e) {
+          fail(cat("output '", o.name(), "' ", e.what()));
+        }
+
+    // Named dims: --dim first, then what --shape implies for the inputs it binds.
+    std::map<std::string, int64_t> params = opts_.dimParams;
+    std::map<std::string, std::string> paramSource;
+    std::set<std::string> known;
+    for (const InputDecl &d : inputs_)
+      for (const std::string &n : d.type.dimNames)
+        if (!n.empty())
+          known.insert(n);
+    for (const auto &[p, v] : opts_.dimParams) {
+      if (!known.count(p)) {
+        std::string names;
+        for (const std::string &k : known)
+          names += (names.empty() ? "" : ", ") + k;
+        fail(cat("--dim ", p, "=", v, ": no input dim is named '", p,
+                 "' (named dims: ", names.empty() ? "none" : names, ")"));
+      }
+      paramSource[p] = cat("--dim ", p, "=", v);
+    }
+    for (const auto &[name, shape] : opts_.inputShapes) {
+      auto it = std::find_if(inputs_.begin(), inputs_.end(),
+                             [&](const InputDecl &d) { return d.name == name; });
+      if (it == inputs_.end()) {
+        std::string names;
+        for (const InputDecl &d : inputs_)
+          names += (names.empty() ? "" : ", ") + d.name;
+        fail(cat("--shape ", name, "=", shapeFlag(shape), ": the model has no input '", name,
+                 "' (inputs: ", names.empty() ? "none" : names, ")"));
+      }
+      const TensorType &t = it->type;
+      std::string flag = cat("--shape ", name, "=", shapeFlag(shape));
+      if (it->hasShape && t.rank() != static_cast<int64_t>(shape.size()))
+        fail(cat(flag, ": input '", name, "' has rank ", t.rank(), " (", t.str(), ")"));
+      if (!it->hasShape)
+        continue;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        if (t.shape[k] >= 0 && t.shape[k] != shape[k])
+          fail(cat(flag, ": dim ", k, " of input '", name, "' is ", t.shape[k], " in the model"));
+        std::string p = t.dimName(k);
+        if (p.empty())
+          continue;
+        auto bound = params.find(p);
+        if (bound != params.end() && bound->second != shape[k])
+          fail(cat(flag, " makes '", p, "' ", shape[k], " but ", paramSource[p], " makes it ",
+                   bound->second));
+        params[p] = shape[k];
+        paramSource[p] = flag;
+      }
+    }
+
+    // Resolve every input; collect what stays unbound, grouped by name.
+    std::map<std::string, std::vector<std::string>> unboundNamed;
+    std::vector<std::string> unboundOther;
+    for (InputDecl &d : inputs_) {
+      auto flagShape = opts_.inputShapes.find(d.name);
+      if (flagShape != opts_.inputShapes.end()) {
+        d.type.shape = flagShape->second;
+        d.type.dimNames.clear();
+      } else if (!d.hasShape) {
+        unboundOther.push_back(
+            cat("input '", d.name, "' has an unknown rank: --shape ", d.name, "=D0xD1x..."));
+        continue;
+      } else {
+        bool open = false;
+        for (size_t k = 0; k < d.type.shape.size(); ++k) {
+          if (d.type.shape[k] >= 0)
+            continue;
+          std::string p = d.type.dimName(k);
+          auto it = params.find(p);
+          if (!p.empty() && it != params.end()) {
+            d.type.shape[k] = it->second;
+          } else if (!p.empty()) {
+            unboundNamed[p].push_back(cat("input '", d.name, "' dim ", k));
+          } else {
+            open = true;
+          }
+        }
+        if (open)
+          unboundOther.push_back(cat("input '", d.name, "' has unnamed dynamic dims: --shape ",
+                                     d.name, "=", shapeFlag(d.type.shape)));
+        d.type.dimNames.clear();
+      }
+    }
+    if (!unboundNamed.empty() || !unboundOther.empty()) {
+      std::string s;
+      for (const auto &[p, where] : unboundNamed) {
+        s += cat(s.empty() ? "" : "; ", "'", p, "' (");
+        for (size_t k = 0; k < where.size(); ++k)
+          s += (k ? ", " : "") + where[k];
+        s += cat("): --dim ", p, "=N");
+      }
+      for (const std::string &o : unboundOther)
+        s += (s.empty() ? "" : "; ") + o;
+      fail(cat(unboundNamed.size() + unboundOther.size(),
+               " unbound dynamic dim(s), bind each with the flag shown: ", s));
+    }
+
+    // Write the bound shapes back so ONNX shape inference sees them; named dims elsewhere in the
+    // model (outputs, value_info) get their values too.
+    for (InputDecl &d : inputs_) {
+      auto *shape = d.proto->mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (int64_t v : d.type.shape)
+        shape->add_dim()->set_dim_value(v);
+    }
+    auto substitute = [&](onnx::ValueInfoProto &v) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+        return;
+      for (auto &dim : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+        if (dim.has_dim_param() && params.count(dim.dim_param()))
+          dim.set_dim_value(params.at(dim.dim_param()));
+    };
+    for (auto &v : *g().mutable_output())
+      substitute(v);
+    for (auto &v : *g().mutable_value_info())
+      substitute(v);
+  }
+
+  // ONNX's inference on the bound model; its static results cross-check ours in build().
+  void inferShapes() {
+    if (newerThanLib_)
+      return;
+    try {
+      onnx::ShapeInferenceOptions options(false, 0, true);
+      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception &) {
+      return; // ONNX's inference gave nothing: ours decides alone
+    }
+    for (const auto &v : g().value_info())
+      try {
+        TensorType t = typeFromOnnx(v.type());
+        if (v.type().tensor_type().has_shape() && t.isStatic())
+          onnxTypes_[v.name()] = t;
+      } catch (const UserError &) {
+      }
+  }
+
+  // ---- 6./7. build ----------------------------------------------------------------------------
+
+  void build() {
+    Graph &graph = *graph_;
+    std::string name = g().name();
+    for (char &ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+        ch = '_';
+    graph.setName(name.empty() ? fs::path(path_).stem().string() : name);
+    for (const InputDecl &d : inputs_) {
+      Value *v = graph.addInput(d.name, d.type);
+      v->loc = Location(d.name);
+      env_.values[d.name] = v;
+    }
+    for (const auto &t : g().initializer()) {
+      auto it = initializers_.find(t.name());
+      if (it == initializers_.end() || env_.values.count(t.name()))
+        continue;
+      Value *w = graph.addWeight(t.name(), it->second);
+      w->loc = Location(t.name());
+      env_.values[t.name()] = w;
+    }
+    initializers_.clear();
+
+    for (int i = 0; i < g().node_size(); ++i) {
+      const onnx::NodeProto &n = g().node(i);
+      const OnnxOpEntry *entry = findOnnxOp(n.op_type());
+      AICF_CHECK(entry, "unsupported op ", n.op_type(), " passed checkOps");
+      ConvertCtx ctx(env_, n, order_[i], opset_);
+      if (opset_ < entry->sinceOpset)
+        ctx.fail(cat(n.op_type(), " needs opset >= ", entry->sinceOpset,
+                     ", the model imports opset ", opset_));
+      entry->convert(ctx);
+      for (size_t k = 0; k < ctx.numOutputs(); ++k) {
+        const std::string &out = n.output(static_cast<int>(k));
+        if (out.empty())
+          continue;
+        if (!ctx.outputSet(k)) {
+          if (env_.used.count(out))
+            ctx.fail(cat("output ", k, " ('", out, "') is not supported"));
+          continue;
+        }
+        crossCheck(ctx, out);
+      }
+    }
+
+    // Graph outputs: each a distinct, named result. An output that is an input, a weight or
+    // another output (Identity chains) gets an identity node of its own.
+    std::vector<Value *> outs;
+    for (const auto &o : g().output()) {
+      Value *v = env_.values.at(o.name());
+      bool shared = std::find(outs.begin(), outs.end(), v) != outs.end();
+      if (v->kind() != ValueKind::Result || shared || !v->name().empty())
+        v = graph.createNode(Op::Identity, {v}, {}, Location(o.name()))->result();
+      // Output values carry the ONNX output names; a weight of the same name (a constant
+      // output) steps aside, an input of the same name (a pass-through) cannot.
+      if (Value *clash = graph.findValue(o.name()); clash && clash->isWeight())
+        graph.renameValue(clash, o.name() + ".const");
+      graph.renameValue(v, o.name());
+      if (o.has_type() && o.type().tensor_type().has_shape()) {
+        TensorType declared = typeFromOnnx(o.type());
+        if (declared.dtype != v->type().dtype ||
+            (declared.isStatic() && declared.shape != v->type().shape))
+          fail(cat("graph output '", o.name(), "' is declared ", declared.str(), " but computes ",
+                   v->type().str()));
+      }
+      outs.push_back(v);
+    }
+    graph.setOutputs(outs);
+    graph.removeDeadCode();
+    try {
+      verifyGraph(graph);
+    } catch (const UserError &e) {
+      fail(cat("the imported graph does not verify: ", e.what()));
+    }
+  }
+
+  // A static type from ONNX's shape inference must agree with ours.
+  void crossCheck(const ConvertCtx &ctx, const std::string &out) {
+    auto it = onnxTypes_.find(out);
+    if (it == onnxTypes_.end())
+      return;
+    const TensorType &ours = env_.values.at(out)->type();
+    if (it->second.dtype != ours.dtype || it->second.shape != ours.shape)
+      ctx.fail(cat("result '", out, "' is ", ours.str(), " but ONNX shape inference gives ",
+                   it->second.str()));
+  }
+
+  std::string path_;
+  const ImportOptions &opts_;
+  std::unique_ptr<Graph> graph_;
+  ImportEnv env_;
+  onnx::ModelProto model_;
+  int opset_ = 0;
+  bool newerThanLib_ = false;
+  std::vector<int> order_; // sorted position -> the node's index in the file
+  std::set<std::string> initializerNames_;
+  std::map<std::string, TensorPtr> initializers_;
+  std::vector<InputDecl> inputs_;
+  std::map<std::string, TensorType> onnxTypes_;
+};
+
+} // namespace
+
+std::unique_ptr<Graph> importOnnx(const std::string &path, const ImportOptions &options) {
+  return Importer(path, options).run();
+}
+
+} // namespace aicf

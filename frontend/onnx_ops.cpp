@@ -1,0 +1,1651 @@
+// The ONNX op mapping table: one entry per ONNX op type, each a converter from one NodeProto to
+// registry ops (ir/ops.def). Our IR is static-shaped and takes compile-time parameters as
+// attributes, so converters read ONNX's parameter inputs (Reshape's shape, Slice's starts, ...)
+// as constants, resolve ONNX conventions (0 / -1 in shapes, negative axes, auto_pad, clamped
+// slice bounds) and emit fully explicit attributes. Version-specific semantics are handled in
+// the converter, keyed on ctx.opset(): attribute-vs-input forms (Squeeze/Unsqueeze/Split/Reduce
+// axes, Slice-1 vs 10, Clip-6 vs 11, Pad-2 vs 11), Upsample vs Resize, BatchNormalization, ...
+//
+// The table is at the bottom of the file, alphabetical.
+#include "frontend/onnx_ops.h"
+
+#include "frontend/onnx_tensor.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <numeric>
+
+namespace aicf {
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    p *= s[i];
+  return p;
+}
+
+// Normalises a list of axes against `rank`, sorted and without duplicates.
+Shape normAxes(const ConvertCtx &c, Shape axes, int64_t rank, const char *what = "axis") {
+  for (int64_t &a : axes)
+    a = normAxis(c, a, rank, what);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    c.fail(cat("axes ", shapeStr(axes), " repeat an axis"));
+  return axes;
+}
+
+void alias(ConvertCtx &c, size_t out, Value *v) {
+  c.setOutput(out, v);
+}
+
+// ---- elementwise ------------------------------------------------------------------------------
+
+template <Op op>
+void convUnary(ConvertCtx &c) {
+  c.setOutput(0, c.emit(op, {c.input(0)}));
+}
+
+// Before opset 7 binary ops broadcast only with broadcast = 1: B's dims match A's suffix, or
+// A's dims from `axis` on. Returns B reshaped so that numpy broadcasting does the same.
+Value *legacyBroadcast(ConvertCtx &c, Value *a, Value *b) {
+  if (c.opset() >= 7 || c.attrInt("broadcast", 0) == 0 || !c.hasAttr("axis"))
+    return b;
+  int64_t ra = a->type().rank(), rb = b->type().rank();
+  int64_t axis = normAxis(c, c.attrInt("axis", 0), ra);
+  if (axis + rb > ra)
+    c.fail(cat("B ", b->type().str(), " does not fit A ", a->type().str(), " at axis ", axis));
+  Shape s = b->type().shape;
+  s.resize(static_cast<size_t>(ra - axis), 1);
+  return c.reshape(b, s);
+}
+
+template <Op op>
+void convBinary(ConvertCtx &c) {
+  c.setOutput(0, c.emit(op, {c.input(0), legacyBroadcast(c, c.input(0), c.input(1))}));
+}
+
+// Min / Max: variadic with numpy broadcasting, like ours.
+template <Op op>
+void convVariadic(ConvertCtx &c) {
+  std::vector<Value *> xs;
+  for (size_t i = 0; i < c.numInputs(); ++i)
+    xs.push_back(c.input(i));
+  c.setOutput(0, xs.size() == 1 ? xs[0] : c.emit(op, xs));
+}
+
+// Sum / Mean: a chain of adds (Mean divides by the count).
+void convSumMean(ConvertCtx &c) {
+  Value *acc = c.input(0);
+  for (size_t i = 1; i < c.numInputs(); ++i)
+    acc = c.emit(Op::Add, {acc, c.input(i)});
+  if (c.opType() == "Mean" && c.numInputs() > 1)
+    acc = c.emit(Op::Div, {acc, c.scalar(acc->type().dtype, static_cast<double>(c.numInputs()))});
+  c.setOutput(0, acc);
+}
+
+void convPow(ConvertCtx &c) {
+  Value *base = c.input(0), *exp = legacyBroadcast(c, c.input(0), c.input(1));
+  // ONNX lets the exponent's dtype differ; a float base takes a float exponent exactly.
+  if (isFloat(base->type().dtype))
+    exp = c.castTo(exp, base->type().dtype);
+  c.setOutput(0, c.emit(Op::Pow, {base, exp}));
+}
+
+void convLeakyRelu(ConvertCtx &c) {
+  c.setOutput(0, c.emit(Op::LeakyRelu, {c.input(0)}, {{"alpha", c.attrFloat("alpha", 0.01)}}));
+}
+
+void convElu(ConvertCtx &c) {
+  c.setOutput(0, c.emit(Op::Elu, {c.input(0)}, {{"alpha", c.attrFloat("alpha", 1.0)}}));
+}
+
+void convSelu(ConvertCtx &c) {
+  Value *x = c.input(0);
+  double alpha = c.attrFloat("alpha", 1.67326319217681884765625);
+  double gamma = c.attrFloat("gamma", 1.05070102214813232421875);
+  Value *e = c.emit(Op::Elu, {x}, {{"alpha", alpha}});
+  c.setOutput(0, c.emit(Op::Mul, {e, c.scalar(x->type().dtype, gamma)}));
+}
+
+// celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * elu(x / alpha)
+void convCelu(ConvertCtx &c) {
+  Value *x = c.input(0);
+  double alpha = c.attrFloat("alpha", 1.0);
+  if (alpha == 1.0) {
+    c.setOutput(0, c.emit(Op::Elu, {x}, {{"alpha", 1.0}}));
+    return;
+  }
+  DType t = x->type().dtype;
+  Value *e = c.emit(Op::Elu, {c.emit(Op::Div, {x, c.scalar(t, alpha)})}, {{"alpha", 1.0}});
+  c.setOutput(0, c.emit(Op::Mul, {e, c.scalar(t, alpha)}));
+}
+
+void convHardSigmoid(ConvertCtx &c) {
+  c.setOutput(0,
+              c.emit(Op::HardSigmoid, {c.input(0)},
+                     {{"alpha", c.attrFloat("alpha", 0.2)}, {"beta", c.attrFloat("beta", 0.5)}}));
+}
+
+void convSoftsign(ConvertCtx &c) {
+  Value *x = c.input(0);
+  Value *den = c.emit(Op::Add, {c.emit(Op::Abs, {x}), c.scalar(x->type().dtype, 1.0)});
+  c.setOutput(0, c.emit(Op::Div, {x, den}));
+}
+
+void convThresholdedRelu(ConvertCtx &c) {
+  Value *x = c.input(0);
+  DType t = x->type().dtype;
+  Value *keep = c.emit(Op::Greater, {x, c.scalar(t, c.attrFloat("alpha", 1.0))});
+  c.setOutput(0, c.emit(Op::Where, {keep, x, c.scalar(t, 0.0)}));
+}
+
+void convPRelu(ConvertCtx &c) {
+  Value *x = c.input(0), *slope = c.input(1);
+  // PRelu-1/6: a 1-D slope is per channel (axis 1), not numpy-aligned to the last axis.
+  const Shape &ss = slope->type().shape, &xs = x->type().shape;
+  if (c.opset() < 7 && ss.size() == 1 && xs.size() >= 2 && ss[0] == xs[1] && ss[0] != 1) {
+    Shape s(xs.size() - 1, 1);
+    s[0] = ss[0];
+    slope = c.reshape(slope, s);
+  }
+  Value *neg = c.emit(Op::Less, {x, c.scalar(x->type().dtype, 0.0)});
+  c.setOutput(0, c.emit(Op::Where, {neg, c.emit(Op::Mul, {x, slope}), x}));
+}
+
+void convShrink(ConvertCtx &c) {
+  Value *x = c.input(0);
+  DType t = x->type().dtype;
+  double bias = c.attrFloat("bias", 0.0), lambd = c.attrFloat("lambd", 0.5);
+  Value *lo = c.emit(Op::Less, {x, c.scalar(t, -lambd)});
+  Value *hi = c.emit(Op::Greater, {x, c.scalar(t, lambd)});
+  Value *inner = c.emit(Op::Where, {hi, c.emit(Op::Sub, {x, c.scalar(t, bias)}), c.scalar(t, 0)});
+  c.setOutput(0, c.emit(Op::Where, {lo, c.emit(Op::Add, {x, c.scalar(t, bias)}), inner}));
+}
+
+void convMish(ConvertCtx &c) {
+  Value *x = c.input(0);
+  Value *t = c.emit(Op::Tanh, {c.emit(Op::Softplus, {x})});
+  c.setOutput(0, c.emit(Op::Mul, {x, t}));
+}
+
+void convGelu(ConvertCtx &c) {
+  std::string approx = c.attrStr("approximate", "none");
+  if (approx != "none" && approx != "tanh")
+    c.fail(cat("approximate = '", approx, "' is not none or tanh"));
+  c.setOutput(0, c.emit(Op::Gelu, {c.input(0)}, {{"approximate", approx}}));
+}
+
+void convClip(ConvertCtx &c) {
+  Value *x = c.input(0);
+  if (c.opset() < 11) { // Clip-6: min / max attributes with finite defaults
+    c.setOutput(
+        0, c.emit(Op::Clip, {x},
+                  {{"min", c.attrFloat("min", -FLT_MAX)}, {"max", c.attrFloat("max", FLT_MAX)}}));
+    return;
+  }
+  // Clip-11+: optional min / max inputs (scalars). Constants become attributes; anything else
+  // becomes max / min nodes.
+  const Tensor *lo = c.constInput(1), *hi = c.constInput(2);
+  bool constLo = !c.hasInput(1) || lo, constHi = !c.hasInput(2) || hi;
+  if (constLo && constHi) {
+    for (const Tensor *t : {lo, hi})
+      if (t && t->numel() != 1)
+        c.fail(cat("min / max must be scalars, got ", t->type().str()));
+    AttrMap attrs;
+    if (lo)
+      attrs["min"] = lo->getDouble(0);
+    if (hi)
+      attrs["max"] = hi->getDouble(0);
+    c.setOutput(0, attrs.empty() ? x : c.emit(Op::Clip, {x}, attrs));
+    return;
+  }
+  if (c.hasInput(1))
+    x = c.emit(Op::Max, {x, c.input(1)});
+  if (c.hasInput(2))
+    x = c.emit(Op::Min, {x, c.input(2)});
+  c.setOutput(0, x);
+}
+
+DType castTarget(ConvertCtx &c, int32_t onnxType) {
+  auto t = dtypeFromOnnx(onnxType);
+  if (!t)
+    c.fail(
+        cat("cast to ", onnxDTypeName(onnxType),
+            " is not supported (supported: float, float16, bfloat16, int64, int32, int8, bool)"));
+  return *t;
+}
+
+void convCast(ConvertCtx &c) {
+  int32_t onnxType = 0;
+  if (c.opset() < 6) { // Cast-1 names the type: to = "FLOAT"
+    onnx::TensorProto::DataType t;
+    std::string name = c.attrStr("to", "");
+    if (!onnx::TensorProto::DataType_Parse(name, &t))
+      c.fail(cat("to = '", name, "' is not an ONNX type name"));
+    onnxType = t;
+  } else {
+    onnxType = static_cast<int32_t>(c.attrIntReq("to"));
+  }
+  DType to = castTarget(c, onnxType);
+  c.setOutput(0, c.castTo(c.input(0), to));
+}
+
+void convCastLike(ConvertCtx &c) {
+  c.setOutput(0, c.castTo(c.input(0), c.type(1).dtype));
+}
+
+void convIsNaN(ConvertCtx &c) {
+  Value *x = c.input(0);
+  c.setOutput(0, c.emit(Op::Not, {c.emit(Op::Equal, {x, x})}));
+}
+
+void convIsInf(ConvertCtx &c) {
+  Value *x = c.input(0);
+  DType t = x->type().dtype;
+  bool pos = c.attrInt("detect_positive", 1) != 0, neg = c.attrInt("detect_negative", 1) != 0;
+  Value *out;
+  if (pos && neg)
+    out = c.emit(Op::Equal, {c.emit(Op::Abs, {x}), c.scalar(t, INFINITY)});
+  else if (pos)
+    out = c.emit(Op::Equal, {x, c.scalar(t, INFINITY)});
+  else if (neg)
+    out = c.emit(Op::Equal, {x, c.scalar(t, -INFINITY)});
+  else
+    out = c.emit(Op::Less, {x, x}); // all false, with x's shape
+  c.setOutput(0, out);
+}
+
+// Hyperbolic and inverse hyperbolic functions and tan, from exp / log / sqrt / sin / cos.
+void convSinhCosh(ConvertCtx &c) {
+  Value *x = c.input(0);
+  DType t = x->type().dtype;
+  Value *ep = c.emit(Op::Exp, {x}), *en = c.emit(Op::Exp, {c.emit(Op::Neg, {x})});
+  Value *s = c.emit(c.opType() == "Sinh" ? Op::Sub : Op::Add, {ep, en});
+  c.setOutput(0, c.emit(Op::Mul, {s, c.scalar(t, 0.5)}));
+}
+
+void convTan(ConvertCtx &c) {
+  Value *x = c.input(0);
+  c.setOutput(0, c.emit(Op::Div, {c.emit(Op::Sin, {x}), c.emit(Op::Cos, {x})}));
+}
+
+// asinh(x) = log(x + sqrt(x^2 + 1)), acosh(x) = log(x + sqrt(x^2 - 1)),
+// atanh(x) = log((1 + x) / (1 - x)) / 2
+void convInverseHyperbolic(ConvertCtx &c) {
+  Value *x = c.input(0);
+  DType t = x->type().dtype;
+  Value *one = c.scalar(t, 1.0), *out;
+  if (c.opType() == "Atanh") {
+    Value *q = c.emit(Op::Div, {c.emit(Op::Add, {one, x}), c.emit(Op::Sub, {one, x})});
+    out = c.emit(Op::Mul, {c.emit(Op::Log, {q}), c.scalar(t, 0.5)});
+  } else {
+    Value *sq = c.emit(Op::Mul, {x, x});
+    sq = c.emit(c.opType() == "Asinh" ? Op::Add : Op::Sub, {sq, one});
+    out = c.emit(Op::Log, {c.emit(Op::Add, {x, c.emit(Op::Sqrt, {sq})})});
+  }
+  c.setOutput(0, out);
+}
+
+// Mod: fmod = 1 truncates the quotient (C fmod); fmod = 0 (integers only) gives the remainder
+// the divisor's sign (Python's %).
+void convMod(ConvertCtx &c) {
+  Value *a = c.input(0), *b = c.input(1);
+  DType t = a->type().dtype;
+  bool fmod = c.attrInt("fmod", 0) != 0;
+  Value *q = c.emit(Op::Div, {a, b});
+  if (isFloat(t)) {
+    if (!fmod)
+      c.fail("fmod = 0 is not defined for floating-point inputs");
+    Value *neg = c.emit(Op::Less, {q, c.scalar(t, 0.0)});
+    q = c.emit(Op::Where, {neg, c.emit(Op::Ceil, {q}), c.emit(Op::Floor, {q})});
+  }
+  Value *r = c.emit(Op::Sub, {a, c.emit(Op::Mul, {q, b})});
+  if (!fmod) {
+    Value *zero = c.scalar(t, 0.0);
+    Value *nonzero = c.emit(Op::Not, {c.emit(Op::Equal, {r, zero})});
+    Value *signs = c.emit(Op::Xor, {c.emit(Op::Less, {r, zero}), c.emit(Op::Less, {b, zero})});
+    r = c.emit(Op::Where, {c.emit(Op::And, {nonzero, signs}), c.emit(Op::Add, {r, b}), r});
+  }
+  c.setOutput(0, r);
+}
+
+void convWhere(ConvertCtx &c) {
+  c.setOutput(0, c.emit(Op::Where, {c.input(0), c.input(1), c.input(2)}));
+}
+
+// ---- contractions -----------------------------------------------------------------------------
+
+void convMatMul(ConvertCtx &c) {
+  c.setOutput(0, c.emit(Op::MatMul, {c.input(0), c.input(1)}));
+}
+
+void convGemm(ConvertCtx &c) {
+  std::vector<Value *> ops = {c.input(0), c.input(1)};
+  if (c.hasInput(2))
+    ops.push_back(c.input(2));
+  AttrMap attrs = {{"alpha", c.attrFloat("alpha", 1.0)},
+                   {"beta", c.attrFloat("beta", 1.0)},
+                   {"transA", c.attrInt("transA", 0)},
+                   {"transB", c.attrInt("transB", 0)}};
+  c.setOutput(0, c.emit(Op::Gemm, ops, attrs));
+}
+
+// Explicit window attributes for conv / pool: strides, dilations and pads default to 1, 1, 0,
+// and auto_pad is resolved to pads (SAME_UPPER puts the odd pad at the end, SAME_LOWER at the
+// beginning; output size ceil(in / stride)).
+struct Window {
+  Shape strides, dilations, pads;
+};
+
+Window windowAttrs(ConvertCtx &c, const Shape &in, const Shape &kernel) {
+  size_t n = in.size();
+  Window w;
+  w.strides = c.attrIntsOpt("strides").value_or(Shape(n, 1));
+  w.dilations = c.attrIntsOpt("dilations").value_or(Shape(n, 1));
+  w.pads = c.attrIntsOpt("pads").value_or(Shape(2 * n, 0));
+  if (w.strides.size() != n || w.dilations.size() != n || w.pads.size() != 2 * n ||
+      kernel.size() != n)
+    c.fail(cat("strides, dilations, kernel_shape and pads must have ", n, ", ", n, ", ", n, " and ",
+               2 * n, " values for ", n, " spatial dims"));
+  for (size_t i = 0; i < n; ++i)
+    if (w.strides[i] < 1 || w.dilations[i] < 1 || kernel[i] < 1)
+      c.fail("strides, dilations and kernel_shape must be >= 1");
+  std::string autoPad = c.attrStr("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    w.pads.assign(2 * n, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t out = (in[i] + w.strides[i] - 1) / w.strides[i];
+      int64_t eff = (kernel[i] - 1) * w.dilations[i] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + eff - in[i]);
+      int64_t small = total / 2, big = total - small;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : big;
+      w.pads[n + i] = autoPad == "SAME_UPPER" ? big : small;
+    }
+  } else if (autoPad != "NOTSET" && !autoPad.empty()) {
+    c.fail(cat("auto_pad '", autoPad, "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"));
+  }
+  return w;
+}
+
+Shape spatialDims(ConvertCtx &c, size_t input) {
+  const Shape &s = c.type(input).shape;
+  if (s.size() < 3)
+    c.fail(cat("input '", c.inputName(input), "' must be [N, C, spatial...], got ",
+               c.type(input).str()));
+  return Shape(s.begin() + 2, s.end());
+}
+
+Shape kernelShape(ConvertCtx &c, const Shape &fromWeights) {
+  auto k = c.attrIntsOpt("kernel_shape");
+  if (k && *k != fromWeights)
+    c.fail(
+        cat("kernel_shape ", shapeStr(*k), " does not match the weights' ", shapeStr(fromWeights)));
+  return fromWeights;
+}
+
+void convConv(ConvertCtx &c) {
+  Shape in = spatialDims(c, 0);
+  const Shape &ws = c.type(1).shape;
+  if (ws.size() != in.size() + 2)
+    c.fail(cat("weights ", c.type(1).str(), " do not match input ", c.type(0).str()));
+  Shape kernel = kernelShape(c, Shape(ws.begin() + 2, ws.end()));
+  Window w = windowAttrs(c, in, kernel);
+  std::vector<Value *> ops = {c.input(0), c.input(1)};
+  if (c.hasInput(2))
+    ops.push_back(c.input(2));
+  c.setOutput(0, c.emit(Op::Conv, ops,
+                        {{"strides", w.strides},
+                         {"pads", w.pads},
+                         {"dilations", w.dilations},
+                         {"group", c.attrInt("group", 1)}}));
+}
+
+void convConvTranspose(ConvertCtx &c) {
+  Shape in = spatialDims(c, 0);
+  const Shape &ws = c.type(1).shape;
+  size_t n = in.size();
+  if (ws.size() != n + 2)
+    c.fail(cat("weights ", c.type(1).str(), " do not match input ", c.type(0).str()));
+  Shape kernel = kernelShape(c, Shape(ws.begin() + 2, ws.end()));
+  Shape strides = c.attrIntsOpt("strides").value_or(Shape(n, 1));
+  Shape dil = c.attrIntsOpt("dilations").value_or(Shape(n, 1));
+  Shape pads = c.attrIntsOpt("pads").value_or(Shape(2 * n, 0));
+  Shape outPad = c.attrIntsOpt("output_padding").value_or(Shape(n, 0));
+  if (strides.size() != n || dil.size() != n || pads.size() != 2 * n || outPad.size() != n)
+    c.fail(cat("strides, dilations, output_padding and pads must have ", n, ", ", n, ", ", n,
+               " and ", 2 * n, " values"));
+  std::string autoPad = c.attrStr("auto_pad", "NOTSET");
+  auto outShape = c.attrIntsOpt("output_shape");
+  if (outShape && outShape->size() == n + 2)
+    outShape = Shape(outShape->begin() + 2, outShape->end());
+  if (outShape && outShape->size() != n)
+    c.fail(cat("output_shape ", shapeStr(*outShape), " needs ", n, " spatial values"));
+  if (!outShape && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")) {
+    outShape = Shape(n);
+    for (size_t i = 0; i < n; ++i)
+      (*outShape)[i] = in[i] * strides[i];
+  }
+  if (outShape) {
+    // total padding = stride * (in - 1) + output_padding + ((k - 1) * dilation + 1) - out
+    for (size_t i = 0; i < n; ++i) {
+      int64_t total =
+          strides[i] * (in[i] - 1) + outPad[i] + (kernel[i] - 1) * dil[i] + 1 - (*outShape)[i];
+      if (total < 0) { // the output is longer than the padded result: pad at the end
+        outPad[i] -= total;
+        total = 0;
+      }
+      int64_t small = total / 2, big = total - small;
+      pads[i] = autoPad == "SAME_UPPER" ? small : big;
+      pads[n + i] = autoPad == "SAME_UPPER" ? big : small;
+    }
+  } else if (autoPad == "VALID") {
+    pads.assign(2 * n, 0);
+  } else if (autoPad != "NOTSET" && !autoPad.empty()) {
+    c.fail(cat("auto_pad '", autoPad, "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"));
+  }
+  std::vector<Value *> ops = {c.input(0), c.input(1)};
+  if (c.hasInput(2))
+    ops.push_back(c.input(2));
+  AttrMap attrs = {
+      {"strides", strides}, {"pads", pads}, {"dilations", dil}, {"group", c.attrInt("group", 1)}};
+  if (std::any_of(outPad.begin(), outPad.end(), [](int64_t v) { return v != 0; }))
+    attrs["output_padding"] = outPad;
+  c.setOutput(0, c.emit(Op::ConvTranspose, ops, attrs));
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+// The reduced axes of a ReduceX node, or nullopt for "no reduction" (noop_with_empty_axes with
+// empty axes). Axes became an input in ReduceSum-13 and in every other ReduceX at opset 18.
+std::optional<Shape> reduceAxes(ConvertCtx &c, bool axesAsInput) {
+  int64_t rank = c.rank(0);
+  Shape axes;
+  if (axesAsInput) {
+    if (c.hasInput(1))
+      axes = c.constInts(1, "axes");
+  } else {
+    axes = c.attrInts("axes");
+  }
+  if (axes.empty()) {
+    if (c.attrInt("noop_with_empty_axes", 0))
+      return std::nullopt;
+    axes.resize(static_cast<size_t>(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+    return axes;
+  }
+  return normAxes(c, axes, rank);
+}
+
+template <Op op>
+void convReduce(ConvertCtx &c) {
+  bool asInput = c.opset() >= 18 || (op == Op::ReduceSum && c.opset() >= 13);
+  auto axes = reduceAxes(c, asInput);
+  if (!axes) {
+    c.setOutput(0, c.input(0));
+    return;
+  }
+  c.setOutput(0,
+              c.emit(op, {c.input(0)}, {{"axes", *axes}, {"keepdims", c.attrInt("keepdims", 1)}}));
+}
+
+void convReduceLogSum(ConvertCtx &c) {
+  auto axes = reduceAxes(c, c.opset() >= 18);
+  if (!axes) {
+    c.setOutput(0, c.emit(Op::Log, {c.input(0)}));
+    return;
+  }
+  Value *s = c.emit(Op::ReduceSum, {c.input(0)},
+                    {{"axes", *axes}, {"keepdims", c.attrInt("keepdims", 1)}});
+  c.setOutput(0, c.emit(Op::Log, {s}));
+}
+
+template <Op op>
+void convArg(ConvertCtx &c) {
+  int64_t axis = normAxis(c, c.attrInt("axis", 0), c.rank(0));
+  c.setOutput(0, c.emit(op, {c.input(0)},
+                        {{"axis", axis},
+                         {"keepdims", c.attrInt("keepdims", 1)},
+                         {"select_last_index", c.attrInt("select_last_index", 0)}}));
+}
+
+// ---- normalisations ---------------------------------------------------------------------------
+
+// Softmax / LogSoftmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1) and
+// normalised over the flattened trailing part; from 13 on it is normalised along `axis` (-1).
+template <Op op>
+void convSoftmax(ConvertCtx &c) {
+  Value *x = c.input(0);
+  int64_t rank = x->type().rank();
+  if (rank == 0)
+    c.fail("input must have rank >= 1");
+  int64_t axis = normAxis(c, c.attrInt("axis", c.opset() >= 13 ? -1 : 1), rank);
+  if (c.opset() >= 13 || axis == rank - 1) {
+    c.setOutput(0, c.emit(op, {x}, {{"axis", axis}}));
+    return;
+  }
+  const Shape &s = x->type().shape;
+  Value *flat = c.reshape(x, {product(s, 0, axis), product(s, axis)});
+  c.setOutput(0, c.reshape(c.emit(op, {flat}, {{"axis", int64_t(1)}}), s));
+}
+
+// Mean and 1/sqrt(var + eps) over axes [axis, rank), in f32 (LayerNormalization's stash type).
+void layerNormStats(ConvertCtx &c, Value *x, int64_t axis, double eps) {
+  Value *xs = c.castTo(x, DType::F32);
+  Shape axes;
+  for (int64_t a = axis; a < x->type().rank(); ++a)
+    axes.push_back(a);
+  AttrMap red = {{"axes", axes}, {"keepdims", int64_t(1)}};
+  Value *mean = c.emit(Op::ReduceMean, {xs}, red);
+  Value *d = c.emit(Op::Sub, {xs, mean});
+  Value *var = c.emit(Op::ReduceMean, {c.emit(Op::Mul, {d, d})}, red);
+  Value *inv = c.emit(Op::Reciprocal,
+                      {c.emit(Op::Sqrt, {c.emit(Op::Add, {var, c.scalar(DType::F32, eps)})})});
+  if (c.outputUsed(1))
+    c.setOutput(1, mean);
+  if (c.outputUsed(2))
+    c.setOutput(2, inv);
+}
+
+void convLayerNorm(ConvertCtx &c) {
+  Value *x = c.input(0);
+  int64_t axis = normAxis(c, c.attrInt("axis", -1), x->type().rank());
+  double eps = c.attrFloat("epsilon", 1e-5);
+  std::vector<Value *> ops = {x, c.input(1)};
+  if (c.hasInput(2))
+    ops.push_back(c.input(2));
+  c.setOutput(0, c.emit(Op::LayerNorm, ops, {{"axis", axis}, {"epsilon", eps}}));
+  if (c.outputUsed(1) || c.outputUsed(2))
+    layerNormStats(c, x, axis, eps);
+}
+
+void convRmsNorm(ConvertCtx &c) {
+  Value *x = c.input(0);
+  int64_t axis = normAxis(c, c.attrInt("axis", -1), x->type().rank());
+  c.setOutput(0, c.emit(Op::RmsNorm, {x, c.input(1)},
+                        {{"axis", axis}, {"epsilon", c.attrFloat("epsilon", 1e-5)}}));
+}
+
+void convBatchNorm(ConvertCtx &c) {
+  if (c.opset() < 7 && c.attrInt("is_test", 0) == 0)
+    c.fail("is_test = 0 (training mode, batch statistics) is not supported (inference only)");
+  if (c.opset() < 9 && c.attrInt("spatial", 1) != 1)
+    c.fail("spatial = 0 (per-activation statistics) is not supported");
+  if (c.attrInt("training_mode", 0) != 0)
+    c.fail("training_mode = 1 is not supported (inference only)");
+  for (size_t k = 1; k < c.numOutputs(); ++k)
+    if (c.outputUsed(k))
+      c.fail(cat("output ", k, " ('", c.node().output(static_cast<int>(k)),
+                 "', a training statistic) is not supported (inference only)"));
+  Value *x = c.input(0);
+  DType t = x->type().dtype;
+  // BatchNormalization-15 lets scale/bias and mean/var have their own float types.
+  std::vector<Value *> ops = {x};
+  for (size_t k = 1; k <= 4; ++k)
+    ops.push_back(c.castTo(c.input(k), t));
+  c.setOutput(0, c.emit(Op::BatchNorm, ops, {{"epsilon", c.attrFloat("epsilon", 1e-5)}}));
+}
+
+void convInstanceNorm(ConvertCtx &c) {
+  c.setOutput(0, c.emit(Op::InstanceNorm, {c.input(0), c.input(1), c.input(2)},
+                        {{"epsilon", c.attrFloat("epsilon", 1e-5)}}));
+}
+
+// MeanVarianceNormalization, following ONNX's function body: (x - E[x]) / (sqrt(E[x^2] -
+// E[x]^2) + 1e-9) over `axes` (default [0, 2, 3]).
+void convMeanVarianceNorm(ConvertCtx &c) {
+  Value *x = c.input(0);
+  DType t = x->type().dtype;
+  Shape axes = normAxes(c, c.attrIntsOpt("axes").value_or(Shape{0, 2, 3}), x->type().rank());
+  AttrMap red = {{"axes", axes}, {"keepdims", int64_t(1)}};
+  Value *mean = c.emit(Op::ReduceMean, {x}, red);
+  Value *meanSq = c.emit(Op::Mul, {mean, mean});
+  Value *sqMean = c.emit(Op::ReduceMean, {c.emit(Op::Mul, {x, x})}, red);
+  Value *std = c.emit(Op::Sqrt, {c.emit(Op::Sub, {sqMean, meanSq})});
+  Value *den = c.emit(Op::Add, {std, c.scalar(t, 1e-9)});
+  c.setOutput(0, c.emit(Op::Div, {c.emit(Op::Sub, {x, mean}), den}));
+}
+
+// Hardmax: 1 at the first maximum along the axis (after the pre-13 coercion to 2-D), else 0.
+void convHardmax(ConvertCtx &c) {
+  Value *x = c.input(0);
+  const Shape s = x->type().shape;
+  int64_t rank = static_cast<int64_t>(s.size());
+  if (rank == 0)
+    c.fail("input must have rank >= 1");
+  int64_t axis = normAxis(c, c.attrInt("axis", c.opset() >= 13 ? -1 : 1), rank);
+  Value *v = x;
+  if (c.opset() < 13 && axis != rank - 1) {
+    v = c.reshape(x, {product(s, 0, axis), product(s, axis)});
+    axis = 1;
+  }
+  const Shape vs = v->type().shape;
+  Value *am = c.emit(Op::ArgMax, {v}, {{"axis", axis}, {"keepdims", int64_t(1)}});
+  Shape iotaShape(vs.size(), 1);
+  iotaShape[static_cast<size_t>(axis)] = vs[static_cast<size_t>(axis)];
+  Tensor iota(TensorType(DType::I64, iotaShape));
+  for (int64_t i = 0; i < iota.numel(); ++i)
+    iota.setInt(i, i);
+  Value *hit = c.emit(Op::Equal, {am, c.constant(std::move(iota))});
+  c.setOutput(0, c.reshape(c.castTo(hit, x->type().dtype), s));
+}
+
+// LRN: the sum of squares over a window of channels is an average pool (count_include_pad) over
+// the channel axis of x^2 reshaped to [N, 1, C, rest], times the window size.
+void convLrn(ConvertCtx &c) {
+  Value *x = c.input(0);
+  const Shape &s = x->type().shape;
+  if (s.size() < 3)
+    c.fail(cat("input must be [N, C, ...], got ", x->type().str()));
+  DType t = x->type().dtype;
+  int64_t size = c.attrIntReq("size");
+  if (size < 1)
+    c.fail("size must be >= 1");
+  double alpha = c.attrFloat("alpha", 1e-4), beta = c.attrFloat("beta", 0.75),
+         bias = c.attrFloat("bias", 1.0);
+  Value *sq = c.reshape(c.emit(Op::Mul, {x, x}), {s[0], 1, s[1], product(s, 2)});
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Value *avg = c.emit(Op::AvgPool, {sq},
+                      {{"kernel_shape", Shape{size, 1}},
+                       {"strides", Shape{1, 1}},
+                       {"pads", Shape{before, 0, after, 0}},
+                       {"dilations", Shape{1, 1}},
+                       {"count_include_pad", int64_t(1)}});
+  Value *den = c.emit(
+      Op::Add, {c.emit(Op::Mul, {c.reshape(avg, s), c.scalar(t, alpha)}), c.scalar(t, bias)});
+  den = c.emit(Op::Pow, {den, c.scalar(t, beta)});
+  c.setOutput(0, c.emit(Op::Div, {x, den}));
+}
+
+// Shared by NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: -logp[n, target[n, ...], ...]
+// weighted and reduced. The class is picked with a one-hot mask (no gather-elements op).
+Value *nllLoss(ConvertCtx &c, Value *logp, Value *target, Value *weight) {
+  const Shape &ls = logp->type().shape;
+  if (ls.size() < 2)
+    c.fail(cat("input must be [N, C, ...], got ", logp->type().str()));
+  DType t = logp->type().dtype;
+  int64_t classes = ls[1];
+  Value *tgt = c.castTo(target, DType::I64);
+  Shape ts = tgt->type().shape;
+  Shape expanded = ts;
+  expanded.insert(expanded.begin() + 1, 1);
+  Shape iotaShape(ls.size(), 1);
+  iotaShape[1] = classes;
+  Tensor iota(TensorType(DType::I64, iotaShape));
+  for (int64_t i = 0; i < classes; ++i)
+    iota.setInt(i, i);
+  Value *onehot = c.emit(Op::Equal, {c.reshape(tgt, expanded), c.constant(std::move(iota))});
+  Value *mask = c.castTo(onehot, t); // [N, C, ...]
+  AttrMap overClasses = {{"axes", Shape{1}}, {"keepdims", int64_t(0)}};
+  Value *picked = c.emit(Op::ReduceSum, {c.emit(Op::Mul, {logp, mask})}, overClasses);
+  // Per-element weight: weight[target] (0 where the target is out of range), 0 if ignored.
+  Value *w;
+  if (weight) {
+    Shape wShape(ls.size(), 1);
+    wShape[1] = classes;
+    w = c.emit(Op::ReduceSum, {c.emit(Op::Mul, {mask, c.reshape(weight, wShape)})}, overClasses);
+  } else {
+    w = c.emit(Op::ReduceSum, {mask}, overClasses);
+  }
+  if (c.hasAttr("ignore_index")) {
+    Value *ignore = c.scalar(DType::I64, static_cast<double>(c.attrInt("ignore_index", 0)));
+    Value *keep = c.castTo(c.emit(Op::Not, {c.emit(Op::Equal, {tgt, ignore})}), t);
+    w = c.emit(Op::Mul, {w, keep});
+  }
+  Value *loss = c.emit(Op::Neg, {c.emit(Op::Mul, {picked, w})});
+  std::string reduction = c.attrStr("reduction", "mean");
+  Shape all(ts.size());
+  std::iota(all.begin(), all.end(), 0);
+  AttrMap full = {{"axes", all}, {"keepdims", int64_t(0)}};
+  if (reduction == "none")
+    return loss;
+  if (reduction == "sum")
+    return c.emit(Op::ReduceSum, {loss}, full);
+  if (reduction != "mean")
+    c.fail(cat("reduction '", reduction, "' is not none, sum or mean"));
+  return c.emit(Op::Div, {c.emit(Op::ReduceSum, {loss}, full), c.emit(Op::ReduceSum, {w}, full)});
+}
+
+void convNllLoss(ConvertCtx &c) {
+  c.setOutput(0, nllLoss(c, c.input(0), c.input(1), c.hasInput(2) ? c.input(2) : nullptr));
+}
+
+void convSoftmaxCrossEntropy(ConvertCtx &c) {
+  Value *scores = c.input(0);
+  if (scores->type().rank() < 2)
+    c.fail(cat("scores must be [N, C, ...], got ", scores->type().str()));
+  Value *logp = c.emit(Op::LogSoftmax, {scores}, {{"axis", int64_t(1)}});
+  c.setOutput(0, nllLoss(c, logp, c.input(1), c.hasInput(2) ? c.input(2) : nullptr));
+  if (c.outputUsed(1))
+    c.setOutput(1, logp);
+}
+
+void convLpNorm(ConvertCtx &c) {
+  Value *x = c.input(0);
+  int64_t axis = normAxis(c, c.attrInt("axis", -1), x->type().rank());
+  int64_t p = c.attrInt("p", 2);
+  if (p != 1 && p != 2)
+    c.fail(cat("p = ", p, " is not 1 or 2"));
+  Value *norm = c.emit(p == 1 ? Op::ReduceL1 : Op::ReduceL2, {x},
+                       {{"axes", Shape{axis}}, {"keepdims", int64_t(1)}});
+  c.setOutput(0, c.emit(Op::Div, {x, norm}));
+}
+
+// Attention-23, the cases our attention op expresses: no past key/value, no softcap, the plain
+// qk output mode. 3-D inputs [B, S, H*D] are split into heads; grouped-query K/V heads are
+// repeated to the query heads.
+void convAttention(ConvertCtx &c) {
+  if (c.hasInput(4) || c.hasInput(5))
+    c.fail("past_key / past_value inputs are not supported");
+  if (c.hasInput(6))
+    c.fail("nonpad_kv_seqlen is not supported");
+  if (c.attrFloat("softcap", 0.0) != 0.0)
+    c.fail("softcap is not supported");
+  c.requireAttrDefault("qk_matmul_output_mode", 0, "only the plain attention output exists");
+  if (c.outputUsed(3))
+    c.fail("output 3 (qk_matmul_output) is not supported");
+  Value *q = c.input(0), *k = c.input(1), *v = c.input(2);
+  int64_t r = q->type().rank();
+  if (r != 3 && r != 4)
+    c.fail(cat("Q must be 3-D or 4-D, got ", q->type().str()));
+  if (k->type().rank() != r || v->type().rank() != r)
+    c.fail("Q, K and V must have the same rank");
+  auto splitHeads = [&](Value *t, int64_t heads, const char *what) {
+    const Shape &s = t->type().shape;
+    if (heads < 1 || s[2] % heads != 0)
+      c.fail(cat(what, " ", t->type().str(), " does not split into ", heads, " heads"));
+    Value *h = c.reshape(t, {s[0], s[1], heads, s[2] / heads});
+    return c.emit(Op::Transpose, {h}, {{"perm", Shape{0, 2, 1, 3}}});
+  };
+  if (r == 3) {
+    int64_t qh = c.attrInt("q_num_heads", 0), kvh = c.attrInt("kv_num_heads", 0);
+    if (qh < 1 || kvh < 1)
+      c.fail("3-D inputs need the q_num_heads and kv_num_heads attributes");
+    q = splitHeads(q, qh, "Q");
+    k = splitHeads(k, kvh, "K");
+    v = splitHeads(v, kvh, "V");
+  }
+  const Shape &qs = q->type().shape, &ks = k->type().shape;
+  int64_t hq = qs[1], hkv = ks[1];
+  Value *presentK = k, *presentV = v;
+  if (hq != hkv) {
+    if (hkv < 1 || hq % hkv != 0)
+      c.fail(cat("query heads ", hq, " are not a multiple of key/value heads ", hkv));
+    auto repeat = [&](Value *t) {
+      const Shape &s = t->type().shape;
+      Value *u = c.reshape(t, {s[0], s[1], 1, s[2], s[3]});
+      u = c.emit(Op::Expand, {u}, {{"shape", Shape{s[0], s[1], hq / hkv, s[2], s[3]}}});
+      return c.reshape(u, {s[0], hq, s[2], s[3]});
+    };
+    k = repeat(k);
+    v = repeat(v);
+  }
+  int64_t sq = qs[2], sk = ks[2];
+  bool causal = c.attrInt("is_causal", 0) != 0;
+  if (causal && sq != sk)
+    c.fail("is_causal with different query and key lengths is not supported");
+  double scale = c.attrFloat("scale", 1.0 / std::sqrt(static_cast<double>(qs[3])));
+  std::vector<Value *> ops = {q, k, v};
+  if (c.hasInput(3))
+    ops.push_back(c.input(3));
+  Value *y = c.emit(Op::Attention, ops, {{"scale", scale}, {"causal", int64_t(causal)}});
+  if (r == 3) {
+    const Shape &ys = y->type().shape;
+    y = c.emit(Op::Transpose, {y}, {{"perm", Shape{0, 2, 1, 3}}});
+    y = c.reshape(y, {ys[0], ys[2], ys[1] * ys[3]});
+  }
+  c.setOutput(0, y);
+  if (c.outputUsed(1))
+    c.setOutput(1, presentK);
+  if (c.outputUsed(2))
+    c.setOutput(2, presentV);
+}
+
+// ---- pooling ----------------------------------------------------------------------------------
+
+template <Op op>
+void convPool(ConvertCtx &c) {
+  Shape in = spatialDims(c, 0);
+  auto k = c.attrIntsOpt("kernel_shape");
+  if (!k)
+    c.fail("attribute 'kernel_shape' is required");
+  if (op == Op::MaxPool && c.outputUsed(1))
+    c.fail("output 1 (Indices) is not supported");
+  Window w = windowAttrs(c, in, *k);
+  AttrMap attrs = {{"kernel_shape", *k},
+                   {"strides", w.strides},
+                   {"pads", w.pads},
+                   {"dilations", w.dilations},
+                   {"ceil_mode", c.attrInt("ceil_mode", 0)}};
+  if (op == Op::AvgPool)
+    attrs["count_include_pad"] = c.attrInt("count_include_pad", 0);
+  c.setOutput(0, c.emit(op, {c.input(0)}, attrs));
+}
+
+// ---- data movement ----------------------------------------------------------------------------
+
+// Resolves a Reshape target: 0 copies the input dim (unless allowzero), -1 is inferred.
+Shape resolveReshape(ConvertCtx &c, const Shape &in, Shape target, bool allowZero) {
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allowZero) {
+      if (i >= in.size())
+        c.fail(cat("shape ", shapeStr(target), " copies dim ", i, " that ", shapeStr(in),
+                   " does not have"));
+      target[i] = in[i];
+    }
+    if (target[i] == -1) {
+      if (infer >= 0)
+        c.fail(cat("shape ", shapeStr(target), " has more than one -1"));
+      infer = static_cast<int64_t>(i);
+    } else if (target[i] < 0) {
+      c.fail(cat("shape ", shapeStr(target), " has a negative dim"));
+    } else {
+      known *= target[i];
+    }
+  }
+  int64_t numel = product(in);
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0)
+      c.fail(cat("cannot reshape ", shapeStr(in), " to ", shapeStr(target)));
+    target[static_cast<size_t>(infer)] = numel / known;
+  }
+  if (product(target) != numel)
+    c.fail(cat("cannot reshape ", shapeStr(in), " (", numel, " elements) to ", shapeStr(target),
+               " (", product(target), " elements)"));
+  return target;
+}
+
+void convReshape(ConvertCtx &c) {
+  Shape target = c.opset() < 5 ? c.attrInts("shape") : c.constInts(1, "shape");
+  bool allowZero = c.attrInt("allowzero", 0) != 0;
+  c.setOutput(0, c.reshape(c.input(0), resolveReshape(c, c.type(0).shape, target, allowZero)));
+}
+
+void convFlatten(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t axis = c.attrInt("axis", 1);
+  if (axis < -r || axis > r)
+    c.fail(cat("axis ", axis, " is out of range for rank ", r));
+  if (axis < 0)
+    axis += r;
+  c.setOutput(0, c.reshape(c.input(0), {product(s, 0, axis), product(s, axis)}));
+}
+
+// Squeeze / Unsqueeze axes: an attribute before opset 13, an input from 13 on.
+std::optional<Shape> axesOperand(ConvertCtx &c) {
+  if (c.opset() >= 13)
+    return c.hasInput(1) ? std::optional<Shape>(c.constInts(1, "axes")) : std::nullopt;
+  return c.attrIntsOpt("axes");
+}
+
+void convSqueeze(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  auto axes = axesOperand(c);
+  Shape out;
+  if (!axes) {
+    for (int64_t d : s)
+      if (d != 1)
+        out.push_back(d);
+  } else {
+    Shape ax = normAxes(c, *axes, static_cast<int64_t>(s.size()));
+    for (size_t d = 0; d < s.size(); ++d) {
+      bool squeezed = std::binary_search(ax.begin(), ax.end(), static_cast<int64_t>(d));
+      if (squeezed && s[d] != 1)
+        c.fail(cat("cannot squeeze axis ", d, " of ", c.type(0).str(), ": its size is not 1"));
+      if (!squeezed)
+        out.push_back(s[d]);
+    }
+  }
+  c.setOutput(0, c.reshape(c.input(0), out));
+}
+
+void convUnsqueeze(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  auto axes = axesOperand(c);
+  if (!axes)
+    c.fail("axes are required");
+  int64_t outRank = static_cast<int64_t>(s.size() + axes->size());
+  Shape ax = normAxes(c, *axes, outRank);
+  Shape out;
+  size_t next = 0;
+  for (int64_t d = 0; d < outRank; ++d)
+    out.push_back(std::binary_search(ax.begin(), ax.end(), d) ? 1 : s[next++]);
+  c.setOutput(0, c.reshape(c.input(0), out));
+}
+
+void convTranspose(ConvertCtx &c) {
+  int64_t r = c.rank(0);
+  Shape perm = c.attrIntsOpt("perm").value_or(Shape{});
+  if (!c.hasAttr("perm"))
+    for (int64_t i = r - 1; i >= 0; --i)
+      perm.push_back(i);
+  for (int64_t &p : perm)
+    p = normAxis(c, p, r, "perm entry");
+  Shape id(static_cast<size_t>(r));
+  std::iota(id.begin(), id.end(), 0);
+  c.setOutput(0, perm == id ? c.input(0) : c.emit(Op::Transpose, {c.input(0)}, {{"perm", perm}}));
+}
+
+void convConcat(ConvertCtx &c) {
+  std::vector<Value *> xs;
+  for (size_t i = 0; i < c.numInputs(); ++i)
+    if (c.hasInput(i))
+      xs.push_back(c.input(i));
+  if (xs.empty())
+    c.fail("needs at least one input");
+  // Concat-1 defaults the axis to 1; from opset 4 on it is required.
+  int64_t axis = c.opset() < 4 ? c.attrInt("axis", 1) : c.attrIntReq("axis");
+  axis = normAxis(c, axis, xs[0]->type().rank());
+  c.setOutput(0, xs.size() == 1 ? xs[0] : c.emit(Op::Concat, xs, {{"axis", axis}}));
+}
+
+void convSplit(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  int64_t axis = normAxis(c, c.attrInt("axis", 0), static_cast<int64_t>(s.size()));
+  int64_t dim = s[static_cast<size_t>(axis)];
+  int64_t n = static_cast<int64_t>(c.numOutputs());
+  Shape sizes;
+  if ((c.opset() >= 13 || c.opset() < 2) && c.hasInput(1)) // Split-1 and 13+: an input
+    sizes = c.constInts(1, "split");
+  else if (c.opset() < 13 && c.hasAttr("split"))
+    sizes = c.attrInts("split");
+  if (sizes.empty()) {
+    if (c.opset() >= 18 && c.hasAttr("num_outputs")) {
+      // Split-18: chunks of ceil(dim / num_outputs), the last one smaller.
+      int64_t parts = c.attrInt("num_outputs", n);
+      if (parts != n || parts < 1)
+        c.fail(cat("num_outputs = ", parts, " but the node has ", n, " outputs"));
+      int64_t chunk = (dim + parts - 1) / parts;
+      for (int64_t i = 0; i < parts; ++i)
+        sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * i)));
+    } else {
+      if (n < 1 || dim % n != 0)
+        c.fail(cat("dim ", dim, " does not split evenly into ", n, " outputs"));
+      sizes.assign(static_cast<size_t>(n), dim / n);
+    }
+  }
+  if (static_cast<int64_t>(sizes.size()) != n)
+    c.fail(cat("split ", shapeStr(sizes), " has ", sizes.size(), " sizes for ", n, " outputs"));
+  std::vector<Value *> outs =
+      c.emitMulti(Op::Split, {c.input(0)}, {{"axis", axis}, {"sizes", sizes}}, static_cast<int>(n));
+  for (size_t i = 0; i < outs.size(); ++i)
+    c.setOutput(i, outs[i]);
+}
+
+// Clamps ONNX slice bounds to our convention (see inferSlice): for a positive step start and
+// end lie in [0, dim]; for a negative one start lies in [0, dim-1] and end in [-1, dim-1].
+void clampSlice(int64_t dim, int64_t step, int64_t &start, int64_t &end) {
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
+  if (step > 0) {
+    start = clamp(start, 0, dim);
+    end = clamp(end, 0, dim);
+  } else {
+    start = clamp(start, -1, dim - 1);
+    end = clamp(end, -1, dim - 1);
+  }
+}
+
+void convSlice(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  int64_t r = static_cast<int64_t>(s.size());
+  Shape starts, ends, axes, steps;
+  if (c.opset() < 10) { // Slice-1: attributes, step 1
+    starts = c.attrInts("starts");
+    ends = c.attrInts("ends");
+    axes = c.attrInts("axes");
+  } else {
+    starts = c.constInts(1, "starts");
+    ends = c.constInts(2, "ends");
+    if (c.hasInput(3))
+      axes = c.constInts(3, "axes");
+    if (c.hasInput(4))
+      steps = c.constInts(4, "steps");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("starts, ends, axes and steps must have the same length");
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  bool identity = true;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    axes[k] = normAxis(c, axes[k], r);
+    if (seen[static_cast<size_t>(axes[k])])
+      c.fail(cat("axis ", axes[k], " is sliced twice"));
+    seen[static_cast<size_t>(axes[k])] = true;
+    if (steps[k] == 0)
+      c.fail("steps must not be 0");
+    int64_t dim = s[static_cast<size_t>(axes[k])];
+    clampSlice(dim, steps[k], starts[k], ends[k]);
+    identity = identity && steps[k] == 1 && starts[k] == 0 && ends[k] == dim;
+  }
+  if (identity) {
+    c.setOutput(0, c.input(0));
+    return;
+  }
+  c.setOutput(0, c.emit(Op::Slice, {c.input(0)},
+                        {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}));
+}
+
+void convGather(ConvertCtx &c) {
+  Value *x = c.input(0), *idx = c.input(1);
+  int64_t axis = normAxis(c, c.attrInt("axis", 0), x->type().rank());
+  int64_t dim = x->type().shape[static_cast<size_t>(axis)];
+  // Constant indices: check the range and make negative ones positive.
+  if (const Tensor *t = c.constInput(1)) {
+    if (!isInteger(t->dtype()))
+      c.fail(cat("indices must be integers, got ", t->type().str()));
+    bool negative = false;
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      int64_t v = t->getInt(i);
+      if (v < -dim || v >= dim)
+        c.fail(cat("index ", v, " is out of range for axis ", axis, " of ", x->type().str()));
+      negative = negative || v < 0;
+    }
+    if (negative) {
+      Tensor fixed(TensorType(DType::I64, t->shape()));
+      for (int64_t i = 0; i < t->numel(); ++i)
+        fixed.setInt(i, t->getInt(i) < 0 ? t->getInt(i) + dim : t->getInt(i));
+      idx = c.constant(std::move(fixed));
+    }
+  }
+  c.setOutput(0, c.emit(Op::Gather, {x, idx}, {{"axis", axis}}));
+}
+
+void convExpand(ConvertCtx &c) {
+  Shape target = c.constInts(1, "shape");
+  auto out = broadcastShapes(c.type(0).shape, target);
+  if (!out)
+    c.fail(cat("cannot expand ", c.type(0).str(), " to ", shapeStr(target)));
+  c.setOutput(0, *out == c.type(0).shape ? c.input(0)
+                                         : c.emit(Op::Expand, {c.input(0)}, {{"shape", *out}}));
+}
+
+void convTile(ConvertCtx &c) {
+  Shape reps = c.constInts(1, "repeats");
+  bool identity = std::all_of(reps.begin(), reps.end(), [](int64_t v) { return v == 1; });
+  c.setOutput(0, identity && static_cast<int64_t>(reps.size()) == c.rank(0)
+                     ? c.input(0)
+                     : c.emit(Op::Tile, {c.input(0)}, {{"repeats", reps}}));
+}
+
+void convPad(ConvertCtx &c) {
+  int64_t r = c.rank(0);
+  std::string mode = c.attrStr("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    c.fail(cat("mode '", mode, "' is not supported (constant, reflect or edge)"));
+  Shape pads;
+  double value = 0.0;
+  if (c.opset() < 11) { // Pad-2: pads and value attributes
+    pads = c.attrInts(c.hasAttr("pads") ? "pads" : "paddings");
+    value = c.attrFloat("value", 0.0);
+  } else {
+    pads = c.constInts(1, "pads");
+    if (c.hasInput(2)) {
+      const Tensor &v = c.requireConst(2, "constant_value");
+      if (v.numel() != 1)
+        c.fail(cat("constant_value must be a scalar, got ", v.type().str()));
+      value = v.getDouble(0);
+    }
+    if (c.hasInput(3)) { // Pad-18: pads for the listed axes only
+      Shape axes = c.constInts(3, "axes");
+      if (pads.size() != 2 * axes.size())
+        c.fail(cat("pads ", shapeStr(pads), " need 2 values per axis of ", shapeStr(axes)));
+      Shape full(static_cast<size_t>(2 * r), 0);
+      for (size_t k = 0; k < axes.size(); ++k) {
+        int64_t a = normAxis(c, axes[k], r);
+        full[static_cast<size_t>(a)] = pads[k];
+        full[static_cast<size_t>(r + a)] = pads[axes.size() + k];
+      }
+      pads = full;
+    }
+  }
+  if (static_cast<int64_t>(pads.size()) != 2 * r)
+    c.fail(cat("pads ", shapeStr(pads), " need ", 2 * r, " values for ", c.type(0).str()));
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) {
+    c.setOutput(0, c.input(0));
+    return;
+  }
+  c.setOutput(0, c.emit(Op::Pad, {c.input(0)}, {{"pads", pads}, {"mode", mode}, {"value", value}}));
+}
+
+// OneHot: indices (any numeric type, negative ones count from the end) compared with an iota
+// along the new axis select values[1] (on) or values[0] (off).
+void convOneHot(ConvertCtx &c) {
+  Value *idx = c.castTo(c.input(0), DType::I64);
+  const Tensor &depthT = c.requireConst(1, "depth");
+  if (depthT.numel() != 1)
+    c.fail(cat("depth must be a scalar, got ", depthT.type().str()));
+  auto depth = static_cast<int64_t>(depthT.getDouble(0));
+  if (depth < 1)
+    c.fail(cat("depth ", depth, " must be >= 1"));
+  Value *values = c.input(2);
+  if (values->type().numel() != 2)
+    c.fail(cat("values must hold [off, on], got ", values->type().str()));
+  values = c.reshape(values, {2});
+  auto pick = [&](int64_t i) {
+    Value *v = c.emit(
+        Op::Slice, {values},
+        {{"starts", Shape{i}}, {"ends", Shape{i + 1}}, {"axes", Shape{0}}, {"steps", Shape{1}}});
+    return c.reshape(v, {});
+  };
+  Value *off = pick(0), *on = pick(1);
+  Value *dv = c.scalar(DType::I64, static_cast<double>(depth));
+  Value *neg = c.emit(Op::Less, {idx, c.scalar(DType::I64, 0)});
+  idx = c.emit(Op::Where, {neg, c.emit(Op::Add, {idx, dv}), idx});
+  int64_t outRank = idx->type().rank() + 1;
+  int64_t axis = normAxis(c, c.attrInt("axis", -1), outRank);
+  Shape us = idx->type().shape;
+  us.insert(us.begin() + axis, 1);
+  Shape iotaShape(static_cast<size_t>(outRank), 1);
+  iotaShape[static_cast<size_t>(axis)] = depth;
+  Tensor iota(TensorType(DType::I64, iotaShape));
+  for (int64_t i = 0; i < depth; ++i)
+    iota.setInt(i, i);
+  Value *hit = c.emit(Op::Equal, {c.reshape(idx, us), c.constant(std::move(iota))});
+  c.setOutput(0, c.emit(Op::Where, {hit, on, off}));
+}
+
+// CumSum: y[..., i, ...] = sum of x[..., j, ...] over j <= i (j < i when exclusive; j >= i when
+// reversed), as a constant [n, n] selection mask applied with where and reduced, which is exact
+// for every dtype.
+void convCumSum(ConvertCtx &c) {
+  Value *x = c.input(0);
+  Shape s = x->type().shape;
+  int64_t r = static_cast<int64_t>(s.size());
+  Shape ax = c.constInts(1, "axis");
+  if (ax.size() != 1)
+    c.fail("axis must be a scalar");
+  int64_t axis = normAxis(c, ax[0], r);
+  bool exclusive = c.attrInt("exclusive", 0) != 0, reverse = c.attrInt("reverse", 0) != 0;
+  int64_t n = s[static_cast<size_t>(axis)];
+  // Move the axis last, add a length-1 axis before it: [..., 1, n].
+  Shape perm;
+  for (int64_t d = 0; d < r; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  Value *xt = c.emit(Op::Transpose, {x}, {{"perm", perm}});
+  Shape ts = xt->type().shape;
+  Shape us = ts;
+  us.insert(us.end() - 1, 1);
+  Tensor sel(TensorType(DType::Bool, {n, n})); // sel[i][j]: does output i take input j?
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      sel.setInt(i * n + j, reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i));
+  Value *picked = c.emit(
+      Op::Where, {c.constant(std::move(sel)), c.reshape(xt, us), c.scalar(x->type().dtype, 0.0)});
+  Value *sum =
+      c.emit(Op::ReduceSum, {picked},
+             {{"axes", Shape{static_cast<int64_t>(us.size()) - 1}}, {"keepdims", int64_t(0)}});
+  Shape inv(static_cast<size_t>(r));
+  for (int64_t d = 0; d < r; ++d)
+    inv[static_cast<size_t>(perm[static_cast<size_t>(d)])] = d;
+  c.setOutput(0, c.emit(Op::Transpose, {sum}, {{"perm", inv}}));
+}
+
+// Resize to `sizes` (output dims) with per-axis `scales` for the coordinate mapping.
+void emitResize(ConvertCtx &c, const Shape &sizes, const std::vector<double> &scales,
+                const std::string &mode, const std::string &coord, const std::string &nearest) {
+  if (sizes == c.type(0).shape &&
+      std::all_of(scales.begin(), scales.end(), [](double s) { return s == 1.0; })) {
+    c.setOutput(0, c.input(0));
+    return;
+  }
+  c.setOutput(0, c.emit(Op::Resize, {c.input(0)},
+                        {{"sizes", sizes},
+                         {"scales", scales},
+                         {"mode", mode},
+                         {"coordinate_transformation_mode", coord},
+                         {"nearest_mode", nearest}}));
+}
+
+// Output dims from scales: floor(in * scale), computed in float like the ONNX reference.
+Shape sizesFromScales(const Shape &in, const std::vector<double> &scales) {
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i)
+    out.push_back(static_cast<int64_t>(
+        std::floor(static_cast<float>(in[i]) * static_cast<float>(scales[i]))));
+  return out;
+}
+
+std::string resizeMode(ConvertCtx &c) {
+  std::string mode = c.attrStr("mode", "nearest");
+  if (mode == "bilinear") // Upsample-7 accepted this spelling
+    mode = "linear";
+  if (mode != "nearest" && mode != "linear")
+    c.fail(cat("mode '", mode, "' is not supported (nearest or linear)"));
+  return mode;
+}
+
+// Upsample (7: scales attribute, 9: scales input) and Resize-10: asymmetric coordinates,
+// nearest rounds down.
+void convUpsample(ConvertCtx &c) {
+  std::string mode = resizeMode(c);
+  std::vector<double> scales = c.opset() < 9 ? c.attrFloats("scales") : c.constDoubles(1, "scales");
+  const Shape &in = c.type(0).shape;
+  if (scales.size() != in.size())
+    c.fail(cat("scales need one value per axis of ", c.type(0).str()));
+  emitResize(c, sizesFromScales(in, scales), scales, mode, "asymmetric", "floor");
+}
+
+void convResize(ConvertCtx &c) {
+  if (c.opset() < 11) {
+    convUpsample(c);
+    return;
+  }
+  std::string mode = resizeMode(c);
+  std::string coord = c.attrStr("coordinate_transformation_mode", "half_pixel");
+  if (coord == "tf_crop_and_resize")
+    c.fail("coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+  static const char *known[] = {"half_pixel",
+                                "asymmetric",
+                                "align_corners",
+                                "pytorch_half_pixel",
+                                "tf_half_pixel_for_nearest",
+                                "half_pixel_symmetric"};
+  if (std::find(std::begin(known), std::end(known), coord) == std::end(known))
+    c.fail(cat("coordinate_transformation_mode '", coord, "' is unknown"));
+  std::string nearest = c.attrStr("nearest_mode", "round_prefer_floor");
+  c.requireAttrDefault("antialias", 0, "antialiasing is not implemented");
+  const Shape &in = c.type(0).shape;
+  int64_t r = static_cast<int64_t>(in.size());
+  Shape axes = c.attrIntsOpt("axes").value_or(Shape{});
+  if (axes.empty())
+    for (int64_t i = 0; i < r; ++i)
+      axes.push_back(i);
+  for (int64_t &a : axes)
+    a = normAxis(c, a, r);
+
+  const Tensor *sizesT = c.hasInput(3) ? &c.requireConst(3, "sizes") : nullptr;
+  if (sizesT && sizesT->numel() == 0)
+    sizesT = nullptr;
+  Shape sizes = in;
+  std::vector<double> scales(in.size(), 1.0);
+  if (sizesT) {
+    Shape given = sizesT->toInts();
+    if (given.size() != axes.size())
+      c.fail(cat("sizes ", shapeStr(given), " need one value per resized axis"));
+    std::string policy = c.attrStr("keep_aspect_ratio_policy", "stretch");
+    if (policy == "stretch") {
+      for (size_t k = 0; k < axes.size(); ++k) {
+        auto a = static_cast<size_t>(axes[k]);
+        sizes[a] = given[k];
+        scales[a] = static_cast<double>(static_cast<float>(given[k]) / static_cast<float>(in[a]));
+      }
+    } else if (policy == "not_larger" || policy == "not_smaller") {
+      float scale = policy == "not_larger" ? INFINITY : 0.0f;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        float s = static_cast<float>(given[k]) / static_cast<float>(in[axes[k]]);
+        scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
+      }
+      for (int64_t a : axes) {
+        sizes[a] = static_cast<int64_t>(std::floor(static_cast<float>(in[a]) * scale + 0.5f));
+        scales[a] = scale;
+      }
+    } else {
+      c.fail(cat("keep_aspect_ratio_policy '", policy, "' is unknown"));
+    }
+  } else {
+    std::vector<double> given = c.constDoubles(2, "scales");
+    if (given.size() != axes.size())
+      c.fail(cat("scales need one value per resized axis, got ", given.size()));
+    for (size_t k = 0; k < axes.size(); ++k)
+      scales[static_cast<size_t>(axes[k])] = given[k];
+    sizes = sizesFromScales(in, scales);
+  }
+  emitResize(c, sizes, scales, mode, coord, nearest);
+}
+
+void convDepthToSpace(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  int64_t b = c.attrIntReq("blocksize");
+  if (s.size() != 4 || b < 1 || s[1] % (b * b) != 0)
+    c.fail(cat("needs [N, C, H, W] with C divisible by blocksize^2, got ", c.type(0).str()));
+  int64_t n = s[0], ch = s[1] / (b * b), h = s[2], w = s[3];
+  bool crd = c.attrStr("mode", "DCR") == "CRD";
+  Value *x = c.reshape(c.input(0), crd ? Shape{n, ch, b, b, h, w} : Shape{n, b, b, ch, h, w});
+  Shape perm = crd ? Shape{0, 1, 4, 2, 5, 3} : Shape{0, 3, 4, 1, 5, 2};
+  x = c.emit(Op::Transpose, {x}, {{"perm", perm}});
+  c.setOutput(0, c.reshape(x, {n, ch, h * b, w * b}));
+}
+
+void convSpaceToDepth(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  int64_t b = c.attrIntReq("blocksize");
+  if (s.size() != 4 || b < 1 || s[2] % b != 0 || s[3] % b != 0)
+    c.fail(cat("needs [N, C, H, W] with H and W divisible by blocksize, got ", c.type(0).str()));
+  int64_t n = s[0], ch = s[1], h = s[2] / b, w = s[3] / b;
+  Value *x = c.reshape(c.input(0), {n, ch, h, b, w, b});
+  x = c.emit(Op::Transpose, {x}, {{"perm", Shape{0, 3, 5, 1, 2, 4}}});
+  c.setOutput(0, c.reshape(x, {n, ch * b * b, h, w}));
+}
+
+// Trilu: a constant keep-mask over the last two axes selects x or zero.
+void convTrilu(ConvertCtx &c) {
+  Value *x = c.input(0);
+  const Shape &s = x->type().shape;
+  if (s.size() < 2)
+    c.fail(cat("input must have rank >= 2, got ", x->type().str()));
+  int64_t k = 0;
+  if (c.hasInput(1)) {
+    Shape kv = c.constInts(1, "k");
+    if (kv.size() != 1)
+      c.fail("k must be a scalar");
+    k = kv[0];
+  }
+  bool upper = c.attrInt("upper", 1) != 0;
+  int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  Tensor mask(TensorType(DType::Bool, {rows, cols}));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.setInt(i * cols + j, upper ? j - i >= k : j - i <= k);
+  Value *zero = c.scalar(x->type().dtype, 0.0);
+  c.setOutput(0, c.emit(Op::Where, {c.constant(std::move(mask)), x, zero}));
+}
+
+// ---- constants --------------------------------------------------------------------------------
+
+void convShape(ConvertCtx &c) {
+  const Shape &s = c.type(0).shape;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t start = c.attrInt("start", 0), end = c.attrInt("end", r);
+  clampSlice(r, 1, start, end);
+  Shape dims;
+  for (int64_t i = start; i < end; ++i)
+    dims.push_back(s[static_cast<size_t>(i)]);
+  int64_t n = static_cast<int64_t>(dims.size());
+  c.setOutput(0, c.constant(Tensor::fromI64(dims, {n})));
+}
+
+void convSize(ConvertCtx &c) {
+  c.setOutput(0, c.constant(Tensor::fromI64({product(c.type(0).shape)}, {})));
+}
+
+void convConstantOfShape(ConvertCtx &c) {
+  Shape shape = c.constInts(0, "shape");
+  for (int64_t d : shape)
+    if (d < 0)
+      c.fail(cat("shape ", shapeStr(shape), " has a negative dim"));
+  std::optional<Tensor> value = c.attrTensor("value");
+  if (value && value->numel() != 1)
+    c.fail(cat("value must hold one element, got ", value->type().str()));
+  Tensor out(TensorType(value ? value->dtype() : DType::F32, shape));
+  if (value && out.numel() > 0) {
+    size_t es = dtypeSize(out.dtype());
+    for (int64_t i = 0; i < out.numel(); ++i)
+      std::memcpy(out.raw() + i * es, value->raw(), es);
+  }
+  c.setOutput(0, c.constant(std::move(out)));
+}
+
+void convRange(ConvertCtx &c) {
+  const Tensor &start = c.requireConst(0, "start"), &limit = c.requireConst(1, "limit"),
+               &delta = c.requireConst(2, "delta");
+  for (const Tensor *t : {&start, &limit, &delta})
+    if (t->numel() != 1)
+      c.fail(cat("start, limit and delta must be scalars, got ", t->type().str()));
+  DType t = start.dtype();
+  Tensor out;
+  if (isFloat(t)) {
+    double s = start.getDouble(0), l = limit.getDouble(0), d = delta.getDouble(0);
+    if (d == 0)
+      c.fail("delta must not be 0");
+    auto n = static_cast<int64_t>(std::max(0.0, std::ceil((l - s) / d)));
+    out = Tensor(TensorType(t, {n}));
+    for (int64_t i = 0; i < n; ++i)
+      out.setDouble(i, s + static_cast<double>(i) * d);
+  } else {
+    int64_t s = start.getInt(0), l = limit.getInt(0), d = delta.getInt(0);
+    if (d == 0)
+      c.fail("delta must not be 0");
+    int64_t n = std::max<int64_t>(0, (l - s + d + (d > 0 ? -1 : 1)) / d);
+    out = Tensor(TensorType(t, {n}));
+    for (int64_t i = 0; i < n; ++i)
+      out.setInt(i, s + i * d);
+  }
+  c.setOutput(0, c.constant(std::move(out)));
+}
+
+void convConstant(ConvertCtx &c) {
+  if (c.hasAttr("sparse_value"))
+    c.fail("sparse_value is not supported");
+  if (c.hasAttr("value_string") || c.hasAttr("value_strings"))
+    c.fail("string constants are not supported");
+  Tensor t;
+  if (c.hasAttr("value")) {
+    t = *c.attrTensor("value");
+  } else if (c.hasAttr("value_float")) {
+    t = Tensor::scalarF32(static_cast<float>(c.attrFloat("value_float", 0)));
+  } else if (c.hasAttr("value_floats")) {
+    std::vector<double> v = c.attrFloats("value_floats");
+    t = Tensor::fromF32(std::vector<float>(v.begin(), v.end()), {static_cast<int64_t>(v.size())});
+  } else if (c.hasAttr("value_int")) {
+    t = Tensor::fromI64({c.attrInt("value_int", 0)}, {});
+  } else if (c.hasAttr("value_ints")) {
+    Shape v = c.attrInts("value_ints");
+    t = Tensor::fromI64(v, {static_cast<int64_t>(v.size())});
+  } else {
+    c.fail("has no value attribute");
+  }
+  c.setOutput(0, c.constant(std::move(t)));
+}
+
+void convEyeLike(ConvertCtx &c) {
+  const TensorType &in = c.type(0);
+  if (in.rank() != 2)
+    c.fail(cat("input must be 2-D, got ", in.str()));
+  DType t =
+      c.hasAttr("dtype") ? castTarget(c, static_cast<int32_t>(c.attrInt("dtype", 1))) : in.dtype;
+  int64_t k = c.attrInt("k", 0);
+  Tensor out(TensorType(t, in.shape));
+  for (int64_t i = 0; i < in.shape[0]; ++i)
+    if (i + k >= 0 && i + k < in.shape[1])
+      out.setDouble(i * in.shape[1] + i + k, 1.0);
+  c.setOutput(0, c.constant(std::move(out)));
+}
+
+// Hann, Hamming and Blackman windows of a constant size: constants.
+void convWindow(ConvertCtx &c) {
+  Shape sz = c.constInts(0, "size");
+  if (sz.size() != 1 || sz[0] < 0)
+    c.fail("size must be a non-negative scalar");
+  int64_t n = sz[0];
+  DType t = castTarget(c, static_cast<int32_t>(c.attrInt("output_datatype", 1)));
+  double denom = static_cast<double>(c.attrInt("periodic", 1) ? n : n - 1);
+  Tensor out(TensorType(t, {n}));
+  for (int64_t i = 0; i < n; ++i) {
+    double a = denom > 0 ? 2.0 * std::numbers::pi * static_cast<double>(i) / denom : 0.0, v;
+    if (c.opType() == "HannWindow")
+      v = 0.5 - 0.5 * std::cos(a);
+    else if (c.opType() == "HammingWindow")
+      v = 25.0 / 46.0 - (1.0 - 25.0 / 46.0) * std::cos(a);
+    else
+      v = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+    out.setDouble(i, v);
+  }
+  c.setOutput(0, c.constant(std::move(out)));
+}
+
+// Identity disappears: its output is its input.
+void convIdentity(ConvertCtx &c) {
+  alias(c, 0, c.input(0));
+}
+
+// Dropout at inference is the identity; its mask (if read) is all ones.
+void convDropout(ConvertCtx &c) {
+  if (c.opset() >= 12 && c.hasInput(2)) {
+    const Tensor &training = c.requireConst(2, "training_mode");
+    bool zeroRatio = c.hasInput(1) && c.constInput(1) && c.constInput(1)->getDouble(0) == 0.0;
+    if (training.numel() != 1 || (training.getInt(0) != 0 && !zeroRatio))
+      c.fail("training-mode Dropout is not supported (inference only)");
+  }
+  Value *x = c.input(0);
+  alias(c, 0, x);
+  if (c.outputUsed(1)) {
+    Tensor mask(TensorType(c.opset() >= 10 ? DType::Bool : x->type().dtype, x->type().shape));
+    for (int64_t i = 0; i < mask.numel(); ++i)
+      mask.setDouble(i, 1.0);
+    c.setOutput(1, c.constant(std::move(mask)));
+  }
+}
+
+// ---- the table --------------------------------------------------------------------------------
+
+constexpr OnnxOpEntry kTable[] = {
+    // op type                   since  converter
+    {"Abs", 1, convUnary<Op::Abs>},
+    {"Acosh", 9, convInverseHyperbolic},
+    {"Add", 1, convBinary<Op::Add>},
+    {"And", 1, convBinary<Op::And>},
+    {"ArgMax", 1, convArg<Op::ArgMax>},
+    {"ArgMin", 1, convArg<Op::ArgMin>},
+    {"Asinh", 9, convInverseHyperbolic},
+    {"Atanh", 9, convInverseHyperbolic},
+    {"Attention", 23, convAttention},
+    {"AveragePool", 1, convPool<Op::AvgPool>},
+    {"BatchNormalization", 1, convBatchNorm},
+    {"BlackmanWindow", 17, convWindow},
+    {"Cast", 1, convCast},
+    {"CastLike", 15, convCastLike},
+    {"Ceil", 1, convUnary<Op::Ceil>},
+    {"Celu", 12, convCelu},
+    {"Clip", 1, convClip},
+    {"Concat", 1, convConcat},
+    {"Constant", 1, convConstant},
+    {"ConstantOfShape", 9, convConstantOfShape},
+    {"Conv", 1, convConv},
+    {"ConvTranspose", 1, convConvTranspose},
+    {"Cos", 7, convUnary<Op::Cos>},
+    {"Cosh", 9, convSinhCosh},
+    {"CumSum", 11, convCumSum},
+    {"DepthToSpace", 1, convDepthToSpace},
+    {"Div", 1, convBinary<Op::Div>},
+    {"Dropout", 1, convDropout},
+    {"Elu", 1, convElu},
+    {"Equal", 1, convBinary<Op::Equal>},
+    {"Erf", 9, convUnary<Op::Erf>},
+    {"Exp", 1, convUnary<Op::Exp>},
+    {"Expand", 8, convExpand},
+    {"EyeLike", 9, convEyeLike},
+    {"Flatten", 1, convFlatten},
+    {"Floor", 1, convUnary<Op::Floor>},
+    {"Gather", 1, convGather},
+    {"Gelu", 20, convGelu},
+    {"Gemm", 1, convGemm},
+    {"GlobalAveragePool", 1, convUnary<Op::GlobalAvgPool>},
+    {"GlobalMaxPool", 1, convUnary<Op::GlobalMaxPool>},
+    {"Greater", 1, convBinary<Op::Greater>},
+    {"GreaterOrEqual", 12, convBinary<Op::GreaterEqual>},
+    {"HammingWindow", 17, convWindow},
+    {"HannWindow", 17, convWindow},
+    {"HardSigmoid", 1, convHardSigmoid},
+    {"HardSwish", 14, convUnary<Op::HardSwish>},
+    {"Hardmax", 1, convHardmax},
+    {"Identity", 1, convIdentity},
+    {"InstanceNormalization", 1, convInstanceNorm},
+    {"IsInf", 10, convIsInf},
+    {"IsNaN", 9, convIsNaN},
+    {"LRN", 1, convLrn},
+    {"LayerNormalization", 17, convLayerNorm},
+    {"LeakyRelu", 1, convLeakyRelu},
+    {"Less", 1, convBinary<Op::Less>},
+    {"LessOrEqual", 12, convBinary<Op::LessEqual>},
+    {"Log", 1, convUnary<Op::Log>},
+    {"LogSoftmax", 1, convSoftmax<Op::LogSoftmax>},
+    {"LpNormalization", 1, convLpNorm},
+    {"MatMul", 1, convMatMul},
+    {"Max", 1, convVariadic<Op::Max>},
+    {"MaxPool", 1, convPool<Op::MaxPool>},
+    {"Mean", 1, convSumMean},
+    {"MeanVarianceNormalization", 9, convMeanVarianceNorm},
+    {"Min", 1, convVariadic<Op::Min>},
+    {"Mish", 18, convMish},
+    {"Mod", 10, convMod},
+    {"Mul", 1, convBinary<Op::Mul>},
+    {"Neg", 1, convUnary<Op::Neg>},
+    {"NegativeLogLikelihoodLoss", 12, convNllLoss},
+    {"Not", 1, convUnary<Op::Not>},
+    {"OneHot", 9, convOneHot},
+    {"Or", 1, convBinary<Op::Or>},
+    {"PRelu", 1, convPRelu},
+    {"Pad", 1, convPad},
+    {"Pow", 1, convPow},
+    {"RMSNormalization", 23, convRmsNorm},
+    {"Range", 11, convRange},
+    {"Reciprocal", 1, convUnary<Op::Reciprocal>},
+    {"ReduceL1", 1, convReduce<Op::ReduceL1>},
+    {"ReduceL2", 1, convReduce<Op::ReduceL2>},
+    {"ReduceLogSum", 1, convReduceLogSum},
+    {"ReduceLogSumExp", 1, convReduce<Op::ReduceLogSumExp>},
+    {"ReduceMax", 1, convReduce<Op::ReduceMax>},
+    {"ReduceMean", 1, convReduce<Op::ReduceMean>},
+    {"ReduceMin", 1, convReduce<Op::ReduceMin>},
+    {"ReduceProd", 1, convReduce<Op::ReduceProd>},
+    {"ReduceSum", 1, convReduce<Op::ReduceSum>},
+    {"ReduceSumSquare", 1, convReduce<Op::ReduceSumSquare>},
+    {"Relu", 1, convUnary<Op::Relu>},
+    {"Reshape", 1, convReshape},
+    {"Resize", 10, convResize},
+    {"Round", 11, convUnary<Op::Round>},
+    {"Selu", 1, convSelu},
+    {"Shape", 1, convShape},
+    {"Shrink", 9, convShrink},
+    {"Sigmoid", 1, convUnary<Op::Sigmoid>},
+    {"Sign", 9, convUnary<Op::Sign>},
+    {"Sin", 7, convUnary<Op::Sin>},
+    {"Sinh", 9, convSinhCosh},
+    {"Size", 1, convSize},
+    {"Slice", 1, convSlice},
+    {"Softmax", 1, convSoftmax<Op::Softmax>},
+    {"SoftmaxCrossEntropyLoss", 12, convSoftmaxCrossEntropy},
+    {"Softplus", 1, convUnary<Op::Softplus>},
+    {"Softsign", 1, convSoftsign},
+    {"SpaceToDepth", 1, convSpaceToDepth},
+    {"Split", 1, convSplit},
+    {"Sqrt", 1, convUnary<Op::Sqrt>},
+    {"Squeeze", 1, convSqueeze},
+    {"Sub", 1, convBinary<Op::Sub>},
+    {"Sum", 1, convSumMean},
+    {"Tan", 7, convTan},
+    {"Tanh", 1, convUnary<Op::Tanh>},
+    {"ThresholdedRelu", 10, convThresholdedRelu},
+    {"Tile", 6, convTile},
+    {"Transpose", 1, convTranspose},
+    {"Trilu", 14, convTrilu},
+    {"Unsqueeze", 1, convUnsqueeze},
+    {"Upsample", 7, convUpsample},
+    {"Where", 9, convWhere},
+    {"Xor", 1, convBinary<Op::Xor>},
+};
+
+} // namespace
+
+std::span<const OnnxOpEntry> onnxOpTable() {
+  return kTable;
+}
+
+const OnnxOpEntry *findOnnxOp(std::string_view opType) {
+  for (const OnnxOpEntry &e : kTable)
+    if (opType == e.opType)
+      return &e;
+  return nullptr;
+}
+
+} // namespace aicf

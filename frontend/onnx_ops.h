@@ -1,0 +1,131 @@
+// The ONNX op mapping: one table entry per ONNX op type (onnx_ops.cpp), each a converter that
+// turns one NodeProto into registry ops with that op's version-specific semantics, and the
+// context a converter works in (ConvertCtx, onnx_convert_ctx.cpp): inputs, attributes,
+// compile-time constants, node creation with constant folding, and diagnostics naming the node.
+#pragma once
+
+#include "ir/graph.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace aicf {
+
+// Oldest and newest default-domain opset the importer accepts. Opsets 9..17 are the target;
+// the older ones differ in ways the converters handle or refuse (legacy broadcast attributes,
+// Reshape-1, Cast-1, BatchNormalization is_test, ...), and the newer ones add ops (Gelu-20,
+// RMSNormalization-23, Attention-23) and input forms (Reduce/Pad axes, Split num_outputs) we know.
+inline constexpr int kMinOpset = 1;
+inline constexpr int kMaxOpset = 23;
+
+// What converters share with the importer.
+struct ImportEnv {
+  ImportEnv(Graph &g, std::string file_, std::string modelDir_)
+      : graph(g), file(std::move(file_)), modelDir(std::move(modelDir_)) {}
+
+  Graph &graph;
+  std::unordered_map<std::string, Value *> values; // ONNX value name -> IR value
+  std::unordered_set<std::string> used;            // names some node or graph output reads
+  std::unordered_set<std::string> graphOutputs;    // reserved for the graph's output values
+  std::string file;                                // the model path, for diagnostics
+  std::string modelDir;                            // for external data in Constant attributes
+};
+
+class ConvertCtx {
+public:
+  ConvertCtx(ImportEnv &env, const onnx::NodeProto &node, int index, int opset);
+
+  const onnx::NodeProto &node() const { return node_; }
+  const std::string &opType() const { return node_.op_type(); }
+  int opset() const { return opset_; }
+  Graph &graph() { return env_.graph; }
+  const Location &loc() const { return loc_; }
+
+  // "node 'name' (Op)" or "node #3 (Op)" when the node has no name.
+  std::string label() const;
+  // Throws UserError "FILE: node 'name' (Op): msg" (exit code 2).
+  [[noreturn]] void fail(const std::string &msg) const;
+
+  // --- inputs ---
+  size_t numInputs() const { return static_cast<size_t>(node_.input_size()); }
+  bool hasInput(size_t i) const; // present and not the empty name (an omitted optional input)
+  Value *input(size_t i) const;  // fails when absent
+  const TensorType &type(size_t i) const { return input(i)->type(); }
+  int64_t rank(size_t i) const { return type(i).rank(); }
+  const std::string &inputName(size_t i) const;
+  // The constant data of input i when it is a weight (an initializer, a Constant, or folded).
+  const Tensor *constInput(size_t i) const;
+  // As constInput, but fails with "<what> input 'x' is not a compile-time constant".
+  const Tensor &requireConst(size_t i, const std::string &what) const;
+  std::vector<int64_t> constInts(size_t i, const std::string &what) const;
+  std::vector<double> constDoubles(size_t i, const std::string &what) const;
+
+  // --- outputs ---
+  size_t numOutputs() const { return static_cast<size_t>(node_.output_size()); }
+  bool outputUsed(size_t i) const; // named and read by a node or a graph output
+  void setOutput(size_t i, Value *v);
+  bool outputSet(size_t i) const;
+
+  // --- attributes (each checks the attribute's type and fails naming it) ---
+  bool hasAttr(std::string_view name) const { return findAttr(name) != nullptr; }
+  int64_t attrInt(std::string_view name, int64_t def) const;
+  int64_t attrIntReq(std::string_view name) const;
+  double attrFloat(std::string_view name, double def) const;
+  std::string attrStr(std::string_view name, const std::string &def) const;
+  std::vector<int64_t> attrInts(std::string_view name) const; // empty when absent
+  std::optional<std::vector<int64_t>> attrIntsOpt(std::string_view name) const;
+  std::vector<double> attrFloats(std::string_view name) const;
+  std::optional<Tensor> attrTensor(std::string_view name) const;
+  // Fails when the attribute is present with a value other than `allowed`.
+  void requireAttrDefault(std::string_view name, int64_t allowed, const std::string &why) const;
+
+  // --- building ---
+  // Creates a node (types inferred by the registry; errors name this ONNX node). When every
+  // operand is a weight and the result is small, the node is evaluated right away and replaced
+  // by a weight: this is how shape computations fold.
+  Value *emit(Op op, std::vector<Value *> operands, AttrMap attrs = {});
+  std::vector<Value *> emitMulti(Op op, std::vector<Value *> operands, AttrMap attrs,
+                                 int numResults);
+  Value *constant(Tensor t);                            // a weight named after this node's output
+  Value *scalar(DType dtype, double v);                 // rank-0 weight
+  Value *reshape(Value *v, std::vector<int64_t> shape); // no node when the shape is unchanged
+  Value *castTo(Value *v, DType dtype);                 // no node when already that dtype
+
+private:
+  const onnx::AttributeProto *findAttr(std::string_view name) const;
+  const onnx::AttributeProto &attrOfType(std::string_view name, int type) const;
+  Value *fold(Node *n, size_t result);
+  std::string weightName() const;
+
+  ImportEnv &env_;
+  const onnx::NodeProto &node_;
+  int index_;
+  int opset_;
+  Location loc_;
+  std::vector<Value *> outputs_;
+};
+
+using Converter = void (*)(ConvertCtx &ctx);
+
+struct OnnxOpEntry {
+  const char *opType;
+  int sinceOpset; // the first opset this op exists in (as far as we convert it)
+  Converter convert;
+};
+
+// The whole table, in alphabetical order of op type.
+std::span<const OnnxOpEntry> onnxOpTable();
+// The entry for a default-domain op type, or null when we do not support it.
+const OnnxOpEntry *findOnnxOp(std::string_view opType);
+
+// Normalises an axis against a rank (fails through ctx when out of range).
+int64_t normAxis(const ConvertCtx &ctx, int64_t axis, int64_t rank, const char *what = "axis");
+
+} // namespace aicf

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""Generates the bad-model corpus in testdata/bad/ and its expected messages.
+
+Each model is small and wrong in exactly one way; testdata/bad/expected.txt holds
+"FILE<TAB>expected substring of the error" lines, checked by tests/unit/test_importer.cpp
+(every import must fail with exit code 2, or 1 for an unreadable file, naming the file).
+
+Run by hand with Debian's python3-onnx and commit the output:
+    /usr/bin/python3 scripts/gen_bad_models.py
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "bad")
+EXPECTED = []
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17, domains=(), ir_version=8):
+    graph = helper.make_graph(nodes, "bad", inputs, outputs, list(initializers))
+    imports = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+    m = helper.make_model(graph, opset_imports=imports, producer_name="gen_bad_models")
+    m.ir_version = ir_version
+    return m
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def save(name, m_or_bytes, expected):
+    path = os.path.join(OUT, name)
+    data = m_or_bytes if isinstance(m_or_bytes, bytes) else m_or_bytes.SerializeToString()
+    with open(path, "wb") as f:
+        f.write(data)
+    EXPECTED.append((name, expected))
+
+
+def external(name, location, offset=None, length=None, shape=(4,)):
+    t = TensorProto()
+    t.name = name
+    t.data_type = TensorProto.FLOAT
+    t.dims.extend(shape)
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", offset), ("length", length)):
+        if value is not None:
+            e = t.external_data.add()
+            e.key, e.value = key, str(value)
+    return t
+
+
+def external_model(location, offset=None, length=None):
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                 [f32("x", [4])], [f32("y", [4])], [external("w", location, offset, length)])
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for f in os.listdir(OUT):
+        if f.endswith(".onnx") or f.endswith(".bin") or f == "expected.txt":
+            os.remove(os.path.join(OUT, f))
+
+    good = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                 [f32("x", [2, 8])], [f32("y", [2, 8])],
+                 [numpy_helper.from_array(np.ones((8, 8), np.float32), "w")])
+    data = good.SerializeToString()
+
+    # --- not a model at all ----------------------------------------------------------------------
+    save("truncated.onnx", data[: len(data) // 2], "not an ONNX model")
+    save("not_protobuf.onnx", b"this is a text file, not an ONNX model\n", "not an ONNX model")
+    save("empty.onnx", b"", "not an ONNX model (it has no graph)")
+    EXPECTED.append(("does_not_exist.onnx", "cannot open"))
+
+    # --- structure -------------------------------------------------------------------------------
+    save("cycle.onnx",
+         model([helper.make_node("Add", ["x", "b"], ["a"], name="A"),
+                helper.make_node("Relu", ["a"], ["b"], name="B"),
+                helper.make_node("Relu", ["a"], ["y"], name="C")],
+               [f32("x", [4])], [f32("y", [4])]),
+         "the graph has a cycle: 'A' -> 'B' -> 'A'")
+    save("missing_initializer.onnx",
+         model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+               [f32("x", [2, 8])], [f32("y", [2, 8])]),
+         "node 'mm' (MatMul): input 'w' is not a graph input, initializer or node output")
+    save("missing_input.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [], [f32("y", [4])]),
+         "node 'relu' (Relu): input 'x' is not a graph input, initializer or node output")
+    save("missing_output.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [f32("x", [4])], [f32("z", [4])]),
+         "graph output 'z' is not a graph input, initializer or node output")
+    save("duplicate_value.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="r1"),
+                helper.make_node("Neg", ["x"], ["y"], name="r2")],
+               [f32("x", [4])], [f32("y", [4])]),
+         "value 'y' is defined more than once (again by node 'r2')")
+    save("unknown_domain.onnx",
+         model([helper.make_node("FusedMatMul", ["x", "x"], ["y"], name="fmm",
+                                 domain="com.microsoft")],
+               [f32("x", [4, 4])], [f32("y", [4, 4])], domains=["com.microsoft"]),
+         "1 op is in an unknown domain (only the default ONNX domain is supported): "
+         "com.microsoft::FusedMatMul (1: 'fmm')")
+    k = numpy_helper.from_array(np.array([2], np.int64), "k")
+    save("unsupported_ops.onnx",
+         model([helper.make_node("TopK", ["x", "k"], ["v1", "i1"], name="topk_1"),
+                helper.make_node("TopK", ["v1", "k"], ["v2", "i2"], name="topk_2"),
+                helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms_0"),
+                helper.make_node("Relu", ["v2"], ["y"], name="relu")],
+               [f32("x", [4]), f32("boxes", [1, 3, 4]), f32("scores", [1, 1, 3])],
+               [f32("y", [2]), helper.make_tensor_value_info("sel", TensorProto.INT64, None)],
+               [k]),
+         "3 unsupported ops: NonMaxSuppression (1: 'nms_0'), TopK (2: 'topk_1', 'topk_2')")
+    save("opset_too_new.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [f32("x", [4])], [f32("y", [4])], opset=30),
+         "opset 30 is not supported")
+
+    # --- dtypes ----------------------------------------------------------------------------------
+    save("dtype_f64_input.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [4])],
+               [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [4])]),
+         "input 'x' has unsupported dtype double")
+    save("dtype_complex_input.onnx",
+         model([helper.make_node("Identity", ["x"], ["y"], name="id")],
+               [helper.make_tensor_value_info("x", TensorProto.COMPLEX64, [4])],
+               [helper.make_tensor_value_info("y", TensorProto.COMPLEX64, [4])]),
+         "input 'x' has unsupported dtype complex64")
+    s = helper.make_tensor("s", TensorProto.STRING, [1], [b"hello"])
+    save("dtype_string_initializer.onnx",
+         model([helper.make_node("Identity", ["s"], ["y"], name="id")], [],
+               [helper.make_tensor_value_info("y", TensorProto.STRING, [1])], [s]),
+         "initializer 's' has unsupported dtype string")
+    save("dtype_cast_f64.onnx",
+         model([helper.make_node("Cast", ["x"], ["c"], name="to_double", to=TensorProto.DOUBLE),
+                helper.make_node("Cast", ["c"], ["y"], name="back", to=TensorProto.FLOAT)],
+               [f32("x", [4])], [f32("y", [4])]),
+         "node 'to_double' (Cast): cast to double is not supported")
+
+    # --- the ONNX checker ------------------------------------------------------------------------
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [f32("x", [4])],
+              [f32("y", [4])])
+    m.ClearField("ir_version")
+    save("checker_no_ir_version.onnx", m,
+         "the ONNX checker rejects the model: The model does not have an ir_version set properly")
+    save("checker_bad_attribute.onnx",
+         model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[1.0, 1.0])],
+               [f32("x", [1, 1, 4, 4])], [f32("y", [1, 1, 4, 4])],
+               [numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "w")]),
+         "the ONNX checker rejects the model: Mismatched attribute type in 'conv : strides'")
+
+    # --- conversion ------------------------------------------------------------------------------
+    save("non_constant_shape.onnx",
+         model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="/attn/Reshape_1")],
+               [f32("x", [2, 8]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+               [f32("y", [4, 4])]),
+         "node '/attn/Reshape_1' (Reshape): shape input 'shape' is not a compile-time constant")
+    save("unbound_dims.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [f32("x", ["batch", "seq", 16])], [f32("y", ["batch", "seq", 16])]),
+         "2 unbound dynamic dim(s), bind each with the flag shown: 'batch' (input 'x' dim 0): "
+         "--dim batch=N; 'seq' (input 'x' dim 1): --dim seq=N")
+    save("resize_cubic.onnx",
+         model([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="cubic")],
+               [f32("x", [1, 1, 2, 2])], [f32("y", [1, 1, 4, 4])],
+               [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]),
+         "node 'up' (Resize): mode 'cubic' is not supported")
+
+    # --- external data ---------------------------------------------------------------------------
+    with open(os.path.join(OUT, "weights.bin"), "wb") as f:
+        f.write(np.arange(4, dtype=np.float32).tobytes())
+    save("external_absolute.onnx", external_model("/etc/passwd"),
+         "initializer 'w' external data location '/etc/passwd' is an absolute path")
+    save("external_dotdot.onnx", external_model("../bad/weights.bin"),
+         "initializer 'w' external data location '../bad/weights.bin' leaves the model's folder")
+    link = os.path.join(OUT, "escape_link.bin")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink("/etc/passwd", link)
+    save("external_symlink.onnx", external_model("escape_link.bin"),
+         "external data location 'escape_link.bin' resolves to '/etc/passwd', outside the "
+         "model's folder")
+    save("external_offset.onnx", external_model("weights.bin", offset=4096),
+         "external data range [4096, 4096 + 16) is beyond the end of 'weights.bin' (16 bytes)")
+    save("external_length.onnx", external_model("weights.bin", offset=8, length=16),
+         "external data range [8, 8 + 16) is beyond the end of 'weights.bin' (16 bytes)")
+    save("external_missing.onnx", external_model("no_such_file.bin"),
+         "cannot open external data file")
+
+    with open(os.path.join(OUT, "expected.txt"), "w") as f:
+        f.write("# Bad models and a substring of the error each must give (generated by\n"
+                "# scripts/gen_bad_models.py; checked by tests/unit/test_importer.cpp).\n")
+        for name, expected in EXPECTED:
+            f.write(f"{name}\t{expected}\n")
+    print(f"wrote {len(EXPECTED)} cases to {os.path.normpath(OUT)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
