@@ -3,7 +3,10 @@
 #include "aicf/build_config.h"
 #include "frontend/onnx_importer.h"
 #include "ir/printer.h"
+#include "passes/explain.h"
 #include "passes/pass.h"
+#include "passes/target_info.h"
+#include "passes/verify_passes.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using namespace aicf;
@@ -37,14 +41,9 @@ struct Flags {
 }
 
 void checkTarget(const std::string &target) {
-  if (target == "cpu")
-    return;
-  if (target.rfind("cuda:sm_", 0) == 0) {
-    if (std::string(AICF_NVCC_PATH).empty())
-      throw UserError(cat("target ", target, ": CUDA target disabled: nvcc not found"), 2);
-    notImplemented(cat("--target ", target, " (CUDA code generation)"));
-  }
-  throw UserError(cat("unknown target '", target, "' (expected cpu or cuda:sm_XX)"), 2);
+  targetInfo(target); // unknown targets are an error naming the known ones
+  if (target.rfind("cuda:", 0) == 0 && std::string(AICF_NVCC_PATH).empty())
+    throw UserError(cat("target ", target, ": CUDA target disabled: nvcc not found"), 2);
 }
 
 // Writes `text` to OUT/name atomically: a temporary file renamed into place.
@@ -66,10 +65,6 @@ int compile(const Flags &flags) {
   checkTarget(flags.target);
   if (!flags.planFor.empty())
     notImplemented("--plan-for (GPU plan emulation on the host)");
-  if (flags.explain)
-    notImplemented("--explain (property certificates and plans)");
-  if (flags.verifyPasses)
-    notImplemented("--verify-passes (needs the reference interpreter)");
   if (flags.emit == "kernels" || flags.emit == "plan" || flags.emit == "source")
     notImplemented(cat("--emit ", flags.emit, " (code generation)"));
 
@@ -91,27 +86,41 @@ int compile(const Flags &flags) {
   pmOpts.printIrBefore.insert(flags.printIrBefore.begin(), flags.printIrBefore.end());
   pmOpts.printIrAfter.insert(flags.printIrAfter.begin(), flags.printIrAfter.end());
   pmOpts.timing = flags.passTiming;
+  std::shared_ptr<PassVerifier> verifier;
+  if (flags.verifyPasses)
+    verifier = installPassVerifier(*g, pmOpts);
   PassManager pm(pmOpts);
   buildDefaultPipeline(pm);
   PassContext ctx;
   ctx.target = flags.target;
+  ExplainLog explain;
+  ctx.explain = &explain;
   pm.run(*g, ctx);
 
-  // 3. Emit. Until code generation exists, the graph is the compiler's output.
-  if (flags.emit == "graph" || flags.emit.empty()) {
-    std::string text = printGraph(*g);
-    if (!flags.outDir.empty()) {
-      fs::create_directories(flags.outDir);
-      writeFileAtomic(fs::path(flags.outDir) / "graph.mcir", text);
-    }
-    if (flags.emit == "graph" || flags.outDir.empty())
-      std::cout << text;
-    if (flags.emit.empty() && !flags.outDir.empty())
-      notImplemented("code generation (kernels, libmodel.so, plan.yaml); wrote " +
-                     (fs::path(flags.outDir) / "graph.mcir").string() + " only");
-    return 0;
+  // 3. Emit. Until code generation exists, the graph (and the explain report) is the output.
+  if (flags.emit.empty() && !flags.outDir.empty())
+    notImplemented("code generation (kernels, libmodel.so, plan.yaml); use --emit graph -o OUT "
+                   "for the graph and explain.yaml");
+  std::string text = printGraph(*g);
+  std::ostringstream report;
+  if (flags.explain) {
+    explain.printText(report);
+    printCoverage(report, computeCoverage(*g));
+    std::cout << report.str();
   }
-  throw UserError(cat("unknown --emit '", flags.emit, "' (graph, kernels, plan or source)"), 2);
+  if (!flags.outDir.empty()) {
+    fs::create_directories(flags.outDir);
+    writeFileAtomic(fs::path(flags.outDir) / "graph.mcir", text);
+    if (flags.explain) {
+      std::ostringstream yaml;
+      explain.writeYaml(yaml, *g);
+      writeFileAtomic(fs::path(flags.outDir) / "explain.yaml", yaml.str());
+      writeFileAtomic(fs::path(flags.outDir) / "report.txt", report.str());
+    }
+  }
+  if (flags.emit == "graph" || (!flags.explain && flags.outDir.empty()))
+    std::cout << text;
+  return 0;
 }
 
 } // namespace

@@ -143,9 +143,14 @@ class SmallCNN(nn.Module):
         return self.fc(x)
 
 
-def randomize_bn(m):
-    # Non-trivial running statistics so a wrong batch-norm fold shows in the numbers.
+def randomize_norms(m):
+    # Non-trivial norm parameters (fresh modules have gamma = 1, beta = 0, which the compiler
+    # rightly folds away) and running statistics, so a wrong rewrite shows in the numbers.
     for mod in m.modules():
+        if isinstance(mod, nn.LayerNorm):
+            with torch.no_grad():
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.2, 0.2)
         if isinstance(mod, nn.BatchNorm2d):
             with torch.no_grad():
                 mod.running_mean.uniform_(-0.5, 0.5)
@@ -191,11 +196,13 @@ def main():
     mlp = MLP()
     torch.manual_seed(3)
     cnn = SmallCNN()
-    randomize_bn(cnn)
     torch.manual_seed(4)
     gpt2_small = GPT2Block(128, 4)
     torch.manual_seed(5)
     bert_small = BertLayer(128, 4, 512)
+    torch.manual_seed(6)
+    for m in (gpt2, bert, cnn, gpt2_small, bert_small):
+        randomize_norms(m)
 
     g = torch.Generator().manual_seed(100)
     x_gpt = torch.randn(2, 64, 256, generator=g)

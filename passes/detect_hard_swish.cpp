@@ -1,0 +1,93 @@
+// detect-hard-swish: the MobileNetV3 activations as exporters write them:
+//   clip(x + 3, 0, 6) / 6   (or * 1/6)            -> hard_sigmoid(x; alpha = 1/6, beta = 0.5)
+//   x * hard_sigmoid(x; 1/6, 0.5)  (either order)  -> hard_swish(x)
+// Why: one rematerializable elementwise op each, fusable into a contraction epilogue instead of
+// three to four stored intermediates. Constants matched with relative tolerance 1e-3; exact up
+// to the rounding of 1/6.
+#include "passes/match.h"
+#include "passes/passes.h"
+
+#include <cmath>
+
+namespace aicf {
+
+namespace {
+
+class DetectHardSwish : public Pass {
+public:
+  const char *name() const override { return "detect-hard-swish"; }
+  const char *summary() const override {
+    return "replace clip(x+3,0,6)/6 by hard_sigmoid and x*hard_sigmoid(x) by hard_swish";
+  }
+
+  bool run(Graph &g, PassContext &ctx) override {
+    bool changed = false;
+    for (Node *n : g.nodes())
+      if (g.nodeIndex(n) >= 0 && (n->op() == Op::Div || n->op() == Op::Mul))
+        changed |= tryHardSigmoid(g, ctx, n);
+    for (Node *n : g.nodes())
+      if (g.nodeIndex(n) >= 0 && n->op() == Op::Mul)
+        changed |= tryHardSwish(g, ctx, n);
+    return changed;
+  }
+
+private:
+  static Certificate cert(const char *rewrite) {
+    Certificate c;
+    c.property = MemProperty::RematerializableIntermediate;
+    c.rewrite = rewrite;
+    c.exactness = Exactness::Exact;
+    return c;
+  }
+
+  static bool tryHardSigmoid(Graph &g, PassContext &ctx, Node *n) {
+    Value *clipped = nullptr;
+    if (n->op() == Op::Div && isSplatNear(n->operand(1), 6.0))
+      clipped = n->operand(0);
+    for (int k = 0; k < 2 && n->op() == Op::Mul && !clipped; ++k)
+      if (isSplatNear(n->operand(1 - k), 1.0 / 6.0))
+        clipped = n->operand(k);
+    Node *clip = producer(clipped, Op::Clip);
+    if (!clip || clip->f("min") != 0.0 || std::fabs(clip->f("max") - 6.0) > 1e-6)
+      return false;
+    Node *add = producer(clip->operand(0), Op::Add);
+    if (!add)
+      return false;
+    Value *x = nullptr;
+    for (int k = 0; k < 2 && !x; ++k)
+      if (isSplatNear(add->operand(1 - k), 3.0))
+        x = add->operand(k);
+    if (!x || x->type() != n->result()->type())
+      return false;
+    return applyIfLegal(g, ctx, "detect-hard-swish", "hard_sigmoid (clip(x+3,0,6)/6)",
+                        {add, clip, n}, n->result(), cert("clip(x+3,0,6)/6 -> hard_sigmoid"),
+                        [&](Node *before, const Location &loc) {
+                          AttrMap a = {{"alpha", 1.0 / 6.0}, {"beta", 0.5}};
+                          return g.createNode(Op::HardSigmoid, {x}, a, loc, before)->result();
+                        });
+  }
+
+  static bool tryHardSwish(Graph &g, PassContext &ctx, Node *mul) {
+    for (int k = 0; k < 2; ++k) {
+      Node *hs = producer(mul->operand(k), Op::HardSigmoid);
+      Value *x = mul->operand(1 - k);
+      if (!hs || hs->operand(0) != x || std::fabs(hs->f("alpha") - 1.0 / 6.0) > 1e-6 ||
+          std::fabs(hs->f("beta") - 0.5) > 1e-9 || x->type() != mul->result()->type())
+        continue;
+      return applyIfLegal(g, ctx, "detect-hard-swish", "hard_swish (x * hard_sigmoid(x))",
+                          {hs, mul}, mul->result(), cert("x * hard_sigmoid(x) -> hard_swish"),
+                          [&](Node *before, const Location &loc) {
+                            return g.createNode(Op::HardSwish, {x}, {}, loc, before)->result();
+                          });
+    }
+    return false;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createDetectHardSwishPass() {
+  return std::make_unique<DetectHardSwish>();
+}
+
+} // namespace aicf

@@ -1,0 +1,65 @@
+// online_reducible_norm (DESIGN.md §3): the statistics of a norm computable as a streaming
+// reduction with a mergeable state. Each norm declares its state algebra; the lowering is
+// generic over it (init, update, merge, finalize):
+//   softmax / log_softmax: (max m, sum d) with rescaling d·e^(m-m')   [Milakov & Gimelshein]
+//   layer_norm:            Welford (n, mean, M2), Chan's parallel merge
+//   rms_norm:              sum of squares (plain associative sum)
+// Legality: the state merges (declared algebra), its update is associative up to floating-point
+// reassociation, the reduced axes are trailing and contiguous (the streaming loop walks one
+// contiguous row), parameters are constants of the normalised shape, epsilon in (0, 0.1].
+#include "passes/property_checks.h"
+#include "support/diagnostics.h"
+
+namespace aicf {
+
+std::optional<Certificate> checkOnlineReducibleNorm(const Graph &, const Node &n,
+                                                    const TargetInfo &) {
+  const char *algebra = nullptr;
+  switch (n.op()) {
+  case Op::Softmax:
+  case Op::LogSoftmax:
+    algebra = "(max, sum) with rescaling: merge m = max(m1, m2), d = d1*e^(m1-m) + d2*e^(m2-m)";
+    break;
+  case Op::LayerNorm: algebra = "Welford (n, mean, M2) with Chan's merge"; break;
+  case Op::RmsNorm: algebra = "sum of squares: merge s = s1 + s2"; break;
+  default: return std::nullopt;
+  }
+  const TensorType &xt = n.operand(0)->type();
+  int64_t rank = xt.rank();
+  int64_t axis = n.i("axis");
+  if (axis < 0)
+    axis += rank;
+  Certificate c;
+  c.property = MemProperty::OnlineReducibleNorm;
+  c.rewrite = "two-pass (statistics, then normalise) -> one-pass streaming state";
+  c.exactness = Exactness::Reassociated;
+  c.conditions.push_back({"state mergeable", algebra, true});
+  c.conditions.push_back({"update associative", "up to floating-point reassociation", true});
+  bool softmaxLike = n.op() == Op::Softmax || n.op() == Op::LogSoftmax;
+  bool trailing = softmaxLike ? axis == rank - 1 : axis >= 0 && axis < rank;
+  std::string axes = softmaxLike ? cat("[", axis, "]") : cat("[", axis, "..", rank, ")");
+  c.conditions.push_back(
+      {"reduce axes trailing and contiguous",
+       cat("axes ", axes, " of ", xt.str(), trailing ? "" : " (not the innermost axis)"),
+       trailing});
+  if (n.op() == Op::LayerNorm || n.op() == Op::RmsNorm) {
+    std::vector<int64_t> normShape(xt.shape.begin() + std::max<int64_t>(axis, 0), xt.shape.end());
+    bool constOk = true;
+    std::string ev;
+    for (size_t k = 1; k < n.numOperands(); ++k) {
+      const Value *p = n.operand(k);
+      constOk = constOk && p->isWeight();
+      ev += cat(k > 1 ? ", " : "",
+                k == 1 ? (n.op() == Op::LayerNorm ? "gamma " : "weight ") : "beta ",
+                p->type().str(), p->isWeight() ? " constant" : " computed");
+    }
+    c.conditions.push_back(
+        {cat("parameters constant with the normalised shape ", shapeStr(normShape)),
+         ev.empty() ? "no parameters" : ev, constOk});
+    double eps = n.f("epsilon");
+    c.conditions.push_back({"epsilon in (0, 0.1]", cat("epsilon = ", eps), eps > 0 && eps <= 0.1});
+  }
+  return c;
+}
+
+} // namespace aicf

@@ -1,0 +1,54 @@
+// Every pass, by name, listed explicitly (no static-initialiser registration, STYLE.md): this
+// list is what --passes, --print-ir-before/after and `aicf-opt --help` know about. Adding a
+// pass: one file passes/NAME.cpp defining its constructor, declared in passes/passes.h, and one
+// line below. The order here is only the order of listings; passes/pipeline.cpp orders the run.
+#include "passes/pass.h"
+
+#include "passes/passes.h"
+
+namespace aicf {
+
+namespace {
+
+struct PassEntry {
+  const char *name; // must equal the pass's name()
+  std::unique_ptr<Pass> (*create)();
+};
+
+const PassEntry kPasses[] = {
+    // Canonicalisation
+    {"fold-constants", createFoldConstantsPass},
+    {"cse", createCsePass},
+    {"simplify", createSimplifyPass},
+    {"dce", createDcePass},
+    // Pattern detection -> semantic ops
+    {"detect-layer-norm", createDetectLayerNormPass},
+    {"detect-rms-norm", createDetectRmsNormPass},
+    {"detect-softmax", createDetectSoftmaxPass},
+    {"detect-gelu", createDetectGeluPass},
+    {"detect-silu", createDetectSiluPass},
+    {"detect-hard-swish", createDetectHardSwishPass},
+    {"detect-attention", createDetectAttentionPass},
+    // Fusion and properties
+    {"fold-batch-norm", createFoldBatchNormPass},
+    {"fuse-epilogue", createFuseEpiloguePass},
+    {"annotate-properties", createAnnotatePropertiesPass},
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createPass(const std::string &name) {
+  for (const PassEntry &e : kPasses)
+    if (name == e.name)
+      return e.create();
+  return nullptr;
+}
+
+std::vector<std::string> allPassNames() {
+  std::vector<std::string> names;
+  for (const PassEntry &e : kPasses)
+    names.emplace_back(e.name);
+  return names;
+}
+
+} // namespace aicf
