@@ -16,5 +16,9 @@ test:
 format:
 	git ls-files --cached --others --exclude-standard -- '*.cpp' '*.h' | xargs clang-format -i
 
+# The ONNX backend node tests (libonnx-testdata) by op: passed / failed / unsupported.
+conformance: build
+	AICF_CONFORMANCE_TABLE=1 build/tests/aicf_unit -tc='onnx node tests*' --no-intro
+
 clean:
 	rm -rf build build-asan

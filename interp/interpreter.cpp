@@ -6,6 +6,7 @@
 #include "interp/kernels.h"
 #include "support/diagnostics.h"
 
+#include <map>
 #include <unordered_map>
 
 namespace aicf {
@@ -48,7 +49,34 @@ std::vector<Tensor> evalNode(const Node &node, const std::vector<const Tensor *>
   return results;
 }
 
+namespace {
+// The graph walk shared by interpret() and interpretAll(): `keepAll` keeps every value.
+std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vector<Tensor> &inputs,
+                                                 bool keepAll);
+} // namespace
+
 std::vector<Tensor> interpret(const Graph &g, const std::vector<Tensor> &inputs) {
+  std::unordered_map<const Value *, TensorPtr> env = run(g, inputs, false);
+  std::vector<Tensor> out;
+  for (const Value *o : g.outputs()) {
+    auto it = env.find(o);
+    AICF_CHECK(it != env.end() && it->second, "graph output ", o->name(), " was not computed");
+    out.push_back(*it->second);
+  }
+  return out;
+}
+
+std::map<const Value *, Tensor> interpretAll(const Graph &g, const std::vector<Tensor> &inputs) {
+  std::unordered_map<const Value *, TensorPtr> env = run(g, inputs, true);
+  std::map<const Value *, Tensor> out;
+  for (const auto &[v, t] : env)
+    out.emplace(v, *t);
+  return out;
+}
+
+namespace {
+std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vector<Tensor> &inputs,
+                                                 bool keepAll) {
   const auto &gin = g.inputs();
   if (inputs.size() != gin.size())
     throw UserError(
@@ -82,6 +110,8 @@ std::vector<Tensor> interpret(const Graph &g, const std::vector<Tensor> &inputs)
     std::vector<Tensor> results = evalNode(node, ops);
     for (size_t r = 0; r < results.size(); ++r)
       env[node.result(r)] = std::make_shared<const Tensor>(std::move(results[r]));
+    if (keepAll)
+      continue;
     // Free operands whose last use this was (graph outputs stay).
     for (const Value *v : node.operands())
       if (lastUse[v] == k && v->kind() == ValueKind::Result && !g.isOutput(v))
@@ -91,15 +121,9 @@ std::vector<Tensor> interpret(const Graph &g, const std::vector<Tensor> &inputs)
       if (!lastUse.count(r) && !g.isOutput(r))
         env.erase(r);
   }
-
-  std::vector<Tensor> outs;
-  for (const Value *v : g.outputs()) {
-    auto it = env.find(v);
-    AICF_CHECK(it != env.end() && it->second, "graph output ", v->name(), " is not defined");
-    outs.push_back(*it->second);
-  }
-  return outs;
+  return env;
 }
+} // namespace
 
 namespace {
 // splitmix64 (Steele, Lea, Flood 2014): tiny, and the same sequence on every platform.
@@ -127,7 +151,7 @@ std::vector<Tensor> randomInputs(const Graph &g, uint64_t seed) {
       else if (dt == DType::Bool)
         t.setInt(i, static_cast<int64_t>(r >> 63));
       else
-        t.setInt(i, static_cast<int64_t>(r >> 62)); // [0, 4)
+        t.setInt(i, static_cast<int64_t>(r >> 63)); // 0 or 1: a valid mask and index
     }
     out.push_back(std::move(t));
   }

@@ -19,7 +19,12 @@ std::vector<Tensor> evalNode(const Node &node, const std::vector<const Tensor *>
 // Runs the whole graph. `inputs` in graph-input order; returns outputs in graph-output order.
 std::vector<Tensor> interpret(const Graph &g, const std::vector<Tensor> &inputs);
 
-// Seeded random inputs for every graph input: floats uniform in [-1, 1), integers in [0, 4),
+// Runs the whole graph and returns every value (inputs, weights, all node results): the
+// reference for kernel-level differential tests of fused groups.
+std::map<const Value *, Tensor> interpretAll(const Graph &g, const std::vector<Tensor> &inputs);
+
+// Seeded random inputs for every graph input: floats uniform in [-1, 1), integers 0 or 1 (real
+// models feed integers as 0/1 masks or as indices; larger values make additive masks huge),
 // bools fair coins. Deterministic for a given seed.
 std::vector<Tensor> randomInputs(const Graph &g, uint64_t seed = 0);
 

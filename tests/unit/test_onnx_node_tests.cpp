@@ -31,6 +31,8 @@
 #include <set>
 #include <sstream>
 
+#include <cstdio>
+
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -234,6 +236,47 @@ TEST_CASE("onnx node tests: covered models import and match the reference output
     for (const auto &[name, r] : results)
       if (r.status != Status::NotCovered && r.status != Status::Pass)
         MESSAGE(name, ": [", static_cast<int>(r.status), "] ", r.detail);
+
+  // `make conformance`: a table of passed / failed / unsupported tests by ONNX op type.
+  if (std::getenv("AICF_CONFORMANCE_TABLE")) {
+    struct Row {
+      int pass = 0, numeric = 0, types = 0, refused = 0, unsupported = 0;
+    };
+    std::map<std::string, Row> rows;
+    for (const fs::path &d : dirs) {
+      onnx::ModelProto m;
+      std::string op = "(unreadable)";
+      if (readProto(d / "model.onnx", m) && m.graph().node_size() > 0)
+        op = m.graph().node(m.graph().node_size() - 1).op_type();
+      Row &row = rows[op];
+      switch (results[d.filename().string()].status) {
+      case Status::Pass: ++row.pass; break;
+      case Status::NumericMismatch: ++row.numeric; break;
+      case Status::TypeMismatch: ++row.types; break;
+      case Status::ImportFailed:
+      case Status::Crashed: ++row.refused; break;
+      case Status::NotCovered: ++row.unsupported; break;
+      }
+    }
+    std::printf("\n%-28s %6s %8s %8s %8s %12s\n", "op", "passed", "numeric", "types", "refused",
+                "unsupported");
+    Row total;
+    for (const auto &[op, r] : rows) {
+      std::printf("%-28s %6d %8d %8d %8d %12d\n", op.c_str(), r.pass, r.numeric, r.types, r.refused,
+                  r.unsupported);
+      total.pass += r.pass;
+      total.numeric += r.numeric;
+      total.types += r.types;
+      total.refused += r.refused;
+      total.unsupported += r.unsupported;
+    }
+    std::printf("%-28s %6d %8d %8d %8d %12d\n", "TOTAL", total.pass, total.numeric, total.types,
+                total.refused, total.unsupported);
+    std::printf("passed: imported and matched the reference; numeric: imported, outputs differ;\n"
+                "types: imported with wrong output types; refused: a covered op that the importer\n"
+                "rejects with an error (unsupported dtype, mode or attribute); unsupported: an op\n"
+                "aicf does not map.\n");
+  }
 
   // A refusal is always a clean UserError (exit code 2) naming the model, never a crash.
   for (const auto &[name, r] : results) {
