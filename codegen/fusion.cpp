@@ -1,0 +1,356 @@
+// Fusion into kernel groups (see fusion.h). Deterministic, graph order throughout; the rules:
+//
+//  1. Views. A VIEW node (reshape) is no kernel: its result aliases its operand's buffer
+//     (storageOf). A view also ends fusion: a consumer reading a view reads a materialised
+//     buffer, so the view's source is an output of the group that computes it.
+//  2. Anchors. Every node that is neither elementwise nor a view starts its own group.
+//  3. Epilogues ("stays with its producer"). Each elementwise node, in graph order, joins the
+//     group that produced one of its operands (the first eligible one, in operand order):
+//       * anchor groups take elementwise consumers of the anchor's result (or of an epilogue
+//         value) whose shape is the anchor's result shape, so the epilogue runs per output
+//         element before the store;
+//       * anchors whose recipe writes one result only (contraction, norms, attention: the
+//         recipes of codegen/recipe_contraction.cpp ...) take a node only when the value it
+//         reads from the group has no other user: the group keeps exactly one output;
+//       * pure elementwise groups take any elementwise consumer as long as every output of the
+//         grown group has one shape (the pointwise recipe iterates over that shape);
+//       * the join must not make the group graph cyclic: no other operand of the node may
+//         depend, through other groups, on the joined group.
+//     A node with several consumers in different groups is therefore computed exactly once:
+//     with its producer (its result becomes an output of that group), or in a group of its own.
+//     Otherwise the node starts a new pure elementwise group.
+//  4. Prologues ("fused into its only consumer"). A pure elementwise group all of whose outputs
+//     are read by one other group only (an anchor group whose recipe inlines operands through
+//     GroupExpr, or another elementwise group), and none of which is a graph output, is merged
+//     into that group; its nodes are then recomputed where the consumer reads them, never
+//     stored. Consumers are visited last-first so chains fold in one sweep.
+// Groups are finally ordered topologically, ties broken by their first node's position.
+#include "codegen/fusion.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+namespace aicf {
+
+namespace {
+
+// What a group's recipe can absorb, by anchor op (nullptr: a pure elementwise group).
+struct Caps {
+  bool prologue = true;    // inlines fused producers of its operands (GroupExpr::at)
+  bool epilogue = true;    // applies elementwise consumers of its result before storing
+  bool multiOutput = true; // writes every group output (not only the last epilogue value)
+};
+
+Caps capsFor(const Node *anchor) {
+  Caps c;
+  if (!anchor)
+    return c;
+  const OpInfo &info = anchor->info();
+  if (anchor->numResults() != 1) { // split: several results, no single epilogue shape
+    c.epilogue = false;
+    return c;
+  }
+  switch (anchor->op()) {
+  case Op::Softmax:
+  case Op::LogSoftmax:
+  case Op::LayerNorm:
+  case Op::RmsNorm:
+  case Op::Attention: c.multiOutput = false; return c;
+  default: break;
+  }
+  if (info.has(CONTRACT))
+    c.multiOutput = false;
+  return c;
+}
+
+class Partitioner {
+public:
+  explicit Partitioner(const Graph &g) : g_(g), nodes_(g.nodes()) {
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      index_[nodes_[i]] = static_cast<int>(i);
+    groupOf_.assign(nodes_.size(), -1);
+    for (Node *n : nodes_)
+      for (Value *o : n->operands()) {
+        auto &us = users_[o];
+        if (us.empty() || us.back() != n)
+          us.push_back(n);
+      }
+  }
+
+  Partition run() {
+    Partition p;
+    // 1-2: views and anchors.
+    for (Node *n : nodes_) {
+      if (n->info().has(VIEW))
+        p.views.push_back(n);
+      else if (!n->info().has(EW))
+        newGroup(n, n);
+    }
+    // 3: elementwise nodes join a producer or start a group.
+    for (Node *n : nodes_) {
+      if (!n->info().has(EW))
+        continue;
+      int target = -1;
+      for (Value *o : n->operands()) {
+        int gi = directGroup(o);
+        if (gi >= 0 && canJoinAsEpilogue(n, gi)) {
+          target = gi;
+          break;
+        }
+      }
+      if (target >= 0)
+        add(target, n, /*epilogue=*/true);
+      else
+        newGroup(nullptr, n);
+    }
+    // 4: prologues.
+    foldPrologues();
+    finish(p);
+    return p;
+  }
+
+private:
+  struct Group {
+    Node *anchor = nullptr;
+    std::vector<Node *> nodes;    // unsorted until finish()
+    std::vector<Node *> epilogue; // nodes joined as epilogue (anchor groups)
+    bool alive = true;
+  };
+
+  const std::vector<Node *> &usersOf(const Value *v) const {
+    static const std::vector<Node *> none;
+    auto it = users_.find(v);
+    return it == users_.end() ? none : it->second;
+  }
+
+  int idx(const Node *n) const { return index_.at(n); }
+
+  void newGroup(Node *anchor, Node *first) {
+    groups_.push_back(Group{anchor, {first}, {}, true});
+    groupOf_[idx(first)] = static_cast<int>(groups_.size()) - 1;
+  }
+
+  void add(int gi, Node *n, bool epilogue) {
+    groups_[gi].nodes.push_back(n);
+    if (epilogue)
+      groups_[gi].epilogue.push_back(n);
+    groupOf_[idx(n)] = gi;
+  }
+
+  bool inGroup(const Node *n, int gi) const { return n && groupOf_[idx(n)] == gi; }
+
+  // The group whose node defines v directly (views end fusion: -1 for them, for inputs and
+  // weights).
+  int directGroup(const Value *v) const {
+    const Node *d = v->def();
+    if (!d || d->info().has(VIEW))
+      return -1;
+    return groupOf_[idx(d)];
+  }
+
+  // The group computing v's storage (through views), or -1 for inputs and weights.
+  int storageGroup(const Value *v) const {
+    const Node *d = storageOf(v)->def();
+    return d ? groupOf_[idx(d)] : -1;
+  }
+
+  // Whether group `from` depends (transitively) on group `target`.
+  bool dependsOn(int from, int target) const {
+    std::vector<char> seen(groups_.size(), 0);
+    std::function<bool(int)> visit = [&](int gi) {
+      if (gi == target)
+        return true;
+      if (seen[gi])
+        return false;
+      seen[gi] = 1;
+      for (const Node *m : groups_[gi].nodes)
+        for (const Value *o : m->operands()) {
+          int p = storageGroup(o);
+          if (p >= 0 && p != gi && visit(p))
+            return true;
+        }
+      return false;
+    };
+    return visit(from);
+  }
+
+  // A value of the group that something outside `members` (or the graph's outputs) needs.
+  bool neededOutside(const Value *v, const std::vector<Node *> &members) const {
+    if (g_.isOutput(v))
+      return true;
+    for (const Node *u : usersOf(v))
+      if (std::find(members.begin(), members.end(), u) == members.end())
+        return true;
+    return false;
+  }
+
+  bool canJoinAsEpilogue(Node *n, int gi) const {
+    const Group &grp = groups_[gi];
+    Caps caps = capsFor(grp.anchor);
+    if (!caps.epilogue)
+      return false;
+    const std::vector<int64_t> &shape = n->result(0)->type().shape;
+    std::vector<Node *> grown = grp.nodes;
+    grown.push_back(n);
+    if (grp.anchor) {
+      if (shape != grp.anchor->result(0)->type().shape)
+        return false;
+      for (Value *o : n->operands()) {
+        const Node *d = o->def();
+        if (!inGroup(d, gi))
+          continue;
+        // Only the anchor's result and epilogue values are per-output-element values.
+        bool epi = d == grp.anchor ||
+                   std::find(grp.epilogue.begin(), grp.epilogue.end(), d) != grp.epilogue.end();
+        if (!epi)
+          return false;
+        if (!caps.multiOutput && neededOutside(o, grown))
+          return false;
+      }
+    } else {
+      for (const Node *m : grp.nodes)
+        for (const Value *r : m->results())
+          if (neededOutside(r, grown) && r->type().shape != shape)
+            return false;
+    }
+    for (Value *o : n->operands()) {
+      int p = storageGroup(o);
+      if (p >= 0 && p != gi && dependsOn(p, gi))
+        return false;
+    }
+    return true;
+  }
+
+  void foldPrologues() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      // Consumers first: visit elementwise groups by descending last node.
+      std::vector<int> order;
+      for (size_t gi = 0; gi < groups_.size(); ++gi)
+        if (groups_[gi].alive && !groups_[gi].anchor)
+          order.push_back(static_cast<int>(gi));
+      auto lastNode = [&](int gi) {
+        int m = -1;
+        for (const Node *n : groups_[gi].nodes)
+          m = std::max(m, idx(n));
+        return m;
+      };
+      std::sort(order.begin(), order.end(),
+                [&](int a, int b) { return lastNode(a) > lastNode(b); });
+      for (int gi : order) {
+        int consumer = soleConsumer(gi);
+        if (consumer < 0 || !capsFor(groups_[consumer].anchor).prologue)
+          continue;
+        for (Node *n : groups_[gi].nodes)
+          add(consumer, n, /*epilogue=*/false);
+        groups_[gi].nodes.clear();
+        groups_[gi].alive = false;
+        changed = true;
+      }
+    }
+  }
+
+  // The one group reading every output of group gi, or -1 (several readers, a view reader,
+  // a graph output, or no reader).
+  int soleConsumer(int gi) const {
+    int consumer = -1;
+    for (const Node *m : groups_[gi].nodes)
+      for (const Value *r : m->results()) {
+        if (g_.isOutput(r))
+          return -1;
+        for (const Node *u : usersOf(r)) {
+          int ug = groupOf_[idx(u)];
+          if (ug == gi)
+            continue;
+          if (ug < 0 || (consumer >= 0 && ug != consumer))
+            return -1; // a view (no group) or a second consumer group
+          consumer = ug;
+        }
+      }
+    return consumer;
+  }
+
+  void finish(Partition &p) {
+    // Live groups with sorted nodes.
+    std::vector<int> live;
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      if (!groups_[gi].alive)
+        continue;
+      std::sort(groups_[gi].nodes.begin(), groups_[gi].nodes.end(),
+                [&](const Node *a, const Node *b) { return idx(a) < idx(b); });
+      live.push_back(static_cast<int>(gi));
+    }
+    // Topological order (Kahn), ties by first node position.
+    std::vector<std::vector<int>> deps(groups_.size());
+    for (int gi : live) {
+      for (const Node *m : groups_[gi].nodes)
+        for (const Value *o : m->operands()) {
+          int pg = storageGroup(o);
+          if (pg >= 0 && pg != gi &&
+              std::find(deps[gi].begin(), deps[gi].end(), pg) == deps[gi].end())
+            deps[gi].push_back(pg);
+        }
+    }
+    std::vector<int> order;
+    std::vector<char> done(groups_.size(), 0);
+    while (order.size() < live.size()) {
+      int pick = -1;
+      for (int gi : live) {
+        if (done[gi])
+          continue;
+        bool ready = std::all_of(deps[gi].begin(), deps[gi].end(), [&](int d) { return done[d]; });
+        if (ready &&
+            (pick < 0 || idx(groups_[gi].nodes.front()) < idx(groups_[pick].nodes.front())))
+          pick = gi;
+      }
+      AICF_CHECK(pick >= 0, "fusion produced a cyclic group graph");
+      done[pick] = 1;
+      order.push_back(pick);
+    }
+    for (int gi : order) {
+      const Group &grp = groups_[gi];
+      KernelGroup kg;
+      kg.id = static_cast<int>(p.groups.size());
+      kg.anchor = grp.anchor;
+      kg.kind = grp.anchor ? grp.anchor->name() : "fused_elementwise";
+      kg.nodes = grp.nodes;
+      for (const Node *m : grp.nodes)
+        for (Value *o : m->operands()) {
+          if (inGroup(o->def(), gi))
+            continue;
+          if (std::find(kg.inputs.begin(), kg.inputs.end(), o) == kg.inputs.end())
+            kg.inputs.push_back(o);
+        }
+      for (const Node *m : grp.nodes)
+        for (Value *r : m->results())
+          if (neededOutside(r, grp.nodes))
+            kg.outputs.push_back(r);
+      p.groups.push_back(std::move(kg));
+    }
+  }
+
+  const Graph &g_;
+  std::vector<Node *> nodes_;
+  std::unordered_map<const Node *, int> index_;
+  std::unordered_map<const Value *, std::vector<Node *>> users_;
+  std::vector<int> groupOf_;
+  std::vector<Group> groups_;
+};
+
+} // namespace
+
+Partition partitionGraph(const Graph &g) {
+  return Partitioner(g).run();
+}
+
+const Value *storageOf(const Value *v) {
+  while (v->def() && v->def()->info().has(VIEW))
+    v = v->def()->operand(0);
+  return v;
+}
+
+} // namespace aicf

@@ -1,0 +1,119 @@
+// Building and loading generated host code (host_build.h): the source is written to a file,
+// compiled by the system C++ compiler into a shared object (posix_spawnp, no shell, so paths
+// and flags need no quoting; stdout and stderr captured through one pipe), and loaded with
+// dlopen(RTLD_NOW | RTLD_LOCAL). Failures are UserErrors carrying the command and the
+// compiler's or the loader's message.
+#include "codegen/host_build.h"
+
+#include "support/diagnostics.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fstream>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+namespace aicf {
+namespace {
+
+// Runs argv[0] (searched in PATH) with argv; returns its exit status and combined output.
+int runCapture(const std::vector<std::string> &argv, std::string &output) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    throw UserError(cat("cannot create a pipe: ", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    throw UserError(cat("cannot run ", argv[0], ": ", std::strerror(rc)));
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n > 0)
+      output.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR)
+      throw UserError(cat("waiting for ", argv[0], ": ", std::strerror(errno)));
+  }
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+} // namespace
+
+std::string compileHostSource(const std::string &source, const std::string &cppPath,
+                              const std::string &soPath, const HostBuildOptions &opts) {
+  {
+    std::ofstream f(cppPath, std::ios::binary | std::ios::trunc);
+    if (!f)
+      throw UserError(cat(cppPath, ": cannot open for writing"));
+    f << source;
+    f.close();
+    if (!f)
+      throw UserError(cat(cppPath, ": write failed"));
+  }
+  std::vector<std::string> argv = {
+      opts.compiler, "-std=c++17", "-O3", "-fopenmp", "-fPIC", "-shared", "-march=" + opts.cpuArch};
+  std::istringstream extra(opts.extraFlags);
+  for (std::string flag; extra >> flag;)
+    argv.push_back(flag);
+  argv.insert(argv.end(), {"-o", soPath, cppPath});
+  std::string output;
+  int rc = runCapture(argv, output);
+  if (rc != 0) {
+    std::string cmd;
+    for (const std::string &a : argv)
+      cmd += (cmd.empty() ? "" : " ") + a;
+    throw UserError(cat("host compile failed (exit ", rc, "): ", cmd, "\n", output));
+  }
+  return output;
+}
+
+LoadedLibrary::LoadedLibrary(const std::string &soPath) : path_(soPath) {
+  handle_ = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char *msg = dlerror();
+    throw UserError(cat("cannot load ", soPath, ": ", msg ? msg : "unknown error"));
+  }
+}
+
+LoadedLibrary::~LoadedLibrary() {
+  if (handle_)
+    dlclose(handle_);
+}
+
+LoadedLibrary::KernelFn LoadedLibrary::kernel(const std::string &name) const {
+  dlerror(); // clear any stale error
+  void *sym = dlsym(handle_, name.c_str());
+  if (!sym) {
+    const char *msg = dlerror();
+    throw UserError(cat(path_, ": no kernel symbol ", name, msg ? std::string(": ") + msg : ""));
+  }
+  return reinterpret_cast<KernelFn>(sym);
+}
+
+} // namespace aicf

@@ -1,0 +1,749 @@
+// The host C++ printer (printHostSource, DESIGN.md §4): spells verified Kernel IR as C++17 for
+// g++ -O3 -fopenmp -march=native, adding no logic of its own:
+//   * each kernel is   extern "C" void NAME(void *const *args)   with args[i] cast to a typed
+//     __restrict pointer for params[i] (const for `in` params);
+//   * grid axes -> `#pragma omp for collapse(n) schedule(static)` inside an omp parallel block
+//     (so that large on-chip buffers can be allocated once per OpenMP thread);
+//   * shared / local buffers -> alignas(64) stack arrays (local ones [threads][...] flattened),
+//     or, above 64 KiB (or once 256 KiB of stack is used), a 64-byte aligned heap buffer per
+//     OpenMP thread, freed at the end of the call;
+//   * a region -> a loop over thread ids; a barrier -> a comment (regions already run in order);
+//     block_reduce -> a sequential merge of src[0..threads) with the combiner; mma_tile -> the
+//     register-blocked GCC-vector micro-kernel in the prelude when the thread tile allows
+//     (f32 operands, tn a multiple of 16), else plain loops;
+//   * f16/bf16 loads widen to float and stores narrow (round to nearest even); erf -> std::erf,
+//     sigmoid -> 1/(1+exp(-x)), rsqrt -> 1/sqrt, round -> std::nearbyint (half to even),
+//     min/max propagate NaN (as the reference interpreter does), int Div/Mod are C's.
+// The output is a pure function of the kernels (same kernels -> same bytes) and compiles
+// warning-free with -Wall -Wextra.
+#include "codegen/host_printer.h"
+
+#include "support/diagnostics.h"
+#include "support/half.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace aicf {
+namespace {
+
+using namespace kir;
+
+// Buffers above this many bytes (or beyond kStackBudget in total) live on the heap.
+constexpr int64_t kStackLimit = 64 * 1024;
+constexpr int64_t kStackBudget = 256 * 1024;
+
+const char *const kPrelude = R"(#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+inline float aicf_bits_f(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t aicf_f_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+// IEEE binary16 / bfloat16 <-> float, round to nearest even (as support/half.h).
+inline float aicf_h2f(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    float v = static_cast<float>(mant) * 5.9604644775390625e-08f;
+    return sign ? -v : v;
+  }
+  if (exp == 31)
+    return aicf_bits_f(sign | 0x7f800000u | (mant << 13));
+  return aicf_bits_f(sign | ((exp + 112) << 23) | (mant << 13));
+}
+inline uint16_t aicf_f2h(float f) {
+  uint32_t u = aicf_f_bits(f), sign = (u >> 16) & 0x8000u, absu = u & 0x7fffffffu;
+  if (absu > 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7e00u);
+  if (absu >= 0x477ff000u)
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (absu < 0x38800000u) {
+    float scaled = aicf_bits_f(absu) * 16777216.0f;
+    uint32_t q = static_cast<uint32_t>(scaled);
+    float rem = scaled - static_cast<float>(q);
+    if (rem > 0.5f || (rem == 0.5f && (q & 1u)))
+      ++q;
+    return static_cast<uint16_t>(sign | q);
+  }
+  uint32_t h = (((absu >> 23) - 112) << 10) | ((absu >> 13) & 0x3ffu), rest = absu & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+inline float aicf_bf2f(uint16_t h) { return aicf_bits_f(static_cast<uint32_t>(h) << 16); }
+inline uint16_t aicf_f2bf(float f) {
+  uint32_t u = aicf_f_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float aicf_rh(float f) { return aicf_h2f(aicf_f2h(f)); }
+inline float aicf_rbf(float f) { return aicf_bf2f(aicf_f2bf(f)); }
+
+// min/max propagate NaN; sign(NaN) is NaN.
+template <class T> inline T aicf_min(T a, T b) { return (b < a || b != b) ? b : a; }
+template <class T> inline T aicf_max(T a, T b) { return (a < b || b != b) ? b : a; }
+template <class T> inline T aicf_sign(T x) {
+  return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0)));
+}
+inline float aicf_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+inline void *aicf_alloc(size_t bytes) {
+  void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p)
+    std::abort();
+  return p;
+}
+
+typedef float aicf_v16f __attribute__((vector_size(64)));
+typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
+
+// The mma_tile micro-kernel: C[MR x 16*NV] (row stride ldc) += A[MR x K] (lda) * B[K x 16*NV]
+// (ldb), the C block held in MR*NV vector registers across the whole k loop.
+template <int MR, int NV>
+inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__restrict A,
+                           int64_t lda, const float *__restrict B, int64_t ldb, int64_t K) {
+  aicf_v16f acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
+  for (int64_t kk = 0; kk < K; ++kk) {
+    aicf_v16f b[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      b[j] = *reinterpret_cast<const aicf_v16fu *>(B + kk * ldb + 16 * j);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const float a = A[i * lda + kk];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] += a * b[j];
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      *reinterpret_cast<aicf_v16fu *>(C + i * ldc + 16 * j) = acc[i][j];
+}
+
+template <int NV>
+inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__restrict A,
+                           int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                           int64_t K) {
+  constexpr int64_t MR = AICF_MMA_MR;
+  int64_t i = 0;
+  for (; i + MR <= tm; i += MR)
+    aicf_mma_block<MR, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+  for (; i + 4 <= tm; i += 4)
+    aicf_mma_block<4, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+  if (tm - i >= 2) {
+    aicf_mma_block<2, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+    i += 2;
+  }
+  if (tm - i >= 1)
+    aicf_mma_block<1, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+}
+
+// One thread's tile: C[tm x tn] (ldc) += A[tm x K] (lda) * B[K x tn] (ldb), tn % 16 == 0.
+// Column panels of 16*AICF_MMA_NV floats; each B panel is first packed contiguously (when it
+// fits the per-thread pack buffer) so it stays in L1 while every row block streams over it.
+inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restrict A,
+                         int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                         int64_t tn, int64_t K) {
+  constexpr int64_t NR = 16 * AICF_MMA_NV, kPack = AICF_MMA_PACK;
+  alignas(64) static thread_local float pack[kPack > 0 ? kPack : 1];
+  int64_t j = 0;
+  for (; j + NR <= tn; j += NR) {
+    const float *panel = B + j;
+    int64_t ld = ldb;
+    if (K * NR <= kPack) {
+      for (int64_t kk = 0; kk < K; ++kk)
+        std::memcpy(pack + kk * NR, B + kk * ldb + j, NR * sizeof(float));
+      panel = pack;
+      ld = NR;
+    }
+    aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, panel, ld, tm, K);
+  }
+  for (; j < tn; j += 16)
+    aicf_mma_panel<1>(C + j, ldc, A, lda, B + j, ldb, tm, K);
+}
+
+} // namespace
+)";
+
+// ---- types and literals ------------------------------------------------------------------------
+
+// The C++ type of a scalar value (f16/bf16 values are carried as float).
+const char *valueType(DType t) {
+  switch (t) {
+  case DType::F32:
+  case DType::F16:
+  case DType::BF16: return "float";
+  case DType::I64: return "int64_t";
+  case DType::I32: return "int32_t";
+  case DType::I8: return "int8_t";
+  case DType::Bool: return "bool";
+  }
+  return "float";
+}
+
+// The C++ element type of a buffer.
+const char *storageType(DType t) {
+  switch (t) {
+  case DType::F16:
+  case DType::BF16: return "uint16_t";
+  case DType::Bool: return "uint8_t";
+  default: return valueType(t);
+  }
+}
+
+std::string floatLiteral(float f) {
+  if (std::isnan(f))
+    return "__builtin_nanf(\"\")";
+  if (std::isinf(f))
+    return f > 0 ? "__builtin_inff()" : "-__builtin_inff()";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+std::string intLiteral(int64_t v) {
+  if (v == INT64_MIN)
+    return "(-9223372036854775807L - 1L)";
+  return std::to_string(v) + "L";
+}
+
+// ---- expressions -------------------------------------------------------------------------------
+
+constexpr int kPrecOr = 1, kPrecAnd = 2, kPrecEq = 3, kPrecRel = 4, kPrecAdd = 5, kPrecMul = 6,
+              kPrecUnary = 7, kPrecPrimary = 8;
+
+struct Printed {
+  std::string text;
+  int prec;
+  bool logical = false; // a comparison or && / || (parenthesised inside another one)
+};
+
+std::string wrap(const Printed &p, bool w) {
+  return w ? "(" + p.text + ")" : p.text;
+}
+
+Printed printE(const ExprP &e);
+
+std::string str(const ExprP &e) {
+  return printE(e).text;
+}
+
+// The flat (row-major) element offset of buf[idx...].
+std::string flatIndex(const BufferP &b, const std::vector<ExprP> &idx) {
+  std::vector<int64_t> strides = stridesOf(b->shape);
+  E off(int64_t(0));
+  for (size_t i = 0; i < idx.size(); ++i)
+    off = off + E(idx[i]) * E(strides[i]);
+  return str(off.get());
+}
+
+Printed loadE(const Expr &e) {
+  std::string ref = e.buf->name + "[" + flatIndex(e.buf, e.args) + "]";
+  switch (e.buf->dtype) {
+  case DType::F16: return {"aicf_h2f(" + ref + ")", kPrecPrimary};
+  case DType::BF16: return {"aicf_bf2f(" + ref + ")", kPrecPrimary};
+  case DType::Bool: return {"(" + ref + " != 0)", kPrecPrimary};
+  default: return {ref, kPrecPrimary};
+  }
+}
+
+const char *mathFn(UnOp op) {
+  switch (op) {
+  case UnOp::Exp: return "std::exp";
+  case UnOp::Log: return "std::log";
+  case UnOp::Sqrt: return "std::sqrt";
+  case UnOp::Tanh: return "std::tanh";
+  case UnOp::Erf: return "std::erf";
+  case UnOp::Floor: return "std::floor";
+  case UnOp::Ceil: return "std::ceil";
+  case UnOp::Round: return "std::nearbyint";
+  case UnOp::Sin: return "std::sin";
+  case UnOp::Cos: return "std::cos";
+  default: return nullptr;
+  }
+}
+
+Printed unaryE(const Expr &e) {
+  const ExprP &x = e.args.at(0);
+  Printed a = printE(x);
+  std::string T = valueType(e.type);
+  bool fl = isFloat(e.type);
+  switch (e.uop) {
+  case UnOp::Neg: return {"-" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
+  case UnOp::Not: return {"!" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
+  case UnOp::Abs: return {"std::abs(" + a.text + ")", kPrecPrimary};
+  case UnOp::Sign: return {"aicf_sign<" + T + ">(" + a.text + ")", kPrecPrimary};
+  case UnOp::Rsqrt:
+    if (fl)
+      return {"(1.0f / std::sqrt(" + a.text + "))", kPrecPrimary};
+    return {"static_cast<" + T + ">(1.0 / std::sqrt(static_cast<double>(" + a.text + ")))",
+            kPrecPrimary};
+  case UnOp::Sigmoid:
+    if (fl)
+      return {"aicf_sigmoid(" + a.text + ")", kPrecPrimary};
+    return {"static_cast<" + T + ">(aicf_sigmoid(static_cast<float>(" + a.text + ")))",
+            kPrecPrimary};
+  default: break;
+  }
+  const char *fn = mathFn(e.uop);
+  AICF_CHECK(fn, "host printer: unary op ", unOpName(e.uop));
+  if (fl && isFloat(x->type))
+    return {std::string(fn) + "(" + a.text + ")", kPrecPrimary};
+  if (fl)
+    return {std::string(fn) + "(static_cast<float>(" + a.text + "))", kPrecPrimary};
+  return {"static_cast<" + T + ">(" + fn + "(static_cast<double>(" + a.text + ")))", kPrecPrimary};
+}
+
+Printed binaryE(const Expr &e) {
+  Printed a = printE(e.args.at(0)), b = printE(e.args.at(1));
+  std::string T = valueType(e.type);
+  bool fl = isFloat(e.type);
+  int p = 0;
+  switch (e.bop) {
+  case BinOp::Min: return {"aicf_min<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
+  case BinOp::Max: return {"aicf_max<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
+  case BinOp::Pow:
+    if (fl)
+      return {"std::pow(static_cast<float>(" + a.text + "), static_cast<float>(" + b.text + "))",
+              kPrecPrimary};
+    return {"static_cast<" + T + ">(std::pow(static_cast<double>(" + a.text +
+                "), static_cast<double>(" + b.text + ")))",
+            kPrecPrimary};
+  case BinOp::Mod:
+    if (fl)
+      return {"std::fmod(static_cast<float>(" + a.text + "), static_cast<float>(" + b.text + "))",
+              kPrecPrimary};
+    p = kPrecMul;
+    break;
+  case BinOp::Add:
+  case BinOp::Sub: p = kPrecAdd; break;
+  case BinOp::Mul:
+  case BinOp::Div: p = kPrecMul; break;
+  case BinOp::Lt:
+  case BinOp::Le:
+  case BinOp::Gt:
+  case BinOp::Ge: p = kPrecRel; break;
+  case BinOp::Eq:
+  case BinOp::Ne: p = kPrecEq; break;
+  case BinOp::And: p = kPrecAnd; break;
+  case BinOp::Or: p = kPrecOr; break;
+  }
+  bool logical = p <= kPrecRel;
+  // Inside a comparison or logical operator, nested ones are parenthesised (-Wparentheses).
+  std::string l = wrap(a, a.prec < p || (logical && a.logical));
+  std::string r = wrap(b, b.prec <= p || (logical && b.logical));
+  return {l + " " + binOpName(e.bop) + " " + r, p, logical};
+}
+
+Printed castE(const Expr &e) {
+  const ExprP &x = e.args.at(0);
+  std::string a = str(x);
+  switch (e.type) {
+  case DType::F16: return {"aicf_rh(static_cast<float>(" + a + "))", kPrecPrimary};
+  case DType::BF16: return {"aicf_rbf(static_cast<float>(" + a + "))", kPrecPrimary};
+  case DType::Bool: return {"(" + a + " != 0)", kPrecPrimary};
+  default: return {"static_cast<" + std::string(valueType(e.type)) + ">(" + a + ")", kPrecPrimary};
+  }
+}
+
+Printed printE(const ExprP &e) {
+  AICF_CHECK(e, "host printer: null expression");
+  switch (e->kind) {
+  case Expr::Kind::Int: return {intLiteral(e->ival), e->ival < 0 ? kPrecUnary : kPrecPrimary};
+  case Expr::Kind::Float: {
+    float f = static_cast<float>(e->fval);
+    if (e->type == DType::F16)
+      f = f16ToFloat(floatToF16(f));
+    else if (e->type == DType::BF16)
+      f = bf16ToFloat(floatToBf16(f));
+    if (!isFloat(e->type)) // a float literal typed as an integer: C++ converts
+      return {"static_cast<" + std::string(valueType(e->type)) + ">(" + floatLiteral(f) + ")",
+              kPrecPrimary};
+    std::string s = floatLiteral(f);
+    return {s, s[0] == '-' ? kPrecUnary : kPrecPrimary};
+  }
+  case Expr::Kind::Var: return {e->var, kPrecPrimary};
+  case Expr::Kind::Load: return loadE(*e);
+  case Expr::Kind::Unary: return unaryE(*e);
+  case Expr::Kind::Binary: return binaryE(*e);
+  case Expr::Kind::Select:
+    return {"(" + str(e->args.at(0)) + " ? " + str(e->args.at(1)) + " : " + str(e->args.at(2)) +
+                ")",
+            kPrecPrimary};
+  case Expr::Kind::Cast: return castE(*e);
+  }
+  return {"0", kPrecPrimary};
+}
+
+std::string ex(const E &e) {
+  return str(e.get());
+}
+
+// The value stored into an element of type `t`.
+std::string narrow(DType t, const ExprP &v) {
+  // A 16-bit float copied between buffers of the same type: move the bits (no round trip).
+  if ((t == DType::F16 || t == DType::BF16) && v->kind == Expr::Kind::Load && v->buf->dtype == t)
+    return v->buf->name + "[" + flatIndex(v->buf, v->args) + "]";
+  std::string s = str(v);
+  switch (t) {
+  case DType::F16: return "aicf_f2h(" + s + ")";
+  case DType::BF16: return "aicf_f2bf(" + s + ")";
+  case DType::Bool: return "static_cast<uint8_t>(" + s + ")";
+  default:
+    if (v->type == t)
+      return s;
+    return "static_cast<" + std::string(storageType(t)) + ">(" + s + ")";
+  }
+}
+
+// ---- uses (to silence unused warnings precisely) ------------------------------------------------
+
+struct Uses {
+  std::set<std::string> vars;
+  std::set<const Buffer *> bufs;
+
+  void expr(const ExprP &e) {
+    if (!e)
+      return;
+    if (e->kind == Expr::Kind::Var)
+      vars.insert(e->var);
+    if (e->kind == Expr::Kind::Load)
+      bufs.insert(e->buf.get());
+    for (const ExprP &a : e->args)
+      expr(a);
+  }
+  void stmts(const std::vector<StmtP> &ss) {
+    for (const StmtP &s : ss)
+      stmt(*s);
+  }
+  void stmt(const Stmt &s) {
+    for (const E *e : {&s.begin, &s.extent, &s.value, &s.cond})
+      expr(e->get());
+    for (const E &e : s.indices)
+      expr(e.get());
+    if (s.buf)
+      bufs.insert(s.buf.get());
+    for (const BufferP &b : s.src)
+      bufs.insert(b.get());
+    for (const BufferP &b : s.dst)
+      bufs.insert(b.get());
+    for (const BufferP *b : {&s.a, &s.b, &s.c})
+      if (*b)
+        bufs.insert(b->get());
+    stmts(s.body);
+    stmts(s.elseBody);
+    stmts(s.init);
+    stmts(s.update);
+  }
+};
+
+// ---- statements and kernels --------------------------------------------------------------------
+
+class KernelPrinter {
+public:
+  KernelPrinter(const Kernel &k, std::ostringstream &os) : k_(k), os_(os) { uses_.stmts(k.body); }
+
+  void print() {
+    os_ << "// kernel " << k_.name;
+    if (!k_.recipe.empty())
+      os_ << " (" << k_.recipe << ")";
+    os_ << ": grid(";
+    for (size_t i = 0; i < k_.grid.size(); ++i)
+      os_ << (i ? ", " : "") << k_.grid[i].first << ": " << k_.grid[i].second;
+    os_ << ") block(" << k_.threadVar << ": " << k_.threads << ")\n";
+    os_ << "extern \"C\" void " << k_.name << "(void *const *args) {\n";
+    if (k_.params.empty())
+      line(1, "(void)args;");
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const BufferP &b = k_.params[i];
+      std::string T = std::string(b->role == Role::In ? "const " : "") + storageType(b->dtype);
+      line(1, maybeUnused(b) + T + " *__restrict " + b->name + " = static_cast<" + T + " *>(args[" +
+                  std::to_string(i) + "]);");
+    }
+    // Split on-chip buffers between the stack (per block) and the heap (per OpenMP thread).
+    std::vector<BufferP> onStack, onHeap;
+    int64_t stackBytes = 0;
+    for (const BufferP &b : k_.allocs) {
+      int64_t bytes = b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
+      if (bytes <= kStackLimit && stackBytes + bytes <= kStackBudget) {
+        onStack.push_back(b);
+        stackBytes += bytes;
+      } else {
+        onHeap.push_back(b);
+      }
+    }
+    int ind = 1;
+    bool parallel = !k_.grid.empty();
+    if (parallel)
+      line(0, "#pragma omp parallel");
+    line(ind, "{");
+    ++ind;
+    for (const BufferP &b : onHeap) {
+      std::string T = storageType(b->dtype);
+      line(ind, maybeUnused(b) + T + " *__restrict " + b->name + " = static_cast<" + T +
+                    " *>(aicf_alloc(" + std::to_string(b->numel()) + " * sizeof(" + T + ")));");
+    }
+    if (parallel) {
+      line(0, "#pragma omp for collapse(" + std::to_string(k_.grid.size()) + ") schedule(static)");
+      for (size_t i = 0; i < k_.grid.size(); ++i) {
+        const auto &[axis, extent] = k_.grid[i];
+        line(ind, "for (int64_t " + axis + " = 0; " + axis + " < " + intLiteral(extent) + "; ++" +
+                      axis + ")" + (i + 1 == k_.grid.size() ? " {" : ""));
+      }
+      ++ind;
+    }
+    for (const BufferP &b : onStack)
+      line(ind, maybeUnused(b) + "alignas(64) " + storageType(b->dtype) + " " + b->name + "[" +
+                    std::to_string(b->numel()) + "];");
+    block(ind, k_.body);
+    if (parallel) {
+      --ind;
+      line(ind, "}");
+    }
+    for (const BufferP &b : onHeap)
+      line(ind, "std::free(" + b->name + ");");
+    --ind;
+    line(ind, "}");
+    os_ << "}\n";
+  }
+
+private:
+  const Kernel &k_;
+  std::ostringstream &os_;
+  Uses uses_;
+
+  std::string maybeUnused(const BufferP &b) const {
+    return uses_.bufs.count(b.get()) ? "" : "[[maybe_unused]] ";
+  }
+
+  void line(int ind, const std::string &text) { os_ << std::string(2 * ind, ' ') << text << "\n"; }
+
+  void block(int ind, const std::vector<StmtP> &body) {
+    for (const StmtP &s : body)
+      stmt(ind, *s);
+  }
+
+  // for (int64_t v = begin; v < begin + extent; v += step) {
+  std::string forHead(const Stmt &s) {
+    std::string inc = s.step == 1 ? "++" + s.var : s.var + " += " + std::to_string(s.step) + "L";
+    return "for (int64_t " + s.var + " = " + ex(s.begin) + "; " + s.var + " < " +
+           ex(s.begin + s.extent) + "; " + inc + ") {";
+  }
+
+  void stmt(int ind, const Stmt &s) {
+    switch (s.kind) {
+    case Stmt::Kind::Seq:
+      line(ind, "{");
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::For:
+      if (s.loop == Stmt::LoopKind::Unrolled) {
+        int64_t n = 8;
+        if (s.extent->kind == Expr::Kind::Int)
+          n = std::clamp<int64_t>((s.extent->ival + s.step - 1) / s.step, 1, 64);
+        line(0, "#pragma GCC unroll " + std::to_string(n));
+      } else if (s.loop == Stmt::LoopKind::Vectorized) {
+        line(0, "#pragma GCC ivdep");
+      }
+      line(ind, forHead(s));
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Region:
+      line(ind, "for (int64_t " + s.var + " = 0; " + s.var + " < " + intLiteral(k_.threads) +
+                    "; ++" + s.var + ") { // region");
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::If:
+      line(ind, "if (" + ex(s.cond) + ") {");
+      block(ind + 1, s.body);
+      if (!s.elseBody.empty()) {
+        line(ind, "} else {");
+        block(ind + 1, s.elseBody);
+      }
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Store: {
+      std::vector<ExprP> idx;
+      for (const E &e : s.indices)
+        idx.push_back(e.get());
+      line(ind, s.buf->name + "[" + flatIndex(s.buf, idx) +
+                    "] = " + narrow(s.buf->dtype, s.value.get()) + ";");
+      return;
+    }
+    case Stmt::Kind::Decl:
+      line(ind, std::string(uses_.vars.count(s.var) ? "" : "[[maybe_unused]] ") +
+                    valueType(s.dtype) + " " + s.var + " = " + ex(s.value) + ";");
+      return;
+    case Stmt::Kind::Assign: line(ind, s.var + " = " + ex(s.value) + ";"); return;
+    case Stmt::Kind::Barrier: line(ind, "// barrier"); return;
+    case Stmt::Kind::BlockReduce: blockReduce(ind, s); return;
+    case Stmt::Kind::MmaTile: mmaTile(ind, s); return;
+    case Stmt::Kind::Reduce:
+      block(ind, s.init);
+      line(ind, forHead(s) + " // reduce");
+      block(ind + 1, s.update);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Comment: {
+      std::istringstream lines(s.text);
+      std::string l;
+      while (std::getline(lines, l))
+        line(ind, "// " + l);
+      return;
+    }
+    }
+  }
+
+  void blockReduce(int ind, const Stmt &s) {
+    const Combiner &c = s.combiner;
+    size_t nf = c.fields.size();
+    auto acc = [](size_t i) { return "aicf_r" + std::to_string(i); };
+    auto elem = [](const BufferP &b, const std::string &i) {
+      std::string ref = b->name + "[" + i + "]";
+      if (b->dtype == DType::F16)
+        return "aicf_h2f(" + ref + ")";
+      if (b->dtype == DType::BF16)
+        return "aicf_bf2f(" + ref + ")";
+      if (b->dtype == DType::Bool)
+        return "(" + ref + " != 0)";
+      return ref;
+    };
+    line(ind, "{ // block_reduce " + c.name);
+    for (size_t i = 0; i < nf; ++i)
+      line(ind + 1, std::string(valueType(c.fields[i].second)) + " " + acc(i) + " = " +
+                        elem(s.src[i], "0") + ";");
+    line(ind + 1, "for (int64_t aicf_i = 1; aicf_i < " + intLiteral(k_.threads) + "; ++aicf_i) {");
+    for (size_t i = 0; i < nf; ++i) {
+      const auto &[field, dt] = c.fields[i];
+      std::string T = valueType(dt);
+      line(ind + 2, "[[maybe_unused]] const " + T + " a_" + field + " = " + acc(i) + ";");
+      line(ind + 2,
+           "[[maybe_unused]] const " + T + " b_" + field + " = " + elem(s.src[i], "aicf_i") + ";");
+    }
+    for (const auto &[name, e] : c.lets)
+      line(ind + 2, "[[maybe_unused]] const " + std::string(valueType(e->type)) + " " + name +
+                        " = " + ex(e) + ";");
+    for (size_t i = 0; i < nf; ++i)
+      line(ind + 2, "const " + std::string(valueType(c.fields[i].second)) + " aicf_m" +
+                        std::to_string(i) + " = " + ex(c.merged[i]) + ";");
+    for (size_t i = 0; i < nf; ++i)
+      line(ind + 2, acc(i) + " = aicf_m" + std::to_string(i) + ";");
+    line(ind + 1, "}");
+    for (size_t i = 0; i < nf; ++i) {
+      const BufferP &d = s.dst[i];
+      std::string v = acc(i);
+      if (d->dtype == DType::F16)
+        v = "aicf_f2h(" + v + ")";
+      else if (d->dtype == DType::BF16)
+        v = "aicf_f2bf(" + v + ")";
+      else if (d->dtype == DType::Bool)
+        v = "static_cast<uint8_t>(" + v + ")";
+      line(ind + 1, d->name + "[0] = " + v + ";");
+    }
+    line(ind, "}");
+  }
+
+  void mmaTile(int ind, const Stmt &s) {
+    auto n = [](int64_t v) { return std::to_string(v) + "L"; };
+    int64_t colTiles = s.n / s.tn;
+    line(ind, "// mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
+                  " (m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
+                  ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
+                  ", tn = " + std::to_string(s.tn) + ")");
+    std::string c = s.c->name, a = s.a->name, b = s.b->name;
+    bool vec = s.tn % 16 == 0 && s.a->dtype == DType::F32 && s.b->dtype == DType::F32;
+    if (vec) {
+      if (k_.threads == 1) {
+        line(ind, "aicf_mma_f32(" + c + ", " + n(s.tn) + ", " + a + ", " + n(s.k) + ", " + b +
+                      ", " + n(s.n) + ", " + n(s.tm) + ", " + n(s.tn) + ", " + n(s.k) + ");");
+        return;
+      }
+      line(ind, "for (int64_t aicf_t = 0; aicf_t < " + n(k_.threads) + "; ++aicf_t)");
+      line(ind + 1, "aicf_mma_f32(" + c + " + aicf_t * " + n(s.tm * s.tn) + ", " + n(s.tn) + ", " +
+                        a + " + aicf_t / " + n(colTiles) + " * " + n(s.tm * s.k) + ", " + n(s.k) +
+                        ", " + b + " + aicf_t % " + n(colTiles) + " * " + n(s.tn) + ", " + n(s.n) +
+                        ", " + n(s.tm) + ", " + n(s.tn) + ", " + n(s.k) + ");");
+      return;
+    }
+    // Generic loops (any tile shape, f16/bf16 operands widened): i-k-j order, j innermost.
+    auto elem = [](const BufferP &buf, const std::string &i) {
+      std::string ref = buf->name + "[" + i + "]";
+      if (buf->dtype == DType::F16)
+        return "aicf_h2f(" + ref + ")";
+      if (buf->dtype == DType::BF16)
+        return "aicf_bf2f(" + ref + ")";
+      return ref;
+    };
+    line(ind, "for (int64_t aicf_t = 0; aicf_t < " + n(k_.threads) + "; ++aicf_t) {");
+    line(ind + 1, "const int64_t aicf_r0 = aicf_t / " + n(colTiles) + " * " + n(s.tm) +
+                      ", aicf_c0 = aicf_t % " + n(colTiles) + " * " + n(s.tn) + ";");
+    line(ind + 1, "float *__restrict aicf_c = " + c + " + aicf_t * " + n(s.tm * s.tn) + ";");
+    line(ind + 1, "for (int64_t aicf_i = 0; aicf_i < " + n(s.tm) + "; ++aicf_i)");
+    line(ind + 2, "for (int64_t aicf_k = 0; aicf_k < " + n(s.k) + "; ++aicf_k) {");
+    line(ind + 3,
+         "const float aicf_a = " + elem(s.a, "(aicf_r0 + aicf_i) * " + n(s.k) + " + aicf_k") + ";");
+    line(ind + 3, "for (int64_t aicf_j = 0; aicf_j < " + n(s.tn) + "; ++aicf_j)");
+    line(ind + 4, "aicf_c[aicf_i * " + n(s.tn) + " + aicf_j] += aicf_a * " +
+                      elem(s.b, "aicf_k * " + n(s.n) + " + aicf_c0 + aicf_j") + ";");
+    line(ind + 2, "}");
+    line(ind, "}");
+  }
+};
+
+} // namespace
+
+std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
+  std::ostringstream os;
+  os << "// Generated by aicf (host C++ target): " << kernels.size()
+     << " kernel(s). Do not edit.\n";
+  // Micro-kernel shape: MR rows x NV vectors of C in registers; B panels packed up to
+  // AICF_MMA_PACK floats. -D on the compiler command line overrides them (for tuning).
+  os << "#ifndef AICF_MMA_MR\n#define AICF_MMA_MR 8\n#endif\n";
+  os << "#ifndef AICF_MMA_NV\n#define AICF_MMA_NV 2\n#endif\n";
+  os << "#ifndef AICF_MMA_PACK\n#define AICF_MMA_PACK 8192\n#endif\n";
+  os << kPrelude;
+  for (const kir::Kernel &k : kernels) {
+    std::vector<std::string> errs = kir::verifyKernel(k);
+    if (!errs.empty()) {
+      std::string all;
+      for (const std::string &e : errs)
+        all += "\n  " + e;
+      throwInternal(__FILE__, __LINE__, "host printer: invalid kernel" + all);
+    }
+    os << "\n";
+    KernelPrinter(k, os).print();
+  }
+  return os.str();
+}
+
+} // namespace aicf
