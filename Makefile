@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance clean
+.PHONY: all build demo test format conformance bench-matmul clean
 
 all: build
 
@@ -19,6 +19,10 @@ format:
 # The ONNX backend node tests (libonnx-testdata) by op: passed / failed / unsupported.
 conformance: build
 	AICF_CONFORMANCE_TABLE=1 build/tests/aicf_unit -tc='onnx node tests*' --no-intro
+
+# Host GEMM throughput of the tiled contraction kernel (256x1024x1024), 1 and 2 threads.
+bench-matmul: build
+	build/aicf-bench-matmul --reps 21
 
 clean:
 	rm -rf build build-asan

@@ -1,12 +1,14 @@
-// aicf-run: runs a model. For now the model is an ONNX file or a Graph IR (.mcir) file, run by
-// the reference interpreter (interp/); running compiled artifact folders comes with the runtime.
-// Inputs come from .npy files or are seeded random values; outputs go to DIR/<name>.npy and/or
-// a short summary on stdout.
+// aicf-run: runs a model. A compiled output folder (aicfc MODEL -o OUT) runs through the runtime
+// (runtime/aicf_runtime.h) with --bench / --threads / --profile; an ONNX file or a Graph IR
+// (.mcir) file runs on the reference interpreter (interp/). Inputs come from .npy files or are
+// seeded random values (the same values for the same input types either way); outputs go to
+// DIR/<name>.npy and/or a short summary on stdout.
 #include "aicf/build_config.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "runtime/aicf_runtime.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 
@@ -15,10 +17,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -34,6 +38,11 @@ struct Flags {
   std::string outputDir;
   bool print = false;
   bool time = false;
+  int bench = 0;
+  int threads = 0;
+  bool profile = false;
+  std::string referenceDir;
+  double rtol = 1e-4, atol = 1e-4;
 };
 
 bool endsWith(const std::string &s, const std::string &suffix) {
@@ -43,8 +52,6 @@ bool endsWith(const std::string &s, const std::string &suffix) {
 
 std::unique_ptr<Graph> loadModel(const Flags &flags) {
   const std::string &path = flags.model;
-  if (fs::is_directory(path))
-    throw UserError("not implemented yet: running compiled artifact folders", 2);
   if (!std::ifstream(path, std::ios::binary))
     throw UserError(cat("cannot open ", path), 1);
   if (endsWith(path, ".onnx")) {
@@ -172,7 +179,142 @@ void printSummary(std::ostream &os, const std::string &name, const Tensor &t) {
   os << "\n";
 }
 
+// --reference DIR: compares each output with DIR/<name>.npy; a UserError when any element is
+// off by more than atol + rtol*|reference|.
+void compareWithReference(const Flags &flags, const std::vector<std::string> &names,
+                          const std::vector<Tensor> &outputs) {
+  if (flags.referenceDir.empty())
+    return;
+  std::string failed;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor want =
+        readNpy((fs::path(flags.referenceDir) / (fileNameFor(names[i], i) + ".npy")).string());
+    if (want.shape() != outputs[i].shape())
+      throw UserError(cat("output '", names[i], "': shape ", outputs[i].type().str(),
+                          " but the reference is ", want.type().str()));
+    double worst = 0;
+    int64_t bad = 0;
+    for (int64_t k = 0; k < want.numel(); ++k) {
+      double err = std::fabs(outputs[i].getDouble(k) - want.getDouble(k));
+      worst = std::max(worst, err);
+      bad += err <= flags.atol + flags.rtol * std::fabs(want.getDouble(k)) ? 0 : 1;
+    }
+    std::cout << "reference " << names[i] << ": max abs error " << worst << ", " << bad << " of "
+              << want.numel() << " elements outside " << flags.atol << " + " << flags.rtol
+              << "*|ref|\n";
+    if (bad)
+      failed += (failed.empty() ? "" : ", ") + names[i];
+  }
+  if (!failed.empty())
+    throw UserError(cat("outputs differ from the reference: ", failed), 1);
+}
+
+void writeOutputs(const Flags &flags, const std::vector<std::string> &names,
+                  const std::vector<Tensor> &outputs) {
+  compareWithReference(flags, names, outputs);
+  if (!flags.outputDir.empty()) {
+    fs::create_directories(flags.outputDir);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      writeNpy((fs::path(flags.outputDir) / (fileNameFor(names[i], i) + ".npy")).string(),
+               outputs[i]);
+  }
+  if (flags.print || (flags.outputDir.empty() && flags.bench == 0 && !flags.profile))
+    for (size_t i = 0; i < outputs.size(); ++i)
+      printSummary(std::cout, names[i], outputs[i]);
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+  return v[std::min(k, v.size() - 1)];
+}
+
+// A compiled output folder, through the runtime.
+int runFolder(const Flags &flags) {
+  if (!flags.shapes.empty() || !flags.dims.empty())
+    throw UserError("--shape and --dim apply to .onnx models only (compiled shapes are fixed)");
+  std::unique_ptr<aicf_model, void (*)(aicf_model *)> m(aicf_open(flags.model.c_str()), aicf_close);
+  if (!m)
+    throw UserError(aicf_last_error(), 2);
+  // The inputs as a graph signature, so --input/--random work exactly as for models.
+  Graph io("io");
+  for (int i = 0; i < aicf_num_inputs(m.get()); ++i) {
+    aicf_tensor_info info;
+    aicf_input_info(m.get(), i, &info);
+    std::optional<DType> dt = parseDType(info.dtype);
+    if (!dt)
+      throw UserError(cat("input '", info.name, "': unknown dtype ", info.dtype));
+    io.addInput(info.name,
+                TensorType(*dt, std::vector<int64_t>(info.shape, info.shape + info.rank)));
+  }
+  std::vector<Tensor> inputs = loadInputs(io, flags);
+  std::vector<Tensor> outputs;
+  std::vector<std::string> names;
+  for (int i = 0; i < aicf_num_outputs(m.get()); ++i) {
+    aicf_tensor_info info;
+    aicf_output_info(m.get(), i, &info);
+    std::optional<DType> dt = parseDType(info.dtype);
+    if (!dt)
+      throw UserError(cat("output '", info.name, "': unknown dtype ", info.dtype));
+    outputs.emplace_back(TensorType(*dt, std::vector<int64_t>(info.shape, info.shape + info.rank)));
+    names.push_back(info.name);
+  }
+  std::vector<const void *> in;
+  for (const Tensor &t : inputs)
+    in.push_back(t.raw());
+  std::vector<void *> out;
+  for (Tensor &t : outputs)
+    out.push_back(t.raw());
+  if (flags.threads > 0 && aicf_set_num_threads(m.get(), flags.threads) != 0)
+    throw UserError(aicf_last_error());
+  auto runOnce = [&](double *steps) {
+    int rc = steps ? aicf_run_profiled(m.get(), in.data(), out.data(), steps)
+                   : aicf_run(m.get(), in.data(), out.data());
+    if (rc != 0)
+      throw UserError(aicf_last_error());
+  };
+  runOnce(nullptr);
+  if (flags.bench > 0) {
+    for (int w = 0; w < std::min(flags.bench, 5); ++w)
+      runOnce(nullptr); // warm-up
+    std::vector<double> ms;
+    for (int r = 0; r < flags.bench; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      runOnce(nullptr);
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::cout << "bench: " << flags.bench << " runs, median " << percentile(ms, 0.5) << " ms, p90 "
+              << percentile(ms, 0.9) << " ms\n";
+  }
+  if (flags.profile) {
+    int steps = aicf_num_steps(m.get());
+    std::vector<double> total(static_cast<size_t>(steps), 0.0), once(static_cast<size_t>(steps));
+    int reps = std::max(flags.bench, 10);
+    for (int r = 0; r < reps; ++r) {
+      runOnce(once.data());
+      for (int s = 0; s < steps; ++s)
+        total[s] += once[s];
+    }
+    double sum = 0;
+    for (double t : total)
+      sum += t;
+    std::printf("%-5s %-22s %-34s %10s %7s\n", "step", "kind", "kernel", "ms", "share");
+    for (int s = 0; s < steps; ++s)
+      std::printf("%-5d %-22s %-34s %10.4f %6.1f%%\n", s, aicf_step_kind(m.get(), s),
+                  aicf_step_symbol(m.get(), s), 1e3 * total[s] / reps,
+                  sum > 0 ? 100.0 * total[s] / sum : 0.0);
+    std::printf("total %.4f ms per run (mean of %d)\n", 1e3 * sum / reps, reps);
+  }
+  writeOutputs(flags, names, outputs);
+  return 0;
+}
+
 int run(const Flags &flags) {
+  if (fs::is_directory(flags.model))
+    return runFolder(flags);
+  if (flags.bench > 0 || flags.threads > 0 || flags.profile)
+    throw UserError("--bench, --threads and --profile apply to compiled output folders");
   std::unique_ptr<Graph> g = loadModel(flags);
   std::vector<Tensor> inputs = loadInputs(*g, flags);
 
@@ -183,26 +325,22 @@ int run(const Flags &flags) {
   if (flags.time)
     std::cerr << "interpreted in " << ms << " ms\n";
 
-  if (!flags.outputDir.empty()) {
-    fs::create_directories(flags.outputDir);
-    for (size_t i = 0; i < outputs.size(); ++i)
-      writeNpy(
-          (fs::path(flags.outputDir) / (fileNameFor(g->outputs()[i]->name(), i) + ".npy")).string(),
-          outputs[i]);
-  }
-  if (flags.print || flags.outputDir.empty())
-    for (size_t i = 0; i < outputs.size(); ++i)
-      printSummary(std::cout, g->outputs()[i]->name(), outputs[i]);
+  std::vector<std::string> names;
+  for (const Value *o : g->outputs())
+    names.push_back(o->name());
+  writeOutputs(flags, names, outputs);
   return 0;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"aicf-run: run a model (.onnx or .mcir) with the reference interpreter"};
+  CLI::App app{"aicf-run: run a compiled output folder, or a model (.onnx or .mcir) with the "
+               "reference interpreter"};
   app.set_version_flag("--version", std::string("aicf-run ") + AICF_VERSION);
   Flags flags;
-  app.add_option("model", flags.model, "model: .onnx or .mcir file")->required();
+  app.add_option("model", flags.model, "compiled output folder, or a .onnx or .mcir file")
+      ->required();
   app.add_option("--input", flags.inputs, "an input from a .npy file: NAME=FILE.npy (repeatable)");
   app.add_flag("--random", flags.random, "seeded random values for inputs not given by --input");
   app.add_option("--seed", flags.seed, "seed for --random")->capture_default_str();
@@ -212,6 +350,13 @@ int main(int argc, char **argv) {
   app.add_flag("--print", flags.print,
                "print a summary of each output (default without --output-dir)");
   app.add_flag("--time", flags.time, "print the interpreter's wall time to stderr");
+  app.add_option("--bench", flags.bench, "folder: time N runs after warm-up; print median and p90");
+  app.add_option("--threads", flags.threads, "folder: threads the kernels use");
+  app.add_flag("--profile", flags.profile, "folder: per-step time table (step, kind, share)");
+  app.add_option("--reference", flags.referenceDir,
+                 "compare each output with DIR/<name>.npy (exit 1 when outside tolerance)");
+  app.add_option("--rtol", flags.rtol, "relative tolerance for --reference")->capture_default_str();
+  app.add_option("--atol", flags.atol, "absolute tolerance for --reference")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return runTool([&] { return run(flags); });
 }

@@ -1,6 +1,7 @@
 // aicfc: the compiler driver. Reads top to bottom as the pipeline of DESIGN.md §1:
 // import -> passes (passes/pipeline.cpp) -> [lower -> plan -> codegen, later issues] -> artifacts.
 #include "aicf/build_config.h"
+#include "codegen/compile.h"
 #include "frontend/onnx_importer.h"
 #include "ir/printer.h"
 #include "passes/explain.h"
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -63,10 +65,13 @@ void writeFileAtomic(const fs::path &path, const std::string &text) {
 
 int compile(const Flags &flags) {
   checkTarget(flags.target);
-  if (!flags.planFor.empty())
-    notImplemented("--plan-for (GPU plan emulation on the host)");
-  if (flags.emit == "kernels" || flags.emit == "plan" || flags.emit == "source")
-    notImplemented(cat("--emit ", flags.emit, " (code generation)"));
+  if (!flags.planFor.empty()) {
+    if (flags.target != "cpu")
+      throw UserError("--plan-for needs --target cpu (it runs a GPU plan on the host)", 2);
+    if (flags.planFor.rfind("cuda:", 0) != 0)
+      throw UserError(cat("--plan-for ", flags.planFor, ": expected cuda:sm_XX"), 2);
+    targetInfo(flags.planFor);
+  }
 
   // 1. Import.
   {
@@ -97,29 +102,61 @@ int compile(const Flags &flags) {
   ctx.explain = &explain;
   pm.run(*g, ctx);
 
-  // 3. Emit. Until code generation exists, the graph (and the explain report) is the output.
-  if (flags.emit.empty() && !flags.outDir.empty())
-    notImplemented("code generation (kernels, libmodel.so, plan.yaml); use --emit graph -o OUT "
-                   "for the graph and explain.yaml");
-  std::string text = printGraph(*g);
+  // 3. The graph stage's outputs: the IR and the explain report.
+  std::string graphText = printGraph(*g);
   std::ostringstream report;
   if (flags.explain) {
     explain.printText(report);
     printCoverage(report, computeCoverage(*g));
-    std::cout << report.str();
   }
-  if (!flags.outDir.empty()) {
-    fs::create_directories(flags.outDir);
-    writeFileAtomic(fs::path(flags.outDir) / "graph.mcir", text);
-    if (flags.explain) {
-      std::ostringstream yaml;
-      explain.writeYaml(yaml, *g);
-      writeFileAtomic(fs::path(flags.outDir) / "explain.yaml", yaml.str());
-      writeFileAtomic(fs::path(flags.outDir) / "report.txt", report.str());
+  std::map<std::string, std::string> extra = {{"graph.mcir", graphText}};
+  if (flags.explain) {
+    std::ostringstream yaml;
+    explain.writeYaml(yaml, *g);
+    extra["explain.yaml"] = yaml.str();
+  }
+  if (flags.emit == "graph") {
+    std::cout << report.str() << graphText;
+    if (!flags.outDir.empty()) {
+      fs::create_directories(flags.outDir);
+      for (const auto &[name, text] : extra)
+        writeFileAtomic(fs::path(flags.outDir) / name, text);
+      if (flags.explain)
+        writeFileAtomic(fs::path(flags.outDir) / "report.txt", report.str());
     }
+    return 0;
   }
-  if (flags.emit == "graph" || (!flags.explain && flags.outDir.empty()))
-    std::cout << text;
+  if (flags.target != "cpu")
+    notImplemented(cat("--target ", flags.target,
+                       " (CUDA code generation); --target cpu "
+                       "--plan-for ",
+                       flags.target, " runs the same plan on the host"));
+
+  // 4. Lower each fused group to Kernel IR, plan memory, print host C++ (codegen/compile.cpp).
+  CompileOptions copts;
+  copts.target = flags.target;
+  copts.planFor = flags.planFor.empty() ? flags.target : flags.planFor;
+  copts.cpuArch = flags.cpuArch;
+  CompiledModel cm = buildModel(*g, copts);
+  if (flags.explain)
+    printPlanReport(report, cm.plan);
+  std::cout << report.str();
+  if (flags.emit == "kernels")
+    for (const kir::Kernel &k : cm.kernels)
+      std::cout << kir::printKernel(k) << "\n";
+  else if (flags.emit == "source")
+    std::cout << cm.source;
+  else if (flags.emit == "plan")
+    cm.plan.writeYaml(std::cout);
+  else if (flags.outDir.empty() && !flags.explain)
+    throw UserError("nothing to do: give -o OUT (compile) or --emit graph|kernels|plan|source", 2);
+
+  // 5. The output folder, written atomically.
+  if (!flags.outDir.empty()) {
+    if (flags.explain)
+      extra["report.txt"] = report.str();
+    writeArtifacts(*g, cm, copts, flags.outDir, extra);
+  }
   return 0;
 }
 

@@ -20,6 +20,7 @@
 // Exit 0 when every RUN line passes, 1 otherwise (with the failing CHECK, its file:line and the
 // output around the place it was looked for).
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -231,6 +232,21 @@ private:
     return true;
   }
 
+  // %t: a scratch path for this test file (its parent exists; removed when the run ends).
+  std::string tempDir() const {
+    static const fs::path dir = [] {
+      fs::path d = fs::temp_directory_path() / ("aicf_check_" + std::to_string(::getpid()));
+      fs::create_directories(d);
+      std::atexit([] {
+        std::error_code ec;
+        fs::remove_all(fs::temp_directory_path() / ("aicf_check_" + std::to_string(::getpid())),
+                       ec);
+      });
+      return d;
+    }();
+    return (dir / "t").string();
+  }
+
   std::string substitute(const std::string &cmd) const {
     const std::pair<std::string, std::string> subs[] = {
         {"%aicf-opt", shellQuote((fs::path(o_.binDir) / "aicf-opt").string())},
@@ -238,6 +254,7 @@ private:
         {"%aicfc", shellQuote((fs::path(o_.binDir) / "aicfc").string())},
         {"%testdata", shellQuote(o_.testdata)},
         {"%s", shellQuote(o_.file)},
+        {"%t", shellQuote(tempDir())}, // after %testdata: first match wins
     };
     std::string out;
     for (size_t i = 0; i < cmd.size();) {

@@ -1,0 +1,399 @@
+// See compile.h. The order of the steps is the partition's group order (a valid execution
+// order); buffers are created in a fixed order (inputs, weights, outputs, intermediates, views)
+// so ids and offsets are deterministic.
+#include "codegen/compile.h"
+
+#include "codegen/fusion.h"
+#include "codegen/host_build.h"
+#include "codegen/host_printer.h"
+#include "codegen/lower.h"
+#include "codegen/memory_plan.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace aicf {
+
+namespace {
+
+std::string valueLabel(const Value *v) {
+  return v->name().empty() ? cat("%", v->id()) : v->name();
+}
+
+// A rough count of floating-point operations, for the plan's hints and --explain.
+int64_t estimateFlops(const KernelGroup &grp) {
+  int64_t flops = 0;
+  for (const Node *n : grp.nodes) {
+    const TensorType &out = n->result()->type();
+    int64_t numel = out.isStatic() ? out.numel() : 0;
+    switch (n->op()) {
+    case Op::MatMul: {
+      int64_t k = n->operand(0)->type().shape.back();
+      flops += 2 * numel * k;
+      break;
+    }
+    case Op::Gemm: {
+      const TensorType &a = n->operand(0)->type();
+      flops += 2 * numel * (n->i("transA") ? a.shape[0] : a.shape[1]);
+      break;
+    }
+    case Op::Conv:
+    case Op::ConvTranspose: {
+      const TensorType &w = n->operand(1)->type();
+      int64_t per = 1;
+      for (int64_t d = 1; d < w.rank(); ++d)
+        per *= w.shape[d];
+      flops += 2 * numel * per;
+      break;
+    }
+    case Op::Attention: {
+      const TensorType &q = n->operand(0)->type(), &k = n->operand(1)->type();
+      int64_t sk = k.shape[k.rank() - 2], d = q.shape.back();
+      int64_t rows = q.numel() / d;
+      flops += rows * sk * (2 * d + 2 * out.shape.back() + 5);
+      break;
+    }
+    case Op::LayerNorm:
+    case Op::RmsNorm:
+    case Op::Softmax:
+    case Op::LogSoftmax: flops += 8 * numel; break;
+    default: {
+      int64_t in = 0;
+      for (const Value *v : n->operands())
+        in = std::max(in, v->type().isStatic() ? v->type().numel() : 0);
+      flops += std::max(in, numel);
+    }
+    }
+  }
+  return flops;
+}
+
+// Bytes a kernel moves, with the re-reads its tiling implies: a tiled contraction reads A once
+// per column of output tiles and B once per row of them; streaming attention reads K and V
+// once per query tile. Other recipes read each param once.
+int64_t predictedBytes(const KernelGroup &grp, const kir::Kernel &k) {
+  int64_t once = 0;
+  for (const Value *v : grp.inputs)
+    once += v->type().bytes();
+  for (const Value *v : grp.outputs)
+    once += v->type().bytes();
+  const Node *a = grp.anchor;
+  auto knob = [&](const char *name) {
+    auto it = k.knobs.find(name);
+    return it == k.knobs.end() ? int64_t(0) : it->second;
+  };
+  auto ceilDiv = [](int64_t x, int64_t y) { return y > 0 ? (x + y - 1) / y : 1; };
+  if (a && (a->op() == Op::MatMul || a->op() == Op::Gemm) && knob("BM") && knob("BN")) {
+    const TensorType &out = a->result()->type();
+    int64_t m = out.rank() >= 2 ? out.shape[out.rank() - 2] : 1, n = out.shape.back();
+    int64_t aBytes = a->operand(0)->type().bytes(), bBytes = a->operand(1)->type().bytes();
+    return once + aBytes * (ceilDiv(n, knob("BN")) - 1) + bBytes * (ceilDiv(m, knob("BM")) - 1);
+  }
+  if (a && a->op() == Op::Attention && knob("BR")) {
+    const TensorType &q = a->operand(0)->type();
+    int64_t sq = q.shape[q.rank() - 2];
+    int64_t kv = a->operand(1)->type().bytes() + a->operand(2)->type().bytes();
+    return once + kv * (ceilDiv(sq, knob("BR")) - 1);
+  }
+  return once;
+}
+
+std::string symbolFor(int index, const std::string &kind) {
+  std::string s = cat("k", index, "_");
+  for (char c : kind)
+    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+} // namespace
+
+CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
+  Partition part = partitionGraph(g);
+  Knobs knobs;
+  knobs.planFor = opts.planFor;
+  CompiledModel m;
+  Plan &p = m.plan;
+  p.target = opts.target;
+  p.planFor = opts.planFor;
+  p.cpuArch = opts.cpuArch;
+
+  std::map<const Value *, int> bufOf; // value -> buffer index
+  auto add = [&](const Value *v, BufferKind kind, const TensorType &t, std::string label) {
+    PlanBuffer b;
+    b.id = cat("b", p.buffers.size());
+    b.value = std::move(label);
+    b.dtype = t.dtype;
+    b.shape = t.shape;
+    b.kind = kind;
+    b.bytes = t.bytes();
+    p.buffers.push_back(b);
+    int idx = static_cast<int>(p.buffers.size()) - 1;
+    if (v)
+      bufOf[v] = idx;
+    return idx;
+  };
+
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value *in = g.inputs()[i];
+    p.buffers[add(in, BufferKind::Input, in->type(), in->name())].ioIndex = static_cast<int>(i);
+    p.lowerBoundBytes += in->type().bytes();
+  }
+  int64_t woff = 0;
+  for (const Value *w : g.weights()) {
+    int b = add(w, BufferKind::Weight, w->type(), w->name());
+    p.buffers[b].offset = woff;
+    woff += alignUp(w->type().bytes(), 64);
+    p.lowerBoundBytes += w->type().bytes();
+  }
+  p.weightsBytes = woff;
+
+  // Graph outputs: the producing kernel writes straight into the caller's buffer when the
+  // output's storage is a node result not claimed by another output; otherwise a copy step.
+  std::vector<std::pair<const Value *, int>> copies; // (source value, output buffer)
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const Value *y = g.outputs()[k];
+    const Value *s = storageOf(y);
+    p.lowerBoundBytes += y->type().bytes();
+    if (s->kind() == ValueKind::Result && !bufOf.count(s)) {
+      int b = add(s, BufferKind::Output, y->type(), y->name());
+      p.buffers[b].ioIndex = static_cast<int>(k);
+      if (y != s)
+        bufOf[y] = b;
+      continue;
+    }
+    int b = add(nullptr, BufferKind::Output, y->type(), y->name());
+    p.buffers[b].ioIndex = static_cast<int>(k);
+    copies.emplace_back(y, b);
+  }
+  // Intermediates and views.
+  for (const KernelGroup &grp : part.groups)
+    for (const Value *v : grp.outputs)
+      if (!bufOf.count(v))
+        add(v, BufferKind::Arena, v->type(), valueLabel(v));
+  std::function<int(const Value *)> bufferFor = [&](const Value *v) -> int {
+    auto it = bufOf.find(v);
+    if (it != bufOf.end())
+      return it->second;
+    const Value *s = storageOf(v);
+    AICF_CHECK(s != v, "value ", valueLabel(v), " has no buffer");
+    int src = bufferFor(s);
+    int b = add(v, BufferKind::Arena, v->type(), valueLabel(v));
+    p.buffers[b].kind =
+        p.buffers[src].kind == BufferKind::Output ? BufferKind::Arena : p.buffers[src].kind;
+    p.buffers[b].aliasOf =
+        p.buffers[src].aliasOf.empty() ? p.buffers[src].id : p.buffers[src].aliasOf;
+    return b;
+  };
+
+  // Steps.
+  std::vector<Lifetime> life;
+  auto touch = [&](int b, int step, bool def) {
+    const PlanBuffer &pb = p.buffers[b];
+    int owner = b;
+    if (!pb.aliasOf.empty())
+      for (size_t i = 0; i < p.buffers.size(); ++i)
+        if (p.buffers[i].id == pb.aliasOf)
+          owner = static_cast<int>(i);
+    if (life.size() < p.buffers.size())
+      life.resize(p.buffers.size(), Lifetime{1 << 30, -1});
+    Lifetime &l = life[owner];
+    if (def)
+      l.def = std::min(l.def, step);
+    l.lastUse = std::max(l.lastUse, step);
+  };
+  for (size_t s = 0; s < part.groups.size(); ++s) {
+    const KernelGroup &grp = part.groups[s];
+    std::string name = symbolFor(static_cast<int>(s), grp.kind);
+    kir::Kernel k = lowerGroup(grp, name, knobs);
+    PlanStep st;
+    st.kind = grp.kind;
+    st.kindId = name;
+    st.recipe = k.recipe;
+    for (const Value *v : grp.inputs)
+      st.inputs.push_back(p.buffers[bufferFor(v)].id);
+    for (const Value *v : grp.outputs)
+      st.outputs.push_back(p.buffers[bufferFor(v)].id);
+    if (grp.anchor) {
+      for (const auto &[key, val] : grp.anchor->attrs)
+        st.attrs[key] = formatAttr(val);
+      for (MemProperty pr : grp.anchor->props.list())
+        st.properties.push_back(propertyName(pr));
+    }
+    for (const auto &[axis, extent] : k.grid)
+      st.grid.push_back(extent);
+    st.threads = k.threads;
+    for (const kir::BufferP &b : k.allocs)
+      if (b->scope == kir::Scope::Shared)
+        st.sharedBytes += b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
+    st.knobs = k.knobs;
+    for (const Value *v : grp.inputs)
+      st.lowerBoundBytes += v->type().bytes();
+    for (const Value *v : grp.outputs)
+      st.lowerBoundBytes += v->type().bytes();
+    st.bytes = predictedBytes(grp, k);
+    st.flops = estimateFlops(grp);
+    for (const Node *n : grp.nodes)
+      for (const std::string &o : n->loc.origins)
+        if (std::find(st.origins.begin(), st.origins.end(), o) == st.origins.end())
+          st.origins.push_back(o);
+    p.steps.push_back(std::move(st));
+    m.kernels.push_back(std::move(k));
+  }
+  for (const auto &[src, outBuf] : copies) {
+    PlanStep st;
+    st.kind = "copy";
+    st.recipe = "runtime";
+    st.inputs.push_back(p.buffers[bufferFor(src)].id);
+    st.outputs.push_back(p.buffers[outBuf].id);
+    st.bytes = st.lowerBoundBytes = 2 * src->type().bytes();
+    p.steps.push_back(std::move(st));
+  }
+  life.resize(p.buffers.size(), Lifetime{1 << 30, -1});
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    index[p.buffers[i].id] = static_cast<int>(i);
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    for (const std::string &id : p.steps[s].inputs)
+      touch(index[id], static_cast<int>(s), false);
+    for (const std::string &id : p.steps[s].outputs)
+      touch(index[id], static_cast<int>(s), true);
+  }
+
+  // In place: a pointwise step may write its output over a same-typed arena input that dies
+  // at this step (each element is read before it is written, at the same index).
+  std::vector<int> shareWith(p.buffers.size(), -1);
+  for (size_t s = 0; s < m.kernels.size(); ++s) {
+    PlanStep &st = p.steps[s];
+    if (st.recipe != "pointwise" || st.outputs.size() != 1)
+      continue;
+    int o = index[st.outputs[0]];
+    const PlanBuffer &ob = p.buffers[o];
+    if (ob.kind != BufferKind::Arena || !ob.aliasOf.empty())
+      continue;
+    for (const std::string &id : st.inputs) {
+      int i = index[id];
+      const PlanBuffer &ib = p.buffers[i];
+      if (ib.kind == BufferKind::Arena && ib.aliasOf.empty() && ib.dtype == ob.dtype &&
+          ib.shape == ob.shape && life[i].lastUse == static_cast<int>(s) &&
+          life[i].def < static_cast<int>(s) &&
+          std::count(st.inputs.begin(), st.inputs.end(), id) == 1) {
+        shareWith[o] = i;
+        st.inPlace = true;
+        break;
+      }
+    }
+  }
+  planArena(p, life, shareWith);
+  for (PlanBuffer &b : p.buffers)
+    if (!b.aliasOf.empty() && b.kind == BufferKind::Arena)
+      b.offset = p.buffer(b.aliasOf)->offset;
+  p.layout = layoutString(p);
+
+  m.source = printHostSource(m.kernels);
+  m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n#include <omp.h>\n";
+  m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + p.layout + "\"; }\n";
+  m.source += "extern \"C\" void aicf_set_num_threads(int n) { omp_set_num_threads(n); }\n";
+  return m;
+}
+
+std::vector<uint8_t> packWeights(const Graph &g, const Plan &plan) {
+  std::vector<uint8_t> out(static_cast<size_t>(plan.weightsBytes), 0);
+  for (const Value *w : g.weights()) {
+    const PlanBuffer *b = nullptr;
+    for (const PlanBuffer &pb : plan.buffers)
+      if (pb.kind == BufferKind::Weight && pb.value == w->name())
+        b = &pb;
+    AICF_CHECK(b != nullptr, "weight ", w->name(), " is not in the plan");
+    const Tensor &t = *w->data();
+    std::copy(t.bytes().begin(), t.bytes().end(), out.begin() + b->offset);
+  }
+  return out;
+}
+
+namespace {
+void writeFile(const fs::path &p, const std::string &data) {
+  std::ofstream f(p, std::ios::binary);
+  if (!f || !f.write(data.data(), static_cast<std::streamsize>(data.size())) || !f.flush())
+    throw UserError(cat("cannot write ", p.string()), 1);
+}
+} // namespace
+
+void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions &opts,
+                    const std::string &outDir,
+                    const std::map<std::string, std::string> &extraFiles) {
+  fs::path out = fs::absolute(outDir).lexically_normal();
+  if (out.filename().empty())
+    out = out.parent_path();
+  fs::path tmp = out;
+  tmp += ".aicf-tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  try {
+    fs::create_directories(tmp);
+    HostBuildOptions hb;
+    hb.cpuArch = opts.cpuArch;
+    hb.extraFlags = "-s"; // no symbol table: the .so's bytes do not depend on the folder name
+    compileHostSource(m.source, (tmp / "kernels.cpp").string(), (tmp / "libmodel.so").string(), hb);
+    std::vector<uint8_t> weights = packWeights(g, m.plan);
+    writeFile(tmp / "weights.bin", std::string(weights.begin(), weights.end()));
+    std::ostringstream yaml;
+    m.plan.writeYaml(yaml);
+    writeFile(tmp / "plan.yaml", yaml.str());
+    for (const auto &[name, text] : extraFiles)
+      writeFile(tmp / name, text);
+    if (fs::exists(out)) {
+      if (!fs::is_directory(out))
+        throw UserError(cat("output ", out.string(), " exists and is not a folder"), 1);
+      fs::remove_all(out);
+    }
+    fs::rename(tmp, out);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+} // namespace aicf
+
+namespace aicf {
+
+void printPlanReport(std::ostream &os, const Plan &p) {
+  os << "== plan: " << p.steps.size() << " steps for " << p.target;
+  if (p.planFor != p.target)
+    os << " (the " << p.planFor << " plan, emulated)";
+  os << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-4s %-20s %-28s %-20s %12s %12s %6s %12s\n", "step", "kind",
+                "kernel", "recipe", "bytes", "lower bound", "ratio", "flops");
+  os << line;
+  int64_t bytes = 0, lower = 0, flops = 0;
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const PlanStep &st = p.steps[s];
+    std::snprintf(line, sizeof line, "%-4zu %-20s %-28s %-20s %12lld %12lld %6.2f %12lld\n", s,
+                  st.kind.c_str(), st.kindId.empty() ? "(runtime copy)" : st.kindId.c_str(),
+                  st.recipe.c_str(), static_cast<long long>(st.bytes),
+                  static_cast<long long>(st.lowerBoundBytes),
+                  st.lowerBoundBytes ? double(st.bytes) / double(st.lowerBoundBytes) : 1.0,
+                  static_cast<long long>(st.flops));
+    os << line;
+    bytes += st.bytes;
+    lower += st.lowerBoundBytes;
+    flops += st.flops;
+  }
+  os << "   total: " << bytes << " bytes moved by the kernels (" << lower
+     << " if each kernel touched its buffers once); model lower bound " << p.lowerBoundBytes
+     << " bytes (inputs + weights read once, outputs written once); " << flops << " FLOPs\n";
+  os << "   arena: " << p.arenaBytes << " bytes planned vs " << p.naiveArenaBytes
+     << " bytes for all intermediates without reuse; weights.bin " << p.weightsBytes << " bytes\n";
+}
+
+} // namespace aicf

@@ -1,0 +1,47 @@
+// From the rewritten graph to the output folder (DESIGN.md §6, §7):
+//   partition into kernel groups -> lower each to Kernel IR (recipes) -> memory plan -> print
+//   host C++ -> compile libmodel.so -> write weights.bin and plan.yaml.
+// The folder is written atomically: everything goes to a temporary sibling folder that is
+// renamed into place only when complete, so a failed compile leaves nothing that looks valid.
+#pragma once
+
+#include "codegen/kir.h"
+#include "codegen/plan.h"
+#include "ir/graph.h"
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+struct CompileOptions {
+  std::string target = "cpu";  // only "cpu" writes artifacts so far
+  std::string planFor = "cpu"; // whose plan the kernels follow (cpu or cuda:sm_XX emulation)
+  std::string cpuArch = "native";
+};
+
+struct CompiledModel {
+  Plan plan;
+  std::vector<kir::Kernel> kernels; // in step order (built-in copy steps have none)
+  std::string source;               // kernels.cpp
+};
+
+// Partitions, lowers and plans memory; no files are touched.
+CompiledModel buildModel(const Graph &g, const CompileOptions &opts);
+
+// Writes OUT/{kernels.cpp, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name ->
+// contents: graph.mcir, explain.yaml, report.txt) atomically.
+void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions &opts,
+                    const std::string &outDir,
+                    const std::map<std::string, std::string> &extraFiles = {});
+
+// A per-step table for --explain: kind, kernel, recipe, predicted bytes vs the compulsory lower
+// bound, FLOPs; then the arena (planned vs naive) and the model's totals.
+void printPlanReport(std::ostream &os, const Plan &plan);
+
+// The weights of `g` packed as in the plan (64-byte aligned, plan buffer offsets).
+std::vector<uint8_t> packWeights(const Graph &g, const Plan &plan);
+
+} // namespace aicf

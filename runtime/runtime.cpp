@@ -1,0 +1,379 @@
+// The aicf runtime (runtime/aicf_runtime.h): loads plan.yaml, weights.bin and libmodel.so,
+// validates every fact the kernels rely on, then runs the steps in plan order over one arena.
+#include "runtime/aicf_runtime.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+thread_local std::string lastError;
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename... Args>
+std::string cat(Args &&...args) {
+  std::ostringstream os;
+  (os << ... << std::forward<Args>(args));
+  return os.str();
+}
+
+int64_t dtypeBytes(const std::string &dt) {
+  static const std::map<std::string, int64_t> sizes = {
+      {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"i64", 8}, {"i32", 4}, {"i8", 1}, {"bool", 1}};
+  auto it = sizes.find(dt);
+  return it == sizes.end() ? -1 : it->second;
+}
+
+struct Buffer {
+  std::string id, value, kind, dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0, offset = 0;
+  std::string aliasOf;
+  int index = -1;
+  int storage = -1; // buffer whose memory this one uses (itself unless an alias)
+};
+
+using KernelFn = void (*)(void *const *);
+
+struct Step {
+  std::string kind, symbol;
+  KernelFn fn = nullptr;
+  std::vector<int> args; // buffer indices: inputs then outputs
+  size_t numInputs = 0;
+};
+
+// 64-byte aligned storage.
+struct Aligned {
+  void *ptr = nullptr;
+  explicit Aligned(size_t bytes) {
+    ptr = std::aligned_alloc(64, std::max<size_t>((bytes + 63) / 64 * 64, 64));
+    if (!ptr)
+      throw Error(cat("cannot allocate ", bytes, " bytes"));
+    std::memset(ptr, 0, std::max<size_t>((bytes + 63) / 64 * 64, 64));
+  }
+  ~Aligned() { std::free(ptr); }
+  Aligned(const Aligned &) = delete;
+  Aligned &operator=(const Aligned &) = delete;
+};
+
+} // namespace
+
+struct aicf_model {
+  std::string dir;
+  std::vector<Buffer> buffers;
+  std::vector<Step> steps;
+  std::vector<int> inputs, outputs; // buffer index per io position
+  std::unique_ptr<Aligned> weights, arena;
+  int64_t weightsBytes = 0, arenaBytes = 0;
+  void *so = nullptr;
+  void (*setThreads)(int) = nullptr;
+  std::vector<void *> ptrs; // per buffer, filled per run
+  ~aicf_model() {
+    if (so)
+      dlclose(so);
+  }
+};
+
+namespace {
+
+std::vector<int64_t> readShape(const YAML::Node &n, const std::string &what) {
+  if (!n || !n.IsSequence())
+    throw Error(cat(what, ": shape must be a list"));
+  if (n.size() > AICF_MAX_RANK)
+    throw Error(cat(what, ": rank ", n.size(), " exceeds ", AICF_MAX_RANK));
+  std::vector<int64_t> s;
+  for (const YAML::Node &d : n) {
+    int64_t v = d.as<int64_t>();
+    if (v < 0 || v > (int64_t(1) << 40))
+      throw Error(cat(what, ": bad dimension ", v));
+    s.push_back(v);
+  }
+  return s;
+}
+
+void load(aicf_model &m) {
+  std::string planPath = m.dir + "/plan.yaml";
+  YAML::Node plan;
+  try {
+    plan = YAML::LoadFile(planPath);
+  } catch (const YAML::BadFile &) {
+    throw Error(cat("cannot open ", planPath));
+  } catch (const YAML::Exception &e) {
+    throw Error(cat(planPath, ": not valid YAML: ", e.what()));
+  }
+  try {
+    if (!plan.IsMap() || !plan["schema"] || plan["schema"].as<std::string>() != "aicf-plan/1")
+      throw Error("unsupported schema (expected aicf-plan/1)");
+    m.weightsBytes = plan["weights"]["bytes"].as<int64_t>();
+    m.arenaBytes = plan["arena"]["bytes"].as<int64_t>();
+    if (m.weightsBytes < 0 || m.arenaBytes < 0)
+      throw Error("negative weights or arena size");
+    std::map<std::string, int> byId;
+    for (const YAML::Node &b : plan["buffers"]) {
+      Buffer buf;
+      buf.id = b["id"].as<std::string>();
+      buf.value = b["value"].as<std::string>();
+      buf.kind = b["kind"].as<std::string>();
+      buf.dtype = b["dtype"].as<std::string>();
+      buf.shape = readShape(b["shape"], "buffer " + buf.id);
+      buf.bytes = b["bytes"].as<int64_t>();
+      if (b["offset"])
+        buf.offset = b["offset"].as<int64_t>();
+      if (b["alias_of"])
+        buf.aliasOf = b["alias_of"].as<std::string>();
+      if (b["index"])
+        buf.index = b["index"].as<int>();
+      int64_t elem = dtypeBytes(buf.dtype);
+      if (elem < 0)
+        throw Error(cat("buffer ", buf.id, ": unknown dtype '", buf.dtype, "'"));
+      int64_t numel = 1;
+      for (int64_t d : buf.shape)
+        numel *= d;
+      if (numel * elem != buf.bytes)
+        throw Error(cat("buffer ", buf.id, ": ", buf.bytes, " bytes do not match its shape"));
+      if (byId.count(buf.id))
+        throw Error(cat("buffer ", buf.id, " defined twice"));
+      byId[buf.id] = static_cast<int>(m.buffers.size());
+      m.buffers.push_back(buf);
+    }
+    for (size_t i = 0; i < m.buffers.size(); ++i) {
+      Buffer &b = m.buffers[i];
+      b.storage = static_cast<int>(i);
+      if (!b.aliasOf.empty()) {
+        auto it = byId.find(b.aliasOf);
+        if (it == byId.end())
+          throw Error(cat("buffer ", b.id, " aliases unknown buffer ", b.aliasOf));
+        const Buffer &src = m.buffers[it->second];
+        if (!src.aliasOf.empty() || src.bytes != b.bytes)
+          throw Error(cat("buffer ", b.id, ": bad alias of ", b.aliasOf));
+        b.storage = it->second;
+        continue;
+      }
+      if (b.kind == "arena") {
+        if (b.offset < 0 || b.offset + b.bytes > m.arenaBytes)
+          throw Error(cat("buffer ", b.id, " lies outside the arena"));
+      } else if (b.kind == "weight") {
+        if (b.offset < 0 || b.offset + b.bytes > m.weightsBytes)
+          throw Error(cat("buffer ", b.id, " lies outside weights.bin"));
+      } else if (b.kind == "input" || b.kind == "output") {
+        auto &list = b.kind == "input" ? m.inputs : m.outputs;
+        if (b.index < 0 || b.index > 4096)
+          throw Error(cat("buffer ", b.id, ": bad ", b.kind, " index"));
+        if (list.size() <= static_cast<size_t>(b.index))
+          list.resize(static_cast<size_t>(b.index) + 1, -1);
+        if (list[b.index] >= 0)
+          throw Error(cat(b.kind, " ", b.index, " defined twice"));
+        list[b.index] = static_cast<int>(i);
+      } else {
+        throw Error(cat("buffer ", b.id, ": unknown kind '", b.kind, "'"));
+      }
+    }
+    for (int i : m.inputs)
+      if (i < 0)
+        throw Error("an input index is missing");
+    for (int i : m.outputs)
+      if (i < 0)
+        throw Error("an output index is missing");
+
+    // The kernels.
+    std::string soPath = m.dir + "/libmodel.so";
+    m.so = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!m.so)
+      throw Error(cat("cannot load ", soPath, ": ", dlerror()));
+    auto layoutFn = reinterpret_cast<const char *(*)()>(dlsym(m.so, "aicf_layout"));
+    m.setThreads = reinterpret_cast<void (*)(int)>(dlsym(m.so, "aicf_set_num_threads"));
+    if (!layoutFn || !m.setThreads)
+      throw Error(cat(soPath, " is not an aicf model library"));
+    std::string layout;
+    for (const YAML::Node &s : plan["steps"]) {
+      Step st;
+      st.kind = s["kind"].as<std::string>();
+      st.symbol = s["kind_id"].as<std::string>();
+      for (const char *key : {"inputs", "outputs"}) {
+        for (const YAML::Node &id : s[key]) {
+          auto it = byId.find(id.as<std::string>());
+          if (it == byId.end())
+            throw Error(cat("step ", st.symbol, " uses unknown buffer ", id.as<std::string>()));
+          st.args.push_back(it->second);
+        }
+        if (std::string(key) == "inputs")
+          st.numInputs = st.args.size();
+      }
+      if (st.kind == "copy" && st.symbol.empty()) {
+        if (st.args.size() != 2 || m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
+          throw Error("a copy step needs one input and one output of equal size");
+      } else {
+        st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
+        if (!st.fn)
+          throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
+        layout += st.symbol + ":";
+        for (size_t a = 0; a < st.args.size(); ++a)
+          layout += (a ? "," : "") + std::to_string(m.buffers[st.args[a]].bytes);
+        layout += ";";
+      }
+      m.steps.push_back(st);
+    }
+    if (layout != layoutFn())
+      throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
+                      " (was the plan edited?)"));
+  } catch (const YAML::Exception &e) {
+    throw Error(cat(planPath, ": ", e.what()));
+  } catch (const Error &e) {
+    throw Error(cat(planPath, ": ", e.what()));
+  }
+
+  // Weights, read whole and checked for size.
+  std::string wPath = m.dir + "/weights.bin";
+  std::ifstream f(wPath, std::ios::binary | std::ios::ate);
+  if (!f)
+    throw Error(cat("cannot open ", wPath));
+  int64_t size = static_cast<int64_t>(f.tellg());
+  if (size != m.weightsBytes)
+    throw Error(cat(wPath, ": ", size, " bytes, plan.yaml says ", m.weightsBytes,
+                    " (truncated or wrong file)"));
+  m.weights = std::make_unique<Aligned>(static_cast<size_t>(size));
+  f.seekg(0);
+  if (size > 0 && !f.read(static_cast<char *>(m.weights->ptr), size))
+    throw Error(cat("cannot read ", wPath));
+  m.arena = std::make_unique<Aligned>(static_cast<size_t>(m.arenaBytes));
+  m.ptrs.assign(m.buffers.size(), nullptr);
+}
+
+int fail(const std::string &msg) {
+  lastError = msg;
+  return 1;
+}
+
+int runImpl(aicf_model *m, const void *const *inputs, void *const *outputs, double *times) {
+  if (!m)
+    return fail("aicf_run: null model");
+  if ((!inputs && !m->inputs.empty()) || (!outputs && !m->outputs.empty()))
+    return fail("aicf_run: null input or output array");
+  for (size_t i = 0; i < m->buffers.size(); ++i) {
+    const Buffer &b = m->buffers[i];
+    if (b.storage != static_cast<int>(i))
+      continue;
+    if (b.kind == "input")
+      m->ptrs[i] = const_cast<void *>(inputs[b.index]);
+    else if (b.kind == "output")
+      m->ptrs[i] = outputs[b.index];
+    else if (b.kind == "weight")
+      m->ptrs[i] = static_cast<char *>(m->weights->ptr) + b.offset;
+    else
+      m->ptrs[i] = static_cast<char *>(m->arena->ptr) + b.offset;
+    if (!m->ptrs[i])
+      return fail(cat("aicf_run: ", b.kind, " '", b.value, "' is a null pointer"));
+  }
+  for (size_t i = 0; i < m->buffers.size(); ++i)
+    m->ptrs[i] = m->ptrs[m->buffers[i].storage];
+  std::vector<void *> args;
+  for (size_t s = 0; s < m->steps.size(); ++s) {
+    const Step &st = m->steps[s];
+    auto t0 = std::chrono::steady_clock::now();
+    if (!st.fn) {
+      std::memmove(m->ptrs[st.args[1]], m->ptrs[st.args[0]],
+                   static_cast<size_t>(m->buffers[st.args[0]].bytes));
+    } else {
+      args.clear();
+      for (int a : st.args)
+        args.push_back(m->ptrs[a]);
+      st.fn(args.data());
+    }
+    if (times)
+      times[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  lastError.clear();
+  return 0;
+}
+
+int info(const aicf_model *m, const std::vector<int> &list, int i, aicf_tensor_info *out) {
+  if (!m || !out || i < 0 || i >= static_cast<int>(list.size()))
+    return fail(cat("tensor index ", i, " out of range"));
+  const Buffer &b = m->buffers[list[i]];
+  out->name = b.value.c_str();
+  out->dtype = b.dtype.c_str();
+  out->rank = static_cast<int>(b.shape.size());
+  for (int d = 0; d < AICF_MAX_RANK; ++d)
+    out->shape[d] = d < out->rank ? b.shape[d] : 0;
+  out->bytes = static_cast<size_t>(b.bytes);
+  return 0;
+}
+
+} // namespace
+
+extern "C" {
+
+aicf_model *aicf_open(const char *dir) {
+  if (!dir) {
+    lastError = "aicf_open: null path";
+    return nullptr;
+  }
+  auto m = std::make_unique<aicf_model>();
+  m->dir = dir;
+  try {
+    load(*m);
+  } catch (const std::exception &e) {
+    lastError = e.what();
+    return nullptr;
+  }
+  lastError.clear();
+  return m.release();
+}
+
+void aicf_close(aicf_model *m) {
+  delete m;
+}
+const char *aicf_last_error(void) {
+  return lastError.c_str();
+}
+int aicf_num_inputs(const aicf_model *m) {
+  return m ? static_cast<int>(m->inputs.size()) : 0;
+}
+int aicf_num_outputs(const aicf_model *m) {
+  return m ? static_cast<int>(m->outputs.size()) : 0;
+}
+int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out) {
+  return m ? info(m, m->inputs, i, out) : fail("null model");
+}
+int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out) {
+  return m ? info(m, m->outputs, i, out) : fail("null model");
+}
+int aicf_set_num_threads(aicf_model *m, int n) {
+  if (!m || n < 1)
+    return fail("aicf_set_num_threads: need a model and n >= 1");
+  m->setThreads(n);
+  return 0;
+}
+int aicf_run(aicf_model *m, const void *const *inputs, void *const *outputs) {
+  return runImpl(m, inputs, outputs, nullptr);
+}
+int aicf_num_steps(const aicf_model *m) {
+  return m ? static_cast<int>(m->steps.size()) : 0;
+}
+const char *aicf_step_kind(const aicf_model *m, int s) {
+  return m && s >= 0 && s < aicf_num_steps(m) ? m->steps[s].kind.c_str() : "";
+}
+const char *aicf_step_symbol(const aicf_model *m, int s) {
+  return m && s >= 0 && s < aicf_num_steps(m) ? m->steps[s].symbol.c_str() : "";
+}
+int aicf_run_profiled(aicf_model *m, const void *const *inputs, void *const *outputs,
+                      double *step_seconds) {
+  return runImpl(m, inputs, outputs, step_seconds);
+}
+
+} // extern "C"

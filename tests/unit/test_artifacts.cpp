@@ -1,0 +1,220 @@
+// End-to-end: every testdata model compiled to an output folder (kernels.cpp, libmodel.so,
+// weights.bin, plan.yaml) and run through the runtime's C API matches PyTorch's outputs
+// (f32: |got - want| <= 1e-4 + 1e-4*|want|). Compiling twice into different folders gives
+// byte-identical files. A tampered plan, a truncated weights file and a missing kernel are
+// errors from aicf_open, never crashes.
+#include "codegen/compile.h"
+#include "frontend/onnx_importer.h"
+#include "ir/npy.h"
+#include "passes/pass.h"
+#include "runtime/aicf_runtime.h"
+#include "support/cli_util.h"
+#include "support/diagnostics.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+
+namespace {
+
+fs::path scratch() {
+  static fs::path dir = fs::temp_directory_path() / cat("aicf_artifacts_", ::getpid());
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::unique_ptr<Graph> compiledGraph(const fs::path &dir) {
+  ImportOptions opts;
+  std::ifstream f(dir / "args.txt");
+  std::string flag, value;
+  while (f >> flag >> value) {
+    if (flag == "--dim")
+      opts.dimParams.insert(parseDimFlag(value));
+    else if (flag == "--shape")
+      opts.inputShapes.insert(parseShapeFlag(value));
+  }
+  std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), opts);
+  PassManager pm;
+  buildDefaultPipeline(pm);
+  PassContext ctx;
+  pm.run(*g, ctx);
+  return g;
+}
+
+std::string readAll(const fs::path &p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void writeAll(const fs::path &p, const std::string &s) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << s;
+}
+
+// Runs OUT on the model's stored inputs and compares with the stored outputs.
+void runAndCompare(const fs::path &out, const fs::path &modelDir) {
+  aicf_model *m = aicf_open(out.string().c_str());
+  REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
+  std::vector<Tensor> ins, outs;
+  std::vector<const void *> inPtrs;
+  std::vector<void *> outPtrs;
+  for (int i = 0; i < aicf_num_inputs(m); ++i) {
+    aicf_tensor_info info;
+    REQUIRE(aicf_input_info(m, i, &info) == 0);
+    ins.push_back(readNpy((modelDir / "inputs" / (std::string(info.name) + ".npy")).string()));
+    REQUIRE(static_cast<size_t>(ins.back().byteSize()) == info.bytes);
+  }
+  for (const Tensor &t : ins)
+    inPtrs.push_back(t.raw());
+  std::vector<std::string> names;
+  for (int i = 0; i < aicf_num_outputs(m); ++i) {
+    aicf_tensor_info info;
+    REQUIRE(aicf_output_info(m, i, &info) == 0);
+    names.push_back(info.name);
+    outs.emplace_back(readNpy((modelDir / "outputs" / (names.back() + ".npy")).string()).type());
+  }
+  for (Tensor &t : outs)
+    outPtrs.push_back(t.raw());
+  REQUIRE_MESSAGE(aicf_run(m, inPtrs.data(), outPtrs.data()) == 0, aicf_last_error());
+  aicf_close(m);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Tensor want = readNpy((modelDir / "outputs" / (names[k] + ".npy")).string());
+    double worst = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      double err = std::fabs(outs[k].getDouble(i) - want.getDouble(i));
+      worst = std::max(worst, err);
+      bad += err <= 1e-4 + 1e-4 * std::fabs(want.getDouble(i)) ? 0 : 1;
+    }
+    MESSAGE(modelDir.filename().string(), " ", names[k], ": max abs error ", worst);
+    CHECK_MESSAGE(bad == 0, bad, " elements of ", names[k], " outside tolerance");
+  }
+}
+
+std::vector<fs::path> modelDirs() {
+  std::vector<fs::path> dirs;
+  for (const auto &e : fs::directory_iterator(fs::path(AICF_TESTDATA) / "models"))
+    if (fs::exists(e.path() / "model.onnx"))
+      dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+} // namespace
+
+TEST_CASE("artifacts: every testdata model compiles for the host and matches its references") {
+  for (const fs::path &dir : modelDirs()) {
+    CAPTURE(dir.filename().string());
+    std::unique_ptr<Graph> g = compiledGraph(dir);
+    CompileOptions opts;
+    CompiledModel cm = buildModel(*g, opts);
+    CHECK(cm.plan.arenaBytes <= cm.plan.naiveArenaBytes);
+    fs::path out = scratch() / dir.filename();
+    writeArtifacts(*g, cm, opts, out.string());
+    for (const char *f : {"kernels.cpp", "libmodel.so", "weights.bin", "plan.yaml"})
+      CHECK(fs::exists(out / f));
+    runAndCompare(out, dir);
+  }
+}
+
+TEST_CASE("artifacts: compiling twice into different folders gives identical bytes") {
+  fs::path dir = fs::path(AICF_TESTDATA) / "models" / "mlp_op13";
+  fs::path a = scratch() / "det_a", b = scratch() / "det_b_other_name";
+  for (const fs::path &out : {a, b}) {
+    std::unique_ptr<Graph> g = compiledGraph(dir);
+    CompileOptions opts;
+    writeArtifacts(*g, buildModel(*g, opts), opts, out.string());
+  }
+  for (const char *f : {"kernels.cpp", "libmodel.so", "weights.bin", "plan.yaml"}) {
+    CAPTURE(f);
+    CHECK(readAll(a / f) == readAll(b / f));
+  }
+}
+
+TEST_CASE("artifacts: the runtime refuses tampered or truncated folders with a clear error") {
+  fs::path dir = fs::path(AICF_TESTDATA) / "models" / "mlp_op13";
+  fs::path good = scratch() / "tamper_src";
+  {
+    std::unique_ptr<Graph> g = compiledGraph(dir);
+    CompileOptions opts;
+    writeArtifacts(*g, buildModel(*g, opts), opts, good.string());
+  }
+  auto variant = [&](const std::string &name) {
+    fs::path p = scratch() / name;
+    fs::remove_all(p);
+    fs::copy(good, p);
+    return p;
+  };
+  auto expectError = [](const fs::path &p, const std::string &needle) {
+    aicf_model *m = aicf_open(p.string().c_str());
+    CHECK(m == nullptr);
+    std::string err = aicf_last_error();
+    CAPTURE(err);
+    CHECK(err.find(needle) != std::string::npos);
+    aicf_close(m);
+  };
+  std::string plan = readAll(good / "plan.yaml");
+
+  // weights.bin cut short.
+  fs::path t = variant("truncated");
+  std::string w = readAll(t / "weights.bin");
+  writeAll(t / "weights.bin", w.substr(0, w.size() / 2));
+  expectError(t, "truncated or wrong file");
+
+  // A buffer's shape edited: its byte count no longer matches.
+  fs::path s = variant("shape");
+  std::string p2 = plan;
+  size_t buffers = plan.find("buffers:");
+  REQUIRE(buffers != std::string::npos);
+  size_t at = p2.find("shape: [8, 64]", buffers);
+  REQUIRE(at != std::string::npos);
+  p2.replace(at, 14, "shape: [9, 64]");
+  writeAll(s / "plan.yaml", p2);
+  expectError(s, "do not match its shape");
+
+  // Shape and bytes edited consistently: the kernels were compiled for other sizes.
+  fs::path l = variant("layout");
+  std::string p3 = plan;
+  at = p3.find("shape: [8, 64], bytes: 2048", buffers);
+  REQUIRE(at != std::string::npos);
+  p3.replace(at, 27, "shape: [9, 64], bytes: 2304");
+  writeAll(l / "plan.yaml", p3);
+  expectError(l, "do not match the kernels");
+
+  // An arena offset pushed past the arena.
+  fs::path o = variant("offset");
+  std::string p4 = plan;
+  at = p4.find("kind: arena", buffers);
+  if (at != std::string::npos) {
+    size_t off = p4.find("offset: ", at);
+    size_t end = p4.find_first_of(",}", off);
+    p4.replace(off, end - off, "offset: 999999999");
+    writeAll(o / "plan.yaml", p4);
+    expectError(o, "lies outside the arena");
+  }
+
+  // Not YAML / wrong schema / missing library.
+  fs::path y = variant("yaml");
+  writeAll(y / "plan.yaml", "{{{ not yaml");
+  expectError(y, "plan.yaml");
+  fs::path sc = variant("schema");
+  std::string p5 = plan;
+  p5.replace(p5.find("aicf-plan/1"), 11, "aicf-plan/9");
+  writeAll(sc / "plan.yaml", p5);
+  expectError(sc, "unsupported schema");
+  fs::path so = variant("noso");
+  fs::remove(so / "libmodel.so");
+  expectError(so, "cannot load");
+  expectError(scratch() / "does_not_exist", "cannot open");
+}
