@@ -1,16 +1,21 @@
 // aicf-bench-matmul: how fast is a GEMM written in Kernel IR once the host printer spells it?
-// Builds a tiled GEMM by hand (the shape the tiled_contraction recipe produces for a host
-// plan): a grid over BMxBN output tiles, one "thread" per block owning the whole tile, a K loop
-// staging A and B tiles into shared memory through a region copy, barrier, mma_tile, barrier,
-// and an epilogue region storing C. The kernel is printed, compiled with the system compiler
-// (as the runtime does), checked against a double-precision reference and timed: median
-// GFLOP/s over --reps runs with 1 and with 2 OpenMP threads.
+// By default the kernel is what the compiler itself produces: a graph `matmul(a, b)` lowered by
+// the tiled_contraction recipe with its host-plan defaults. With --hand it is a tiled GEMM
+// built by hand, for tuning the micro-kernel and tile sizes: a grid over BMxBN output tiles, one
+// "thread" per block owning the whole tile, a K loop staging A and B tiles into shared memory
+// through a region copy, barrier, mma_tile, barrier, and an epilogue region storing C. The kernel
+// is printed, compiled with the system compiler (as the runtime does), checked against a
+// double-precision reference and timed: median GFLOP/s over --reps runs with 1 and with 2 OpenMP
+// threads.
 //
-//   aicf-bench-matmul [--m 256 --n 1024 --k 1024] [--bm 256 --bn 256 --bk 256] [--reps 9]
-//                     [--mr 8 --nv 2 --pack 8192] [--emit] [--keep DIR]
+//   aicf-bench-matmul [--m 256 --n 1024 --k 1024] [--reps 9] [--emit] [--keep DIR]
+//                     [--hand [--bm 256 --bn 256 --bk 256] [--mr 8 --nv 2 --pack 8192]]
+#include "codegen/fusion.h"
 #include "codegen/host_build.h"
 #include "codegen/host_printer.h"
 #include "codegen/kir.h"
+#include "codegen/lower.h"
+#include "ir/graph.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 
@@ -37,8 +42,23 @@ struct Flags {
   int reps = 9;
   int mr = 8, nv = 2, pack = 8192; // micro-kernel shape (printer macros)
   bool emit = false;
+  bool hand = false;
   std::string keep;
 };
+
+// The compiler's own kernel for matmul(a [M,K], b [K,N]) on the host plan.
+Kernel recipeKernel(const Flags &f) {
+  Graph g("bench");
+  Value *a = g.addInput("a", TensorType(DType::F32, {f.m, f.k}));
+  Value *b = g.addInput("b", TensorType(DType::F32, {f.k, f.n}));
+  g.setOutputs({g.createNode(Op::MatMul, {a, b})->result()});
+  Partition part = partitionGraph(g);
+  if (part.groups.size() != 1)
+    throw UserError(cat("expected one kernel group, got ", part.groups.size()));
+  Knobs knobs;
+  knobs.planFor = "cpu";
+  return lowerGroup(part.groups[0], "gemm", knobs);
+}
 
 BufferP mkBuf(const std::string &name, std::vector<int64_t> shape, Scope scope,
               Role role = Role::Temp) {
@@ -105,9 +125,9 @@ std::vector<float> pseudoRandom(size_t n, uint32_t seed) {
 int run(const Flags &f) {
   if (f.reps < 1 || f.m < 1 || f.n < 1 || f.k < 1 || f.bm < 1 || f.bn < 1 || f.bk < 1)
     throw UserError("sizes, tile sizes and --reps must be positive");
-  if (f.m % f.bm || f.n % f.bn || f.k % f.bk)
+  if (f.hand && (f.m % f.bm || f.n % f.bn || f.k % f.bk))
     throw UserError(cat("--bm/--bn/--bk must divide --m/--n/--k (", f.m, "x", f.n, "x", f.k, ")"));
-  Kernel kernel = gemmKernel(f);
+  Kernel kernel = f.hand ? gemmKernel(f) : recipeKernel(f);
   if (std::vector<std::string> errs = verifyKernel(kernel); !errs.empty())
     throw UserError(errs.front());
   if (f.emit)
@@ -162,11 +182,13 @@ int run(const Flags &f) {
       std::printf("threads %d: median %.3f ms  %.1f GFLOP/s  (min %.3f ms, %d runs)\n", threads,
                   med * 1e3, flops / med / 1e9, secs.front() * 1e3, f.reps);
     }
-    std::printf("gemm %lldx%lldx%lld  BM=%lld BN=%lld BK=%lld  MR=%d NV=%d pack=%d  max err %.2e\n",
+    std::string knobs;
+    for (const auto &[name, value] : kernel.knobs)
+      knobs += cat(knobs.empty() ? "" : " ", name, "=", value);
+    std::printf("gemm %lldx%lldx%lld (%s kernel)  %s  MR=%d NV=%d pack=%d  max err %.2e\n",
                 static_cast<long long>(f.m), static_cast<long long>(f.n),
-                static_cast<long long>(f.k), static_cast<long long>(f.bm),
-                static_cast<long long>(f.bn), static_cast<long long>(f.bk), f.mr, f.nv, f.pack,
-                maxErr);
+                static_cast<long long>(f.k), f.hand ? "hand-built" : "tiled_contraction recipe",
+                knobs.c_str(), f.mr, f.nv, f.pack, maxErr);
   }
   if (f.keep.empty()) {
     std::error_code ec;
@@ -194,6 +216,8 @@ int main(int argc, char **argv) {
   app.add_option("--pack", f.pack, "B panel pack buffer in floats, 0 = no packing")
       ->capture_default_str();
   app.add_flag("--emit", f.emit, "print the kernel's Kernel IR");
+  app.add_flag("--hand", f.hand,
+               "time the hand-built GEMM (--bm/--bn/--bk) instead of the recipe's");
   app.add_option("--keep", f.keep, "keep gemm.cpp / gemm.so in DIR");
   CLI11_PARSE(app, argc, argv);
   return runTool([&] { return run(f); });
