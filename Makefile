@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance bench-matmul clean
+.PHONY: all build demo test format conformance bench-matmul bench clean
 
 all: build
 
@@ -16,13 +16,19 @@ test:
 format:
 	git ls-files --cached --others --exclude-standard -- '*.cpp' '*.h' | xargs clang-format -i
 
-# The ONNX backend node tests (libonnx-testdata) by op: passed / failed / unsupported.
+# The ONNX backend node tests (libonnx-testdata) by op: passed (interpreted) / host (also
+# through the host target) / failed / unsupported; both suites also check their lists.
 conformance: build
-	AICF_CONFORMANCE_TABLE=1 build/tests/aicf_unit -tc='onnx node tests*' --no-intro
+	AICF_CONFORMANCE_TABLE=1 build/tests/aicf_unit -tc='onnx node tests*,conformance host*' --no-intro
 
 # Host GEMM throughput of the tiled contraction kernel (256x1024x1024), 1 and 2 threads.
 bench-matmul: build
 	build/aicf-bench-matmul --reps 21
+
+# aicf vs onnxruntime / TVM / IREE on the testdata models (sets up bench/.venv from PyPI):
+# bench/results.md and bench/latency_ratio.png. Not part of `make test`.
+bench:
+	scripts/bench.sh
 
 clean:
 	rm -rf build build-asan
