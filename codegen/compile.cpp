@@ -3,6 +3,8 @@
 // so ids and offsets are deterministic.
 #include "codegen/compile.h"
 
+#include "codegen/cuda_build.h"
+#include "codegen/cuda_printer.h"
 #include "codegen/fusion.h"
 #include "codegen/host_build.h"
 #include "codegen/host_printer.h"
@@ -234,6 +236,8 @@ CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
     for (const kir::BufferP &b : k.allocs)
       if (b->scope == kir::Scope::Shared)
         st.sharedBytes += b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
+    if (isCudaTarget(opts.target))
+      st.dynamicSharedBytes = cudaDynamicSharedBytes(k);
     st.knobs = k.knobs;
     for (const Value *v : grp.inputs)
       st.lowerBoundBytes += v->type().bytes();
@@ -298,11 +302,35 @@ CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
       b.offset = p.buffer(b.aliasOf)->offset;
   p.layout = layoutString(p);
 
+  if (isCudaTarget(opts.target)) {
+    m.source = printCudaSource(m.kernels, cudaArchOf(opts.target));
+    m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n";
+    m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + p.layout + "\"; }\n";
+    return m;
+  }
   m.source = printHostSource(m.kernels);
   m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n#include <omp.h>\n";
   m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + p.layout + "\"; }\n";
   m.source += "extern \"C\" void aicf_set_num_threads(int n) { omp_set_num_threads(n); }\n";
   return m;
+}
+
+bool isCudaTarget(const std::string &target) {
+  return target.rfind("cuda:", 0) == 0;
+}
+
+Plan compileCudaModel(const CompiledModel &m, const std::string &dir, std::string *ptxasReport) {
+  AICF_CHECK(isCudaTarget(m.plan.target), "compileCudaModel: target ", m.plan.target);
+  CudaBuildOptions cb;
+  cb.arch = cudaArchOf(m.plan.target);
+  fs::path d(dir);
+  std::string report =
+      compileCudaSource(m.source, (d / "kernels.cu").string(), (d / "libmodel.so").string(), cb);
+  Plan plan = m.plan;
+  recordPtxas(plan, parsePtxasReport(report), plan.target);
+  if (ptxasReport)
+    *ptxasReport = report;
+  return plan;
 }
 
 std::vector<uint8_t> packWeights(const Graph &g, const Plan &plan) {
@@ -339,14 +367,20 @@ void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions
   fs::remove_all(tmp, ec);
   try {
     fs::create_directories(tmp);
-    HostBuildOptions hb;
-    hb.cpuArch = opts.cpuArch;
-    hb.extraFlags = "-s"; // no symbol table: the .so's bytes do not depend on the folder name
-    compileHostSource(m.source, (tmp / "kernels.cpp").string(), (tmp / "libmodel.so").string(), hb);
-    std::vector<uint8_t> weights = packWeights(g, m.plan);
+    Plan plan = m.plan;
+    if (isCudaTarget(m.plan.target)) {
+      plan = compileCudaModel(m, tmp.string()); // kernels.cu, libmodel.so, ptxas figures
+    } else {
+      HostBuildOptions hb;
+      hb.cpuArch = opts.cpuArch;
+      hb.extraFlags = "-s"; // no symbol table: the .so's bytes do not depend on the folder name
+      compileHostSource(m.source, (tmp / "kernels.cpp").string(), (tmp / "libmodel.so").string(),
+                        hb);
+    }
+    std::vector<uint8_t> weights = packWeights(g, plan);
     writeFile(tmp / "weights.bin", std::string(weights.begin(), weights.end()));
     std::ostringstream yaml;
-    m.plan.writeYaml(yaml);
+    plan.writeYaml(yaml);
     writeFile(tmp / "plan.yaml", yaml.str());
     for (const auto &[name, text] : extraFiles)
       writeFile(tmp / name, text);

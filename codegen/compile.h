@@ -17,7 +17,7 @@
 namespace aicf {
 
 struct CompileOptions {
-  std::string target = "cpu";  // only "cpu" writes artifacts so far
+  std::string target = "cpu";  // "cpu" or "cuda:sm_XX" (kernels.cu built by nvcc)
   std::string planFor = "cpu"; // whose plan the kernels follow (cpu or cuda:sm_XX emulation)
   std::string cpuArch = "native";
 };
@@ -25,17 +25,26 @@ struct CompileOptions {
 struct CompiledModel {
   Plan plan;
   std::vector<kir::Kernel> kernels; // in step order (built-in copy steps have none)
-  std::string source;               // kernels.cpp
+  std::string source;               // kernels.cpp (host) or kernels.cu (CUDA targets)
 };
+
+// "cuda:..." targets print CUDA and build with nvcc; "cpu" prints host C++.
+bool isCudaTarget(const std::string &target);
 
 // Partitions, lowers and plans memory; no files are touched.
 CompiledModel buildModel(const Graph &g, const CompileOptions &opts);
 
-// Writes OUT/{kernels.cpp, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name ->
-// contents: graph.mcir, explain.yaml, report.txt) atomically.
+// Writes OUT/{kernels.cpp | kernels.cu, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name
+// -> contents: graph.mcir, explain.yaml, report.txt) atomically.
 void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions &opts,
                     const std::string &outDir,
                     const std::map<std::string, std::string> &extraFiles = {});
+
+// CUDA targets: writes DIR/kernels.cu, builds DIR/libmodel.so with nvcc and returns the plan
+// with each kernel's ptxas figures recorded (hints.ptxas), checked against the target's limits
+// (UserError naming the kernel and the limit). `ptxasReport`, if given, receives nvcc's output.
+Plan compileCudaModel(const CompiledModel &m, const std::string &dir,
+                      std::string *ptxasReport = nullptr);
 
 // A per-step table for --explain: kind, kernel, recipe, predicted bytes vs the compulsory lower
 // bound, FLOPs; then the arena (planned vs naive) and the model's totals.

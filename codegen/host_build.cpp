@@ -21,9 +21,7 @@
 extern char **environ;
 
 namespace aicf {
-namespace {
 
-// Runs argv[0] (searched in PATH) with argv; returns its exit status and combined output.
 int runCapture(const std::vector<std::string> &argv, std::string &output) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
@@ -62,8 +60,6 @@ int runCapture(const std::vector<std::string> &argv, std::string &output) {
     return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
-
-} // namespace
 
 std::string compileHostSource(const std::string &source, const std::string &cppPath,
                               const std::string &soPath, const HostBuildOptions &opts) {

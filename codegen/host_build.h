@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace aicf {
 
@@ -14,6 +15,10 @@ struct HostBuildOptions {
   std::string compiler = "c++";
   std::string extraFlags;
 };
+
+// Runs argv[0] (searched in PATH; no shell) with argv; returns its exit status and appends its
+// combined stdout and stderr to `output`. UserError if it cannot be started.
+int runCapture(const std::vector<std::string> &argv, std::string &output);
 
 // Writes `source` to `cppPath` and compiles it to `soPath`. Returns the compiler's output.
 std::string compileHostSource(const std::string &source, const std::string &cppPath,

@@ -131,6 +131,8 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "block" << YAML::Value << YAML::Flow << YAML::BeginSeq << s.threads
       << YAML::EndSeq;
     y << YAML::Key << "shared_bytes" << YAML::Value << s.sharedBytes;
+    if (s.dynamicSharedBytes)
+      y << YAML::Key << "dynamic_shared_bytes" << YAML::Value << s.dynamicSharedBytes;
     y << YAML::EndMap;
     y << YAML::Key << "constraints" << YAML::Value << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "in_place" << YAML::Value << s.inPlace;
@@ -147,6 +149,15 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "lower_bound_bytes" << YAML::Value << s.lowerBoundBytes;
     y << YAML::Key << "flops" << YAML::Value << s.flops;
     y << YAML::EndMap;
+    if (s.ptxas.present) {
+      y << YAML::Key << "ptxas" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "registers" << YAML::Value << s.ptxas.registers;
+      y << YAML::Key << "spill_bytes" << YAML::Value << s.ptxas.spillBytes;
+      y << YAML::Key << "static_shared" << YAML::Value << s.ptxas.staticShared;
+      y << YAML::Key << "barriers" << YAML::Value << s.ptxas.barriers;
+      y << YAML::Key << "stack_frame" << YAML::Value << s.ptxas.stackFrame;
+      y << YAML::EndMap;
+    }
     y << YAML::Key << "origins" << YAML::Value << YAML::Flow << s.origins;
     y << YAML::EndMap;
     y << YAML::EndMap;

@@ -30,6 +30,16 @@ struct PlanBuffer {
   int ioIndex = -1;    // input / output position
 };
 
+// ptxas' figures for one kernel (nvcc -Xptxas -v), recorded beside the predictions.
+struct PtxasFigures {
+  bool present = false;
+  int64_t registers = 0;    // per thread
+  int64_t spillBytes = 0;   // spill stores + spill loads
+  int64_t staticShared = 0; // bytes of static __shared__ memory
+  int64_t barriers = 0;
+  int64_t stackFrame = 0; // bytes
+};
+
 struct PlanStep {
   std::string kind;   // "attention", "layer_norm", "fused_elementwise", "copy"
   std::string kindId; // the kernel symbol; "" for runtime built-ins (copy)
@@ -46,6 +56,8 @@ struct PlanStep {
   int64_t lowerBoundBytes = 0;      // compulsory: each param read or written once
   int64_t flops = 0;                // predicted floating-point operations
   std::vector<std::string> origins; // ONNX nodes fused into the step
+  PtxasFigures ptxas;               // CUDA targets: what ptxas reported for the kernel
+  int64_t dynamicSharedBytes = 0;   // CUDA targets: dynamic shared memory the launcher requests
 };
 
 struct Plan {

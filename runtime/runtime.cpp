@@ -119,6 +119,13 @@ void load(aicf_model &m) {
   try {
     if (!plan.IsMap() || !plan["schema"] || plan["schema"].as<std::string>() != "aicf-plan/1")
       throw Error("unsupported schema (expected aicf-plan/1)");
+    if (plan["target"] && plan["target"]["kind"] &&
+        plan["target"]["kind"].as<std::string>() != "cpu")
+      throw Error(cat("not implemented yet: running a ", plan["target"]["kind"].as<std::string>(),
+                      " plan (",
+                      plan["target"]["name"] ? plan["target"]["name"].as<std::string>() : "",
+                      "); this runtime runs cpu plans (compile with --target cpu --plan-for ",
+                      "cuda:sm_XX to run a GPU plan on the host)"));
     m.weightsBytes = plan["weights"]["bytes"].as<int64_t>();
     m.arenaBytes = plan["arena"]["bytes"].as<int64_t>();
     if (m.weightsBytes < 0 || m.arenaBytes < 0)
