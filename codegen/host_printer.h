@@ -6,7 +6,7 @@
 //
 // Every kernel is printed as   extern "C" void NAME(void *const *args)
 // where args[i] is the i-th param buffer (kernel.params order). The file starts with the small
-// fixed helpers the spelling needs (erf/sigmoid wrappers, f16/bf16 conversions, the
+// fixed helpers the spelling needs (vectorisable exp/tanh/erf, sigmoid, f16/bf16 conversions, the
 // micro-kernel), so it is self-contained; output is deterministic.
 #pragma once
 

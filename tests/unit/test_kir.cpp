@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 using namespace aicf;
@@ -606,6 +607,87 @@ TEST_CASE("host kernels: elementwise math, conversions, integer div/mod, round")
   CHECK(N[133] == 2.0f); // 2.5 -> 2
   CHECK(N[127] == 0.0f); // -0.5 -> -0
   CHECK(std::signbit(N[127]));
+}
+
+// exp / tanh / erf / sigmoid of every element of X (the prelude's vectorised float versions).
+Kernel mathKernel(int64_t blocks) {
+  auto buf = [&](const char *n, Role r) {
+    return mkBuf(n, DType::F32, {blocks, 256}, Scope::Global, r);
+  };
+  BufferP X = buf("X", Role::In), Ex = buf("Ex", Role::Out), Th = buf("Th", Role::Out),
+          Er = buf("Er", Role::Out), Sg = buf("Sg", Role::Out);
+  E i = var("i"), t = var("t");
+  auto x = var("x", DType::F32);
+  Kernel k;
+  k.name = "math";
+  k.grid = {{"i", blocks}};
+  k.threads = 256;
+  k.params = {X, Ex, Th, Er, Sg};
+  k.body = {
+      region("t", {decl("x", DType::F32, load(X, {i, t})), store(Ex, {i, t}, unary(UnOp::Exp, x)),
+                   store(Th, {i, t}, unary(UnOp::Tanh, x)), store(Er, {i, t}, unary(UnOp::Erf, x)),
+                   store(Sg, {i, t}, unary(UnOp::Sigmoid, x))})};
+  return k;
+}
+
+TEST_CASE("host kernels: vectorised exp/tanh/erf/sigmoid match std:: to <= 5e-7 relative") {
+  // Dense sweeps over the useful ranges, magnitudes from subnormal to huge, and specials.
+  std::vector<float> X;
+  const int n = 1 << 18;
+  for (int i = 0; i < n; ++i) {
+    float u = static_cast<float>(i) / n;
+    X.push_back(-104.0f + 194.0f * u); // exp: underflow .. overflow
+    X.push_back(-8.0f + 16.0f * u);    // tanh / erf / sigmoid core
+    X.push_back(std::ldexp(1.0f, -149 + static_cast<int>(u * 160)) * (1.0f + u)); // tiny..huge
+    X.push_back(-X.back());
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const float maxf = std::numeric_limits<float>::max(),
+              den = std::numeric_limits<float>::denorm_min();
+  for (float v :
+       {inf,     -inf,    nan,     0.0f,   -0.0f, maxf,  -maxf, den,  -den, 88.72f, 88.73f,
+        -87.34f, -103.9f, -0.625f, 0.625f, 1.0f,  -1.0f, 3.9f,  4.0f, 4.1f, 9.0f,   -9.0f})
+    X.push_back(v);
+  while (X.size() % 256)
+    X.push_back(0.5f);
+  const int64_t blocks = static_cast<int64_t>(X.size() / 256);
+  std::vector<float> Ex(X.size()), Th(X.size()), Er(X.size()), Sg(X.size());
+  static HostLib lib({mathKernel(blocks)}, "");
+  void *args[] = {X.data(), Ex.data(), Th.data(), Er.data(), Sg.data()};
+  lib.fn("math")(args);
+
+  auto check = [&](const char *what, const std::vector<float> &got, double (*ref)(double)) {
+    double worst = 0;
+    float worstX = 0;
+    for (size_t i = 0; i < X.size(); ++i) {
+      double r = ref(static_cast<double>(X[i])), g = got[i];
+      if (std::isnan(r)) {
+        if (!std::isnan(g))
+          worst = 1, worstX = X[i];
+        continue;
+      }
+      if (std::isinf(r) || r == 0) {
+        if (g != r || std::signbit(g) != std::signbit(r))
+          worst = 1, worstX = X[i];
+        continue;
+      }
+      // Relative error, with subnormal results measured against the smallest normal.
+      double err = std::fabs(g - r) / std::max(std::fabs(r), 1.1754943508222875e-38);
+      if (std::fabs(r) < 1.1754943508222875e-38)
+        err = std::max(0.0, std::fabs(g - r) - 1.401298464324817e-45) / 1.1754943508222875e-38;
+      if (err > worst)
+        worst = err, worstX = X[i];
+    }
+    CAPTURE(what);
+    CAPTURE(worstX);
+    CHECK(worst <= 5e-7);
+  };
+  check("exp", Ex, [](double v) { return static_cast<double>(static_cast<float>(std::exp(v))); });
+  check("tanh", Th, [](double v) { return std::tanh(v); });
+  check("erf", Er, [](double v) { return std::erf(v); });
+  check("sigmoid", Sg, [](double v) { // as 1 / (1 + expf(-x)): 0 once expf(-x) overflows
+    return static_cast<double>(1.0f / (1.0f + static_cast<float>(std::exp(-v))));
+  });
 }
 
 TEST_CASE("host kernels: Welford layer norm via regions, local state and block_reduce") {
