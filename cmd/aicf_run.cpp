@@ -1,5 +1,6 @@
 // aicf-run: runs a model. A compiled output folder (aicfc MODEL -o OUT) runs through the runtime
-// (runtime/aicf_runtime.h) with --bench / --threads / --profile; an ONNX file or a Graph IR
+// (runtime/aicf_runtime.h; cpu or cuda plans) with --bench / --threads / --profile /
+// --no-cuda-graph; an ONNX file or a Graph IR
 // (.mcir) file runs on the reference interpreter (interp/). Inputs come from .npy files or are
 // seeded random values (the same values for the same input types either way); outputs go to
 // DIR/<name>.npy and/or a short summary on stdout.
@@ -41,6 +42,7 @@ struct Flags {
   int bench = 0;
   int threads = 0;
   bool profile = false;
+  bool noCudaGraph = false;
   std::string referenceDir;
   double rtol = 1e-4, atol = 1e-4;
 };
@@ -267,6 +269,8 @@ int runFolder(const Flags &flags) {
     out.push_back(t.raw());
   if (flags.threads > 0 && aicf_set_num_threads(m.get(), flags.threads) != 0)
     throw UserError(aicf_last_error());
+  if (flags.noCudaGraph && aicf_set_cuda_graph(m.get(), 0) != 0)
+    throw UserError(aicf_last_error());
   auto runOnce = [&](double *steps) {
     int rc = steps ? aicf_run_profiled(m.get(), in.data(), out.data(), steps)
                    : aicf_run(m.get(), in.data(), out.data());
@@ -313,8 +317,9 @@ int runFolder(const Flags &flags) {
 int run(const Flags &flags) {
   if (fs::is_directory(flags.model))
     return runFolder(flags);
-  if (flags.bench > 0 || flags.threads > 0 || flags.profile)
-    throw UserError("--bench, --threads and --profile apply to compiled output folders");
+  if (flags.bench > 0 || flags.threads > 0 || flags.profile || flags.noCudaGraph)
+    throw UserError(
+        "--bench, --threads, --profile and --no-cuda-graph apply to compiled output folders");
   std::unique_ptr<Graph> g = loadModel(flags);
   std::vector<Tensor> inputs = loadInputs(*g, flags);
 
@@ -353,6 +358,8 @@ int main(int argc, char **argv) {
   app.add_option("--bench", flags.bench, "folder: time N runs after warm-up; print median and p90");
   app.add_option("--threads", flags.threads, "folder: threads the kernels use");
   app.add_flag("--profile", flags.profile, "folder: per-step time table (step, kind, share)");
+  app.add_flag("--no-cuda-graph", flags.noCudaGraph,
+               "cuda folder: launch every step on each run instead of replaying a CUDA Graph");
   app.add_option("--reference", flags.referenceDir,
                  "compare each output with DIR/<name>.npy (exit 1 when outside tolerance)");
   app.add_option("--rtol", flags.rtol, "relative tolerance for --reference")->capture_default_str();

@@ -4,7 +4,17 @@
  * (schema version, buffer sizes and offsets inside the arena and weights.bin, kernel symbols
  * present in libmodel.so, and that the plan's argument sizes equal those libmodel.so was
  * compiled for), so a tampered plan or truncated weights file is an error, never an
- * out-of-bounds access. Not thread-safe per model: run one model object from one thread. */
+ * out-of-bounds access. Not thread-safe per model: run one model object from one thread.
+ *
+ * Plans compiled with --target cuda:sm_XX (plan.yaml target.kind: cuda) run on CUDA device 0.
+ * The runtime loads libcudart itself (dlopen libcudart.so, .so.13, .so.12), so it needs neither
+ * the toolkit to build nor a GPU to run cpu plans; aicf_open of a cuda plan fails with
+ * "no CUDA runtime library (libcudart.so) found" or "no CUDA device available (cudaErrorX)" when
+ * the machine cannot run it. At open, one device allocation holds weights (uploaded once), the
+ * arena and a staging buffer per input and output; the launchers aicf_launch_<kind_id> in
+ * libmodel.so are validated like the cpu kernels. Runs go through a CUDA Graph captured on the
+ * first run (and recaptured when aicf_run_device is given other pointers); see
+ * aicf_set_cuda_graph. */
 #ifndef AICF_RUNTIME_H
 #define AICF_RUNTIME_H
 
@@ -40,18 +50,35 @@ int aicf_num_outputs(const aicf_model *m);
 int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out);
 int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out);
 
-/* Threads used by the kernels (OpenMP); 0 on success. */
+/* Threads used by the kernels (OpenMP); 0 on success. No effect on cuda plans. */
 int aicf_set_num_threads(aicf_model *m, int n);
 
+/* cuda plans: enabled != 0 (the default) captures the steps into a CUDA Graph on the first run
+ * and replays it afterwards; 0 launches every step on each run (and drops a captured graph).
+ * No effect on cpu plans. 0 on success. */
+int aicf_set_cuda_graph(aicf_model *m, int enabled);
+
 /* Runs the plan. inputs[i] / outputs[i] point to host buffers of exactly the byte sizes given
- * by aicf_input_info / aicf_output_info, in their order. 0 on success. */
+ * by aicf_input_info / aicf_output_info, in their order. On a cuda plan the inputs are copied
+ * to the device, the steps run, the outputs are copied back, and the call returns when done.
+ * 0 on success. */
 int aicf_run(aicf_model *m, const void *const *inputs, void *const *outputs);
+
+/* cuda plans only: runs the plan on device buffers d_inputs[i] / d_outputs[i] (sizes as for
+ * aicf_run) without any copy, enqueued on `stream` (a cudaStream_t; NULL is the legacy default
+ * stream). Returns once the work is enqueued: synchronize the stream before reading outputs,
+ * and keep the buffers alive until then. The CUDA Graph is captured for one set of pointers;
+ * passing other pointers recaptures it. On a cpu plan it fails with "aicf_run_device needs a
+ * cuda plan". 0 on success. */
+int aicf_run_device(aicf_model *m, const void *const *d_inputs, void *const *d_outputs,
+                    void *stream);
 
 /* Steps of the plan, for profiling: kind (logical opcode) and kind_id (kernel symbol). */
 int aicf_num_steps(const aicf_model *m);
 const char *aicf_step_kind(const aicf_model *m, int step);
 const char *aicf_step_symbol(const aicf_model *m, int step);
-/* Like aicf_run, also writing each step's wall time in seconds to step_seconds[step]. */
+/* Like aicf_run, also writing each step's wall time in seconds to step_seconds[step] (on a
+ * cuda plan the steps are launched one by one, each waited for; no CUDA Graph). */
 int aicf_run_profiled(aicf_model *m, const void *const *inputs, void *const *outputs,
                       double *step_seconds);
 

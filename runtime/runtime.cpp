@@ -1,11 +1,17 @@
 // The aicf runtime (runtime/aicf_runtime.h): loads plan.yaml, weights.bin and libmodel.so,
 // validates every fact the kernels rely on, then runs the steps in plan order over one arena.
+// Two backends share the loader and validation: cpu plans call the kernels directly on host
+// memory; cuda plans (target.kind: cuda) reach libcudart through runtime/cudart.h, keep weights,
+// arena and input/output staging in one device allocation, launch the steps through the
+// aicf_launch_<kind_id> launchers on a stream, and replay them as a CUDA Graph after the first run.
 #include "runtime/aicf_runtime.h"
+#include "runtime/cudart.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +29,10 @@ thread_local std::string lastError;
 
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// An error about the machine rather than plan.yaml: reported without the plan's path.
+struct MachineError : Error {
+  using Error::Error;
 };
 
 template <typename... Args>
@@ -49,11 +59,13 @@ struct Buffer {
 };
 
 using KernelFn = void (*)(void *const *);
+using LaunchFn = int (*)(void *const *, aicf::rt::CudaStream); // returns a cudaError_t
 
 struct Step {
   std::string kind, symbol;
-  KernelFn fn = nullptr;
-  std::vector<int> args; // buffer indices: inputs then outputs
+  KernelFn fn = nullptr;     // cpu plans
+  LaunchFn launch = nullptr; // cuda plans; neither for a built-in copy step
+  std::vector<int> args;     // buffer indices: inputs then outputs
   size_t numInputs = 0;
 };
 
@@ -71,10 +83,46 @@ struct Aligned {
   Aligned &operator=(const Aligned &) = delete;
 };
 
+// The CUDA backend's state: one device allocation [weights | arena | input and output staging],
+// a stream, and the CUDA Graph captured for one set of buffer pointers.
+struct CudaState {
+  const aicf::rt::Cudart *rt = nullptr;
+  char *base = nullptr;
+  aicf::rt::CudaStream stream = nullptr;
+  std::vector<int64_t> stagingOffset; // per buffer (inputs and outputs), else -1
+  bool useGraph = true;
+  aicf::rt::CudaGraph graph = nullptr;
+  aicf::rt::CudaGraphExec exec = nullptr;
+  std::vector<void *> graphPtrs; // the buffer pointers the graph was captured with
+
+  void dropGraph() {
+    if (exec)
+      rt->graphExecDestroy(exec);
+    if (graph)
+      rt->graphDestroy(graph);
+    exec = nullptr;
+    graph = nullptr;
+    graphPtrs.clear();
+  }
+  ~CudaState() {
+    if (!rt)
+      return;
+    if (stream)
+      rt->streamSynchronize(stream);
+    dropGraph();
+    if (base)
+      rt->free(base);
+    if (stream)
+      rt->streamDestroy(stream);
+  }
+};
+
 } // namespace
 
 struct aicf_model {
   std::string dir;
+  bool cuda = false; // target.kind: cuda
+  std::unique_ptr<CudaState> dev;
   std::vector<Buffer> buffers;
   std::vector<Step> steps;
   std::vector<int> inputs, outputs; // buffer index per io position
@@ -84,6 +132,7 @@ struct aicf_model {
   void (*setThreads)(int) = nullptr;
   std::vector<void *> ptrs; // per buffer, filled per run
   ~aicf_model() {
+    dev.reset(); // device memory and graphs go before the kernels' library
     if (so)
       dlclose(so);
   }
@@ -106,6 +155,51 @@ std::vector<int64_t> readShape(const YAML::Node &n, const std::string &what) {
   return s;
 }
 
+int64_t align64(int64_t n) {
+  return (n + 63) / 64 * 64;
+}
+
+// Throws what for a failed CUDA call.
+void check(const aicf::rt::Cudart &rt, aicf::rt::CudaError e, const char *what) {
+  if (e != 0)
+    throw Error(cat(what, ": ", rt.describe(e)));
+}
+
+// Picks device 0, allocates [weights | arena | staging] with one cudaMalloc and uploads the
+// weights once; the host copy of weights.bin is dropped afterwards.
+void openDevice(aicf_model &m) {
+  CudaState &d = *m.dev;
+  const aicf::rt::Cudart &rt = *d.rt;
+  int count = 0;
+  aicf::rt::CudaError e = rt.getDeviceCount(&count);
+  if (e != 0)
+    throw MachineError(cat("no CUDA device available (", rt.getErrorName(e), ")"));
+  if (count < 1)
+    throw MachineError("no CUDA device available (0 devices)");
+  check(rt, rt.setDevice(0), "cudaSetDevice(0)");
+  check(rt, rt.streamCreate(&d.stream), "cudaStreamCreate");
+  int64_t total = align64(m.weightsBytes) + align64(m.arenaBytes);
+  d.stagingOffset.assign(m.buffers.size(), -1);
+  for (const std::vector<int> *list : {&m.inputs, &m.outputs})
+    for (int b : *list) {
+      d.stagingOffset[b] = total;
+      total += align64(m.buffers[b].bytes);
+    }
+  void *base = nullptr;
+  e = rt.malloc(&base, static_cast<size_t>(std::max<int64_t>(total, 64)));
+  if (e != 0)
+    throw MachineError(cat("cannot allocate ", total, " bytes of device memory: ", rt.describe(e)));
+  d.base = static_cast<char *>(base);
+  if (m.weightsBytes > 0) {
+    check(rt,
+          rt.memcpyAsync(d.base, m.weights->ptr, static_cast<size_t>(m.weightsBytes),
+                         aicf::rt::kMemcpyHostToDevice, d.stream),
+          "uploading weights.bin");
+    check(rt, rt.streamSynchronize(d.stream), "uploading weights.bin");
+  }
+  m.weights.reset();
+}
+
 void load(aicf_model &m) {
   std::string planPath = m.dir + "/plan.yaml";
   YAML::Node plan;
@@ -119,13 +213,12 @@ void load(aicf_model &m) {
   try {
     if (!plan.IsMap() || !plan["schema"] || plan["schema"].as<std::string>() != "aicf-plan/1")
       throw Error("unsupported schema (expected aicf-plan/1)");
-    if (plan["target"] && plan["target"]["kind"] &&
-        plan["target"]["kind"].as<std::string>() != "cpu")
-      throw Error(cat("not implemented yet: running a ", plan["target"]["kind"].as<std::string>(),
-                      " plan (",
-                      plan["target"]["name"] ? plan["target"]["name"].as<std::string>() : "",
-                      "); this runtime runs cpu plans (compile with --target cpu --plan-for ",
-                      "cuda:sm_XX to run a GPU plan on the host)"));
+    std::string kind = plan["target"] && plan["target"]["kind"]
+                           ? plan["target"]["kind"].as<std::string>()
+                           : std::string("cpu");
+    if (kind != "cpu" && kind != "cuda")
+      throw Error(cat("unknown target kind '", kind, "' (cpu, cuda)"));
+    m.cuda = kind == "cuda";
     m.weightsBytes = plan["weights"]["bytes"].as<int64_t>();
     m.arenaBytes = plan["arena"]["bytes"].as<int64_t>();
     if (m.weightsBytes < 0 || m.arenaBytes < 0)
@@ -197,14 +290,21 @@ void load(aicf_model &m) {
       if (i < 0)
         throw Error("an output index is missing");
 
-    // The kernels.
+    // The kernels. A cuda libmodel.so needs libcudart: load it first, to say so if it is missing.
+    if (m.cuda) {
+      m.dev = std::make_unique<CudaState>();
+      std::string why;
+      m.dev->rt = aicf::rt::loadCudart(&why);
+      if (!m.dev->rt)
+        throw MachineError(why);
+    }
     std::string soPath = m.dir + "/libmodel.so";
     m.so = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!m.so)
       throw Error(cat("cannot load ", soPath, ": ", dlerror()));
     auto layoutFn = reinterpret_cast<const char *(*)()>(dlsym(m.so, "aicf_layout"));
     m.setThreads = reinterpret_cast<void (*)(int)>(dlsym(m.so, "aicf_set_num_threads"));
-    if (!layoutFn || !m.setThreads)
+    if (!layoutFn || (!m.cuda && !m.setThreads))
       throw Error(cat(soPath, " is not an aicf model library"));
     std::string layout;
     for (const YAML::Node &s : plan["steps"]) {
@@ -224,10 +324,17 @@ void load(aicf_model &m) {
       if (st.kind == "copy" && st.symbol.empty()) {
         if (st.args.size() != 2 || m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
           throw Error("a copy step needs one input and one output of equal size");
+      } else if (m.cuda) {
+        std::string launcher = "aicf_launch_" + st.symbol;
+        st.launch = reinterpret_cast<LaunchFn>(dlsym(m.so, launcher.c_str()));
+        if (!st.launch)
+          throw Error(cat("launcher ", launcher, " is missing from ", soPath));
       } else {
         st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
         if (!st.fn)
           throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
+      }
+      if (st.fn || st.launch) {
         layout += st.symbol + ":";
         for (size_t a = 0; a < st.args.size(); ++a)
           layout += (a ? "," : "") + std::to_string(m.buffers[st.args[a]].bytes);
@@ -240,6 +347,8 @@ void load(aicf_model &m) {
                       " (was the plan edited?)"));
   } catch (const YAML::Exception &e) {
     throw Error(cat(planPath, ": ", e.what()));
+  } catch (const MachineError &) {
+    throw;
   } catch (const Error &e) {
     throw Error(cat(planPath, ": ", e.what()));
   }
@@ -257,8 +366,11 @@ void load(aicf_model &m) {
   f.seekg(0);
   if (size > 0 && !f.read(static_cast<char *>(m.weights->ptr), size))
     throw Error(cat("cannot read ", wPath));
-  m.arena = std::make_unique<Aligned>(static_cast<size_t>(m.arenaBytes));
   m.ptrs.assign(m.buffers.size(), nullptr);
+  if (m.cuda)
+    openDevice(m);
+  else
+    m.arena = std::make_unique<Aligned>(static_cast<size_t>(m.arenaBytes));
 }
 
 int fail(const std::string &msg) {
@@ -266,46 +378,174 @@ int fail(const std::string &msg) {
   return 1;
 }
 
+// Points m.ptrs at every buffer's memory: inputs and outputs at the caller's pointers, weight
+// and arena buffers inside weightBase / arenaBase; an alias shares its storage's pointer.
+void bindPointers(aicf_model &m, const char *api, const void *const *inputs, void *const *outputs,
+                  char *weightBase, char *arenaBase) {
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    const Buffer &b = m.buffers[i];
+    if (b.storage != static_cast<int>(i))
+      continue;
+    if (b.kind == "input")
+      m.ptrs[i] = const_cast<void *>(inputs[b.index]);
+    else if (b.kind == "output")
+      m.ptrs[i] = outputs[b.index];
+    else if (b.kind == "weight")
+      m.ptrs[i] = weightBase + b.offset;
+    else
+      m.ptrs[i] = arenaBase + b.offset;
+    if (!m.ptrs[i])
+      throw Error(cat(api, ": ", b.kind, " '", b.value, "' is a null pointer"));
+  }
+  for (size_t i = 0; i < m.buffers.size(); ++i)
+    m.ptrs[i] = m.ptrs[m.buffers[i].storage];
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
+  bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
+               static_cast<char *>(m.arena->ptr));
+  std::vector<void *> args;
+  for (size_t s = 0; s < m.steps.size(); ++s) {
+    const Step &st = m.steps[s];
+    auto t0 = std::chrono::steady_clock::now();
+    if (!st.fn) {
+      std::memmove(m.ptrs[st.args[1]], m.ptrs[st.args[0]],
+                   static_cast<size_t>(m.buffers[st.args[0]].bytes));
+    } else {
+      args.clear();
+      for (int a : st.args)
+        args.push_back(m.ptrs[a]);
+      st.fn(args.data());
+    }
+    if (times)
+      times[s] = secondsSince(t0);
+  }
+}
+
+// Enqueues the steps on stream s in plan order; with times, waits for each step and records its
+// wall time (launch included).
+void launchSteps(aicf_model &m, aicf::rt::CudaStream s, double *times) {
+  const aicf::rt::Cudart &rt = *m.dev->rt;
+  std::vector<void *> args;
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Step &st = m.steps[i];
+    auto t0 = std::chrono::steady_clock::now();
+    if (!st.launch) {
+      check(rt,
+            rt.memcpyAsync(m.ptrs[st.args[1]], m.ptrs[st.args[0]],
+                           static_cast<size_t>(m.buffers[st.args[0]].bytes),
+                           aicf::rt::kMemcpyDeviceToDevice, s),
+            "copy step");
+    } else {
+      args.clear();
+      for (int a : st.args)
+        args.push_back(m.ptrs[a]);
+      int e = st.launch(args.data(), s);
+      if (e != 0)
+        throw Error(cat("launching ", st.symbol, ": ", rt.describe(e)));
+    }
+    if (times) {
+      check(rt, rt.streamSynchronize(s), st.launch ? st.symbol.c_str() : "copy step");
+      times[i] = secondsSince(t0);
+    }
+  }
+}
+
+// Runs the bound steps on stream s: replays the CUDA Graph if it was captured for the current
+// pointers, else captures one first (on the model's own stream, so any stream can launch it);
+// with the graph disabled, or when profiling, launches the steps one by one.
+void enqueue(aicf_model &m, aicf::rt::CudaStream s, double *times) {
+  CudaState &d = *m.dev;
+  const aicf::rt::Cudart &rt = *d.rt;
+  if (!d.useGraph || times) {
+    launchSteps(m, s, times);
+    return;
+  }
+  if (!d.exec || d.graphPtrs != m.ptrs) {
+    d.dropGraph();
+    check(rt, rt.streamBeginCapture(d.stream, aicf::rt::kStreamCaptureModeRelaxed),
+          "cudaStreamBeginCapture");
+    try {
+      launchSteps(m, d.stream, nullptr);
+    } catch (...) {
+      aicf::rt::CudaGraph partial = nullptr;
+      if (rt.streamEndCapture(d.stream, &partial) == 0 && partial)
+        rt.graphDestroy(partial);
+      throw;
+    }
+    check(rt, rt.streamEndCapture(d.stream, &d.graph), "cudaStreamEndCapture");
+    check(rt, rt.graphInstantiate(&d.exec, d.graph, 0), "cudaGraphInstantiate");
+    d.graphPtrs = m.ptrs;
+  }
+  check(rt, rt.graphLaunch(d.exec, s), "cudaGraphLaunch");
+}
+
+char *deviceArena(const aicf_model &m) {
+  return m.dev->base + align64(m.weightsBytes);
+}
+
+// aicf_run on a cuda plan: inputs to their device staging, the steps, outputs back, then waits.
+void runCudaHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
+  CudaState &d = *m.dev;
+  const aicf::rt::Cudart &rt = *d.rt;
+  std::vector<const void *> dIn(m.inputs.size());
+  std::vector<void *> dOut(m.outputs.size());
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const Buffer &b = m.buffers[m.outputs[i]];
+    if (!outputs[i])
+      throw Error(cat("aicf_run: output '", b.value, "' is a null pointer"));
+    dOut[i] = d.base + d.stagingOffset[m.outputs[i]];
+  }
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const Buffer &b = m.buffers[m.inputs[i]];
+    if (!inputs[i])
+      throw Error(cat("aicf_run: input '", b.value, "' is a null pointer"));
+    dIn[i] = d.base + d.stagingOffset[m.inputs[i]];
+    check(rt,
+          rt.memcpyAsync(const_cast<void *>(dIn[i]), inputs[i], static_cast<size_t>(b.bytes),
+                         aicf::rt::kMemcpyHostToDevice, d.stream),
+          "copying an input to the device");
+  }
+  bindPointers(m, "aicf_run", dIn.data(), dOut.data(), d.base, deviceArena(m));
+  enqueue(m, d.stream, times);
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    check(rt,
+          rt.memcpyAsync(outputs[i], dOut[i], static_cast<size_t>(m.buffers[m.outputs[i]].bytes),
+                         aicf::rt::kMemcpyDeviceToHost, d.stream),
+          "copying an output to the host");
+  check(rt, rt.streamSynchronize(d.stream), "running the plan");
+}
+
+// Runs f, turning an exception into aicf_last_error and status 1. After a failed cuda run the
+// model's stream is drained, so no copy still refers to the caller's buffers.
+template <typename F>
+int guarded(aicf_model &m, F &&f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    if (m.dev && m.dev->stream)
+      m.dev->rt->streamSynchronize(m.dev->stream);
+    return fail(e.what());
+  }
+  lastError.clear();
+  return 0;
+}
+
 int runImpl(aicf_model *m, const void *const *inputs, void *const *outputs, double *times) {
   if (!m)
     return fail("aicf_run: null model");
   if ((!inputs && !m->inputs.empty()) || (!outputs && !m->outputs.empty()))
     return fail("aicf_run: null input or output array");
-  for (size_t i = 0; i < m->buffers.size(); ++i) {
-    const Buffer &b = m->buffers[i];
-    if (b.storage != static_cast<int>(i))
-      continue;
-    if (b.kind == "input")
-      m->ptrs[i] = const_cast<void *>(inputs[b.index]);
-    else if (b.kind == "output")
-      m->ptrs[i] = outputs[b.index];
-    else if (b.kind == "weight")
-      m->ptrs[i] = static_cast<char *>(m->weights->ptr) + b.offset;
+  return guarded(*m, [&] {
+    if (m->cuda)
+      runCudaHost(*m, inputs, outputs, times);
     else
-      m->ptrs[i] = static_cast<char *>(m->arena->ptr) + b.offset;
-    if (!m->ptrs[i])
-      return fail(cat("aicf_run: ", b.kind, " '", b.value, "' is a null pointer"));
-  }
-  for (size_t i = 0; i < m->buffers.size(); ++i)
-    m->ptrs[i] = m->ptrs[m->buffers[i].storage];
-  std::vector<void *> args;
-  for (size_t s = 0; s < m->steps.size(); ++s) {
-    const Step &st = m->steps[s];
-    auto t0 = std::chrono::steady_clock::now();
-    if (!st.fn) {
-      std::memmove(m->ptrs[st.args[1]], m->ptrs[st.args[0]],
-                   static_cast<size_t>(m->buffers[st.args[0]].bytes));
-    } else {
-      args.clear();
-      for (int a : st.args)
-        args.push_back(m->ptrs[a]);
-      st.fn(args.data());
-    }
-    if (times)
-      times[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  lastError.clear();
-  return 0;
+      runHost(*m, inputs, outputs, times);
+  });
 }
 
 int info(const aicf_model *m, const std::vector<int> &list, int i, aicf_tensor_info *out) {
@@ -363,8 +603,34 @@ int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out) {
 int aicf_set_num_threads(aicf_model *m, int n) {
   if (!m || n < 1)
     return fail("aicf_set_num_threads: need a model and n >= 1");
-  m->setThreads(n);
+  if (m->setThreads) // cuda plans: no host threads to set
+    m->setThreads(n);
   return 0;
+}
+int aicf_set_cuda_graph(aicf_model *m, int enabled) {
+  if (!m)
+    return fail("aicf_set_cuda_graph: null model");
+  if (m->cuda) {
+    m->dev->useGraph = enabled != 0;
+    if (!m->dev->useGraph) {
+      m->dev->rt->streamSynchronize(m->dev->stream);
+      m->dev->dropGraph();
+    }
+  }
+  return 0;
+}
+int aicf_run_device(aicf_model *m, const void *const *d_inputs, void *const *d_outputs,
+                    void *stream) {
+  if (!m)
+    return fail("aicf_run_device: null model");
+  if (!m->cuda)
+    return fail("aicf_run_device needs a cuda plan (this is a cpu plan: use aicf_run)");
+  if ((!d_inputs && !m->inputs.empty()) || (!d_outputs && !m->outputs.empty()))
+    return fail("aicf_run_device: null input or output array");
+  return guarded(*m, [&] {
+    bindPointers(*m, "aicf_run_device", d_inputs, d_outputs, m->dev->base, deviceArena(*m));
+    enqueue(*m, static_cast<aicf::rt::CudaStream>(stream), nullptr);
+  });
 }
 int aicf_run(aicf_model *m, const void *const *inputs, void *const *outputs) {
   return runImpl(m, inputs, outputs, nullptr);

@@ -1,0 +1,208 @@
+// The runtime's CUDA backend (runtime/runtime.cpp, runtime/cudart.h): a folder compiled with
+// --target cuda:sm_90 is validated like a cpu one (a missing aicf_launch_* launcher is refused
+// before any device is touched), and then either runs on the device (outputs match the model's
+// references through aicf_run with the CUDA Graph captured, replayed and disabled, and through
+// aicf_run_device) or, on a machine without a GPU or driver, aicf_open fails with
+// "no CUDA device available (cudaErrorX)" and never crashes. aicf_run_device on a cpu plan is a
+// documented error. Skipped with a MESSAGE where nvcc is absent (no cuda folder can be built).
+#include "codegen/compile.h"
+#include "codegen/cuda_build.h"
+#include "frontend/onnx_importer.h"
+#include "ir/npy.h"
+#include "passes/pass.h"
+#include "runtime/aicf_runtime.h"
+#include "runtime/cudart.h"
+#include "support/cli_util.h"
+#include "support/diagnostics.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+
+namespace {
+
+fs::path scratch() {
+  static fs::path dir = fs::temp_directory_path() / cat("aicf_runtime_cuda_", ::getpid());
+  fs::create_directories(dir);
+  return dir;
+}
+
+const fs::path kModel = fs::path(AICF_TESTDATA) / "models" / "mlp_op13";
+
+// Compiles the mlp model for target into scratch()/name.
+fs::path compileTo(const std::string &target, const std::string &name) {
+  std::unique_ptr<Graph> g = importOnnx((kModel / "model.onnx").string(), ImportOptions{});
+  PassManager pm;
+  buildDefaultPipeline(pm);
+  PassContext ctx;
+  ctx.target = target;
+  pm.run(*g, ctx);
+  CompileOptions opts;
+  opts.target = target;
+  opts.planFor = target;
+  fs::path out = scratch() / name;
+  writeArtifacts(*g, buildModel(*g, opts), opts, out.string());
+  return out;
+}
+
+std::string readAll(const fs::path &p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The model's reference inputs and output buffers shaped like its reference outputs.
+struct Io {
+  std::vector<Tensor> ins, outs, want;
+  std::vector<const void *> inPtrs;
+  std::vector<void *> outPtrs;
+};
+
+Io referenceIo(aicf_model *m) {
+  Io io;
+  for (int i = 0; i < aicf_num_inputs(m); ++i) {
+    aicf_tensor_info info;
+    REQUIRE(aicf_input_info(m, i, &info) == 0);
+    io.ins.push_back(readNpy((kModel / "inputs" / (std::string(info.name) + ".npy")).string()));
+    io.inPtrs.push_back(io.ins.back().raw());
+  }
+  for (int i = 0; i < aicf_num_outputs(m); ++i) {
+    aicf_tensor_info info;
+    REQUIRE(aicf_output_info(m, i, &info) == 0);
+    io.want.push_back(readNpy((kModel / "outputs" / (std::string(info.name) + ".npy")).string()));
+    io.outs.emplace_back(io.want.back().type());
+  }
+  for (Tensor &t : io.outs)
+    io.outPtrs.push_back(t.raw());
+  return io;
+}
+
+void checkOutputs(const Io &io, const char *how) {
+  for (size_t k = 0; k < io.outs.size(); ++k) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < io.want[k].numel(); ++i) {
+      double want = io.want[k].getDouble(i);
+      bad += std::fabs(io.outs[k].getDouble(i) - want) <= 1e-4 + 1e-4 * std::fabs(want) ? 0 : 1;
+    }
+    CHECK_MESSAGE(bad == 0, how, ": ", bad, " elements of output ", k, " outside tolerance");
+  }
+}
+
+// With a device: aicf_run (graph captured, replayed, then disabled) and aicf_run_device.
+void runOnDevice(aicf_model *m) {
+  Io io = referenceIo(m);
+  REQUIRE_MESSAGE(aicf_run(m, io.inPtrs.data(), io.outPtrs.data()) == 0, aicf_last_error());
+  checkOutputs(io, "aicf_run, graph captured");
+  REQUIRE_MESSAGE(aicf_run(m, io.inPtrs.data(), io.outPtrs.data()) == 0, aicf_last_error());
+  checkOutputs(io, "aicf_run, graph replayed");
+  REQUIRE(aicf_set_cuda_graph(m, 0) == 0);
+  REQUIRE_MESSAGE(aicf_run(m, io.inPtrs.data(), io.outPtrs.data()) == 0, aicf_last_error());
+  checkOutputs(io, "aicf_run, no graph");
+  REQUIRE(aicf_set_cuda_graph(m, 1) == 0);
+
+  std::string why;
+  const rt::Cudart *cu = rt::loadCudart(&why);
+  REQUIRE_MESSAGE(cu != nullptr, why);
+  std::vector<void *> dIn, dOut;
+  for (const Tensor &t : io.ins) {
+    void *p = nullptr;
+    REQUIRE(cu->malloc(&p, static_cast<size_t>(t.byteSize())) == 0);
+    REQUIRE(cu->memcpyAsync(p, t.raw(), static_cast<size_t>(t.byteSize()), rt::kMemcpyHostToDevice,
+                            nullptr) == 0);
+    dIn.push_back(p);
+  }
+  for (const Tensor &t : io.outs) {
+    void *p = nullptr;
+    REQUIRE(cu->malloc(&p, static_cast<size_t>(t.byteSize())) == 0);
+    dOut.push_back(p);
+  }
+  std::vector<const void *> dInC(dIn.begin(), dIn.end());
+  rt::CudaStream s = nullptr;
+  REQUIRE(cu->streamCreate(&s) == 0);
+  REQUIRE(cu->streamSynchronize(nullptr) == 0);
+  for (int rep = 0; rep < 2; ++rep) // captured, then replayed
+    REQUIRE_MESSAGE(aicf_run_device(m, dInC.data(), dOut.data(), s) == 0, aicf_last_error());
+  for (size_t k = 0; k < io.outs.size(); ++k)
+    REQUIRE(cu->memcpyAsync(io.outPtrs[k], dOut[k], static_cast<size_t>(io.outs[k].byteSize()),
+                            rt::kMemcpyDeviceToHost, s) == 0);
+  REQUIRE(cu->streamSynchronize(s) == 0);
+  checkOutputs(io, "aicf_run_device");
+  cu->streamDestroy(s);
+  for (void *p : dIn)
+    cu->free(p);
+  for (void *p : dOut)
+    cu->free(p);
+}
+
+} // namespace
+
+TEST_CASE("runtime cuda: a cuda:sm_90 folder runs on a device, or aicf_open says why it cannot") {
+  if (nvccPath().empty()) {
+    MESSAGE("skipped: nvcc not found (no cuda folder can be built here)");
+    return;
+  }
+  fs::path out = compileTo("cuda:sm_90", "cuda_mlp");
+  aicf_model *m = aicf_open(out.string().c_str());
+  if (!m) {
+    std::string err = aicf_last_error();
+    MESSAGE("no device here: ", err);
+    bool noDevice = err.rfind("no CUDA device available (", 0) == 0 && err.back() == ')';
+    CHECK_MESSAGE((noDevice || err == "no CUDA runtime library (libcudart.so) found"), err);
+  } else {
+    CHECK(aicf_num_inputs(m) == 1);
+    CHECK(aicf_set_num_threads(m, 2) == 0); // no effect on a cuda plan
+    runOnDevice(m);
+    aicf_close(m);
+  }
+  fs::remove_all(out);
+}
+
+TEST_CASE("runtime cuda: a cuda plan is validated (aicf_launch_* launchers) before the device") {
+  if (nvccPath().empty()) {
+    MESSAGE("skipped: nvcc not found (no cuda folder can be built here)");
+    return;
+  }
+  fs::path out = compileTo("cuda:sm_90", "cuda_tampered");
+  std::string plan = readAll(out / "plan.yaml");
+  size_t at = plan.find("kind_id: ");
+  REQUIRE(at != std::string::npos);
+  at += std::string("kind_id: ").size();
+  plan.replace(at, plan.find('\n', at) - at, "no_such_kernel");
+  {
+    std::ofstream f(out / "plan.yaml", std::ios::binary | std::ios::trunc);
+    f << plan;
+  }
+  aicf_model *m = aicf_open(out.string().c_str());
+  CHECK(m == nullptr);
+  aicf_close(m);
+  std::string err = aicf_last_error();
+  // Without libcudart the library cannot be loaded at all; otherwise the launcher is missing.
+  if (err != "no CUDA runtime library (libcudart.so) found")
+    CHECK_MESSAGE(
+        err.find("launcher aicf_launch_no_such_kernel is missing from") != std::string::npos, err);
+  fs::remove_all(out);
+}
+
+TEST_CASE("runtime cuda: aicf_run_device on a cpu plan is the documented error") {
+  fs::path out = compileTo("cpu", "cpu_mlp");
+  aicf_model *m = aicf_open(out.string().c_str());
+  REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
+  Io io = referenceIo(m);
+  CHECK(aicf_run_device(m, io.inPtrs.data(), io.outPtrs.data(), nullptr) != 0);
+  CHECK(std::string(aicf_last_error()).rfind("aicf_run_device needs a cuda plan", 0) == 0);
+  CHECK(aicf_set_cuda_graph(m, 0) == 0); // no effect on a cpu plan
+  REQUIRE_MESSAGE(aicf_run(m, io.inPtrs.data(), io.outPtrs.data()) == 0, aicf_last_error());
+  checkOutputs(io, "cpu aicf_run");
+  aicf_close(m);
+  CHECK(aicf_run_device(nullptr, nullptr, nullptr, nullptr) != 0);
+  fs::remove_all(out);
+}
