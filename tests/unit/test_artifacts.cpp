@@ -6,6 +6,7 @@
 #include "codegen/compile.h"
 #include "frontend/onnx_importer.h"
 #include "ir/npy.h"
+#include "model_dirs.h"
 #include "passes/pass.h"
 #include "runtime/aicf_runtime.h"
 #include "support/cli_util.h"
@@ -30,24 +31,6 @@ fs::path scratch() {
   static fs::path dir = fs::temp_directory_path() / cat("aicf_artifacts_", ::getpid());
   fs::create_directories(dir);
   return dir;
-}
-
-std::unique_ptr<Graph> compiledGraph(const fs::path &dir) {
-  ImportOptions opts;
-  std::ifstream f(dir / "args.txt");
-  std::string flag, value;
-  while (f >> flag >> value) {
-    if (flag == "--dim")
-      opts.dimParams.insert(parseDimFlag(value));
-    else if (flag == "--shape")
-      opts.inputShapes.insert(parseShapeFlag(value));
-  }
-  std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), opts);
-  PassManager pm;
-  buildDefaultPipeline(pm);
-  PassContext ctx;
-  pm.run(*g, ctx);
-  return g;
 }
 
 std::string readAll(const fs::path &p) {
@@ -116,7 +99,7 @@ std::vector<fs::path> modelDirs() {
 TEST_CASE("artifacts: every testdata model compiles for the host and matches its references") {
   for (const fs::path &dir : modelDirs()) {
     CAPTURE(dir.filename().string());
-    std::unique_ptr<Graph> g = compiledGraph(dir);
+    std::unique_ptr<Graph> g = testing::pipelineGraph(dir);
     CompileOptions opts;
     CompiledModel cm = buildModel(*g, opts);
     CHECK(cm.plan.arenaBytes <= cm.plan.naiveArenaBytes);
@@ -132,7 +115,7 @@ TEST_CASE("artifacts: compiling twice into different folders gives identical byt
   fs::path dir = fs::path(AICF_TESTDATA) / "models" / "mlp_op13";
   fs::path a = scratch() / "det_a", b = scratch() / "det_b_other_name";
   for (const fs::path &out : {a, b}) {
-    std::unique_ptr<Graph> g = compiledGraph(dir);
+    std::unique_ptr<Graph> g = testing::pipelineGraph(dir);
     CompileOptions opts;
     writeArtifacts(*g, buildModel(*g, opts), opts, out.string());
   }
@@ -146,7 +129,7 @@ TEST_CASE("artifacts: the runtime refuses tampered or truncated folders with a c
   fs::path dir = fs::path(AICF_TESTDATA) / "models" / "mlp_op13";
   fs::path good = scratch() / "tamper_src";
   {
-    std::unique_ptr<Graph> g = compiledGraph(dir);
+    std::unique_ptr<Graph> g = testing::pipelineGraph(dir);
     CompileOptions opts;
     writeArtifacts(*g, buildModel(*g, opts), opts, good.string());
   }

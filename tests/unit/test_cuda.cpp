@@ -11,6 +11,7 @@
 #include "codegen/cuda_build.h"
 #include "codegen/cuda_printer.h"
 #include "frontend/onnx_importer.h"
+#include "model_dirs.h"
 #include "passes/pass.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
@@ -46,25 +47,6 @@ std::vector<fs::path> modelDirs() {
   return dirs;
 }
 
-std::unique_ptr<Graph> passedGraph(const fs::path &dir, const std::string &target) {
-  ImportOptions opts;
-  std::ifstream f(dir / "args.txt");
-  std::string flag, value;
-  while (f >> flag >> value) {
-    if (flag == "--dim")
-      opts.dimParams.insert(parseDimFlag(value));
-    else if (flag == "--shape")
-      opts.inputShapes.insert(parseShapeFlag(value));
-  }
-  std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), opts);
-  PassManager pm;
-  buildDefaultPipeline(pm);
-  PassContext ctx;
-  ctx.target = target;
-  pm.run(*g, ctx);
-  return g;
-}
-
 CompiledModel buildFor(const Graph &g, const std::string &target, const std::string &planFor) {
   CompileOptions o;
   o.target = target;
@@ -85,8 +67,8 @@ TEST_CASE("cuda: the Kernel IR of --target cuda:sm_90 is the one --plan-for cuda
   for (const fs::path &dir : modelDirs()) {
     CAPTURE(dir.filename().string());
     // The graph passes see the target (as aicfc's PassContext does): cpu for the emulation.
-    std::unique_ptr<Graph> gCuda = passedGraph(dir, "cuda:sm_90");
-    std::unique_ptr<Graph> gCpu = passedGraph(dir, "cpu");
+    std::unique_ptr<Graph> gCuda = testing::pipelineGraph(dir, "cuda:sm_90");
+    std::unique_ptr<Graph> gCpu = testing::pipelineGraph(dir, "cpu");
     CompiledModel cuda = buildFor(*gCuda, "cuda:sm_90", "cuda:sm_90");
     CompiledModel host = buildFor(*gCpu, "cpu", "cuda:sm_90");
     REQUIRE(cuda.kernels.size() == host.kernels.size());
@@ -111,7 +93,7 @@ TEST_CASE("cuda: the Kernel IR of --target cuda:sm_90 is the one --plan-for cuda
 TEST_CASE("cuda: the mlp model's kernels.cu matches its golden") {
   fs::path model = fs::path(AICF_TESTDATA) / "models" / "mlp_op17";
   fs::path golden = fs::path(AICF_TESTDATA) / "cuda" / "mlp_op17.sm_90.cu";
-  std::unique_ptr<Graph> g = passedGraph(model, "cuda:sm_90");
+  std::unique_ptr<Graph> g = testing::pipelineGraph(model, "cuda:sm_90");
   std::string got = buildFor(*g, "cuda:sm_90", "cuda:sm_90").source;
   if (std::getenv("AICF_UPDATE_GOLDENS")) {
     fs::create_directories(golden.parent_path());
@@ -197,7 +179,7 @@ TEST_CASE("cuda: every testdata model builds with nvcc, ptxas figures within lim
     for (const std::string &target : targets) {
       CAPTURE(dirs[i].filename().string());
       CAPTURE(target);
-      std::unique_ptr<Graph> g = passedGraph(dirs[i], target);
+      std::unique_ptr<Graph> g = testing::pipelineGraph(dirs[i], target);
       CompiledModel m = buildFor(*g, target, target);
       if (!built.insert(target + "\n" + m.source).second)
         continue;

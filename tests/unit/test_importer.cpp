@@ -7,6 +7,7 @@
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
+#include "model_dirs.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 
@@ -819,17 +820,7 @@ TEST_CASE("importer: exported models with dynamic axes are free of shape computa
     if (name.find("_dyn_") == std::string::npos)
       continue;
     CAPTURE(name);
-    ImportOptions opts;
-    std::ifstream args(e.path() / "args.txt");
-    std::string flag, value;
-    while (args >> flag >> value) {
-      if (flag == "--dim")
-        opts.dimParams.insert(parseDimFlag(value));
-      else if (flag == "--shape")
-        opts.inputShapes.insert(parseShapeFlag(value));
-      else
-        FAIL("args.txt: unknown flag ", flag);
-    }
+    ImportOptions opts = testing::modelImportOptions(e.path());
     auto g = importOnnx((e.path() / "model.onnx").string(), opts);
     for (Node *n : g->nodes()) {
       bool allConst = std::all_of(n->operands().begin(), n->operands().end(),

@@ -27,6 +27,7 @@
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "model_dirs.h"
 #include "passes/pass.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
@@ -228,22 +229,6 @@ std::vector<fs::path> modelDirs() {
   return dirs;
 }
 
-ImportOptions readArgs(const fs::path &dir) {
-  ImportOptions opts;
-  std::ifstream f(dir / "args.txt");
-  std::string flag, value;
-  while (f >> flag) {
-    REQUIRE_MESSAGE(static_cast<bool>(f >> value), "args.txt: ", flag, " needs a value");
-    if (flag == "--dim")
-      opts.dimParams.insert(parseDimFlag(value));
-    else if (flag == "--shape")
-      opts.inputShapes.insert(parseShapeFlag(value));
-    else
-      FAIL("args.txt: unknown flag ", flag);
-  }
-  return opts;
-}
-
 struct Model {
   std::string name;
   std::unique_ptr<Graph> graph;
@@ -255,7 +240,7 @@ struct Model {
 Model loadModel(const fs::path &dir, const std::string &target) {
   Model m;
   m.name = dir.filename().string();
-  m.graph = importOnnx((dir / "model.onnx").string(), readArgs(dir));
+  m.graph = importOnnx((dir / "model.onnx").string(), testing::modelImportOptions(dir));
   PassManager pm;
   buildDefaultPipeline(pm);
   PassContext ctx;

@@ -4,6 +4,7 @@
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"
+#include "model_dirs.h"
 #include "support/cli_util.h"
 
 #include <doctest/doctest.h>
@@ -28,23 +29,6 @@ std::vector<fs::path> modelDirs() {
   return dirs;
 }
 
-// args.txt holds the aicfc flags a model needs, e.g. "--dim batch=3 --dim seq=40".
-ImportOptions readArgs(const fs::path &dir) {
-  ImportOptions opts;
-  std::ifstream f(dir / "args.txt");
-  std::string flag, value;
-  while (f >> flag) {
-    REQUIRE_MESSAGE(static_cast<bool>(f >> value), "args.txt: ", flag, " needs a value");
-    if (flag == "--dim")
-      opts.dimParams.insert(parseDimFlag(value));
-    else if (flag == "--shape")
-      opts.inputShapes.insert(parseShapeFlag(value));
-    else
-      FAIL("args.txt: unknown flag ", flag);
-  }
-  return opts;
-}
-
 } // namespace
 
 TEST_CASE("models: interpreter matches PyTorch references") {
@@ -52,7 +36,8 @@ TEST_CASE("models: interpreter matches PyTorch references") {
   REQUIRE(dirs.size() >= 8);
   for (const fs::path &dir : dirs) {
     CAPTURE(dir.filename().string());
-    std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), readArgs(dir));
+    std::unique_ptr<Graph> g =
+        importOnnx((dir / "model.onnx").string(), testing::modelImportOptions(dir));
     std::vector<Tensor> inputs;
     for (Value *in : g->inputs())
       inputs.push_back(readNpy((dir / "inputs" / (in->name() + ".npy")).string()));

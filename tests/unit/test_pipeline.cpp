@@ -6,6 +6,7 @@
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "model_dirs.h"
 #include "passes/explain.h"
 #include "passes/pass.h"
 #include "passes/verify_passes.h"
@@ -23,19 +24,6 @@ namespace fs = std::filesystem;
 using namespace aicf;
 
 namespace {
-
-ImportOptions argsOf(const fs::path &dir) {
-  ImportOptions opts;
-  std::ifstream f(dir / "args.txt");
-  std::string flag, value;
-  while (f >> flag >> value) {
-    if (flag == "--dim")
-      opts.dimParams.insert(parseDimFlag(value));
-    else if (flag == "--shape")
-      opts.inputShapes.insert(parseShapeFlag(value));
-  }
-  return opts;
-}
 
 int countOp(const Graph &g, Op op) {
   int n = 0;
@@ -66,7 +54,8 @@ TEST_CASE("pipeline: every testdata model under --verify-passes, then against re
   for (const fs::path &dir : dirs) {
     std::string name = dir.filename().string();
     CAPTURE(name);
-    std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), argsOf(dir));
+    std::unique_ptr<Graph> g =
+        importOnnx((dir / "model.onnx").string(), testing::modelImportOptions(dir));
     PassManagerOptions opts;
     std::shared_ptr<PassVerifier> verifier = installPassVerifier(*g, opts);
     PassManager pm(opts);
