@@ -105,7 +105,9 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   // both products run on the vector micro-kernel.
   bool gpu = isGpuPlan(knobs);
   int64_t brDefault = gpu ? (Sq <= 32 ? 32 : 64) : 64;
-  int64_t bcDefault = gpu ? 32 : 64;
+  // Head size <= 32: BC = 16 (at 32 the per-thread score row and its exponentials spilled
+  // 24-128 bytes on sm_80/sm_90; at 16 ptxas reports no spills).
+  int64_t bcDefault = gpu ? (D <= 32 ? 16 : 32) : 64;
   auto smem = [&](int64_t br, int64_t bc) { return 4 * (br * D + D * bc + bc * Dv + br * bc); };
   while (gpu && smem(brDefault, bcDefault) > 44 * 1024 && (brDefault > 16 || bcDefault > 16)) {
     if (bcDefault > 16)

@@ -196,14 +196,7 @@ TEST_CASE("cuda: every testdata model builds with nvcc, ptxas figures within lim
         CHECK(st.ptxas.present);
         CHECK(st.ptxas.registers > 0);
         CHECK(st.ptxas.registers <= 255);
-        // Known open defect (issue 9 stays open): the streaming_attention kernel of the GPU plan
-        // spills 24-128 bytes at head size 32 (the *_dyn_* models; 168 registers at 32
-        // threads on sm_80). Every other kernel must be spill-free.
-        if (st.recipe == "streaming_attention")
-          WARN_MESSAGE(st.ptxas.spillBytes == 0, "known: attention spills ", st.ptxas.spillBytes,
-                       " bytes");
-        else
-          CHECK(st.ptxas.spillBytes == 0);
+        CHECK(st.ptxas.spillBytes == 0);
         CHECK(st.ptxas.staticShared + st.dynamicSharedBytes >= st.sharedBytes);
       }
       std::ostringstream yaml;
