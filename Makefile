@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance bench-matmul bench clean
+.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel clean
 
 all: build
 
@@ -29,6 +29,12 @@ bench-matmul: build
 # bench/results.md and bench/latency_ratio.png. Not part of `make test`.
 bench:
 	scripts/bench.sh
+
+# How well the cost model ranks schedules: predicted vs measured step times under several
+# candidate plans per testdata model (rank correlation), chosen vs default plans, and the CUDA
+# register estimates against ptxas: bench/costmodel.md. Not part of `make test`.
+bench-costmodel: build
+	/usr/bin/python3 bench/costmodel.py
 
 clean:
 	rm -rf build build-asan

@@ -37,6 +37,9 @@ struct Flags {
   std::vector<std::string> printIrBefore, printIrAfter;
   bool passTiming = false;
   bool verifyPasses = false;
+  std::string hardware;
+  std::string schedule = "cost";
+  int candidateRank = 0;
 };
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
@@ -131,6 +134,9 @@ int compile(const Flags &flags) {
   copts.target = flags.target;
   copts.planFor = flags.planFor.empty() ? flags.target : flags.planFor;
   copts.cpuArch = flags.cpuArch;
+  copts.hardware = flags.hardware;
+  copts.schedule = flags.schedule;
+  copts.rank = flags.candidateRank;
   CompiledModel cm = buildModel(*g, copts);
   if (flags.explain)
     printPlanReport(report, cm.plan);
@@ -168,6 +174,16 @@ int main(int argc, char **argv) {
   app.add_option("--plan-for", flags.planFor,
                  "with --target cpu: build the plan chosen for this GPU target (cuda:sm_XX)");
   app.add_option("--cpu-arch", flags.cpuArch, "-march for the host target")->capture_default_str();
+  app.add_option("--hardware", flags.hardware,
+                 "hardware description to plan for: a100 | h100 | h200 | rtx3090 | rtx4090 | "
+                 "FILE.yaml (default: the target arch's; the detected host CPU for cpu)");
+  app.add_option("--schedule", flags.schedule,
+                 "cost: knobs chosen by the cost model; default: the recipes' defaults")
+      ->check(CLI::IsMember({"cost", "default"}))
+      ->capture_default_str();
+  app.add_option("--candidate-rank", flags.candidateRank,
+                 "take each kernel's N-th cheapest feasible schedule (cost-model benchmarks)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--shape", flags.shapes, "bind an input's shape: NAME=2x64x256 (repeatable)");
   app.add_option("--dim", flags.dims, "bind a named dynamic dim: PARAM=VALUE (repeatable)");
   app.add_option("--emit", flags.emit, "print one stage: graph | kernels | plan | source")

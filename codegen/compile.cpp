@@ -3,6 +3,7 @@
 // so ids and offsets are deterministic.
 #include "codegen/compile.h"
 
+#include "codegen/cost_model.h"
 #include "codegen/cuda_build.h"
 #include "codegen/cuda_printer.h"
 #include "codegen/fusion.h"
@@ -10,9 +11,11 @@
 #include "codegen/host_printer.h"
 #include "codegen/lower.h"
 #include "codegen/memory_plan.h"
+#include "codegen/planner.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,84 +34,6 @@ std::string valueLabel(const Value *v) {
   return v->name().empty() ? cat("%", v->id()) : v->name();
 }
 
-// A rough count of floating-point operations, for the plan's hints and --explain.
-int64_t estimateFlops(const KernelGroup &grp) {
-  int64_t flops = 0;
-  for (const Node *n : grp.nodes) {
-    const TensorType &out = n->result()->type();
-    int64_t numel = out.isStatic() ? out.numel() : 0;
-    switch (n->op()) {
-    case Op::MatMul: {
-      int64_t k = n->operand(0)->type().shape.back();
-      flops += 2 * numel * k;
-      break;
-    }
-    case Op::Gemm: {
-      const TensorType &a = n->operand(0)->type();
-      flops += 2 * numel * (n->i("transA") ? a.shape[0] : a.shape[1]);
-      break;
-    }
-    case Op::Conv:
-    case Op::ConvTranspose: {
-      const TensorType &w = n->operand(1)->type();
-      int64_t per = 1;
-      for (int64_t d = 1; d < w.rank(); ++d)
-        per *= w.shape[d];
-      flops += 2 * numel * per;
-      break;
-    }
-    case Op::Attention: {
-      const TensorType &q = n->operand(0)->type(), &k = n->operand(1)->type();
-      int64_t sk = k.shape[k.rank() - 2], d = q.shape.back();
-      int64_t rows = q.numel() / d;
-      flops += rows * sk * (2 * d + 2 * out.shape.back() + 5);
-      break;
-    }
-    case Op::LayerNorm:
-    case Op::RmsNorm:
-    case Op::Softmax:
-    case Op::LogSoftmax: flops += 8 * numel; break;
-    default: {
-      int64_t in = 0;
-      for (const Value *v : n->operands())
-        in = std::max(in, v->type().isStatic() ? v->type().numel() : 0);
-      flops += std::max(in, numel);
-    }
-    }
-  }
-  return flops;
-}
-
-// Bytes a kernel moves, with the re-reads its tiling implies: a tiled contraction reads A once
-// per column of output tiles and B once per row of them; streaming attention reads K and V
-// once per query tile. Other recipes read each param once.
-int64_t predictedBytes(const KernelGroup &grp, const kir::Kernel &k) {
-  int64_t once = 0;
-  for (const Value *v : grp.inputs)
-    once += v->type().bytes();
-  for (const Value *v : grp.outputs)
-    once += v->type().bytes();
-  const Node *a = grp.anchor;
-  auto knob = [&](const char *name) {
-    auto it = k.knobs.find(name);
-    return it == k.knobs.end() ? int64_t(0) : it->second;
-  };
-  auto ceilDiv = [](int64_t x, int64_t y) { return y > 0 ? (x + y - 1) / y : 1; };
-  if (a && (a->op() == Op::MatMul || a->op() == Op::Gemm) && knob("BM") && knob("BN")) {
-    const TensorType &out = a->result()->type();
-    int64_t m = out.rank() >= 2 ? out.shape[out.rank() - 2] : 1, n = out.shape.back();
-    int64_t aBytes = a->operand(0)->type().bytes(), bBytes = a->operand(1)->type().bytes();
-    return once + aBytes * (ceilDiv(n, knob("BN")) - 1) + bBytes * (ceilDiv(m, knob("BM")) - 1);
-  }
-  if (a && a->op() == Op::Attention && knob("BR")) {
-    const TensorType &q = a->operand(0)->type();
-    int64_t sq = q.shape[q.rank() - 2];
-    int64_t kv = a->operand(1)->type().bytes() + a->operand(2)->type().bytes();
-    return once + kv * (ceilDiv(sq, knob("BR")) - 1);
-  }
-  return once;
-}
-
 std::string symbolFor(int index, const std::string &kind) {
   std::string s = cat("k", index, "_");
   for (char c : kind)
@@ -120,13 +45,19 @@ std::string symbolFor(int index, const std::string &kind) {
 
 CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
   Partition part = partitionGraph(g);
-  Knobs knobs;
-  knobs.planFor = opts.planFor;
+  Hardware hw = hardwareFor(opts.planFor, opts.hardware);
+  PlannerOptions po;
+  po.planFor = opts.planFor;
+  po.schedule = opts.schedule;
+  po.rank = opts.rank;
   CompiledModel m;
   Plan &p = m.plan;
   p.target = opts.target;
   p.planFor = opts.planFor;
   p.cpuArch = opts.cpuArch;
+  p.hardware = hw.name;
+  p.hardwareSummary = hw.summary();
+  p.schedule = opts.schedule;
 
   std::map<const Value *, int> bufOf; // value -> buffer index
   auto add = [&](const Value *v, BufferKind kind, const TensorType &t, std::string label) {
@@ -215,7 +146,8 @@ CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
   for (size_t s = 0; s < part.groups.size(); ++s) {
     const KernelGroup &grp = part.groups[s];
     std::string name = symbolFor(static_cast<int>(s), grp.kind);
-    kir::Kernel k = lowerGroup(grp, name, knobs);
+    PlanDecision dec;
+    kir::Kernel k = planKernel(grp, name, hw, po, &dec);
     PlanStep st;
     st.kind = grp.kind;
     st.kindId = name;
@@ -239,12 +171,24 @@ CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
     if (isCudaTarget(opts.target))
       st.dynamicSharedBytes = cudaDynamicSharedBytes(k);
     st.knobs = k.knobs;
-    for (const Value *v : grp.inputs)
-      st.lowerBoundBytes += v->type().bytes();
-    for (const Value *v : grp.outputs)
-      st.lowerBoundBytes += v->type().bytes();
-    st.bytes = predictedBytes(grp, k);
-    st.flops = estimateFlops(grp);
+    const KernelCost &cost = dec.chosen.cost;
+    st.lowerBoundBytes = cost.lowerBoundBytes;
+    st.bytes = cost.bytes;
+    st.flops = cost.flops;
+    st.timeUs = cost.timeUs;
+    if (hw.gpu) {
+      st.occupancy = cost.occupancy.fraction;
+      st.registers = cost.registers;
+    }
+    st.search.candidates = dec.considered;
+    st.search.feasible = dec.feasible;
+    st.search.isDefault = dec.isDefault;
+    st.search.defaultUs = dec.defaults.cost.timeUs;
+    st.search.reason = dec.reason;
+    for (const auto *list : {&dec.runnersUp, &dec.rejected})
+      for (const Candidate &c : *list)
+        st.alternatives.push_back({c.knobs, c.cost.timeUs, c.rejected});
+    p.predictedTimeUs += cost.timeUs;
     for (const Node *n : grp.nodes)
       for (const std::string &o : n->loc.origins)
         if (std::find(st.origins.begin(), st.origins.end(), o) == st.origins.end())
@@ -404,20 +348,31 @@ void printPlanReport(std::ostream &os, const Plan &p) {
   os << "== plan: " << p.steps.size() << " steps for " << p.target;
   if (p.planFor != p.target)
     os << " (the " << p.planFor << " plan, emulated)";
-  os << "\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-4s %-20s %-28s %-20s %12s %12s %6s %12s\n", "step", "kind",
-                "kernel", "recipe", "bytes", "lower bound", "ratio", "flops");
+  os << "\n   hardware: " << p.hardwareSummary
+     << "\n   schedule: " << (p.schedule == "cost" ? "chosen by the cost model" : "recipe defaults")
+     << "\n";
+  bool gpu = false;
+  for (const PlanStep &st : p.steps)
+    gpu = gpu || st.occupancy >= 0;
+  char line[320];
+  std::snprintf(line, sizeof line, "%-4s %-20s %-28s %-20s %12s %12s %6s %12s %10s%s\n", "step",
+                "kind", "kernel", "recipe", "bytes", "lower bound", "ratio", "flops", "pred us",
+                gpu ? "  occupancy regs" : "");
   os << line;
   int64_t bytes = 0, lower = 0, flops = 0;
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const PlanStep &st = p.steps[s];
-    std::snprintf(line, sizeof line, "%-4zu %-20s %-28s %-20s %12lld %12lld %6.2f %12lld\n", s,
+    std::string occ;
+    if (st.occupancy >= 0)
+      occ = cat("  ", std::to_string(static_cast<int>(std::lround(100 * st.occupancy))), "%",
+                std::string(7, ' '), st.registers);
+    std::snprintf(line, sizeof line,
+                  "%-4zu %-20s %-28s %-20s %12lld %12lld %6.2f %12lld %10.2f%s\n", s,
                   st.kind.c_str(), st.kindId.empty() ? "(runtime copy)" : st.kindId.c_str(),
                   st.recipe.c_str(), static_cast<long long>(st.bytes),
                   static_cast<long long>(st.lowerBoundBytes),
                   st.lowerBoundBytes ? double(st.bytes) / double(st.lowerBoundBytes) : 1.0,
-                  static_cast<long long>(st.flops));
+                  static_cast<long long>(st.flops), st.timeUs, occ.c_str());
     os << line;
     bytes += st.bytes;
     lower += st.lowerBoundBytes;
@@ -428,6 +383,38 @@ void printPlanReport(std::ostream &os, const Plan &p) {
      << " bytes (inputs + weights read once, outputs written once); " << flops << " FLOPs\n";
   os << "   arena: " << p.arenaBytes << " bytes planned vs " << p.naiveArenaBytes
      << " bytes for all intermediates without reuse; weights.bin " << p.weightsBytes << " bytes\n";
+  std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels)\n",
+                p.predictedTimeUs);
+  os << line;
+  // Why each kernel's knobs: the search, the decision and what it weighed.
+  os << "== schedules (cost model; times in us)\n";
+  auto knobText = [](const std::map<std::string, int64_t> &knobs) {
+    std::string t;
+    for (const auto &[k, v] : knobs)
+      t += cat(t.empty() ? "" : " ", k, "=", v);
+    return t.empty() ? std::string("(none)") : t;
+  };
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const PlanStep &st = p.steps[s];
+    if (st.kindId.empty())
+      continue;
+    std::snprintf(line, sizeof line, "%.3g", st.timeUs);
+    os << st.kindId << ": " << knobText(st.knobs) << " -> " << line << " us";
+    if (st.ptxas.present)
+      os << "; ptxas " << st.ptxas.registers << " registers (estimated " << st.registers << ")";
+    os << "\n    " << st.search.candidates << " candidates, " << st.search.feasible << " fit; "
+       << (st.search.isDefault ? "the recipe defaults" : "defaults would take ");
+    if (!st.search.isDefault) {
+      std::snprintf(line, sizeof line, "%.3g us", st.search.defaultUs);
+      os << line;
+    }
+    os << "; " << st.search.reason << "\n";
+    for (const PlanStep::Alternative &a : st.alternatives) {
+      std::snprintf(line, sizeof line, "%.3g", a.costUs);
+      os << "    " << (a.rejected.empty() ? "runner-up " : "rejected  ") << knobText(a.knobs)
+         << ": " << line << " us" << (a.rejected.empty() ? "" : " — " + a.rejected) << "\n";
+    }
+  }
 }
 
 } // namespace aicf

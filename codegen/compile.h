@@ -20,6 +20,9 @@ struct CompileOptions {
   std::string target = "cpu";  // "cpu" or "cuda:sm_XX" (kernels.cu built by nvcc)
   std::string planFor = "cpu"; // whose plan the kernels follow (cpu or cuda:sm_XX emulation)
   std::string cpuArch = "native";
+  std::string hardware;          // --hardware: "" (the arch's default), a built-in name or a file
+  std::string schedule = "cost"; // "cost" (the planner's choice) or "default" (recipe defaults)
+  int rank = 0;                  // --candidate-rank: take the rank-th cheapest candidate
 };
 
 struct CompiledModel {

@@ -39,6 +39,7 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   kern.threads = s.threads;
   kern.knobs["threads"] = s.threads;
   kern.knobs["vec"] = s.vec;
+  kern.extents["n"] = n;
   bool guard = s.blocks * s.threads * s.vec != n;
   E base = kir::var("b") * E(s.threads) + kir::var(kern.threadVar);
   E i = s.vec == 1 ? base : base * E(s.vec) + kir::var("v");

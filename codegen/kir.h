@@ -215,6 +215,10 @@ struct Kernel {
   std::vector<BufferP> allocs; // shared and local buffers
   std::vector<StmtP> body;
   std::map<std::string, int64_t> knobs; // the schedule knobs the recipe was built with
+  // The problem extents the schedule tiles, for the cost model (codegen/cost_model.cpp):
+  // contraction M, N, K, batch; attention batch, Sq, Sk, D, Dv, causal; norm rows, len;
+  // flat loops n; reductions rows, len. Not printed; no effect on the generated code.
+  std::map<std::string, int64_t> extents;
 };
 
 // Text form for goldens and --emit kernels (deterministic).

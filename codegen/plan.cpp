@@ -73,6 +73,7 @@ void emitIo(YAML::Emitter &y, const Plan &p, BufferKind kind) {
 
 void Plan::writeYaml(std::ostream &os) const {
   YAML::Emitter y;
+  y.SetDoublePrecision(4); // predicted times: 4 significant digits
   y << YAML::BeginMap;
   y << YAML::Key << "schema" << YAML::Value << "aicf-plan/1";
   y << YAML::Key << "target" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -80,7 +81,10 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::Key << "name" << YAML::Value << target;
   y << YAML::Key << "plan_for" << YAML::Value << planFor;
   y << YAML::Key << "cpu_arch" << YAML::Value << cpuArch;
+  y << YAML::Key << "hardware" << YAML::Value << hardware;
+  y << YAML::Key << "schedule" << YAML::Value << schedule;
   y << YAML::EndMap;
+  y << YAML::Key << "hardware" << YAML::Value << hardwareSummary;
   y << YAML::Key << "inputs" << YAML::Value;
   emitIo(y, *this, BufferKind::Input);
   y << YAML::Key << "outputs" << YAML::Value;
@@ -94,6 +98,7 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::Key << "naive_bytes" << YAML::Value << naiveArenaBytes;
   y << YAML::EndMap;
   y << YAML::Key << "lower_bound_bytes" << YAML::Value << lowerBoundBytes;
+  y << YAML::Key << "predicted_time_us" << YAML::Value << predictedTimeUs;
   y << YAML::Key << "layout" << YAML::Value << layout;
   y << YAML::Key << "buffers" << YAML::Value << YAML::BeginSeq;
   for (const PlanBuffer &b : buffers) {
@@ -148,7 +153,35 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "bytes" << YAML::Value << s.bytes;
     y << YAML::Key << "lower_bound_bytes" << YAML::Value << s.lowerBoundBytes;
     y << YAML::Key << "flops" << YAML::Value << s.flops;
+    if (!s.kindId.empty())
+      y << YAML::Key << "time_us" << YAML::Value << s.timeUs;
+    if (s.occupancy >= 0) {
+      y << YAML::Key << "occupancy" << YAML::Value << s.occupancy;
+      y << YAML::Key << "registers" << YAML::Value << s.registers;
+    }
     y << YAML::EndMap;
+    if (!s.kindId.empty()) {
+      y << YAML::Key << "search" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "candidates" << YAML::Value << s.search.candidates;
+      y << YAML::Key << "feasible" << YAML::Value << s.search.feasible;
+      y << YAML::Key << "chose_defaults" << YAML::Value << s.search.isDefault;
+      y << YAML::Key << "defaults_us" << YAML::Value << s.search.defaultUs;
+      y << YAML::Key << "reason" << YAML::Value << s.search.reason;
+      y << YAML::EndMap;
+      y << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
+      for (const PlanStep::Alternative &a : s.alternatives) {
+        y << YAML::Flow << YAML::BeginMap;
+        y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (const auto &[k, v] : a.knobs)
+          y << YAML::Key << k << YAML::Value << v;
+        y << YAML::EndMap;
+        y << YAML::Key << "cost_us" << YAML::Value << a.costUs;
+        y << YAML::Key << "rejected" << YAML::Value
+          << (a.rejected.empty() ? std::string("higher cost") : a.rejected);
+        y << YAML::EndMap;
+      }
+      y << YAML::EndSeq;
+    }
     if (s.ptxas.present) {
       y << YAML::Key << "ptxas" << YAML::Value << YAML::Flow << YAML::BeginMap;
       y << YAML::Key << "registers" << YAML::Value << s.ptxas.registers;

@@ -58,6 +58,23 @@ struct PlanStep {
   std::vector<std::string> origins; // ONNX nodes fused into the step
   PtxasFigures ptxas;               // CUDA targets: what ptxas reported for the kernel
   int64_t dynamicSharedBytes = 0;   // CUDA targets: dynamic shared memory the launcher requests
+  // The planner's decision (codegen/planner.h): predicted time, GPU occupancy and register
+  // estimate (-1 / 0 on the host), the search and the alternatives it weighed.
+  double timeUs = 0;
+  double occupancy = -1;
+  int64_t registers = 0;
+  struct Search {
+    int candidates = 0, feasible = 0;
+    bool isDefault = true;
+    double defaultUs = 0; // the recipe defaults' predicted time
+    std::string reason;
+  } search;
+  struct Alternative {
+    std::map<std::string, int64_t> knobs;
+    double costUs = 0;
+    std::string rejected; // the violated constraint; "" for a feasible runner-up
+  };
+  std::vector<Alternative> alternatives; // runner-ups then rejected candidates
 };
 
 struct Plan {
@@ -70,8 +87,12 @@ struct Plan {
   int64_t arenaBytes = 0;
   int64_t naiveArenaBytes = 0; // sum of all intermediates, no reuse
   int64_t lowerBoundBytes =
-      0;              // compulsory traffic: inputs + weights read once, outputs written once
-  std::string layout; // the kernels' argument sizes, checked against libmodel.so
+      0;                // compulsory traffic: inputs + weights read once, outputs written once
+  std::string layout;   // the kernels' argument sizes, checked against libmodel.so
+  std::string hardware; // the description planned for ("a100-sxm4-80gb", "host")
+  std::string hardwareSummary; // its one-line summary (figures and source)
+  std::string schedule = "cost";
+  double predictedTimeUs = 0; // sum of the kernels' predicted times
 
   const PlanBuffer *buffer(const std::string &id) const;
   void writeYaml(std::ostream &os) const;

@@ -122,6 +122,7 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   int64_t tm = BR / threads; // query rows per thread
   k.threads = threads;
   k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};
+  k.extents = {{"batch", B}, {"Sq", Sq}, {"Sk", Sk}, {"D", D}, {"Dv", Dv}, {"causal", causal}};
   const std::string &t = k.threadVar;
   E tv = ivar(t);
 

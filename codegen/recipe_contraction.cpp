@@ -448,6 +448,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   Tiles tl = chooseTiles(c, knobs);
   k.recipe = "tiled_contraction";
   k.threads = tl.threads;
+  k.extents = {{"M", c.M}, {"N", c.N}, {"K", c.K}, {"batch", product(c.batch)}};
   k.knobs = {{"BM", tl.BM}, {"BN", tl.BN}, {"BK", tl.BK},
              {"TM", tl.TM}, {"TN", tl.TN}, {"threads", tl.threads}};
   const std::string &t = k.threadVar;
@@ -596,6 +597,7 @@ kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, cons
       1, knobs.get("threads", gpu ? std::clamp<int64_t>(nextPow2(P), 32, 256) : 1));
   k.threads = threads;
   k.knobs = {{"threads", threads}};
+  k.extents = {{"pixels", P}, {"taps", Cg * product(geo.Kd)}};
   k.grid = {{"n", geo.N}, {"oc", geo.M}};
   const std::string &t = k.threadVar;
   E nIdx = ivar("n"), oc = ivar("oc"), p = ivar("p");

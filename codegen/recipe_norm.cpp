@@ -110,6 +110,7 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   k.threads = threads;
   k.grid = {{"row", rows}};
   k.knobs = {{"threads", threads}, {"vec", vec}, {"cache_row", cache}};
+  k.extents = {{"rows", rows}, {"len", len}, {"inner", inner}};
   const std::string &t = k.threadVar;
 
   // Element (row, j) as a multi-index of the input / result shape.

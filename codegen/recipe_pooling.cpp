@@ -92,6 +92,10 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
     return out;
   };
   flatloop::build(k, n, flatloop::schedule(knobs, n, 4), body);
+  int64_t taps = 1;
+  for (int64_t kd : ks)
+    taps *= kd;
+  k.extents["taps"] = taps;
   return k;
 }
 

@@ -326,6 +326,7 @@ kir::Kernel instanceNorm(const KernelGroup &g, const Knobs &knobs, kir::Kernel k
   int64_t P = prod(plane);
   k.threads = reductionThreads(knobs, P);
   k.knobs["threads"] = k.threads;
+  k.extents = {{"rows", N * C}, {"len", P}};
   k.grid = {{"row", N * C}};
   E row = kir::var("row");
   E n = row / E(C), c = row % E(C);
@@ -420,6 +421,7 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
             : reduceAlgebra(a.op(), x->type().dtype, count);
   k.threads = reductionThreads(knobs, count);
   k.knobs["threads"] = k.threads;
+  k.extents = {{"rows", std::max<int64_t>(rows, 1)}, {"len", count}};
   k.grid = {{"row", std::max<int64_t>(rows, 1)}};
   E row = kir::var("row");
   std::vector<E> keptIdx = unflatIndex(keptShape, row);

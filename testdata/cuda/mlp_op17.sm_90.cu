@@ -46,7 +46,7 @@ __device__ __forceinline__ T aicf_shfl_down(T v, int off, unsigned mask) {
 
 } // namespace
 
-// kernel k0_gemm (tiled_contraction): grid(mt: 1, nt: 1) block(t: 256)
+// kernel k0_gemm (tiled_contraction): grid(mt: 1, nt: 4) block(t: 256)
 extern "C" __global__ void __launch_bounds__(256) k0_gemm(const float *__restrict__ p0,
     const float *__restrict__ p1,
     const float *__restrict__ p2,
@@ -54,18 +54,18 @@ extern "C" __global__ void __launch_bounds__(256) k0_gemm(const float *__restric
   const int64_t mt = static_cast<int64_t>(blockIdx.y);
   const int64_t nt = static_cast<int64_t>(blockIdx.x);
   __shared__ __align__(16) float As[1024];
-  __shared__ __align__(16) float Bs[4096];
-  float C[16]; // registers: C[t] of local [256, 2, 8]
-  // gemm A x B^T f32[8,64] x f32[128,64], beta 1 C: 32x128 output tiles, K in steps of 32, 2x8 accumulators per thread
-  // FuseReductionEpilogue(C): applied: init C[t, i, j] = p2[nt * 128 + t % 16 * 8 + j] where mt * 32 + t / 16 * 2 + i < 8; the epilogue C += g disappears (reassociated: g is added first)
+  __shared__ __align__(16) float Bs[1024];
+  float C[4]; // registers: C[t] of local [256, 2, 2]
+  // gemm A x B^T f32[8,64] x f32[128,64], beta 1 C: 32x32 output tiles, K in steps of 32, 2x2 accumulators per thread
+  // FuseReductionEpilogue(C): applied: init C[t, i, j] = p2[nt * 32 + t % 16 * 2 + j] where mt * 32 + t / 16 * 2 + i < 8; the epilogue C += g disappears (reassociated: g is added first)
   { // region
     const int64_t t = static_cast<int64_t>(threadIdx.x);
     for (int64_t i = 0L; i < 2L; ++i) {
-      for (int64_t j = 0L; j < 8L; ++j) {
+      for (int64_t j = 0L; j < 2L; ++j) {
         if (mt * 32L + t / 16L * 2L + i < 8L) {
-          C[i * 8L + j] = p2[nt * 128L + t % 16L * 8L + j];
+          C[i * 2L + j] = p2[nt * 32L + t % 16L * 2L + j];
         } else {
-          C[i * 8L + j] = 0.0f;
+          C[i * 2L + j] = 0.0f;
         }
       }
     }
@@ -80,26 +80,26 @@ extern "C" __global__ void __launch_bounds__(256) k0_gemm(const float *__restric
           As[ae / 32L * 32L + ae % 32L] = 0.0f;
         }
       }
-      for (int64_t be = t; be < t + (4096L - t); be += 256L) {
-        Bs[be / 128L * 128L + be % 128L] = p1[(nt * 128L + be % 128L) * 64L + (k0 + be / 128L)];
+      for (int64_t be = t; be < t + (1024L - t); be += 256L) {
+        Bs[be / 32L * 32L + be % 32L] = p1[(nt * 32L + be % 32L) * 64L + (k0 + be / 32L)];
       }
     }
     __syncthreads();
-    { // mma_tile C += As x Bs (m = 32, n = 128, k = 32, tm = 2, tn = 8)
-      const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / 16L * 2L, aicf_c0 = static_cast<int64_t>(threadIdx.x) % 16L * 8L;
+    { // mma_tile C += As x Bs (m = 32, n = 32, k = 32, tm = 2, tn = 2)
+      const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / 16L * 2L, aicf_c0 = static_cast<int64_t>(threadIdx.x) % 16L * 2L;
       for (int64_t aicf_k = 0; aicf_k < 32L; ++aicf_k) {
-        float aicf_a[2], aicf_b[8];
+        float aicf_a[2], aicf_b[2];
 #pragma unroll
         for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
           aicf_a[aicf_i] = As[(aicf_r0 + aicf_i) * 32L + aicf_k];
 #pragma unroll
-        for (int64_t aicf_j = 0; aicf_j < 8L; ++aicf_j)
-          aicf_b[aicf_j] = Bs[aicf_k * 128L + aicf_c0 + aicf_j];
+        for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
+          aicf_b[aicf_j] = Bs[aicf_k * 32L + aicf_c0 + aicf_j];
 #pragma unroll
         for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
 #pragma unroll
-          for (int64_t aicf_j = 0; aicf_j < 8L; ++aicf_j)
-            C[aicf_i * 8L + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];
+          for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
+            C[aicf_i * 2L + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];
       }
     }
     __syncthreads();
@@ -107,22 +107,22 @@ extern "C" __global__ void __launch_bounds__(256) k0_gemm(const float *__restric
   { // region
     const int64_t t = static_cast<int64_t>(threadIdx.x);
     for (int64_t i = 0L; i < 2L; ++i) {
-      for (int64_t j = 0L; j < 8L; ++j) {
+      for (int64_t j = 0L; j < 2L; ++j) {
         if (mt * 32L + t / 16L * 2L + i < 8L) {
-          float acc = C[i * 8L + j];
+          float acc = C[i * 2L + j];
           float e1 = (acc < 0.0f ? 0.0f : acc);
-          p3[(mt * 32L + t / 16L * 2L + i) * 128L + (nt * 128L + t % 16L * 8L + j)] = e1;
+          p3[(mt * 32L + t / 16L * 2L + i) * 128L + (nt * 32L + t % 16L * 2L + j)] = e1;
         }
       }
     }
   }
 }
 extern "C" int aicf_launch_k0_gemm(void *const *args, cudaStream_t aicf_stream) {
-  k0_gemm<<<dim3(1, 1, 1), dim3(256), 0, aicf_stream>>>(static_cast<const float *>(args[0]), static_cast<const float *>(args[1]), static_cast<const float *>(args[2]), static_cast<float *>(args[3]));
+  k0_gemm<<<dim3(4, 1, 1), dim3(256), 0, aicf_stream>>>(static_cast<const float *>(args[0]), static_cast<const float *>(args[1]), static_cast<const float *>(args[2]), static_cast<float *>(args[3]));
   return static_cast<int>(cudaGetLastError());
 }
 
-// kernel k1_gemm (tiled_contraction): grid(mt: 1, nt: 1) block(t: 256)
+// kernel k1_gemm (tiled_contraction): grid(mt: 1, nt: 2) block(t: 256)
 extern "C" __global__ void __launch_bounds__(256) k1_gemm(const float *__restrict__ p0,
     const float *__restrict__ p1,
     const float *__restrict__ p2,
@@ -131,18 +131,18 @@ extern "C" __global__ void __launch_bounds__(256) k1_gemm(const float *__restric
   const int64_t mt = static_cast<int64_t>(blockIdx.y);
   const int64_t nt = static_cast<int64_t>(blockIdx.x);
   __shared__ __align__(16) float As[1024];
-  __shared__ __align__(16) float Bs[2048];
-  float C[8]; // registers: C[t] of local [256, 2, 4]
-  // gemm A x B^T f32[8,128] x f32[64,128], beta 1 C: 32x64 output tiles, K in steps of 32, 2x4 accumulators per thread
-  // FuseReductionEpilogue(C): applied: init C[t, i, j] = p2[nt * 64 + t % 16 * 4 + j] where mt * 32 + t / 16 * 2 + i < 8; the epilogue C += g disappears (reassociated: g is added first)
+  __shared__ __align__(16) float Bs[1024];
+  float C[4]; // registers: C[t] of local [256, 2, 2]
+  // gemm A x B^T f32[8,128] x f32[64,128], beta 1 C: 32x32 output tiles, K in steps of 32, 2x2 accumulators per thread
+  // FuseReductionEpilogue(C): applied: init C[t, i, j] = p2[nt * 32 + t % 16 * 2 + j] where mt * 32 + t / 16 * 2 + i < 8; the epilogue C += g disappears (reassociated: g is added first)
   { // region
     const int64_t t = static_cast<int64_t>(threadIdx.x);
     for (int64_t i = 0L; i < 2L; ++i) {
-      for (int64_t j = 0L; j < 4L; ++j) {
+      for (int64_t j = 0L; j < 2L; ++j) {
         if (mt * 32L + t / 16L * 2L + i < 8L) {
-          C[i * 4L + j] = p2[nt * 64L + t % 16L * 4L + j];
+          C[i * 2L + j] = p2[nt * 32L + t % 16L * 2L + j];
         } else {
-          C[i * 4L + j] = 0.0f;
+          C[i * 2L + j] = 0.0f;
         }
       }
     }
@@ -157,26 +157,26 @@ extern "C" __global__ void __launch_bounds__(256) k1_gemm(const float *__restric
           As[ae / 32L * 32L + ae % 32L] = 0.0f;
         }
       }
-      for (int64_t be = t; be < t + (2048L - t); be += 256L) {
-        Bs[be / 64L * 64L + be % 64L] = p1[(nt * 64L + be % 64L) * 128L + (k0 + be / 64L)];
+      for (int64_t be = t; be < t + (1024L - t); be += 256L) {
+        Bs[be / 32L * 32L + be % 32L] = p1[(nt * 32L + be % 32L) * 128L + (k0 + be / 32L)];
       }
     }
     __syncthreads();
-    { // mma_tile C += As x Bs (m = 32, n = 64, k = 32, tm = 2, tn = 4)
-      const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / 16L * 2L, aicf_c0 = static_cast<int64_t>(threadIdx.x) % 16L * 4L;
+    { // mma_tile C += As x Bs (m = 32, n = 32, k = 32, tm = 2, tn = 2)
+      const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / 16L * 2L, aicf_c0 = static_cast<int64_t>(threadIdx.x) % 16L * 2L;
       for (int64_t aicf_k = 0; aicf_k < 32L; ++aicf_k) {
-        float aicf_a[2], aicf_b[4];
+        float aicf_a[2], aicf_b[2];
 #pragma unroll
         for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
           aicf_a[aicf_i] = As[(aicf_r0 + aicf_i) * 32L + aicf_k];
 #pragma unroll
-        for (int64_t aicf_j = 0; aicf_j < 4L; ++aicf_j)
-          aicf_b[aicf_j] = Bs[aicf_k * 64L + aicf_c0 + aicf_j];
+        for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
+          aicf_b[aicf_j] = Bs[aicf_k * 32L + aicf_c0 + aicf_j];
 #pragma unroll
         for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
 #pragma unroll
-          for (int64_t aicf_j = 0; aicf_j < 4L; ++aicf_j)
-            C[aicf_i * 4L + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];
+          for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
+            C[aicf_i * 2L + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];
       }
     }
     __syncthreads();
@@ -184,18 +184,18 @@ extern "C" __global__ void __launch_bounds__(256) k1_gemm(const float *__restric
   { // region
     const int64_t t = static_cast<int64_t>(threadIdx.x);
     for (int64_t i = 0L; i < 2L; ++i) {
-      for (int64_t j = 0L; j < 4L; ++j) {
+      for (int64_t j = 0L; j < 2L; ++j) {
         if (mt * 32L + t / 16L * 2L + i < 8L) {
-          float acc = C[i * 4L + j];
+          float acc = C[i * 2L + j];
           float e1 = aicf_sigmoid<float>(acc);
-          p4[(mt * 32L + t / 16L * 2L + i) * 64L + (nt * 64L + t % 16L * 4L + j)] = e1 * p3[0L];
+          p4[(mt * 32L + t / 16L * 2L + i) * 64L + (nt * 32L + t % 16L * 2L + j)] = e1 * p3[0L];
         }
       }
     }
   }
 }
 extern "C" int aicf_launch_k1_gemm(void *const *args, cudaStream_t aicf_stream) {
-  k1_gemm<<<dim3(1, 1, 1), dim3(256), 0, aicf_stream>>>(static_cast<const float *>(args[0]), static_cast<const float *>(args[1]), static_cast<const float *>(args[2]), static_cast<const float *>(args[3]), static_cast<float *>(args[4]));
+  k1_gemm<<<dim3(2, 1, 1), dim3(256), 0, aicf_stream>>>(static_cast<const float *>(args[0]), static_cast<const float *>(args[1]), static_cast<const float *>(args[2]), static_cast<const float *>(args[3]), static_cast<float *>(args[4]));
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""make bench-costmodel: how well the cost model ranks schedules (issue 10).
+
+For every testdata model: compile for the host under the cost model's choice (rank 0), the next
+cheapest candidates (ranks 1..R-1, `aicfc --candidate-rank N`) and the recipes' defaults
+(`--schedule default`); time every step with `aicf-run DIR --profile`; then report
+  * Spearman rank correlation between predicted (plan.yaml hints.predicted.time_us) and measured
+    step times, over all (kernel, schedule) pairs and within each kernel across its schedules;
+  * the chosen plans' measured time against the defaults they replace;
+  * for CUDA (when nvcc is configured): every testdata model planned for sm_80 / sm_89 / sm_90,
+    built with nvcc, the register estimate against ptxas (ptxas also checks every plan fits).
+Writes bench/costmodel.md. Uses /usr/bin/python3 with python3-yaml (Debian).
+"""
+import argparse, os, subprocess, sys, time, statistics, shutil
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def rank(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    if len(a) < 2:
+        return float("nan")
+    ra, rb = rank(a), rank(b)
+    ma, mb = statistics.mean(ra), statistics.mean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra)
+    vb = sum((y - mb) ** 2 for y in rb)
+    return cov / (va * vb) ** 0.5 if va > 0 and vb > 0 else float("nan")
+
+
+def sh(cmd, env=None):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}")
+    return p.stdout
+
+
+def model_args(mdir):
+    f = os.path.join(mdir, "args.txt")
+    return open(f).read().split() if os.path.exists(f) else []
+
+
+def profile(build, out, threads, reps):
+    text = sh([f"{build}/aicf-run", out, "--random", "--profile", "--threads", str(threads),
+               "--bench", str(reps)])
+    times = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[0].isdigit():
+            times[int(parts[0])] = float(parts[3]) * 1e3  # ms -> us
+    total = [l for l in text.splitlines() if l.startswith("total")]
+    return times
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--ranks", default="0,1,3,8,1000",
+                    help="candidate ranks to build (clamped to each kernel's last feasible one)")
+    ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved measurement rounds (median)")
+    ap.add_argument("--hardware", default=os.path.join(ROOT, "bench", "host-1core.yaml"))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models", nargs="*")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "costmodel.md"))
+    ap.add_argument("--no-cuda", action="store_true")
+    a = ap.parse_args()
+    work = os.path.join(ROOT, "bench", "work", "costmodel")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    env = dict(os.environ, AICF_HOST_HARDWARE=a.hardware)
+    mroot = os.path.join(ROOT, "testdata", "models")
+    models = a.models or sorted(os.listdir(mroot))
+    ranks = [int(r) for r in a.ranks.split(",")]
+    schedules = [("rank%d" % r, ["--candidate-rank", str(r)]) for r in ranks]
+    schedules.append(("default", ["--schedule", "default"]))
+
+    # Compile every (model, schedule) once.
+    plans = {}
+    for m in models:
+        for name, flags in schedules:
+            out = os.path.join(work, m, name)
+            sh([f"{a.build}/aicfc", os.path.join(mroot, m, "model.onnx"), "-o", out] + flags +
+               model_args(os.path.join(mroot, m)), env=env)
+            plans[(m, name)] = yaml.safe_load(open(os.path.join(out, "plan.yaml")))
+    hw_line = plans[(models[0], "rank0")]["hardware"]
+
+    # Measure in interleaved rounds; keep each step's median.
+    meas = {}
+    for rd in range(a.rounds):
+        for m in models:
+            for name, _ in schedules:
+                t = profile(a.build, os.path.join(work, m, name), a.threads, a.reps)
+                for s, us in t.items():
+                    meas.setdefault((m, name, s), []).append(us)
+    med = {k: statistics.median(v) for k, v in meas.items()}
+
+    # Pairs: every kernel step (not runtime copies) of every (model, schedule).
+    pred_all, meas_all = [], []
+    per_kernel = {}  # (model, step) -> [(knobs, pred, meas)]
+    for m in models:
+        for name, _ in schedules:
+            p = plans[(m, name)]
+            for s, st in enumerate(p["steps"]):
+                if not st["kind_id"] or (m, name, s) not in med:
+                    continue
+                pu = st["hints"]["predicted"]["time_us"]
+                mu = med[(m, name, s)]
+                pred_all.append(pu)
+                meas_all.append(mu)
+                key = (m, s, st["kind_id"])
+                knobs = tuple(sorted(st["hints"]["knobs"].items()))
+                lst = per_kernel.setdefault(key, [])
+                if all(k != knobs for k, _, _ in lst):
+                    lst.append((knobs, pu, mu))
+    rho_all = spearman(pred_all, meas_all)
+    within = []
+    for key, lst in sorted(per_kernel.items()):
+        if len(lst) >= 3 and len(set(round(x[1], 6) for x in lst)) >= 2:
+            within.append((key, len(lst), spearman([x[1] for x in lst], [x[2] for x in lst])))
+    rhos = [r for _, _, r in within if r == r]
+    # Is the chosen schedule (rank 0) the fastest measured among those tried?
+    best_hits = sum(1 for key, lst in per_kernel.items()
+                    if len(lst) >= 2 and min(lst, key=lambda x: x[2])[1] == min(x[1] for x in lst))
+    multi = sum(1 for lst in per_kernel.values() if len(lst) >= 2)
+
+    lines = ["# Cost-model benchmark (host)", "",
+             f"Generated by `make bench-costmodel` (bench/costmodel.py) on {time.strftime('%Y-%m-%d %H:%M')}.", "",
+             f"- Hardware description: {hw_line} (`AICF_HOST_HARDWARE={os.path.relpath(a.hardware, ROOT)}`); "
+             f"runs with {a.threads} thread(s).",
+             f"- Load average at end: {' / '.join('%.2f' % x for x in os.getloadavg())}.",
+             f"- Schedules per model: the cost model's choice (rank 0), the candidates ranked {a.ranks} "
+             "by predicted cost (`--candidate-rank`; 1000 = each kernel's worst feasible), and the "
+             "recipes' defaults (`--schedule default`).",
+             f"- Timing: `aicf-run DIR --profile --bench {a.reps}` (per-step mean over the runs), "
+             f"{a.rounds} interleaved rounds, median per step.", "",
+             "## Rank correlation, predicted vs measured step time", "",
+             f"- All (kernel, schedule) pairs: **Spearman {rho_all:.3f}** over {len(pred_all)} pairs.",
+             f"- Within a kernel across its schedules (kernels with >= 3 distinct schedules): "
+             f"mean Spearman **{statistics.mean(rhos):.3f}** over {len(rhos)} kernels "
+             f"(median {statistics.median(rhos):.3f})." if rhos else "- Within a kernel: no kernel with 3 schedules.",
+             f"- The predicted-best schedule was also the measured-fastest for {best_hits} of {multi} kernels "
+             "with more than one schedule.", "",
+             "## Chosen plan vs recipe defaults (sum of measured step times, us)", "",
+             "| model | chosen (rank 0) | defaults | chosen/defaults | predicted chosen | predicted defaults |",
+             "|---|---|---|---|---|---|"]
+    for m in models:
+        def total(name):
+            return sum(v for (mm, nn, s), v in med.items() if mm == m and nn == name)
+        c, d = total("rank0"), total("default")
+        lines.append(f"| {m} | {c:.1f} | {d:.1f} | {c / d:.3f} | "
+                     f"{plans[(m, 'rank0')]['predicted_time_us']:.1f} | {plans[(m, 'default')]['predicted_time_us']:.1f} |")
+    lines += ["", "## Per kernel (within-kernel Spearman; schedules: predicted / measured us)", "",
+              "| model | step | kernel | schedules | Spearman | predicted | measured |", "|---|---|---|---|---|---|---|"]
+    for (key, n, r) in within:
+        lst = per_kernel[key]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {n} | {r:.2f} | "
+                     + " ".join("%.1f" % x[1] for x in lst) + " | " + " ".join("%.1f" % x[2] for x in lst) + " |")
+
+    # CUDA: register estimates vs ptxas.
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if nvcc and not a.no_cuda:
+        lines += ["", "## CUDA: register estimate vs ptxas (every plan built by nvcc; ptxas checks the limits)", "",
+                  "| target | kernels | mean abs error (regs) | mean rel error | worst |", "|---|---|---|---|---|"]
+        for arch in ["sm_80", "sm_89", "sm_90"]:
+            errs, rel, worst = [], [], ("", 0)
+            for m in models:
+                out = os.path.join(work, m, "cuda_" + arch)
+                sh([f"{a.build}/aicfc", os.path.join(mroot, m, "model.onnx"), "-o", out, "--target", "cuda:" + arch]
+                   + model_args(os.path.join(mroot, m)))
+                p = yaml.safe_load(open(os.path.join(out, "plan.yaml")))
+                for st in p["steps"]:
+                    h = st["hints"]
+                    if "ptxas" not in h:
+                        continue
+                    est, real = h["predicted"]["registers"], h["ptxas"]["registers"]
+                    errs.append(abs(est - real))
+                    rel.append(abs(est - real) / real)
+                    if abs(est - real) > worst[1]:
+                        worst = (f"{m} {st['kind_id']} est {est} / ptxas {real}", abs(est - real))
+            lines.append(f"| {arch} | {len(errs)} | {statistics.mean(errs):.1f} | {100 * statistics.mean(rel):.0f}% | {worst[0]} |")
+    open(a.out, "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines[:20]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+// Tests of the cost model and the planner (codegen/cost_model.h, codegen/planner.h): the CUDA
+// occupancy formula against the calculator's worked examples, the register estimate's
+// calibration points, constraint rejections with their messages, deterministic choices that
+// differ between targets for a stated reason, rank ordering, and the error when nothing fits.
+#include "codegen/cost_model.h"
+#include "codegen/fusion.h"
+#include "codegen/planner.h"
+#include "ir/parser.h"
+#include "support/diagnostics.h"
+
+#include <doctest/doctest.h>
+
+using namespace aicf;
+
+namespace {
+
+std::unique_ptr<Graph> graphOf(const std::string &text) {
+  return parseGraph(text, "cost_model_test.mcir");
+}
+
+// One attention of head size D over [1, 8, 256, D]: the GPU tile sizes are limited by shared
+// memory (qs + ksT + vs + ps = 4·(BR·D + D·BC + BC·D + BR·BC) bytes).
+std::string attentionGraph(int64_t D) {
+  std::string t = cat("f32[1,8,256,", D, "]");
+  return cat("graph @a(%q: ", t, ", %k: ", t, ", %v: ", t, ") -> (%o: ", t, ") {\n",
+             "  %o = attention(%q, %k, %v) {scale = 0.0625, causal = 0}\n  return %o\n}\n");
+}
+
+const KernelGroup &anchorGroup(const Partition &p, Op op) {
+  for (const KernelGroup &g : p.groups)
+    if (g.anchor && g.anchor->op() == op)
+      return g;
+  FAIL("no group anchored on the op");
+  return p.groups.front();
+}
+
+} // namespace
+
+TEST_CASE("cost model: CUDA occupancy follows the occupancy calculator") {
+  Hardware a100 = builtinHardware("a100");
+  // ALGORITHMS.md's check: 128-thread blocks at 121 registers -> 4 blocks / SM, at 157 -> 3.
+  Occupancy o = cudaOccupancy(a100, 128, 121, 0);
+  CHECK(o.blocksPerSm == 4);
+  CHECK(o.limiter == "registers");
+  CHECK(cudaOccupancy(a100, 128, 157, 0).blocksPerSm == 3);
+  // 32 registers, 256 threads: 8 blocks of 8 warps fill the 64 warps.
+  o = cudaOccupancy(a100, 256, 32, 0);
+  CHECK(o.blocksPerSm == 8);
+  CHECK(o.fraction == doctest::Approx(1.0));
+  // Shared memory: 48 KB + the 1 KB reserve, in 128-byte units: 167936 / 50176 -> 3 blocks.
+  o = cudaOccupancy(a100, 128, 32, 48 * 1024);
+  CHECK(o.blocksPerSm == 3);
+  CHECK(o.limiter == "shared memory");
+  // Tiny blocks hit the 32 blocks per SM limit; the RTX 4090 allows 24 blocks and 48 warps.
+  CHECK(cudaOccupancy(a100, 32, 16, 0).blocksPerSm == 32);
+  Hardware rtx = builtinHardware("rtx4090");
+  o = cudaOccupancy(rtx, 32, 16, 0);
+  CHECK(o.blocksPerSm == 24);
+  CHECK(o.limiter == "blocks");
+  o = cudaOccupancy(rtx, 512, 32, 0);
+  CHECK(o.blocksPerSm == 3);
+  CHECK(o.limiter == "warps");
+  CHECK(o.fraction == doctest::Approx(1.0));
+  // A block that cannot fit at all.
+  CHECK(cudaOccupancy(rtx, 128, 32, 200 * 1024).blocksPerSm == 0);
+}
+
+TEST_CASE("cost model: register estimates at the ptxas calibration points") {
+  // ptxas (CUDA 13, sm_80): 8x8 accumulator tiles used 99-128 registers, 2x2 tiles 32-64,
+  // attention with head size 64 and BC 32 223-248, norms 27-33, flat loops 20-36.
+  kir::Kernel k;
+  k.recipe = "tiled_contraction";
+  k.knobs = {{"TM", 8}, {"TN", 8}};
+  CHECK(estimateRegisters(k) >= 99);
+  CHECK(estimateRegisters(k) <= 128);
+  k.knobs = {{"TM", 2}, {"TN", 2}};
+  CHECK(estimateRegisters(k) >= 32);
+  CHECK(estimateRegisters(k) <= 64);
+  k.recipe = "streaming_attention";
+  k.threads = 64;
+  k.knobs = {{"BR", 64}, {"BC", 32}};
+  k.extents = {{"D", 64}, {"Dv", 64}};
+  CHECK(estimateRegisters(k) >= 200);
+  CHECK(estimateRegisters(k) <= 250);
+  k.recipe = "online_norm";
+  k.knobs = {{"vec", 4}, {"cache_row", 1}};
+  CHECK(estimateRegisters(k) >= 27);
+  CHECK(estimateRegisters(k) <= 40);
+}
+
+TEST_CASE("planner: shared memory limits make plans differ between targets, and say so") {
+  // Head size 128: the BR 64 x BC 64 tile needs 4·(64·128·3 + 64·64) = 114688 B: it fits the
+  // A100 (166912 B per block) and the H100, not the RTX 4090 (101376 B).
+  auto g = graphOf(attentionGraph(128));
+  Partition part = partitionGraph(*g);
+  const KernelGroup &grp = anchorGroup(part, Op::Attention);
+  PlannerOptions po;
+  po.planFor = "cuda:sm_89";
+  PlanDecision d89;
+  kir::Kernel k89 = planKernel(grp, "k0", builtinHardware("rtx4090"), po, &d89);
+  CHECK(d89.chosen.cost.feasible());
+  CHECK(d89.chosen.cost.sharedBytes <= 101376);
+  CHECK(d89.feasible < d89.considered);
+  bool sawShared = false;
+  for (const Candidate &c : d89.rejected)
+    sawShared = sawShared || c.rejected.find("shared memory") == 0;
+  CHECK_MESSAGE(sawShared, "a candidate is rejected for shared memory on the RTX 4090");
+  REQUIRE_FALSE(d89.rejected.empty());
+  CHECK(d89.rejected.front().rejected.find("> 101376 bytes per block") != std::string::npos);
+
+  po.planFor = "cuda:sm_90";
+  PlanDecision d90;
+  planKernel(grp, "k0", builtinHardware("h100"), po, &d90);
+  CHECK(d90.feasible > d89.feasible);
+  CHECK(!d90.reason.empty());
+  CHECK(!d89.reason.empty());
+  // Every feasible choice fits its target: shared memory, threads, registers.
+  for (const PlanDecision *d : {&d89, &d90}) {
+    CHECK(d->chosen.cost.occupancy.blocksPerSm >= 1);
+    CHECK(d->chosen.rejected.empty());
+  }
+}
+
+TEST_CASE("planner: deterministic, ranked, and the defaults are costed") {
+  auto g = graphOf("graph @m(%x: f32[128,256]) -> (%y: f32[128,512]) {\n"
+                   "  %w = weight f32[256,512]\n  %y = matmul(%x, %w)\n  return %y\n}\n");
+  Partition part = partitionGraph(*g);
+  const KernelGroup &grp = anchorGroup(part, Op::MatMul);
+  for (const char *hwName : {"a100", "rtx4090", "h200"}) {
+    Hardware hw = builtinHardware(hwName);
+    PlannerOptions po;
+    po.planFor = "cuda:" + hw.arch;
+    PlanDecision a, b;
+    kir::Kernel ka = planKernel(grp, "k0", hw, po, &a);
+    kir::Kernel kb = planKernel(grp, "k0", hw, po, &b);
+    CHECK(ka.knobs == kb.knobs);
+    CHECK(kir::printKernel(ka) == kir::printKernel(kb));
+    CHECK(a.considered > 10);
+    CHECK(a.defaults.cost.timeUs > 0);
+    // Runner-ups cost at least as much as the choice (the defaults enjoy a small margin).
+    for (const Candidate &r : a.runnersUp)
+      CHECK(r.cost.timeUs >= a.chosen.cost.timeUs * 0.97);
+    // Rank 1000 clamps to the most expensive feasible candidate.
+    po.rank = 1000;
+    PlanDecision worst;
+    planKernel(grp, "k0", hw, po, &worst);
+    CHECK(worst.chosen.cost.timeUs >= a.chosen.cost.timeUs);
+    // --schedule default keeps the recipe's knobs.
+    po.rank = 0;
+    po.schedule = "default";
+    PlanDecision dflt;
+    planKernel(grp, "k0", hw, po, &dflt);
+    CHECK(dflt.isDefault);
+    CHECK(dflt.considered == 1);
+  }
+}
+
+TEST_CASE("planner: the host plan's traffic includes tile re-reads") {
+  auto g = graphOf("graph @m(%x: f32[512,512]) -> (%y: f32[512,1024]) {\n"
+                   "  %w = weight f32[512,1024]\n  %y = matmul(%x, %w)\n  return %y\n}\n");
+  Partition part = partitionGraph(*g);
+  const KernelGroup &grp = anchorGroup(part, Op::MatMul);
+  Hardware host = loadHardwareFile(AICF_TESTDATA "/targets/ci-host.yaml");
+  PlannerOptions po;
+  PlanDecision d;
+  kir::Kernel k = planKernel(grp, "k0", host, po, &d);
+  const KernelCost &c = d.chosen.cost;
+  CHECK(c.lowerBoundBytes == 4 * (512 * 512 + 512 * 1024 + 512 * 1024));
+  int64_t BM = k.knobs.at("BM"), BN = k.knobs.at("BN");
+  int64_t rereads =
+      4 * 512 * 512 * ((1024 + BN - 1) / BN - 1) + 4 * 512 * 1024 * ((512 + BM - 1) / BM - 1);
+  CHECK(c.bytes == c.lowerBoundBytes + rereads);
+  CHECK(c.flops == 2LL * 512 * 512 * 1024);
+  CHECK(c.timeUs > 0);
+  CHECK(c.occupancy.blocksPerSm == 0); // host: no occupancy
+}
+
+TEST_CASE("planner: a kernel no candidate fits is an error naming the node") {
+  auto g = graphOf(attentionGraph(64));
+  Partition part = partitionGraph(*g);
+  const KernelGroup &grp = anchorGroup(part, Op::Attention);
+  Hardware tiny = builtinHardware("a100");
+  tiny.smemPerBlock = 2048; // no tile of head size 64 fits
+  PlannerOptions po;
+  po.planFor = "cuda:sm_80";
+  try {
+    planKernel(grp, "k0", tiny, po, nullptr);
+    FAIL("expected an error");
+  } catch (const UserError &e) {
+    CHECK(std::string(e.what()).find("no schedule of streaming_attention fits a100-sxm4-80gb: "
+                                     "shared memory") != std::string::npos);
+  }
+}
