@@ -6,9 +6,9 @@
 //     epilogue (elementwise consumers of the anchor's result that nothing else needs);
 //   * or a pure elementwise group (a connected elementwise chain with no anchor).
 // Reshape-like nodes (VIEW) are not kernels: their result aliases their operand's buffer.
-// Whether recomputing is cheaper than storing is decided here by the simple rule that an
-// elementwise node is fused into its only consumer (never duplicated); the cost-model issue
-// refines it.
+// Whether recomputing is cheaper than storing is still decided here by a rule, not by the cost
+// model: an elementwise node is fused into its only consumer (never duplicated). Costing the
+// duplication against store + reload (codegen/cost_model.h) is future work.
 #pragma once
 
 #include "ir/graph.h"

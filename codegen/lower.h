@@ -1,6 +1,6 @@
 // Lowering: one kernel group -> one Kernel IR kernel, by the recipe its anchor calls for.
 // Recipes (one file each, codegen/recipe_*.cpp), each parameterised by schedule knobs with
-// defaults (the cost-model issue chooses them):
+// defaults; the planner (codegen/planner.h) chooses the knobs by cost:
 //   pointwise            elementwise groups, numpy broadcasting, vectorised inner loop
 //   reduction            reduce_*, arg_max/min, global pools
 //   online_norm          softmax, log_softmax, layer_norm, rms_norm — generated from the
