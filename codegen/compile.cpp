@@ -44,8 +44,10 @@ std::string symbolFor(int index, const std::string &kind) {
 } // namespace
 
 CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
-  Partition part = partitionGraph(g);
   Hardware hw = hardwareFor(opts.planFor, opts.hardware);
+  FusionOptions fo;
+  fo.hw = &hw;
+  Partition part = partitionGraph(g, fo);
   PlannerOptions po;
   po.planFor = opts.planFor;
   po.schedule = opts.schedule;
@@ -58,6 +60,7 @@ CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
   p.hardware = hw.name;
   p.hardwareSummary = hw.summary();
   p.schedule = opts.schedule;
+  p.remat = part.remat;
 
   std::map<const Value *, int> bufOf; // value -> buffer index
   auto add = [&](const Value *v, BufferKind kind, const TensorType &t, std::string label) {
@@ -386,6 +389,14 @@ void printPlanReport(std::ostream &os, const Plan &p) {
   std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels)\n",
                 p.predictedTimeUs);
   os << line;
+  for (const RematDecision &d : p.remat) {
+    std::string vals;
+    for (const std::string &v : d.values)
+      vals += (vals.empty() ? "" : ", ") + v;
+    std::snprintf(line, sizeof line, "%.3g us vs store + reload %.3g us", d.recomputeUs, d.storeUs);
+    os << "   " << (d.recomputed ? "recomputed" : "stored") << " " << vals << " (read by "
+       << d.consumers << " kernels): recompute " << line << "\n";
+  }
   // Why each kernel's knobs: the search, the decision and what it weighed.
   os << "== schedules (cost model; times in us)\n";
   auto knobText = [](const std::map<std::string, int64_t> &knobs) {

@@ -400,4 +400,30 @@ KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hard
   return c;
 }
 
+namespace {
+
+// A streaming elementwise pass over `bytes` with `flops` of work on the whole machine: DRAM (or
+// the host cache level the bytes fit in) and the FMA peak at the flat-loop efficiency.
+double streamUs(const Hardware &hw, double bytes, double flops) {
+  if (hw.gpu)
+    return 1e6 * (bytes / hw.dramBytesPerSec + flops / (0.5 * hw.fp32FlopsPerSec));
+  double hz = hw.ghz * 1e9, cores = double(std::max<int64_t>(1, hw.cores));
+  double bw = bytes <= double(hw.l2Bytes) * cores ? hw.l2BytesPerCycle * hz * cores
+              : bytes <= double(hw.l3Bytes)       ? hw.l3BytesPerCycle * hz * cores
+                                                  : hw.dramBytesPerSec;
+  return 1e6 * (bytes / bw + flops / (0.6 * hw.peakFlops()));
+}
+
+} // namespace
+
+RematCost rematerializationCost(const Hardware &hw, int64_t inBytes, int64_t outBytes,
+                                int64_t flops, int consumers) {
+  RematCost c;
+  double n = double(std::max(consumers, 1));
+  c.storeUs = hw.launchUs + streamUs(hw, double(inBytes + outBytes), double(flops)) +
+              n * streamUs(hw, double(outBytes), 0);
+  c.recomputeUs = n * streamUs(hw, double(inBytes), double(flops));
+  return c;
+}
+
 } // namespace aicf

@@ -70,4 +70,14 @@ struct KernelCost {
 
 KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw);
 
+// Store or recompute (codegen/fusion.cpp, rule 5): an elementwise group with `inBytes` of
+// inputs, `outBytes` of outputs and `flops` of work, read by `consumers` groups. Stored: one
+// kernel (launch, read the inputs, compute, write the outputs) and every consumer reloads the
+// outputs. Recomputed: every consumer reads the inputs and computes the values itself.
+struct RematCost {
+  double storeUs = 0, recomputeUs = 0;
+};
+RematCost rematerializationCost(const Hardware &hw, int64_t inBytes, int64_t outBytes,
+                                int64_t flops, int consumers);
+
 } // namespace aicf

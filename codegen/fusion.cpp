@@ -24,13 +24,19 @@
 //     GroupExpr, or another elementwise group), and none of which is a graph output, is merged
 //     into that group; its nodes are then recomputed where the consumer reads them, never
 //     stored. Consumers are visited last-first so chains fold in one sweep.
+//  5. Rematerialisation (with a hardware description). A pure elementwise group read by several
+//     groups, all of which inline operands, none through a view and none a graph output, is
+//     copied into every consumer when the cost model prices recomputing it there below storing
+//     it once and reloading it in each; its nodes then belong to several groups.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 #include "codegen/fusion.h"
 
+#include "codegen/cost_model.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <unordered_map>
 
 namespace aicf {
@@ -68,7 +74,7 @@ Caps capsFor(const Node *anchor) {
 
 class Partitioner {
 public:
-  explicit Partitioner(const Graph &g) : g_(g), nodes_(g.nodes()) {
+  Partitioner(const Graph &g, const FusionOptions &opts) : g_(g), opts_(opts), nodes_(g.nodes()) {
     for (size_t i = 0; i < nodes_.size(); ++i)
       index_[nodes_[i]] = static_cast<int>(i);
     groupOf_.assign(nodes_.size(), -1);
@@ -106,8 +112,10 @@ public:
       else
         newGroup(nullptr, n);
     }
-    // 4: prologues.
+    // 4: prologues; 5: rematerialisation.
     foldPrologues();
+    if (opts_.hw)
+      rematerialize(p);
     finish(p);
     return p;
   }
@@ -254,6 +262,84 @@ private:
     }
   }
 
+  // The groups reading group gi's outputs, in group order; empty when one of them is a graph
+  // output or read through a view (those must be stored).
+  std::vector<int> consumersOf(int gi) const {
+    std::vector<int> out;
+    for (const Node *m : groups_[gi].nodes)
+      for (const Value *r : m->results()) {
+        if (g_.isOutput(r))
+          return {};
+        for (const Node *u : usersOf(r)) {
+          if (contains(gi, u))
+            continue;
+          int ug = groupOf_[idx(u)];
+          if (ug < 0)
+            return {};
+          if (std::find(out.begin(), out.end(), ug) == out.end())
+            out.push_back(ug);
+        }
+      }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  bool contains(int gi, const Node *n) const {
+    const std::vector<Node *> &ns = groups_[gi].nodes;
+    return std::find(ns.begin(), ns.end(), n) != ns.end();
+  }
+
+  void rematerialize(Partition &p) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      Group &grp = groups_[gi];
+      if (!grp.alive || grp.anchor)
+        continue;
+      std::vector<int> cons = consumersOf(static_cast<int>(gi));
+      if (cons.size() < 2)
+        continue;
+      bool inlinable = std::all_of(cons.begin(), cons.end(), [&](int c) {
+        return groups_[c].alive && capsFor(groups_[c].anchor).prologue;
+      });
+      if (!inlinable)
+        continue;
+      int64_t inBytes = 0, outBytes = 0;
+      std::vector<const Value *> seen;
+      RematDecision d;
+      for (const Node *m : grp.nodes) {
+        for (const Value *o : m->operands())
+          if (!contains(static_cast<int>(gi), o->def()) &&
+              std::find(seen.begin(), seen.end(), o) == seen.end()) {
+            seen.push_back(o);
+            inBytes += o->type().bytes();
+          }
+        for (const Value *r : m->results())
+          if (!usersOf(r).empty() &&
+              std::any_of(usersOf(r).begin(), usersOf(r).end(),
+                          [&](const Node *u) { return !contains(static_cast<int>(gi), u); })) {
+            outBytes += r->type().bytes();
+            d.values.push_back(r->name().empty() ? cat("%", r->id()) : r->name());
+          }
+      }
+      KernelGroup probe;
+      probe.nodes = grp.nodes;
+      RematCost c = rematerializationCost(*opts_.hw, inBytes, outBytes, estimateFlops(probe),
+                                          static_cast<int>(cons.size()));
+      d.consumers = static_cast<int>(cons.size());
+      d.storeUs = c.storeUs;
+      d.recomputeUs = c.recomputeUs;
+      d.recomputed = c.recomputeUs < c.storeUs;
+      p.remat.push_back(d);
+      if (!d.recomputed)
+        continue;
+      for (int c2 : cons)
+        for (Node *n : grp.nodes)
+          groups_[c2].nodes.push_back(n); // groupOf_ keeps the first owner; membership is nodes
+      recomputed_.insert(grp.nodes.begin(), grp.nodes.end());
+      grp.nodes.clear();
+      grp.alive = false;
+    }
+  }
+
   // The one group reading every output of group gi, or -1 (several readers, a view reader,
   // a graph output, or no reader).
   int soleConsumer(int gi) const {
@@ -289,6 +375,8 @@ private:
     for (int gi : live) {
       for (const Node *m : groups_[gi].nodes)
         for (const Value *o : m->operands()) {
+          if (o->def() && contains(gi, o->def()))
+            continue; // computed inside (a recomputed prologue)
           int pg = storageGroup(o);
           if (pg >= 0 && pg != gi &&
               std::find(deps[gi].begin(), deps[gi].end(), pg) == deps[gi].end())
@@ -320,20 +408,22 @@ private:
       kg.nodes = grp.nodes;
       for (const Node *m : grp.nodes)
         for (Value *o : m->operands()) {
-          if (inGroup(o->def(), gi))
+          if (o->def() && contains(gi, o->def()))
             continue;
           if (std::find(kg.inputs.begin(), kg.inputs.end(), o) == kg.inputs.end())
             kg.inputs.push_back(o);
         }
       for (const Node *m : grp.nodes)
         for (Value *r : m->results())
-          if (neededOutside(r, grp.nodes))
+          if (!recomputed_.count(m) && neededOutside(r, grp.nodes))
             kg.outputs.push_back(r);
       p.groups.push_back(std::move(kg));
     }
   }
 
   const Graph &g_;
+  FusionOptions opts_;
+  std::set<const Node *> recomputed_; // nodes copied into several consumer groups
   std::vector<Node *> nodes_;
   std::unordered_map<const Node *, int> index_;
   std::unordered_map<const Value *, std::vector<Node *>> users_;
@@ -343,8 +433,8 @@ private:
 
 } // namespace
 
-Partition partitionGraph(const Graph &g) {
-  return Partitioner(g).run();
+Partition partitionGraph(const Graph &g, const FusionOptions &opts) {
+  return Partitioner(g, opts).run();
 }
 
 const Value *storageOf(const Value *v) {

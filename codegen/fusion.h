@@ -6,11 +6,14 @@
 //     epilogue (elementwise consumers of the anchor's result that nothing else needs);
 //   * or a pure elementwise group (a connected elementwise chain with no anchor).
 // Reshape-like nodes (VIEW) are not kernels: their result aliases their operand's buffer.
-// Whether recomputing is cheaper than storing is still decided here by a rule, not by the cost
-// model: an elementwise node is fused into its only consumer (never duplicated). Costing the
-// duplication against store + reload (codegen/cost_model.h) is future work.
+// Recompute or store: an elementwise group read by one other group is always fused into it
+// (rule 4 in fusion.cpp). One read by several groups is decided by the cost model when a
+// hardware description is given (FusionOptions::hw): recomputed inside every consumer when
+// that costs less than storing it once and reloading it in each (codegen/cost_model.h,
+// rematerializationCost); every such decision is recorded with both costs.
 #pragma once
 
+#include "codegen/hardware.h"
 #include "ir/graph.h"
 
 #include <string>
@@ -27,12 +30,27 @@ struct KernelGroup {
   std::vector<Value *> outputs; // produced here and used outside (or graph outputs)
 };
 
+// One store-or-recompute decision for an elementwise group read by several groups.
+struct RematDecision {
+  std::vector<std::string> values; // the group's output values
+  int consumers = 0;
+  double storeUs = 0, recomputeUs = 0;
+  bool recomputed = false;
+};
+
 struct Partition {
   std::vector<KernelGroup> groups; // in a valid execution order
   std::vector<Node *> views;       // reshape-like nodes: aliases, no kernel
+  std::vector<RematDecision> remat;
 };
 
-Partition partitionGraph(const Graph &g);
+struct FusionOptions {
+  // With a description, shared elementwise groups are recomputed in their consumers when the
+  // cost model says that is cheaper; without one they are always stored (computed once).
+  const Hardware *hw = nullptr;
+};
+
+Partition partitionGraph(const Graph &g, const FusionOptions &opts = {});
 
 // The value whose buffer `v` lives in: follows view (reshape) nodes back to their source.
 const Value *storageOf(const Value *v);

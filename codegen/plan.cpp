@@ -99,6 +99,19 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::EndMap;
   y << YAML::Key << "lower_bound_bytes" << YAML::Value << lowerBoundBytes;
   y << YAML::Key << "predicted_time_us" << YAML::Value << predictedTimeUs;
+  if (!remat.empty()) {
+    y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
+    for (const RematDecision &d : remat) {
+      y << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
+      y << YAML::Key << "consumers" << YAML::Value << d.consumers;
+      y << YAML::Key << "recompute_us" << YAML::Value << d.recomputeUs;
+      y << YAML::Key << "store_us" << YAML::Value << d.storeUs;
+      y << YAML::Key << "decision" << YAML::Value << (d.recomputed ? "recompute" : "store");
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
   y << YAML::Key << "layout" << YAML::Value << layout;
   y << YAML::Key << "buffers" << YAML::Value << YAML::BeginSeq;
   for (const PlanBuffer &b : buffers) {

@@ -5,6 +5,7 @@
 // metadata that never changes meaning: properties, knobs, predicted bytes / FLOPs, certificates).
 #pragma once
 
+#include "codegen/fusion.h"
 #include "ir/types.h"
 
 #include <cstdint>
@@ -92,7 +93,8 @@ struct Plan {
   std::string hardware; // the description planned for ("a100-sxm4-80gb", "host")
   std::string hardwareSummary; // its one-line summary (figures and source)
   std::string schedule = "cost";
-  double predictedTimeUs = 0; // sum of the kernels' predicted times
+  double predictedTimeUs = 0;       // sum of the kernels' predicted times
+  std::vector<RematDecision> remat; // store-or-recompute decisions of the fusion (fusion.h)
 
   const PlanBuffer *buffer(const std::string &id) const;
   void writeYaml(std::ostream &os) const;

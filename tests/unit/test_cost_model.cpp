@@ -1,15 +1,26 @@
 // Tests of the cost model and the planner (codegen/cost_model.h, codegen/planner.h): the CUDA
 // occupancy formula against the calculator's worked examples, the register estimate's
 // calibration points, constraint rejections with their messages, deterministic choices that
-// differ between targets for a stated reason, rank ordering, and the error when nothing fits.
+// differ between targets for a stated reason, rank ordering, the error when nothing fits, and
+// store-or-recompute decisions of the fusion (compiled, run and compared with the interpreter).
+#include "codegen/compile.h"
 #include "codegen/cost_model.h"
 #include "codegen/fusion.h"
 #include "codegen/planner.h"
+#include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
 using namespace aicf;
 
 namespace {
@@ -190,4 +201,106 @@ TEST_CASE("planner: a kernel no candidate fits is an error naming the node") {
     CHECK(std::string(e.what()).find("no schedule of streaming_attention fits a100-sxm4-80gb: "
                                      "shared memory") != std::string::npos);
   }
+}
+
+namespace {
+
+// Compiles `g` for the host under `hw`, runs it through the runtime on seeded inputs and checks
+// every output against the interpreter (1e-5 + 1e-4 |ref|).
+void compileRunCompare(const Graph &g, const std::string &hwFile, CompiledModel *out) {
+  CompileOptions co;
+  co.hardware = hwFile;
+  CompiledModel m = buildModel(g, co);
+  fs::path dir = fs::temp_directory_path() / cat("aicf_cost_model_", ::getpid());
+  writeArtifacts(g, m, co, dir.string());
+  std::vector<Tensor> ins = randomInputs(g, 7);
+  std::vector<Tensor> want = interpret(g, ins);
+  aicf_model *rt = aicf_open(dir.string().c_str());
+  REQUIRE_MESSAGE(rt != nullptr, aicf_last_error());
+  std::vector<const void *> inPtrs;
+  for (const Tensor &t : ins)
+    inPtrs.push_back(t.raw());
+  std::vector<Tensor> got;
+  for (const Tensor &t : want)
+    got.emplace_back(t.type());
+  std::vector<void *> outPtrs;
+  for (Tensor &t : got)
+    outPtrs.push_back(t.raw());
+  REQUIRE_MESSAGE(aicf_run(rt, inPtrs.data(), outPtrs.data()) == 0, aicf_last_error());
+  aicf_close(rt);
+  fs::remove_all(dir);
+  for (size_t k = 0; k < want.size(); ++k) {
+    const float *a = got[k].data<float>();
+    const float *b = want[k].data<float>();
+    for (int64_t i = 0; i < want[k].type().numel(); ++i)
+      REQUIRE(std::fabs(a[i] - b[i]) <= 1e-5 + 1e-4 * std::fabs(b[i]));
+  }
+  if (out)
+    *out = std::move(m);
+}
+
+} // namespace
+
+TEST_CASE("fusion by cost: a cheap shared elementwise value is recomputed in its consumers") {
+  // x * x + x read by two matmuls: recomputing it in both (read x twice, 2 FLOPs per element
+  // each) beats a kernel that reads x, writes the value, and two reloads. (silu(x) in its
+  // place is stored on this host: its 21 FLOPs per element twice cost more than the traffic.)
+  auto g = graphOf("graph @r(%x: f32[64,256], %w1: f32[256,128], %w2: f32[256,128])"
+                   " -> (%a: f32[64,128], %b: f32[64,128]) {\n"
+                   "  %s = mul(%x, %x)\n  %g = add(%s, %x)\n"
+                   "  %a = matmul(%g, %w1)\n  %b = matmul(%g, %w2)\n  return %a, %b\n}\n");
+  std::string host = AICF_TESTDATA "/targets/ci-host.yaml";
+  Hardware hw = loadHardwareFile(host);
+  FusionOptions fo;
+  fo.hw = &hw;
+  Partition p = partitionGraph(*g, fo);
+  REQUIRE(p.remat.size() == 1);
+  CHECK(p.remat[0].recomputed);
+  CHECK(p.remat[0].consumers == 2);
+  CHECK(p.remat[0].recomputeUs < p.remat[0].storeUs);
+  CHECK(p.remat[0].values == std::vector<std::string>{"g"});
+  REQUIRE(p.groups.size() == 2); // the two matmuls, each with sigmoid and mul as prologue
+  for (const KernelGroup &grp : p.groups) {
+    CHECK(grp.nodes.size() == 3);
+    CHECK(grp.inputs.front()->name() == "x");
+    CHECK(grp.outputs.size() == 1);
+  }
+  // Without a description the rule stores it once.
+  CHECK(partitionGraph(*g).groups.size() == 3);
+  CompiledModel m;
+  compileRunCompare(*g, host, &m);
+  REQUIRE(m.plan.remat.size() == 1);
+  std::ostringstream report;
+  printPlanReport(report, m.plan);
+  CHECK(report.str().find("recomputed g (read by 2 kernels): recompute ") != std::string::npos);
+}
+
+TEST_CASE("fusion by cost: an expensive shared value read by many kernels is stored") {
+  // Eight consumers of exp(tanh(erf(x))) over a large x: recomputing costs eight passes of
+  // transcendental work and eight reads of x; storing costs one pass and eight reloads.
+  std::string text = "graph @r(%x: f32[512,1024]) -> (";
+  for (int i = 0; i < 8; ++i)
+    text += cat(i ? ", " : "", "%r", i, ": f32[512]");
+  text += ") {\n  %e = erf(%x)\n  %t = tanh(%e)\n  %u = exp(%t)\n";
+  for (int i = 0; i < 8; ++i)
+    text += cat("  %r", i, " = ", i % 2 ? "reduce_max" : "reduce_sum", "(%u) {axes = [", 1,
+                "], keepdims = 0}\n");
+  text += "  return ";
+  for (int i = 0; i < 8; ++i)
+    text += cat(i ? ", " : "", "%r", i);
+  text += "\n}\n";
+  auto g = graphOf(text);
+  Hardware hw = loadHardwareFile(AICF_TESTDATA "/targets/ci-host.yaml");
+  FusionOptions fo;
+  fo.hw = &hw;
+  Partition p = partitionGraph(*g, fo);
+  REQUIRE(p.remat.size() == 1);
+  CHECK_FALSE(p.remat[0].recomputed);
+  CHECK(p.remat[0].consumers == 8);
+  CHECK(p.groups.size() == 9);
+  CompiledModel m;
+  compileRunCompare(*g, AICF_TESTDATA "/targets/ci-host.yaml", &m);
+  std::ostringstream report;
+  printPlanReport(report, m.plan);
+  CHECK(report.str().find("stored u (read by 8 kernels)") != std::string::npos);
 }
