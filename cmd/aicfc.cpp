@@ -40,6 +40,7 @@ struct Flags {
   std::string hardware;
   std::string schedule = "cost";
   int candidateRank = 0;
+  std::string attention = "cost";
 };
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
@@ -137,6 +138,7 @@ int compile(const Flags &flags) {
   copts.hardware = flags.hardware;
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
+  copts.attention = flags.attention;
   CompiledModel cm = buildModel(*g, copts);
   if (flags.explain)
     printPlanReport(report, cm.plan);
@@ -180,6 +182,11 @@ int main(int argc, char **argv) {
   app.add_option("--schedule", flags.schedule,
                  "cost: knobs chosen by the cost model; default: the recipes' defaults")
       ->check(CLI::IsMember({"cost", "default"}))
+      ->capture_default_str();
+  app.add_option("--attention", flags.attention,
+                 "cost: streaming or materialised attention by the cost model; streaming; "
+                 "materialized (where exact)")
+      ->check(CLI::IsMember({"cost", "streaming", "materialized"}))
       ->capture_default_str();
   app.add_option("--candidate-rank", flags.candidateRank,
                  "take each kernel's N-th cheapest feasible schedule (cost-model benchmarks)")

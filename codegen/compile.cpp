@@ -3,6 +3,7 @@
 // so ids and offsets are deterministic.
 #include "codegen/compile.h"
 
+#include "codegen/attention_choice.h"
 #include "codegen/cost_model.h"
 #include "codegen/cuda_build.h"
 #include "codegen/cuda_printer.h"
@@ -43,17 +44,42 @@ std::string symbolFor(int index, const std::string &kind) {
 
 } // namespace
 
-CompiledModel buildModel(const Graph &g, const CompileOptions &opts) {
+CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
   Hardware hw = hardwareFor(opts.planFor, opts.hardware);
   FusionOptions fo;
   fo.hw = &hw;
-  Partition part = partitionGraph(g, fo);
+  Partition part = partitionGraph(input, fo);
   PlannerOptions po;
   po.planFor = opts.planFor;
   po.schedule = opts.schedule;
   po.rank = opts.rank;
   CompiledModel m;
   Plan &p = m.plan;
+
+  // Streaming or materialised attention (codegen/attention_choice.h): materialised ones are
+  // rewritten on a copy of the graph, which is then partitioned again.
+  std::vector<int> materialize;
+  for (const KernelGroup &grp : part.groups) {
+    if (!grp.anchor || grp.anchor->op() != Op::Attention)
+      continue;
+    AttentionDecision d = chooseAttention(grp, hw, po);
+    d.nodeIndex = input.nodeIndex(grp.anchor);
+    if (opts.attention == "streaming" && d.streamingUs >= 0)
+      d.materialized = false;
+    else if (opts.attention == "materialized" && d.materializedUs >= 0)
+      d.materialized = true;
+    if (d.materialized)
+      materialize.push_back(d.nodeIndex);
+    p.attention.push_back(std::move(d));
+  }
+  if (!materialize.empty()) {
+    m.graph = input.clone();
+    std::sort(materialize.rbegin(), materialize.rend()); // later nodes first: indices stay valid
+    for (int idx : materialize)
+      materializeAttention(*m.graph, idx);
+    part = partitionGraph(*m.graph, fo);
+  }
+  const Graph &g = m.graph ? *m.graph : input;
   p.target = opts.target;
   p.planFor = opts.planFor;
   p.cpuArch = opts.cpuArch;
@@ -324,7 +350,7 @@ void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions
       compileHostSource(m.source, (tmp / "kernels.cpp").string(), (tmp / "libmodel.so").string(),
                         hb);
     }
-    std::vector<uint8_t> weights = packWeights(g, plan);
+    std::vector<uint8_t> weights = packWeights(m.graph ? *m.graph : g, plan);
     writeFile(tmp / "weights.bin", std::string(weights.begin(), weights.end()));
     std::ostringstream yaml;
     plan.writeYaml(yaml);
@@ -389,6 +415,18 @@ void printPlanReport(std::ostream &os, const Plan &p) {
   std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels)\n",
                 p.predictedTimeUs);
   os << line;
+  for (const AttentionDecision &d : p.attention) {
+    auto us = [&](double v, const std::string &why) {
+      if (v >= 0) {
+        std::snprintf(line, sizeof line, "%.3g us", v);
+        return std::string(line);
+      }
+      return why;
+    };
+    os << "   attention " << d.node << ": " << (d.materialized ? "materialised" : "streaming")
+       << " (streaming " << us(d.streamingUs, d.streamingWhy) << "; materialised "
+       << us(d.materializedUs, "not offered: " + d.materializedWhy) << ")\n";
+  }
   for (const RematDecision &d : p.remat) {
     std::string vals;
     for (const std::string &v : d.values)

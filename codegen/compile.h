@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -23,9 +24,15 @@ struct CompileOptions {
   std::string hardware;          // --hardware: "" (the arch's default), a built-in name or a file
   std::string schedule = "cost"; // "cost" (the planner's choice) or "default" (recipe defaults)
   int rank = 0;                  // --candidate-rank: take the rank-th cheapest candidate
+  // --attention: "cost" (streaming or materialised, whichever the cost model prices lower),
+  // "streaming", or "materialized" (where the materialised form is exact; streaming elsewhere).
+  std::string attention = "cost";
 };
 
 struct CompiledModel {
+  // The graph the kernels were built from when codegen rewrote it (an attention materialised
+  // by cost, codegen/attention_choice.h); null when it is the caller's graph.
+  std::shared_ptr<Graph> graph;
   Plan plan;
   std::vector<kir::Kernel> kernels; // in step order (built-in copy steps have none)
   std::string source;               // kernels.cpp (host) or kernels.cu (CUDA targets)

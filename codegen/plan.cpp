@@ -99,6 +99,24 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::EndMap;
   y << YAML::Key << "lower_bound_bytes" << YAML::Value << lowerBoundBytes;
   y << YAML::Key << "predicted_time_us" << YAML::Value << predictedTimeUs;
+  if (!attention.empty()) {
+    y << YAML::Key << "attention_lowering" << YAML::Value << YAML::BeginSeq;
+    for (const AttentionDecision &d : attention) {
+      y << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "node" << YAML::Value << d.node;
+      y << YAML::Key << "choice" << YAML::Value << (d.materialized ? "materialized" : "streaming");
+      if (d.streamingUs >= 0)
+        y << YAML::Key << "streaming_us" << YAML::Value << d.streamingUs;
+      else
+        y << YAML::Key << "streaming" << YAML::Value << d.streamingWhy;
+      if (d.materializedUs >= 0)
+        y << YAML::Key << "materialized_us" << YAML::Value << d.materializedUs;
+      else
+        y << YAML::Key << "materialized" << YAML::Value << d.materializedWhy;
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
   if (!remat.empty()) {
     y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
     for (const RematDecision &d : remat) {

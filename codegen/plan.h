@@ -5,6 +5,7 @@
 // metadata that never changes meaning: properties, knobs, predicted bytes / FLOPs, certificates).
 #pragma once
 
+#include "codegen/attention_choice.h"
 #include "codegen/fusion.h"
 #include "ir/types.h"
 
@@ -93,8 +94,9 @@ struct Plan {
   std::string hardware; // the description planned for ("a100-sxm4-80gb", "host")
   std::string hardwareSummary; // its one-line summary (figures and source)
   std::string schedule = "cost";
-  double predictedTimeUs = 0;       // sum of the kernels' predicted times
-  std::vector<RematDecision> remat; // store-or-recompute decisions of the fusion (fusion.h)
+  double predictedTimeUs = 0;               // sum of the kernels' predicted times
+  std::vector<RematDecision> remat;         // store-or-recompute decisions of the fusion (fusion.h)
+  std::vector<AttentionDecision> attention; // streaming or materialised (attention_choice.h)
 
   const PlanBuffer *buffer(const std::string &id) const;
   void writeYaml(std::ostream &os) const;

@@ -86,6 +86,41 @@ Value *Graph::newValue(const std::string &name, TensorType type, ValueKind kind)
   return values_.back().get();
 }
 
+std::unique_ptr<Graph> Graph::clone() const {
+  auto c = std::make_unique<Graph>(name_);
+  std::unordered_map<const Value *, Value *> map;
+  for (const Value *in : inputs_) {
+    Value *v = c->addInput(in->name(), in->type());
+    v->loc = in->loc;
+    map[in] = v;
+  }
+  for (const Value *w : weights_) {
+    Value *v = c->addWeight(w->name(), w->data());
+    v->loc = w->loc;
+    map[w] = v;
+  }
+  for (const auto &n : nodes_) {
+    std::vector<Value *> ops;
+    for (const Value *o : n->operands())
+      ops.push_back(map.at(o));
+    std::vector<TensorType> types;
+    for (const Value *r : n->results())
+      types.push_back(r->type());
+    Node *m = c->addNode(n->op(), std::move(ops), std::move(types), n->attrs, n->loc);
+    m->props = n->props;
+    for (size_t i = 0; i < n->results().size(); ++i) {
+      const Value *r = n->results()[i];
+      if (!r->name().empty())
+        c->renameValue(m->results()[i], r->name());
+      m->results()[i]->loc = r->loc;
+      map[r] = m->results()[i];
+    }
+  }
+  for (const Value *o : outputs_)
+    c->addOutput(map.at(o));
+  return c;
+}
+
 Value *Graph::addInput(const std::string &name, TensorType type) {
   Value *v = newValue(name, std::move(type), ValueKind::Input);
   inputs_.push_back(v);

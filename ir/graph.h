@@ -48,6 +48,10 @@ public:
   int id() const { return id_; } // unique in the graph, in creation order
   const std::string &name() const { return name_; }
   void setName(std::string n) { name_ = std::move(n); }
+
+  // A structurally identical copy: same inputs, weights (sharing their data), nodes with their
+  // attributes, locations and properties, value names and outputs.
+  std::unique_ptr<Graph> clone() const;
   const TensorType &type() const { return type_; }
   void setType(TensorType t) { type_ = std::move(t); }
   ValueKind kind() const { return kind_; }
@@ -119,6 +123,10 @@ public:
 
   const std::string &name() const { return name_; }
   void setName(std::string n) { name_ = std::move(n); }
+
+  // A structurally identical copy: same inputs, weights (sharing their data), nodes with their
+  // attributes, locations and properties, value names and outputs.
+  std::unique_ptr<Graph> clone() const;
 
   // --- construction ---
   // Names are made unique in the graph (a suffix _1, _2, ... is added on collision).

@@ -96,6 +96,44 @@ std::vector<fs::path> modelDirs() {
 
 } // namespace
 
+TEST_CASE("artifacts: materialised attention matches the references (host and GPU plans)") {
+  // The GPT-2 blocks' causal attention: forced materialised on the host plan, and chosen by
+  // the cost model for the A100 plan (tiny sequences: the streaming kernel has 16 blocks),
+  // run through the host printer. BERT's runtime additive mask is never materialised.
+  for (std::string name : {"gpt2_block_op17", "gpt2_block_dyn_op17", "bert_layer_op17"}) {
+    fs::path dir = fs::path(AICF_TESTDATA) / "models" / name;
+    std::unique_ptr<Graph> g = testing::pipelineGraph(dir);
+    for (std::string planFor : {"cpu", "cuda:sm_80"}) {
+      CAPTURE(name);
+      CAPTURE(planFor);
+      CompileOptions opts;
+      opts.planFor = planFor;
+      opts.attention = planFor == "cpu" ? "materialized" : "cost";
+      CompiledModel cm = buildModel(*g, opts);
+      REQUIRE(cm.plan.attention.size() == 1);
+      const AttentionDecision &d = cm.plan.attention[0];
+      if (name.rfind("bert", 0) == 0) {
+        CHECK_FALSE(d.materialized);
+        CHECK(d.materializedWhy == "a non-constant additive mask may hold -inf rows");
+        CHECK(cm.graph == nullptr);
+        continue;
+      }
+      CHECK(d.materialized);
+      CHECK(d.streamingUs > 0);
+      CHECK(d.materializedUs > 0);
+      REQUIRE(cm.graph != nullptr);
+      bool hasAttentionStep = false;
+      for (const PlanStep &st : cm.plan.steps)
+        hasAttentionStep = hasAttentionStep || st.recipe == "streaming_attention";
+      CHECK_FALSE(hasAttentionStep);
+      fs::path out =
+          scratch() / cat(name, "_materialized_", planFor == std::string("cpu") ? "cpu" : "gpu");
+      writeArtifacts(*g, cm, opts, out.string());
+      runAndCompare(out, dir);
+    }
+  }
+}
+
 TEST_CASE("artifacts: every testdata model compiles for the host and matches its references") {
   for (const fs::path &dir : modelDirs()) {
     CAPTURE(dir.filename().string());
