@@ -98,12 +98,23 @@ def main():
                model_args(os.path.join(mroot, m)), env=env)
             plans[(m, name)] = yaml.safe_load(open(os.path.join(out, "plan.yaml")))
     hw_line = plans[(models[0], "rank0")]["hardware"]
+    # Attention lowered both ways, where the materialised form is offered.
+    attn_models = [m for m in models
+                   if any("materialized_us" in d for d in plans[(m, "rank0")].get("attention_lowering", []))]
+    attn_schedules = [("attn_streaming", ["--attention", "streaming"]),
+                      ("attn_materialized", ["--attention", "materialized"])]
+    for m in attn_models:
+        for name, flags in attn_schedules:
+            out = os.path.join(work, m, name)
+            sh([f"{a.build}/aicfc", os.path.join(mroot, m, "model.onnx"), "-o", out] + flags +
+               model_args(os.path.join(mroot, m)), env=env)
+            plans[(m, name)] = yaml.safe_load(open(os.path.join(out, "plan.yaml")))
 
     # Measure in interleaved rounds; keep each step's median.
     meas = {}
     for rd in range(a.rounds):
         for m in models:
-            for name, _ in schedules:
+            for name, _ in schedules + (attn_schedules if m in attn_models else []):
                 t = profile(a.build, os.path.join(work, m, name), a.threads, a.reps)
                 for s, us in t.items():
                     meas.setdefault((m, name, s), []).append(us)
@@ -164,6 +175,17 @@ def main():
         c, d = total("rank0"), total("default")
         lines.append(f"| {m} | {c:.1f} | {d:.1f} | {c / d:.3f} | "
                      f"{plans[(m, 'rank0')]['predicted_time_us']:.1f} | {plans[(m, 'default')]['predicted_time_us']:.1f} |")
+    if attn_models:
+        lines += ["", "## Attention: streaming vs materialised (whole model, sum of step times, us)", "",
+                  "| model | cost model's choice | streaming predicted | streaming measured | "
+                  "materialised predicted | materialised measured |", "|---|---|---|---|---|---|"]
+        for m in attn_models:
+            def total(name):
+                return sum(v for (mm, nn, s), v in med.items() if mm == m and nn == name)
+            choice = plans[(m, "rank0")]["attention_lowering"][0]["choice"]
+            lines.append(f"| {m} | {choice} | {plans[(m, 'attn_streaming')]['predicted_time_us']:.1f} | "
+                         f"{total('attn_streaming'):.1f} | {plans[(m, 'attn_materialized')]['predicted_time_us']:.1f} | "
+                         f"{total('attn_materialized'):.1f} |")
     lines += ["", "## Per kernel (within-kernel Spearman; schedules: predicted / measured us)", "",
               "| model | step | kernel | schedules | Spearman | predicted | measured |", "|---|---|---|---|---|---|---|"]
     for (key, n, r) in within:

@@ -216,21 +216,27 @@ Shape recipeShape(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw
     double exact = 2.0 * double(B * M * N * K);
     double padded = 2.0 * double(B * roundUp(M, BM) * roundUp(N, BN) * roundUp(K, BK));
     s.flops = double(flops) - exact + padded; // epilogue FLOPs stay as they are
-    // The accumulator tile is loaded and stored once per k step (host: C in L1/L2).
     int64_t kSteps = ceilDiv(K, BK);
-    s.rereadBytes = double(B * roundUp(M, BM) * roundUp(N, BN)) * 4.0 * 2.0 * double(kSteps - 1);
-    s.rereadSet = 4 * (BM * BK + BK * BN + BM * BN);
     s.serialTiles = kSteps;
+    s.rereadSet = 4 * (BM * BK + BK * BN + BM * BN);
     if (hw.gpu) {
-      // FMAs per shared-memory load of the register tile: TM·TN / (TM + TN); four or more
-      // keep the FMA pipes fed.
+      // The accumulator tile stays in registers; FMAs per shared-memory load of the register
+      // tile: TM·TN / (TM + TN); four or more keep the FMA pipes fed.
       double perLoad = double(TM * TN) / double(TM + TN);
       s.vectorShare = 0.7 * std::min(1.0, perLoad / 4.0);
-    } else {
-      // The micro-kernel: 85% of peak on full tiles; short k blocks pay the C reloads above,
-      // narrow n tiles leave vector lanes idle.
-      s.vectorShare = 0.85 * std::min(1.0, double(BN) / double(2 * lanes));
+      return s;
     }
+    // Host, fitted on a sweep of every candidate of the GPT-2 block's four GEMMs on one core
+    // (within-kernel rank correlation 0.89-0.97 for this form against 0 before):
+    //  * the micro-kernel runs at ~89% of peak, losing ~0.056% per KiB of its working set (the
+    //    A tile and one packed B panel, BK x 32) as that set leaves L1;
+    //  * each tile gathers and packs its B tile (BK x BN) once per k step: ~0.45 cycles per
+    //    element, so B is re-packed once per row of tiles (the dominant knob effect: BM);
+    //  * A tile copies are contiguous rows (vectorised): negligible; narrow n tiles (under two
+    //    vectors) leave lanes idle.
+    double wsKiB = double(4 * (BM * BK + BK * 32)) / 1024.0;
+    s.vectorShare = 0.89 * std::min(1.0, double(BN) / double(2 * lanes)) / (1.0 + 0.00056 * wsKiB);
+    s.scalarCycles = 0.45 * double(roundUp(K, BK) * BN);
     return s;
   }
   if (k.recipe == "streaming_attention") {
@@ -263,20 +269,29 @@ Shape recipeShape(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw
     int64_t len = extent(k, "len", 1);
     // Each thread folds its elements into one running state: len / (threads · vec) dependent
     // updates (a Welford update divides: a long chain), then the threads' states merge.
-    // On the host the vector width does not split a Welford chain (each thread's running
-    // state is one (n, mean, M2) triple): ~40 cycles per update with its division, measured on
-    // the GPT-2 / BERT layer norms (threads 4 / 8 / 16: 162 / 124 / 48 us for 128 x 256).
-    bool welford = g.anchor && g.anchor->op() == Op::LayerNorm;
+    // On the host a Welford update (with its division) is a ~13-cycle dependent step and the
+    // vector width does not split the chain (each thread's running state is one (n, mean, M2)
+    // triple; the search offers vec 1 only); the row is also ~3 cycles per element of
+    // throughput. Measured on the GPT-2 layer norm (128 x 256, one core): threads 1 / 4 / 8 /
+    // 16 / 32 take 210 / 84 / 62 / 48 / 48 us.
+    bool welford = extent(k, "welford", 0) != 0;
     int64_t split = hw.gpu || !welford ? threads * std::max<int64_t>(vec, 1) : threads;
     s.chainSteps = double(ceilDiv(len, split)) + std::log2(double(threads));
-    s.chainCycles = welford ? (hw.gpu ? 16 : 40) : 4;
+    s.chainCycles = welford ? (hw.gpu ? 16 : 13) : 4;
+    if (!hw.gpu && welford) {
+      s.scalarCycles = 3.0 * double(len); // the measured per-element cost, FLOPs included
+      s.flops = 0;
+    }
     s.vectorShare =
         hw.gpu ? 0.5 : 0.5 * double(std::min(std::max<int64_t>(vec, 1), lanes)) / double(lanes);
     // Host softmax / log-softmax: the (max, sum) update rescales the running sum by an
     // exponential per element, scalar: ~15 cycles per element (measured: a [2,4,64,64]
     // softmax with its fused scale and causal mask takes ~230 us on one core).
-    if (!hw.gpu && g.anchor && (g.anchor->op() == Op::Softmax || g.anchor->op() == Op::LogSoftmax))
+    if (!hw.gpu && g.anchor &&
+        (g.anchor->op() == Op::Softmax || g.anchor->op() == Op::LogSoftmax)) {
       s.scalarCycles = 15.0 * double(len);
+      s.flops = 0;
+    }
     if (k.recipe == "online_norm" && !knob(k, "cache_row", 0))
       s.rereadBytes = double(extent(k, "rows", 1) * len) * 4.0; // second pass over the row
     s.rereadSet = len * 4;
@@ -393,8 +408,12 @@ KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hard
         1e6 * busiest * s.scalarCycles / hz;
     // Serial chains: each core walks its blocks' chains one after another.
     double chainUs = 1e6 * busiest * s.chainSteps * s.chainCycles / hz;
-    // Dispatch (OpenMP fork / join) and ~5 cycles of set-up per block.
-    c.latencyUs = hw.launchUs + 1e6 * busiest * 5.0 / hz + std::max(0.0, chainUs - c.computeUs);
+    // Dispatch (OpenMP fork / join), ~0.5 cycles of set-up per block (measured: flat loops
+    // take the same time at 16 or 1 element per block), and the serial chains, which the
+    // out-of-order core overlaps with the throughput work only in part (max + half the min
+    // fits the layer-norm thread sweep above).
+    c.latencyUs = hw.launchUs + 1e6 * busiest * 0.5 / hz + std::max(0.0, chainUs - c.computeUs) +
+                  0.5 * std::min(chainUs, c.computeUs);
     if (k.recipe == "tiled_contraction" && s.rereadSet > hw.l2Bytes)
       c.violations.push_back(
           cat("tile working set ", s.rereadSet, " bytes > L2 ", hw.l2Bytes, " bytes"));

@@ -110,7 +110,8 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   k.threads = threads;
   k.grid = {{"row", rows}};
   k.knobs = {{"threads", threads}, {"vec", vec}, {"cache_row", cache}};
-  k.extents = {{"rows", rows}, {"len", len}, {"inner", inner}};
+  k.extents = {
+      {"rows", rows}, {"len", len}, {"inner", inner}, {"welford", alg.name == "welford" ? 1 : 0}};
   const std::string &t = k.threadVar;
 
   // Element (row, j) as a multi-index of the input / result shape.
