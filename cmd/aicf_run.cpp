@@ -14,6 +14,7 @@
 #include "support/diagnostics.h"
 
 #include <CLI/CLI.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
@@ -303,12 +304,34 @@ int runFolder(const Flags &flags) {
     double sum = 0;
     for (double t : total)
       sum += t;
-    std::printf("%-5s %-22s %-34s %10s %7s\n", "step", "kind", "kernel", "ms", "share");
-    for (int s = 0; s < steps; ++s)
-      std::printf("%-5d %-22s %-34s %10.4f %6.1f%%\n", s, aicf_step_kind(m.get(), s),
+    // The planner's predicted time per step (plan.yaml hints.predicted.time_us), beside the
+    // measurement, so a profile shows where the cost model is off.
+    std::vector<double> predicted(static_cast<size_t>(steps), -1.0);
+    try {
+      YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());
+      for (int s = 0; s < steps && s < static_cast<int>(plan["steps"].size()); ++s) {
+        YAML::Node t = plan["steps"][s]["hints"]["predicted"]["time_us"];
+        if (t)
+          predicted[s] = t.as<double>() / 1e3;
+      }
+    } catch (const YAML::Exception &) {
+      // aicf_open already validated the plan; predictions are optional hints.
+    }
+    std::printf("%-5s %-22s %-34s %10s %7s %10s\n", "step", "kind", "kernel", "ms", "share",
+                "pred ms");
+    double predSum = 0;
+    for (int s = 0; s < steps; ++s) {
+      char pred[32] = "-";
+      if (predicted[s] >= 0) {
+        std::snprintf(pred, sizeof pred, "%.4f", predicted[s]);
+        predSum += predicted[s];
+      }
+      std::printf("%-5d %-22s %-34s %10.4f %6.1f%% %10s\n", s, aicf_step_kind(m.get(), s),
                   aicf_step_symbol(m.get(), s), 1e3 * total[s] / reps,
-                  sum > 0 ? 100.0 * total[s] / sum : 0.0);
-    std::printf("total %.4f ms per run (mean of %d)\n", 1e3 * sum / reps, reps);
+                  sum > 0 ? 100.0 * total[s] / sum : 0.0, pred);
+    }
+    std::printf("total %.4f ms per run (mean of %d); predicted %.4f ms\n", 1e3 * sum / reps, reps,
+                predSum);
   }
   writeOutputs(flags, names, outputs);
   return 0;
@@ -357,7 +380,8 @@ int main(int argc, char **argv) {
   app.add_flag("--time", flags.time, "print the interpreter's wall time to stderr");
   app.add_option("--bench", flags.bench, "folder: time N runs after warm-up; print median and p90");
   app.add_option("--threads", flags.threads, "folder: threads the kernels use");
-  app.add_flag("--profile", flags.profile, "folder: per-step time table (step, kind, share)");
+  app.add_flag("--profile", flags.profile,
+               "folder: per-step time table (step, kind, ms, share, the plan's predicted ms)");
   app.add_flag("--no-cuda-graph", flags.noCudaGraph,
                "cuda folder: launch every step on each run instead of replaying a CUDA Graph");
   app.add_option("--reference", flags.referenceDir,

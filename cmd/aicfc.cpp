@@ -140,9 +140,13 @@ int compile(const Flags &flags) {
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
   CompiledModel cm = buildModel(*g, copts);
-  if (flags.explain)
+  // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
+  // beside the estimates).
+  bool reportLater = flags.explain && !flags.outDir.empty();
+  if (flags.explain && !reportLater)
     printPlanReport(report, cm.plan);
-  std::cout << report.str();
+  if (!reportLater)
+    std::cout << report.str();
   if (flags.emit == "kernels")
     for (const kir::Kernel &k : cm.kernels)
       std::cout << kir::printKernel(k) << "\n";
@@ -155,9 +159,15 @@ int compile(const Flags &flags) {
 
   // 5. The output folder, written atomically.
   if (!flags.outDir.empty()) {
-    if (flags.explain)
-      extra["report.txt"] = report.str();
-    writeArtifacts(*g, cm, copts, flags.outDir, extra);
+    writeArtifacts(*g, cm, copts, flags.outDir, extra,
+                   [&](const Plan &final, std::map<std::string, std::string> &files) {
+                     if (!flags.explain)
+                       return;
+                     printPlanReport(report, final);
+                     files["report.txt"] = report.str();
+                   });
+    if (reportLater)
+      std::cout << report.str();
   }
   return 0;
 }

@@ -62,7 +62,9 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
   for (const KernelGroup &grp : part.groups) {
     if (!grp.anchor || grp.anchor->op() != Op::Attention)
       continue;
-    AttentionDecision d = chooseAttention(grp, hw, po);
+    PlannerOptions best = po;
+    best.rank = 0; // a structural choice: made on each alternative's best schedules
+    AttentionDecision d = chooseAttention(grp, hw, best);
     d.nodeIndex = input.nodeIndex(grp.anchor);
     if (opts.attention == "streaming" && d.streamingUs >= 0)
       d.materialized = false;
@@ -328,9 +330,10 @@ void writeFile(const fs::path &p, const std::string &data) {
 }
 } // namespace
 
-void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions &opts,
-                    const std::string &outDir,
-                    const std::map<std::string, std::string> &extraFiles) {
+void writeArtifacts(
+    const Graph &g, const CompiledModel &m, const CompileOptions &opts, const std::string &outDir,
+    const std::map<std::string, std::string> &extraFiles,
+    const std::function<void(const Plan &, std::map<std::string, std::string> &)> &finalize) {
   fs::path out = fs::absolute(outDir).lexically_normal();
   if (out.filename().empty())
     out = out.parent_path();
@@ -350,12 +353,15 @@ void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions
       compileHostSource(m.source, (tmp / "kernels.cpp").string(), (tmp / "libmodel.so").string(),
                         hb);
     }
+    std::map<std::string, std::string> files = extraFiles;
+    if (finalize)
+      finalize(plan, files);
     std::vector<uint8_t> weights = packWeights(m.graph ? *m.graph : g, plan);
     writeFile(tmp / "weights.bin", std::string(weights.begin(), weights.end()));
     std::ostringstream yaml;
     plan.writeYaml(yaml);
     writeFile(tmp / "plan.yaml", yaml.str());
-    for (const auto &[name, text] : extraFiles)
+    for (const auto &[name, text] : files)
       writeFile(tmp / name, text);
     if (fs::exists(out)) {
       if (!fs::is_directory(out))

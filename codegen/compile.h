@@ -9,6 +9,7 @@
 #include "codegen/plan.h"
 #include "ir/graph.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -46,9 +47,12 @@ CompiledModel buildModel(const Graph &g, const CompileOptions &opts);
 
 // Writes OUT/{kernels.cpp | kernels.cu, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name
 // -> contents: graph.mcir, explain.yaml, report.txt) atomically.
-void writeArtifacts(const Graph &g, const CompiledModel &m, const CompileOptions &opts,
-                    const std::string &outDir,
-                    const std::map<std::string, std::string> &extraFiles = {});
+// `finalize`, when given, is called with the final plan (CUDA: ptxas' figures recorded) before
+// anything is written and may add files (aicfc's report.txt shows ptxas beside the estimates).
+void writeArtifacts(
+    const Graph &g, const CompiledModel &m, const CompileOptions &opts, const std::string &outDir,
+    const std::map<std::string, std::string> &extraFiles = {},
+    const std::function<void(const Plan &, std::map<std::string, std::string> &)> &finalize = {});
 
 // CUDA targets: writes DIR/kernels.cu, builds DIR/libmodel.so with nvcc and returns the plan
 // with each kernel's ptxas figures recorded (hints.ptxas), checked against the target's limits
