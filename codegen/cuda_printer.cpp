@@ -25,6 +25,7 @@
 // the kernels and compiles warning-free with nvcc.
 #include "codegen/cuda_printer.h"
 
+#include "codegen/c_expr.h"
 #include "codegen/memory_plan.h"
 #include "support/diagnostics.h"
 #include "support/half.h"
@@ -91,295 +92,78 @@ __device__ __forceinline__ T aicf_shfl_down(T v, int off, unsigned mask) {
 } // namespace
 )";
 
-// ---- types and literals ------------------------------------------------------------------------
+// ---- expressions: the shared C-family printer (codegen/c_expr.h), CUDA dialect -------------
+
+// f32 and f64 spellings of the math functions (CUDA's device math library).
+const char *cudaMath(UnOp op, bool f32) {
+  switch (op) {
+  case UnOp::Exp: return f32 ? "expf" : "exp";
+  case UnOp::Log: return f32 ? "logf" : "log";
+  case UnOp::Sqrt: return f32 ? "sqrtf" : "sqrt";
+  case UnOp::Tanh: return f32 ? "tanhf" : "tanh";
+  case UnOp::Erf: return f32 ? "erff" : "erf";
+  case UnOp::Floor: return f32 ? "floorf" : "floor";
+  case UnOp::Ceil: return f32 ? "ceilf" : "ceil";
+  case UnOp::Round: return f32 ? "rintf" : "rint";
+  case UnOp::Sin: return f32 ? "sinf" : "sin";
+  case UnOp::Cos: return f32 ? "cosf" : "cos";
+  default: return nullptr;
+  }
+}
+
+// 16-bit floats are __half / __nv_bfloat16 with the cuda_fp16 / cuda_bf16 conversions; a local
+// buffer is the thread's own register array, so its first (thread) index is not printed.
+const cexpr::Dialect kCuda = {"CUDA printer",
+                              "__half",
+                              "__nv_bfloat16",
+                              "__int_as_float(0x7fc00000)",
+                              "__int_as_float(0x7f800000)",
+                              "__int_as_float(-8388608)",
+                              "__half2float",
+                              "__bfloat162float",
+                              "__float2half_rn",
+                              "__float2bfloat16_rn",
+                              "aicf_rh<float>",
+                              "aicf_rbf<float>",
+                              /*localPerThread=*/true,
+                              cudaMath,
+                              "fabsf",
+                              "aicf_abs",
+                              /*absOtherTemplated=*/true,
+                              "powf",
+                              "pow",
+                              "fmodf",
+                              "aicf_sigmoid<float>"};
 
 const char *valueType(DType t) {
-  switch (t) {
-  case DType::F32:
-  case DType::F16:
-  case DType::BF16: return "float";
-  case DType::I64: return "int64_t";
-  case DType::I32: return "int32_t";
-  case DType::I8: return "int8_t";
-  case DType::Bool: return "bool";
-  }
-  return "float";
+  return cexpr::valueType(t);
 }
-
 const char *storageType(DType t) {
-  switch (t) {
-  case DType::F16: return "__half";
-  case DType::BF16: return "__nv_bfloat16";
-  case DType::Bool: return "uint8_t";
-  default: return valueType(t);
-  }
+  return cexpr::storageType(kCuda, t);
 }
-
-std::string floatLiteral(float f) {
-  if (std::isnan(f))
-    return "__int_as_float(0x7fc00000)";
-  if (std::isinf(f))
-    return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(-8388608)";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), f);
-  std::string s(buf, res.ptr);
-  if (s.find_first_of(".eE") == std::string::npos)
-    s += ".0";
-  return s + "f";
-}
-
 std::string intLiteral(int64_t v) {
-  if (v == INT64_MIN)
-    return "(-9223372036854775807L - 1L)";
-  return std::to_string(v) + "L";
+  return cexpr::intLiteral(v);
 }
-
 std::string num(int64_t v) {
   return std::to_string(v);
 }
-
-// ---- expressions -------------------------------------------------------------------------------
-
-constexpr int kPrecOr = 1, kPrecAnd = 2, kPrecEq = 3, kPrecRel = 4, kPrecAdd = 5, kPrecMul = 6,
-              kPrecUnary = 7, kPrecPrimary = 8;
-
-struct Printed {
-  std::string text;
-  int prec;
-  bool logical = false;
-};
-
-std::string wrap(const Printed &p, bool w) {
-  return w ? "(" + p.text + ")" : p.text;
-}
-
-Printed printE(const ExprP &e);
-
-std::string str(const ExprP &e) {
-  return printE(e).text;
-}
-
-// The element reference buf[...]: row-major over the buffer's dims; a local buffer is the
-// thread's own register array, so its first (thread) index is dropped.
-std::string elemRef(const BufferP &b, const std::vector<ExprP> &idx) {
-  size_t first = b->scope == Scope::Local ? 1 : 0;
-  std::vector<int64_t> dims(b->shape.begin() + static_cast<std::ptrdiff_t>(first), b->shape.end());
-  std::vector<int64_t> strides = stridesOf(dims);
-  E off(int64_t(0));
-  for (size_t i = first; i < idx.size(); ++i)
-    off = off + E(idx[i]) * E(strides[i - first]);
-  return b->name + "[" + str(off.get()) + "]";
-}
-
-std::string widen(DType t, const std::string &ref) {
-  switch (t) {
-  case DType::F16: return "__half2float(" + ref + ")";
-  case DType::BF16: return "__bfloat162float(" + ref + ")";
-  case DType::Bool: return "(" + ref + " != 0)";
-  default: return ref;
-  }
-}
-
-Printed loadE(const Expr &e) {
-  return {widen(e.buf->dtype, elemRef(e.buf, e.args)), kPrecPrimary};
-}
-
-// f32 and f64 spellings of the math functions.
-std::pair<const char *, const char *> mathFn(UnOp op) {
-  switch (op) {
-  case UnOp::Exp: return {"expf", "exp"};
-  case UnOp::Log: return {"logf", "log"};
-  case UnOp::Sqrt: return {"sqrtf", "sqrt"};
-  case UnOp::Tanh: return {"tanhf", "tanh"};
-  case UnOp::Erf: return {"erff", "erf"};
-  case UnOp::Floor: return {"floorf", "floor"};
-  case UnOp::Ceil: return {"ceilf", "ceil"};
-  case UnOp::Round: return {"rintf", "rint"};
-  case UnOp::Sin: return {"sinf", "sin"};
-  case UnOp::Cos: return {"cosf", "cos"};
-  default: return {nullptr, nullptr};
-  }
-}
-
-Printed unaryE(const Expr &e) {
-  const ExprP &x = e.args.at(0);
-  Printed a = printE(x);
-  std::string T = valueType(e.type);
-  bool fl = isFloat(e.type);
-  switch (e.uop) {
-  case UnOp::Neg: return {"-" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
-  case UnOp::Not: return {"!" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
-  case UnOp::Abs:
-    if (fl)
-      return {"fabsf(" + a.text + ")", kPrecPrimary};
-    return {"aicf_abs<" + T + ">(" + a.text + ")", kPrecPrimary};
-  case UnOp::Sign: return {"aicf_sign<" + T + ">(" + a.text + ")", kPrecPrimary};
-  case UnOp::Rsqrt:
-    if (fl)
-      return {"(1.0f / sqrtf(" + a.text + "))", kPrecPrimary};
-    return {"static_cast<" + T + ">(1.0 / sqrt(static_cast<double>(" + a.text + ")))",
-            kPrecPrimary};
-  case UnOp::Sigmoid:
-    if (fl)
-      return {"aicf_sigmoid<float>(" + a.text + ")", kPrecPrimary};
-    return {"static_cast<" + T + ">(aicf_sigmoid<float>(static_cast<float>(" + a.text + ")))",
-            kPrecPrimary};
-  default: break;
-  }
-  auto [f32, f64] = mathFn(e.uop);
-  AICF_CHECK(f32, "CUDA printer: unary op ", unOpName(e.uop));
-  if (fl && isFloat(x->type))
-    return {std::string(f32) + "(" + a.text + ")", kPrecPrimary};
-  if (fl)
-    return {std::string(f32) + "(static_cast<float>(" + a.text + "))", kPrecPrimary};
-  return {"static_cast<" + T + ">(" + f64 + "(static_cast<double>(" + a.text + ")))", kPrecPrimary};
-}
-
-Printed binaryE(const Expr &e) {
-  Printed a = printE(e.args.at(0)), b = printE(e.args.at(1));
-  std::string T = valueType(e.type);
-  bool fl = isFloat(e.type);
-  int p = 0;
-  switch (e.bop) {
-  case BinOp::Min: return {"aicf_min<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
-  case BinOp::Max: return {"aicf_max<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
-  case BinOp::Pow:
-    if (fl)
-      return {"powf(static_cast<float>(" + a.text + "), static_cast<float>(" + b.text + "))",
-              kPrecPrimary};
-    return {"static_cast<" + T + ">(pow(static_cast<double>(" + a.text + "), static_cast<double>(" +
-                b.text + ")))",
-            kPrecPrimary};
-  case BinOp::Mod:
-    if (fl)
-      return {"fmodf(static_cast<float>(" + a.text + "), static_cast<float>(" + b.text + "))",
-              kPrecPrimary};
-    p = kPrecMul;
-    break;
-  case BinOp::Add:
-  case BinOp::Sub: p = kPrecAdd; break;
-  case BinOp::Mul:
-  case BinOp::Div: p = kPrecMul; break;
-  case BinOp::Lt:
-  case BinOp::Le:
-  case BinOp::Gt:
-  case BinOp::Ge: p = kPrecRel; break;
-  case BinOp::Eq:
-  case BinOp::Ne: p = kPrecEq; break;
-  case BinOp::And: p = kPrecAnd; break;
-  case BinOp::Or: p = kPrecOr; break;
-  }
-  bool logical = p <= kPrecRel;
-  std::string l = wrap(a, a.prec < p || (logical && a.logical));
-  std::string r = wrap(b, b.prec <= p || (logical && b.logical));
-  return {l + " " + binOpName(e.bop) + " " + r, p, logical};
-}
-
-Printed castE(const Expr &e) {
-  std::string a = str(e.args.at(0));
-  switch (e.type) {
-  case DType::F16: return {"aicf_rh<float>(static_cast<float>(" + a + "))", kPrecPrimary};
-  case DType::BF16: return {"aicf_rbf<float>(static_cast<float>(" + a + "))", kPrecPrimary};
-  case DType::Bool: return {"(" + a + " != 0)", kPrecPrimary};
-  default: return {"static_cast<" + std::string(valueType(e.type)) + ">(" + a + ")", kPrecPrimary};
-  }
-}
-
-Printed printE(const ExprP &e) {
-  AICF_CHECK(e, "CUDA printer: null expression");
-  switch (e->kind) {
-  case Expr::Kind::Int: return {intLiteral(e->ival), e->ival < 0 ? kPrecUnary : kPrecPrimary};
-  case Expr::Kind::Float: {
-    float f = static_cast<float>(e->fval);
-    if (e->type == DType::F16)
-      f = f16ToFloat(floatToF16(f));
-    else if (e->type == DType::BF16)
-      f = bf16ToFloat(floatToBf16(f));
-    if (!isFloat(e->type))
-      return {"static_cast<" + std::string(valueType(e->type)) + ">(" + floatLiteral(f) + ")",
-              kPrecPrimary};
-    std::string s = floatLiteral(f);
-    return {s, s[0] == '-' ? kPrecUnary : kPrecPrimary};
-  }
-  case Expr::Kind::Var: return {e->var, kPrecPrimary};
-  case Expr::Kind::Load: return loadE(*e);
-  case Expr::Kind::Unary: return unaryE(*e);
-  case Expr::Kind::Binary: return binaryE(*e);
-  case Expr::Kind::Select:
-    return {"(" + str(e->args.at(0)) + " ? " + str(e->args.at(1)) + " : " + str(e->args.at(2)) +
-                ")",
-            kPrecPrimary};
-  case Expr::Kind::Cast: return castE(*e);
-  }
-  return {"0", kPrecPrimary};
-}
-
 std::string ex(const E &e) {
-  return str(e.get());
+  return cexpr::ex(kCuda, e);
 }
-
-// The value stored into an element of type `t` (narrowed from its compute type).
+std::string elemRef(const BufferP &b, const std::vector<ExprP> &idx) {
+  return cexpr::elemRef(kCuda, b, idx);
+}
+std::string widen(DType t, const std::string &ref) {
+  return cexpr::widen(kCuda, t, ref);
+}
 std::string narrowStr(DType t, DType vt, const std::string &s) {
-  switch (t) {
-  case DType::F16: return "__float2half_rn(" + s + ")";
-  case DType::BF16: return "__float2bfloat16_rn(" + s + ")";
-  case DType::Bool: return "static_cast<uint8_t>(" + s + ")";
-  default:
-    if (vt == t)
-      return s;
-    return "static_cast<" + std::string(storageType(t)) + ">(" + s + ")";
-  }
+  return cexpr::narrowStr(kCuda, t, vt, s);
 }
-
 std::string narrow(DType t, const ExprP &v) {
-  // A 16-bit float copied between buffers of the same type: move the bits.
-  if ((t == DType::F16 || t == DType::BF16) && v->kind == Expr::Kind::Load && v->buf->dtype == t)
-    return elemRef(v->buf, v->args);
-  return narrowStr(t, v->type, str(v));
+  return cexpr::narrow(kCuda, t, v);
 }
-
-// ---- uses (to silence unused warnings precisely) ------------------------------------------------
-
-struct Uses {
-  std::set<std::string> vars;
-  std::set<const Buffer *> bufs;
-
-  void expr(const ExprP &e) {
-    if (!e)
-      return;
-    if (e->kind == Expr::Kind::Var)
-      vars.insert(e->var);
-    if (e->kind == Expr::Kind::Load)
-      bufs.insert(e->buf.get());
-    // A local buffer's first (thread) index is not printed: it does not count as a use.
-    size_t first = e->kind == Expr::Kind::Load && e->buf->scope == Scope::Local ? 1 : 0;
-    for (size_t i = first; i < e->args.size(); ++i)
-      expr(e->args[i]);
-  }
-  void stmts(const std::vector<StmtP> &ss) {
-    for (const StmtP &s : ss)
-      stmt(*s);
-  }
-  void stmt(const Stmt &s) {
-    for (const E *e : {&s.begin, &s.extent, &s.value, &s.cond})
-      expr(e->get());
-    size_t first = s.buf && s.buf->scope == Scope::Local ? 1 : 0;
-    for (size_t i = first; i < s.indices.size(); ++i)
-      expr(s.indices[i].get());
-    if (s.buf)
-      bufs.insert(s.buf.get());
-    for (const BufferP &b : s.src)
-      bufs.insert(b.get());
-    for (const BufferP &b : s.dst)
-      bufs.insert(b.get());
-    for (const BufferP *b : {&s.a, &s.b, &s.c})
-      if (*b)
-        bufs.insert(b->get());
-    stmts(s.body);
-    stmts(s.elseBody);
-    stmts(s.init);
-    stmts(s.update);
-  }
+struct Uses : cexpr::Uses {
+  Uses() : cexpr::Uses(kCuda) {}
 };
 
 // ---- launch geometry ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@
 // warning-free with -Wall -Wextra.
 #include "codegen/host_printer.h"
 
+#include "codegen/c_expr.h"
 #include "support/diagnostics.h"
 #include "support/half.h"
 
@@ -252,94 +253,11 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
 } // namespace
 )";
 
-// ---- types and literals ------------------------------------------------------------------------
-
-// The C++ type of a scalar value (f16/bf16 values are carried as float).
-const char *valueType(DType t) {
-  switch (t) {
-  case DType::F32:
-  case DType::F16:
-  case DType::BF16: return "float";
-  case DType::I64: return "int64_t";
-  case DType::I32: return "int32_t";
-  case DType::I8: return "int8_t";
-  case DType::Bool: return "bool";
-  }
-  return "float";
-}
-
-// The C++ element type of a buffer.
-const char *storageType(DType t) {
-  switch (t) {
-  case DType::F16:
-  case DType::BF16: return "uint16_t";
-  case DType::Bool: return "uint8_t";
-  default: return valueType(t);
-  }
-}
-
-std::string floatLiteral(float f) {
-  if (std::isnan(f))
-    return "__builtin_nanf(\"\")";
-  if (std::isinf(f))
-    return f > 0 ? "__builtin_inff()" : "-__builtin_inff()";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), f);
-  std::string s(buf, res.ptr);
-  if (s.find_first_of(".eE") == std::string::npos)
-    s += ".0";
-  return s + "f";
-}
-
-std::string intLiteral(int64_t v) {
-  if (v == INT64_MIN)
-    return "(-9223372036854775807L - 1L)";
-  return std::to_string(v) + "L";
-}
-
-// ---- expressions -------------------------------------------------------------------------------
-
-constexpr int kPrecOr = 1, kPrecAnd = 2, kPrecEq = 3, kPrecRel = 4, kPrecAdd = 5, kPrecMul = 6,
-              kPrecUnary = 7, kPrecPrimary = 8;
-
-struct Printed {
-  std::string text;
-  int prec;
-  bool logical = false; // a comparison or && / || (parenthesised inside another one)
-};
-
-std::string wrap(const Printed &p, bool w) {
-  return w ? "(" + p.text + ")" : p.text;
-}
-
-Printed printE(const ExprP &e);
-
-std::string str(const ExprP &e) {
-  return printE(e).text;
-}
-
-// The flat (row-major) element offset of buf[idx...].
-std::string flatIndex(const BufferP &b, const std::vector<ExprP> &idx) {
-  std::vector<int64_t> strides = stridesOf(b->shape);
-  E off(int64_t(0));
-  for (size_t i = 0; i < idx.size(); ++i)
-    off = off + E(idx[i]) * E(strides[i]);
-  return str(off.get());
-}
-
-Printed loadE(const Expr &e) {
-  std::string ref = e.buf->name + "[" + flatIndex(e.buf, e.args) + "]";
-  switch (e.buf->dtype) {
-  case DType::F16: return {"aicf_h2f(" + ref + ")", kPrecPrimary};
-  case DType::BF16: return {"aicf_bf2f(" + ref + ")", kPrecPrimary};
-  case DType::Bool: return {"(" + ref + " != 0)", kPrecPrimary};
-  default: return {ref, kPrecPrimary};
-  }
-}
+// ---- expressions: the shared C-family printer (codegen/c_expr.h), host dialect -------------
 
 // f32: the call takes and returns float (exp/tanh/erf then use the vectorisable prelude
 // versions); otherwise it is made in double.
-const char *mathFn(UnOp op, bool f32) {
+const char *hostMath(UnOp op, bool f32) {
   switch (op) {
   case UnOp::Exp: return f32 ? "aicf_expf" : "std::exp";
   case UnOp::Log: return "std::log";
@@ -355,178 +273,47 @@ const char *mathFn(UnOp op, bool f32) {
   }
 }
 
-Printed unaryE(const Expr &e) {
-  const ExprP &x = e.args.at(0);
-  Printed a = printE(x);
-  std::string T = valueType(e.type);
-  bool fl = isFloat(e.type);
-  switch (e.uop) {
-  case UnOp::Neg: return {"-" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
-  case UnOp::Not: return {"!" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
-  case UnOp::Abs: return {"std::abs(" + a.text + ")", kPrecPrimary};
-  case UnOp::Sign: return {"aicf_sign<" + T + ">(" + a.text + ")", kPrecPrimary};
-  case UnOp::Rsqrt:
-    if (fl)
-      return {"(1.0f / std::sqrt(" + a.text + "))", kPrecPrimary};
-    return {"static_cast<" + T + ">(1.0 / std::sqrt(static_cast<double>(" + a.text + ")))",
-            kPrecPrimary};
-  case UnOp::Sigmoid:
-    if (fl)
-      return {"aicf_sigmoid(" + a.text + ")", kPrecPrimary};
-    return {"static_cast<" + T + ">(aicf_sigmoid(static_cast<float>(" + a.text + ")))",
-            kPrecPrimary};
-  default: break;
-  }
-  const char *fn = mathFn(e.uop, fl);
-  AICF_CHECK(fn, "host printer: unary op ", unOpName(e.uop));
-  if (fl && isFloat(x->type))
-    return {std::string(fn) + "(" + a.text + ")", kPrecPrimary};
-  if (fl)
-    return {std::string(fn) + "(static_cast<float>(" + a.text + "))", kPrecPrimary};
-  return {"static_cast<" + T + ">(" + fn + "(static_cast<double>(" + a.text + ")))", kPrecPrimary};
-}
+// 16-bit floats are stored as uint16_t bits, converted by the prelude's aicf_* functions;
+// local buffers are [threads][...] arrays indexed in full.
+const cexpr::Dialect kHost = {"host printer",
+                              "uint16_t",
+                              "uint16_t",
+                              "__builtin_nanf(\"\")",
+                              "__builtin_inff()",
+                              "-__builtin_inff()",
+                              "aicf_h2f",
+                              "aicf_bf2f",
+                              "aicf_f2h",
+                              "aicf_f2bf",
+                              "aicf_rh",
+                              "aicf_rbf",
+                              /*localPerThread=*/false,
+                              hostMath,
+                              "std::abs",
+                              "std::abs",
+                              /*absOtherTemplated=*/false,
+                              "std::pow",
+                              "std::pow",
+                              "std::fmod",
+                              "aicf_sigmoid"};
 
-Printed binaryE(const Expr &e) {
-  Printed a = printE(e.args.at(0)), b = printE(e.args.at(1));
-  std::string T = valueType(e.type);
-  bool fl = isFloat(e.type);
-  int p = 0;
-  switch (e.bop) {
-  case BinOp::Min: return {"aicf_min<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
-  case BinOp::Max: return {"aicf_max<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
-  case BinOp::Pow:
-    if (fl)
-      return {"std::pow(static_cast<float>(" + a.text + "), static_cast<float>(" + b.text + "))",
-              kPrecPrimary};
-    return {"static_cast<" + T + ">(std::pow(static_cast<double>(" + a.text +
-                "), static_cast<double>(" + b.text + ")))",
-            kPrecPrimary};
-  case BinOp::Mod:
-    if (fl)
-      return {"std::fmod(static_cast<float>(" + a.text + "), static_cast<float>(" + b.text + "))",
-              kPrecPrimary};
-    p = kPrecMul;
-    break;
-  case BinOp::Add:
-  case BinOp::Sub: p = kPrecAdd; break;
-  case BinOp::Mul:
-  case BinOp::Div: p = kPrecMul; break;
-  case BinOp::Lt:
-  case BinOp::Le:
-  case BinOp::Gt:
-  case BinOp::Ge: p = kPrecRel; break;
-  case BinOp::Eq:
-  case BinOp::Ne: p = kPrecEq; break;
-  case BinOp::And: p = kPrecAnd; break;
-  case BinOp::Or: p = kPrecOr; break;
-  }
-  bool logical = p <= kPrecRel;
-  // Inside a comparison or logical operator, nested ones are parenthesised (-Wparentheses).
-  std::string l = wrap(a, a.prec < p || (logical && a.logical));
-  std::string r = wrap(b, b.prec <= p || (logical && b.logical));
-  return {l + " " + binOpName(e.bop) + " " + r, p, logical};
+const char *valueType(DType t) {
+  return cexpr::valueType(t);
 }
-
-Printed castE(const Expr &e) {
-  const ExprP &x = e.args.at(0);
-  std::string a = str(x);
-  switch (e.type) {
-  case DType::F16: return {"aicf_rh(static_cast<float>(" + a + "))", kPrecPrimary};
-  case DType::BF16: return {"aicf_rbf(static_cast<float>(" + a + "))", kPrecPrimary};
-  case DType::Bool: return {"(" + a + " != 0)", kPrecPrimary};
-  default: return {"static_cast<" + std::string(valueType(e.type)) + ">(" + a + ")", kPrecPrimary};
-  }
+const char *storageType(DType t) {
+  return cexpr::storageType(kHost, t);
 }
-
-Printed printE(const ExprP &e) {
-  AICF_CHECK(e, "host printer: null expression");
-  switch (e->kind) {
-  case Expr::Kind::Int: return {intLiteral(e->ival), e->ival < 0 ? kPrecUnary : kPrecPrimary};
-  case Expr::Kind::Float: {
-    float f = static_cast<float>(e->fval);
-    if (e->type == DType::F16)
-      f = f16ToFloat(floatToF16(f));
-    else if (e->type == DType::BF16)
-      f = bf16ToFloat(floatToBf16(f));
-    if (!isFloat(e->type)) // a float literal typed as an integer: C++ converts
-      return {"static_cast<" + std::string(valueType(e->type)) + ">(" + floatLiteral(f) + ")",
-              kPrecPrimary};
-    std::string s = floatLiteral(f);
-    return {s, s[0] == '-' ? kPrecUnary : kPrecPrimary};
-  }
-  case Expr::Kind::Var: return {e->var, kPrecPrimary};
-  case Expr::Kind::Load: return loadE(*e);
-  case Expr::Kind::Unary: return unaryE(*e);
-  case Expr::Kind::Binary: return binaryE(*e);
-  case Expr::Kind::Select:
-    return {"(" + str(e->args.at(0)) + " ? " + str(e->args.at(1)) + " : " + str(e->args.at(2)) +
-                ")",
-            kPrecPrimary};
-  case Expr::Kind::Cast: return castE(*e);
-  }
-  return {"0", kPrecPrimary};
+std::string intLiteral(int64_t v) {
+  return cexpr::intLiteral(v);
 }
-
 std::string ex(const E &e) {
-  return str(e.get());
+  return cexpr::ex(kHost, e);
 }
-
-// The value stored into an element of type `t`.
 std::string narrow(DType t, const ExprP &v) {
-  // A 16-bit float copied between buffers of the same type: move the bits (no round trip).
-  if ((t == DType::F16 || t == DType::BF16) && v->kind == Expr::Kind::Load && v->buf->dtype == t)
-    return v->buf->name + "[" + flatIndex(v->buf, v->args) + "]";
-  std::string s = str(v);
-  switch (t) {
-  case DType::F16: return "aicf_f2h(" + s + ")";
-  case DType::BF16: return "aicf_f2bf(" + s + ")";
-  case DType::Bool: return "static_cast<uint8_t>(" + s + ")";
-  default:
-    if (v->type == t)
-      return s;
-    return "static_cast<" + std::string(storageType(t)) + ">(" + s + ")";
-  }
+  return cexpr::narrow(kHost, t, v);
 }
-
-// ---- uses (to silence unused warnings precisely) ------------------------------------------------
-
-struct Uses {
-  std::set<std::string> vars;
-  std::set<const Buffer *> bufs;
-
-  void expr(const ExprP &e) {
-    if (!e)
-      return;
-    if (e->kind == Expr::Kind::Var)
-      vars.insert(e->var);
-    if (e->kind == Expr::Kind::Load)
-      bufs.insert(e->buf.get());
-    for (const ExprP &a : e->args)
-      expr(a);
-  }
-  void stmts(const std::vector<StmtP> &ss) {
-    for (const StmtP &s : ss)
-      stmt(*s);
-  }
-  void stmt(const Stmt &s) {
-    for (const E *e : {&s.begin, &s.extent, &s.value, &s.cond})
-      expr(e->get());
-    for (const E &e : s.indices)
-      expr(e.get());
-    if (s.buf)
-      bufs.insert(s.buf.get());
-    for (const BufferP &b : s.src)
-      bufs.insert(b.get());
-    for (const BufferP &b : s.dst)
-      bufs.insert(b.get());
-    for (const BufferP *b : {&s.a, &s.b, &s.c})
-      if (*b)
-        bufs.insert(b->get());
-    stmts(s.body);
-    stmts(s.elseBody);
-    stmts(s.init);
-    stmts(s.update);
-  }
+struct Uses : cexpr::Uses {
+  Uses() : cexpr::Uses(kHost) {}
 };
 
 // ---- statements and kernels --------------------------------------------------------------------
@@ -661,8 +448,8 @@ private:
       std::vector<ExprP> idx;
       for (const E &e : s.indices)
         idx.push_back(e.get());
-      line(ind, s.buf->name + "[" + flatIndex(s.buf, idx) +
-                    "] = " + narrow(s.buf->dtype, s.value.get()) + ";");
+      line(ind,
+           cexpr::elemRef(kHost, s.buf, idx) + " = " + narrow(s.buf->dtype, s.value.get()) + ";");
       return;
     }
     case Stmt::Kind::Decl:
