@@ -531,6 +531,8 @@ std::string compiledArch() {
 
 Hardware detectHostHardware(const std::string &sysRoot) {
   if (const char *env = std::getenv("AICF_HOST_HARDWARE"); env && *env) {
+    if (!fs::is_regular_file(env))
+      throw UserError(cat("AICF_HOST_HARDWARE=", env, ": cannot open the file"));
     Hardware h = loadHardwareFile(env);
     if (h.gpu)
       throw UserError(

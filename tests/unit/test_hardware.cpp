@@ -428,7 +428,8 @@ TEST_CASE("hardware: AICF_HOST_HARDWARE replaces detection") {
   }
   {
     HostHardwareEnv env(std::string("/nonexistent/host.yaml"));
-    CHECK(errorOf([] { detectHostHardware(); }) == "cannot open /nonexistent/host.yaml");
+    CHECK(errorOf([] { detectHostHardware(); }) ==
+          "AICF_HOST_HARDWARE=/nonexistent/host.yaml: cannot open the file");
   }
 }
 
