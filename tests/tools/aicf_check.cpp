@@ -5,6 +5,7 @@
 // FILE holds its own test in comments:
 //   // RUN: %aicf-opt %s --passes=dce              run; its stdout+stderr is what gets checked
 //   // RUN: not %aicf-opt %s | check-prefix=ERR    `not`: must exit non-zero (but not crash);
+//   // RUN: exit 2 %aicfc bad.onnx                 `exit N`: must exit with exactly N
 //                                                  `| check-prefix=P`: checked by P lines
 //   // CHECK: text        the next occurrence, at or after the previous match
 //   // CHECK-NEXT: text   on the line right after the previous match
@@ -277,9 +278,21 @@ private:
               const std::vector<std::pair<int, std::string>> &goldens) {
     std::string cmd = r.command;
     bool expectFailure = false;
+    int expectCode = -1; // `exit N`: exactly N
     if (cmd.rfind("not ", 0) == 0) {
       expectFailure = true;
       cmd = trim(cmd.substr(4));
+    } else if (cmd.rfind("exit ", 0) == 0) {
+      size_t end = cmd.find(' ', 5);
+      std::string num = cmd.substr(5, end == std::string::npos ? std::string::npos : end - 5);
+      if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos ||
+          num.size() > 3) {
+        std::cerr << o_.file << ":" << r.line << ": error: `exit N` needs a number, got '" << num
+                  << "'\n";
+        return false;
+      }
+      expectCode = std::stoi(num);
+      cmd = trim(cmd.substr(end == std::string::npos ? cmd.size() : end));
     }
     std::string shell = "{ " + substitute(cmd) + " ; } 2>&1";
     std::fflush(nullptr);
@@ -298,12 +311,17 @@ private:
     runCmd_ = shell;
     runLine_ = r.line;
 
-    bool statusOk = expectFailure ? (code != 0 && code < 128) : code == 0;
+    bool statusOk = expectCode >= 0 ? code == expectCode
+                    : expectFailure ? (code != 0 && code < 128)
+                                    : code == 0;
     if (!statusOk) {
-      std::cerr << o_.file << ":" << r.line << ": error: RUN "
-                << (expectFailure ? "was expected to fail (exit 1..127)" : "failed")
-                << " but exited with " << code << (code >= 128 ? " (crash or signal)" : "")
-                << "\n  " << shell << "\n--- output ---\n"
+      std::string expected = expectCode >= 0
+                                 ? "was expected to exit with " + std::to_string(expectCode)
+                             : expectFailure ? std::string("was expected to fail (exit 1..127)")
+                                             : std::string("failed");
+      std::cerr << o_.file << ":" << r.line << ": error: RUN " << expected << " but exited with "
+                << code << (code >= 128 ? " (crash or signal)" : "") << "\n  " << shell
+                << "\n--- output ---\n"
                 << output << "--- end ---\n";
       return false;
     }
