@@ -11,6 +11,7 @@
 #include "passes/verify_passes.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
+#include "support/output_folder.h"
 
 #include <CLI/CLI.hpp>
 
@@ -51,19 +52,24 @@ void checkTarget(const std::string &target, bool build) {
     throw UserError(cat("target ", target, ": CUDA target disabled: nvcc not found"), 2);
 }
 
-// Writes `text` to OUT/name atomically: a temporary file renamed into place.
-void writeFileAtomic(const fs::path &path, const std::string &text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f)
-      throw UserError(cat("cannot write ", tmp.string()), 1);
-    f << text;
-    if (!f.flush())
-      throw UserError(cat("cannot write ", tmp.string()), 1);
+// --emit graph -o OUT: a folder with only the graph stage's files, written and swapped in like a
+// compiled folder (support/output_folder.h). An old compiled folder there is replaced whole, so
+// no stale plan.yaml or libmodel.so of another model remains: aicf-run refuses the folder.
+void writeGraphFolder(const std::string &outDir, const std::string &model,
+                      const std::map<std::string, std::string> &files) {
+  try {
+    StagedOutputFolder staged(outDir, {model});
+    for (const auto &[name, text] : files) {
+      fs::path p = staged.dir() / name;
+      std::ofstream f(p, std::ios::binary);
+      if (!f || !f.write(text.data(), static_cast<std::streamsize>(text.size())) || !f.flush())
+        throw UserError(cat("cannot write ", p.string()), 1);
+    }
+    staged.commit();
+  } catch (const fs::filesystem_error &e) {
+    throw UserError(
+        cat("output folder ", outDir, ": ", e.path1().string(), ": ", e.code().message()), 1);
   }
-  fs::rename(tmp, path);
 }
 
 int compile(const Flags &flags) {
@@ -82,6 +88,9 @@ int compile(const Flags &flags) {
     if (!probe || fs::is_directory(flags.model))
       throw UserError(cat("cannot open ", flags.model), 1);
   }
+  // An OUT that is not ours to replace is refused now, before the compile, and left untouched.
+  if (!flags.outDir.empty())
+    checkOutputFolder(flags.outDir, {flags.model});
   ImportOptions opts;
   for (const std::string &s : flags.shapes)
     opts.inputShapes.insert(parseShapeFlag(s));
@@ -121,11 +130,9 @@ int compile(const Flags &flags) {
   if (flags.emit == "graph") {
     std::cout << report.str() << graphText;
     if (!flags.outDir.empty()) {
-      fs::create_directories(flags.outDir);
-      for (const auto &[name, text] : extra)
-        writeFileAtomic(fs::path(flags.outDir) / name, text);
       if (flags.explain)
-        writeFileAtomic(fs::path(flags.outDir) / "report.txt", report.str());
+        extra["report.txt"] = report.str();
+      writeGraphFolder(flags.outDir, flags.model, extra);
     }
     return 0;
   }

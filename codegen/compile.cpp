@@ -14,6 +14,7 @@
 #include "codegen/memory_plan.h"
 #include "codegen/planner.h"
 #include "support/diagnostics.h"
+#include "support/output_folder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -298,6 +299,9 @@ Plan compileCudaModel(const CompiledModel &m, const std::string &dir, std::strin
   AICF_CHECK(isCudaTarget(m.plan.target), "compileCudaModel: target ", m.plan.target);
   CudaBuildOptions cb;
   cb.arch = cudaArchOf(m.plan.target);
+  // No symbol table: it holds nvcc's temporary file name (tmpxft_<pid>_..._kernels.cudafe1.cpp),
+  // which made two builds of one model differ. The runtime finds its symbols in .dynsym.
+  cb.extraFlags = "-Xlinker -s";
   fs::path d(dir);
   std::string report =
       compileCudaSource(m.source, (d / "kernels.cu").string(), (d / "libmodel.so").string(), cb);
@@ -334,15 +338,10 @@ void writeArtifacts(
     const Graph &g, const CompiledModel &m, const CompileOptions &opts, const std::string &outDir,
     const std::map<std::string, std::string> &extraFiles,
     const std::function<void(const Plan &, std::map<std::string, std::string> &)> &finalize) {
-  fs::path out = fs::absolute(outDir).lexically_normal();
-  if (out.filename().empty())
-    out = out.parent_path();
-  fs::path tmp = out;
-  tmp += ".aicf-tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
+  // A std::filesystem failure here is about a path the user named (-o): exit 1, naming it.
   try {
-    fs::create_directories(tmp);
+    StagedOutputFolder staged(outDir); // refuses an OUT that is not ours to replace
+    const fs::path &tmp = staged.dir();
     Plan plan = m.plan;
     if (isCudaTarget(m.plan.target)) {
       plan = compileCudaModel(m, tmp.string()); // kernels.cu, libmodel.so, ptxas figures
@@ -363,15 +362,10 @@ void writeArtifacts(
     writeFile(tmp / "plan.yaml", yaml.str());
     for (const auto &[name, text] : files)
       writeFile(tmp / name, text);
-    if (fs::exists(out)) {
-      if (!fs::is_directory(out))
-        throw UserError(cat("output ", out.string(), " exists and is not a folder"), 1);
-      fs::remove_all(out);
-    }
-    fs::rename(tmp, out);
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
+    staged.commit();
+  } catch (const fs::filesystem_error &e) {
+    throw UserError(
+        cat("output folder ", outDir, ": ", e.path1().string(), ": ", e.code().message()), 1);
   }
 }
 

@@ -3,6 +3,7 @@
 //   host C++ -> compile libmodel.so -> write weights.bin and plan.yaml.
 // The folder is written atomically: everything goes to a temporary sibling folder that is
 // renamed into place only when complete, so a failed compile leaves nothing that looks valid.
+// An existing OUT is replaced only when aicf wrote it (support/output_folder.h).
 #pragma once
 
 #include "codegen/kir.h"
@@ -46,7 +47,9 @@ bool isCudaTarget(const std::string &target);
 CompiledModel buildModel(const Graph &g, const CompileOptions &opts);
 
 // Writes OUT/{kernels.cpp | kernels.cu, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name
-// -> contents: graph.mcir, explain.yaml, report.txt) atomically.
+// -> contents: graph.mcir, explain.yaml, report.txt) atomically, with the .aicf-output marker.
+// UserError (exit 1) when OUT is not ours to replace (support/output_folder.h) or cannot be
+// written.
 // `finalize`, when given, is called with the final plan (CUDA: ptxas' figures recorded) before
 // anything is written and may add files (aicfc's report.txt shows ptxas beside the estimates).
 void writeArtifacts(
