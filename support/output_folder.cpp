@@ -21,6 +21,8 @@ namespace fs = std::filesystem;
 
 namespace aicf {
 
+bool detail::forceRenameAside = false;
+
 namespace {
 
 constexpr uintmax_t kMaxMarkerBytes = 64 * 1024;
@@ -225,9 +227,10 @@ void StagedOutputFolder::commit() {
     return;
   }
   fs::path old;
-  if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, out_.c_str(), RENAME_EXCHANGE) == 0) {
+  if (!detail::forceRenameAside &&
+      ::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, out_.c_str(), RENAME_EXCHANGE) == 0) {
     old = tmp_; // the swap left the old folder under the temporary name
-  } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
+  } else if (detail::forceRenameAside || errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
     // No atomic exchange here: the old folder goes aside (onto an empty folder made for it),
     // the new one takes its name, and on failure the old one comes back.
     old = makeUniqueDir(out_, ".aicf-old-");

@@ -52,4 +52,10 @@ private:
   bool committed_ = false;
 };
 
+namespace detail {
+// Tests only: swap an aicf folder in by renaming the old one aside, as on a filesystem without
+// renameat2(RENAME_EXCHANGE).
+extern bool forceRenameAside;
+} // namespace detail
+
 } // namespace aicf

@@ -127,6 +127,17 @@ TEST_CASE("safety/output: an aicf folder is replaced whole; the old files are go
   CHECK(listing(out) == ".aicf-output,c.txt");
 }
 
+TEST_CASE("safety/output: without an atomic exchange the old folder goes aside, then away") {
+  Scratch s("aside");
+  fs::path out = s.dir / "out";
+  stage(out, {"libmodel.so", "plan.yaml"});
+  detail::forceRenameAside = true;
+  stage(out, {"graph.mcir"});
+  detail::forceRenameAside = false;
+  CHECK(listing(out) == ".aicf-output,graph.mcir");
+  CHECK(listing(s.dir) == "out");
+}
+
 TEST_CASE("safety/output: a folder with user files is refused and left untouched") {
   Scratch s("user");
   fs::path out = s.dir / "out";
