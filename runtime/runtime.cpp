@@ -182,7 +182,8 @@ int64_t readInt(const YAML::Node &map, const char *key, const std::string &what,
   return toInt(need(map, key, what), cat(what, ": ", key), lo, hi);
 }
 
-const YAML::Node &needSequence(const YAML::Node &n, const std::string &what) {
+// Returns a handle (a copy), never a reference: callers pass temporaries.
+YAML::Node needSequence(const YAML::Node &n, const std::string &what) {
   if (!n || !n.IsSequence())
     throw Error(cat(what, " must be a list"));
   return n;
@@ -207,7 +208,7 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 }
 
 std::vector<int64_t> readShape(const YAML::Node &map, const std::string &what) {
-  const YAML::Node &n = needSequence(need(map, "shape", what), cat(what, ": shape"));
+  YAML::Node n = needSequence(need(map, "shape", what), cat(what, ": shape"));
   if (n.size() > AICF_MAX_RANK)
     throw Error(cat(what, ": rank ", n.size(), " exceeds ", AICF_MAX_RANK));
   std::vector<int64_t> s;
@@ -250,7 +251,7 @@ bool knownIsa(const std::string &name) {
 void checkIsa(const YAML::Node &target, const std::string &dir) {
   if (!target || !target.IsMap() || !target["isa"])
     return;
-  const YAML::Node &isa = needSequence(target["isa"], "target.isa");
+  YAML::Node isa = needSequence(target["isa"], "target.isa");
   std::string missing;
   for (const YAML::Node &n : isa) {
     if (!n.IsScalar())
