@@ -42,6 +42,7 @@ struct Flags {
   bool time = false;
   int bench = 0;
   int threads = 0;
+  bool benchGiven = false, threadsGiven = false;
   bool profile = false;
   bool noCudaGraph = false;
   std::string referenceDir;
@@ -338,6 +339,11 @@ int runFolder(const Flags &flags) {
 }
 
 int run(const Flags &flags) {
+  // 0 means "not given" for both; any value given must be a real count.
+  if (flags.threadsGiven && (flags.threads < 1 || flags.threads > AICF_MAX_THREADS))
+    throw UserError(cat("--threads ", flags.threads, ": expected 1 to ", AICF_MAX_THREADS), 1);
+  if (flags.benchGiven && flags.bench < 1)
+    throw UserError(cat("--bench ", flags.bench, ": expected a number of runs >= 1"), 1);
   if (fs::is_directory(flags.model))
     return runFolder(flags);
   if (flags.bench > 0 || flags.threads > 0 || flags.profile || flags.noCudaGraph)
@@ -379,7 +385,7 @@ int main(int argc, char **argv) {
                "print a summary of each output (default without --output-dir)");
   app.add_flag("--time", flags.time, "print the interpreter's wall time to stderr");
   app.add_option("--bench", flags.bench, "folder: time N runs after warm-up; print median and p90");
-  app.add_option("--threads", flags.threads, "folder: threads the kernels use");
+  app.add_option("--threads", flags.threads, "folder: threads the kernels use (1 to 1024)");
   app.add_flag("--profile", flags.profile,
                "folder: per-step time table (step, kind, ms, share, the plan's predicted ms)");
   app.add_flag("--no-cuda-graph", flags.noCudaGraph,
@@ -389,5 +395,7 @@ int main(int argc, char **argv) {
   app.add_option("--rtol", flags.rtol, "relative tolerance for --reference")->capture_default_str();
   app.add_option("--atol", flags.atol, "absolute tolerance for --reference")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  flags.benchGiven = app.count("--bench") > 0;
+  flags.threadsGiven = app.count("--threads") > 0;
   return runTool([&] { return run(flags); });
 }

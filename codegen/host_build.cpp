@@ -5,6 +5,7 @@
 // compiler's or the loader's message.
 #include "codegen/host_build.h"
 
+#include "runtime/isa_features.h"
 #include "support/diagnostics.h"
 
 #include <cerrno>
@@ -12,6 +13,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
@@ -87,6 +91,38 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
     throw UserError(cat("host compile failed (exit ", rc, "): ", cmd, "\n", output));
   }
   return output;
+}
+
+const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
+                                                const std::string &compiler) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, std::vector<std::string>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(cpuArch, compiler);
+  if (auto it = cache.find(key); it != cache.end())
+    return it->second;
+  std::vector<std::string> argv = {compiler, "-march=" + cpuArch, "-dM", "-E", "-x",
+                                   "c++",    "/dev/null"};
+  std::string output;
+  if (runCapture(argv, output) != 0)
+    throw UserError(cat("--cpu-arch ", cpuArch, ": ", compiler, " does not accept -march=", cpuArch,
+                        "\n", output),
+                    1);
+  std::set<std::string> macros; // "#define __AVX2__ 1" -> __AVX2__
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string define, name;
+    if (words >> define >> name && define == "#define")
+      macros.insert(name);
+  }
+  std::vector<std::string> isa;
+#define AICF_ISA_IF_DEFINED(name, macro)                                                           \
+  if (macros.count(macro))                                                                         \
+    isa.push_back(name);
+  AICF_ISA_FEATURES(AICF_ISA_IF_DEFINED)
+#undef AICF_ISA_IF_DEFINED
+  return cache.emplace(key, std::move(isa)).first->second;
 }
 
 LoadedLibrary::LoadedLibrary(const std::string &soPath) : path_(soPath) {

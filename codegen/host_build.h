@@ -24,6 +24,13 @@ int runCapture(const std::vector<std::string> &argv, std::string &output);
 std::string compileHostSource(const std::string &source, const std::string &cppPath,
                               const std::string &soPath, const HostBuildOptions &opts = {});
 
+// The instruction-set extensions (runtime/isa_features.h names, in that order) that code compiled
+// with `compiler -march=cpuArch` may use: those whose predefined macro the compiler sets for that
+// -march (asked once per arch and compiler, `-dM -E`). Deterministic for a named -march; for
+// "native" it describes this machine. UserError (exit 1) if the compiler rejects the -march.
+const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
+                                                const std::string &compiler = "c++");
+
 // A loaded shared object; symbols are `void NAME(void *const *args)` kernel entries.
 class LoadedLibrary {
 public:

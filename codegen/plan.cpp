@@ -2,6 +2,7 @@
 // byte-deterministic.
 #include "codegen/plan.h"
 
+#include "codegen/host_build.h"
 #include "support/diagnostics.h"
 
 #include <yaml-cpp/yaml.h>
@@ -81,6 +82,11 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::Key << "name" << YAML::Value << target;
   y << YAML::Key << "plan_for" << YAML::Value << planFor;
   y << YAML::Key << "cpu_arch" << YAML::Value << cpuArch;
+  // The instruction-set extensions libmodel.so's host code may use (from -march=cpu_arch); the
+  // runtime refuses the folder on a CPU without one of them. Cuda plans' host code is built
+  // without -march and needs none.
+  if (target == "cpu")
+    y << YAML::Key << "isa" << YAML::Value << YAML::Flow << hostIsaFeatures(cpuArch);
   y << YAML::Key << "hardware" << YAML::Value << hardware;
   y << YAML::Key << "schedule" << YAML::Value << schedule;
   y << YAML::EndMap;

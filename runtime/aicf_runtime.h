@@ -1,10 +1,17 @@
 /* The aicf runtime: loads a folder written by `aicfc MODEL -o OUT` (plan.yaml, weights.bin,
  * libmodel.so) and runs it. C API; every function that can fail returns NULL or a non-zero
  * status and leaves a message for aicf_last_error(). The runtime validates the manifest
- * (schema version, buffer sizes and offsets inside the arena and weights.bin, kernel symbols
- * present in libmodel.so, and that the plan's argument sizes equal those libmodel.so was
+ * (schema version; every number range-checked with overflow-free arithmetic: shapes against
+ * byte counts, buffer offsets 64-byte aligned and inside the arena and weights.bin, weights.bin
+ * exactly the plan's size, step buffers known and never an input as a step's output; kernel
+ * symbols present in libmodel.so, and the plan's argument sizes equal to those libmodel.so was
  * compiled for), so a tampered plan or truncated weights file is an error, never an
- * out-of-bounds access. Not thread-safe per model: run one model object from one thread.
+ * out-of-bounds access. A cpu plan lists the instruction-set extensions its kernels may use
+ * (target.isa, from aicfc's --cpu-arch); aicf_open refuses it on a CPU lacking one ("folder OUT
+ * needs avx512f, which this CPU lacks ...") before loading libmodel.so. Plans without the list
+ * (older aicfc) are not checked. The OpenMP runtime that libmodel.so loads stays loaded after
+ * aicf_close (its idle worker threads live on), so closing a model is safe in a program that
+ * does not itself link OpenMP. Not thread-safe per model: run one model object from one thread.
  *
  * Plans compiled with --target cuda:sm_XX (plan.yaml target.kind: cuda) run on CUDA device 0.
  * The runtime loads libcudart itself (dlopen libcudart.so, .so.13, .so.12), so it needs neither
@@ -50,7 +57,9 @@ int aicf_num_outputs(const aicf_model *m);
 int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out);
 int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out);
 
-/* Threads used by the kernels (OpenMP); 0 on success. No effect on cuda plans. */
+/* Threads used by the kernels (OpenMP), 1 to AICF_MAX_THREADS; 0 on success, 1 (with a message)
+ * for a count outside that range. No effect on cuda plans. */
+#define AICF_MAX_THREADS 1024
 int aicf_set_num_threads(aicf_model *m, int n);
 
 /* cuda plans: enabled != 0 (the default) captures the steps into a CUDA Graph on the first run

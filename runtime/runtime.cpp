@@ -6,10 +6,12 @@
 // aicf_launch_<kind_id> launchers on a stream, and replay them as a CUDA Graph after the first run.
 #include "runtime/aicf_runtime.h"
 #include "runtime/cudart.h"
+#include "runtime/isa_features.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -73,10 +76,11 @@ struct Step {
 struct Aligned {
   void *ptr = nullptr;
   explicit Aligned(size_t bytes) {
-    ptr = std::aligned_alloc(64, std::max<size_t>((bytes + 63) / 64 * 64, 64));
+    size_t rounded = bytes > SIZE_MAX - 63 ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
+    ptr = rounded ? std::aligned_alloc(64, rounded) : nullptr;
     if (!ptr)
       throw Error(cat("cannot allocate ", bytes, " bytes"));
-    std::memset(ptr, 0, std::max<size_t>((bytes + 63) / 64 * 64, 64));
+    std::memset(ptr, 0, rounded);
   }
   ~Aligned() { std::free(ptr); }
   Aligned(const Aligned &) = delete;
@@ -140,19 +144,150 @@ struct aicf_model {
 
 namespace {
 
-std::vector<int64_t> readShape(const YAML::Node &n, const std::string &what) {
+// --- Reading plan.yaml ---------------------------------------------------------------------------
+// Every number the kernels rely on comes from plan.yaml, which a user can edit. Each is read
+// through these accessors (a missing key or a non-integer names the key, rather than yaml-cpp's
+// "bad conversion"), range-checked, and combined only with overflow-checked arithmetic: a check
+// like `offset + bytes > total` is itself undefined for a huge offset and would let it through.
+
+YAML::Node need(const YAML::Node &map, const char *key, const std::string &what) {
+  if (!map.IsMap())
+    throw Error(cat(what, " must be a map"));
+  YAML::Node n = map[key];
+  if (!n)
+    throw Error(cat(what, ": missing '", key, "'"));
+  return n;
+}
+
+std::string readString(const YAML::Node &map, const char *key, const std::string &what) {
+  YAML::Node n = need(map, key, what);
+  if (!n.IsScalar())
+    throw Error(cat(what, ": '", key, "' must be a string"));
+  return n.Scalar();
+}
+
+int64_t toInt(const YAML::Node &n, const std::string &what, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
+    throw Error(cat(what, " must be a 64-bit integer"));
+  if (v < lo)
+    throw Error(cat(what, " ", v, " must be >= ", lo));
+  if (v > hi)
+    throw Error(cat(what, " ", v, " must be <= ", hi));
+  return v;
+}
+
+int64_t readInt(const YAML::Node &map, const char *key, const std::string &what, int64_t lo,
+                int64_t hi) {
+  return toInt(need(map, key, what), cat(what, ": ", key), lo, hi);
+}
+
+// Returns a handle (a copy), never a reference: callers pass temporaries.
+YAML::Node needSequence(const YAML::Node &n, const std::string &what) {
   if (!n || !n.IsSequence())
-    throw Error(cat(what, ": shape must be a list"));
+    throw Error(cat(what, " must be a list"));
+  return n;
+}
+
+constexpr int64_t kInt64Max = INT64_MAX;
+// Largest dimension plan.yaml may give; the element count is checked separately.
+constexpr int64_t kMaxDim = int64_t(1) << 40;
+// Input and output positions beyond this are refused (a plan with more is not one of ours).
+constexpr int64_t kMaxIoIndex = 4096;
+
+// [offset, offset + bytes) lies inside [0, total), written so that nothing can overflow.
+bool inside(int64_t offset, int64_t bytes, int64_t total) {
+  return offset >= 0 && bytes >= 0 && offset <= total && bytes <= total - offset;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::vector<int64_t> readShape(const YAML::Node &map, const std::string &what) {
+  YAML::Node n = needSequence(need(map, "shape", what), cat(what, ": shape"));
   if (n.size() > AICF_MAX_RANK)
     throw Error(cat(what, ": rank ", n.size(), " exceeds ", AICF_MAX_RANK));
   std::vector<int64_t> s;
-  for (const YAML::Node &d : n) {
-    int64_t v = d.as<int64_t>();
-    if (v < 0 || v > (int64_t(1) << 40))
-      throw Error(cat(what, ": bad dimension ", v));
-    s.push_back(v);
-  }
+  for (const YAML::Node &d : n)
+    s.push_back(toInt(d, cat(what, ": dimension"), 0, kMaxDim));
   return s;
+}
+
+// The instruction-set extensions this CPU has, by the names of runtime/isa_features.h.
+bool cpuHas(const std::string &name) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const std::map<std::string, bool> has = [] {
+    __builtin_cpu_init();
+    std::map<std::string, bool> m;
+#define AICF_ISA_PROBE(name, macro) m[name] = __builtin_cpu_supports(name) != 0;
+    AICF_ISA_FEATURES(AICF_ISA_PROBE)
+#undef AICF_ISA_PROBE
+    return m;
+  }();
+  auto it = has.find(name);
+  return it != has.end() && it->second;
+#else
+  (void)name;
+  return false; // an x86 extension: never present on another architecture
+#endif
+}
+
+bool knownIsa(const std::string &name) {
+  static const char *const names[] = {
+#define AICF_ISA_NAME(name, macro) name,
+      AICF_ISA_FEATURES(AICF_ISA_NAME)
+#undef AICF_ISA_NAME
+  };
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+// target.isa: the extensions the host code of libmodel.so may use (aicfc derives them from its
+// -march). Checked before libmodel.so is loaded, since even its initialisers may use them. A
+// plan without the key (written before aicfc recorded it) is accepted unchecked.
+void checkIsa(const YAML::Node &target, const std::string &dir) {
+  if (!target || !target.IsMap() || !target["isa"])
+    return;
+  YAML::Node isa = needSequence(target["isa"], "target.isa");
+  std::string missing;
+  for (const YAML::Node &n : isa) {
+    if (!n.IsScalar())
+      throw Error("target.isa must be a list of names");
+    const std::string &name = n.Scalar();
+    if (!knownIsa(name))
+      throw Error(cat("target.isa: unknown instruction-set extension '", name, "'"));
+    if (!cpuHas(name))
+      missing += (missing.empty() ? "" : ", ") + name;
+  }
+  if (missing.empty())
+    return;
+  std::string arch = target["cpu_arch"] && target["cpu_arch"].IsScalar()
+                         ? target["cpu_arch"].Scalar()
+                         : std::string("?");
+  throw MachineError(cat("folder ", dir, " needs ", missing,
+                         ", which this CPU lacks (compiled with --cpu-arch ", arch,
+                         "; recompile it with a --cpu-arch this CPU supports, e.g. x86-64-v2)"));
+}
+
+// libmodel.so brings in the OpenMP runtime (libgomp), whose worker threads outlive each parallel
+// region and wait inside its code. When the model is the only user of libgomp (a C program that
+// links just the aicf runtime), dlclose(libmodel.so) would unmap libgomp under those live threads:
+// SIGSEGV in aicf_close or at exit. So once a model has loaded an OpenMP runtime, it stays for the
+// life of the process (RTLD_NOLOAD: nothing new is loaded; RTLD_NODELETE: never unloaded). That is
+// one library and its idle thread pool, which the next model reuses, however many folders are
+// opened and closed. RTLD_NODELETE on libmodel.so instead would keep every folder's code mapped
+// forever, and make a recompiled folder at the same path load its old library again.
+void pinOpenMpRuntime() {
+  static std::mutex mu;
+  static const char *const names[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so"};
+  static bool pinned[std::size(names)] = {};
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t i = 0; i < std::size(names); ++i)
+    if (!pinned[i] && dlopen(names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+      pinned[i] = true; // the handle is kept: a reference for the life of the process
 }
 
 int64_t align64(int64_t n) {
@@ -178,13 +313,22 @@ void openDevice(aicf_model &m) {
     throw MachineError("no CUDA device available (0 devices)");
   check(rt, rt.setDevice(0), "cudaSetDevice(0)");
   check(rt, rt.streamCreate(&d.stream), "cudaStreamCreate");
-  int64_t total = align64(m.weightsBytes) + align64(m.arenaBytes);
+  // [weights | arena | staging], each part 64-byte aligned; sizes come from plan.yaml, so the sum
+  // is overflow-checked.
+  int64_t total = 0;
+  auto append = [&](int64_t bytes) {
+    int64_t at = total;
+    if (__builtin_add_overflow(bytes, int64_t(63), &bytes) ||
+        __builtin_add_overflow(total, bytes / 64 * 64, &total))
+      throw Error("the plan's device memory size overflows");
+    return at;
+  };
+  append(m.weightsBytes);
+  append(m.arenaBytes);
   d.stagingOffset.assign(m.buffers.size(), -1);
   for (const std::vector<int> *list : {&m.inputs, &m.outputs})
-    for (int b : *list) {
-      d.stagingOffset[b] = total;
-      total += align64(m.buffers[b].bytes);
-    }
+    for (int b : *list)
+      d.stagingOffset[b] = append(m.buffers[b].bytes);
   void *base = nullptr;
   e = rt.malloc(&base, static_cast<size_t>(std::max<int64_t>(total, 64)));
   if (e != 0)
@@ -200,6 +344,177 @@ void openDevice(aicf_model &m) {
   m.weights.reset();
 }
 
+// Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
+// checks its kernels against the steps.
+void loadPlan(aicf_model &m, const YAML::Node &plan) {
+  if (!plan.IsMap() || !plan["schema"] || !plan["schema"].IsScalar() ||
+      plan["schema"].Scalar() != "aicf-plan/1")
+    throw Error("unsupported schema (expected aicf-plan/1)");
+  YAML::Node target = plan["target"];
+  std::string kind = target ? readString(target, "kind", "target") : std::string("cpu");
+  if (kind != "cpu" && kind != "cuda")
+    throw Error(cat("unknown target kind '", kind, "' (cpu, cuda)"));
+  m.cuda = kind == "cuda";
+  if (!m.cuda)
+    checkIsa(target, m.dir);
+  m.weightsBytes = readInt(need(plan, "weights", "plan"), "bytes", "weights", 0, kInt64Max);
+  m.arenaBytes = readInt(need(plan, "arena", "plan"), "bytes", "arena", 0, kInt64Max);
+
+  std::map<std::string, int> byId;
+  for (const YAML::Node &b : needSequence(plan["buffers"], "buffers")) {
+    Buffer buf;
+    buf.id = readString(b, "id", "a buffer");
+    std::string what = "buffer " + buf.id;
+    buf.value = readString(b, "value", what);
+    buf.kind = readString(b, "kind", what);
+    buf.dtype = readString(b, "dtype", what);
+    buf.shape = readShape(b, what);
+    buf.bytes = readInt(b, "bytes", what, 0, kInt64Max);
+    if (b["offset"])
+      buf.offset = readInt(b, "offset", what, 0, kInt64Max);
+    if (b["alias_of"])
+      buf.aliasOf = readString(b, "alias_of", what);
+    if (b["index"])
+      buf.index = static_cast<int>(readInt(b, "index", what, 0, kMaxIoIndex));
+    int64_t elem = dtypeBytes(buf.dtype);
+    if (elem < 0)
+      throw Error(cat(what, ": unknown dtype '", buf.dtype, "'"));
+    int64_t count = 1, bytes = 0;
+    for (int64_t d : buf.shape)
+      if (__builtin_mul_overflow(count, d, &count))
+        throw Error(cat(what, ": shape ", shapeText(buf.shape), " has too many elements"));
+    if (__builtin_mul_overflow(count, elem, &bytes))
+      throw Error(cat(what, ": shape ", shapeText(buf.shape), " has too many bytes"));
+    if (bytes != buf.bytes)
+      throw Error(cat(what, ": ", buf.bytes, " bytes do not match its shape ", shapeText(buf.shape),
+                      " of ", buf.dtype, " (", bytes, " bytes)"));
+    if (byId.count(buf.id))
+      throw Error(cat(what, " defined twice"));
+    byId[buf.id] = static_cast<int>(m.buffers.size());
+    m.buffers.push_back(buf);
+  }
+
+  // Where each buffer lives. Arena and weight buffers start on 64-byte boundaries (aicfc places
+  // them so; the kernels may rely on the alignment) and lie wholly inside their block.
+  int64_t arenaUsed = 0; // end of the last arena buffer, rounded up as aicfc rounds it
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    Buffer &b = m.buffers[i];
+    std::string what = "buffer " + b.id;
+    b.storage = static_cast<int>(i);
+    if (!b.aliasOf.empty()) {
+      auto it = byId.find(b.aliasOf);
+      if (it == byId.end())
+        throw Error(cat(what, " aliases unknown buffer ", b.aliasOf));
+      const Buffer &src = m.buffers[it->second];
+      if (!src.aliasOf.empty() || src.bytes != b.bytes)
+        throw Error(cat(what, ": bad alias of ", b.aliasOf));
+      b.storage = it->second;
+      continue;
+    }
+    if (b.kind == "arena" || b.kind == "weight") {
+      if (b.kind == "arena" && !inside(b.offset, b.bytes, m.arenaBytes))
+        throw Error(cat(what, " lies outside the arena"));
+      if (b.kind == "weight" && !inside(b.offset, b.bytes, m.weightsBytes))
+        throw Error(cat(what, " lies outside weights.bin"));
+      if (b.offset % 64 != 0)
+        throw Error(cat(what, ": offset ", b.offset, " is not a multiple of 64"));
+      if (b.kind == "arena") {
+        int64_t end = 0, rounded = std::max<int64_t>(b.bytes, 1);
+        rounded = rounded + (64 - rounded % 64) % 64; // bytes <= arena: cannot overflow
+        if (__builtin_add_overflow(b.offset, rounded, &end))
+          throw Error(cat(what, " lies outside the arena"));
+        arenaUsed = std::max(arenaUsed, end);
+      }
+    } else if (b.kind == "input" || b.kind == "output") {
+      auto &list = b.kind == "input" ? m.inputs : m.outputs;
+      if (b.index < 0)
+        throw Error(cat(what, ": bad ", b.kind, " index"));
+      if (list.size() <= static_cast<size_t>(b.index))
+        list.resize(static_cast<size_t>(b.index) + 1, -1);
+      if (list[b.index] >= 0)
+        throw Error(cat(b.kind, " ", b.index, " defined twice"));
+      list[b.index] = static_cast<int>(i);
+    } else {
+      throw Error(cat(what, ": unknown kind '", b.kind, "'"));
+    }
+  }
+  // The arena is allocated (and zeroed) at open: a size beyond what its buffers use would only
+  // let an edited plan.yaml request arbitrary memory.
+  if (m.arenaBytes > arenaUsed)
+    throw Error(
+        cat("arena: bytes ", m.arenaBytes, " exceed the ", arenaUsed, " bytes its buffers use"));
+  for (int i : m.inputs)
+    if (i < 0)
+      throw Error("an input index is missing");
+  for (int i : m.outputs)
+    if (i < 0)
+      throw Error("an output index is missing");
+
+  // The kernels. A cuda libmodel.so needs libcudart: load it first, to say so if it is missing.
+  if (m.cuda) {
+    m.dev = std::make_unique<CudaState>();
+    std::string why;
+    m.dev->rt = aicf::rt::loadCudart(&why);
+    if (!m.dev->rt)
+      throw MachineError(why);
+  }
+  std::string soPath = m.dir + "/libmodel.so";
+  m.so = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m.so)
+    throw Error(cat("cannot load ", soPath, ": ", dlerror()));
+  pinOpenMpRuntime();
+  auto layoutFn = reinterpret_cast<const char *(*)()>(dlsym(m.so, "aicf_layout"));
+  m.setThreads = reinterpret_cast<void (*)(int)>(dlsym(m.so, "aicf_set_num_threads"));
+  if (!layoutFn || (!m.cuda && !m.setThreads))
+    throw Error(cat(soPath, " is not an aicf model library"));
+  std::string layout;
+  for (const YAML::Node &s : needSequence(plan["steps"], "steps")) {
+    Step st;
+    st.kind = readString(s, "kind", "a step");
+    st.symbol = readString(s, "kind_id", "a step");
+    std::string what = "step " + (st.symbol.empty() ? st.kind : st.symbol);
+    for (const char *key : {"inputs", "outputs"}) {
+      for (const YAML::Node &id : needSequence(need(s, key, what), cat(what, ": ", key))) {
+        auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
+        if (it == byId.end())
+          throw Error(cat(what, " uses unknown buffer ", id.IsScalar() ? id.Scalar() : "?"));
+        // Inputs are the caller's const memory: no step may write them.
+        if (std::string(key) == "outputs" &&
+            m.buffers[m.buffers[it->second].storage].kind == "input")
+          throw Error(cat(what, " writes input buffer ", id.Scalar()));
+        st.args.push_back(it->second);
+      }
+      if (std::string(key) == "inputs")
+        st.numInputs = st.args.size();
+    }
+    if (st.kind == "copy" && st.symbol.empty()) {
+      if (st.args.size() != 2 || st.numInputs != 1 ||
+          m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
+        throw Error("a copy step needs one input and one output of equal size");
+    } else if (m.cuda) {
+      std::string launcher = "aicf_launch_" + st.symbol;
+      st.launch = reinterpret_cast<LaunchFn>(dlsym(m.so, launcher.c_str()));
+      if (!st.launch)
+        throw Error(cat("launcher ", launcher, " is missing from ", soPath));
+    } else {
+      st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
+      if (!st.fn)
+        throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
+    }
+    if (st.fn || st.launch) {
+      layout += st.symbol + ":";
+      for (size_t a = 0; a < st.args.size(); ++a)
+        layout += (a ? "," : "") + std::to_string(m.buffers[st.args[a]].bytes);
+      layout += ";";
+    }
+    m.steps.push_back(st);
+  }
+  // The argument count and byte size of every kernel call, as libmodel.so was compiled for.
+  if (layout != layoutFn())
+    throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
+                    " (was the plan edited?)"));
+}
+
 void load(aicf_model &m) {
   std::string planPath = m.dir + "/plan.yaml";
   YAML::Node plan;
@@ -211,159 +526,31 @@ void load(aicf_model &m) {
     throw Error(cat(planPath, ": not valid YAML: ", e.what()));
   }
   try {
-    if (!plan.IsMap() || !plan["schema"] || plan["schema"].as<std::string>() != "aicf-plan/1")
-      throw Error("unsupported schema (expected aicf-plan/1)");
-    std::string kind = plan["target"] && plan["target"]["kind"]
-                           ? plan["target"]["kind"].as<std::string>()
-                           : std::string("cpu");
-    if (kind != "cpu" && kind != "cuda")
-      throw Error(cat("unknown target kind '", kind, "' (cpu, cuda)"));
-    m.cuda = kind == "cuda";
-    m.weightsBytes = plan["weights"]["bytes"].as<int64_t>();
-    m.arenaBytes = plan["arena"]["bytes"].as<int64_t>();
-    if (m.weightsBytes < 0 || m.arenaBytes < 0)
-      throw Error("negative weights or arena size");
-    std::map<std::string, int> byId;
-    for (const YAML::Node &b : plan["buffers"]) {
-      Buffer buf;
-      buf.id = b["id"].as<std::string>();
-      buf.value = b["value"].as<std::string>();
-      buf.kind = b["kind"].as<std::string>();
-      buf.dtype = b["dtype"].as<std::string>();
-      buf.shape = readShape(b["shape"], "buffer " + buf.id);
-      buf.bytes = b["bytes"].as<int64_t>();
-      if (b["offset"])
-        buf.offset = b["offset"].as<int64_t>();
-      if (b["alias_of"])
-        buf.aliasOf = b["alias_of"].as<std::string>();
-      if (b["index"])
-        buf.index = b["index"].as<int>();
-      int64_t elem = dtypeBytes(buf.dtype);
-      if (elem < 0)
-        throw Error(cat("buffer ", buf.id, ": unknown dtype '", buf.dtype, "'"));
-      int64_t numel = 1;
-      for (int64_t d : buf.shape)
-        numel *= d;
-      if (numel * elem != buf.bytes)
-        throw Error(cat("buffer ", buf.id, ": ", buf.bytes, " bytes do not match its shape"));
-      if (byId.count(buf.id))
-        throw Error(cat("buffer ", buf.id, " defined twice"));
-      byId[buf.id] = static_cast<int>(m.buffers.size());
-      m.buffers.push_back(buf);
-    }
-    for (size_t i = 0; i < m.buffers.size(); ++i) {
-      Buffer &b = m.buffers[i];
-      b.storage = static_cast<int>(i);
-      if (!b.aliasOf.empty()) {
-        auto it = byId.find(b.aliasOf);
-        if (it == byId.end())
-          throw Error(cat("buffer ", b.id, " aliases unknown buffer ", b.aliasOf));
-        const Buffer &src = m.buffers[it->second];
-        if (!src.aliasOf.empty() || src.bytes != b.bytes)
-          throw Error(cat("buffer ", b.id, ": bad alias of ", b.aliasOf));
-        b.storage = it->second;
-        continue;
-      }
-      if (b.kind == "arena") {
-        if (b.offset < 0 || b.offset + b.bytes > m.arenaBytes)
-          throw Error(cat("buffer ", b.id, " lies outside the arena"));
-      } else if (b.kind == "weight") {
-        if (b.offset < 0 || b.offset + b.bytes > m.weightsBytes)
-          throw Error(cat("buffer ", b.id, " lies outside weights.bin"));
-      } else if (b.kind == "input" || b.kind == "output") {
-        auto &list = b.kind == "input" ? m.inputs : m.outputs;
-        if (b.index < 0 || b.index > 4096)
-          throw Error(cat("buffer ", b.id, ": bad ", b.kind, " index"));
-        if (list.size() <= static_cast<size_t>(b.index))
-          list.resize(static_cast<size_t>(b.index) + 1, -1);
-        if (list[b.index] >= 0)
-          throw Error(cat(b.kind, " ", b.index, " defined twice"));
-        list[b.index] = static_cast<int>(i);
-      } else {
-        throw Error(cat("buffer ", b.id, ": unknown kind '", b.kind, "'"));
-      }
-    }
-    for (int i : m.inputs)
-      if (i < 0)
-        throw Error("an input index is missing");
-    for (int i : m.outputs)
-      if (i < 0)
-        throw Error("an output index is missing");
-
-    // The kernels. A cuda libmodel.so needs libcudart: load it first, to say so if it is missing.
-    if (m.cuda) {
-      m.dev = std::make_unique<CudaState>();
-      std::string why;
-      m.dev->rt = aicf::rt::loadCudart(&why);
-      if (!m.dev->rt)
-        throw MachineError(why);
-    }
-    std::string soPath = m.dir + "/libmodel.so";
-    m.so = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!m.so)
-      throw Error(cat("cannot load ", soPath, ": ", dlerror()));
-    auto layoutFn = reinterpret_cast<const char *(*)()>(dlsym(m.so, "aicf_layout"));
-    m.setThreads = reinterpret_cast<void (*)(int)>(dlsym(m.so, "aicf_set_num_threads"));
-    if (!layoutFn || (!m.cuda && !m.setThreads))
-      throw Error(cat(soPath, " is not an aicf model library"));
-    std::string layout;
-    for (const YAML::Node &s : plan["steps"]) {
-      Step st;
-      st.kind = s["kind"].as<std::string>();
-      st.symbol = s["kind_id"].as<std::string>();
-      for (const char *key : {"inputs", "outputs"}) {
-        for (const YAML::Node &id : s[key]) {
-          auto it = byId.find(id.as<std::string>());
-          if (it == byId.end())
-            throw Error(cat("step ", st.symbol, " uses unknown buffer ", id.as<std::string>()));
-          st.args.push_back(it->second);
-        }
-        if (std::string(key) == "inputs")
-          st.numInputs = st.args.size();
-      }
-      if (st.kind == "copy" && st.symbol.empty()) {
-        if (st.args.size() != 2 || m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
-          throw Error("a copy step needs one input and one output of equal size");
-      } else if (m.cuda) {
-        std::string launcher = "aicf_launch_" + st.symbol;
-        st.launch = reinterpret_cast<LaunchFn>(dlsym(m.so, launcher.c_str()));
-        if (!st.launch)
-          throw Error(cat("launcher ", launcher, " is missing from ", soPath));
-      } else {
-        st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
-        if (!st.fn)
-          throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
-      }
-      if (st.fn || st.launch) {
-        layout += st.symbol + ":";
-        for (size_t a = 0; a < st.args.size(); ++a)
-          layout += (a ? "," : "") + std::to_string(m.buffers[st.args[a]].bytes);
-        layout += ";";
-      }
-      m.steps.push_back(st);
-    }
-    if (layout != layoutFn())
-      throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
-                      " (was the plan edited?)"));
-  } catch (const YAML::Exception &e) {
-    throw Error(cat(planPath, ": ", e.what()));
+    loadPlan(m, plan);
   } catch (const MachineError &) {
     throw;
+  } catch (const YAML::Exception &e) {
+    throw Error(cat(planPath, ": ", e.what()));
   } catch (const Error &e) {
     throw Error(cat(planPath, ": ", e.what()));
   }
 
-  // Weights, read whole and checked for size.
+  // Weights, read whole; the file must be exactly the size the plan's offsets were checked
+  // against.
   std::string wPath = m.dir + "/weights.bin";
-  std::ifstream f(wPath, std::ios::binary | std::ios::ate);
-  if (!f)
+  struct stat st {};
+  if (::stat(wPath.c_str(), &st) != 0)
     throw Error(cat("cannot open ", wPath));
-  int64_t size = static_cast<int64_t>(f.tellg());
+  if (!S_ISREG(st.st_mode))
+    throw Error(cat(wPath, ": not a regular file"));
+  int64_t size = static_cast<int64_t>(st.st_size);
   if (size != m.weightsBytes)
     throw Error(cat(wPath, ": ", size, " bytes, plan.yaml says ", m.weightsBytes,
                     " (truncated or wrong file)"));
+  std::ifstream f(wPath, std::ios::binary);
+  if (!f)
+    throw Error(cat("cannot open ", wPath));
   m.weights = std::make_unique<Aligned>(static_cast<size_t>(size));
-  f.seekg(0);
   if (size > 0 && !f.read(static_cast<char *>(m.weights->ptr), size))
     throw Error(cat("cannot read ", wPath));
   m.ptrs.assign(m.buffers.size(), nullptr);
@@ -601,8 +788,12 @@ int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out) {
   return m ? info(m, m->outputs, i, out) : fail("null model");
 }
 int aicf_set_num_threads(aicf_model *m, int n) {
-  if (!m || n < 1)
-    return fail("aicf_set_num_threads: need a model and n >= 1");
+  if (!m)
+    return fail("aicf_set_num_threads: null model");
+  // libgomp keeps per-thread start data on the stack of the thread that opens a parallel region
+  // (alloca): an absurd count overflows it. Refused rather than clamped, so the caller knows.
+  if (n < 1 || n > AICF_MAX_THREADS)
+    return fail(cat("aicf_set_num_threads: ", n, " threads; expected 1 to ", AICF_MAX_THREADS));
   if (m->setThreads) // cuda plans: no host threads to set
     m->setThreads(n);
   return 0;
