@@ -162,8 +162,8 @@ Outcome ir(const uint8_t *data, size_t size) {
       try {
         parseGraph(printed, "printed.mcir");
       } catch (const UserError &e) {
-        throw InternalError(cat("the printed graph does not parse again: ", e.what(), "\n",
-                                printed));
+        throw InternalError(
+            cat("the printed graph does not parse again: ", e.what(), "\n", printed));
       }
     }
   });
@@ -179,8 +179,8 @@ Outcome npy(const uint8_t *data, size_t size) {
     writeNpy(out, t);
     Tensor back = readNpy(out);
     if (back.type() != t.type() || back.bytes() != t.bytes())
-      throw InternalError(cat("npy: written and read back as ", back.type().str(), ", was ",
-                              t.type().str()));
+      throw InternalError(
+          cat("npy: written and read back as ", back.type().str(), ", was ", t.type().str()));
   });
 }
 
@@ -219,10 +219,11 @@ Outcome runtime(const uint8_t *data, size_t size) {
       outs.emplace_back(info.bytes);
   }
   if (!infoOk)
-    result = {true, "runtime: tensor info failed on an opened model: " +
-                        normalize(aicf_last_error())};
+    result = {true,
+              "runtime: tensor info failed on an opened model: " + normalize(aicf_last_error())};
   else if (total > kMaxRunBytes)
-    result = {true, cat("runtime: an opened model announces ", total, " bytes of inputs and outputs")};
+    result = {true,
+              cat("runtime: an opened model announces ", total, " bytes of inputs and outputs")};
   else {
     std::vector<const void *> inPtrs;
     std::vector<void *> outPtrs;
