@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel clean
+.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel fuzz clean
 
 all: build
 
@@ -36,5 +36,11 @@ bench:
 bench-costmodel: build
 	/usr/bin/python3 bench/costmodel.py
 
+# libFuzzer harnesses (needs clang) for FUZZ_SECONDS each (default 60; FUZZ_TARGETS picks some
+# of onnx ir npy runtime); new crashes are saved under testdata/fuzz/pending/. Not part of
+# `make test`, which runs each for 15 s.
+fuzz:
+	scripts/fuzz.sh
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

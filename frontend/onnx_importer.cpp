@@ -397,7 +397,8 @@ private:
     }
     for (const auto &[name, shape] : opts_.inputShapes) {
       auto it = std::find_if(inputs_.begin(), inputs_.end(),
-                             [&](const InputDecl &d) { return d.name == name; });
+                             // (clang 14 cannot capture a structured binding; an init-capture can)
+                             [&n = name](const InputDecl &d) { return d.name == n; });
       if (it == inputs_.end()) {
         std::string names;
         for (const InputDecl &d : inputs_)

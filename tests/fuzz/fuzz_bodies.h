@@ -1,0 +1,52 @@
+// The bodies of the libFuzzer harnesses (tests/fuzz/fuzz_*.cpp), shared with the replay test
+// (tests/unit/test_fuzz_replay.cpp) so that every input saved under testdata/fuzz/ is checked by
+// the normal g++ build and under build-asan, not only where clang is present.
+//
+// Each body feeds the bytes to one entry point the way a tool does and returns the outcome:
+// "ok" when the input was accepted, else the UserError message the tool would print. Anything
+// else (InternalError, std::exception, an unknown exception) is `internal`: a bug, which the
+// libFuzzer entry turns into a crash. Temporary paths in messages are replaced by "<dir>".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace aicf::fuzz {
+
+struct Outcome {
+  bool internal = false;
+  std::string message; // "ok", the user error, or the internal error's text
+};
+
+// The ONNX importer; for a model that imports, the graph pipeline and buildModel up to the
+// kernel source (no g++), plus the weights packing.
+Outcome onnx(const uint8_t *data, size_t size);
+
+// The Graph IR parser and verifier (parseGraphs); a graph that parses is printed and parsed
+// again, which must succeed.
+Outcome ir(const uint8_t *data, size_t size);
+
+// The .npy reader; an array that reads is written and read back, which must give the same
+// array.
+Outcome npy(const uint8_t *data, size_t size);
+
+// The runtime's folder loader: the input is plan.yaml, then the line kWeightsSeparator, then
+// weights.bin, written next to a fixed valid libmodel.so (compiled once per process from a
+// small graph, kRuntimeModel). A folder that opens is run once on zero inputs and closed.
+Outcome runtime(const uint8_t *data, size_t size);
+inline constexpr const char *kWeightsSeparator = "\n#--weights.bin--\n";
+
+// The valid input for `runtime`: the compiled folder's plan.yaml + separator + weights.bin.
+std::string runtimeSeed();
+
+// Harness name ("onnx", "ir", "npy", "runtime") -> body; null for an unknown name.
+using Body = Outcome (*)(const uint8_t *, size_t);
+Body bodyByName(const std::string &name);
+
+// Sets AICF_HOST_HARDWARE to testdata/targets/ci-host.yaml when unset, so plans (and so the
+// messages) do not depend on the machine; with AICF_FUZZ_RUNTIME_SEED=FILE, writes runtimeSeed()
+// to FILE.
+void init(const std::string &testdata);
+
+} // namespace aicf::fuzz
