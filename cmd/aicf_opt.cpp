@@ -6,15 +6,19 @@
 //
 // A file may hold several graphs separated by lines "// -----"; each is processed and the
 // results are printed separated the same way. With --split-input-file an error in one part is
-// reported and the next part still runs (exit 1 at the end). --verify-diagnostics checks the
-// errors against `// expected-error@+N {{text}}` comments instead of failing on them.
-// Errors: "error: ..." on stderr, exit 1 (internal errors: exit 3).
+// reported and the next part still runs (the worst part's exit code at the end).
+// --verify-diagnostics checks the errors against `// expected-error@+N {{text}}` comments
+// instead of failing on them (exit 2 when they disagree).
+// Errors: "error: ..." on stderr; exit codes as for every tool (README "Exit codes"): 1 for the
+// command line (unknown flag or pass, unreadable input, unwritable -o), 2 for bad IR, 3 only for
+// internal errors.
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/explain.h"
 #include "passes/pass.h"
 #include "passes/verify_passes.h"
+#include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 
@@ -22,6 +26,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -50,22 +55,12 @@ std::string readInput(const std::string &path) {
     return ss.str();
   }
   std::ifstream f(path, std::ios::binary);
-  if (!f)
-    throw UserError(cat("cannot open ", path), 1);
+  if (!f || std::filesystem::is_directory(path))
+    throw UserError(
+        cat("cannot open ", path, std::filesystem::is_directory(path) ? ": is a directory" : ""),
+        1);
   ss << f.rdbuf();
   return ss.str();
-}
-
-void checkPassNames(const std::vector<std::string> &names, const char *flag, bool allowAll) {
-  std::vector<std::string> known = allPassNames();
-  for (const std::string &n : names) {
-    if ((allowAll && n == "all") || std::find(known.begin(), known.end(), n) != known.end())
-      continue;
-    std::string list;
-    for (const std::string &k : known)
-      list += (list.empty() ? "" : ", ") + k;
-    throw UserError(cat("unknown pass '", n, "' in ", flag, " (known: ", list, ")"), 1);
-  }
 }
 
 // ---- --verify-diagnostics -------------------------------------------------------------------
@@ -103,13 +98,13 @@ std::vector<ExpectedError> readExpectations(const std::string &text, const std::
       while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j])) && n < 100000)
         n = n * 10 + (line[j++] - '0');
       if (j == digits)
-        throw UserError(cat(file, ":", lineNo, ": bad expected-error offset (use @+N or @-N)"), 1);
+        throw UserError(cat(file, ":", lineNo, ": bad expected-error offset (use @+N or @-N)"));
       target = lineNo + sign * n;
       i = j;
     }
     size_t open = line.find("{{", i), close = line.rfind("}}");
     if (open == std::string::npos || close == std::string::npos || close < open + 2)
-      throw UserError(cat(file, ":", lineNo, ": expected-error needs {{text}}"), 1);
+      throw UserError(cat(file, ":", lineNo, ": expected-error needs {{text}}"));
     out.push_back({target, lineNo, line.substr(open + 2, close - open - 2)});
   }
   return out;
@@ -162,7 +157,7 @@ public:
     if (flags_.verifyDiagnostics)
       expected = readExpectations(text, flags_.input);
 
-    bool failed = false;
+    int failed = 0; // the worst exit code of the parts (--split-input-file)
     std::vector<ProducedError> produced;
     for (const SourceChunk &chunk : chunks) {
       // The separator goes first, so IR printed by passes stays with its part.
@@ -175,16 +170,16 @@ public:
           processChunk(chunk);
         } catch (const UserError &e) {
           std::cerr << "error: " << e.what() << "\n";
-          failed = true;
+          failed = std::max(failed, e.exitCode());
         }
       } else {
         processChunk(chunk);
       }
     }
     if (flags_.verifyDiagnostics && !matchDiagnostics(flags_.input, expected, produced))
-      failed = true;
+      failed = 2;
     writeOutput();
-    return failed ? 1 : 0;
+    return failed;
   }
 
 private:
@@ -309,12 +304,7 @@ int main(int argc, char **argv) {
                "process each '// -----' part separately, continuing after errors");
   app.add_flag("--verify-diagnostics", flags.verifyDiagnostics,
                "check errors against '// expected-error@+N {{text}}' comments");
-  CLI11_PARSE(app, argc, argv);
-  return runTool([&] {
-    try {
-      return Driver(flags).run();
-    } catch (const UserError &e) {
-      throw UserError(e.what(), 1); // every user-facing failure of aicf-opt exits 1
-    }
-  });
+  if (std::optional<int> rc = parseCommandLine(app, argc, argv))
+    return *rc;
+  return runTool([&] { return Driver(flags).run(); });
 }

@@ -10,6 +10,7 @@
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "runtime/aicf_runtime.h"
+#include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 
@@ -58,20 +59,20 @@ std::unique_ptr<Graph> loadModel(const Flags &flags) {
   const std::string &path = flags.model;
   if (!std::ifstream(path, std::ios::binary))
     throw UserError(cat("cannot open ", path), 1);
+  // A .mcir weight printed without its data (over 16 elements) refuses to run when the
+  // interpreter reads it (Value::data), naming the weight.
   if (endsWith(path, ".onnx")) {
     ImportOptions opts;
-    for (const std::string &s : flags.shapes)
-      opts.inputShapes.insert(parseShapeFlag(s));
-    for (const std::string &d : flags.dims)
-      opts.dimParams.insert(parseDimFlag(d));
+    opts.inputShapes = parseShapeFlags(flags.shapes);
+    opts.dimParams = parseDimFlags(flags.dims);
     return importOnnx(path, opts);
   }
   if (endsWith(path, ".mcir")) {
     if (!flags.shapes.empty() || !flags.dims.empty())
-      throw UserError("--shape and --dim apply to .onnx models only (.mcir shapes are static)");
+      throw UserError("--shape and --dim apply to .onnx models only (.mcir shapes are static)", 1);
     return parseGraphFile(path);
   }
-  throw UserError(cat(path, ": unknown model format (expected a .onnx or .mcir file)"));
+  throw UserError(cat(path, ": unknown model format (expected a .onnx or .mcir file)"), 1);
 }
 
 std::string inputNames(const Graph &g) {
@@ -87,13 +88,17 @@ std::vector<Tensor> loadInputs(const Graph &g, const Flags &flags) {
   for (const std::string &spec : flags.inputs) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      throw UserError(cat("bad --input '", spec, "': expected NAME=FILE.npy"));
+      throw UserError(cat("bad --input '", spec, "': expected NAME=FILE.npy"), 1);
     std::string name = spec.substr(0, eq);
     if (!g.findValue(name) || !g.findValue(name)->isInput())
       throw UserError(cat("--input ", name, ": the model has no input '", name,
-                          "' (inputs: ", inputNames(g), ")"));
-    if (!files.emplace(name, spec.substr(eq + 1)).second)
-      throw UserError(cat("--input ", name, " given twice"));
+                          "' (inputs: ", inputNames(g), ")"),
+                      1);
+    std::string file = spec.substr(eq + 1);
+    if (fs::is_directory(file))
+      throw UserError(cat("--input ", name, ": ", file, " is a directory, not a .npy file"), 1);
+    if (!files.emplace(name, file).second)
+      throw UserError(cat("--input ", name, " given twice"), 1);
   }
   std::vector<std::string> missing;
   for (const Value *v : g.inputs())
@@ -103,7 +108,7 @@ std::vector<Tensor> loadInputs(const Graph &g, const Flags &flags) {
     std::string list;
     for (const std::string &m : missing)
       list += (list.empty() ? "" : ", ") + m;
-    throw UserError(cat("missing inputs: ", list, " (give --input NAME=FILE.npy or --random)"));
+    throw UserError(cat("missing inputs: ", list, " (give --input NAME=FILE.npy or --random)"), 1);
   }
   // Random values for every input first, so an input's random data does not depend on which
   // other inputs came from files.
@@ -217,6 +222,8 @@ void writeOutputs(const Flags &flags, const std::vector<std::string> &names,
                   const std::vector<Tensor> &outputs) {
   compareWithReference(flags, names, outputs);
   if (!flags.outputDir.empty()) {
+    if (fs::exists(flags.outputDir) && !fs::is_directory(flags.outputDir))
+      throw UserError(cat("--output-dir ", flags.outputDir, ": exists and is not a directory"), 1);
     fs::create_directories(flags.outputDir);
     for (size_t i = 0; i < outputs.size(); ++i)
       writeNpy((fs::path(flags.outputDir) / (fileNameFor(names[i], i) + ".npy")).string(),
@@ -236,7 +243,7 @@ double percentile(std::vector<double> v, double q) {
 // A compiled output folder, through the runtime.
 int runFolder(const Flags &flags) {
   if (!flags.shapes.empty() || !flags.dims.empty())
-    throw UserError("--shape and --dim apply to .onnx models only (compiled shapes are fixed)");
+    throw UserError("--shape and --dim apply to .onnx models only (compiled shapes are fixed)", 1);
   std::unique_ptr<aicf_model, void (*)(aicf_model *)> m(aicf_open(flags.model.c_str()), aicf_close);
   if (!m)
     throw UserError(aicf_last_error(), 2);
@@ -348,7 +355,7 @@ int run(const Flags &flags) {
     return runFolder(flags);
   if (flags.bench > 0 || flags.threads > 0 || flags.profile || flags.noCudaGraph)
     throw UserError(
-        "--bench, --threads, --profile and --no-cuda-graph apply to compiled output folders");
+        "--bench, --threads, --profile and --no-cuda-graph apply to compiled output folders", 1);
   std::unique_ptr<Graph> g = loadModel(flags);
   std::vector<Tensor> inputs = loadInputs(*g, flags);
 
@@ -394,7 +401,8 @@ int main(int argc, char **argv) {
                  "compare each output with DIR/<name>.npy (exit 1 when outside tolerance)");
   app.add_option("--rtol", flags.rtol, "relative tolerance for --reference")->capture_default_str();
   app.add_option("--atol", flags.atol, "absolute tolerance for --reference")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> rc = parseCommandLine(app, argc, argv))
+    return *rc;
   flags.benchGiven = app.count("--bench") > 0;
   flags.threadsGiven = app.count("--threads") > 0;
   return runTool([&] { return run(flags); });

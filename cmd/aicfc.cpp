@@ -9,6 +9,7 @@
 #include "passes/pass.h"
 #include "passes/target_info.h"
 #include "passes/verify_passes.h"
+#include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 #include "support/output_folder.h"
@@ -76,9 +77,9 @@ int compile(const Flags &flags) {
   checkTarget(flags.target, !flags.outDir.empty() && flags.emit != "graph");
   if (!flags.planFor.empty()) {
     if (flags.target != "cpu")
-      throw UserError("--plan-for needs --target cpu (it runs a GPU plan on the host)", 2);
+      throw UserError("--plan-for needs --target cpu (it runs a GPU plan on the host)", 1);
     if (flags.planFor.rfind("cuda:", 0) != 0)
-      throw UserError(cat("--plan-for ", flags.planFor, ": expected cuda:sm_XX"), 2);
+      throw UserError(cat("--plan-for ", flags.planFor, ": expected cuda:sm_XX"), 1);
     targetInfo(flags.planFor);
   }
 
@@ -92,10 +93,8 @@ int compile(const Flags &flags) {
   if (!flags.outDir.empty())
     checkOutputFolder(flags.outDir, {flags.model});
   ImportOptions opts;
-  for (const std::string &s : flags.shapes)
-    opts.inputShapes.insert(parseShapeFlag(s));
-  for (const std::string &d : flags.dims)
-    opts.dimParams.insert(parseDimFlag(d));
+  opts.inputShapes = parseShapeFlags(flags.shapes);
+  opts.dimParams = parseDimFlags(flags.dims);
   std::unique_ptr<Graph> g = importOnnx(flags.model, opts);
 
   // 2. Graph passes (the default pipeline, passes/pipeline.cpp).
@@ -162,7 +161,7 @@ int compile(const Flags &flags) {
   else if (flags.emit == "plan")
     cm.plan.writeYaml(std::cout);
   else if (flags.outDir.empty() && !flags.explain)
-    throw UserError("nothing to do: give -o OUT (compile) or --emit graph|kernels|plan|source", 2);
+    throw UserError("nothing to do: give -o OUT (compile) or --emit graph|kernels|plan|source", 1);
 
   // 5. The output folder, written atomically.
   if (!flags.outDir.empty()) {
@@ -207,7 +206,7 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--candidate-rank", flags.candidateRank,
                  "take each kernel's N-th cheapest feasible schedule (cost-model benchmarks)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(intInRange(0, 1 << 20));
   app.add_option("--shape", flags.shapes, "bind an input's shape: NAME=2x64x256 (repeatable)");
   app.add_option("--dim", flags.dims, "bind a named dynamic dim: PARAM=VALUE (repeatable)");
   app.add_option("--emit", flags.emit, "print one stage: graph | kernels | plan | source")
@@ -220,6 +219,11 @@ int main(int argc, char **argv) {
   app.add_flag("--pass-timing", flags.passTiming, "print time spent in each pass");
   app.add_flag("--verify-passes", flags.verifyPasses,
                "interpret the graph before/after each changed pass and compare");
-  CLI11_PARSE(app, argc, argv);
-  return runTool([&] { return compile(flags); });
+  if (std::optional<int> rc = parseCommandLine(app, argc, argv))
+    return *rc;
+  return runTool([&] {
+    checkPassNames(flags.printIrBefore, "--print-ir-before", true);
+    checkPassNames(flags.printIrAfter, "--print-ir-after", true);
+    return compile(flags);
+  });
 }

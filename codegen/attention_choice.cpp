@@ -23,7 +23,7 @@ std::string notOffered(const Node &a) {
   const Value *m = a.operand(3);
   if (m->type().dtype == DType::Bool)
     return "a bool mask may hide whole rows (attention gives zeros, softmax NaN)";
-  if (m->kind() != ValueKind::Weight || !m->data())
+  if (!m->hasData())
     return "a non-constant additive mask may hold -inf rows";
   const Tensor &t = *m->data();
   for (int64_t i = 0; i < t.numel(); ++i)

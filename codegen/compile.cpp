@@ -228,6 +228,17 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
     p.steps.push_back(std::move(st));
     m.kernels.push_back(std::move(k));
   }
+  // --candidate-rank past every kernel's feasible schedules would silently plan the same as a
+  // smaller rank: refuse it (a kernel with fewer candidates than the rank takes its last one).
+  if (opts.schedule != "default" && opts.rank > 0 && !p.steps.empty()) {
+    int most = 0;
+    for (const PlanStep &st : p.steps)
+      most = std::max(most, st.search.feasible);
+    if (opts.rank >= most)
+      throw UserError(cat("--candidate-rank ", opts.rank, ": no kernel has that many feasible ",
+                          "schedules (the most is ", most, ": ranks 0..", most - 1, ")"),
+                      1);
+  }
   for (const auto &[src, outBuf] : copies) {
     PlanStep st;
     st.kind = "copy";

@@ -119,7 +119,7 @@ E expm1Neg(E x) {
 
 // The constant value of a scalar weight operand, if it is one.
 bool scalarConstant(const Value *v, double &out) {
-  if (!v->isWeight() || !v->data() || v->data()->numel() != 1)
+  if (!v->hasData() || v->data()->numel() != 1)
     return false;
   out = v->data()->getDouble(0);
   return true;

@@ -265,17 +265,19 @@ void finishCpu(Hardware &h) {
   h.fp32FlopsPerSec = h.peakFlops();
 }
 
+// The path comes from --hardware or AICF_HOST_HARDWARE: one that cannot be read is a usage
+// error (exit 1); bad contents are bad input (exit 2).
 std::string readFileText(const std::string &path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
-    throw UserError(cat("cannot open ", path));
+    throw UserError(cat("cannot open ", path), 1);
   std::ifstream f(path, std::ios::binary);
   if (!f)
-    throw UserError(cat("cannot open ", path));
+    throw UserError(cat("cannot open ", path), 1);
   std::ostringstream os;
   os << f.rdbuf();
   if (f.bad())
-    throw UserError(cat("cannot read ", path));
+    throw UserError(cat("cannot read ", path), 1);
   return os.str();
 }
 

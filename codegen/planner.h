@@ -21,7 +21,8 @@ struct PlannerOptions {
   // comparison).
   std::string schedule = "cost";
   // Take the rank-th cheapest feasible candidate instead of the cheapest (bench-costmodel
-  // measures predicted vs real time across ranks); clamped to the last feasible one.
+  // measures predicted vs real time across ranks); clamped to the last feasible one
+  // (buildModel refuses a rank no kernel reaches).
   int rank = 0;
 };
 

@@ -562,6 +562,8 @@ private:
 
     // Graph outputs: each a distinct, named result. An output that is an input, a weight or
     // another output (Identity chains) gets an identity node of its own.
+    if (g().output().empty())
+      fail("the graph has no outputs (nothing to compute)");
     std::vector<Value *> outs;
     for (const auto &o : g().output()) {
       Value *v = env_.values.at(o.name());

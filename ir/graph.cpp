@@ -3,6 +3,7 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -95,7 +96,10 @@ std::unique_ptr<Graph> Graph::clone() const {
     map[in] = v;
   }
   for (const Value *w : weights_) {
-    Value *v = c->addWeight(w->name(), w->data());
+    Value *v = w->dataElided() ? c->addElidedWeight(w->name(), w->type())
+                               : c->addWeight(w->name(), w->data());
+    if (w->dataElided())
+      v->pos = w->pos; // its "has no data" error names the file
     v->loc = w->loc;
     map[w] = v;
   }
@@ -133,6 +137,29 @@ Value *Graph::addWeight(const std::string &name, TensorPtr data) {
   v->data_ = std::move(data);
   weights_.push_back(v);
   return v;
+}
+
+Value *Graph::addElidedWeight(const std::string &name, const TensorType &t) {
+  Value *v = newValue(name, t, ValueKind::Weight);
+  v->elided_ = true;
+  weights_.push_back(v);
+  return v;
+}
+
+void Value::throwDataElided() const {
+  // Where the text came from: graph.mcir inside a compiled folder has the real weights next
+  // to it (weights.bin), which aicf-run runs directly.
+  std::string file = pos.file.empty() ? std::string("the IR text") : pos.file;
+  std::string name = loc.empty() ? name_ : loc.origins.front();
+  std::string hint = "run the original model or its compiled folder instead";
+  if (!pos.file.empty()) {
+    std::filesystem::path dir = std::filesystem::path(pos.file).parent_path();
+    std::error_code ec;
+    if (std::filesystem::exists(dir / "plan.yaml", ec))
+      hint = cat("run the compiled folder ", dir.empty() ? "." : dir.string(), " instead");
+  }
+  throw UserError(cat(file, ": weight '", name, "' has no data (the printer elides weights over ",
+                      "16 elements); ", hint));
 }
 
 Node *Graph::addNode(Op op, std::vector<Value *> operands, std::vector<TensorType> resultTypes,

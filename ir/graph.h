@@ -59,8 +59,21 @@ public:
   bool isInput() const { return kind_ == ValueKind::Input; }
   Node *def() const { return def_; } // defining node of a result, else null
   int resultIndex() const { return resultIndex_; }
-  const TensorPtr &data() const { return data_; } // weights only
-  void setData(TensorPtr d) { data_ = std::move(d); }
+  // Weights only. A weight read from IR text whose data the printer elided (`= elided`, over
+  // 16 elements) has none: data() then throws a UserError (exit 2) naming the weight, so
+  // nothing computes with made-up values; code that can do without the values (pattern
+  // matchers, CSE) asks hasData() first and treats the weight as unknown.
+  const TensorPtr &data() const {
+    if (elided_)
+      throwDataElided();
+    return data_;
+  }
+  bool hasData() const { return !elided_ && data_ != nullptr; }
+  bool dataElided() const { return elided_; }
+  void setData(TensorPtr d) {
+    data_ = std::move(d);
+    elided_ = false;
+  }
   Location loc; // for weights and inputs: the ONNX name they came from
   SourcePos pos;
 
@@ -73,6 +86,8 @@ private:
   Node *def_ = nullptr;
   int resultIndex_ = 0;
   TensorPtr data_;
+  bool elided_ = false;
+  [[noreturn]] void throwDataElided() const;
 };
 
 class Node {
@@ -132,6 +147,8 @@ public:
   // Names are made unique in the graph (a suffix _1, _2, ... is added on collision).
   Value *addInput(const std::string &name, TensorType type);
   Value *addWeight(const std::string &name, TensorPtr data);
+  // A weight of type `t` whose data is absent (parsed from `= elided`): see Value::data().
+  Value *addElidedWeight(const std::string &name, const TensorType &t);
   // Appends a node at the end, or before `before` when given. Result types are given.
   Node *addNode(Op op, std::vector<Value *> operands, std::vector<TensorType> resultTypes,
                 AttrMap attrs = {}, Location loc = {}, Node *before = nullptr);

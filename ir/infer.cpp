@@ -80,6 +80,14 @@ std::vector<TensorType> inferUnaryFloat(InferCtx &ctx) {
   return {ctx.operand(0)};
 }
 
+// softmax / log_softmax: a float operand and an axis within its rank (negative counts from the
+// end), so a bad axis is a verifier error, not an interpreter or codegen failure later.
+std::vector<TensorType> inferSoftmax(InferCtx &ctx) {
+  requireFloat(ctx, 0);
+  normAxis(ctx, ctx.i("axis"), ctx.operand(0).rank());
+  return {ctx.operand(0)};
+}
+
 std::vector<TensorType> inferUnaryBool(InferCtx &ctx) {
   if (ctx.operand(0).dtype != DType::Bool)
     ctx.fail(cat(ctx.info().name, " needs a bool operand, got ", ctx.operand(0).str()));

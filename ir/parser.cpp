@@ -18,7 +18,7 @@
 //   graph     := 'graph' '@' NAME '(' [param {',' param}] ')' '->' '(' [param {',' param}] ')'
 //                '{' {weight | node} 'return' [value {',' value}] '}'
 //   param     := value ':' type [loc]             inputs; outputs name the values `return` lists
-//   weight    := value '=' 'weight' type ['=' literal] [loc]
+//   weight    := value '=' 'weight' type ['=' (literal | 'elided')] [loc]
 //   node      := value {',' value} '=' OP '(' [value {',' value}] ')' [attrs] [':' type {',' type}]
 //                ['props' '[' [PROPERTY {',' PROPERTY}] ']'] [loc]    (props, loc: any order)
 //   type      := DTYPE '[' [dim {',' dim}] ']'    dim := INT | '?' [IDENT]     e.g. f32[?batch,64]
@@ -37,8 +37,11 @@
 //
 // Weights: the text carries no bulk data. A weight with a literal gets exactly that data
 // (f32/f16/bf16 elements are read as float, then rounded to the dtype; bool elements are 0 or 1);
-// a weight without one is zero-filled (at most kMaxZeroFilledBytes). The printer writes the
-// literal for weights of at most 16 elements, so small constants (epsilons, shapes) round-trip.
+// a weight without one (hand-written tests) is zero-filled (at most kMaxZeroFilledBytes). The
+// printer writes the literal for weights of at most 16 elements, so small constants (epsilons,
+// shapes) round-trip, and `= elided` for larger ones: such a weight has no data
+// (Value::dataElided), and anything that reads its values (the interpreter, constant folding)
+// refuses with an error naming it instead of computing with zeros.
 //
 // Result types after ':' are optional when writing IR by hand: when left out they are inferred
 // (operands must then be defined earlier). When written they are checked by the verifier
@@ -785,8 +788,14 @@ private:
     if (!t.isStatic())
       failAt(typeTok, cat("weight type ", t.str(), " must be static"));
     auto data = std::make_shared<Tensor>();
+    bool elided = false;
     if (accept(Tok::Equal)) {
-      data = parseLiteral(t);
+      if (atIdent("elided")) {
+        consume(); // the printer left the data out: a weight that refuses to be read
+        elided = true;
+      } else {
+        data = parseLiteral(t);
+      }
     } else {
       int64_t bytes = 0;
       if (__builtin_mul_overflow(t.numel(), static_cast<int64_t>(dtypeSize(t.dtype)), &bytes) ||
@@ -795,7 +804,8 @@ private:
                             kMaxZeroFilledBytes, " bytes)"));
       data = std::make_shared<Tensor>(t);
     }
-    Value *w = g_->addWeight(name.text, std::move(data));
+    Value *w =
+        elided ? g_->addElidedWeight(name.text, t) : g_->addWeight(name.text, std::move(data));
     w->pos = posOf(name);
     if (atIdent("loc"))
       w->loc = parseLoc();

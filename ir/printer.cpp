@@ -2,7 +2,8 @@
 // it back. Output is deterministic: graph inputs, weights and graph outputs print by their
 // (sanitised, de-duplicated) names, other results are numbered %0, %1, ... in node order,
 // attributes come sorted, floats in their shortest round-trip form, and weights with at most
-// kMaxLiteralElements elements print their data so small constants survive a round trip.
+// kMaxLiteralElements elements print their data so small constants survive a round trip;
+// larger ones print `= elided` (the parser reads that as a weight without data).
 //
 // The printer never throws on malformed graphs: the pass manager prints IR right after a pass
 // that may have broken it, so a null or foreign operand prints as %<null> / %<undefined>.
@@ -155,15 +156,19 @@ private:
       os_ << " " << formatLoc(Location(v->name()));
   }
 
+  // Small weights print their data; larger ones print `= elided`, so reading the text back
+  // gives a weight that knows it has no data instead of one silently full of zeros.
   void printWeight(const Value *w) {
     os_ << "  " << ref(w) << " = weight " << w->type().str();
-    const TensorPtr &data = w->data();
-    if (data && data->type().isStatic() && data->numel() <= kMaxLiteralElements &&
-        static_cast<int64_t>(data->byteSize()) == data->type().bytes()) {
+    const TensorPtr *data = w->hasData() ? &w->data() : nullptr;
+    if (data && (*data)->type().isStatic() && (*data)->numel() <= kMaxLiteralElements &&
+        static_cast<int64_t>((*data)->byteSize()) == (*data)->type().bytes()) {
       os_ << " = [";
-      for (int64_t i = 0; i < data->numel(); ++i)
-        os_ << (i ? ", " : "") << formatElement(*data, i);
+      for (int64_t i = 0; i < (*data)->numel(); ++i)
+        os_ << (i ? ", " : "") << formatElement(**data, i);
       os_ << "]";
+    } else if (data || w->dataElided()) {
+      os_ << " = elided";
     }
     printValueLoc(w);
     os_ << "\n";

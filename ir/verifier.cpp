@@ -124,11 +124,16 @@ private:
     defineName(w);
     if (!w->isWeight())
       report(valueWhere(w), w->pos, cat(describe(w), " is listed as a weight but is not one"));
+    const TensorType &t = w->type();
+    if (w->dataElided()) { // parsed from `= elided`: only the type is known
+      if (!t.isStatic())
+        report(valueWhere(w), w->pos, cat("weight ", describe(w), " has a dynamic type ", t.str()));
+      return;
+    }
     if (!w->data()) {
       report(valueWhere(w), w->pos, cat("weight ", describe(w), " has no data"));
       return;
     }
-    const TensorType &t = w->type();
     if (!t.isStatic())
       report(valueWhere(w), w->pos, cat("weight ", describe(w), " has a dynamic type ", t.str()));
     else if (w->data()->type() != t || static_cast<int64_t>(w->data()->byteSize()) != t.bytes())

@@ -118,7 +118,7 @@ bool matchAt(const Graph &g, Node *sm, AttnMatch &m) {
       m.nodes.push_back(w);
       bool fillOk = *fill <= -1e4;
       std::string fillEv = cat("fill ", *fill, fillOk ? " acts as -inf" : " is not <= -1e4");
-      if (w->operand(0)->isWeight()) {
+      if (w->operand(0)->hasData()) {
         std::string ev;
         MaskKind k = classifyBoolMask(*w->operand(0)->data(), sq, sk, ev);
         m.causal = k == MaskKind::Causal;

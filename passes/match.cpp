@@ -11,7 +11,7 @@
 namespace aicf {
 
 std::optional<double> splatValue(const Value *v) {
-  if (!v || !v->isWeight() || v->type().numel() == 0)
+  if (!v || !v->hasData() || v->type().numel() == 0) // elided data: not a known constant
     return std::nullopt;
   const Tensor &t = *v->data();
   double first = t.getDouble(0);

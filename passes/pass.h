@@ -65,6 +65,9 @@ private:
 // All known passes by name (passes/registry.cpp lists them explicitly); null if unknown.
 std::unique_ptr<Pass> createPass(const std::string &name);
 std::vector<std::string> allPassNames();
+// A UserError (exit 1) for the first name in `names` that is not a known pass (nor "all" when
+// `allowAll`), listing the known ones: "unknown pass 'x' in --print-ir-after (known: ...)".
+void checkPassNames(const std::vector<std::string> &names, const char *flag, bool allowAll);
 
 // The default compilation pipeline, listed once, in order (passes/pipeline.cpp).
 void buildDefaultPipeline(PassManager &pm);

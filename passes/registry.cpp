@@ -5,6 +5,9 @@
 #include "passes/pass.h"
 
 #include "passes/passes.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
 
 namespace aicf {
 
@@ -49,6 +52,20 @@ std::vector<std::string> allPassNames() {
   for (const PassEntry &e : kPasses)
     names.emplace_back(e.name);
   return names;
+}
+
+void checkPassNames(const std::vector<std::string> &names, const char *flag, bool allowAll) {
+  std::vector<std::string> known = allPassNames();
+  for (const std::string &n : names) {
+    if ((allowAll && n == "all") || std::find(known.begin(), known.end(), n) != known.end())
+      continue;
+    std::string list;
+    for (const std::string &k : known)
+      list += (list.empty() ? "" : ", ") + k;
+    throw UserError(
+        cat("unknown pass '", n, "' in ", flag, " (known: ", list, allowAll ? ", or all" : "", ")"),
+        1);
+  }
 }
 
 } // namespace aicf

@@ -15,7 +15,7 @@ namespace aicf {
 namespace {
 
 bool allEqual(const Value *v, double x) {
-  if (!v->isWeight())
+  if (!v->hasData()) // a computed value, or a weight whose data was elided: unknown
     return false;
   const Tensor &t = *v->data();
   for (int64_t i = 0; i < t.numel(); ++i)

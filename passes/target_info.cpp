@@ -15,7 +15,8 @@ TargetInfo targetInfo(const std::string &target) {
   if (target == "cuda:sm_90")
     return {"cuda:sm_90", true, 227 << 10, "shared memory per block"};
   throw UserError(
-      cat("unknown target '", target, "' (cpu, cuda:sm_80, cuda:sm_86, cuda:sm_89, cuda:sm_90)"));
+      cat("unknown target '", target, "' (cpu, cuda:sm_80, cuda:sm_86, cuda:sm_89, cuda:sm_90)"),
+      1); // a --target flag value
 }
 
 } // namespace aicf

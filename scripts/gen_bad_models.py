@@ -92,6 +92,9 @@ def main():
          model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                [f32("x", [4])], [f32("z", [4])]),
          "graph output 'z' is not a graph input, initializer or node output")
+    save("no_outputs.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [f32("x", [4])], []),
+         "the graph has no outputs (nothing to compute)")
     save("duplicate_value.onnx",
          model([helper.make_node("Relu", ["x"], ["y"], name="r1"),
                 helper.make_node("Neg", ["x"], ["y"], name="r2")],

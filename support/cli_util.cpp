@@ -3,7 +3,10 @@
 #include "support/diagnostics.h"
 
 #include <charconv>
+#include <filesystem>
+#include <ios>
 #include <iostream>
+#include <new>
 
 namespace aicf {
 
@@ -17,7 +20,7 @@ static bool parseInt(const std::string &s, int64_t &out) {
 std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &text) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw UserError(cat("bad --shape '", text, "': expected NAME=D0xD1x... (e.g. x=2x64x256)"));
+    throw UserError(cat("bad --shape '", text, "': expected NAME=D0xD1x... (e.g. x=2x64x256)"), 1);
   std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
   std::vector<int64_t> shape;
   size_t start = 0;
@@ -26,7 +29,7 @@ std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &t
     std::string part = dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
     int64_t d;
     if (!parseInt(part, d) || d < 0)
-      throw UserError(cat("bad --shape '", text, "': '", part, "' is not a dimension"));
+      throw UserError(cat("bad --shape '", text, "': '", part, "' is not a dimension"), 1);
     shape.push_back(d);
     if (x == std::string::npos)
       break;
@@ -39,21 +42,75 @@ std::pair<std::string, int64_t> parseDimFlag(const std::string &text) {
   auto eq = text.find('=');
   int64_t v;
   if (eq == std::string::npos || eq == 0 || !parseInt(text.substr(eq + 1), v) || v < 0)
-    throw UserError(cat("bad --dim '", text, "': expected PARAM=VALUE (e.g. batch=2)"));
+    throw UserError(cat("bad --dim '", text, "': expected PARAM=VALUE (e.g. batch=2)"), 1);
   return {text.substr(0, eq), v};
 }
 
+// "filesystem error: cannot create directories: Not a directory [/a/b]" ->
+// "cannot create directories '/a/b': Not a directory": the operation, the path, the OS reason.
+static std::string describeFilesystemError(const std::filesystem::filesystem_error &e) {
+  std::string what = e.what(), reason = e.code().message();
+  const std::string prefix = "filesystem error: ";
+  if (what.rfind(prefix, 0) == 0)
+    what = what.substr(prefix.size());
+  size_t at = what.find(": " + reason);
+  std::string op = at == std::string::npos ? what : what.substr(0, at);
+  std::string msg = op;
+  if (!e.path1().empty())
+    msg += cat(" '", e.path1().string(), "'");
+  if (!e.path2().empty())
+    msg += cat(" -> '", e.path2().string(), "'");
+  return at == std::string::npos ? msg : msg + ": " + reason;
+}
+
+std::map<std::string, std::vector<int64_t>> parseShapeFlags(const std::vector<std::string> &texts) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const std::string &t : texts) {
+    auto [name, shape] = parseShapeFlag(t);
+    if (!out.emplace(name, shape).second)
+      throw UserError(cat("--shape ", name, " given twice (give each input's shape once)"), 1);
+  }
+  return out;
+}
+
+std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts) {
+  std::map<std::string, int64_t> out;
+  for (const std::string &t : texts) {
+    auto [name, value] = parseDimFlag(t);
+    if (!out.emplace(name, value).second)
+      throw UserError(cat("--dim ", name, " given twice (give each dim once)"), 1);
+  }
+  return out;
+}
+
 int runTool(const std::function<int()> &body) {
+  // Exit codes (README "Exit codes"): 1 usage (the command line, or a path on it that cannot
+  // be used), 2 bad input (a file's contents), 3 only for bugs in aicf.
   try {
     return body();
   } catch (const UserError &e) {
     std::cerr << "error: " << e.what() << "\n";
     return e.exitCode();
+  } catch (const std::filesystem::filesystem_error &e) {
+    // Folders and files the tools create or read are the user's paths (-o, --output-dir,
+    // --input): the path cannot be used, a usage error naming it and the OS reason.
+    std::cerr << "error: " << describeFilesystemError(e) << "\n";
+    return 1;
+  } catch (const std::ios_base::failure &e) {
+    std::cerr << "error: cannot read or write a file: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "error: out of memory (the model or its inputs are too large for this "
+                 "machine)\n";
+    return 2;
   } catch (const InternalError &e) {
     std::cerr << e.what() << "\n";
     return 3;
   } catch (const std::exception &e) {
     std::cerr << "internal error: " << e.what() << "\n";
+    return 3;
+  } catch (...) {
+    std::cerr << "internal error: unknown exception\n";
     return 3;
   }
 }

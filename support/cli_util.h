@@ -15,8 +15,15 @@ std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &t
 // "batch=2" -> ("batch", 2). UserError on bad syntax.
 std::pair<std::string, int64_t> parseDimFlag(const std::string &text);
 
-// Runs `body`, printing "error: <message>" to stderr for UserError (its exit code) and
-// "internal error: ..." for anything else (exit code 3). Returns the process exit code.
+// Every --shape / --dim flag, parsed; a name given twice is an error (exit 1), whether or not
+// the values agree, so a typo in a long command line cannot silently win or lose.
+std::map<std::string, std::vector<int64_t>> parseShapeFlags(const std::vector<std::string> &texts);
+std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts);
+
+// Runs `body` with the exit-code table (README "Exit codes"): UserError prints
+// "error: <message>" and exits with its code; a filesystem or stream error on the user's paths
+// exits 1 naming the path and the OS reason; running out of memory exits 2; InternalError and
+// anything unexpected print "internal error: ..." and exit 3. Returns the process exit code.
 int runTool(const std::function<int()> &body);
 
 } // namespace aicf
