@@ -528,17 +528,18 @@ private:
                " unbound dynamic dim(s), bind each with the flag shown: ", s));
     }
 
-    // Every bound input within the size limits, and not empty (code generation has no empty
-    // tensors); checked before ONNX's inference computes with these dims.
+    // Every bound input within the size limits, checked before ONNX's inference computes with
+    // these dims. An empty input (a 0 dim) is refused after conversion (checkNoEmptyValues), so
+    // that one used where a constant is needed gets that error first; ONNX's inference does not
+    // see it (its Reshape inference divides by dims).
     for (const InputDecl &d : inputs_) {
       auto flagShape = opts_.inputShapes.find(d.name);
       std::string how = flagShape != opts_.inputShapes.end()
                             ? cat(" (--shape ", d.name, "=", shapeFlag(flagShape->second), ")")
                             : "";
-      if (std::string p = emptyDimProblem(d.type); !p.empty())
-        fail(cat("input '", d.name, "' ", p, how, ": empty tensors are not supported"));
       if (std::string p = tensorSizeProblem(d.type); !p.empty())
         fail(cat("input '", d.name, "' ", p, how));
+      hasEmptyInput_ = hasEmptyInput_ || !emptyDimProblem(d.type).empty();
     }
 
     // Write the bound shapes back so ONNX shape inference sees them; named dims elsewhere in the
@@ -564,7 +565,7 @@ private:
 
   // ONNX's inference on the bound model; its static results cross-check ours in build().
   void inferShapes() {
-    if (newerThanLib_)
+    if (newerThanLib_ || hasEmptyInput_)
       return;
     try {
       onnx::ShapeInferenceOptions options(false, 0, true);
@@ -667,6 +668,9 @@ private:
       std::string name = v->name().empty() ? "" : cat(" '", v->name(), "'");
       return cat(name, " ", v->type().str());
     };
+    for (const Value *in : graph.inputs())
+      if (std::string p = emptyDimProblem(in->type()); !p.empty())
+        fail(cat("input '", in->name(), "' ", p, ": empty tensors are not supported"));
     for (const Value *w : graph.weights())
       if (std::string p = emptyDimProblem(w->type()); !p.empty())
         fail(cat(w->loc.empty() || w->loc.str() == w->name() ? std::string()
@@ -697,7 +701,8 @@ private:
   onnx::ModelProto model_;
   int opset_ = 0;
   bool newerThanLib_ = false;
-  std::vector<int> order_; // sorted position -> the node's index in the file
+  bool hasEmptyInput_ = false; // refused later, and kept from ONNX's inference
+  std::vector<int> order_;     // sorted position -> the node's index in the file
   std::set<std::string> initializerNames_;
   std::map<std::string, TensorPtr> initializers_;
   std::vector<InputDecl> inputs_;
