@@ -118,6 +118,10 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
     p.buffers[b].offset = woff;
     woff += alignUp(w->type().bytes(), 64);
     p.lowerBoundBytes += w->type().bytes();
+    // Each weight is within the per-tensor limit, so checking the running total keeps it in int64.
+    if (woff > kMaxTotalBytes)
+      throw UserError(cat("the weights need more than ", kMaxTotalBytes,
+                          " bytes (1 TiB), the limit for weights.bin"));
   }
   p.weightsBytes = woff;
 

@@ -56,6 +56,11 @@ void planArena(Plan &plan, const std::vector<Lifetime> &life, const std::vector<
     }
     plan.buffers[i].offset = offset;
     arena = std::max(arena, offset + size);
+    // Every buffer is within the per-tensor limit, so checking the arena as it grows keeps every
+    // offset in int64.
+    if (arena > kMaxTotalBytes)
+      throw UserError(cat("the activation arena needs more than ", kMaxTotalBytes,
+                          " bytes (1 TiB), the limit"));
     placed.push_back(i);
   }
   for (size_t i = 0; i < n; ++i)

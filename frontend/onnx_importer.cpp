@@ -3,8 +3,10 @@
 //   2. structural checks with precise messages: opset range, unknown domains and unsupported
 //      ops (all listed at once), undefined values, cycles (nodes are sorted topologically);
 //   3. initializers -> constant tensors (external data checked to stay in the model's folder);
-//   4. onnx::checker (skipped for models newer than libonnx knows: IR > 8 or opset > 17);
-//   5. binding dynamic dims (--shape / --dim), then ONNX shape inference on the bound model;
+//   4. window attributes checked (libonnx's inference divides by strides unchecked), then
+//      onnx::checker (skipped for models newer than libonnx knows: IR > 8 or opset > 17);
+//   5. binding dynamic dims (--shape / --dim; sizes within the limits of ir/types.h, no empty
+//      tensors), then ONNX shape inference on the bound model;
 //   6. one converter per node (onnx_ops.cpp), folding constant subgraphs as they appear;
 //   7. outputs keep their ONNX names, dead code goes, and the graph is verified.
 // Any problem is a UserError naming the file and, where there is one, the node.
@@ -77,6 +79,7 @@ public:
     sortNodes();
     collectUses();
     loadInitializers();
+    checkWindowAttributes();
     runChecker();
     bindDims();
     inferShapes();
@@ -311,8 +314,60 @@ private:
           }
   }
 
-  // ---- 4. checker
-  // ---------------------------------------------------------------------------------
+  // ---- 4. window attributes, checker
+  // --------------------------------------------------------------
+
+  // libonnx 1.12's convPoolShapeInference divides by each stride without checking it (a zero
+  // stride is SIGFPE) and trusts the lengths of kernel_shape, strides, dilations and pads. Check
+  // them for every op that uses it (and ConvTranspose's inference) before libonnx sees them.
+  void checkWindowAttributes() {
+    static const std::set<std::string> windowOps = {"Conv", "ConvTranspose", "MaxPool",
+                                                    "AveragePool", "LpPool"};
+    for (int i = 0; i < g().node_size(); ++i) {
+      const onnx::NodeProto &n = g().node(i);
+      if (!isDefaultDomain(n.domain()) || !windowOps.count(n.op_type()))
+        continue;
+      auto bad = [&](const std::string &msg) {
+        fail(cat("node ", nodeRef(n, order_[i]), " (", n.op_type(), "): ", msg));
+      };
+      std::map<std::string, std::vector<int64_t>> ints;
+      for (const auto &a : n.attribute()) {
+        if (a.type() == onnx::AttributeProto::INTS)
+          ints[a.name()].assign(a.ints().begin(), a.ints().end());
+        else if (a.type() == onnx::AttributeProto::INT && a.name() == "group" && a.i() < 1)
+          bad(cat("attribute 'group' is ", a.i(), ", it must be >= 1"));
+      }
+      // Spatial rank: kernel_shape's length, else the first of the others present.
+      size_t spatial = 0;
+      const char *from = nullptr;
+      for (const char *name : {"kernel_shape", "strides", "dilations"})
+        if (!from && ints.count(name)) {
+          spatial = ints[name].size();
+          from = name;
+        }
+      if (!from && ints.count("pads")) {
+        spatial = ints["pads"].size() / 2;
+        from = "pads";
+      }
+      auto check = [&](const char *name, size_t count, int64_t min) {
+        auto it = ints.find(name);
+        if (it == ints.end())
+          return;
+        if (it->second.size() != count)
+          bad(cat("attribute '", name, "' has ", it->second.size(), " values, ", from, " implies ",
+                  count));
+        for (int64_t v : it->second)
+          if (v < min)
+            bad(cat("attribute '", name, "' is ", shapeStr(it->second),
+                    ": each value must be >= ", min));
+      };
+      check("kernel_shape", spatial, 1);
+      check("strides", spatial, 1);
+      check("dilations", spatial, 1);
+      check("pads", 2 * spatial, 0);
+      check("output_padding", spatial, 0);
+    }
+  }
 
   void runChecker() {
     if (newerThanLib_)
@@ -474,6 +529,20 @@ private:
                " unbound dynamic dim(s), bind each with the flag shown: ", s));
     }
 
+    // Every bound input within the size limits, checked before ONNX's inference computes with
+    // these dims. An empty input (a 0 dim) is refused after conversion (checkNoEmptyValues), so
+    // that one used where a constant is needed gets that error first; ONNX's inference does not
+    // see it (its Reshape inference divides by dims).
+    for (const InputDecl &d : inputs_) {
+      auto flagShape = opts_.inputShapes.find(d.name);
+      std::string how = flagShape != opts_.inputShapes.end()
+                            ? cat(" (--shape ", d.name, "=", shapeFlag(flagShape->second), ")")
+                            : "";
+      if (std::string p = tensorSizeProblem(d.type); !p.empty())
+        fail(cat("input '", d.name, "' ", p, how));
+      hasEmptyInput_ = hasEmptyInput_ || !emptyDimProblem(d.type).empty();
+    }
+
     // Write the bound shapes back so ONNX shape inference sees them; named dims elsewhere in the
     // model (outputs, value_info) get their values too.
     for (InputDecl &d : inputs_) {
@@ -497,7 +566,7 @@ private:
 
   // ONNX's inference on the bound model; its static results cross-check ours in build().
   void inferShapes() {
-    if (newerThanLib_)
+    if (newerThanLib_ || hasEmptyInput_)
       return;
     try {
       onnx::ShapeInferenceOptions options(false, 0, true);
@@ -586,11 +655,35 @@ private:
     }
     graph.setOutputs(outs);
     graph.removeDeadCode();
+    checkNoEmptyValues(graph);
     try {
       verifyGraph(graph);
     } catch (const UserError &e) {
       fail(cat("the imported graph does not verify: ", e.what()));
     }
+  }
+
+  // Empty constants are fine while they are folded away (Resize's empty roi, the shape of a
+  // scalar); an empty value that stays in the graph would reach code generation, which has no
+  // empty tensors: refuse it, naming where it comes from.
+  void checkNoEmptyValues(const Graph &graph) {
+    auto where = [](const Value *v) {
+      std::string name = v->name().empty() ? "" : cat(" '", v->name(), "'");
+      return cat(name, " ", v->type().str());
+    };
+    for (const Value *in : graph.inputs())
+      if (std::string p = emptyDimProblem(in->type()); !p.empty())
+        fail(cat("input '", in->name(), "' ", p, ": empty tensors are not supported"));
+    for (const Value *w : graph.weights())
+      if (std::string p = emptyDimProblem(w->type()); !p.empty())
+        fail(cat(w->loc.empty() || w->loc.str() == w->name() ? std::string()
+                                                             : cat("node '", w->loc.str(), "': "),
+                 "constant", where(w), " ", p, ": empty tensors are not supported"));
+    for (const Node *n : graph.nodes())
+      for (const Value *r : n->results())
+        if (std::string p = emptyDimProblem(r->type()); !p.empty())
+          fail(cat("node '", n->loc.str(), "': result", where(r), " ", p,
+                   ": empty tensors are not supported"));
   }
 
   // A static type from ONNX's shape inference must agree with ours.
@@ -611,7 +704,8 @@ private:
   onnx::ModelProto model_;
   int opset_ = 0;
   bool newerThanLib_ = false;
-  std::vector<int> order_; // sorted position -> the node's index in the file
+  bool hasEmptyInput_ = false; // refused later, and kept from ONNX's inference
+  std::vector<int> order_;     // sorted position -> the node's index in the file
   std::set<std::string> initializerNames_;
   std::map<std::string, TensorPtr> initializers_;
   std::vector<InputDecl> inputs_;

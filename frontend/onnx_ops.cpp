@@ -1378,6 +1378,13 @@ void convSize(ConvertCtx &c) {
   c.setOutput(0, c.constant(Tensor::fromI64({product(c.type(0).shape)}, {})));
 }
 
+// Constants built here from constant inputs (ConstantOfShape, Range, windows) are allocated at
+// once: their size is checked against the per-tensor limit first.
+void checkConstantSize(const ConvertCtx &c, const TensorType &t) {
+  if (std::string p = tensorSizeProblem(t); !p.empty())
+    c.fail("result " + p);
+}
+
 void convConstantOfShape(ConvertCtx &c) {
   Shape shape = c.constInts(0, "shape");
   for (int64_t d : shape)
@@ -1386,6 +1393,7 @@ void convConstantOfShape(ConvertCtx &c) {
   std::optional<Tensor> value = c.attrTensor("value");
   if (value && value->numel() != 1)
     c.fail(cat("value must hold one element, got ", value->type().str()));
+  checkConstantSize(c, TensorType(value ? value->dtype() : DType::F32, shape));
   Tensor out(TensorType(value ? value->dtype() : DType::F32, shape));
   if (value && out.numel() > 0) {
     size_t es = dtypeSize(out.dtype());
@@ -1407,7 +1415,11 @@ void convRange(ConvertCtx &c) {
     double s = start.getDouble(0), l = limit.getDouble(0), d = delta.getDouble(0);
     if (d == 0)
       c.fail("delta must not be 0");
-    auto n = static_cast<int64_t>(std::max(0.0, std::ceil((l - s) / d)));
+    double count = std::ceil((l - s) / d);
+    if (!(count <= static_cast<double>(kMaxTensorElements))) // also NaN
+      c.fail(cat("result has ", count, " elements, above the limit of ", kMaxTensorElements,
+                 " per tensor"));
+    auto n = static_cast<int64_t>(std::max(0.0, count));
     out = Tensor(TensorType(t, {n}));
     for (int64_t i = 0; i < n; ++i)
       out.setDouble(i, s + static_cast<double>(i) * d);
@@ -1415,7 +1427,11 @@ void convRange(ConvertCtx &c) {
     int64_t s = start.getInt(0), l = limit.getInt(0), d = delta.getInt(0);
     if (d == 0)
       c.fail("delta must not be 0");
-    int64_t n = std::max<int64_t>(0, (l - s + d + (d > 0 ? -1 : 1)) / d);
+    // In 128 bits: l - s + d can overflow int64.
+    __int128 count = (static_cast<__int128>(l) - s + d + (d > 0 ? -1 : 1)) / d;
+    if (count > kMaxTensorElements)
+      c.fail(cat("result has more than ", kMaxTensorElements, " elements, the limit per tensor"));
+    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
     out = Tensor(TensorType(t, {n}));
     for (int64_t i = 0; i < n; ++i)
       out.setInt(i, s + i * d);
@@ -1469,6 +1485,7 @@ void convWindow(ConvertCtx &c) {
   int64_t n = sz[0];
   DType t = castTarget(c, static_cast<int32_t>(c.attrInt("output_datatype", 1)));
   double denom = static_cast<double>(c.attrInt("periodic", 1) ? n : n - 1);
+  checkConstantSize(c, TensorType(t, {n}));
   Tensor out(TensorType(t, {n}));
   for (int64_t i = 0; i < n; ++i) {
     double a = denom > 0 ? 2.0 * std::numbers::pi * static_cast<double>(i) / denom : 0.0, v;

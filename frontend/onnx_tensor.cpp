@@ -148,12 +148,12 @@ Tensor tensorFromOnnx(const TensorProto &t, const std::string &modelDir) {
   for (int64_t d : t.dims()) {
     if (d < 0)
       throw UserError(cat("has a negative dim ", d));
-    if (d > 0 && numel > (int64_t(1) << 40) / d)
-      throw UserError("is too large");
     shape.push_back(d);
-    numel *= d;
   }
   TensorType type(*dtype, shape);
+  if (std::string p = tensorSizeProblem(type); !p.empty())
+    throw UserError("is " + p);
+  numel = type.numel();
   const int64_t need = numel * static_cast<int64_t>(dtypeSize(*dtype));
   if (hasExternalData(t))
     return Tensor(type, readExternal(t, need, modelDir));

@@ -203,6 +203,9 @@ Node *Graph::createNode(Op op, std::vector<Value *> operands, AttrMap attrs, Loc
   } catch (const InferError &e) {
     throw UserError(cat(loc.empty() ? std::string(info.name) : loc.str(), ": ", e.message));
   }
+  std::string tooBig = resultTypesProblem(types, resultTypes);
+  if (!tooBig.empty())
+    throw UserError(cat(loc.empty() ? std::string(info.name) : loc.str(), ": ", tooBig));
   return addNode(op, std::move(operands), std::move(resultTypes), std::move(attrs), std::move(loc),
                  before);
 }

@@ -2,6 +2,7 @@
 // attributes and returns the result types; problems are reported with ctx.fail("..."), whose
 // message the verifier prefixes with the node's location.
 #include "ir/op_registry.h"
+#include "support/checked_math.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -10,6 +11,27 @@
 namespace aicf {
 
 namespace {
+
+// Shape arithmetic on attribute values (pads, strides, repeats, sizes): any of them can be huge,
+// so every sum and product is checked and an overflow fails the node.
+int64_t add(const InferCtx &ctx, int64_t a, int64_t b) {
+  auto r = checkedAdd(a, b);
+  if (!r)
+    ctx.fail(cat(ctx.info().name, " result size overflows (", a, " + ", b, ")"));
+  return *r;
+}
+int64_t sub(const InferCtx &ctx, int64_t a, int64_t b) {
+  auto r = checkedSub(a, b);
+  if (!r)
+    ctx.fail(cat(ctx.info().name, " result size overflows (", a, " - ", b, ")"));
+  return *r;
+}
+int64_t mul(const InferCtx &ctx, int64_t a, int64_t b) {
+  auto r = checkedMul(a, b);
+  if (!r)
+    ctx.fail(cat(ctx.info().name, " result size overflows (", a, " * ", b, ")"));
+  return *r;
+}
 
 std::string typeList(const InferCtx &ctx) {
   std::string s;
@@ -197,13 +219,16 @@ std::vector<TensorType> inferGemm(InferCtx &ctx) {
 
 namespace {
 // Spatial output size of a convolution / pooling window.
-int64_t windowOut(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t padBegin,
-                  int64_t padEnd, bool ceilMode) {
-  int64_t eff = dil * (k - 1) + 1;
-  int64_t span = in + padBegin + padEnd - eff;
+// (strides and dilations are >= 1, checked before.)
+int64_t windowOut(const InferCtx &ctx, int64_t in, int64_t k, int64_t stride, int64_t dil,
+                  int64_t padBegin, int64_t padEnd, bool ceilMode) {
+  if (k < 1)
+    ctx.fail(cat(ctx.info().name, " kernel size ", k, " must be >= 1"));
+  int64_t eff = add(ctx, mul(ctx, dil, k - 1), 1);
+  int64_t span = sub(ctx, add(ctx, add(ctx, in, padBegin), padEnd), eff);
   if (span < 0)
     return 0;
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  int64_t out = (ceilMode ? add(ctx, span, stride - 1) / stride : span / stride) + 1;
   // ceil mode: the last window must start inside the input or the begin padding
   if (ceilMode && (out - 1) * stride >= in + padBegin)
     --out;
@@ -244,8 +269,8 @@ std::vector<TensorType> inferConv(InferCtx &ctx) {
   std::vector<int64_t> out = {x.shape[0], w.shape[0]};
   const auto &st = ctx.ints("strides"), &dl = ctx.ints("dilations"), &pd = ctx.ints("pads");
   for (size_t s = 0; s < spatial; ++s)
-    out.push_back(
-        windowOut(x.shape[2 + s], w.shape[2 + s], st[s], dl[s], pd[s], pd[spatial + s], false));
+    out.push_back(windowOut(ctx, x.shape[2 + s], w.shape[2 + s], st[s], dl[s], pd[s],
+                            pd[spatial + s], false));
   TensorType t(x.dtype, out);
   size_t extras = static_cast<size_t>(epilogueOperandCount(ctx.strs("epilogue")));
   size_t first = 2;
@@ -274,10 +299,16 @@ std::vector<TensorType> inferConvTranspose(InferCtx &ctx) {
     op.assign(spatial, 0);
   if (op.size() != spatial)
     ctx.fail("conv_transpose output_padding needs one value per spatial axis");
-  std::vector<int64_t> out = {x.shape[0], w.shape[1] * group};
-  for (size_t s = 0; s < spatial; ++s)
-    out.push_back(st[s] * (x.shape[2 + s] - 1) + op[s] + ((w.shape[2 + s] - 1) * dl[s] + 1) -
-                  pd[s] - pd[spatial + s]);
+  std::vector<int64_t> out = {x.shape[0], mul(ctx, w.shape[1], group)};
+  for (size_t s = 0; s < spatial; ++s) {
+    int64_t span = add(ctx, mul(ctx, st[s], x.shape[2 + s] - 1), op[s]);
+    int64_t eff = add(ctx, mul(ctx, w.shape[2 + s] - 1, dl[s]), 1);
+    int64_t o = sub(ctx, sub(ctx, add(ctx, span, eff), pd[s]), pd[spatial + s]);
+    if (o < 1)
+      ctx.fail(
+          cat("conv_transpose output size ", o, " along spatial axis ", s, " is not positive"));
+    out.push_back(o);
+  }
   if (ctx.numOperands() == 3 && ctx.operand(2).shape != std::vector<int64_t>{out[1]})
     ctx.fail(cat("conv_transpose bias must be [", out[1], "], got ", ctx.operand(2).str()));
   return {TensorType(x.dtype, out)};
@@ -398,7 +429,7 @@ std::vector<TensorType> inferPool(InferCtx &ctx) {
              &pd = ctx.ints("pads");
   std::vector<int64_t> out = {x.shape[0], x.shape[1]};
   for (size_t s = 0; s < spatial; ++s)
-    out.push_back(windowOut(x.shape[2 + s], ks[s], st[s], dl[s], pd[s], pd[spatial + s],
+    out.push_back(windowOut(ctx, x.shape[2 + s], ks[s], st[s], dl[s], pd[s], pd[spatial + s],
                             ctx.i("ceil_mode") != 0));
   return {TensorType(x.dtype, out)};
 }
@@ -421,7 +452,7 @@ std::vector<TensorType> inferReshape(InferCtx &ctx) {
   for (int64_t d : shape) {
     if (d < 0)
       ctx.fail(cat("reshape target ", shapeStr(shape), " must be fully static"));
-    n *= d;
+    n = mul(ctx, n, d);
   }
   if (x.isStatic() && n != x.numel())
     ctx.fail(cat("reshape of ", x.str(), " (", x.numel(), " elements) to ", shapeStr(shape), " (",
@@ -458,7 +489,7 @@ std::vector<TensorType> inferConcat(InferCtx &ctx) {
     for (int64_t d = 0; d < x.rank(); ++d)
       if (d != axis && y.shape[d] != x.shape[d])
         ctx.fail(cat("concat operands ", x.str(), " and ", y.str(), " differ off axis ", axis));
-    out[axis] += y.shape[axis];
+    out[axis] = add(ctx, out[axis], y.shape[axis]);
   }
   return {TensorType(x.dtype, out)};
 }
@@ -476,7 +507,7 @@ std::vector<TensorType> inferSplit(InferCtx &ctx) {
   for (int64_t s : sizes) {
     if (s < 0)
       ctx.fail("split sizes must be >= 0");
-    total += s;
+    total = add(ctx, total, s);
     TensorType t = x;
     t.shape[axis] = s;
     out.push_back(t);
@@ -505,11 +536,12 @@ std::vector<TensorType> inferSlice(InferCtx &ctx) {
     if (st > 0) {
       if (s < 0 || s > dim || e < 0 || e > dim)
         ctx.fail(cat("slice bounds [", s, ", ", e, ") out of range for dim ", dim));
-      out[a] = e > s ? (e - s + st - 1) / st : 0;
+      out[a] = e > s ? (e - s - 1) / st + 1 : 0;
     } else {
       if (s < -1 || s >= dim || e < -1 || e >= dim)
         ctx.fail(cat("slice bounds [", s, ", ", e, ") out of range for dim ", dim));
-      out[a] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+      int64_t mag = st == INT64_MIN ? INT64_MAX : -st; // -INT64_MIN overflows
+      out[a] = s > e ? (s - e - 1) / mag + 1 : 0;
     }
   }
   return {TensorType(x.dtype, out)};
@@ -546,7 +578,7 @@ std::vector<TensorType> inferTile(InferCtx &ctx) {
   for (size_t d = 0; d < out.size(); ++d) {
     if (rep[d] < 0)
       ctx.fail("tile repeats must be >= 0");
-    out[d] *= rep[d];
+    out[d] = mul(ctx, out[d], rep[d]);
   }
   return {TensorType(x.dtype, out)};
 }
@@ -561,7 +593,7 @@ std::vector<TensorType> inferPad(InferCtx &ctx) {
     ctx.fail(cat("pad mode '", mode, "' is not constant, reflect or edge"));
   std::vector<int64_t> out = x.shape;
   for (int64_t d = 0; d < x.rank(); ++d) {
-    out[d] += pads[d] + pads[x.rank() + d];
+    out[d] = add(ctx, out[d], add(ctx, pads[d], pads[x.rank() + d]));
     if (out[d] < 0)
       ctx.fail(cat("pad crops axis ", d, " of ", x.str(), " below zero"));
   }

@@ -147,6 +147,22 @@ void InferCtx::fail(const std::string &msg) const {
 
 // ---- helpers ----------------------------------------------------------------------------------
 
+std::string resultTypesProblem(std::span<const TensorType> operands,
+                               std::span<const TensorType> results) {
+  bool staticOperands = true;
+  for (const TensorType &t : operands)
+    staticOperands = staticOperands && t.isStatic();
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string which = results.size() > 1 ? cat("result #", i, " ") : std::string("result ");
+    if (staticOperands && !results[i].isStatic())
+      return cat(which, shapeStr(results[i].shape), " has a negative dim");
+    std::string p = tensorSizeProblem(results[i]);
+    if (!p.empty())
+      return which + p;
+  }
+  return "";
+}
+
 std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
                                                     const std::vector<int64_t> &b) {
   size_t r = std::max(a.size(), b.size());

@@ -110,6 +110,12 @@ const AttrValue &attrOrDefault(const OpInfo &info, const AttrMap &attrs, std::st
 std::string checkAttrs(const OpInfo &info, const AttrMap &attrs);
 
 // Broadcast two shapes numpy-style; nullopt if incompatible.
+// Why inferred result types are unacceptable, or "": a result over the size limits (ir/types.h),
+// or one with a negative dim although every operand is static. Used wherever inference runs
+// (Graph::createNode, the parser, the verifier), so an oversized shape fails at its node.
+std::string resultTypesProblem(std::span<const TensorType> operands,
+                               std::span<const TensorType> results);
+
 std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
                                                     const std::vector<int64_t> &b);
 

@@ -486,10 +486,8 @@ private:
     }
     if (named)
       t.dimNames = std::move(names);
-    int64_t n = 1;
-    for (int64_t d : t.shape)
-      if (d > 0 && __builtin_mul_overflow(n, d, &n))
-        failAt(dt, cat("type ", t.str(), " has too many elements"));
+    if (std::string p = tensorSizeProblem(t); !p.empty())
+      failAt(dt, cat("type ", p));
     return t;
   }
 
@@ -962,6 +960,8 @@ private:
     } catch (const InferError &e) {
       fail(e.message);
     }
+    if (std::string p = resultTypesProblem(operandTypes, types); !p.empty())
+      fail(p);
     if (types.size() != results.size())
       failAt(opTok, cat(info.name, " infers ", types.size(), " results, got ", results.size()));
     return types;

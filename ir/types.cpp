@@ -1,8 +1,10 @@
 #include "ir/types.h"
 
+#include "support/checked_math.h"
 #include "support/diagnostics.h"
 #include "support/half.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace aicf {
@@ -55,12 +57,39 @@ bool TensorType::isStatic() const {
 }
 
 int64_t TensorType::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) {
+  for (int64_t d : shape)
     AICF_CHECK(d >= 0, "numel of a dynamic shape ", str());
-    n *= d;
-  }
-  return n;
+  auto n = checkedProduct(shape);
+  AICF_CHECK(n, "numel of ", str(), " overflows int64 (the size limits were not checked)");
+  return *n;
+}
+
+int64_t TensorType::bytes() const {
+  auto b = checkedMul(numel(), static_cast<int64_t>(dtypeSize(dtype)));
+  AICF_CHECK(b, "byte size of ", str(), " overflows int64 (the size limits were not checked)");
+  return *b;
+}
+
+std::string tensorSizeProblem(const TensorType &t) {
+  // Dynamic dims count as 1: the static ones alone may already be over the limit.
+  std::vector<int64_t> known;
+  for (int64_t d : t.shape)
+    known.push_back(std::max<int64_t>(d, 1));
+  auto n = checkedProduct(known);
+  if (!n)
+    return cat(t.str(), " has more than 2^63 elements, above the limit of ", kMaxTensorElements,
+               " per tensor");
+  if (*n > kMaxTensorElements)
+    return cat(t.str(), " has ", *n, " elements, above the limit of ", kMaxTensorElements,
+               " per tensor");
+  return "";
+}
+
+std::string emptyDimProblem(const TensorType &t) {
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (t.shape[i] == 0)
+      return cat("dim ", i, " is 0");
+  return "";
 }
 
 std::string TensorType::str() const {

@@ -5,6 +5,8 @@
 // the importer can report what is unbound, and so symbolic dims can be added later.
 #pragma once
 
+#include "support/checked_math.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +31,8 @@ bool isInteger(DType t);                                // i64, i32, i8 (not boo
 
 inline constexpr int64_t kDynamicDim = -1;
 
+// The size limits (kMaxTensorElements, kMaxTotalBytes) are in support/checked_math.h.
+
 struct TensorType {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;        // kDynamicDim for an unbound dim
@@ -39,8 +43,8 @@ struct TensorType {
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   bool isStatic() const;
-  int64_t numel() const; // product of dims; requires isStatic()
-  int64_t bytes() const { return numel() * static_cast<int64_t>(dtypeSize(dtype)); }
+  int64_t numel() const; // product of dims; requires isStatic() and no overflow
+  int64_t bytes() const; // numel() * element size; requires the same
   std::string dimName(size_t i) const { return i < dimNames.size() ? dimNames[i] : ""; }
   std::string str() const; // "f32[2,64,256]", "i64[]", "f32[?batch,64]"
 
@@ -49,6 +53,13 @@ struct TensorType {
 };
 
 std::string shapeStr(const std::vector<int64_t> &shape); // "[2,64,256]"
+
+// Why a static type is over the size limits, or "" when it is within them:
+// "f32[65536,65536] has 4294967296 elements, above the limit of 2147483647 per tensor".
+std::string tensorSizeProblem(const TensorType &t);
+// The first 0 dim of a static type as "dim 1 is 0", or "" when it has none (empty tensors are
+// not supported by code generation).
+std::string emptyDimProblem(const TensorType &t);
 
 // Row-major strides (in elements) of a static shape.
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);

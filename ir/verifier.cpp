@@ -111,6 +111,8 @@ private:
       return;
     if (!v->isInput())
       report(valueWhere(v), v->pos, cat("graph input ", describe(v), " is not an input value"));
+    if (std::string p = tensorSizeProblem(v->type()); !p.empty())
+      report(valueWhere(v), v->pos, cat("graph input ", describe(v), ": ", p));
     defineName(v);
   }
 
@@ -202,6 +204,10 @@ private:
       inferred = info.infer(ctx);
     } catch (const InferError &e) {
       report(where, n.pos, e.message);
+      return;
+    }
+    if (std::string p = resultTypesProblem(types, inferred); !p.empty()) {
+      report(where, n.pos, p);
       return;
     }
     if (inferred.size() != n.numResults()) {

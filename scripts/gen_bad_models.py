@@ -172,6 +172,95 @@ def main():
                [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]),
          "node 'up' (Resize): mode 'cubic' is not supported")
 
+    # --- window attributes (libonnx's shape inference divides by strides: checked before it) ------
+    x4, y4 = f32("x", [1, 1, 8, 8]), f32("y", ["n", "c", "h", "w"])
+    w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    save("conv_zero_stride.onnx",
+         model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[0, 1])],
+               [x4], [y4], [w]),
+         "node 'conv' (Conv): attribute 'strides' is [0,1]: each value must be >= 1")
+    save("maxpool_zero_stride.onnx",
+         model([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                                 strides=[1, 0])], [x4], [y4]),
+         "node 'pool' (MaxPool): attribute 'strides' is [1,0]: each value must be >= 1")
+    save("avgpool_negative_stride.onnx",
+         model([helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                                 strides=[-1, 1])], [x4], [y4]),
+         "node 'pool' (AveragePool): attribute 'strides' is [-1,1]: each value must be >= 1")
+    save("maxpool_ceil_zero_stride.onnx",
+         model([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                                 ceil_mode=1, strides=[0, 0])], [x4], [y4]),
+         "node 'pool' (MaxPool): attribute 'strides' is [0,0]: each value must be >= 1")
+    save("conv_zero_dilation.onnx",
+         model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", dilations=[1, 0])],
+               [x4], [y4], [w]),
+         "node 'conv' (Conv): attribute 'dilations' is [1,0]: each value must be >= 1")
+    save("conv_short_strides.onnx",
+         model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3],
+                                 strides=[1])], [x4], [y4], [w]),
+         "node 'conv' (Conv): attribute 'strides' has 1 values, kernel_shape implies 2")
+    save("conv_negative_pads.onnx",
+         model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[0, -1, 0, 0])],
+               [x4], [y4], [w]),
+         "node 'conv' (Conv): attribute 'pads' is [0,-1,0,0]: each value must be >= 0")
+    save("convtranspose_zero_stride.onnx",
+         model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[0, 2])],
+               [x4], [y4], [w]),
+         "node 'up' (ConvTranspose): attribute 'strides' is [0,2]: each value must be >= 1")
+    save("maxpool_zero_kernel.onnx",
+         model([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[0, 2])],
+               [x4], [y4]),
+         "node 'pool' (MaxPool): attribute 'kernel_shape' is [0,2]: each value must be >= 1")
+
+    # --- size limits and empty tensors -----------------------------------------------------------
+    save("input_too_large.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [f32("x", [2**32, 2**32, 4])], [f32("y", [2**32, 2**32, 4])]),
+         "input 'x' f32[4294967296,4294967296,4] has more than 2^63 elements, above the limit of "
+         "2147483647 per tensor")
+    save("input_4e18_bytes.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [f32("x", [10**9, 10**9, 4])], [f32("y", [10**9, 10**9, 4])]),
+         "input 'x' f32[1000000000,1000000000,4] has 4000000000000000000 elements, above the "
+         "limit of 2147483647 per tensor")
+    save("expand_too_large.onnx",
+         model([helper.make_node("Expand", ["x", "s"], ["y"], name="grow")],
+               [f32("x", [1, 8])], [f32("y", [2**32, 8])],
+               [numpy_helper.from_array(np.array([2**32, 8], np.int64), "s")]),
+         "node 'grow' (Expand): result f32[4294967296,8] has 34359738368 elements, above the "
+         "limit of 2147483647 per tensor")
+    save("pad_overflow.onnx",
+         model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad")],
+               [f32("x", [4, 4])], [f32("y", ["a", "b"])],
+               [numpy_helper.from_array(np.array([2**62, 0, 2**62, 0], np.int64), "p")]),
+         "node 'pad' (Pad): pad result size overflows (4611686018427387904 + 4611686018427387904)")
+    save("constant_of_shape_too_large.onnx",
+         model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill")], [],
+               [f32("y", ["a", "b"])],
+               [numpy_helper.from_array(np.array([2**40, 2**40], np.int64), "s")]),
+         "node 'fill' (ConstantOfShape): result f32[1099511627776,1099511627776] has more than "
+         "2^63 elements")
+    save("empty_input.onnx",
+         model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [f32("x", [0, 64])], [f32("y", [0, 64])]),
+         "input 'x' dim 0 is 0: empty tensors are not supported")
+    save("empty_initializer.onnx",
+         model([helper.make_node("Concat", ["x", "e"], ["y"], name="cat", axis=0)],
+               [f32("x", [2, 4])], [f32("y", [2, 4])],
+               [numpy_helper.from_array(np.zeros((0, 4), np.float32), "e")]),
+         "constant 'e' f32[0,4] dim 0 is 0: empty tensors are not supported")
+    save("empty_slice.onnx",
+         model([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"], name="cut")],
+               [f32("x", [4, 4])], [f32("y", [4, 0])],
+               [numpy_helper.from_array(np.array([2], np.int64), "s"),
+                numpy_helper.from_array(np.array([2], np.int64), "e"),
+                numpy_helper.from_array(np.array([1], np.int64), "a")]),
+         "node 'cut': result 'y' f32[4,0] dim 1 is 0: empty tensors are not supported")
+    save("empty_constant_output.onnx",
+         model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill")], [],
+               [f32("y", [0])], [numpy_helper.from_array(np.array([0], np.int64), "s")]),
+         "empty tensors are not supported")
+
     # --- external data ---------------------------------------------------------------------------
     with open(os.path.join(OUT, "weights.bin"), "wb") as f:
         f.write(np.arange(4, dtype=np.float32).tobytes())

@@ -1,5 +1,6 @@
 #include "support/cli_util.h"
 
+#include "support/checked_math.h"
 #include "support/diagnostics.h"
 
 #include <charconv>
@@ -10,11 +11,20 @@
 
 namespace aicf {
 
-static bool parseInt(const std::string &s, int64_t &out) {
-  if (s.empty())
-    return false;
+// A dim value of --shape / --dim: a positive decimal integer (digits only, so no sign, space or
+// hex) up to the per-tensor element limit; "" when it is one, else why not.
+static std::string dimValueProblem(const std::string &s, int64_t &out) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    return "is not a positive decimal integer";
   auto res = std::from_chars(s.data(), s.data() + s.size(), out);
-  return res.ec == std::errc() && res.ptr == s.data() + s.size();
+  if (res.ec == std::errc::result_out_of_range ||
+      (res.ec == std::errc() && out > kMaxTensorElements))
+    return cat("is above the limit of ", kMaxTensorElements, " elements per tensor");
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size())
+    return "is not a positive decimal integer";
+  if (out == 0)
+    return "is 0: empty tensors are not supported";
+  return "";
 }
 
 std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &text) {
@@ -28,8 +38,8 @@ std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &t
     size_t x = dims.find('x', start);
     std::string part = dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
     int64_t d;
-    if (!parseInt(part, d) || d < 0)
-      throw UserError(cat("bad --shape '", text, "': '", part, "' is not a dimension"), 1);
+    if (std::string p = dimValueProblem(part, d); !p.empty())
+      throw UserError(cat("bad --shape '", text, "': dim ", shape.size(), " '", part, "' ", p), 1);
     shape.push_back(d);
     if (x == std::string::npos)
       break;
@@ -41,8 +51,10 @@ std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &t
 std::pair<std::string, int64_t> parseDimFlag(const std::string &text) {
   auto eq = text.find('=');
   int64_t v;
-  if (eq == std::string::npos || eq == 0 || !parseInt(text.substr(eq + 1), v) || v < 0)
+  if (eq == std::string::npos || eq == 0)
     throw UserError(cat("bad --dim '", text, "': expected PARAM=VALUE (e.g. batch=2)"), 1);
+  if (std::string p = dimValueProblem(text.substr(eq + 1), v); !p.empty())
+    throw UserError(cat("bad --dim '", text, "': the value ", p), 1);
   return {text.substr(0, eq), v};
 }
 

@@ -10,9 +10,11 @@
 
 namespace aicf {
 
-// "x=2x64x256" -> ("x", {2,64,256}); "x=" -> ("x", {}) (a scalar). UserError on bad syntax.
+// "x=2x64x256" -> ("x", {2,64,256}); "x=" -> ("x", {}) (a scalar). Each dim is a positive decimal
+// integer up to kMaxTensorElements (support/checked_math.h); anything else is a UserError with
+// exit code 1 (a bad flag value; 0 too, as empty tensors are not supported).
 std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &text);
-// "batch=2" -> ("batch", 2). UserError on bad syntax.
+// "batch=2" -> ("batch", 2). The value as for parseShapeFlag; UserError (exit code 1) otherwise.
 std::pair<std::string, int64_t> parseDimFlag(const std::string &text);
 
 // Every --shape / --dim flag, parsed; a name given twice is an error (exit 1), whether or not
