@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel clean
+.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel bench-compile clean
 
 all: build
 
@@ -35,6 +35,12 @@ bench:
 # register estimates against ptxas: bench/costmodel.md. Not part of `make test`.
 bench-costmodel: build
 	/usr/bin/python3 bench/costmodel.py
+
+# Compile time against model size (1k..10k-node generated chains, --emit source and -o) with
+# the growth per doubling (2 = linear). Not part of `make test`: timings depend on the machine.
+bench-compile: build
+	scripts/bench_compile.sh relu
+	scripts/bench_compile.sh block
 
 clean:
 	rm -rf build build-asan
