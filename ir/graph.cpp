@@ -82,8 +82,23 @@ Value *Graph::newValue(const std::string &name, TensorType type, ValueKind kind)
   v->name_ = name.empty() ? "" : uniqueName(name);
   v->type_ = std::move(type);
   v->kind_ = kind;
+  v->slot_ = values_.size();
   values_.push_back(std::move(v));
   return values_.back().get();
+}
+
+// Frees v and its name in O(1): the last value takes its slot (values_ is only ownership and
+// findValue's by-name search, whose names are unique, so its order does not matter).
+void Graph::dropValue(Value *v) {
+  size_t s = v->slot_;
+  AICF_CHECK(s < values_.size() && values_[s].get() == v, "value not owned by the graph");
+  if (!v->name_.empty())
+    takenNames_.erase(v->name_);
+  if (s + 1 != values_.size()) {
+    std::swap(values_[s], values_.back());
+    values_[s]->slot_ = s;
+  }
+  values_.pop_back();
 }
 
 std::unique_ptr<Graph> Graph::clone() const {
@@ -209,6 +224,8 @@ bool Graph::hasUses(const Value *v) const {
 }
 
 Value *Graph::findValue(std::string_view name) const {
+  if (name.empty())
+    return nullptr; // unnamed values are not found by name (values_ has no fixed order)
   for (const auto &v : values_)
     if (v->name_ == name)
       return v.get();
@@ -300,14 +317,8 @@ void Graph::eraseNode(Node *n) {
   int idx = nodeIndex(n);
   AICF_CHECK(idx >= 0, "erasing a node not in the graph");
   n->dropUses();
-  const std::vector<Value *> &dead = n->results_; // one or two: a pointer compare, no hashing
-  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) {
-    if (std::find(dead.begin(), dead.end(), v.get()) == dead.end())
-      return false;
-    if (!v->name_.empty())
-      takenNames_.erase(v->name_);
-    return true;
-  });
+  for (Value *r : n->results_)
+    dropValue(r);
   nodes_.erase(nodes_.begin() + idx);
   nodeSet_.erase(n);
   posValid_ = false;
@@ -316,15 +327,13 @@ void Graph::eraseNode(Node *n) {
 void Graph::eraseWeight(Value *w) {
   AICF_CHECK(w->isWeight() && !hasUses(w), "erasing weight ", w->name(), " that is still used");
   std::erase(weights_, w);
-  takenNames_.erase(w->name_);
-  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) { return v.get() == w; });
+  dropValue(w);
 }
 
 void Graph::eraseInput(Value *in) {
   AICF_CHECK(in->isInput() && !hasUses(in), "erasing input ", in->name(), " that is still used");
   std::erase(inputs_, in);
-  takenNames_.erase(in->name_);
-  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) { return v.get() == in; });
+  dropValue(in);
 }
 
 void Graph::moveBefore(Node *n, Node *anchor) {
@@ -423,6 +432,8 @@ int Graph::removeDeadCode() {
       takenNames_.erase(v->name_);
     return true;
   });
+  for (size_t i = 0; i < values_.size(); ++i)
+    values_[i]->slot_ = i;
   return removed;
 }
 

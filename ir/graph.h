@@ -71,6 +71,7 @@ private:
   friend class Graph;
   friend class Node;
   std::vector<Node *> uses_; // the nodes reading this value, once per operand slot, any order
+  size_t slot_ = 0;          // index in the graph's values_
   int id_ = 0;
   std::string name_;
   TensorType type_;
@@ -189,6 +190,7 @@ public:
 private:
   std::string uniqueName(const std::string &want);
   Value *newValue(const std::string &name, TensorType type, ValueKind kind);
+  void dropValue(Value *v);
 
   std::string name_;
   std::vector<std::unique_ptr<Value>> values_;
