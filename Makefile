@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel fuzz clean
+.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel bench-compile fuzz clean
 
 all: build
 
@@ -41,6 +41,12 @@ bench-costmodel: build
 # `make test`, which runs each for 15 s.
 fuzz:
 	scripts/fuzz.sh
+
+# Compile time against model size (1k..10k-node generated chains, --emit source and -o) with
+# the growth per doubling (2 = linear). Not part of `make test`: timings depend on the machine.
+bench-compile: build
+	scripts/bench_compile.sh relu
+	scripts/bench_compile.sh block
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -25,6 +25,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace fs = std::filesystem;
 
@@ -41,6 +43,47 @@ std::string symbolFor(int index, const std::string &kind) {
   for (char c : kind)
     s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return s;
+}
+
+// What the planner's search depends on, for a group: its kind, each node's op, attributes,
+// properties and result types, how the nodes read each other and the group's inputs (by
+// position, with their types, kinds and the value of scalar weights, which recipes inline), and
+// which results are outputs. Value and node names are left out: the layers of a model give
+// equal keys. Two groups with one key get one search (the kernel itself is still lowered from
+// each group, so a key that missed a difference could only cost a schedule, never a result).
+std::string planKey(const KernelGroup &grp) {
+  std::unordered_map<const Value *, std::string> local;
+  std::string k = grp.kind;
+  for (size_t i = 0; i < grp.inputs.size(); ++i) {
+    const Value *v = grp.inputs[i];
+    local[v] = cat("i", i);
+    k += cat("|i", i, ":", v->type().str(), ":", static_cast<int>(v->kind()));
+    if (v->isWeight() && v->data() && v->data()->numel() == 1)
+      k += cat("=", formatFloat(v->data()->getDouble(0)));
+  }
+  for (size_t j = 0; j < grp.nodes.size(); ++j) {
+    const Node *n = grp.nodes[j];
+    k += cat("|", n->name(), n == grp.anchor ? "*" : "", "(");
+    for (const Value *o : n->operands()) {
+      auto it = local.find(o);
+      k += (it == local.end() ? cat("?", o->id()) : it->second) + ",";
+    }
+    k += ")";
+    for (const auto &[key, val] : n->attrs)
+      k += cat(key, "=", formatAttr(val), ";");
+    for (MemProperty pr : n->props.list())
+      k += cat(propertyName(pr), ";");
+    for (size_t r = 0; r < n->results().size(); ++r) {
+      const Value *v = n->result(r);
+      local.emplace(v, cat("n", j, ".", r));
+      k += cat("->", v->type().str());
+    }
+  }
+  for (const Value *v : grp.outputs) {
+    auto it = local.find(v);
+    k += "|o:" + (it == local.end() ? cat("?", v->id()) : it->second);
+  }
+  return k;
 }
 
 } // namespace
@@ -165,13 +208,12 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
 
   // Steps.
   std::vector<Lifetime> life;
+  std::unordered_map<std::string, int> index; // buffer id -> position (filled below)
   auto touch = [&](int b, int step, bool def) {
     const PlanBuffer &pb = p.buffers[b];
     int owner = b;
     if (!pb.aliasOf.empty())
-      for (size_t i = 0; i < p.buffers.size(); ++i)
-        if (p.buffers[i].id == pb.aliasOf)
-          owner = static_cast<int>(i);
+      owner = index.at(pb.aliasOf);
     if (life.size() < p.buffers.size())
       life.resize(p.buffers.size(), Lifetime{1 << 30, -1});
     Lifetime &l = life[owner];
@@ -179,14 +221,38 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
       l.def = std::min(l.def, step);
     l.lastUse = std::max(l.lastUse, step);
   };
+  // Identical kernels are emitted once: a step whose Kernel IR (its name aside) matches an
+  // earlier step's calls that step's symbol (the layers of a transformer share their kernels),
+  // and groups with equal plan keys share one schedule search.
+  std::unordered_map<std::string, PlanDecision> searched; // planKey -> decision
+  std::unordered_map<std::string, std::string> emitted;   // kernel text -> symbol
   for (size_t s = 0; s < part.groups.size(); ++s) {
     const KernelGroup &grp = part.groups[s];
     std::string name = symbolFor(static_cast<int>(s), grp.kind);
     PlanDecision dec;
-    kir::Kernel k = planKernel(grp, name, hw, po, &dec);
+    kir::Kernel k;
+    std::string key = planKey(grp);
+    auto hit = searched.find(key);
+    if (hit != searched.end()) {
+      Knobs kn;
+      kn.planFor = po.planFor;
+      kn.values = hit->second.chosen.knobs;
+      k = lowerGroup(grp, name, kn);
+      if (k.knobs == hit->second.chosen.knobs)
+        dec = hit->second;
+      else // the recipe filled the knobs in differently: search this group on its own
+        k = planKernel(grp, name, hw, po, &dec);
+    } else {
+      k = planKernel(grp, name, hw, po, &dec);
+      searched.emplace(std::move(key), dec);
+    }
+    k.name.clear();
+    std::string text = kir::printKernel(k);
+    auto [same, fresh] = emitted.emplace(std::move(text), name);
+    k.name = same->second;
     PlanStep st;
     st.kind = grp.kind;
-    st.kindId = name;
+    st.kindId = k.name;
     st.recipe = k.recipe;
     for (const Value *v : grp.inputs)
       st.inputs.push_back(p.buffers[bufferFor(v)].id);
@@ -225,12 +291,14 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
       for (const Candidate &c : *list)
         st.alternatives.push_back({c.knobs, c.cost.timeUs, c.rejected});
     p.predictedTimeUs += cost.timeUs;
+    std::unordered_set<std::string> seenOrigins;
     for (const Node *n : grp.nodes)
       for (const std::string &o : n->loc.origins)
-        if (std::find(st.origins.begin(), st.origins.end(), o) == st.origins.end())
+        if (seenOrigins.insert(o).second)
           st.origins.push_back(o);
     p.steps.push_back(std::move(st));
-    m.kernels.push_back(std::move(k));
+    if (fresh)
+      m.kernels.push_back(std::move(k));
   }
   // --candidate-rank past every kernel's feasible schedules would silently plan the same as a
   // smaller rank: refuse it (a kernel with fewer candidates than the rank takes its last one).
@@ -253,7 +321,6 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
     p.steps.push_back(std::move(st));
   }
   life.resize(p.buffers.size(), Lifetime{1 << 30, -1});
-  std::map<std::string, int> index;
   for (size_t i = 0; i < p.buffers.size(); ++i)
     index[p.buffers[i].id] = static_cast<int>(i);
   for (size_t s = 0; s < p.steps.size(); ++s) {
@@ -266,7 +333,7 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
   // In place: a pointwise step may write its output over a same-typed arena input that dies
   // at this step (each element is read before it is written, at the same index).
   std::vector<int> shareWith(p.buffers.size(), -1);
-  for (size_t s = 0; s < m.kernels.size(); ++s) {
+  for (size_t s = 0; s < part.groups.size(); ++s) {
     PlanStep &st = p.steps[s];
     if (st.recipe != "pointwise" || st.outputs.size() != 1)
       continue;
@@ -290,7 +357,7 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
   planArena(p, life, shareWith);
   for (PlanBuffer &b : p.buffers)
     if (!b.aliasOf.empty() && b.kind == BufferKind::Arena)
-      b.offset = p.buffer(b.aliasOf)->offset;
+      b.offset = p.buffers[index.at(b.aliasOf)].offset;
   p.layout = layoutString(p);
 
   if (isCudaTarget(opts.target)) {
@@ -329,11 +396,13 @@ Plan compileCudaModel(const CompiledModel &m, const std::string &dir, std::strin
 
 std::vector<uint8_t> packWeights(const Graph &g, const Plan &plan) {
   std::vector<uint8_t> out(static_cast<size_t>(plan.weightsBytes), 0);
+  std::unordered_map<std::string, const PlanBuffer *> byValue; // the last one, as before
+  for (const PlanBuffer &pb : plan.buffers)
+    if (pb.kind == BufferKind::Weight)
+      byValue[pb.value] = &pb;
   for (const Value *w : g.weights()) {
-    const PlanBuffer *b = nullptr;
-    for (const PlanBuffer &pb : plan.buffers)
-      if (pb.kind == BufferKind::Weight && pb.value == w->name())
-        b = &pb;
+    auto it = byValue.find(w->name());
+    const PlanBuffer *b = it == byValue.end() ? nullptr : it->second;
     AICF_CHECK(b != nullptr, "weight ", w->name(), " is not in the plan");
     const Tensor &t = *w->data();
     std::copy(t.bytes().begin(), t.bytes().end(), out.begin() + b->offset);
@@ -458,12 +527,19 @@ void printPlanReport(std::ostream &os, const Plan &p) {
       t += cat(t.empty() ? "" : " ", k, "=", v);
     return t.empty() ? std::string("(none)") : t;
   };
+  std::map<std::string, int> callers; // kernel symbol -> steps calling it
+  for (const PlanStep &st : p.steps)
+    if (!st.kindId.empty())
+      ++callers[st.kindId];
+  std::set<std::string> shown;
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const PlanStep &st = p.steps[s];
-    if (st.kindId.empty())
-      continue;
+    if (st.kindId.empty() || !shown.insert(st.kindId).second)
+      continue; // a shared kernel: one search, shown once
     std::snprintf(line, sizeof line, "%.3g", st.timeUs);
     os << st.kindId << ": " << knobText(st.knobs) << " -> " << line << " us";
+    if (callers[st.kindId] > 1)
+      os << " (" << callers[st.kindId] << " steps)";
     if (st.ptxas.present)
       os << "; ptxas " << st.ptxas.registers << " registers (estimated " << st.registers << ")";
     os << "\n    " << st.search.candidates << " candidates, " << st.search.feasible << " fit; "

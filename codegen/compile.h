@@ -36,8 +36,10 @@ struct CompiledModel {
   // by cost, codegen/attention_choice.h); null when it is the caller's graph.
   std::shared_ptr<Graph> graph;
   Plan plan;
-  std::vector<kir::Kernel> kernels; // in step order (built-in copy steps have none)
-  std::string source;               // kernels.cpp (host) or kernels.cu (CUDA targets)
+  // The distinct kernels, in the order of the first step calling each (steps whose kernels are
+  // identical share one symbol, PlanStep::kindId; built-in copy steps have none).
+  std::vector<kir::Kernel> kernels;
+  std::string source; // kernels.cpp (host) or kernels.cu (CUDA targets)
 };
 
 // "cuda:..." targets print CUDA and build with nvcc; "cpu" prints host C++.

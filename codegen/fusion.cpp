@@ -28,7 +28,17 @@
 //     groups, all of which inline operands, none through a view and none a graph output, is
 //     copied into every consumer when the cost model prices recomputing it there below storing
 //     it once and reloading it in each; its nodes then belong to several groups.
+//  6. Size cap. No group grows past FusionOptions::maxGroupNodes nodes (by rules 3-5): a very
+//     long elementwise chain becomes a sequence of kernels of at most that many nodes, each a
+//     round trip through memory that costs little next to its work, and each a function the
+//     host compiler optimises in bounded time (g++'s CFG cleanup grows quadratically with the
+//     selects of one loop body). The cut chain's kernels are identical, so codegen emits one.
 // Groups are finally ordered topologically, ties broken by their first node's position.
+//
+// Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
+// never a scan of a group's node list; the group-dependency search is pruned by node position
+// (a group can depend on another only if it holds a later node); the final order is Kahn's
+// algorithm with a heap.
 #include "codegen/fusion.h"
 
 #include "codegen/cost_model.h"
@@ -36,8 +46,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <queue>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace aicf {
 
@@ -78,6 +91,8 @@ public:
     for (size_t i = 0; i < nodes_.size(); ++i)
       index_[nodes_[i]] = static_cast<int>(i);
     groupOf_.assign(nodes_.size(), -1);
+    isEpilogue_.assign(nodes_.size(), 0);
+    outputs_.insert(g.outputs().begin(), g.outputs().end());
     for (Node *n : nodes_)
       for (Value *o : n->operands()) {
         auto &us = users_[o];
@@ -102,7 +117,7 @@ public:
       int target = -1;
       for (Value *o : n->operands()) {
         int gi = directGroup(o);
-        if (gi >= 0 && canJoinAsEpilogue(n, gi)) {
+        if (gi >= 0 && !full(gi, 1) && canJoinAsEpilogue(n, gi)) {
           target = gi;
           break;
         }
@@ -123,9 +138,12 @@ public:
 private:
   struct Group {
     Node *anchor = nullptr;
-    std::vector<Node *> nodes;    // unsorted until finish()
-    std::vector<Node *> epilogue; // nodes joined as epilogue (anchor groups)
+    std::vector<Node *> nodes; // unsorted until finish()
     bool alive = true;
+    int minIdx = 0, maxIdx = 0; // positions of its first and last node (rule 3's pruning)
+    // The members' results by shape (rule 3 for pure elementwise groups: only results of
+    // another shape than the joining node's can break the one-output-shape rule).
+    std::map<std::vector<int64_t>, std::vector<const Value *>> resultsByShape;
   };
 
   const std::vector<Node *> &usersOf(const Value *v) const {
@@ -137,18 +155,36 @@ private:
   int idx(const Node *n) const { return index_.at(n); }
 
   void newGroup(Node *anchor, Node *first) {
-    groups_.push_back(Group{anchor, {first}, {}, true});
-    groupOf_[idx(first)] = static_cast<int>(groups_.size()) - 1;
+    groups_.push_back(Group{anchor, {}, true, idx(first), idx(first), {}});
+    add(static_cast<int>(groups_.size()) - 1, first, /*epilogue=*/false);
   }
 
   void add(int gi, Node *n, bool epilogue) {
-    groups_[gi].nodes.push_back(n);
+    Group &grp = groups_[gi];
+    grp.nodes.push_back(n);
     if (epilogue)
-      groups_[gi].epilogue.push_back(n);
+      isEpilogue_[idx(n)] = 1;
     groupOf_[idx(n)] = gi;
+    grp.minIdx = std::min(grp.minIdx, idx(n));
+    grp.maxIdx = std::max(grp.maxIdx, idx(n));
+    for (const Value *r : n->results())
+      grp.resultsByShape[r->type().shape].push_back(r);
+  }
+
+  // Rule 6: whether group gi cannot take `more` nodes.
+  bool full(int gi, size_t more) const {
+    return groups_[gi].nodes.size() + more > static_cast<size_t>(opts_.maxGroupNodes);
   }
 
   bool inGroup(const Node *n, int gi) const { return n && groupOf_[idx(n)] == gi; }
+
+  // Whether n is a member of group gi: its owner, or one of rule 5's copies.
+  bool contains(int gi, const Node *n) const {
+    if (!n)
+      return false;
+    int i = idx(n);
+    return groupOf_[i] == gi || copies_.count({gi, i}) > 0;
+  }
 
   // The group whose node defines v directly (views end fusion: -1 for them, for inputs and
   // weights).
@@ -165,15 +201,20 @@ private:
     return d ? groupOf_[idx(d)] : -1;
   }
 
-  // Whether group `from` depends (transitively) on group `target`.
+  // Whether group `from` depends (transitively) on group `target`. A group reaching target
+  // holds a node after target's first one (a path of nodes leads there from target's), so
+  // groups wholly before target are not searched.
   bool dependsOn(int from, int target) const {
-    std::vector<char> seen(groups_.size(), 0);
+    if (seen_.size() < groups_.size())
+      seen_.resize(groups_.size(), 0);
+    ++stamp_;
+    const int floor = groups_[target].minIdx;
     std::function<bool(int)> visit = [&](int gi) {
       if (gi == target)
         return true;
-      if (seen[gi])
+      if (seen_[gi] == stamp_ || groups_[gi].maxIdx < floor)
         return false;
-      seen[gi] = 1;
+      seen_[gi] = stamp_;
       for (const Node *m : groups_[gi].nodes)
         for (const Value *o : m->operands()) {
           int p = storageGroup(o);
@@ -185,12 +226,13 @@ private:
     return visit(from);
   }
 
-  // A value of the group that something outside `members` (or the graph's outputs) needs.
-  bool neededOutside(const Value *v, const std::vector<Node *> &members) const {
-    if (g_.isOutput(v))
+  // A value that something outside group gi (with `joining`, when given, counted as a
+  // member) or the graph's outputs needs.
+  bool neededOutside(const Value *v, int gi, const Node *joining = nullptr) const {
+    if (outputs_.count(v))
       return true;
     for (const Node *u : usersOf(v))
-      if (std::find(members.begin(), members.end(), u) == members.end())
+      if (u != joining && !contains(gi, u))
         return true;
     return false;
   }
@@ -201,8 +243,6 @@ private:
     if (!caps.epilogue)
       return false;
     const std::vector<int64_t> &shape = n->result(0)->type().shape;
-    std::vector<Node *> grown = grp.nodes;
-    grown.push_back(n);
     if (grp.anchor) {
       if (shape != grp.anchor->result(0)->type().shape)
         return false;
@@ -211,18 +251,18 @@ private:
         if (!inGroup(d, gi))
           continue;
         // Only the anchor's result and epilogue values are per-output-element values.
-        bool epi = d == grp.anchor ||
-                   std::find(grp.epilogue.begin(), grp.epilogue.end(), d) != grp.epilogue.end();
+        bool epi = d == grp.anchor || isEpilogue_[idx(d)];
         if (!epi)
           return false;
-        if (!caps.multiOutput && neededOutside(o, grown))
+        if (!caps.multiOutput && neededOutside(o, gi, n))
           return false;
       }
     } else {
-      for (const Node *m : grp.nodes)
-        for (const Value *r : m->results())
-          if (neededOutside(r, grown) && r->type().shape != shape)
-            return false;
+      for (const auto &[s, results] : grp.resultsByShape)
+        if (s != shape)
+          for (const Value *r : results)
+            if (neededOutside(r, gi, n))
+              return false;
     }
     for (Value *o : n->operands()) {
       int p = storageGroup(o);
@@ -251,7 +291,8 @@ private:
                 [&](int a, int b) { return lastNode(a) > lastNode(b); });
       for (int gi : order) {
         int consumer = soleConsumer(gi);
-        if (consumer < 0 || !capsFor(groups_[consumer].anchor).prologue)
+        if (consumer < 0 || !capsFor(groups_[consumer].anchor).prologue ||
+            full(consumer, groups_[gi].nodes.size()))
           continue;
         for (Node *n : groups_[gi].nodes)
           add(consumer, n, /*epilogue=*/false);
@@ -284,11 +325,6 @@ private:
     return out;
   }
 
-  bool contains(int gi, const Node *n) const {
-    const std::vector<Node *> &ns = groups_[gi].nodes;
-    return std::find(ns.begin(), ns.end(), n) != ns.end();
-  }
-
   void rematerialize(Partition &p) {
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
       Group &grp = groups_[gi];
@@ -298,20 +334,18 @@ private:
       if (cons.size() < 2)
         continue;
       bool inlinable = std::all_of(cons.begin(), cons.end(), [&](int c) {
-        return groups_[c].alive && capsFor(groups_[c].anchor).prologue;
+        return groups_[c].alive && capsFor(groups_[c].anchor).prologue &&
+               !full(c, grp.nodes.size());
       });
       if (!inlinable)
         continue;
       int64_t inBytes = 0, outBytes = 0;
-      std::vector<const Value *> seen;
+      std::unordered_set<const Value *> seen;
       RematDecision d;
       for (const Node *m : grp.nodes) {
         for (const Value *o : m->operands())
-          if (!contains(static_cast<int>(gi), o->def()) &&
-              std::find(seen.begin(), seen.end(), o) == seen.end()) {
-            seen.push_back(o);
+          if (!contains(static_cast<int>(gi), o->def()) && seen.insert(o).second)
             inBytes += o->type().bytes();
-          }
         for (const Value *r : m->results())
           if (!usersOf(r).empty() &&
               std::any_of(usersOf(r).begin(), usersOf(r).end(),
@@ -332,8 +366,10 @@ private:
       if (!d.recomputed)
         continue;
       for (int c2 : cons)
-        for (Node *n : grp.nodes)
-          groups_[c2].nodes.push_back(n); // groupOf_ keeps the first owner; membership is nodes
+        for (Node *n : grp.nodes) {
+          groups_[c2].nodes.push_back(n); // groupOf_ keeps the first owner; copies_ the rest
+          copies_.insert({c2, idx(n)});
+        }
       recomputed_.insert(grp.nodes.begin(), grp.nodes.end());
       grp.nodes.clear();
       grp.alive = false;
@@ -371,34 +407,38 @@ private:
       live.push_back(static_cast<int>(gi));
     }
     // Topological order (Kahn), ties by first node position.
-    std::vector<std::vector<int>> deps(groups_.size());
+    std::vector<std::vector<int>> dependents(groups_.size());
+    std::vector<int> pending(groups_.size(), 0); // unfinished producers of each group
     for (int gi : live) {
+      std::unordered_set<int> deps;
       for (const Node *m : groups_[gi].nodes)
         for (const Value *o : m->operands()) {
           if (o->def() && contains(gi, o->def()))
             continue; // computed inside (a recomputed prologue)
           int pg = storageGroup(o);
-          if (pg >= 0 && pg != gi &&
-              std::find(deps[gi].begin(), deps[gi].end(), pg) == deps[gi].end())
-            deps[gi].push_back(pg);
+          if (pg >= 0 && pg != gi && deps.insert(pg).second) {
+            dependents[pg].push_back(gi);
+            ++pending[gi];
+          }
         }
     }
+    // Ready groups by first node position: the same order as picking the earliest ready group
+    // each time.
+    using Entry = std::pair<int, int>; // (first node position, group)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+    for (int gi : live)
+      if (pending[gi] == 0)
+        ready.push({idx(groups_[gi].nodes.front()), gi});
     std::vector<int> order;
-    std::vector<char> done(groups_.size(), 0);
-    while (order.size() < live.size()) {
-      int pick = -1;
-      for (int gi : live) {
-        if (done[gi])
-          continue;
-        bool ready = std::all_of(deps[gi].begin(), deps[gi].end(), [&](int d) { return done[d]; });
-        if (ready &&
-            (pick < 0 || idx(groups_[gi].nodes.front()) < idx(groups_[pick].nodes.front())))
-          pick = gi;
-      }
-      AICF_CHECK(pick >= 0, "fusion produced a cyclic group graph");
-      done[pick] = 1;
+    while (!ready.empty()) {
+      int pick = ready.top().second;
+      ready.pop();
       order.push_back(pick);
+      for (int d : dependents[pick])
+        if (--pending[d] == 0)
+          ready.push({idx(groups_[d].nodes.front()), d});
     }
+    AICF_CHECK(order.size() == live.size(), "fusion produced a cyclic group graph");
     for (int gi : order) {
       const Group &grp = groups_[gi];
       KernelGroup kg;
@@ -406,16 +446,17 @@ private:
       kg.anchor = grp.anchor;
       kg.kind = grp.anchor ? grp.anchor->name() : "fused_elementwise";
       kg.nodes = grp.nodes;
+      std::unordered_set<const Value *> seen;
       for (const Node *m : grp.nodes)
         for (Value *o : m->operands()) {
           if (o->def() && contains(gi, o->def()))
             continue;
-          if (std::find(kg.inputs.begin(), kg.inputs.end(), o) == kg.inputs.end())
+          if (seen.insert(o).second)
             kg.inputs.push_back(o);
         }
       for (const Node *m : grp.nodes)
         for (Value *r : m->results())
-          if (!recomputed_.count(m) && neededOutside(r, grp.nodes))
+          if (!recomputed_.count(m) && neededOutside(r, gi))
             kg.outputs.push_back(r);
       p.groups.push_back(std::move(kg));
     }
@@ -427,8 +468,13 @@ private:
   std::vector<Node *> nodes_;
   std::unordered_map<const Node *, int> index_;
   std::unordered_map<const Value *, std::vector<Node *>> users_;
+  std::unordered_set<const Value *> outputs_; // the graph's outputs
   std::vector<int> groupOf_;
+  std::vector<char> isEpilogue_;         // by node position: joined an anchor group as epilogue
+  std::set<std::pair<int, int>> copies_; // (group, node position): rule 5's recomputed copies
   std::vector<Group> groups_;
+  mutable std::vector<uint64_t> seen_; // dependsOn's visited marks (== stamp_)
+  mutable uint64_t stamp_ = 0;
 };
 
 } // namespace

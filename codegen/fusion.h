@@ -48,6 +48,9 @@ struct FusionOptions {
   // With a description, shared elementwise groups are recomputed in their consumers when the
   // cost model says that is cheaper; without one they are always stored (computed once).
   const Hardware *hw = nullptr;
+  // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise
+  // chains are cut into several kernels, so the host compiler's time per kernel stays bounded.
+  int maxGroupNodes = 256;
 };
 
 Partition partitionGraph(const Graph &g, const FusionOptions &opts = {});

@@ -7,6 +7,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <unordered_map>
+
 namespace aicf {
 
 const char *bufferKindName(BufferKind k) {
@@ -27,6 +29,9 @@ const PlanBuffer *Plan::buffer(const std::string &id) const {
 }
 
 std::string layoutString(const Plan &p) {
+  std::unordered_map<std::string, const PlanBuffer *> byId;
+  for (const PlanBuffer &b : p.buffers)
+    byId.emplace(b.id, &b);
   std::string s;
   for (const PlanStep &st : p.steps) {
     if (st.kindId.empty())
@@ -35,7 +40,8 @@ std::string layoutString(const Plan &p) {
     bool first = true;
     for (const auto *ids : {&st.inputs, &st.outputs})
       for (const std::string &id : *ids) {
-        const PlanBuffer *b = p.buffer(id);
+        auto it = byId.find(id);
+        const PlanBuffer *b = it == byId.end() ? nullptr : it->second;
         AICF_CHECK(b != nullptr, "step ", st.kindId, " names unknown buffer ", id);
         s += (first ? "" : ",") + std::to_string(b->bytes);
         first = false;

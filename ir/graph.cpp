@@ -83,8 +83,23 @@ Value *Graph::newValue(const std::string &name, TensorType type, ValueKind kind)
   v->name_ = name.empty() ? "" : uniqueName(name);
   v->type_ = std::move(type);
   v->kind_ = kind;
+  v->slot_ = values_.size();
   values_.push_back(std::move(v));
   return values_.back().get();
+}
+
+// Frees v and its name in O(1): the last value takes its slot (values_ is only ownership and
+// findValue's by-name search, whose names are unique, so its order does not matter).
+void Graph::dropValue(Value *v) {
+  size_t s = v->slot_;
+  AICF_CHECK(s < values_.size() && values_[s].get() == v, "value not owned by the graph");
+  if (!v->name_.empty())
+    takenNames_.erase(v->name_);
+  if (s + 1 != values_.size()) {
+    std::swap(values_[s], values_.back());
+    values_[s]->slot_ = s;
+  }
+  values_.pop_back();
 }
 
 std::unique_ptr<Graph> Graph::clone() const {
@@ -167,6 +182,7 @@ Node *Graph::addNode(Op op, std::vector<Value *> operands, std::vector<TensorTyp
   auto n = std::make_unique<Node>();
   n->op_ = op;
   n->operands_ = std::move(operands);
+  n->addUses();
   n->attrs = std::move(attrs);
   n->loc = std::move(loc);
   for (size_t i = 0; i < resultTypes.size(); ++i) {
@@ -180,9 +196,12 @@ Node *Graph::addNode(Op op, std::vector<Value *> operands, std::vector<TensorTyp
     int idx = nodeIndex(before);
     AICF_CHECK(idx >= 0, "insertion anchor not in graph");
     nodes_.insert(nodes_.begin() + idx, std::move(n));
+    posValid_ = false; // positions from idx on shifted
   } else {
+    raw->pos_ = static_cast<int>(nodes_.size());
     nodes_.push_back(std::move(n));
   }
+  nodeSet_.insert(raw);
   return raw;
 }
 
@@ -219,13 +238,10 @@ std::vector<Node *> Graph::nodes() const {
 }
 
 std::vector<Node *> Graph::users(const Value *v) const {
-  std::vector<Node *> out;
-  for (const auto &n : nodes_)
-    for (Value *o : n->operands_)
-      if (o == v) {
-        out.push_back(n.get());
-        break;
-      }
+  std::vector<Node *> out = v->uses_;
+  std::sort(out.begin(), out.end(),
+            [&](const Node *a, const Node *b) { return nodeIndex(a) < nodeIndex(b); });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
@@ -234,16 +250,12 @@ bool Graph::isOutput(const Value *v) const {
 }
 
 bool Graph::hasUses(const Value *v) const {
-  if (isOutput(v))
-    return true;
-  for (const auto &n : nodes_)
-    for (Value *o : n->operands_)
-      if (o == v)
-        return true;
-  return false;
+  return !v->uses_.empty() || isOutput(v);
 }
 
 Value *Graph::findValue(std::string_view name) const {
+  if (name.empty())
+    return nullptr; // unnamed values are not found by name (values_ has no fixed order)
   for (const auto &v : values_)
     if (v->name_ == name)
       return v.get();
@@ -272,20 +284,61 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
     renameValue(from, "");
     renameValue(to, name);
   }
-  for (auto &n : nodes_)
+  std::vector<Node *> readers = std::move(from->uses_);
+  from->uses_.clear();
+  for (Node *n : readers) // a node reading `from` twice is listed twice: the second finds none
     for (Value *&o : n->operands_)
-      if (o == from)
+      if (o == from) {
         o = to;
+        to->uses_.push_back(n);
+      }
   for (Value *&o : outputs_)
     if (o == from)
       o = to;
 }
 
 int Graph::nodeIndex(const Node *n) const {
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].get() == n)
-      return static_cast<int>(i);
-  return -1;
+  if (!nodeSet_.count(n))
+    return -1;
+  if (!posValid_) {
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      nodes_[i]->pos_ = static_cast<int>(i);
+    posValid_ = true;
+  }
+  return n->pos_;
+}
+
+void Node::addUses() {
+  for (Value *o : operands_)
+    if (o)
+      o->uses_.push_back(this);
+}
+
+void Node::dropUses() {
+  for (Value *o : operands_)
+    if (o) {
+      auto it = std::find(o->uses_.rbegin(), o->uses_.rend(), this);
+      if (it != o->uses_.rend())
+        o->uses_.erase(std::next(it).base());
+    }
+}
+
+void Node::setOperand(size_t i, Value *v) {
+  Value *&slot = operands_.at(i);
+  if (slot) {
+    auto it = std::find(slot->uses_.rbegin(), slot->uses_.rend(), this);
+    if (it != slot->uses_.rend())
+      slot->uses_.erase(std::next(it).base());
+  }
+  slot = v;
+  if (v)
+    v->uses_.push_back(this);
+}
+
+void Node::setOperands(std::vector<Value *> vs) {
+  dropUses();
+  operands_ = std::move(vs);
+  addUses();
 }
 
 void Graph::eraseNode(Node *n) {
@@ -293,29 +346,24 @@ void Graph::eraseNode(Node *n) {
     AICF_CHECK(!hasUses(r), "erasing ", n->where(), " whose result is still used");
   int idx = nodeIndex(n);
   AICF_CHECK(idx >= 0, "erasing a node not in the graph");
-  std::unordered_set<const Value *> dead(n->results_.begin(), n->results_.end());
-  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) {
-    if (!dead.count(v.get()))
-      return false;
-    if (!v->name_.empty())
-      takenNames_.erase(v->name_);
-    return true;
-  });
+  n->dropUses();
+  for (Value *r : n->results_)
+    dropValue(r);
   nodes_.erase(nodes_.begin() + idx);
+  nodeSet_.erase(n);
+  posValid_ = false;
 }
 
 void Graph::eraseWeight(Value *w) {
   AICF_CHECK(w->isWeight() && !hasUses(w), "erasing weight ", w->name(), " that is still used");
   std::erase(weights_, w);
-  takenNames_.erase(w->name_);
-  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) { return v.get() == w; });
+  dropValue(w);
 }
 
 void Graph::eraseInput(Value *in) {
   AICF_CHECK(in->isInput() && !hasUses(in), "erasing input ", in->name(), " that is still used");
   std::erase(inputs_, in);
-  takenNames_.erase(in->name_);
-  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) { return v.get() == in; });
+  dropValue(in);
 }
 
 void Graph::moveBefore(Node *n, Node *anchor) {
@@ -323,9 +371,11 @@ void Graph::moveBefore(Node *n, Node *anchor) {
   AICF_CHECK(from >= 0, "moving a node not in the graph");
   std::unique_ptr<Node> owned = std::move(nodes_[from]);
   nodes_.erase(nodes_.begin() + from);
+  posValid_ = false;
   int to = nodeIndex(anchor);
   AICF_CHECK(to >= 0, "move anchor not in the graph");
   nodes_.insert(nodes_.begin() + to, std::move(owned));
+  posValid_ = false;
 }
 
 void Graph::sortTopologically() {
@@ -361,29 +411,59 @@ void Graph::sortTopologically() {
   }
   AICF_CHECK(order.size() == nodes_.size(), "cycle in graph ", name_);
   nodes_ = std::move(order);
+  posValid_ = false;
 }
 
 int Graph::removeDeadCode() {
-  int removed = 0;
-  // Walk backwards so a chain of dead nodes goes in one sweep.
+  // Use counts once, then one backward sweep (a chain of dead nodes goes in it) and one bulk
+  // erase: linear, where erasing node by node rescans the graph for each.
+  std::unordered_map<const Value *, int> uses;
+  for (const auto &n : nodes_)
+    for (const Value *o : n->operands_)
+      ++uses[o];
+  for (const Value *o : outputs_)
+    ++uses[o];
+  std::unordered_set<const Node *> deadNodes;
+  std::unordered_set<const Value *> deadValues;
   for (size_t k = nodes_.size(); k-- > 0;) {
     Node *n = nodes_[k].get();
     if (!n->info().has(PURE))
       continue;
     bool used = false;
-    for (Value *r : n->results_)
-      used = used || hasUses(r);
-    if (!used) {
-      eraseNode(n);
-      ++removed;
-    }
+    for (const Value *r : n->results_)
+      used = used || uses[r] > 0;
+    if (used)
+      continue;
+    deadNodes.insert(n);
+    deadValues.insert(n->results_.begin(), n->results_.end());
+    for (const Value *o : n->operands_)
+      --uses[o];
   }
-  std::vector<Value *> ws = weights_;
-  for (Value *w : ws)
-    if (!hasUses(w)) {
-      eraseWeight(w);
+  int removed = static_cast<int>(deadNodes.size());
+  for (const auto &n : nodes_)
+    if (deadNodes.count(n.get()))
+      n->dropUses();
+  for (const Value *w : weights_)
+    if (uses[w] == 0) {
+      deadValues.insert(w);
       ++removed;
     }
+  if (removed == 0)
+    return 0;
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node> &n) { return deadNodes.count(n.get()); });
+  for (const Node *n : deadNodes)
+    nodeSet_.erase(n);
+  posValid_ = false;
+  std::erase_if(weights_, [&](const Value *w) { return deadValues.count(w) > 0; });
+  std::erase_if(values_, [&](const std::unique_ptr<Value> &v) {
+    if (!deadValues.count(v.get()))
+      return false;
+    if (!v->name_.empty())
+      takenNames_.erase(v->name_);
+    return true;
+  });
+  for (size_t i = 0; i < values_.size(); ++i)
+    values_[i]->slot_ = i;
   return removed;
 }
 

@@ -2,8 +2,10 @@
 //
 // A Graph owns its Values and Nodes. Nodes are kept in a list that is always a valid execution
 // order once a pass finishes (the verifier checks it). Values are graph inputs, weights
-// (constants with data) or node results. Use lists are not stored: graphs are small enough that
-// users() scans, and nothing can go stale.
+// (constants with data) or node results. Each value keeps its uses (one entry per operand slot),
+// kept up to date by every operand change (addNode, setOperand(s), replaceAllUsesWith,
+// eraseNode), so hasUses / users / rewrites cost the uses, not the graph: compile time stays
+// near-linear on large models (a rewrite per layer would otherwise rescan every node).
 #pragma once
 
 #include "ir/attributes.h"
@@ -14,6 +16,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace aicf {
@@ -79,6 +82,9 @@ public:
 
 private:
   friend class Graph;
+  friend class Node;
+  std::vector<Node *> uses_; // the nodes reading this value, once per operand slot, any order
+  size_t slot_ = 0;          // index in the graph's values_
   int id_ = 0;
   std::string name_;
   TensorType type_;
@@ -99,8 +105,8 @@ public:
   const std::vector<Value *> &operands() const { return operands_; }
   Value *operand(size_t i) const { return operands_.at(i); }
   size_t numOperands() const { return operands_.size(); }
-  void setOperand(size_t i, Value *v) { operands_.at(i) = v; }
-  void setOperands(std::vector<Value *> vs) { operands_ = std::move(vs); }
+  void setOperand(size_t i, Value *v);
+  void setOperands(std::vector<Value *> vs);
   const std::vector<Value *> &results() const { return results_; }
   Value *result(size_t i = 0) const { return results_.at(i); }
   size_t numResults() const { return results_.size(); }
@@ -125,7 +131,10 @@ public:
 
 private:
   friend class Graph;
+  void addUses();  // records this node as a user of each operand
+  void dropUses(); // removes those records
   Op op_ = Op::Identity;
+  int pos_ = -1; // position in the graph's order when the graph's index is valid
   std::vector<Value *> operands_;
   std::vector<Value *> results_;
 };
@@ -190,15 +199,21 @@ public:
   // Removes nodes whose results are unused (pure ops only) and unused weights; returns count.
   int removeDeadCode();
 
-  int nodeIndex(const Node *n) const; // position in the order; -1 if not in the graph
+  // Position in the order; -1 if not in the graph. Positions are indexed on first use after a
+  // change to the node list, so queries between mutations are O(1).
+  int nodeIndex(const Node *n) const;
+  bool hasNode(const Node *n) const { return nodeSet_.count(n) > 0; } // O(1)
 
 private:
   std::string uniqueName(const std::string &want);
   Value *newValue(const std::string &name, TensorType type, ValueKind kind);
+  void dropValue(Value *v);
 
   std::string name_;
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
+  std::unordered_set<const Node *> nodeSet_; // the nodes of nodes_ (hasNode)
+  mutable bool posValid_ = false;            // every node's pos_ is its index in nodes_
   std::vector<Value *> inputs_, outputs_, weights_;
   int nextValueId_ = 0;
   std::set<std::string, std::less<>> takenNames_;

@@ -202,7 +202,7 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {
-      if (g.nodeIndex(n) < 0 || n->op() != Op::Softmax)
+      if (!g.hasNode(n) || n->op() != Op::Softmax)
         continue;
       AttnMatch m;
       if (!matchAt(g, n, m))

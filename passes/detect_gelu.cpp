@@ -67,7 +67,7 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {
-      if (g.nodeIndex(n) < 0 || (n->op() != Op::Erf && n->op() != Op::Tanh))
+      if (!g.hasNode(n) || (n->op() != Op::Erf && n->op() != Op::Tanh))
         continue;
       changed |= tryMatch(g, ctx, n);
     }

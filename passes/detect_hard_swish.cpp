@@ -23,10 +23,10 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes())
-      if (g.nodeIndex(n) >= 0 && (n->op() == Op::Div || n->op() == Op::Mul))
+      if (g.hasNode(n) && (n->op() == Op::Div || n->op() == Op::Mul))
         changed |= tryHardSigmoid(g, ctx, n);
     for (Node *n : g.nodes())
-      if (g.nodeIndex(n) >= 0 && n->op() == Op::Mul)
+      if (g.hasNode(n) && n->op() == Op::Mul)
         changed |= tryHardSwish(g, ctx, n);
     return changed;
   }

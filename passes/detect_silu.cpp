@@ -16,7 +16,7 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *mul : g.nodes()) {
-      if (g.nodeIndex(mul) < 0 || mul->op() != Op::Mul)
+      if (!g.hasNode(mul) || mul->op() != Op::Mul)
         continue;
       for (int k = 0; k < 2; ++k) {
         Node *sig = producer(mul->operand(k), Op::Sigmoid);

@@ -41,7 +41,7 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {
-      if (g.nodeIndex(n) < 0)
+      if (!g.hasNode(n))
         continue;
       if (n->op() == Op::Div)
         changed |= trySoftmax(g, ctx, n);

@@ -24,7 +24,7 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *bn : g.nodes()) {
-      if (g.nodeIndex(bn) < 0 || bn->op() != Op::BatchNorm)
+      if (!g.hasNode(bn) || bn->op() != Op::BatchNorm)
         continue;
       Node *conv = producer(bn->operand(0), Op::Conv);
       if (!conv)

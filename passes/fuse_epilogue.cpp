@@ -44,7 +44,7 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {
-      if (g.nodeIndex(n) < 0 || !n->info().has(CONTRACT) || n->op() == Op::ConvTranspose)
+      if (!g.hasNode(n) || !n->info().has(CONTRACT) || n->op() == Op::ConvTranspose)
         continue;
       changed |= fuseFrom(g, ctx, n);
     }

@@ -150,7 +150,7 @@ void eraseDead(Graph &g, std::vector<Node *> matched) {
             [&](Node *a, Node *b) { return g.nodeIndex(a) > g.nodeIndex(b); });
   matched.erase(std::unique(matched.begin(), matched.end()), matched.end());
   for (Node *n : matched) {
-    if (g.nodeIndex(n) < 0)
+    if (!g.hasNode(n))
       continue;
     bool used = false;
     for (Value *r : n->results())

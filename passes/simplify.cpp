@@ -99,7 +99,7 @@ public:
     while (again) {
       again = false;
       for (Node *n : g.nodes()) {
-        if (g.nodeIndex(n) < 0)
+        if (!g.hasNode(n))
           continue; // erased by a chain composition earlier in this sweep
         if (composeChain(g, n)) {
           again = changed = true;
