@@ -117,7 +117,7 @@ const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
       macros.insert(name);
   }
   std::vector<std::string> isa;
-#define AICF_ISA_IF_DEFINED(name, macro)                                                           \
+#define AICF_ISA_IF_DEFINED(name, macro, ...)                                                      \
   if (macros.count(macro))                                                                         \
     isa.push_back(name);
   AICF_ISA_FEATURES(AICF_ISA_IF_DEFINED)

@@ -11,6 +11,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <dlfcn.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -217,13 +220,43 @@ std::vector<int64_t> readShape(const YAML::Node &map, const std::string &what) {
   return s;
 }
 
-// The instruction-set extensions this CPU has, by the names of runtime/isa_features.h.
+// The instruction-set extensions this CPU has, by the names of runtime/isa_features.h: the
+// CPUID bit, and for AVX / AVX-512 extensions also the OS's saved register state (XCR0), since a
+// CPU whose OS does not save the YMM/ZMM registers faults on those instructions all the same.
+#if defined(__x86_64__) || defined(__i386__)
+struct CpuidRegs {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+
+CpuidRegs cpuid(unsigned leaf, unsigned subleaf) {
+  CpuidRegs r;
+  unsigned maxLeaf = __get_cpuid_max(leaf & 0x80000000u, nullptr);
+  if (maxLeaf < leaf)
+    return r; // a leaf the CPU does not have: every bit reads as absent
+  __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+  return r;
+}
+
+// XCR0 when the OS has enabled XSAVE (CPUID.1:ECX.OSXSAVE), else 0.
+uint64_t osSavedState() {
+  if (!(cpuid(1, 0).ecx & (1u << 27)))
+    return 0;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (uint64_t(hi) << 32) | lo;
+}
+#endif
+
 bool cpuHas(const std::string &name) {
 #if defined(__x86_64__) || defined(__i386__)
   static const std::map<std::string, bool> has = [] {
-    __builtin_cpu_init();
+    const uint64_t xcr0 = osSavedState();
+    const bool avxState = (xcr0 & 0x6) == 0x6;      // XMM + YMM
+    const bool avx512State = (xcr0 & 0xe6) == 0xe6; // XMM + YMM + opmask + ZMM
     std::map<std::string, bool> m;
-#define AICF_ISA_PROBE(name, macro) m[name] = __builtin_cpu_supports(name) != 0;
+#define AICF_ISA_PROBE(name, macro, leaf, subleaf, reg, bit, state)                                \
+  m[name] = ((cpuid(leaf, subleaf).reg >> (bit)) & 1u) != 0 &&                                     \
+            ((state) == 0 || ((state) == 1 && avxState) || ((state) == 2 && avx512State));
     AICF_ISA_FEATURES(AICF_ISA_PROBE)
 #undef AICF_ISA_PROBE
     return m;
@@ -238,7 +271,7 @@ bool cpuHas(const std::string &name) {
 
 bool knownIsa(const std::string &name) {
   static const char *const names[] = {
-#define AICF_ISA_NAME(name, macro) name,
+#define AICF_ISA_NAME(name, ...) name,
       AICF_ISA_FEATURES(AICF_ISA_NAME)
 #undef AICF_ISA_NAME
   };
