@@ -11,6 +11,7 @@
 #include "runtime/aicf_runtime.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -23,26 +24,13 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+using namespace aicf::test_files;
 using namespace aicf;
 
 namespace {
 
 fs::path scratch() {
-  static fs::path dir = fs::temp_directory_path() / cat("aicf_artifacts_", ::getpid());
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string readAll(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void writeAll(const fs::path &p, const std::string &s) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << s;
+  return scratchDir("aicf_artifacts_");
 }
 
 // Runs OUT on the model's stored inputs and compares with the stored outputs.

@@ -15,6 +15,7 @@
 #include "passes/pass.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -28,14 +29,13 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+using namespace aicf::test_files;
 using namespace aicf;
 
 namespace {
 
 fs::path scratch() {
-  static fs::path dir = fs::temp_directory_path() / cat("aicf_cuda_", ::getpid());
-  fs::create_directories(dir);
-  return dir;
+  return scratchDir("aicf_cuda_");
 }
 
 std::vector<fs::path> modelDirs() {
@@ -52,13 +52,6 @@ CompiledModel buildFor(const Graph &g, const std::string &target, const std::str
   o.target = target;
   o.planFor = planFor;
   return buildModel(g, o);
-}
-
-std::string readAll(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "runtime/cudart.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -25,14 +26,13 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+using namespace aicf::test_files;
 using namespace aicf;
 
 namespace {
 
 fs::path scratch() {
-  static fs::path dir = fs::temp_directory_path() / cat("aicf_runtime_cuda_", ::getpid());
-  fs::create_directories(dir);
-  return dir;
+  return scratchDir("aicf_runtime_cuda_");
 }
 
 const fs::path kModel = fs::path(AICF_TESTDATA) / "models" / "mlp_op13";
@@ -51,13 +51,6 @@ fs::path compileTo(const std::string &target, const std::string &name) {
   fs::path out = scratch() / name;
   writeArtifacts(*g, buildModel(*g, opts), opts, out.string());
   return out;
-}
-
-std::string readAll(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 // The model's reference inputs and output buffers shaped like its reference outputs.

@@ -7,6 +7,7 @@
 #include "model_dirs.h"
 #include "support/diagnostics.h"
 #include "support/output_folder.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+using namespace aicf::test_files;
 using namespace aicf;
 
 namespace {
@@ -35,18 +37,6 @@ struct Scratch {
     fs::remove_all(dir, ec);
   }
 };
-
-std::string readAll(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void writeAll(const fs::path &p, const std::string &text) {
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-}
 
 // The folder's entry names, sorted, comma-separated ("" for an empty or missing folder).
 std::string listing(const fs::path &dir) {

@@ -10,6 +10,7 @@
 #include "model_dirs.h"
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -20,26 +21,13 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+using namespace aicf::test_files;
 using namespace aicf;
 
 namespace {
 
 fs::path scratch() {
-  static fs::path dir = fs::temp_directory_path() / cat("aicf_safety_runtime_", ::getpid());
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string readAll(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void writeAll(const fs::path &p, const std::string &s) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << s;
+  return scratchDir("aicf_safety_runtime_");
 }
 
 fs::path compileFolder(const std::string &name, const std::string &cpuArch = "native") {
