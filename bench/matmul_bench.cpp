@@ -10,12 +10,12 @@
 //
 //   aicf-bench-matmul [--m 256 --n 1024 --k 1024] [--reps 9] [--emit] [--keep DIR]
 //                     [--hand [--bm 256 --bn 256 --bk 256] [--mr 8 --nv 2 --pack 8192]]
-#include "codegen/fusion.h"
-#include "codegen/host_build.h"
-#include "codegen/host_printer.h"
-#include "codegen/kir.h"
-#include "codegen/lower.h"
+#include "backend/host/host_build.h"
+#include "backend/host/host_printer.h"
 #include "ir/graph.h"
+#include "kir/kir.h"
+#include "lower/fusion.h"
+#include "lower/lower.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 

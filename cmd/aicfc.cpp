@@ -2,7 +2,7 @@
 // import -> passes (passes/pipeline.cpp) -> lower -> plan -> codegen (host C++ or CUDA) ->
 // artifacts.
 #include "aicf/build_config.h"
-#include "codegen/compile.h"
+#include "driver/compile.h"
 #include "frontend/onnx_importer.h"
 #include "ir/printer.h"
 #include "passes/explain.h"
@@ -136,7 +136,7 @@ int compile(const Flags &flags) {
     return 0;
   }
   // 4. Lower each fused group to Kernel IR, plan memory, print host C++ or CUDA
-  // (codegen/compile.cpp); a CUDA target's kernels follow its own plan.
+  // (driver/compile.cpp); a CUDA target's kernels follow its own plan.
   CompileOptions copts;
   copts.target = flags.target;
   copts.planFor = flags.planFor.empty() ? flags.target : flags.planFor;

@@ -11,6 +11,7 @@
 
 #include "frontend/onnx_tensor.h"
 #include "support/diagnostics.h"
+#include "support/int_math.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -24,13 +25,6 @@ namespace aicf {
 namespace {
 
 using Shape = std::vector<int64_t>;
-
-int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t p = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i)
-    p *= s[i];
-  return p;
-}
 
 // Normalises a list of axes against `rank`, sorted and without duplicates.
 Shape normAxes(const ConvertCtx &c, Shape axes, int64_t rank, const char *what = "axis") {

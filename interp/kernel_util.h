@@ -7,6 +7,7 @@
 #include "ir/graph.h"
 #include "ir/types.h"
 #include "support/diagnostics.h"
+#include "support/int_math.h"
 
 #include <array>
 #include <cmath>
@@ -151,13 +152,7 @@ inline void copyElem(uint8_t *dst, const uint8_t *src, size_t size) {
 Tensor gatherByAxisMaps(const Tensor &x, const std::vector<std::vector<int64_t>> &maps,
                         const std::vector<uint8_t> &fill);
 
-// Signed floor / ceil division (b > 0).
-inline int64_t floorDiv(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-inline int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
+// Signed floor / ceil division: floorDiv, ceilDiv in support/int_math.h.
 
 // ---- scalar math (double in, double out; results are rounded to the dtype by the caller) -----
 

@@ -11,6 +11,7 @@
 // softmax op keeps ONNX's NaN. Probabilities are computed in double and rounded to fp32 before
 // the product with v.
 #include "interp/kernels.h"
+#include "support/int_math.h"
 
 #include <algorithm>
 #include <limits>
@@ -72,13 +73,6 @@ std::vector<std::vector<int64_t>> allPositions(const std::vector<int64_t> &dims)
     }
   }
   return out;
-}
-
-int64_t product(const std::vector<int64_t> &v, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t n = 1;
-  for (size_t i = from; i < std::min(to, v.size()); ++i)
-    n *= v[i];
-  return n;
 }
 
 } // namespace

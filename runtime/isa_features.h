@@ -1,9 +1,9 @@
 // The x86 instruction-set extensions a host libmodel.so may need, as one list shared by the
 // compiler and the runtime so the two cannot disagree on a name. aicfc records in plan.yaml
 // (target.isa) each extension whose predefined macro the C++ compiler sets for the folder's
-// -march (codegen/host_build.cpp); the runtime refuses at aicf_open a folder that needs one the
-// running CPU lacks (CPUID, and XGETBV for whether the OS saves the AVX and AVX-512
-// registers), instead of faulting with SIGILL in the middle of a run.
+// -march (backend/host/host_build.cpp); the runtime refuses at aicf_open a folder that needs one
+// the running CPU lacks (CPUID, and XGETBV for whether the OS saves the AVX and AVX-512 registers),
+// instead of faulting with SIGILL in the middle of a run.
 //
 // X(name, macro, leaf, subleaf, reg, bit, state): the name as plan.yaml spells it; the macro
 // `c++ -march=ARCH -dM -E` defines when ARCH may use it; where CPUID reports it (leaf, subleaf,

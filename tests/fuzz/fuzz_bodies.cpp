@@ -2,7 +2,7 @@
 // them (a per-process scratch folder) and calls the same entry point the tool calls.
 #include "tests/fuzz/fuzz_bodies.h"
 
-#include "codegen/compile.h"
+#include "driver/compile.h"
 #include "frontend/onnx_importer.h"
 #include "ir/npy.h"
 #include "ir/parser.h"

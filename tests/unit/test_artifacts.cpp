@@ -3,7 +3,7 @@
 // (f32: |got - want| <= 1e-4 + 1e-4*|want|). Compiling twice into different folders gives
 // byte-identical files. A tampered plan, a truncated weights file and a missing kernel are
 // errors from aicf_open, never crashes.
-#include "codegen/compile.h"
+#include "driver/compile.h"
 #include "frontend/onnx_importer.h"
 #include "ir/npy.h"
 #include "model_dirs.h"

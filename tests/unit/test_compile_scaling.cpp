@@ -6,9 +6,9 @@
 //     functions than steps, every step naming an emitted symbol, and the compiled folder
 //     matches the interpreter;
 //   * the Graph's use lists and position index stay right through rewrites.
-#include "codegen/compile.h"
-#include "codegen/fusion.h"
+#include "driver/compile.h"
 #include "interp/interpreter.h"
+#include "lower/fusion.h"
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 

@@ -15,7 +15,7 @@
 // Kernels run in this process (a kernel that crashes takes the suite down with it: none does).
 // Buffers: graph inputs and weights are tensors; every kernel writes fresh outputs (filled with
 // 0xff bytes, so an element it never writes shows up as NaN or -1); a view (reshape) result is
-// its source's bytes with the view's shape (storageOf, codegen/fusion.h).
+// its source's bytes with the view's shape (storageOf, lower/fusion.h).
 //
 // testdata/conformance/host_passing.txt lists the tests that pass through the host target; it
 // may not regress. Regenerate it with
@@ -25,10 +25,10 @@
 // (`make conformance`) prints the by-op table with the host column.
 #include "node_test_util.h"
 
-#include "codegen/fusion.h"
-#include "codegen/host_build.h"
-#include "codegen/host_printer.h"
-#include "codegen/lower.h"
+#include "backend/host/host_build.h"
+#include "backend/host/host_printer.h"
+#include "lower/fusion.h"
+#include "lower/lower.h"
 #include "passes/pass.h"
 #include "support/diagnostics.h"
 

@@ -1,14 +1,14 @@
-// Tests of the cost model and the planner (codegen/cost_model.h, codegen/planner.h): the CUDA
+// Tests of the cost model and the planner (plan/cost_model.h, plan/planner.h): the CUDA
 // occupancy formula against the calculator's worked examples, the register estimate's
 // calibration points, constraint rejections with their messages, deterministic choices that
 // differ between targets for a stated reason, rank ordering, the error when nothing fits, and
 // store-or-recompute decisions of the fusion (compiled, run and compared with the interpreter).
-#include "codegen/compile.h"
-#include "codegen/cost_model.h"
-#include "codegen/fusion.h"
-#include "codegen/planner.h"
+#include "driver/compile.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "lower/fusion.h"
+#include "plan/cost_model.h"
+#include "plan/planner.h"
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 
@@ -252,7 +252,7 @@ TEST_CASE("fusion by cost: a cheap shared elementwise value is recomputed in its
   std::string host = AICF_TESTDATA "/targets/ci-host.yaml";
   Hardware hw = loadHardwareFile(host);
   FusionOptions fo;
-  fo.hw = &hw;
+  fo.rematCost = rematCostFor(hw);
   Partition p = partitionGraph(*g, fo);
   REQUIRE(p.remat.size() == 1);
   CHECK(p.remat[0].recomputed);
@@ -292,7 +292,7 @@ TEST_CASE("fusion by cost: an expensive shared value read by many kernels is sto
   auto g = graphOf(text);
   Hardware hw = loadHardwareFile(AICF_TESTDATA "/targets/ci-host.yaml");
   FusionOptions fo;
-  fo.hw = &hw;
+  fo.rematCost = rematCostFor(hw);
   Partition p = partitionGraph(*g, fo);
   REQUIRE(p.remat.size() == 1);
   CHECK_FALSE(p.remat[0].recomputed);

@@ -1,4 +1,4 @@
-// The CUDA target (codegen/cuda_printer, codegen/cuda_build): the Kernel IR built for
+// The CUDA target (backend/cuda/cuda_printer, backend/cuda/cuda_build): the Kernel IR built for
 // --target cuda:sm_90 equals the one --target cpu --plan-for cuda:sm_90 runs on the host (so the
 // host's numerical tests cover the CUDA kernels' logic); the mlp model's kernels.cu matches a
 // golden (testdata/cuda, AICF_UPDATE_GOLDENS=1 rewrites it); ptxas reports parse and limit
@@ -7,9 +7,9 @@
 // every kernel, within the target's limits and without spills, for sm_80 and for sm_90. Models
 // whose kernels.cu is identical to one already built for that architecture are not rebuilt;
 // AICF_CUDA_ONE_ARCH=1 shortens a local run to one architecture per model (alternating).
-#include "codegen/compile.h"
-#include "codegen/cuda_build.h"
-#include "codegen/cuda_printer.h"
+#include "backend/cuda/cuda_build.h"
+#include "backend/cuda/cuda_printer.h"
+#include "driver/compile.h"
 #include "frontend/onnx_importer.h"
 #include "model_dirs.h"
 #include "passes/pass.h"

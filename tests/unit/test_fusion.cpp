@@ -1,11 +1,11 @@
-// Tests of the partition into kernel groups (codegen/fusion.h) on small hand-written graphs:
+// Tests of the partition into kernel groups (lower/fusion.h) on small hand-written graphs:
 // anchors with prologue / epilogue membership, elementwise nodes shared by several groups
 // (computed once, with their producer or alone), the single-output rule of contraction
 // epilogues, the one-shape rule of pointwise groups, views and storageOf, cycle avoidance,
 // group inputs / outputs in first-use order, a valid execution order, and determinism.
-#include "codegen/fusion.h"
-#include "codegen/lower.h"
 #include "ir/parser.h"
+#include "lower/fusion.h"
+#include "lower/lower.h"
 
 #include <doctest/doctest.h>
 

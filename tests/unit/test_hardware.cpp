@@ -1,8 +1,8 @@
-// Tests of the hardware descriptions (codegen/hardware.h): every built-in loads with the
+// Tests of the hardware descriptions (target/hardware.h): every built-in loads with the
 // datasheet figures, each validation rule gives its exact message (one file per rule under
 // testdata/targets/bad/), host detection reads a fake sysfs tree exactly and falls back where
 // files are missing, AICF_HOST_HARDWARE replaces it, and hardwareFor maps targets to descriptions.
-#include "codegen/hardware.h"
+#include "target/hardware.h"
 
 #include "support/diagnostics.h"
 
@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kTargets = fs::path(AICF_TESTDATA) / "targets";
-const fs::path kSourceTargets = fs::path(AICF_TESTDATA) / ".." / "codegen" / "targets";
+const fs::path kSourceTargets = fs::path(AICF_TESTDATA) / ".." / "target" / "hardware";
 
 std::string errorOf(const std::function<void()> &f) {
   try {

@@ -1,5 +1,5 @@
-// Kernel-level differential tests: graphs are partitioned into groups (codegen/fusion.h), every
-// group is lowered by its recipe (codegen/lower.h), verified (kir::verifyKernel must be empty),
+// Kernel-level differential tests: graphs are partitioned into groups (lower/fusion.h), every
+// group is lowered by its recipe (lower/lower.h), verified (kir::verifyKernel must be empty),
 // printed with the host printer, compiled, loaded and run on the interpreter's values for the
 // group's inputs; each group output must match the interpreter's value for it.
 //   * Models: every testdata model after the default pipeline, each group checked alone, then
@@ -19,14 +19,14 @@
 // A group whose recipe is listed in kPendingRecipes (a recipe another engineer has not landed)
 // is reported as skipped with a MESSAGE naming it; every other group must be checked, and the
 // test asserts that checked + skipped covers every group.
-#include "codegen/fusion.h"
-#include "codegen/host_build.h"
-#include "codegen/host_printer.h"
-#include "codegen/lower.h"
+#include "backend/host/host_build.h"
+#include "backend/host/host_printer.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "lower/fusion.h"
+#include "lower/lower.h"
 #include "model_dirs.h"
 #include "passes/pass.h"
 #include "support/cli_util.h"

@@ -1,13 +1,13 @@
-// Tests of the Kernel IR (codegen/kir.h) and its host target: the verifier's structural and
+// Tests of the Kernel IR (kir/kir.h) and its host target: the verifier's structural and
 // SIMT-rule checks (one negative test per rule, exact messages), the text printer against an
 // expected string, and host-printed kernels compiled with the system compiler (-Wall -Wextra
 // -Werror, so the generated code is warning-free), loaded and checked numerically against
 // direct computations: elementwise math with f16/bf16 stores, a Welford layer norm built on
 // regions + local state + a 3-field block_reduce, shared-memory staging with barriers (stack and
 // heap-sized buffers), and mma_tile GEMMs on both the vector micro-kernel and the generic path.
-#include "codegen/host_build.h"
-#include "codegen/host_printer.h"
-#include "codegen/kir.h"
+#include "backend/host/host_build.h"
+#include "backend/host/host_printer.h"
+#include "kir/kir.h"
 
 #include "support/diagnostics.h"
 #include "support/half.h"

@@ -1,5 +1,5 @@
-// Differential tests of the anchor recipes (codegen/recipe_norm.cpp, recipe_attention.cpp,
-// recipe_contraction.cpp) and of FuseReductionEpilogue (codegen/fuse_reduction_epilogue.cpp).
+// Differential tests of the anchor recipes (lower/recipe_norm.cpp, recipe_attention.cpp,
+// recipe_contraction.cpp) and of FuseReductionEpilogue (kir/fuse_reduction_epilogue.cpp).
 //
 // Each case is a small Graph IR text. The whole graph becomes one kernel group (anchor + fused
 // prologue / epilogue elementwise nodes), lowered through lowerGroup for the host's own plan
@@ -16,13 +16,13 @@
 // (ReLU epilogue, accumulator read twice); the printed Kernel IR before / after and the outcome
 // are compared with goldens under testdata/kir/fuse_reduction_epilogue (AICF_UPDATE_GOLDENS=1
 // rewrites them), and applied rewrites are run before and after to show they keep results.
-#include "codegen/fuse_reduction_epilogue.h"
-#include "codegen/fusion.h"
-#include "codegen/host_build.h"
-#include "codegen/host_printer.h"
-#include "codegen/lower.h"
+#include "backend/host/host_build.h"
+#include "backend/host/host_printer.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "kir/fuse_reduction_epilogue.h"
+#include "lower/fusion.h"
+#include "lower/lower.h"
 #include "support/diagnostics.h"
 
 #include <doctest/doctest.h>

@@ -5,8 +5,8 @@
 // aicf_run_device) or, on a machine without a GPU or driver, aicf_open fails with
 // "no CUDA device available (cudaErrorX)" and never crashes. aicf_run_device on a cpu plan is a
 // documented error. Skipped with a MESSAGE where nvcc is absent (no cuda folder can be built).
-#include "codegen/compile.h"
-#include "codegen/cuda_build.h"
+#include "backend/cuda/cuda_build.h"
+#include "driver/compile.h"
 #include "frontend/onnx_importer.h"
 #include "ir/npy.h"
 #include "passes/pass.h"

@@ -2,8 +2,8 @@
 // (support/output_folder.h), and a compiled folder is byte-deterministic, CUDA's libmodel.so
 // included. Each refusal is a UserError with exit code 1 that names the folder and leaves it as it
 // was; the temporary folder beside OUT is unique and only it is removed on failure.
-#include "codegen/compile.h"
-#include "codegen/cuda_build.h"
+#include "backend/cuda/cuda_build.h"
+#include "driver/compile.h"
 #include "model_dirs.h"
 #include "support/diagnostics.h"
 #include "support/output_folder.h"

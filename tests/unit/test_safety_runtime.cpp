@@ -5,8 +5,8 @@
 // total`; shape products wrapped) plus every other number the loader reads. The unit tests also
 // run under ASan + UBSan, which catch any overflow left. Also: the ISA a folder needs
 // (target.isa) is checked against the CPU at open, and thread counts are range-checked.
-#include "codegen/compile.h"
-#include "codegen/host_build.h"
+#include "backend/host/host_build.h"
+#include "driver/compile.h"
 #include "model_dirs.h"
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"

@@ -1,0 +1,293 @@
+// See c_expr.h. One printer for both C-family targets; every target-specific spelling comes
+// from the Dialect.
+#include "backend/c/c_expr.h"
+
+#include "support/diagnostics.h"
+#include "support/half.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace aicf::cexpr {
+
+using namespace kir;
+
+const char *valueType(DType t) {
+  switch (t) {
+  case DType::F32:
+  case DType::F16:
+  case DType::BF16: return "float";
+  case DType::I64: return "int64_t";
+  case DType::I32: return "int32_t";
+  case DType::I8: return "int8_t";
+  case DType::Bool: return "bool";
+  }
+  return "float";
+}
+
+const char *storageType(const Dialect &d, DType t) {
+  switch (t) {
+  case DType::F16: return d.f16Storage;
+  case DType::BF16: return d.bf16Storage;
+  case DType::Bool: return "uint8_t";
+  default: return valueType(t);
+  }
+}
+
+std::string floatLiteral(const Dialect &d, float f) {
+  if (std::isnan(f))
+    return d.nan;
+  if (std::isinf(f))
+    return f > 0 ? d.inf : d.negInf;
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+std::string intLiteral(int64_t v) {
+  if (v == INT64_MIN)
+    return "(-9223372036854775807L - 1L)";
+  return std::to_string(v) + "L";
+}
+
+namespace {
+
+constexpr int kPrecOr = 1, kPrecAnd = 2, kPrecEq = 3, kPrecRel = 4, kPrecAdd = 5, kPrecMul = 6,
+              kPrecUnary = 7, kPrecPrimary = 8;
+
+struct Printed {
+  std::string text;
+  int prec;
+  bool logical = false; // a comparison or && / || (parenthesised inside another one)
+};
+
+std::string wrap(const Printed &p, bool w) {
+  return w ? "(" + p.text + ")" : p.text;
+}
+
+class Printer {
+public:
+  explicit Printer(const Dialect &d) : d_(d) {}
+
+  Printed print(const ExprP &e) const {
+    AICF_CHECK(e, d_.who, ": null expression");
+    switch (e->kind) {
+    case Expr::Kind::Int: return {intLiteral(e->ival), e->ival < 0 ? kPrecUnary : kPrecPrimary};
+    case Expr::Kind::Float: {
+      float f = static_cast<float>(e->fval);
+      if (e->type == DType::F16)
+        f = f16ToFloat(floatToF16(f));
+      else if (e->type == DType::BF16)
+        f = bf16ToFloat(floatToBf16(f));
+      if (!isFloat(e->type)) // a float literal typed as an integer: C++ converts
+        return {"static_cast<" + std::string(valueType(e->type)) + ">(" + floatLiteral(d_, f) + ")",
+                kPrecPrimary};
+      std::string s = floatLiteral(d_, f);
+      return {s, s[0] == '-' ? kPrecUnary : kPrecPrimary};
+    }
+    case Expr::Kind::Var: return {e->var, kPrecPrimary};
+    case Expr::Kind::Load: return load(*e);
+    case Expr::Kind::Unary: return unary(*e);
+    case Expr::Kind::Binary: return binary(*e);
+    case Expr::Kind::Select:
+      return {"(" + text(e->args.at(0)) + " ? " + text(e->args.at(1)) + " : " +
+                  text(e->args.at(2)) + ")",
+              kPrecPrimary};
+    case Expr::Kind::Cast: return cast(*e);
+    }
+    return {"0", kPrecPrimary};
+  }
+
+  std::string text(const ExprP &e) const { return print(e).text; }
+
+private:
+  Printed load(const Expr &e) const {
+    return {widen(d_, e.buf->dtype, elemRef(d_, e.buf, e.args)), kPrecPrimary};
+  }
+
+  Printed unary(const Expr &e) const {
+    const ExprP &x = e.args.at(0);
+    Printed a = print(x);
+    std::string T = valueType(e.type);
+    bool fl = isFloat(e.type);
+    switch (e.uop) {
+    case UnOp::Neg: return {"-" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
+    case UnOp::Not: return {"!" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
+    case UnOp::Abs:
+      if (fl)
+        return {std::string(d_.absFloat) + "(" + a.text + ")", kPrecPrimary};
+      return {std::string(d_.absOther) + (d_.absOtherTemplated ? "<" + T + ">" : "") + "(" +
+                  a.text + ")",
+              kPrecPrimary};
+    case UnOp::Sign: return {"aicf_sign<" + T + ">(" + a.text + ")", kPrecPrimary};
+    case UnOp::Rsqrt:
+      if (fl)
+        return {"(1.0f / " + std::string(d_.math(UnOp::Sqrt, true)) + "(" + a.text + "))",
+                kPrecPrimary};
+      return {"static_cast<" + T + ">(1.0 / " + d_.math(UnOp::Sqrt, false) +
+                  "(static_cast<double>(" + a.text + ")))",
+              kPrecPrimary};
+    case UnOp::Sigmoid:
+      if (fl)
+        return {std::string(d_.sigmoid) + "(" + a.text + ")", kPrecPrimary};
+      return {"static_cast<" + T + ">(" + d_.sigmoid + "(static_cast<float>(" + a.text + ")))",
+              kPrecPrimary};
+    default: break;
+    }
+    const char *fn = d_.math(e.uop, fl);
+    AICF_CHECK(fn, d_.who, ": unary op ", unOpName(e.uop));
+    if (fl && isFloat(x->type))
+      return {std::string(fn) + "(" + a.text + ")", kPrecPrimary};
+    if (fl)
+      return {std::string(fn) + "(static_cast<float>(" + a.text + "))", kPrecPrimary};
+    return {"static_cast<" + T + ">(" + fn + "(static_cast<double>(" + a.text + ")))",
+            kPrecPrimary};
+  }
+
+  Printed binary(const Expr &e) const {
+    Printed a = print(e.args.at(0)), b = print(e.args.at(1));
+    std::string T = valueType(e.type);
+    bool fl = isFloat(e.type);
+    int p = 0;
+    switch (e.bop) {
+    case BinOp::Min: return {"aicf_min<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
+    case BinOp::Max: return {"aicf_max<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
+    case BinOp::Pow:
+      if (fl)
+        return {std::string(d_.powF32) + "(static_cast<float>(" + a.text +
+                    "), static_cast<float>(" + b.text + "))",
+                kPrecPrimary};
+      return {"static_cast<" + T + ">(" + d_.powF64 + "(static_cast<double>(" + a.text +
+                  "), static_cast<double>(" + b.text + ")))",
+              kPrecPrimary};
+    case BinOp::Mod:
+      if (fl)
+        return {std::string(d_.fmodF32) + "(static_cast<float>(" + a.text +
+                    "), static_cast<float>(" + b.text + "))",
+                kPrecPrimary};
+      p = kPrecMul;
+      break;
+    case BinOp::Add:
+    case BinOp::Sub: p = kPrecAdd; break;
+    case BinOp::Mul:
+    case BinOp::Div: p = kPrecMul; break;
+    case BinOp::Lt:
+    case BinOp::Le:
+    case BinOp::Gt:
+    case BinOp::Ge: p = kPrecRel; break;
+    case BinOp::Eq:
+    case BinOp::Ne: p = kPrecEq; break;
+    case BinOp::And: p = kPrecAnd; break;
+    case BinOp::Or: p = kPrecOr; break;
+    }
+    bool logical = p <= kPrecRel;
+    // Inside a comparison or logical operator, nested ones are parenthesised (-Wparentheses).
+    std::string l = wrap(a, a.prec < p || (logical && a.logical));
+    std::string r = wrap(b, b.prec <= p || (logical && b.logical));
+    return {l + " " + binOpName(e.bop) + " " + r, p, logical};
+  }
+
+  Printed cast(const Expr &e) const {
+    std::string a = text(e.args.at(0));
+    switch (e.type) {
+    case DType::F16:
+      return {std::string(d_.roundH) + "(static_cast<float>(" + a + "))", kPrecPrimary};
+    case DType::BF16:
+      return {std::string(d_.roundBf) + "(static_cast<float>(" + a + "))", kPrecPrimary};
+    case DType::Bool: return {"(" + a + " != 0)", kPrecPrimary};
+    default:
+      return {"static_cast<" + std::string(valueType(e.type)) + ">(" + a + ")", kPrecPrimary};
+    }
+  }
+
+  const Dialect &d_;
+};
+
+} // namespace
+
+std::string str(const Dialect &d, const ExprP &e) {
+  return Printer(d).text(e);
+}
+
+std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP> &idx) {
+  size_t first = d.localPerThread && b->scope == Scope::Local ? 1 : 0;
+  std::vector<int64_t> dims(b->shape.begin() + static_cast<std::ptrdiff_t>(first), b->shape.end());
+  std::vector<int64_t> strides = stridesOf(dims);
+  E off(int64_t(0));
+  for (size_t i = first; i < idx.size(); ++i)
+    off = off + E(idx[i]) * E(strides[i - first]);
+  return b->name + "[" + str(d, off.get()) + "]";
+}
+
+std::string widen(const Dialect &d, DType t, const std::string &ref) {
+  switch (t) {
+  case DType::F16: return std::string(d.h2f) + "(" + ref + ")";
+  case DType::BF16: return std::string(d.bf2f) + "(" + ref + ")";
+  case DType::Bool: return "(" + ref + " != 0)";
+  default: return ref;
+  }
+}
+
+std::string narrowStr(const Dialect &d, DType t, DType vt, const std::string &s) {
+  switch (t) {
+  case DType::F16: return std::string(d.f2h) + "(" + s + ")";
+  case DType::BF16: return std::string(d.f2bf) + "(" + s + ")";
+  case DType::Bool: return "static_cast<uint8_t>(" + s + ")";
+  default:
+    if (vt == t)
+      return s;
+    return "static_cast<" + std::string(storageType(d, t)) + ">(" + s + ")";
+  }
+}
+
+std::string narrow(const Dialect &d, DType t, const ExprP &v) {
+  // A 16-bit float copied between buffers of the same type: move the bits (no round trip).
+  if ((t == DType::F16 || t == DType::BF16) && v->kind == Expr::Kind::Load && v->buf->dtype == t)
+    return elemRef(d, v->buf, v->args);
+  return narrowStr(d, t, v->type, str(d, v));
+}
+
+void Uses::expr(const ExprP &e) {
+  if (!e)
+    return;
+  if (e->kind == Expr::Kind::Var)
+    vars.insert(e->var);
+  if (e->kind == Expr::Kind::Load)
+    bufs.insert(e->buf.get());
+  // A per-thread local buffer's first (thread) index is not printed: it is not a use.
+  size_t first =
+      d_.localPerThread && e->kind == Expr::Kind::Load && e->buf->scope == Scope::Local ? 1 : 0;
+  for (size_t i = first; i < e->args.size(); ++i)
+    expr(e->args[i]);
+}
+
+void Uses::stmts(const std::vector<StmtP> &ss) {
+  for (const StmtP &s : ss)
+    stmt(*s);
+}
+
+void Uses::stmt(const Stmt &s) {
+  for (const E *e : {&s.begin, &s.extent, &s.value, &s.cond})
+    expr(e->get());
+  size_t first = d_.localPerThread && s.buf && s.buf->scope == Scope::Local ? 1 : 0;
+  for (size_t i = first; i < s.indices.size(); ++i)
+    expr(s.indices[i].get());
+  if (s.buf)
+    bufs.insert(s.buf.get());
+  for (const BufferP &b : s.src)
+    bufs.insert(b.get());
+  for (const BufferP &b : s.dst)
+    bufs.insert(b.get());
+  for (const BufferP *b : {&s.a, &s.b, &s.c})
+    if (*b)
+      bufs.insert(b->get());
+  stmts(s.body);
+  stmts(s.elseBody);
+  stmts(s.init);
+  stmts(s.update);
+}
+
+} // namespace aicf::cexpr

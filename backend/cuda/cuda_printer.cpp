@@ -1,0 +1,554 @@
+// The CUDA printer (printCudaSource, DESIGN.md §4): spells verified Kernel IR as CUDA C++17 for
+// nvcc, following the host printer's traversal statement by statement and adding no logic:
+//   * each kernel is   extern "C" __global__ void __launch_bounds__(threads) NAME(params...)
+//     with one typed __restrict__ pointer per param (const for `in` params);
+//   * grid axes -> blockIdx: the innermost axis on x, then y, z; with more than 3 axes, or an
+//     outer axis above CUDA's 65535 limit for y / z, all axes are folded into x and unflattened
+//     (the same row-major order the host's collapsed loop uses);
+//   * a region -> a block in which the thread var is threadIdx.x (no guard: blocks are exactly
+//     `threads` wide); a barrier -> __syncthreads();
+//   * shared buffers -> __shared__ arrays (static up to 48 KB in total, else one dynamic
+//     extern __shared__ array with 16-byte aligned offsets; the launcher raises the kernel's
+//     cudaFuncAttributeMaxDynamicSharedMemorySize once); local [threads, ...] buffers -> a
+//     per-thread register array of the remaining dims (the thread index is dropped);
+//   * block_reduce -> __shfl_down_sync over the combiner's fields within each warp, one
+//     shared-memory exchange across warps, the result written by thread 0 to the dst shared
+//     buffers and broadcast by a final __syncthreads();
+//   * mma_tile -> a per-thread loop over the thread's tm x tn sub-tile (kir.h's mapping) reading
+//     the shared A and B tiles into registers per k step;
+//   * f16/bf16 storage is __half / __nv_bfloat16 (loads widen with __half2float /
+//     __bfloat162float, stores narrow with round-to-nearest-even); math as the host printer:
+//     expf/logf/…, rsqrt -> 1/sqrtf, round -> rintf (half to even), min/max propagate NaN, int
+//     Div/Mod are C's.
+// Plus, per kernel, the host launcher  extern "C" int aicf_launch_NAME(void *const *args,
+// cudaStream_t stream)  that returns the launch's cudaError_t. The output is a pure function of
+// the kernels and compiles warning-free with nvcc.
+#include "backend/cuda/cuda_printer.h"
+
+#include "backend/c/c_expr.h"
+#include "plan/memory_plan.h"
+#include "support/diagnostics.h"
+#include "support/half.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace aicf {
+namespace {
+
+using namespace kir;
+
+constexpr int64_t kMaxGridYZ = 65535;
+constexpr int64_t kMaxGridX = 2147483647;
+
+const char *const kPrelude = R"(#include <cstdint>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace {
+
+// min/max propagate NaN; sign(NaN) is NaN (as the reference interpreter and the host target).
+template <class T>
+__device__ __forceinline__ T aicf_min(T a, T b) {
+  return (b < a || b != b) ? b : a;
+}
+template <class T>
+__device__ __forceinline__ T aicf_max(T a, T b) {
+  return (a < b || b != b) ? b : a;
+}
+template <class T>
+__device__ __forceinline__ T aicf_sign(T x) {
+  return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0)));
+}
+template <class T>
+__device__ __forceinline__ T aicf_abs(T x) {
+  return x < T(0) ? static_cast<T>(-x) : x;
+}
+template <class T>
+__device__ __forceinline__ T aicf_sigmoid(T x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+template <class T>
+__device__ __forceinline__ float aicf_rh(T x) {
+  return __half2float(__float2half_rn(x));
+}
+template <class T>
+__device__ __forceinline__ float aicf_rbf(T x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+// Warp shuffle of one combiner field (bool and int8 travel as int).
+template <class T>
+__device__ __forceinline__ T aicf_shfl_down(T v, int off, unsigned mask) {
+  if constexpr (sizeof(T) < 4)
+    return static_cast<T>(__shfl_down_sync(mask, static_cast<int>(v), off));
+  else
+    return __shfl_down_sync(mask, v, off);
+}
+
+} // namespace
+)";
+
+// ---- expressions: the shared C-family printer (backend/c/c_expr.h), CUDA dialect -------------
+
+// f32 and f64 spellings of the math functions (CUDA's device math library).
+const char *cudaMath(UnOp op, bool f32) {
+  switch (op) {
+  case UnOp::Exp: return f32 ? "expf" : "exp";
+  case UnOp::Log: return f32 ? "logf" : "log";
+  case UnOp::Sqrt: return f32 ? "sqrtf" : "sqrt";
+  case UnOp::Tanh: return f32 ? "tanhf" : "tanh";
+  case UnOp::Erf: return f32 ? "erff" : "erf";
+  case UnOp::Floor: return f32 ? "floorf" : "floor";
+  case UnOp::Ceil: return f32 ? "ceilf" : "ceil";
+  case UnOp::Round: return f32 ? "rintf" : "rint";
+  case UnOp::Sin: return f32 ? "sinf" : "sin";
+  case UnOp::Cos: return f32 ? "cosf" : "cos";
+  default: return nullptr;
+  }
+}
+
+// 16-bit floats are __half / __nv_bfloat16 with the cuda_fp16 / cuda_bf16 conversions; a local
+// buffer is the thread's own register array, so its first (thread) index is not printed.
+const cexpr::Dialect kCuda = {"CUDA printer",
+                              "__half",
+                              "__nv_bfloat16",
+                              "__int_as_float(0x7fc00000)",
+                              "__int_as_float(0x7f800000)",
+                              "__int_as_float(-8388608)",
+                              "__half2float",
+                              "__bfloat162float",
+                              "__float2half_rn",
+                              "__float2bfloat16_rn",
+                              "aicf_rh<float>",
+                              "aicf_rbf<float>",
+                              /*localPerThread=*/true,
+                              cudaMath,
+                              "fabsf",
+                              "aicf_abs",
+                              /*absOtherTemplated=*/true,
+                              "powf",
+                              "pow",
+                              "fmodf",
+                              "aicf_sigmoid<float>"};
+
+const char *valueType(DType t) {
+  return cexpr::valueType(t);
+}
+const char *storageType(DType t) {
+  return cexpr::storageType(kCuda, t);
+}
+std::string intLiteral(int64_t v) {
+  return cexpr::intLiteral(v);
+}
+std::string num(int64_t v) {
+  return std::to_string(v);
+}
+std::string ex(const E &e) {
+  return cexpr::ex(kCuda, e);
+}
+std::string elemRef(const BufferP &b, const std::vector<ExprP> &idx) {
+  return cexpr::elemRef(kCuda, b, idx);
+}
+std::string widen(DType t, const std::string &ref) {
+  return cexpr::widen(kCuda, t, ref);
+}
+std::string narrowStr(DType t, DType vt, const std::string &s) {
+  return cexpr::narrowStr(kCuda, t, vt, s);
+}
+std::string narrow(DType t, const ExprP &v) {
+  return cexpr::narrow(kCuda, t, v);
+}
+struct Uses : cexpr::Uses {
+  Uses() : cexpr::Uses(kCuda) {}
+};
+
+// ---- launch geometry ---------------------------------------------------------------------------
+
+struct GridMap {
+  std::vector<std::string> axisExpr; // per grid axis, its value from blockIdx
+  int64_t dims[3] = {1, 1, 1};       // gridDim x, y, z
+};
+
+GridMap mapGrid(const Kernel &k) {
+  GridMap g;
+  size_t n = k.grid.size();
+  bool direct = n <= 3;
+  for (size_t i = 0; i + 1 < n && direct; ++i) // axes mapped to y and z
+    direct = k.grid[i].second <= kMaxGridYZ;
+  if (direct) {
+    static const char *const comps[] = {"x", "y", "z"};
+    for (size_t i = 0; i < n; ++i) {
+      size_t c = n - 1 - i;
+      g.dims[c] = k.grid[i].second;
+      g.axisExpr.push_back(std::string("static_cast<int64_t>(blockIdx.") + comps[c] + ")");
+    }
+    return g;
+  }
+  int64_t total = 1;
+  for (const auto &[axis, extent] : k.grid)
+    total *= extent;
+  AICF_CHECK(total <= kMaxGridX, "CUDA printer: kernel ", k.name, " has ", total,
+             " blocks, above CUDA's grid limit");
+  g.dims[0] = total;
+  int64_t stride = total;
+  for (size_t i = 0; i < n; ++i) {
+    stride /= k.grid[i].second;
+    std::string e = "static_cast<int64_t>(blockIdx.x)";
+    if (stride > 1)
+      e = "(" + e + " / " + intLiteral(stride) + ")";
+    if (i > 0)
+      e = "(" + e + " % " + intLiteral(k.grid[i].second) + ")";
+    g.axisExpr.push_back(e);
+  }
+  return g;
+}
+
+int64_t sharedTotal(const Kernel &k, std::vector<int64_t> *offsets) {
+  int64_t total = 0;
+  for (const BufferP &b : k.allocs) {
+    if (b->scope != Scope::Shared)
+      continue;
+    total = alignUp(total, 16);
+    if (offsets)
+      offsets->push_back(total);
+    total += b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
+  }
+  return total;
+}
+
+// ---- statements and kernels --------------------------------------------------------------------
+
+class KernelPrinter {
+public:
+  KernelPrinter(const Kernel &k, std::ostringstream &os) : k_(k), os_(os) { uses_.stmts(k.body); }
+
+  void print() {
+    GridMap gm = mapGrid(k_);
+    std::vector<int64_t> offsets;
+    int64_t shared = sharedTotal(k_, &offsets);
+    int64_t dynamic = shared > kCudaStaticSharedLimit ? alignUp(shared, 16) : 0;
+
+    os_ << "// kernel " << k_.name;
+    if (!k_.recipe.empty())
+      os_ << " (" << k_.recipe << ")";
+    os_ << ": grid(";
+    for (size_t i = 0; i < k_.grid.size(); ++i)
+      os_ << (i ? ", " : "") << k_.grid[i].first << ": " << k_.grid[i].second;
+    os_ << ") block(" << k_.threadVar << ": " << k_.threads << ")\n";
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k_.threads << ") " << k_.name
+        << "(";
+    for (size_t i = 0; i < k_.params.size(); ++i)
+      os_ << (i ? ",\n    " : "") << paramType(k_.params[i]) << " *__restrict__ "
+          << k_.params[i]->name;
+    os_ << ") {\n";
+    for (size_t i = 0; i < k_.grid.size(); ++i)
+      line(1, maybeUnusedVar(k_.grid[i].first) + "const int64_t " + k_.grid[i].first + " = " +
+                  gm.axisExpr[i] + ";");
+    if (dynamic)
+      line(1, "extern __shared__ __align__(16) unsigned char aicf_smem[];");
+    size_t si = 0;
+    for (const BufferP &b : k_.allocs) {
+      std::string T = storageType(b->dtype);
+      if (b->scope == Scope::Shared) {
+        if (dynamic)
+          line(1, maybeUnused(b) + T + " *const " + b->name + " = reinterpret_cast<" + T +
+                      " *>(aicf_smem + " + num(offsets[si]) + ");");
+        else
+          line(1, maybeUnused(b) + "__shared__ __align__(16) " + T + " " + b->name + "[" +
+                      num(b->numel()) + "];");
+        ++si;
+      } else if (b->scope == Scope::Local) {
+        int64_t per = b->shape.empty() || b->shape[0] == 0 ? 0 : b->numel() / b->shape[0];
+        line(1, maybeUnused(b) + T + " " + b->name + "[" + num(std::max<int64_t>(per, 1)) +
+                    "]; // registers: " + b->name + "[" + k_.threadVar + "] of local " +
+                    shapeText(b->shape));
+      }
+    }
+    block(1, k_.body);
+    os_ << "}\n";
+    printLauncher(gm, dynamic);
+  }
+
+private:
+  const Kernel &k_;
+  std::ostringstream &os_;
+  Uses uses_;
+
+  static std::string shapeText(const std::vector<int64_t> &s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); ++i)
+      r += (i ? ", " : "") + num(s[i]);
+    return r + "]";
+  }
+
+  static std::string paramType(const BufferP &b) {
+    return std::string(b->role == Role::In ? "const " : "") + storageType(b->dtype);
+  }
+
+  std::string maybeUnused(const BufferP &b) const {
+    return uses_.bufs.count(b.get()) ? "" : "[[maybe_unused]] ";
+  }
+  std::string maybeUnusedVar(const std::string &v) const {
+    return uses_.vars.count(v) ? "" : "[[maybe_unused]] ";
+  }
+
+  void printLauncher(const GridMap &gm, int64_t dynamic) {
+    os_ << "extern \"C\" int aicf_launch_" << k_.name
+        << "(void *const *args, cudaStream_t aicf_stream) {\n";
+    if (k_.params.empty())
+      line(1, "(void)args;");
+    if (dynamic) {
+      line(1, "static const cudaError_t aicf_attr = cudaFuncSetAttribute(" + k_.name +
+                  ", cudaFuncAttributeMaxDynamicSharedMemorySize, " + num(dynamic) + ");");
+      line(1, "if (aicf_attr != cudaSuccess)");
+      line(2, "return static_cast<int>(aicf_attr);");
+    }
+    std::string call = k_.name + "<<<dim3(" + num(gm.dims[0]) + ", " + num(gm.dims[1]) + ", " +
+                       num(gm.dims[2]) + "), dim3(" + num(k_.threads) + "), " + num(dynamic) +
+                       ", aicf_stream>>>(";
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      std::string T = paramType(k_.params[i]);
+      call += (i ? ", " : "") + std::string("static_cast<") + T + " *>(args[" + num(i) + "])";
+    }
+    line(1, call + ");");
+    line(1, "return static_cast<int>(cudaGetLastError());");
+    os_ << "}\n";
+  }
+
+  void line(int ind, const std::string &text) { os_ << std::string(2 * ind, ' ') << text << "\n"; }
+
+  void block(int ind, const std::vector<StmtP> &body) {
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i]->kind == Stmt::Kind::Decl) { // used by the statements after it in this block?
+        Uses rest;
+        rest.stmts(
+            std::vector<StmtP>(body.begin() + static_cast<std::ptrdiff_t>(i) + 1, body.end()));
+        declUsed_ = rest.vars.count(body[i]->var) > 0;
+      }
+      stmt(ind, *body[i]);
+    }
+  }
+  bool declUsed_ = true;
+
+  std::string forHead(const Stmt &s) {
+    std::string inc = s.step == 1 ? "++" + s.var : s.var + " += " + std::to_string(s.step) + "L";
+    return "for (int64_t " + s.var + " = " + ex(s.begin) + "; " + s.var + " < " +
+           ex(s.begin + s.extent) + "; " + inc + ") {";
+  }
+
+  void stmt(int ind, const Stmt &s) {
+    switch (s.kind) {
+    case Stmt::Kind::Seq:
+      line(ind, "{");
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::For:
+      if (s.loop != Stmt::LoopKind::Serial) { // unrolled and vectorised loops: unrolled
+        int64_t n = 8;
+        if (s.extent->kind == Expr::Kind::Int)
+          n = std::clamp<int64_t>((s.extent->ival + s.step - 1) / s.step, 1, 64);
+        line(0, "#pragma unroll " + std::to_string(n));
+      }
+      line(ind, forHead(s));
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Region: {
+      Uses inRegion;
+      inRegion.stmts(s.body);
+      line(ind, "{ // region");
+      line(ind + 1, std::string(inRegion.vars.count(s.var) ? "" : "[[maybe_unused]] ") +
+                        "const int64_t " + s.var + " = static_cast<int64_t>(threadIdx.x);");
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    }
+    case Stmt::Kind::If:
+      line(ind, "if (" + ex(s.cond) + ") {");
+      block(ind + 1, s.body);
+      if (!s.elseBody.empty()) {
+        line(ind, "} else {");
+        block(ind + 1, s.elseBody);
+      }
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Store: {
+      std::vector<ExprP> idx;
+      for (const E &e : s.indices)
+        idx.push_back(e.get());
+      line(ind, elemRef(s.buf, idx) + " = " + narrow(s.buf->dtype, s.value.get()) + ";");
+      return;
+    }
+    case Stmt::Kind::Decl:
+      line(ind, std::string(declUsed_ ? "" : "[[maybe_unused]] ") + valueType(s.dtype) + " " +
+                    s.var + " = " + ex(s.value) + ";");
+      return;
+    case Stmt::Kind::Assign: line(ind, s.var + " = " + ex(s.value) + ";"); return;
+    case Stmt::Kind::Barrier: line(ind, "__syncthreads();"); return;
+    case Stmt::Kind::BlockReduce: blockReduce(ind, s); return;
+    case Stmt::Kind::MmaTile: mmaTile(ind, s); return;
+    case Stmt::Kind::Reduce:
+      block(ind, s.init);
+      line(ind, forHead(s) + " // reduce");
+      block(ind + 1, s.update);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Comment: {
+      std::istringstream lines(s.text);
+      std::string l;
+      while (std::getline(lines, l))
+        line(ind, "// " + l);
+      return;
+    }
+    }
+  }
+
+  // The shuffle tree: for off = 16, 8, 4, 2, 1, lanes below `width - off` merge the state of
+  // lane + off into theirs (the combiner's lets and merged fields, as the host prints them).
+  void shuffleTree(int ind, const Combiner &c, const std::string &mask, const std::string &width) {
+    line(0, "#pragma unroll");
+    line(ind, "for (int aicf_off = 16; aicf_off > 0; aicf_off /= 2) {");
+    for (size_t i = 0; i < c.fields.size(); ++i) {
+      const auto &[field, dt] = c.fields[i];
+      line(ind + 1, "[[maybe_unused]] const " + std::string(valueType(dt)) + " b_" + field +
+                        " = aicf_shfl_down<" + valueType(dt) + ">(aicf_r" + num(i) +
+                        ", aicf_off, " + mask + ");");
+    }
+    line(ind + 1, "if (aicf_lane + aicf_off < " + width + ") {");
+    for (size_t i = 0; i < c.fields.size(); ++i) {
+      const auto &[field, dt] = c.fields[i];
+      line(ind + 2, "[[maybe_unused]] const " + std::string(valueType(dt)) + " a_" + field +
+                        " = aicf_r" + num(i) + ";");
+    }
+    for (const auto &[name, e] : c.lets)
+      line(ind + 2, "[[maybe_unused]] const " + std::string(valueType(e->type)) + " " + name +
+                        " = " + ex(e) + ";");
+    for (size_t i = 0; i < c.fields.size(); ++i)
+      line(ind + 2, "const " + std::string(valueType(c.fields[i].second)) + " aicf_m" + num(i) +
+                        " = " + ex(c.merged[i]) + ";");
+    for (size_t i = 0; i < c.fields.size(); ++i)
+      line(ind + 2, "aicf_r" + num(i) + " = aicf_m" + num(i) + ";");
+    line(ind + 1, "}");
+    line(ind, "}");
+  }
+
+  void blockReduce(int ind, const Stmt &s) {
+    const Combiner &c = s.combiner;
+    size_t nf = c.fields.size();
+    int64_t warps = (k_.threads + 31) / 32, rem = k_.threads % 32;
+    line(ind, "{ // block_reduce " + c.name +
+                  ": warp shuffles, one shared-memory exchange across warps");
+    line(ind + 1, "const int aicf_lane = static_cast<int>(threadIdx.x) % 32;");
+    line(ind + 1, std::string(warps > 1 || rem ? "" : "[[maybe_unused]] ") +
+                      "const int aicf_warp = static_cast<int>(threadIdx.x) / 32;");
+    for (size_t i = 0; i < nf; ++i)
+      line(ind + 1, std::string(valueType(c.fields[i].second)) + " aicf_r" + num(i) + " = " +
+                        widen(s.src[i]->dtype, s.src[i]->name + "[0]") + ";");
+    // Lanes of this warp that hold a thread (the last warp is partial when threads % 32 != 0).
+    std::string width = "32", mask = "0xffffffffu";
+    if (rem) {
+      std::string last = num(warps - 1), partial = num((uint64_t(1) << rem) - 1) + "u";
+      width = warps == 1 ? num(rem) : "(aicf_warp == " + last + " ? " + num(rem) + " : 32)";
+      mask = warps == 1 ? partial : "(aicf_warp == " + last + " ? " + partial + " : 0xffffffffu)";
+      line(ind + 1, "const unsigned aicf_mask = " + mask + ";");
+      line(ind + 1, "const int aicf_width = " + width + ";");
+      mask = "aicf_mask";
+      width = "aicf_width";
+    }
+    shuffleTree(ind + 1, c, mask, width);
+    auto writeDst = [&](int in) {
+      line(in, "if (aicf_lane == 0) {");
+      for (size_t i = 0; i < nf; ++i)
+        line(in + 1, s.dst[i]->name + "[0] = " +
+                         narrowStr(s.dst[i]->dtype, c.fields[i].second, "aicf_r" + num(i)) + ";");
+      line(in, "}");
+    };
+    if (warps == 1) {
+      writeDst(ind + 1);
+    } else {
+      for (size_t i = 0; i < nf; ++i)
+        line(ind + 1, "__shared__ " + std::string(valueType(c.fields[i].second)) + " aicf_w" +
+                          num(i) + "[" + num(warps) + "];");
+      line(ind + 1, "if (aicf_lane == 0) {");
+      for (size_t i = 0; i < nf; ++i)
+        line(ind + 2, "aicf_w" + num(i) + "[aicf_warp] = aicf_r" + num(i) + ";");
+      line(ind + 1, "}");
+      line(ind + 1, "__syncthreads();");
+      line(ind + 1, "if (aicf_warp == 0) {");
+      for (size_t i = 0; i < nf; ++i)
+        line(ind + 2, "aicf_r" + num(i) + " = aicf_w" + num(i) + "[aicf_lane < " + num(warps) +
+                          " ? aicf_lane : 0];");
+      shuffleTree(ind + 2, c, "0xffffffffu", num(warps));
+      writeDst(ind + 2);
+      line(ind + 1, "}");
+    }
+    line(ind + 1, "__syncthreads();");
+    line(ind, "}");
+  }
+
+  void mmaTile(int ind, const Stmt &s) {
+    int64_t colTiles = s.n / s.tn;
+    line(ind, "{ // mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
+                  " (m = " + num(s.m) + ", n = " + num(s.n) + ", k = " + num(s.k) +
+                  ", tm = " + num(s.tm) + ", tn = " + num(s.tn) + ")");
+    line(ind + 1, "const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / " +
+                      intLiteral(colTiles) + " * " + intLiteral(s.tm) +
+                      ", aicf_c0 = static_cast<int64_t>(threadIdx.x) % " + intLiteral(colTiles) +
+                      " * " + intLiteral(s.tn) + ";");
+    line(ind + 1, "for (int64_t aicf_k = 0; aicf_k < " + intLiteral(s.k) + "; ++aicf_k) {");
+    line(ind + 2, "float aicf_a[" + num(s.tm) + "], aicf_b[" + num(s.tn) + "];");
+    line(0, "#pragma unroll");
+    line(ind + 2, "for (int64_t aicf_i = 0; aicf_i < " + intLiteral(s.tm) + "; ++aicf_i)");
+    line(ind + 3, "aicf_a[aicf_i] = " +
+                      widen(s.a->dtype,
+                            s.a->name + "[(aicf_r0 + aicf_i) * " + intLiteral(s.k) + " + aicf_k]") +
+                      ";");
+    line(0, "#pragma unroll");
+    line(ind + 2, "for (int64_t aicf_j = 0; aicf_j < " + intLiteral(s.tn) + "; ++aicf_j)");
+    line(ind + 3, "aicf_b[aicf_j] = " +
+                      widen(s.b->dtype,
+                            s.b->name + "[aicf_k * " + intLiteral(s.n) + " + aicf_c0 + aicf_j]") +
+                      ";");
+    line(0, "#pragma unroll");
+    line(ind + 2, "for (int64_t aicf_i = 0; aicf_i < " + intLiteral(s.tm) + "; ++aicf_i)");
+    line(0, "#pragma unroll");
+    line(ind + 3, "for (int64_t aicf_j = 0; aicf_j < " + intLiteral(s.tn) + "; ++aicf_j)");
+    line(ind + 4, s.c->name + "[aicf_i * " + intLiteral(s.tn) +
+                      " + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];");
+    line(ind + 1, "}");
+    line(ind, "}");
+  }
+};
+
+} // namespace
+
+int64_t cudaDynamicSharedBytes(const kir::Kernel &k) {
+  int64_t shared = sharedTotal(k, nullptr);
+  return shared > kCudaStaticSharedLimit ? alignUp(shared, 16) : 0;
+}
+
+std::string printCudaSource(const std::vector<kir::Kernel> &kernels, const std::string &arch) {
+  std::ostringstream os;
+  os << "// Generated by aicf (CUDA target, " << arch << "): " << kernels.size()
+     << " kernel(s). Do not edit.\n";
+  os << kPrelude;
+  for (const kir::Kernel &k : kernels) {
+    std::vector<std::string> errs = kir::verifyKernel(k);
+    if (!errs.empty()) {
+      std::string all;
+      for (const std::string &e : errs)
+        all += "\n  " + e;
+      throwInternal(__FILE__, __LINE__, "CUDA printer: invalid kernel" + all);
+    }
+    os << "\n";
+    KernelPrinter(k, os).print();
+  }
+  return os.str();
+}
+
+} // namespace aicf

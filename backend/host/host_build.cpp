@@ -1,0 +1,112 @@
+// Building and loading generated host code (host_build.h): the source is written to a file,
+// compiled by the system C++ compiler into a shared object (posix_spawnp, no shell, so paths
+// and flags need no quoting; stdout and stderr captured through one pipe), and loaded with
+// dlopen(RTLD_NOW | RTLD_LOCAL). Failures are UserErrors carrying the command and the
+// compiler's or the loader's message.
+#include "backend/host/host_build.h"
+
+#include "runtime/isa_features.h"
+#include "support/diagnostics.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+namespace aicf {
+
+std::string compileHostSource(const std::string &source, const std::string &cppPath,
+                              const std::string &soPath, const HostBuildOptions &opts) {
+  {
+    std::ofstream f(cppPath, std::ios::binary | std::ios::trunc);
+    if (!f)
+      throw UserError(cat(cppPath, ": cannot open for writing"));
+    f << source;
+    f.close();
+    if (!f)
+      throw UserError(cat(cppPath, ": write failed"));
+  }
+  std::vector<std::string> argv = {
+      opts.compiler, "-std=c++17", "-O3", "-fopenmp", "-fPIC", "-shared", "-march=" + opts.cpuArch};
+  std::istringstream extra(opts.extraFlags);
+  for (std::string flag; extra >> flag;)
+    argv.push_back(flag);
+  argv.insert(argv.end(), {"-o", soPath, cppPath});
+  std::string output;
+  int rc = runCapture(argv, output);
+  if (rc != 0) {
+    std::string cmd;
+    for (const std::string &a : argv)
+      cmd += (cmd.empty() ? "" : " ") + a;
+    throw UserError(cat("host compile failed (exit ", rc, "): ", cmd, "\n", output));
+  }
+  return output;
+}
+
+const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
+                                                const std::string &compiler) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, std::vector<std::string>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(cpuArch, compiler);
+  if (auto it = cache.find(key); it != cache.end())
+    return it->second;
+  std::vector<std::string> argv = {compiler, "-march=" + cpuArch, "-dM", "-E", "-x",
+                                   "c++",    "/dev/null"};
+  std::string output;
+  if (runCapture(argv, output) != 0)
+    throw UserError(cat("--cpu-arch ", cpuArch, ": ", compiler, " does not accept -march=", cpuArch,
+                        "\n", output),
+                    1);
+  std::set<std::string> macros; // "#define __AVX2__ 1" -> __AVX2__
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string define, name;
+    if (words >> define >> name && define == "#define")
+      macros.insert(name);
+  }
+  std::vector<std::string> isa;
+#define AICF_ISA_IF_DEFINED(name, macro, ...)                                                      \
+  if (macros.count(macro))                                                                         \
+    isa.push_back(name);
+  AICF_ISA_FEATURES(AICF_ISA_IF_DEFINED)
+#undef AICF_ISA_IF_DEFINED
+  return cache.emplace(key, std::move(isa)).first->second;
+}
+
+LoadedLibrary::LoadedLibrary(const std::string &soPath) : path_(soPath) {
+  handle_ = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char *msg = dlerror();
+    throw UserError(cat("cannot load ", soPath, ": ", msg ? msg : "unknown error"));
+  }
+}
+
+LoadedLibrary::~LoadedLibrary() {
+  if (handle_)
+    dlclose(handle_);
+}
+
+LoadedLibrary::KernelFn LoadedLibrary::kernel(const std::string &name) const {
+  dlerror(); // clear any stale error
+  void *sym = dlsym(handle_, name.c_str());
+  if (!sym) {
+    const char *msg = dlerror();
+    throw UserError(cat(path_, ": no kernel symbol ", name, msg ? std::string(": ") + msg : ""));
+  }
+  return reinterpret_cast<KernelFn>(sym);
+}
+
+} // namespace aicf

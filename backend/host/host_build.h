@@ -1,0 +1,47 @@
+// Compiles generated host C++ into a shared object with the system C++ compiler and loads it
+// (dlopen), so tests and the runtime can call kernels: c++ -O3 -fopenmp -fPIC -shared
+// -march=<cpu-arch>. Errors (compiler failure, missing symbol) are UserErrors with the compiler's
+// output.
+#pragma once
+
+#include "support/process.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+struct HostBuildOptions {
+  std::string cpuArch = "native"; // -march value
+  std::string compiler = "c++";
+  std::string extraFlags;
+};
+
+// Writes `source` to `cppPath` and compiles it to `soPath`. Returns the compiler's output.
+std::string compileHostSource(const std::string &source, const std::string &cppPath,
+                              const std::string &soPath, const HostBuildOptions &opts = {});
+
+// The instruction-set extensions (runtime/isa_features.h names, in that order) that code compiled
+// with `compiler -march=cpuArch` may use: those whose predefined macro the compiler sets for that
+// -march (asked once per arch and compiler, `-dM -E`). Deterministic for a named -march; for
+// "native" it describes this machine. UserError (exit 1) if the compiler rejects the -march.
+const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
+                                                const std::string &compiler = "c++");
+
+// A loaded shared object; symbols are `void NAME(void *const *args)` kernel entries.
+class LoadedLibrary {
+public:
+  explicit LoadedLibrary(const std::string &soPath); // UserError if it cannot be loaded
+  ~LoadedLibrary();
+  LoadedLibrary(const LoadedLibrary &) = delete;
+  LoadedLibrary &operator=(const LoadedLibrary &) = delete;
+  using KernelFn = void (*)(void *const *args);
+  KernelFn kernel(const std::string &name) const; // UserError if missing
+
+private:
+  void *handle_ = nullptr;
+  std::string path_;
+};
+
+} // namespace aicf

@@ -1,0 +1,601 @@
+// The host C++ printer (printHostSource, DESIGN.md §4): spells verified Kernel IR as C++17 for
+// g++ -O3 -fopenmp -march=native, adding no logic of its own:
+//   * each kernel is   extern "C" void NAME(void *const *args)   with args[i] cast to a typed
+//     __restrict pointer for params[i] (const for `in` params);
+//   * grid axes -> `#pragma omp for collapse(n) schedule(static)` inside an omp parallel block
+//     (so that large on-chip buffers can be allocated once per OpenMP thread);
+//   * shared / local buffers -> alignas(64) stack arrays (local ones [threads][...] flattened),
+//     or, above 64 KiB (or once 256 KiB of stack is used), a 64-byte aligned heap buffer per
+//     OpenMP thread, freed at the end of the call;
+//   * a region -> a loop over thread ids; a barrier -> a comment (regions already run in order);
+//     block_reduce -> a sequential merge of src[0..threads) with the combiner; mma_tile -> the
+//     register-blocked GCC-vector micro-kernel in the prelude when the thread tile allows
+//     (f32 operands, tn a multiple of 16), else plain loops;
+//   * f16/bf16 loads widen to float and stores narrow (round to nearest even); float exp / tanh /
+//     erf -> the prelude's branch-free aicf_expf / aicf_tanhf / aicf_erff (vectorisable, <= 2.5e-7
+//     relative error), sigmoid -> 1/(1+exp(-x)), rsqrt -> 1/sqrt, round -> std::nearbyint (half to
+//     even), min/max propagate NaN (as the reference interpreter does), int Div/Mod are C's.
+// The output is a pure function of the kernels (same kernels -> same bytes) and compiles
+// warning-free with -Wall -Wextra.
+#include "backend/host/host_printer.h"
+
+#include "backend/c/c_expr.h"
+#include "support/diagnostics.h"
+#include "support/half.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace aicf {
+namespace {
+
+using namespace kir;
+
+// Buffers above this many bytes (or beyond kStackBudget in total) live on the heap.
+constexpr int64_t kStackLimit = 64 * 1024;
+constexpr int64_t kStackBudget = 256 * 1024;
+
+const char *const kPrelude = R"(#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+#define AICF_MATH inline __attribute__((always_inline))
+AICF_MATH float aicf_bits_f(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+AICF_MATH uint32_t aicf_f_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+// IEEE binary16 / bfloat16 <-> float, round to nearest even (as support/half.h).
+inline float aicf_h2f(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    float v = static_cast<float>(mant) * 5.9604644775390625e-08f;
+    return sign ? -v : v;
+  }
+  if (exp == 31)
+    return aicf_bits_f(sign | 0x7f800000u | (mant << 13));
+  return aicf_bits_f(sign | ((exp + 112) << 23) | (mant << 13));
+}
+inline uint16_t aicf_f2h(float f) {
+  uint32_t u = aicf_f_bits(f), sign = (u >> 16) & 0x8000u, absu = u & 0x7fffffffu;
+  if (absu > 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7e00u);
+  if (absu >= 0x477ff000u)
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (absu < 0x38800000u) {
+    float scaled = aicf_bits_f(absu) * 16777216.0f;
+    uint32_t q = static_cast<uint32_t>(scaled);
+    float rem = scaled - static_cast<float>(q);
+    if (rem > 0.5f || (rem == 0.5f && (q & 1u)))
+      ++q;
+    return static_cast<uint16_t>(sign | q);
+  }
+  uint32_t h = (((absu >> 23) - 112) << 10) | ((absu >> 13) & 0x3ffu), rest = absu & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+inline float aicf_bf2f(uint16_t h) { return aicf_bits_f(static_cast<uint32_t>(h) << 16); }
+inline uint16_t aicf_f2bf(float f) {
+  uint32_t u = aicf_f_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float aicf_rh(float f) { return aicf_h2f(aicf_f2h(f)); }
+inline float aicf_rbf(float f) { return aicf_bf2f(aicf_f2bf(f)); }
+
+// min/max propagate NaN; sign(NaN) is NaN.
+template <class T> inline T aicf_min(T a, T b) { return (b < a || b != b) ? b : a; }
+template <class T> inline T aicf_max(T a, T b) { return (a < b || b != b) ? b : a; }
+template <class T> inline T aicf_sign(T x) {
+  return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0)));
+}
+
+// exp / tanh / erf in plain branch-free float arithmetic (selects only), always inlined so that
+// the loops calling them vectorise; max relative error <= ~2.5e-7 against the correctly rounded
+// value (tests/unit/test_host_math.cpp), exact at +-inf, NaN, +-0, saturation and subnormals.
+// exp: x = n ln2 + r, |r| <= ln2/2 (Cody-Waite), degree-6 polynomial, 2^n applied in two
+// halves so that subnormal results and overflow to inf come out right; NaN propagates.
+AICF_MATH float aicf_expf(float x) {
+  x = x > 88.8f ? 88.8f : x;
+  x = x < -104.0f ? -104.0f : x;
+  float t = x * 1.44269504088896341f + 12582912.0f; // round to nearest: n in the low bits
+  float fn = t - 12582912.0f;
+  int32_t n = static_cast<int32_t>(aicf_f_bits(t) - aicf_f_bits(12582912.0f));
+  float r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  int32_t n1 = n >> 1, n2 = n - n1;
+  float s1 = aicf_bits_f(static_cast<uint32_t>(n1 + 127) << 23);
+  float s2 = aicf_bits_f(static_cast<uint32_t>(n2 + 127) << 23);
+  return p * s1 * s2;
+}
+// tanh: odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1) with the sign of x.
+AICF_MATH float aicf_tanhf(float x) {
+  float a = x < 0.0f ? -x : x, z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  float r = a < 0.625f ? p * z * a + a : 1.0f - 2.0f / (aicf_expf(2.0f * a) + 1.0f);
+  return aicf_bits_f(aicf_f_bits(r) | (aicf_f_bits(x) & 0x80000000u));
+}
+AICF_MATH float aicf_erff(float x) {
+  float a = x < 0.0f ? -x : x, s = x * x;
+  // |x| < 1: x * P(x^2).
+  float q = 7.898210206e-05f;
+  q = q * s - 8.024354128e-04f;
+  q = q * s + 5.190053578e-03f;
+  q = q * s - 2.685480854e-02f;
+  q = q * s + 1.128361243e-01f;
+  q = q * s - 3.761262884e-01f;
+  q = q * s + 1.283791665e-01f;
+  q = q * x + x;
+  // |x| >= 1: 1 - t P(t) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26).
+  float b = a < 4.0f ? a : 4.0f;
+  float t = 1.0f / (1.0f + 0.3275911f * b);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  float r = 1.0f - p * t * aicf_expf(-b * b);
+  r = a < 1.0f ? q : r;
+  r = aicf_bits_f(aicf_f_bits(r) | (aicf_f_bits(x) & 0x80000000u));
+  return a != a ? x : r;
+}
+AICF_MATH float aicf_sigmoid(float x) { return 1.0f / (1.0f + aicf_expf(-x)); }
+
+inline void *aicf_alloc(size_t bytes) {
+  void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p)
+    std::abort();
+  return p;
+}
+
+typedef float aicf_v16f __attribute__((vector_size(64)));
+typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
+
+// The mma_tile micro-kernel: C[MR x 16*NV] (row stride ldc) += A[MR x K] (lda) * B[K x 16*NV]
+// (ldb), the C block held in MR*NV vector registers across the whole k loop.
+template <int MR, int NV>
+inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__restrict A,
+                           int64_t lda, const float *__restrict B, int64_t ldb, int64_t K) {
+  aicf_v16f acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
+  for (int64_t kk = 0; kk < K; ++kk) {
+    aicf_v16f b[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      b[j] = *reinterpret_cast<const aicf_v16fu *>(B + kk * ldb + 16 * j);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const float a = A[i * lda + kk];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] += a * b[j];
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      *reinterpret_cast<aicf_v16fu *>(C + i * ldc + 16 * j) = acc[i][j];
+}
+
+template <int NV>
+inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__restrict A,
+                           int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                           int64_t K) {
+  constexpr int64_t MR = AICF_MMA_MR;
+  int64_t i = 0;
+  for (; i + MR <= tm; i += MR)
+    aicf_mma_block<MR, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+  for (; i + 4 <= tm; i += 4)
+    aicf_mma_block<4, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+  if (tm - i >= 2) {
+    aicf_mma_block<2, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+    i += 2;
+  }
+  if (tm - i >= 1)
+    aicf_mma_block<1, NV>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, K);
+}
+
+// One thread's tile: C[tm x tn] (ldc) += A[tm x K] (lda) * B[K x tn] (ldb), tn % 16 == 0.
+// Column panels of 16*AICF_MMA_NV floats; each B panel is first packed contiguously (when it
+// fits the per-thread pack buffer) so it stays in L1 while every row block streams over it.
+inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restrict A,
+                         int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                         int64_t tn, int64_t K) {
+  constexpr int64_t NR = 16 * AICF_MMA_NV, kPack = AICF_MMA_PACK;
+  alignas(64) static thread_local float pack[kPack > 0 ? kPack : 1];
+  int64_t j = 0;
+  for (; j + NR <= tn; j += NR) {
+    const float *panel = B + j;
+    int64_t ld = ldb;
+    if (K * NR <= kPack) {
+      for (int64_t kk = 0; kk < K; ++kk)
+        std::memcpy(pack + kk * NR, B + kk * ldb + j, NR * sizeof(float));
+      panel = pack;
+      ld = NR;
+    }
+    aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, panel, ld, tm, K);
+  }
+  for (; j < tn; j += 16)
+    aicf_mma_panel<1>(C + j, ldc, A, lda, B + j, ldb, tm, K);
+}
+
+} // namespace
+)";
+
+// ---- expressions: the shared C-family printer (backend/c/c_expr.h), host dialect -------------
+
+// f32: the call takes and returns float (exp/tanh/erf then use the vectorisable prelude
+// versions); otherwise it is made in double.
+const char *hostMath(UnOp op, bool f32) {
+  switch (op) {
+  case UnOp::Exp: return f32 ? "aicf_expf" : "std::exp";
+  case UnOp::Log: return "std::log";
+  case UnOp::Sqrt: return "std::sqrt";
+  case UnOp::Tanh: return f32 ? "aicf_tanhf" : "std::tanh";
+  case UnOp::Erf: return f32 ? "aicf_erff" : "std::erf";
+  case UnOp::Floor: return "std::floor";
+  case UnOp::Ceil: return "std::ceil";
+  case UnOp::Round: return "std::nearbyint";
+  case UnOp::Sin: return "std::sin";
+  case UnOp::Cos: return "std::cos";
+  default: return nullptr;
+  }
+}
+
+// 16-bit floats are stored as uint16_t bits, converted by the prelude's aicf_* functions;
+// local buffers are [threads][...] arrays indexed in full.
+const cexpr::Dialect kHost = {"host printer",
+                              "uint16_t",
+                              "uint16_t",
+                              "__builtin_nanf(\"\")",
+                              "__builtin_inff()",
+                              "-__builtin_inff()",
+                              "aicf_h2f",
+                              "aicf_bf2f",
+                              "aicf_f2h",
+                              "aicf_f2bf",
+                              "aicf_rh",
+                              "aicf_rbf",
+                              /*localPerThread=*/false,
+                              hostMath,
+                              "std::abs",
+                              "std::abs",
+                              /*absOtherTemplated=*/false,
+                              "std::pow",
+                              "std::pow",
+                              "std::fmod",
+                              "aicf_sigmoid"};
+
+const char *valueType(DType t) {
+  return cexpr::valueType(t);
+}
+const char *storageType(DType t) {
+  return cexpr::storageType(kHost, t);
+}
+std::string intLiteral(int64_t v) {
+  return cexpr::intLiteral(v);
+}
+std::string ex(const E &e) {
+  return cexpr::ex(kHost, e);
+}
+std::string narrow(DType t, const ExprP &v) {
+  return cexpr::narrow(kHost, t, v);
+}
+struct Uses : cexpr::Uses {
+  Uses() : cexpr::Uses(kHost) {}
+};
+
+// ---- statements and kernels --------------------------------------------------------------------
+
+class KernelPrinter {
+public:
+  KernelPrinter(const Kernel &k, std::ostringstream &os) : k_(k), os_(os) { uses_.stmts(k.body); }
+
+  void print() {
+    os_ << "// kernel " << k_.name;
+    if (!k_.recipe.empty())
+      os_ << " (" << k_.recipe << ")";
+    os_ << ": grid(";
+    for (size_t i = 0; i < k_.grid.size(); ++i)
+      os_ << (i ? ", " : "") << k_.grid[i].first << ": " << k_.grid[i].second;
+    os_ << ") block(" << k_.threadVar << ": " << k_.threads << ")\n";
+    os_ << "extern \"C\" void " << k_.name << "(void *const *args) {\n";
+    if (k_.params.empty())
+      line(1, "(void)args;");
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const BufferP &b = k_.params[i];
+      std::string T = std::string(b->role == Role::In ? "const " : "") + storageType(b->dtype);
+      line(1, maybeUnused(b) + T + " *__restrict " + b->name + " = static_cast<" + T + " *>(args[" +
+                  std::to_string(i) + "]);");
+    }
+    // Split on-chip buffers between the stack (per block) and the heap (per OpenMP thread).
+    std::vector<BufferP> onStack, onHeap;
+    int64_t stackBytes = 0;
+    for (const BufferP &b : k_.allocs) {
+      int64_t bytes = b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
+      if (bytes <= kStackLimit && stackBytes + bytes <= kStackBudget) {
+        onStack.push_back(b);
+        stackBytes += bytes;
+      } else {
+        onHeap.push_back(b);
+      }
+    }
+    int ind = 1;
+    bool parallel = !k_.grid.empty();
+    if (parallel)
+      line(0, "#pragma omp parallel");
+    line(ind, "{");
+    ++ind;
+    for (const BufferP &b : onHeap) {
+      std::string T = storageType(b->dtype);
+      line(ind, maybeUnused(b) + T + " *__restrict " + b->name + " = static_cast<" + T +
+                    " *>(aicf_alloc(" + std::to_string(b->numel()) + " * sizeof(" + T + ")));");
+    }
+    if (parallel) {
+      line(0, "#pragma omp for collapse(" + std::to_string(k_.grid.size()) + ") schedule(static)");
+      for (size_t i = 0; i < k_.grid.size(); ++i) {
+        const auto &[axis, extent] = k_.grid[i];
+        line(ind, "for (int64_t " + axis + " = 0; " + axis + " < " + intLiteral(extent) + "; ++" +
+                      axis + ")" + (i + 1 == k_.grid.size() ? " {" : ""));
+      }
+      ++ind;
+    }
+    for (const BufferP &b : onStack)
+      line(ind, maybeUnused(b) + "alignas(64) " + storageType(b->dtype) + " " + b->name + "[" +
+                    std::to_string(b->numel()) + "];");
+    block(ind, k_.body);
+    if (parallel) {
+      --ind;
+      line(ind, "}");
+    }
+    for (const BufferP &b : onHeap)
+      line(ind, "std::free(" + b->name + ");");
+    --ind;
+    line(ind, "}");
+    os_ << "}\n";
+  }
+
+private:
+  const Kernel &k_;
+  std::ostringstream &os_;
+  Uses uses_;
+
+  std::string maybeUnused(const BufferP &b) const {
+    return uses_.bufs.count(b.get()) ? "" : "[[maybe_unused]] ";
+  }
+
+  void line(int ind, const std::string &text) { os_ << std::string(2 * ind, ' ') << text << "\n"; }
+
+  void block(int ind, const std::vector<StmtP> &body) {
+    for (const StmtP &s : body)
+      stmt(ind, *s);
+  }
+
+  // for (int64_t v = begin; v < begin + extent; v += step) {
+  std::string forHead(const Stmt &s) {
+    std::string inc = s.step == 1 ? "++" + s.var : s.var + " += " + std::to_string(s.step) + "L";
+    return "for (int64_t " + s.var + " = " + ex(s.begin) + "; " + s.var + " < " +
+           ex(s.begin + s.extent) + "; " + inc + ") {";
+  }
+
+  void stmt(int ind, const Stmt &s) {
+    switch (s.kind) {
+    case Stmt::Kind::Seq:
+      line(ind, "{");
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::For:
+      if (s.loop == Stmt::LoopKind::Unrolled) {
+        int64_t n = 8;
+        if (s.extent->kind == Expr::Kind::Int)
+          n = std::clamp<int64_t>((s.extent->ival + s.step - 1) / s.step, 1, 64);
+        line(0, "#pragma GCC unroll " + std::to_string(n));
+      } else if (s.loop == Stmt::LoopKind::Vectorized) {
+        line(0, "#pragma GCC ivdep");
+      }
+      line(ind, forHead(s));
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Region:
+      line(ind, "for (int64_t " + s.var + " = 0; " + s.var + " < " + intLiteral(k_.threads) +
+                    "; ++" + s.var + ") { // region");
+      block(ind + 1, s.body);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::If:
+      line(ind, "if (" + ex(s.cond) + ") {");
+      block(ind + 1, s.body);
+      if (!s.elseBody.empty()) {
+        line(ind, "} else {");
+        block(ind + 1, s.elseBody);
+      }
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Store: {
+      std::vector<ExprP> idx;
+      for (const E &e : s.indices)
+        idx.push_back(e.get());
+      line(ind,
+           cexpr::elemRef(kHost, s.buf, idx) + " = " + narrow(s.buf->dtype, s.value.get()) + ";");
+      return;
+    }
+    case Stmt::Kind::Decl:
+      line(ind, std::string(uses_.vars.count(s.var) ? "" : "[[maybe_unused]] ") +
+                    valueType(s.dtype) + " " + s.var + " = " + ex(s.value) + ";");
+      return;
+    case Stmt::Kind::Assign: line(ind, s.var + " = " + ex(s.value) + ";"); return;
+    case Stmt::Kind::Barrier: line(ind, "// barrier"); return;
+    case Stmt::Kind::BlockReduce: blockReduce(ind, s); return;
+    case Stmt::Kind::MmaTile: mmaTile(ind, s); return;
+    case Stmt::Kind::Reduce:
+      block(ind, s.init);
+      line(ind, forHead(s) + " // reduce");
+      block(ind + 1, s.update);
+      line(ind, "}");
+      return;
+    case Stmt::Kind::Comment: {
+      std::istringstream lines(s.text);
+      std::string l;
+      while (std::getline(lines, l))
+        line(ind, "// " + l);
+      return;
+    }
+    }
+  }
+
+  void blockReduce(int ind, const Stmt &s) {
+    const Combiner &c = s.combiner;
+    size_t nf = c.fields.size();
+    auto acc = [](size_t i) { return "aicf_r" + std::to_string(i); };
+    auto elem = [](const BufferP &b, const std::string &i) {
+      std::string ref = b->name + "[" + i + "]";
+      if (b->dtype == DType::F16)
+        return "aicf_h2f(" + ref + ")";
+      if (b->dtype == DType::BF16)
+        return "aicf_bf2f(" + ref + ")";
+      if (b->dtype == DType::Bool)
+        return "(" + ref + " != 0)";
+      return ref;
+    };
+    line(ind, "{ // block_reduce " + c.name);
+    for (size_t i = 0; i < nf; ++i)
+      line(ind + 1, std::string(valueType(c.fields[i].second)) + " " + acc(i) + " = " +
+                        elem(s.src[i], "0") + ";");
+    line(ind + 1, "for (int64_t aicf_i = 1; aicf_i < " + intLiteral(k_.threads) + "; ++aicf_i) {");
+    for (size_t i = 0; i < nf; ++i) {
+      const auto &[field, dt] = c.fields[i];
+      std::string T = valueType(dt);
+      line(ind + 2, "[[maybe_unused]] const " + T + " a_" + field + " = " + acc(i) + ";");
+      line(ind + 2,
+           "[[maybe_unused]] const " + T + " b_" + field + " = " + elem(s.src[i], "aicf_i") + ";");
+    }
+    for (const auto &[name, e] : c.lets)
+      line(ind + 2, "[[maybe_unused]] const " + std::string(valueType(e->type)) + " " + name +
+                        " = " + ex(e) + ";");
+    for (size_t i = 0; i < nf; ++i)
+      line(ind + 2, "const " + std::string(valueType(c.fields[i].second)) + " aicf_m" +
+                        std::to_string(i) + " = " + ex(c.merged[i]) + ";");
+    for (size_t i = 0; i < nf; ++i)
+      line(ind + 2, acc(i) + " = aicf_m" + std::to_string(i) + ";");
+    line(ind + 1, "}");
+    for (size_t i = 0; i < nf; ++i) {
+      const BufferP &d = s.dst[i];
+      std::string v = acc(i);
+      if (d->dtype == DType::F16)
+        v = "aicf_f2h(" + v + ")";
+      else if (d->dtype == DType::BF16)
+        v = "aicf_f2bf(" + v + ")";
+      else if (d->dtype == DType::Bool)
+        v = "static_cast<uint8_t>(" + v + ")";
+      line(ind + 1, d->name + "[0] = " + v + ";");
+    }
+    line(ind, "}");
+  }
+
+  void mmaTile(int ind, const Stmt &s) {
+    auto n = [](int64_t v) { return std::to_string(v) + "L"; };
+    int64_t colTiles = s.n / s.tn;
+    line(ind, "// mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
+                  " (m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
+                  ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
+                  ", tn = " + std::to_string(s.tn) + ")");
+    std::string c = s.c->name, a = s.a->name, b = s.b->name;
+    bool vec = s.tn % 16 == 0 && s.a->dtype == DType::F32 && s.b->dtype == DType::F32;
+    if (vec) {
+      if (k_.threads == 1) {
+        line(ind, "aicf_mma_f32(" + c + ", " + n(s.tn) + ", " + a + ", " + n(s.k) + ", " + b +
+                      ", " + n(s.n) + ", " + n(s.tm) + ", " + n(s.tn) + ", " + n(s.k) + ");");
+        return;
+      }
+      line(ind, "for (int64_t aicf_t = 0; aicf_t < " + n(k_.threads) + "; ++aicf_t)");
+      line(ind + 1, "aicf_mma_f32(" + c + " + aicf_t * " + n(s.tm * s.tn) + ", " + n(s.tn) + ", " +
+                        a + " + aicf_t / " + n(colTiles) + " * " + n(s.tm * s.k) + ", " + n(s.k) +
+                        ", " + b + " + aicf_t % " + n(colTiles) + " * " + n(s.tn) + ", " + n(s.n) +
+                        ", " + n(s.tm) + ", " + n(s.tn) + ", " + n(s.k) + ");");
+      return;
+    }
+    // Generic loops (any tile shape, f16/bf16 operands widened): i-k-j order, j innermost.
+    auto elem = [](const BufferP &buf, const std::string &i) {
+      std::string ref = buf->name + "[" + i + "]";
+      if (buf->dtype == DType::F16)
+        return "aicf_h2f(" + ref + ")";
+      if (buf->dtype == DType::BF16)
+        return "aicf_bf2f(" + ref + ")";
+      return ref;
+    };
+    line(ind, "for (int64_t aicf_t = 0; aicf_t < " + n(k_.threads) + "; ++aicf_t) {");
+    line(ind + 1, "const int64_t aicf_r0 = aicf_t / " + n(colTiles) + " * " + n(s.tm) +
+                      ", aicf_c0 = aicf_t % " + n(colTiles) + " * " + n(s.tn) + ";");
+    line(ind + 1, "float *__restrict aicf_c = " + c + " + aicf_t * " + n(s.tm * s.tn) + ";");
+    line(ind + 1, "for (int64_t aicf_i = 0; aicf_i < " + n(s.tm) + "; ++aicf_i)");
+    line(ind + 2, "for (int64_t aicf_k = 0; aicf_k < " + n(s.k) + "; ++aicf_k) {");
+    line(ind + 3,
+         "const float aicf_a = " + elem(s.a, "(aicf_r0 + aicf_i) * " + n(s.k) + " + aicf_k") + ";");
+    line(ind + 3, "for (int64_t aicf_j = 0; aicf_j < " + n(s.tn) + "; ++aicf_j)");
+    line(ind + 4, "aicf_c[aicf_i * " + n(s.tn) + " + aicf_j] += aicf_a * " +
+                      elem(s.b, "aicf_k * " + n(s.n) + " + aicf_c0 + aicf_j") + ";");
+    line(ind + 2, "}");
+    line(ind, "}");
+  }
+};
+
+} // namespace
+
+std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
+  std::ostringstream os;
+  os << "// Generated by aicf (host C++ target): " << kernels.size()
+     << " kernel(s). Do not edit.\n";
+  // Micro-kernel shape: MR rows x NV vectors of C in registers; B panels packed up to
+  // AICF_MMA_PACK floats. -D on the compiler command line overrides them (for tuning).
+  os << "#ifndef AICF_MMA_MR\n#define AICF_MMA_MR 8\n#endif\n";
+  os << "#ifndef AICF_MMA_NV\n#define AICF_MMA_NV 2\n#endif\n";
+  os << "#ifndef AICF_MMA_PACK\n#define AICF_MMA_PACK 8192\n#endif\n";
+  os << kPrelude;
+  for (const kir::Kernel &k : kernels) {
+    std::vector<std::string> errs = kir::verifyKernel(k);
+    if (!errs.empty()) {
+      std::string all;
+      for (const std::string &e : errs)
+        all += "\n  " + e;
+      throwInternal(__FILE__, __LINE__, "host printer: invalid kernel" + all);
+    }
+    os << "\n";
+    KernelPrinter(k, os).print();
+  }
+  return os.str();
+}
+
+} // namespace aicf

@@ -1,0 +1,22 @@
+// The host C++ printer (DESIGN.md §4): grid axes -> an OpenMP-parallel loop nest, each thread
+// region -> a loop over thread ids, shared -> a per-block array, local -> an array indexed by
+// thread, barriers -> nothing (regions already run in order), block_reduce -> a loop, mma_tile
+// -> a register-blocked micro-kernel written with GCC vector types (generic loops when the
+// thread tile does not fit the vector shape). The printer adds spelling only, no logic.
+//
+// Every kernel is printed as   extern "C" void NAME(void *const *args)
+// where args[i] is the i-th param buffer (kernel.params order). The file starts with the small
+// fixed helpers the spelling needs (vectorisable exp/tanh/erf, sigmoid, f16/bf16 conversions, the
+// micro-kernel), so it is self-contained; output is deterministic.
+#pragma once
+
+#include "kir/kir.h"
+
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+std::string printHostSource(const std::vector<kir::Kernel> &kernels);
+
+} // namespace aicf

@@ -1,0 +1,75 @@
+// From the rewritten graph to the output folder (DESIGN.md §6, §7):
+//   partition into kernel groups -> lower each to Kernel IR (recipes) -> memory plan -> print
+//   host C++ -> compile libmodel.so -> write weights.bin and plan.yaml.
+// The folder is written atomically: everything goes to a temporary sibling folder that is
+// renamed into place only when complete, so a failed compile leaves nothing that looks valid.
+// An existing OUT is replaced only when aicf wrote it (support/output_folder.h).
+#pragma once
+
+#include "ir/graph.h"
+#include "kir/kir.h"
+#include "plan/plan.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+struct CompileOptions {
+  std::string target = "cpu";  // "cpu" or "cuda:sm_XX" (kernels.cu built by nvcc)
+  std::string planFor = "cpu"; // whose plan the kernels follow (cpu or cuda:sm_XX emulation)
+  std::string cpuArch = "native";
+  std::string hardware;          // --hardware: "" (the arch's default), a built-in name or a file
+  std::string schedule = "cost"; // "cost" (the planner's choice) or "default" (recipe defaults)
+  int rank = 0;                  // --candidate-rank: take the rank-th cheapest candidate
+  // --attention: "cost" (streaming or materialised, whichever the cost model prices lower),
+  // "streaming", or "materialized" (where the materialised form is exact; streaming elsewhere).
+  std::string attention = "cost";
+};
+
+struct CompiledModel {
+  // The graph the kernels were built from when codegen rewrote it (an attention materialised
+  // by cost, plan/attention_choice.h); null when it is the caller's graph.
+  std::shared_ptr<Graph> graph;
+  Plan plan;
+  // The distinct kernels, in the order of the first step calling each (steps whose kernels are
+  // identical share one symbol, PlanStep::kindId; built-in copy steps have none).
+  std::vector<kir::Kernel> kernels;
+  std::string source; // kernels.cpp (host) or kernels.cu (CUDA targets)
+};
+
+// "cuda:..." targets print CUDA and build with nvcc; "cpu" prints host C++.
+bool isCudaTarget(const std::string &target);
+
+// Partitions, lowers and plans memory; no files are touched.
+CompiledModel buildModel(const Graph &g, const CompileOptions &opts);
+
+// Writes OUT/{kernels.cpp | kernels.cu, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name
+// -> contents: graph.mcir, explain.yaml, report.txt) atomically, with the .aicf-output marker.
+// UserError (exit 1) when OUT is not ours to replace (support/output_folder.h) or cannot be
+// written.
+// `finalize`, when given, is called with the final plan (CUDA: ptxas' figures recorded) before
+// anything is written and may add files (aicfc's report.txt shows ptxas beside the estimates).
+void writeArtifacts(
+    const Graph &g, const CompiledModel &m, const CompileOptions &opts, const std::string &outDir,
+    const std::map<std::string, std::string> &extraFiles = {},
+    const std::function<void(const Plan &, std::map<std::string, std::string> &)> &finalize = {});
+
+// CUDA targets: writes DIR/kernels.cu, builds DIR/libmodel.so with nvcc and returns the plan
+// with each kernel's ptxas figures recorded (hints.ptxas), checked against the target's limits
+// (UserError naming the kernel and the limit). `ptxasReport`, if given, receives nvcc's output.
+Plan compileCudaModel(const CompiledModel &m, const std::string &dir,
+                      std::string *ptxasReport = nullptr);
+
+// A per-step table for --explain: kind, kernel, recipe, predicted bytes vs the compulsory lower
+// bound, FLOPs; then the arena (planned vs naive) and the model's totals.
+void printPlanReport(std::ostream &os, const Plan &plan);
+
+// The weights of `g` packed as in the plan (64-byte aligned, plan buffer offsets).
+std::vector<uint8_t> packWeights(const Graph &g, const Plan &plan);
+
+} // namespace aicf

@@ -1,0 +1,772 @@
+// FuseReductionEpilogue (see fuse_reduction_epilogue.h): finds each reduction whose init zeroes
+// an accumulator, locates the first statement after it that reads the accumulator (the
+// epilogue), checks the legality conditions and, when they hold, moves the additive term into
+// the init. The statement tree is walked with explicit paths (frames) so the epilogue's loop
+// nest can be matched against the reduction's and its variables renamed.
+#include "kir/fuse_reduction_epilogue.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace aicf {
+
+using kir::E;
+using kir::Expr;
+using kir::ExprP;
+using kir::Stmt;
+using kir::StmtP;
+
+// ---- expression text ----------------------------------------------------------------------------
+
+namespace {
+
+int precedence(kir::BinOp op) {
+  switch (op) {
+  case kir::BinOp::Or: return 1;
+  case kir::BinOp::And: return 2;
+  case kir::BinOp::Eq:
+  case kir::BinOp::Ne: return 3;
+  case kir::BinOp::Lt:
+  case kir::BinOp::Le:
+  case kir::BinOp::Gt:
+  case kir::BinOp::Ge: return 4;
+  case kir::BinOp::Add:
+  case kir::BinOp::Sub: return 5;
+  case kir::BinOp::Mul:
+  case kir::BinOp::Div:
+  case kir::BinOp::Mod: return 6;
+  default: return 0; // min, max, pow: written as calls
+  }
+}
+
+std::string floatText(double v, DType t) {
+  if (std::isinf(v))
+    return v < 0 ? "-inf" : "inf";
+  if (std::isnan(v))
+    return "nan";
+  char buf[64];
+  auto res = t == DType::F32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v))
+                             : std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".en") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+std::string text(const ExprP &e, int parentPrec, bool rightOperand);
+
+std::string args(const ExprP &e, size_t from = 0) {
+  std::string s;
+  for (size_t i = from; i < e->args.size(); ++i)
+    s += (i > from ? ", " : "") + text(e->args[i], 0, false);
+  return s;
+}
+
+std::string text(const ExprP &e, int parentPrec, bool rightOperand) {
+  switch (e->kind) {
+  case Expr::Kind::Int: return std::to_string(e->ival);
+  case Expr::Kind::Float: return floatText(e->fval, e->type);
+  case Expr::Kind::Var: return e->var;
+  case Expr::Kind::Load: return e->buf->name + "[" + args(e) + "]";
+  case Expr::Kind::Unary:
+    if (e->uop == kir::UnOp::Neg)
+      return "-" + text(e->args[0], 7, false);
+    return std::string(kir::unOpName(e->uop)) + "(" + args(e) + ")";
+  case Expr::Kind::Binary: {
+    int p = precedence(e->bop);
+    if (p == 0)
+      return std::string(kir::binOpName(e->bop)) + "(" + args(e) + ")";
+    std::string s =
+        text(e->args[0], p, false) + " " + kir::binOpName(e->bop) + " " + text(e->args[1], p, true);
+    bool paren = p < parentPrec || (rightOperand && p == parentPrec);
+    return paren ? "(" + s + ")" : s;
+  }
+  case Expr::Kind::Select: return "select(" + args(e) + ")";
+  case Expr::Kind::Cast: return std::string(dtypeName(e->type)) + "(" + args(e) + ")";
+  }
+  return "?";
+}
+
+} // namespace
+
+std::string exprText(const E &e) {
+  return e ? text(e.get(), 0, false) : "<null>";
+}
+
+// ---- expression utilities -----------------------------------------------------------------------
+
+namespace {
+
+bool exprEqual(const ExprP &a, const ExprP &b) {
+  if (a == b)
+    return true;
+  if (!a || !b || a->kind != b->kind || a->type != b->type || a->args.size() != b->args.size())
+    return false;
+  switch (a->kind) {
+  case Expr::Kind::Int:
+    if (a->ival != b->ival)
+      return false;
+    break;
+  case Expr::Kind::Float:
+    if (!(a->fval == b->fval || (std::isnan(a->fval) && std::isnan(b->fval))))
+      return false;
+    break;
+  case Expr::Kind::Var:
+    if (a->var != b->var)
+      return false;
+    break;
+  case Expr::Kind::Load:
+    if (a->buf != b->buf)
+      return false;
+    break;
+  case Expr::Kind::Unary:
+    if (a->uop != b->uop)
+      return false;
+    break;
+  case Expr::Kind::Binary:
+    if (a->bop != b->bop)
+      return false;
+    break;
+  default: break;
+  }
+  for (size_t i = 0; i < a->args.size(); ++i)
+    if (!exprEqual(a->args[i], b->args[i]))
+      return false;
+  return true;
+}
+
+bool indicesEqual(const std::vector<E> &a, const std::vector<E> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!exprEqual(a[i].get(), b[i].get()))
+      return false;
+  return true;
+}
+
+std::string indexText(const std::vector<E> &idx) {
+  std::string s;
+  for (size_t i = 0; i < idx.size(); ++i)
+    s += (i ? ", " : "") + exprText(idx[i]);
+  return s;
+}
+
+// Rebuilds `e` with variables renamed and loads of `from` redirected to `to` (either optional).
+E rewrite(const E &e, const std::map<std::string, std::string> &rename, const kir::BufferP &from,
+          const kir::BufferP &to) {
+  if (!e)
+    return e;
+  const Expr &x = *e.get();
+  if (x.kind == Expr::Kind::Var) {
+    auto it = rename.find(x.var);
+    return it == rename.end() ? e : kir::var(it->second, x.type);
+  }
+  if (x.args.empty())
+    return e;
+  Expr copy = x;
+  bool changed = false;
+  for (ExprP &a : copy.args) {
+    E r = rewrite(E(a), rename, from, to);
+    changed |= r.get() != a;
+    a = r.get();
+  }
+  if (x.kind == Expr::Kind::Load && from && x.buf == from) {
+    copy.buf = to;
+    changed = true;
+  }
+  return changed ? E(std::make_shared<const Expr>(std::move(copy))) : e;
+}
+
+void forEachExpr(const E &e, const std::function<void(const Expr &)> &fn) {
+  if (!e)
+    return;
+  fn(*e.get());
+  for (const ExprP &a : e->args)
+    forEachExpr(E(a), fn);
+}
+
+int countLoads(const E &e, const kir::BufferP &b) {
+  int n = 0;
+  forEachExpr(e, [&](const Expr &x) { n += x.kind == Expr::Kind::Load && x.buf == b; });
+  return n;
+}
+
+std::set<std::string> varsOf(const E &e) {
+  std::set<std::string> vs;
+  forEachExpr(e, [&](const Expr &x) {
+    if (x.kind == Expr::Kind::Var)
+      vs.insert(x.var);
+  });
+  return vs;
+}
+
+std::set<const kir::Buffer *> loadsOf(const E &e) {
+  std::set<const kir::Buffer *> bs;
+  forEachExpr(e, [&](const Expr &x) {
+    if (x.kind == Expr::Kind::Load)
+      bs.insert(x.buf.get());
+  });
+  return bs;
+}
+
+bool isZero(const E &e) {
+  return static_cast<bool>(e) && ((e->kind == Expr::Kind::Int && e->ival == 0) ||
+                                  (e->kind == Expr::Kind::Float && e->fval == 0.0));
+}
+
+// ---- statement utilities ------------------------------------------------------------------------
+
+// Every expression a statement holds directly (not its children's).
+std::vector<E> ownExprs(const Stmt &s) {
+  std::vector<E> es = {s.begin, s.extent, s.value, s.cond};
+  es.insert(es.end(), s.indices.begin(), s.indices.end());
+  for (const auto &[name, e] : s.combiner.lets)
+    es.push_back(e);
+  es.insert(es.end(), s.combiner.merged.begin(), s.combiner.merged.end());
+  return es;
+}
+
+// The child statement lists of a statement, in execution order.
+std::vector<std::vector<StmtP> *> childLists(Stmt &s) {
+  if (s.kind == Stmt::Kind::Reduce)
+    return {&s.init, &s.update};
+  if (s.kind == Stmt::Kind::If)
+    return {&s.body, &s.elseBody};
+  return {&s.body};
+}
+
+void forEachStmt(const StmtP &s, const std::function<void(Stmt &)> &fn) {
+  fn(*s);
+  for (std::vector<StmtP> *l : childLists(*s))
+    for (const StmtP &c : *l)
+      forEachStmt(c, fn);
+}
+
+int readsIn(const StmtP &s, const kir::BufferP &b) {
+  int n = 0;
+  forEachStmt(s, [&](Stmt &x) {
+    for (const E &e : ownExprs(x))
+      n += countLoads(e, b);
+    if (x.kind == Stmt::Kind::MmaTile && (x.a == b || x.b == b))
+      ++n;
+    if (x.kind == Stmt::Kind::BlockReduce)
+      n += static_cast<int>(std::count(x.src.begin(), x.src.end(), b));
+  });
+  return n;
+}
+
+int writesIn(const StmtP &s, const kir::BufferP &b) {
+  int n = 0;
+  forEachStmt(s, [&](Stmt &x) {
+    n += (x.kind == Stmt::Kind::Store && x.buf == b) || (x.kind == Stmt::Kind::MmaTile && x.c == b);
+    if (x.kind == Stmt::Kind::BlockReduce)
+      n += static_cast<int>(std::count(x.dst.begin(), x.dst.end(), b));
+  });
+  return n;
+}
+
+void collectWrites(const StmtP &s, std::set<const kir::Buffer *> &out) {
+  forEachStmt(s, [&](Stmt &x) {
+    if (x.kind == Stmt::Kind::Store)
+      out.insert(x.buf.get());
+    if (x.kind == Stmt::Kind::MmaTile)
+      out.insert(x.c.get());
+    if (x.kind == Stmt::Kind::BlockReduce)
+      for (const kir::BufferP &d : x.dst)
+        out.insert(d.get());
+  });
+}
+
+// A scalar a statement declares into its enclosing body (nested declarations are scoped).
+void collectBinders(const StmtP &s, std::set<std::string> &out) {
+  if (s->kind == Stmt::Kind::Decl)
+    out.insert(s->var);
+}
+
+// A position in the statement tree: list `list` of statement `owner` (null: the kernel body),
+// element `index`.
+struct Frame {
+  Stmt *owner = nullptr;
+  std::vector<StmtP> *list = nullptr;
+  size_t index = 0;
+  bool inElse = false; // the list is an If's else branch
+};
+using Path = std::vector<Frame>;
+
+// Finds `target` under `list`; `path` receives the frames from `list` down to it.
+bool findPath(std::vector<StmtP> &list, Stmt *owner, bool inElse, const Stmt *target, Path &path) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    path.push_back({owner, &list, i, inElse});
+    if (list[i].get() == target)
+      return true;
+    Stmt &s = *list[i];
+    std::vector<std::vector<StmtP> *> lists = childLists(s);
+    for (size_t li = 0; li < lists.size(); ++li)
+      if (findPath(*lists[li], &s, s.kind == Stmt::Kind::If && li == 1, target, path))
+        return true;
+    path.pop_back();
+  }
+  return false;
+}
+
+// The first Store (pre-order, execution order) under `s` whose value, indices or enclosing
+// conditions read `b`, with the path from `s`'s list down to it; or any other kind of read.
+struct FirstRead {
+  Path path; // frames below the starting list, ending at the reading statement
+  Stmt *stmt = nullptr;
+};
+
+bool findFirstRead(std::vector<StmtP> &list, Stmt *owner, bool inElse, size_t from,
+                   const kir::BufferP &b, FirstRead &out) {
+  for (size_t i = from; i < list.size(); ++i) {
+    out.path.push_back({owner, &list, i, inElse});
+    Stmt &s = *list[i];
+    bool own = false;
+    for (const E &e : ownExprs(s))
+      own |= countLoads(e, b) > 0;
+    own |= (s.kind == Stmt::Kind::MmaTile && (s.a == b || s.b == b)) ||
+           (s.kind == Stmt::Kind::BlockReduce &&
+            std::find(s.src.begin(), s.src.end(), b) != s.src.end());
+    if (own) {
+      out.stmt = &s;
+      return true;
+    }
+    std::vector<std::vector<StmtP> *> lists = childLists(s);
+    for (size_t li = 0; li < lists.size(); ++li)
+      if (findFirstRead(*lists[li], &s, s.kind == Stmt::Kind::If && li == 1, 0, b, out))
+        return true;
+    out.path.pop_back();
+  }
+  return false;
+}
+
+const char *kindWord(const Stmt &s) {
+  switch (s.kind) {
+  case Stmt::Kind::Region: return "region";
+  case Stmt::Kind::For: return "for";
+  case Stmt::Kind::If: return "if";
+  case Stmt::Kind::Reduce: return "reduce";
+  case Stmt::Kind::Decl: return "decl";
+  case Stmt::Kind::Assign: return "assign";
+  case Stmt::Kind::Store: return "store";
+  case Stmt::Kind::BlockReduce: return "block_reduce";
+  case Stmt::Kind::MmaTile: return "mma_tile";
+  default: return "statement";
+  }
+}
+
+std::string nestText(const std::vector<Stmt *> &loops) {
+  if (loops.empty())
+    return "no loops";
+  std::string s;
+  for (size_t i = 0; i < loops.size(); ++i)
+    s += (i ? ", " : "") + std::string(kindWord(*loops[i])) + " " + loops[i]->var;
+  return s;
+}
+
+// Removes the statement at the end of `path` and every container that becomes empty.
+void removeAt(Path &path) {
+  while (!path.empty()) {
+    Frame f = path.back();
+    path.pop_back();
+    f.list->erase(f.list->begin() + static_cast<std::ptrdiff_t>(f.index));
+    if (!f.list->empty() || !f.owner)
+      return;
+    Stmt &o = *f.owner;
+    bool empty = o.kind == Stmt::Kind::If       ? o.body.empty() && o.elseBody.empty()
+                 : o.kind == Stmt::Kind::Reduce ? false
+                                                : o.body.empty();
+    if (!empty)
+      return;
+  }
+}
+
+// Rewrites loads and stores of `from` to `to` in a statement tree.
+void replaceBuffer(const StmtP &s, const kir::BufferP &from, const kir::BufferP &to) {
+  forEachStmt(s, [&](Stmt &x) {
+    std::map<std::string, std::string> none;
+    x.begin = rewrite(x.begin, none, from, to);
+    x.extent = rewrite(x.extent, none, from, to);
+    x.value = rewrite(x.value, none, from, to);
+    x.cond = rewrite(x.cond, none, from, to);
+    for (E &i : x.indices)
+      i = rewrite(i, none, from, to);
+    if (x.buf == from)
+      x.buf = to;
+    if (x.c == from)
+      x.c = to;
+  });
+}
+
+// ---- the pass -----------------------------------------------------------------------------------
+
+struct Candidate {
+  StmtP reduce;
+  kir::BufferP acc;
+};
+
+// The accumulator of a reduction: a buffer its init stores literal 0 into exactly once and its
+// update accumulates into (acc = acc + x, either order, or mma_tile). Null if none.
+kir::BufferP accumulatorOf(Stmt &r) {
+  std::vector<kir::BufferP> zeroed;
+  for (const StmtP &s : r.init)
+    forEachStmt(s, [&](Stmt &x) {
+      if (x.kind == Stmt::Kind::Store && isZero(x.value))
+        zeroed.push_back(x.buf);
+    });
+  for (const kir::BufferP &b : zeroed) {
+    int inits = 0;
+    for (const StmtP &s : r.init)
+      inits += writesIn(s, b);
+    if (inits != 1)
+      continue;
+    bool accumulated = false;
+    for (const StmtP &s : r.update)
+      forEachStmt(s, [&](Stmt &x) {
+        if (x.kind == Stmt::Kind::MmaTile && x.c == b)
+          accumulated = true;
+        if (x.kind == Stmt::Kind::Store && x.buf == b && x.value->kind == Expr::Kind::Binary &&
+            x.value->bop == kir::BinOp::Add)
+          accumulated = true;
+      });
+    if (accumulated)
+      return b;
+  }
+  return nullptr;
+}
+
+struct Rejected {
+  std::string reason;
+};
+
+// The update only accumulates into acc.
+void checkUpdate(Stmt &r, const kir::BufferP &acc) {
+  for (const StmtP &s : r.update)
+    forEachStmt(s, [&](Stmt &x) {
+      if (x.kind == Stmt::Kind::Store && x.buf == acc) {
+        const E &v = x.value;
+        bool ok = v->kind == Expr::Kind::Binary && v->bop == kir::BinOp::Add;
+        if (ok) {
+          E l(v->args[0]), rr(v->args[1]);
+          auto isSelf = [&](const E &e) {
+            return e->kind == Expr::Kind::Load && e->buf == acc &&
+                   indicesEqual(std::vector<E>(e->args.begin(), e->args.end()), x.indices);
+          };
+          ok = (isSelf(l) && countLoads(rr, acc) == 0) || (isSelf(rr) && countLoads(l, acc) == 0);
+        }
+        if (!ok)
+          throw Rejected{cat("the update is not an accumulation into ", acc->name, ": ", acc->name,
+                             "[", indexText(x.indices), "] = ", exprText(v))};
+        return;
+      }
+      if (x.kind == Stmt::Kind::BlockReduce &&
+          std::find(x.dst.begin(), x.dst.end(), acc) != x.dst.end())
+        throw Rejected{cat("the update overwrites ", acc->name, " with a block_reduce")};
+      if (x.kind == Stmt::Kind::MmaTile && x.c == acc)
+        return;
+      for (const E &e : ownExprs(x))
+        if (countLoads(e, acc))
+          throw Rejected{
+              cat("the update reads ", acc->name, " outside its accumulation (", kindWord(x), ")")};
+      if (x.kind == Stmt::Kind::MmaTile && (x.a == acc || x.b == acc))
+        throw Rejected{cat("the update reads ", acc->name, " as an mma_tile operand")};
+    });
+}
+
+ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
+  ReductionEpilogueOutcome out;
+  const kir::BufferP &acc = cand.acc;
+  out.accumulator = acc->name;
+  try {
+    Path rPath;
+    AICF_CHECK(findPath(k.body, nullptr, false, cand.reduce.get(), rPath),
+               "reduction not found in kernel ", k.name);
+    Stmt &R = *cand.reduce;
+    checkUpdate(R, acc);
+
+    // The epilogue: the first read of acc after R, walking outwards through R's ancestors.
+    FirstRead read;
+    size_t level = rPath.size();
+    for (size_t lv = rPath.size(); lv-- > 0;) {
+      Frame &f = rPath[lv];
+      FirstRead r;
+      if (findFirstRead(*f.list, f.owner, f.inElse, f.index + 1, acc, r)) {
+        read = std::move(r);
+        level = lv;
+        break;
+      }
+    }
+    if (!read.stmt)
+      throw Rejected{cat("no epilogue reads ", acc->name, " after the reduction")};
+    Stmt &epi = *read.stmt;
+    if (epi.kind != Stmt::Kind::Store)
+      throw Rejected{
+          cat(acc->name, " is first read by a ", kindWord(epi), ", not by an epilogue store")};
+    for (const E &i : epi.indices)
+      if (countLoads(i, acc))
+        throw Rejected{cat(acc->name, " is read in the index of the epilogue store")};
+
+    // Additive: acc[ei] + g or g + acc[ei] at the top of the stored value.
+    const E &val = epi.value;
+    E accLoad, g;
+    if (val->kind == Expr::Kind::Binary && val->bop == kir::BinOp::Add) {
+      E l(val->args[0]), r(val->args[1]);
+      if (l->kind == Expr::Kind::Load && l->buf == acc)
+        accLoad = l, g = r;
+      else if (r->kind == Expr::Kind::Load && r->buf == acc)
+        accLoad = r, g = l;
+    }
+    int readsInValue = countLoads(val, acc);
+    if (!accLoad) {
+      if (readsInValue > 1)
+        throw Rejected{cat("accumulator read ",
+                           readsInValue == 2 ? "twice" : cat(readsInValue, " times"),
+                           " in the epilogue: ", exprText(val))};
+      throw Rejected{cat("epilogue is not additive: ", exprText(val))};
+    }
+    if (countLoads(g, acc) > 0)
+      throw Rejected{cat("accumulator read ",
+                         readsInValue == 2 ? "twice" : cat(readsInValue, " times"),
+                         " in the epilogue: ", exprText(val))};
+    bool selfUpdate = epi.buf == acc;
+
+    // Nothing else consumes acc: every read outside R is the epilogue's, except reads that
+    // follow a self-update (they read the updated value); no other writes.
+    int total = 0, after = 0;
+    for (const StmtP &s : k.body)
+      total += readsIn(s, acc);
+    total -= readsIn(cand.reduce, acc);
+    if (selfUpdate) {
+      // Reads after the epilogue store in the walk from the epilogue's list outwards.
+      Path full(rPath.begin(), rPath.begin() + static_cast<std::ptrdiff_t>(level) + 1);
+      full.back().index = read.path.front().index;
+      full.insert(full.end(), read.path.begin() + 1, read.path.end());
+      for (size_t lv = full.size(); lv-- > 0;)
+        for (size_t i = full[lv].index + 1; i < full[lv].list->size(); ++i)
+          after += readsIn((*full[lv].list)[i], acc);
+    }
+    if (total - after > 1)
+      throw Rejected{cat("accumulator read ",
+                         total - after == 2 ? "twice" : cat(total - after, " times"),
+                         " after the reduction (exactly once required, by the epilogue)")};
+    int writes = 0;
+    for (const StmtP &s : k.body)
+      writes += writesIn(s, acc);
+    writes -= writesIn(cand.reduce, acc) + (selfUpdate ? 1 : 0);
+    if (writes > 0)
+      throw Rejected{cat(acc->name, " is also written outside the reduction")};
+
+    // Loop nests: the reduction side (R's ancestors below the common list, then the init's
+    // nest down to the zero store) against the epilogue side (its ancestors below the common
+    // list). If's on the epilogue side are guards; on the reduction side they are rejected.
+    std::vector<Stmt *> rNest, eNest;
+    std::vector<std::pair<E, bool>> guards; // condition, negated (else branch)
+    auto addFrameOwner = [&](Stmt *owner, std::vector<Stmt *> &nest, bool eSide, bool inElse) {
+      if (!owner || owner->kind == Stmt::Kind::Seq)
+        return;
+      if (owner->kind == Stmt::Kind::Region || owner->kind == Stmt::Kind::For) {
+        nest.push_back(owner);
+      } else if (owner->kind == Stmt::Kind::If && eSide) {
+        guards.emplace_back(owner->cond, inElse);
+      } else if (owner != &R) {
+        throw Rejected{
+            cat("the ", eSide ? "epilogue" : "reduction", " is nested in a ", kindWord(*owner))};
+      }
+    };
+    for (size_t lv = level + 1; lv < rPath.size(); ++lv)
+      addFrameOwner(rPath[lv].owner, rNest, false, rPath[lv].inElse);
+    Path initPath;
+    Stmt *initStore = nullptr;
+    for (size_t i = 0; i < R.init.size() && !initStore; ++i) {
+      forEachStmt(R.init[i], [&](Stmt &x) {
+        if (x.kind == Stmt::Kind::Store && x.buf == acc)
+          initStore = &x;
+      });
+      if (initStore)
+        findPath(R.init, &R, false, initStore, initPath);
+    }
+    AICF_CHECK(initStore, "accumulator init store vanished");
+    const std::vector<E> ai = initStore->indices;
+    for (size_t i = 1; i < initPath.size(); ++i)
+      addFrameOwner(initPath[i].owner, rNest, false, initPath[i].inElse);
+    for (size_t i = 1; i < read.path.size(); ++i)
+      addFrameOwner(read.path[i].owner, eNest, true, read.path[i].inElse);
+
+    std::map<std::string, std::string> rename;
+    auto nestMismatch = [&] {
+      return Rejected{cat("index maps do not line up: the epilogue's loop nest (", nestText(eNest),
+                          ") does not match the init's (", nestText(rNest), ")")};
+    };
+    if (rNest.size() != eNest.size())
+      throw nestMismatch();
+    for (size_t i = 0; i < rNest.size(); ++i) {
+      Stmt &a = *rNest[i], &b = *eNest[i];
+      if (a.kind != b.kind)
+        throw nestMismatch();
+      if (a.kind == Stmt::Kind::For &&
+          (a.step != b.step || !exprEqual(a.begin.get(), rewrite(b.begin, rename, {}, {}).get()) ||
+           !exprEqual(a.extent.get(), rewrite(b.extent, rename, {}, {}).get())))
+        throw Rejected{cat("index maps do not line up: loop ", b.var,
+                           " of the epilogue does not "
+                           "have the bounds of loop ",
+                           a.var, " of the init")};
+      if (a.var != b.var)
+        rename[b.var] = a.var;
+    }
+    std::vector<E> ei(accLoad->args.begin(), accLoad->args.end()), eiR;
+    for (const E &i : ei)
+      eiR.push_back(rewrite(i, rename, {}, {}));
+    if (!indicesEqual(eiR, ai))
+      throw Rejected{cat("index maps do not line up: the epilogue reads ", acc->name, "[",
+                         indexText(ei), "], the init writes ", acc->name, "[", indexText(ai), "]")};
+
+    // g (and the guards) move to the init: their variables must be bound there, and nothing
+    // they read may be written by the reduction or between it and the epilogue.
+    E gR = rewrite(g, rename, {}, {});
+    E guardR;
+    for (const auto &[c, negated] : guards) {
+      E cr = rewrite(c, rename, {}, {});
+      if (negated)
+        cr = kir::unary(kir::UnOp::Not, cr);
+      guardR = guardR ? (guardR && cr) : cr;
+    }
+    std::set<std::string> unavailable = {R.var};
+    std::set<const kir::Buffer *> written;
+    for (const StmtP &s : R.init)
+      collectWrites(s, written);
+    for (const StmtP &s : R.update)
+      collectWrites(s, written);
+    for (size_t lv = level + 1; lv < rPath.size(); ++lv) // after R inside R's ancestors
+      for (size_t i = rPath[lv].index + 1; i < rPath[lv].list->size(); ++i)
+        collectWrites((*rPath[lv].list)[i], written);
+    {
+      Frame &common = rPath[level];
+      for (size_t i = common.index + 1; i < read.path.front().index; ++i) {
+        collectBinders((*common.list)[i], unavailable);
+        collectWrites((*common.list)[i], written);
+      }
+      for (size_t i = 0; i + 1 < read.path.size(); ++i) {
+        const Frame &f = read.path[i + 1];
+        for (size_t j = 0; j < f.index; ++j) { // siblings before the path inside the epilogue
+          collectBinders((*f.list)[j], unavailable);
+          collectWrites((*f.list)[j], written);
+        }
+      }
+      for (Stmt *s : eNest)
+        if (!rename.count(s->var) && std::find_if(rNest.begin(), rNest.end(), [&](Stmt *r) {
+                                       return r->var == s->var;
+                                     }) == rNest.end())
+          unavailable.insert(s->var);
+    }
+    for (const E &e : {gR, guardR}) {
+      for (const std::string &v : varsOf(e))
+        if (unavailable.count(v))
+          throw Rejected{cat("index maps do not line up: g uses '", v,
+                             "', which is not available at the reduction's init")};
+      for (const kir::Buffer *b : loadsOf(e))
+        if (written.count(b))
+          throw Rejected{cat("g reads ", b->name, ", which the reduction writes")};
+    }
+
+    // Rewrite. The init store becomes acc = g' (or, guarded, if (guard') acc = g' else the old
+    // init); the epilogue store keeps only acc, or disappears.
+    std::vector<E> di;
+    for (const E &i : epi.indices)
+      di.push_back(rewrite(i, rename, {}, {}));
+    std::string initText = cat(acc->name, "[", indexText(ai), "] = ", exprText(gR));
+    if (guardR) {
+      StmtP zero = kir::store(acc, ai, initStore->value);
+      StmtP fused = kir::store(acc, ai, gR);
+      Frame &f = initPath.back();
+      (*f.list)[f.index] = kir::ifThen(guardR, {fused}, {zero});
+      initText += cat(" where ", exprText(guardR));
+    } else {
+      initStore->value = gR;
+    }
+    Path epiPath(rPath.begin(), rPath.begin() + static_cast<std::ptrdiff_t>(level));
+    epiPath.insert(epiPath.end(), read.path.begin(), read.path.end());
+    bool dIsAcc = !selfUpdate && epi.buf->dtype == acc->dtype && epi.buf->shape == acc->shape &&
+                  !guardR && indicesEqual(di, ai) &&
+                  std::find(k.allocs.begin(), k.allocs.end(), acc) != k.allocs.end();
+    if (dIsAcc) {
+      int dReads = 0, dWrites = 0;
+      for (const StmtP &s : k.body) {
+        dReads += readsIn(s, epi.buf);
+        dWrites += writesIn(s, epi.buf);
+      }
+      dIsAcc = dReads == 0 && dWrites == 1;
+    }
+    if (selfUpdate) {
+      if (!indicesEqual(epi.indices, ei))
+        throw Rejected{cat("index maps do not line up: ", acc->name, "[", indexText(epi.indices),
+                           "] = ", acc->name, "[", indexText(ei), "] + ...")};
+      removeAt(epiPath);
+      out.reason = cat("init ", initText, "; the epilogue ", acc->name, " += g disappears");
+    } else if (dIsAcc) {
+      kir::BufferP d = epi.buf;
+      std::string dName = d->name;
+      removeAt(epiPath);
+      replaceBuffer(cand.reduce, acc, d);
+      k.allocs.erase(std::find(k.allocs.begin(), k.allocs.end(), acc));
+      out.reason = cat("init ", initText, "; the reduction accumulates into ", dName,
+                       ": the temporary ", acc->name, " and the epilogue store disappear");
+    } else {
+      epi.value = accLoad;
+      out.reason = cat("init ", initText, "; the epilogue stores ", epi.buf->name, "[",
+                       indexText(epi.indices), "] = ", exprText(accLoad));
+    }
+    out.reason += " (reassociated: g is added first)";
+    out.applied = true;
+  } catch (const Rejected &r) {
+    out.applied = false;
+    out.reason = r.reason;
+  }
+  return out;
+}
+
+} // namespace
+
+std::string ReductionEpilogueOutcome::text() const {
+  return cat("FuseReductionEpilogue(", accumulator,
+             "): ", applied ? "applied: " : "rejected: ", reason);
+}
+
+bool FuseReductionEpilogueResult::applied() const {
+  return std::any_of(outcomes.begin(), outcomes.end(),
+                     [](const ReductionEpilogueOutcome &o) { return o.applied; });
+}
+
+FuseReductionEpilogueResult fuseReductionEpilogue(kir::Kernel &k, bool annotate) {
+  // Candidates first (the rewrites below change the tree), as the owning pointers.
+  std::vector<Candidate> cands;
+  std::function<void(const std::vector<StmtP> &)> collect = [&](const std::vector<StmtP> &list) {
+    for (const StmtP &s : list) {
+      if (s->kind == Stmt::Kind::Reduce)
+        if (kir::BufferP acc = accumulatorOf(*s))
+          cands.push_back({s, acc});
+      for (std::vector<StmtP> *l : childLists(*s))
+        collect(*l);
+    }
+  };
+  collect(k.body);
+  FuseReductionEpilogueResult res;
+  for (const Candidate &c : cands) {
+    ReductionEpilogueOutcome o = fuseOne(k, c);
+    if (annotate) {
+      Path q;
+      AICF_CHECK(findPath(k.body, nullptr, false, c.reduce.get(), q), "reduction not found");
+      q.back().list->insert(q.back().list->begin() + static_cast<std::ptrdiff_t>(q.back().index),
+                            kir::comment(o.text()));
+    }
+    res.outcomes.push_back(std::move(o));
+  }
+  return res;
+}
+
+} // namespace aicf

@@ -1,0 +1,326 @@
+// Kernel IR builders (see kir.h). The printer and verifier live in kir_printer.cpp and
+// kir_verifier.cpp.
+#include "kir/kir.h"
+
+#include "support/diagnostics.h"
+
+namespace aicf::kir {
+
+int64_t Buffer::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+const char *unOpName(UnOp op) {
+  switch (op) {
+  case UnOp::Neg: return "neg";
+  case UnOp::Abs: return "abs";
+  case UnOp::Exp: return "exp";
+  case UnOp::Log: return "log";
+  case UnOp::Sqrt: return "sqrt";
+  case UnOp::Rsqrt: return "rsqrt";
+  case UnOp::Tanh: return "tanh";
+  case UnOp::Erf: return "erf";
+  case UnOp::Sigmoid: return "sigmoid";
+  case UnOp::Floor: return "floor";
+  case UnOp::Ceil: return "ceil";
+  case UnOp::Round: return "round";
+  case UnOp::Sin: return "sin";
+  case UnOp::Cos: return "cos";
+  case UnOp::Not: return "not";
+  case UnOp::Sign: return "sign";
+  }
+  return "?";
+}
+
+const char *binOpName(BinOp op) {
+  switch (op) {
+  case BinOp::Add: return "+";
+  case BinOp::Sub: return "-";
+  case BinOp::Mul: return "*";
+  case BinOp::Div: return "/";
+  case BinOp::Mod: return "%";
+  case BinOp::Min: return "min";
+  case BinOp::Max: return "max";
+  case BinOp::Pow: return "pow";
+  case BinOp::Lt: return "<";
+  case BinOp::Le: return "<=";
+  case BinOp::Gt: return ">";
+  case BinOp::Ge: return ">=";
+  case BinOp::Eq: return "==";
+  case BinOp::Ne: return "!=";
+  case BinOp::And: return "&&";
+  case BinOp::Or: return "||";
+  }
+  return "?";
+}
+
+// ---- expressions ------------------------------------------------------------------------------
+
+static ExprP make(Expr e) {
+  return std::make_shared<const Expr>(std::move(e));
+}
+
+static Expr mkExpr(Expr::Kind kind, DType type) {
+  Expr e;
+  e.kind = kind;
+  e.type = type;
+  return e;
+}
+
+E::E(int64_t v) {
+  Expr e = mkExpr(Expr::Kind::Int, DType::I64);
+  e.ival = v;
+  p_ = make(std::move(e));
+}
+
+E fconst(double v, DType t) {
+  Expr e = mkExpr(Expr::Kind::Float, t);
+  e.fval = v;
+  return make(std::move(e));
+}
+
+E var(const std::string &name, DType t) {
+  Expr e = mkExpr(Expr::Kind::Var, t);
+  e.var = name;
+  return make(std::move(e));
+}
+
+static DType computeType(DType t) {
+  return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t;
+}
+
+E load(const BufferP &b, std::vector<E> idx) {
+  AICF_CHECK(idx.size() == b->shape.size(), "load of ", b->name, " with ", idx.size(),
+             " indices for rank ", b->shape.size());
+  Expr e = mkExpr(Expr::Kind::Load, computeType(b->dtype));
+  e.buf = b;
+  for (E &i : idx)
+    e.args.push_back(i.get());
+  return make(std::move(e));
+}
+
+E unary(UnOp op, E a) {
+  Expr e = mkExpr(Expr::Kind::Unary, op == UnOp::Not ? DType::Bool : a->type);
+  e.uop = op;
+  e.args = {a.get()};
+  return make(std::move(e));
+}
+
+static bool isCompare(BinOp op) {
+  return op >= BinOp::Lt;
+}
+
+E binary(BinOp op, E a, E b) {
+  AICF_CHECK(a.get() != nullptr && b.get() != nullptr, "binary ", binOpName(op),
+             " with a null operand");
+  DType t = isCompare(op) ? DType::Bool : a->type;
+  // Mixed int/float arithmetic promotes to the float side.
+  if (!isCompare(op) && a->type != b->type && isFloat(b->type))
+    t = b->type;
+  Expr e = mkExpr(Expr::Kind::Binary, t);
+  e.bop = op;
+  e.args = {a.get(), b.get()};
+  return make(std::move(e));
+}
+
+E select(E c, E a, E b) {
+  Expr e = mkExpr(Expr::Kind::Select, a->type);
+  e.args = {c.get(), a.get(), b.get()};
+  return make(std::move(e));
+}
+
+E cast(E a, DType to) {
+  if (a->type == to)
+    return a;
+  Expr e = mkExpr(Expr::Kind::Cast, to);
+  e.args = {a.get()};
+  return make(std::move(e));
+}
+
+// Constant folding of index arithmetic keeps printed kernels readable (i*1+0 -> i).
+static bool isInt(const E &e, int64_t v) {
+  return e->kind == Expr::Kind::Int && e->ival == v;
+}
+
+E operator+(E a, E b) {
+  if (isInt(a, 0))
+    return b;
+  if (isInt(b, 0))
+    return a;
+  if (a->kind == Expr::Kind::Int && b->kind == Expr::Kind::Int)
+    return E(a->ival + b->ival);
+  return binary(BinOp::Add, a, b);
+}
+E operator-(E a, E b) {
+  if (isInt(b, 0))
+    return a;
+  if (a->kind == Expr::Kind::Int && b->kind == Expr::Kind::Int)
+    return E(a->ival - b->ival);
+  return binary(BinOp::Sub, a, b);
+}
+E operator*(E a, E b) {
+  if (isInt(a, 1))
+    return b;
+  if (isInt(b, 1))
+    return a;
+  if (isInt(a, 0) || isInt(b, 0))
+    return E(int64_t(0));
+  if (a->kind == Expr::Kind::Int && b->kind == Expr::Kind::Int)
+    return E(a->ival * b->ival);
+  return binary(BinOp::Mul, a, b);
+}
+E operator/(E a, E b) {
+  if (isInt(b, 1))
+    return a;
+  if (a->kind == Expr::Kind::Int && b->kind == Expr::Kind::Int && b->ival != 0)
+    return E(a->ival / b->ival);
+  return binary(BinOp::Div, a, b);
+}
+E operator%(E a, E b) {
+  if (isInt(b, 1))
+    return E(int64_t(0));
+  if (a->kind == Expr::Kind::Int && b->kind == Expr::Kind::Int && b->ival != 0)
+    return E(a->ival % b->ival);
+  return binary(BinOp::Mod, a, b);
+}
+E min(E a, E b) {
+  return binary(BinOp::Min, a, b);
+}
+E max(E a, E b) {
+  return binary(BinOp::Max, a, b);
+}
+E operator<(E a, E b) {
+  return binary(BinOp::Lt, a, b);
+}
+E operator<=(E a, E b) {
+  return binary(BinOp::Le, a, b);
+}
+E operator>(E a, E b) {
+  return binary(BinOp::Gt, a, b);
+}
+E operator>=(E a, E b) {
+  return binary(BinOp::Ge, a, b);
+}
+E operator==(E a, E b) {
+  return binary(BinOp::Eq, a, b);
+}
+E operator&&(E a, E b) {
+  return binary(BinOp::And, a, b);
+}
+
+// ---- statements -------------------------------------------------------------------------------
+
+static StmtP mk(Stmt::Kind k) {
+  auto s = std::make_shared<Stmt>();
+  s->kind = k;
+  return s;
+}
+
+StmtP seq(std::vector<StmtP> body) {
+  StmtP s = mk(Stmt::Kind::Seq);
+  s->body = std::move(body);
+  return s;
+}
+
+StmtP forLoop(const std::string &v, E begin, E extent, std::vector<StmtP> body, int64_t step,
+              Stmt::LoopKind kind) {
+  StmtP s = mk(Stmt::Kind::For);
+  s->var = v;
+  s->begin = std::move(begin);
+  s->extent = std::move(extent);
+  s->body = std::move(body);
+  s->step = step;
+  s->loop = kind;
+  return s;
+}
+
+StmtP region(const std::string &threadVar, std::vector<StmtP> body) {
+  StmtP s = mk(Stmt::Kind::Region);
+  s->var = threadVar;
+  s->body = std::move(body);
+  return s;
+}
+
+StmtP ifThen(E cond, std::vector<StmtP> then, std::vector<StmtP> otherwise) {
+  StmtP s = mk(Stmt::Kind::If);
+  s->cond = std::move(cond);
+  s->body = std::move(then);
+  s->elseBody = std::move(otherwise);
+  return s;
+}
+
+StmtP store(const BufferP &b, std::vector<E> idx, E value) {
+  AICF_CHECK(idx.size() == b->shape.size(), "store to ", b->name, " with ", idx.size(),
+             " indices for rank ", b->shape.size());
+  StmtP s = mk(Stmt::Kind::Store);
+  s->buf = b;
+  s->indices = std::move(idx);
+  s->value = std::move(value);
+  return s;
+}
+
+StmtP decl(const std::string &name, DType t, E init) {
+  StmtP s = mk(Stmt::Kind::Decl);
+  s->var = name;
+  s->dtype = t;
+  s->value = std::move(init);
+  return s;
+}
+
+StmtP assign(const std::string &name, E value) {
+  StmtP s = mk(Stmt::Kind::Assign);
+  s->var = name;
+  s->value = std::move(value);
+  return s;
+}
+
+StmtP barrier() {
+  return mk(Stmt::Kind::Barrier);
+}
+
+StmtP blockReduce(Combiner c, std::vector<BufferP> src, std::vector<BufferP> dst) {
+  AICF_CHECK(src.size() == c.fields.size() && dst.size() == c.fields.size(), "block_reduce ",
+             c.name, ": one src and dst buffer per field");
+  StmtP s = mk(Stmt::Kind::BlockReduce);
+  s->combiner = std::move(c);
+  s->src = std::move(src);
+  s->dst = std::move(dst);
+  return s;
+}
+
+StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
+              int64_t tn) {
+  StmtP s = mk(Stmt::Kind::MmaTile);
+  s->c = std::move(c);
+  s->a = std::move(a);
+  s->b = std::move(b);
+  s->m = m;
+  s->n = n;
+  s->k = k;
+  s->tm = tm;
+  s->tn = tn;
+  return s;
+}
+
+StmtP comment(std::string text) {
+  StmtP s = mk(Stmt::Kind::Comment);
+  s->text = std::move(text);
+  return s;
+}
+
+StmtP reduce(const std::string &v, E begin, E extent, std::vector<StmtP> init,
+             std::vector<StmtP> update, int64_t step) {
+  StmtP s = mk(Stmt::Kind::Reduce);
+  s->var = v;
+  s->begin = std::move(begin);
+  s->extent = std::move(extent);
+  s->init = std::move(init);
+  s->update = std::move(update);
+  s->step = step;
+  return s;
+}
+
+} // namespace aicf::kir

@@ -1,0 +1,230 @@
+// Kernel IR (DESIGN.md §4): every kernel is a loop nest over explicit grid axes and block
+// threads, with memory scopes, loads/stores with index expressions, reductions, barriers and
+// block-level collectives — no kernel names, no library calls. Lowering recipes build it; the
+// planner sets its knobs; printers spell it as C++ (host) or CUDA without adding logic.
+//
+// The SIMT rule (checked by kir::verify):
+//   * A kernel body is block-level code: allocations, thread regions, barriers, collectives
+//     (block_reduce, mma_tile) and block-level serial loops whose bounds are uniform (they may
+//     use grid axes and constants, never the thread id).
+//   * Thread-level code lives only inside a `region` (one per block-level step); a region holds
+//     no barrier, no collective and no nested region.
+//   * Per-thread state that lives across regions is a `local` buffer whose first dimension is
+//     the thread count, indexed by the thread id; scalar variables die with their region.
+// With this rule the host printer runs each region as a loop over thread ids in order (so
+// barriers need no code) and the CUDA printer maps the thread id to threadIdx.x.
+#pragma once
+
+#include "ir/types.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aicf::kir {
+
+enum class Scope : uint8_t { Global, Shared, Local };
+enum class Role : uint8_t { In, Out, Temp }; // global params are In or Out; others Temp
+
+struct Buffer {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape; // row-major; local buffers: [threads, ...]
+  Scope scope = Scope::Global;
+  Role role = Role::Temp;
+  int64_t numel() const;
+};
+using BufferP = std::shared_ptr<Buffer>;
+
+enum class UnOp : uint8_t {
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Erf,
+  Sigmoid,
+  Floor,
+  Ceil,
+  Round,
+  Sin,
+  Cos,
+  Not,
+  Sign
+};
+enum class BinOp : uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Min,
+  Max,
+  Pow, // Div on ints truncates; Mod on ints: C++ % semantics
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or // results are bool
+};
+const char *unOpName(UnOp op);
+const char *binOpName(BinOp op);
+
+struct Expr;
+using ExprP = std::shared_ptr<const Expr>;
+
+// A scalar expression. Index arithmetic is i64; values take the buffer dtypes, with float
+// arithmetic on f16/bf16 values done in f32 (loads widen, stores narrow).
+struct Expr {
+  enum class Kind : uint8_t { Int, Float, Var, Load, Unary, Binary, Select, Cast };
+  Kind kind = Kind::Int;
+  DType type = DType::I64; // the value's type (f16/bf16 loads have type f32: widened)
+  int64_t ival = 0;        // Int
+  double fval = 0;         // Float
+  std::string var;         // Var: loop variable, thread id, grid axis or scalar
+  BufferP buf;             // Load
+  std::vector<ExprP> args; // Load: indices; Unary: 1; Binary: 2; Select: cond, a, b; Cast: 1
+  UnOp uop = UnOp::Neg;
+  BinOp bop = BinOp::Add;
+};
+
+// Builders (E wraps an ExprP so recipes can write i * 4 + j).
+class E {
+public:
+  E() = default;
+  E(ExprP p) : p_(std::move(p)) {}         // NOLINT: implicit by design
+  E(int64_t v);                            // NOLINT: i64 constant
+  E(int v) : E(static_cast<int64_t>(v)) {} // NOLINT
+  const ExprP &get() const { return p_; }
+  const Expr *operator->() const { return p_.get(); }
+  explicit operator bool() const { return p_ != nullptr; }
+
+private:
+  ExprP p_;
+};
+E fconst(double v, DType t = DType::F32);
+E var(const std::string &name, DType t = DType::I64);
+E load(const BufferP &b, std::vector<E> idx);
+E unary(UnOp op, E a);
+E binary(BinOp op, E a, E b);
+E select(E cond, E a, E b);
+E cast(E a, DType to);
+E operator+(E a, E b);
+E operator-(E a, E b);
+E operator*(E a, E b);
+E operator/(E a, E b);
+E operator%(E a, E b);
+E min(E a, E b);
+E max(E a, E b);
+E operator<(E a, E b);
+E operator<=(E a, E b);
+E operator>(E a, E b);
+E operator>=(E a, E b);
+E operator==(E a, E b);
+E operator&&(E a, E b);
+
+// An associative merge of a state tuple, for block_reduce: given the fields of two states as
+// variables "a_<field>" and "b_<field>", `merged[i]` computes field i of the merged state
+// (optionally via `lets`, evaluated in order). Softmax (max, sum), Welford (n, mean, m2),
+// plain sums are all Combiners; the generic norm recipe builds them from a state algebra.
+struct Combiner {
+  std::string name;
+  std::vector<std::pair<std::string, DType>> fields;
+  std::vector<std::pair<std::string, E>> lets;
+  std::vector<E> merged;
+};
+
+struct Stmt;
+using StmtP = std::shared_ptr<Stmt>;
+
+struct Stmt {
+  enum class Kind : uint8_t {
+    Seq,         // body
+    For,         // var in [begin, begin + extent) step `step`; loop kind
+    Region,      // thread region: body runs once per thread id `var` in [0, threads)
+    If,          // cond ? body : elseBody
+    Store,       // buf[indices] = value
+    Decl,        // scalar `var` of dtype = value (mutable; scoped to the enclosing body)
+    Assign,      // scalar var = value
+    Barrier,     // block-wide barrier (block level only)
+    BlockReduce, // block level: reduce per-thread state (src bufs, one per combiner field,
+                 // shape [threads]) into dst bufs (shared, shape [1]) visible to all threads
+    MmaTile,     // block level: C[t] += A x B on on-chip tiles (see the fields below)
+    Reduce,      // `init` once, then for var in [begin, begin + extent) step: `update`.
+                 // Kept apart so Kernel-IR passes (FuseReductionEpilogue) see the
+                 // accumulator's initialisation and update separately (TVM-TIR style).
+                 // Allowed at block level (uniform bounds) or inside a region.
+    Comment,     // text, printed as a comment (explains a recipe's structure)
+  };
+  enum class LoopKind : uint8_t { Serial, Unrolled, Vectorized };
+
+  Kind kind = Kind::Seq;
+  std::vector<StmtP> body, elseBody;
+  std::vector<StmtP> init, update; // Reduce
+  std::string var;                 // For / Region / Decl / Assign
+  DType dtype = DType::I64;        // Decl
+  E begin, extent, value, cond;
+  int64_t step = 1;
+  LoopKind loop = LoopKind::Serial;
+  BufferP buf;
+  std::vector<E> indices;
+  std::string text; // Comment
+  // BlockReduce
+  Combiner combiner;
+  std::vector<BufferP> src, dst;
+  // MmaTile: A [m, k] and B [k, n] shared, C local [threads, tm, tn]; thread t owns the tile
+  // rows (t / (n / tn)) * tm + [0, tm) and columns (t % (n / tn)) * tn + [0, tn);
+  // C[t][i][j] += sum over kk < k of A[row i][kk] * B[kk][col j].
+  BufferP a, b, c;
+  int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
+};
+
+// Statement builders.
+StmtP seq(std::vector<StmtP> body);
+StmtP forLoop(const std::string &var, E begin, E extent, std::vector<StmtP> body, int64_t step = 1,
+              Stmt::LoopKind kind = Stmt::LoopKind::Serial);
+StmtP region(const std::string &threadVar, std::vector<StmtP> body);
+StmtP ifThen(E cond, std::vector<StmtP> then, std::vector<StmtP> otherwise = {});
+StmtP store(const BufferP &b, std::vector<E> idx, E value);
+StmtP decl(const std::string &name, DType t, E init);
+StmtP assign(const std::string &name, E value);
+StmtP barrier();
+StmtP blockReduce(Combiner c, std::vector<BufferP> src, std::vector<BufferP> dst);
+StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
+              int64_t tn);
+StmtP comment(std::string text);
+StmtP reduce(const std::string &var, E begin, E extent, std::vector<StmtP> init,
+             std::vector<StmtP> update, int64_t step = 1);
+
+// A kernel: grid axes (outermost first), the block's thread count, parameters (global buffers,
+// in the order the launcher passes them), on-chip allocations, and the block-level body.
+struct Kernel {
+  std::string name;   // symbol, e.g. "k3_attention"
+  std::string recipe; // "streaming_attention", "tiled_contraction", ...
+  std::vector<std::pair<std::string, int64_t>> grid; // (axis var, extent)
+  std::string threadVar = "t";
+  int64_t threads = 1;
+  std::vector<BufferP> params;
+  std::vector<BufferP> allocs; // shared and local buffers
+  std::vector<StmtP> body;
+  std::map<std::string, int64_t> knobs; // the schedule knobs the recipe was built with
+  // The problem extents the schedule tiles, for the cost model (plan/cost_model.cpp):
+  // contraction M, N, K, batch; attention batch, Sq, Sk, D, Dv, causal; norm rows, len;
+  // flat loops n; reductions rows, len. Not printed; no effect on the generated code.
+  std::map<std::string, int64_t> extents;
+};
+
+// Text form for goldens and --emit kernels (deterministic).
+std::string printKernel(const Kernel &k);
+
+// Checks structure and the SIMT rule; returns every violation as "kernel NAME: message".
+std::vector<std::string> verifyKernel(const Kernel &k);
+
+} // namespace aicf::kir

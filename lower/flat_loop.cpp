@@ -1,0 +1,109 @@
+// Helpers shared by the pointwise, reduction, pooling and data-movement recipes (see
+// flat_loop.h).
+#include "lower/flat_loop.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+
+namespace aicf::flatloop {
+
+using kir::E;
+
+bool gpuPlan(const Knobs &k) {
+  return k.planFor.rfind("cuda", 0) == 0;
+}
+
+Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec) {
+  Schedule s;
+  if (gpuPlan(k)) {
+    s.threads = k.get("threads", n >= 65536 ? 256 : 128);
+    s.vec = k.get("vec", (maxVec >= 4 && n % 4 == 0) ? 4 : 1);
+  } else {
+    int64_t v = 16;
+    while (v > 1 && (v > maxVec || n % v != 0))
+      v /= 2;
+    s.threads = k.get("threads", 1);
+    s.vec = k.get("vec", v);
+  }
+  AICF_CHECK(s.threads >= 1 && s.vec >= 1, "bad schedule: threads ", s.threads, ", vec ", s.vec);
+  int64_t chunk = s.threads * s.vec;
+  s.blocks = std::max<int64_t>(1, (n + chunk - 1) / chunk);
+  return s;
+}
+
+void build(kir::Kernel &kern, int64_t n, const Schedule &s,
+           const std::function<std::vector<kir::StmtP>(E i)> &body) {
+  kern.grid = {{"b", s.blocks}};
+  kern.threadVar = "t";
+  kern.threads = s.threads;
+  kern.knobs["threads"] = s.threads;
+  kern.knobs["vec"] = s.vec;
+  kern.extents["n"] = n;
+  bool guard = s.blocks * s.threads * s.vec != n;
+  E base = kir::var("b") * E(s.threads) + kir::var(kern.threadVar);
+  E i = s.vec == 1 ? base : base * E(s.vec) + kir::var("v");
+  std::vector<kir::StmtP> inner = {kir::decl("i", DType::I64, i)};
+  std::vector<kir::StmtP> work = body(kir::var("i"));
+  if (guard)
+    inner.push_back(kir::ifThen(kir::var("i") < E(n), work));
+  else
+    inner.insert(inner.end(), work.begin(), work.end());
+  std::vector<kir::StmtP> regionBody;
+  if (s.vec == 1)
+    regionBody = inner;
+  else
+    regionBody = {
+        kir::forLoop("v", E(int64_t(0)), E(s.vec), inner, 1, kir::Stmt::LoopKind::Vectorized)};
+  kern.body.push_back(kir::region(kern.threadVar, regionBody));
+}
+
+std::vector<kir::StmtP> storeAnchorOutputs(GroupExpr &ge, const KernelGroup &g,
+                                           const Value *anchorResult, E value,
+                                           const std::vector<E> &idx, const std::string &prefix) {
+  std::vector<kir::StmtP> out;
+  auto bind = [&](const Value *v, const std::string &name, E e) {
+    DType t = e->type;
+    out.push_back(kir::decl(name, t, e));
+    ge.substitute(v, [name, t](const std::vector<E> &) { return kir::var(name, t); });
+  };
+  bind(anchorResult, prefix + "_r", value);
+  int k = 0;
+  for (const Node *n : ge.consumersInGroup(anchorResult)) {
+    const Value *r = n->result(0);
+    AICF_CHECK(r->type().shape == anchorResult->type().shape, "group ", g.id, ": epilogue %",
+               r->name(), " ", r->type().str(), " does not have the anchor's shape ",
+               anchorResult->type().str());
+    bind(r, cat(prefix, "_e", k++), ge.at(r, idx));
+  }
+  for (const Value *v : g.outputs) {
+    AICF_CHECK(v->type().shape == anchorResult->type().shape, "group ", g.id, ": output %",
+               v->name(), " ", v->type().str(), " does not have the anchor's shape ",
+               anchorResult->type().str());
+    out.push_back(kir::store(ge.param(v), idx, ge.at(v, idx)));
+  }
+  return out;
+}
+
+E ne(E a, E b) {
+  return kir::binary(kir::BinOp::Ne, std::move(a), std::move(b));
+}
+
+E orE(E a, E b) {
+  return kir::binary(kir::BinOp::Or, std::move(a), std::move(b));
+}
+
+E isNaN(E x) {
+  return ne(x, x);
+}
+
+E nanMaxUpdate(E acc, E x) {
+  // (x > acc || isnan(x)) && !isnan(acc) ? x : acc
+  return kir::select(orE(x > acc, isNaN(x)) && (acc == acc), x, acc);
+}
+
+E nanMinUpdate(E acc, E x) {
+  return kir::select(orE(x < acc, isNaN(x)) && (acc == acc), x, acc);
+}
+
+} // namespace aicf::flatloop

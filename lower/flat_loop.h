@@ -1,0 +1,50 @@
+// Helpers shared by the pointwise, reduction, pooling and data-movement recipes
+// (lower/recipe_{pointwise,reduction,pooling,data_movement}.cpp): default knobs per plan
+// target, the flat "grid x threads x vector" loop over an output's elements, the epilogue
+// writer that stores every output of an anchor group, and NaN-aware min/max updates.
+#pragma once
+
+#include "lower/group_expr.h"
+#include "lower/lower.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace aicf::flatloop {
+
+// True for "cuda:*" plans (printed as CUDA, or emulated on the host).
+bool gpuPlan(const Knobs &k);
+
+// Threads and vector width for a flat loop over `n` elements. cpu plans: one thread per block
+// (OpenMP runs the grid) and the widest of 16/8/4/2/1 (at most maxVec) dividing n; cuda
+// plans: 256 threads (128 below 64K elements) and 4-wide vectors when 4 divides n. Knobs
+// "threads" and "vec" given explicitly win.
+struct Schedule {
+  int64_t threads = 1, vec = 1, blocks = 1;
+};
+Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec = 16);
+
+// Fills `kern` with grid(b: blocks) block(t: threads) and one region in which every thread
+// handles `vec` consecutive elements, i = (b * threads + t) * vec + v, guarded by i < n when
+// the grid overshoots; `body(i)` gives the statements for element i. Records the knobs.
+void build(kir::Kernel &kern, int64_t n, const Schedule &s,
+           const std::function<std::vector<kir::StmtP>(kir::E i)> &body);
+
+// Statements storing every output of an anchor group at `idx`: the anchor's value `value` is
+// declared as a scalar, then each epilogue node's value in graph order (each computed once),
+// and every group output is stored. All share the anchor result's shape, so `idx` indexes
+// each. `prefix` keeps the scalar names unique within the kernel.
+std::vector<kir::StmtP> storeAnchorOutputs(GroupExpr &ge, const KernelGroup &g,
+                                           const Value *anchorResult, kir::E value,
+                                           const std::vector<kir::E> &idx,
+                                           const std::string &prefix);
+
+kir::E isNaN(kir::E x);
+kir::E ne(kir::E a, kir::E b);
+kir::E orE(kir::E a, kir::E b);
+// The interpreter's maxNaN(acc, x) / minNaN(acc, x): a NaN, once seen, stays.
+kir::E nanMaxUpdate(kir::E acc, kir::E x);
+kir::E nanMinUpdate(kir::E acc, kir::E x);
+
+} // namespace aicf::flatloop

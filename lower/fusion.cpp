@@ -1,0 +1,490 @@
+// Fusion into kernel groups (see fusion.h). Deterministic, graph order throughout; the rules:
+//
+//  1. Views. A VIEW node (reshape) is no kernel: its result aliases its operand's buffer
+//     (storageOf). A view also ends fusion: a consumer reading a view reads a materialised
+//     buffer, so the view's source is an output of the group that computes it.
+//  2. Anchors. Every node that is neither elementwise nor a view starts its own group.
+//  3. Epilogues ("stays with its producer"). Each elementwise node, in graph order, joins the
+//     group that produced one of its operands (the first eligible one, in operand order):
+//       * anchor groups take elementwise consumers of the anchor's result (or of an epilogue
+//         value) whose shape is the anchor's result shape, so the epilogue runs per output
+//         element before the store;
+//       * anchors whose recipe writes one result only (contraction, norms, attention: the
+//         recipes of lower/recipe_contraction.cpp ...) take a node only when the value it
+//         reads from the group has no other user: the group keeps exactly one output;
+//       * pure elementwise groups take any elementwise consumer as long as every output of the
+//         grown group has one shape (the pointwise recipe iterates over that shape);
+//       * the join must not make the group graph cyclic: no other operand of the node may
+//         depend, through other groups, on the joined group.
+//     A node with several consumers in different groups is therefore computed exactly once:
+//     with its producer (its result becomes an output of that group), or in a group of its own.
+//     Otherwise the node starts a new pure elementwise group.
+//  4. Prologues ("fused into its only consumer"). A pure elementwise group all of whose outputs
+//     are read by one other group only (an anchor group whose recipe inlines operands through
+//     GroupExpr, or another elementwise group), and none of which is a graph output, is merged
+//     into that group; its nodes are then recomputed where the consumer reads them, never
+//     stored. Consumers are visited last-first so chains fold in one sweep.
+//  5. Rematerialisation (with a hardware description). A pure elementwise group read by several
+//     groups, all of which inline operands, none through a view and none a graph output, is
+//     copied into every consumer when the cost model prices recomputing it there below storing
+//     it once and reloading it in each; its nodes then belong to several groups.
+//  6. Size cap. No group grows past FusionOptions::maxGroupNodes nodes (by rules 3-5): a very
+//     long elementwise chain becomes a sequence of kernels of at most that many nodes, each a
+//     round trip through memory that costs little next to its work, and each a function the
+//     host compiler optimises in bounded time (g++'s CFG cleanup grows quadratically with the
+//     selects of one loop body). The cut chain's kernels are identical, so codegen emits one.
+// Groups are finally ordered topologically, ties broken by their first node's position.
+//
+// Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
+// never a scan of a group's node list; the group-dependency search is pruned by node position
+// (a group can depend on another only if it holds a later node); the final order is Kahn's
+// algorithm with a heap.
+#include "lower/fusion.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace aicf {
+
+namespace {
+
+// What a group's recipe can absorb, by anchor op (nullptr: a pure elementwise group).
+struct Caps {
+  bool prologue = true;    // inlines fused producers of its operands (GroupExpr::at)
+  bool epilogue = true;    // applies elementwise consumers of its result before storing
+  bool multiOutput = true; // writes every group output (not only the last epilogue value)
+};
+
+Caps capsFor(const Node *anchor) {
+  Caps c;
+  if (!anchor)
+    return c;
+  const OpInfo &info = anchor->info();
+  if (anchor->numResults() != 1) { // split: several results, no single epilogue shape
+    c.epilogue = false;
+    return c;
+  }
+  switch (anchor->op()) {
+  case Op::Softmax:
+  case Op::LogSoftmax:
+  case Op::LayerNorm:
+  case Op::RmsNorm:
+  case Op::Attention: c.multiOutput = false; return c;
+  default: break;
+  }
+  if (info.has(CONTRACT))
+    c.multiOutput = false;
+  return c;
+}
+
+class Partitioner {
+public:
+  Partitioner(const Graph &g, const FusionOptions &opts) : g_(g), opts_(opts), nodes_(g.nodes()) {
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      index_[nodes_[i]] = static_cast<int>(i);
+    groupOf_.assign(nodes_.size(), -1);
+    isEpilogue_.assign(nodes_.size(), 0);
+    outputs_.insert(g.outputs().begin(), g.outputs().end());
+    for (Node *n : nodes_)
+      for (Value *o : n->operands()) {
+        auto &us = users_[o];
+        if (us.empty() || us.back() != n)
+          us.push_back(n);
+      }
+  }
+
+  Partition run() {
+    Partition p;
+    // 1-2: views and anchors.
+    for (Node *n : nodes_) {
+      if (n->info().has(VIEW))
+        p.views.push_back(n);
+      else if (!n->info().has(EW))
+        newGroup(n, n);
+    }
+    // 3: elementwise nodes join a producer or start a group.
+    for (Node *n : nodes_) {
+      if (!n->info().has(EW))
+        continue;
+      int target = -1;
+      for (Value *o : n->operands()) {
+        int gi = directGroup(o);
+        if (gi >= 0 && !full(gi, 1) && canJoinAsEpilogue(n, gi)) {
+          target = gi;
+          break;
+        }
+      }
+      if (target >= 0)
+        add(target, n, /*epilogue=*/true);
+      else
+        newGroup(nullptr, n);
+    }
+    // 4: prologues; 5: rematerialisation.
+    foldPrologues();
+    if (opts_.rematCost)
+      rematerialize(p);
+    finish(p);
+    return p;
+  }
+
+private:
+  struct Group {
+    Node *anchor = nullptr;
+    std::vector<Node *> nodes; // unsorted until finish()
+    bool alive = true;
+    int minIdx = 0, maxIdx = 0; // positions of its first and last node (rule 3's pruning)
+    // The members' results by shape (rule 3 for pure elementwise groups: only results of
+    // another shape than the joining node's can break the one-output-shape rule).
+    std::map<std::vector<int64_t>, std::vector<const Value *>> resultsByShape;
+  };
+
+  const std::vector<Node *> &usersOf(const Value *v) const {
+    static const std::vector<Node *> none;
+    auto it = users_.find(v);
+    return it == users_.end() ? none : it->second;
+  }
+
+  int idx(const Node *n) const { return index_.at(n); }
+
+  void newGroup(Node *anchor, Node *first) {
+    groups_.push_back(Group{anchor, {}, true, idx(first), idx(first), {}});
+    add(static_cast<int>(groups_.size()) - 1, first, /*epilogue=*/false);
+  }
+
+  void add(int gi, Node *n, bool epilogue) {
+    Group &grp = groups_[gi];
+    grp.nodes.push_back(n);
+    if (epilogue)
+      isEpilogue_[idx(n)] = 1;
+    groupOf_[idx(n)] = gi;
+    grp.minIdx = std::min(grp.minIdx, idx(n));
+    grp.maxIdx = std::max(grp.maxIdx, idx(n));
+    for (const Value *r : n->results())
+      grp.resultsByShape[r->type().shape].push_back(r);
+  }
+
+  // Rule 6: whether group gi cannot take `more` nodes.
+  bool full(int gi, size_t more) const {
+    return groups_[gi].nodes.size() + more > static_cast<size_t>(opts_.maxGroupNodes);
+  }
+
+  bool inGroup(const Node *n, int gi) const { return n && groupOf_[idx(n)] == gi; }
+
+  // Whether n is a member of group gi: its owner, or one of rule 5's copies.
+  bool contains(int gi, const Node *n) const {
+    if (!n)
+      return false;
+    int i = idx(n);
+    return groupOf_[i] == gi || copies_.count({gi, i}) > 0;
+  }
+
+  // The group whose node defines v directly (views end fusion: -1 for them, for inputs and
+  // weights).
+  int directGroup(const Value *v) const {
+    const Node *d = v->def();
+    if (!d || d->info().has(VIEW))
+      return -1;
+    return groupOf_[idx(d)];
+  }
+
+  // The group computing v's storage (through views), or -1 for inputs and weights.
+  int storageGroup(const Value *v) const {
+    const Node *d = storageOf(v)->def();
+    return d ? groupOf_[idx(d)] : -1;
+  }
+
+  // Whether group `from` depends (transitively) on group `target`. A group reaching target
+  // holds a node after target's first one (a path of nodes leads there from target's), so
+  // groups wholly before target are not searched.
+  bool dependsOn(int from, int target) const {
+    if (seen_.size() < groups_.size())
+      seen_.resize(groups_.size(), 0);
+    ++stamp_;
+    const int floor = groups_[target].minIdx;
+    std::function<bool(int)> visit = [&](int gi) {
+      if (gi == target)
+        return true;
+      if (seen_[gi] == stamp_ || groups_[gi].maxIdx < floor)
+        return false;
+      seen_[gi] = stamp_;
+      for (const Node *m : groups_[gi].nodes)
+        for (const Value *o : m->operands()) {
+          int p = storageGroup(o);
+          if (p >= 0 && p != gi && visit(p))
+            return true;
+        }
+      return false;
+    };
+    return visit(from);
+  }
+
+  // A value that something outside group gi (with `joining`, when given, counted as a
+  // member) or the graph's outputs needs.
+  bool neededOutside(const Value *v, int gi, const Node *joining = nullptr) const {
+    if (outputs_.count(v))
+      return true;
+    for (const Node *u : usersOf(v))
+      if (u != joining && !contains(gi, u))
+        return true;
+    return false;
+  }
+
+  bool canJoinAsEpilogue(Node *n, int gi) const {
+    const Group &grp = groups_[gi];
+    Caps caps = capsFor(grp.anchor);
+    if (!caps.epilogue)
+      return false;
+    const std::vector<int64_t> &shape = n->result(0)->type().shape;
+    if (grp.anchor) {
+      if (shape != grp.anchor->result(0)->type().shape)
+        return false;
+      for (Value *o : n->operands()) {
+        const Node *d = o->def();
+        if (!inGroup(d, gi))
+          continue;
+        // Only the anchor's result and epilogue values are per-output-element values.
+        bool epi = d == grp.anchor || isEpilogue_[idx(d)];
+        if (!epi)
+          return false;
+        if (!caps.multiOutput && neededOutside(o, gi, n))
+          return false;
+      }
+    } else {
+      for (const auto &[s, results] : grp.resultsByShape)
+        if (s != shape)
+          for (const Value *r : results)
+            if (neededOutside(r, gi, n))
+              return false;
+    }
+    for (Value *o : n->operands()) {
+      int p = storageGroup(o);
+      if (p >= 0 && p != gi && dependsOn(p, gi))
+        return false;
+    }
+    return true;
+  }
+
+  void foldPrologues() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      // Consumers first: visit elementwise groups by descending last node.
+      std::vector<int> order;
+      for (size_t gi = 0; gi < groups_.size(); ++gi)
+        if (groups_[gi].alive && !groups_[gi].anchor)
+          order.push_back(static_cast<int>(gi));
+      auto lastNode = [&](int gi) {
+        int m = -1;
+        for (const Node *n : groups_[gi].nodes)
+          m = std::max(m, idx(n));
+        return m;
+      };
+      std::sort(order.begin(), order.end(),
+                [&](int a, int b) { return lastNode(a) > lastNode(b); });
+      for (int gi : order) {
+        int consumer = soleConsumer(gi);
+        if (consumer < 0 || !capsFor(groups_[consumer].anchor).prologue ||
+            full(consumer, groups_[gi].nodes.size()))
+          continue;
+        for (Node *n : groups_[gi].nodes)
+          add(consumer, n, /*epilogue=*/false);
+        groups_[gi].nodes.clear();
+        groups_[gi].alive = false;
+        changed = true;
+      }
+    }
+  }
+
+  // The groups reading group gi's outputs, in group order; empty when one of them is a graph
+  // output or read through a view (those must be stored).
+  std::vector<int> consumersOf(int gi) const {
+    std::vector<int> out;
+    for (const Node *m : groups_[gi].nodes)
+      for (const Value *r : m->results()) {
+        if (g_.isOutput(r))
+          return {};
+        for (const Node *u : usersOf(r)) {
+          if (contains(gi, u))
+            continue;
+          int ug = groupOf_[idx(u)];
+          if (ug < 0)
+            return {};
+          if (std::find(out.begin(), out.end(), ug) == out.end())
+            out.push_back(ug);
+        }
+      }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  void rematerialize(Partition &p) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      Group &grp = groups_[gi];
+      if (!grp.alive || grp.anchor)
+        continue;
+      std::vector<int> cons = consumersOf(static_cast<int>(gi));
+      if (cons.size() < 2)
+        continue;
+      bool inlinable = std::all_of(cons.begin(), cons.end(), [&](int c) {
+        return groups_[c].alive && capsFor(groups_[c].anchor).prologue &&
+               !full(c, grp.nodes.size());
+      });
+      if (!inlinable)
+        continue;
+      int64_t inBytes = 0, outBytes = 0;
+      std::unordered_set<const Value *> seen;
+      RematDecision d;
+      for (const Node *m : grp.nodes) {
+        for (const Value *o : m->operands())
+          if (!contains(static_cast<int>(gi), o->def()) && seen.insert(o).second)
+            inBytes += o->type().bytes();
+        for (const Value *r : m->results())
+          if (!usersOf(r).empty() &&
+              std::any_of(usersOf(r).begin(), usersOf(r).end(),
+                          [&](const Node *u) { return !contains(static_cast<int>(gi), u); })) {
+            outBytes += r->type().bytes();
+            d.values.push_back(r->name().empty() ? cat("%", r->id()) : r->name());
+          }
+      }
+      KernelGroup probe;
+      probe.nodes = grp.nodes;
+      RematCost c = opts_.rematCost(probe, inBytes, outBytes, static_cast<int>(cons.size()));
+      d.consumers = static_cast<int>(cons.size());
+      d.storeUs = c.storeUs;
+      d.recomputeUs = c.recomputeUs;
+      d.recomputed = c.recomputeUs < c.storeUs;
+      p.remat.push_back(d);
+      if (!d.recomputed)
+        continue;
+      for (int c2 : cons)
+        for (Node *n : grp.nodes) {
+          groups_[c2].nodes.push_back(n); // groupOf_ keeps the first owner; copies_ the rest
+          copies_.insert({c2, idx(n)});
+        }
+      recomputed_.insert(grp.nodes.begin(), grp.nodes.end());
+      grp.nodes.clear();
+      grp.alive = false;
+    }
+  }
+
+  // The one group reading every output of group gi, or -1 (several readers, a view reader,
+  // a graph output, or no reader).
+  int soleConsumer(int gi) const {
+    int consumer = -1;
+    for (const Node *m : groups_[gi].nodes)
+      for (const Value *r : m->results()) {
+        if (g_.isOutput(r))
+          return -1;
+        for (const Node *u : usersOf(r)) {
+          int ug = groupOf_[idx(u)];
+          if (ug == gi)
+            continue;
+          if (ug < 0 || (consumer >= 0 && ug != consumer))
+            return -1; // a view (no group) or a second consumer group
+          consumer = ug;
+        }
+      }
+    return consumer;
+  }
+
+  void finish(Partition &p) {
+    // Live groups with sorted nodes.
+    std::vector<int> live;
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      if (!groups_[gi].alive)
+        continue;
+      std::sort(groups_[gi].nodes.begin(), groups_[gi].nodes.end(),
+                [&](const Node *a, const Node *b) { return idx(a) < idx(b); });
+      live.push_back(static_cast<int>(gi));
+    }
+    // Topological order (Kahn), ties by first node position.
+    std::vector<std::vector<int>> dependents(groups_.size());
+    std::vector<int> pending(groups_.size(), 0); // unfinished producers of each group
+    for (int gi : live) {
+      std::unordered_set<int> deps;
+      for (const Node *m : groups_[gi].nodes)
+        for (const Value *o : m->operands()) {
+          if (o->def() && contains(gi, o->def()))
+            continue; // computed inside (a recomputed prologue)
+          int pg = storageGroup(o);
+          if (pg >= 0 && pg != gi && deps.insert(pg).second) {
+            dependents[pg].push_back(gi);
+            ++pending[gi];
+          }
+        }
+    }
+    // Ready groups by first node position: the same order as picking the earliest ready group
+    // each time.
+    using Entry = std::pair<int, int>; // (first node position, group)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+    for (int gi : live)
+      if (pending[gi] == 0)
+        ready.push({idx(groups_[gi].nodes.front()), gi});
+    std::vector<int> order;
+    while (!ready.empty()) {
+      int pick = ready.top().second;
+      ready.pop();
+      order.push_back(pick);
+      for (int d : dependents[pick])
+        if (--pending[d] == 0)
+          ready.push({idx(groups_[d].nodes.front()), d});
+    }
+    AICF_CHECK(order.size() == live.size(), "fusion produced a cyclic group graph");
+    for (int gi : order) {
+      const Group &grp = groups_[gi];
+      KernelGroup kg;
+      kg.id = static_cast<int>(p.groups.size());
+      kg.anchor = grp.anchor;
+      kg.kind = grp.anchor ? grp.anchor->name() : "fused_elementwise";
+      kg.nodes = grp.nodes;
+      std::unordered_set<const Value *> seen;
+      for (const Node *m : grp.nodes)
+        for (Value *o : m->operands()) {
+          if (o->def() && contains(gi, o->def()))
+            continue;
+          if (seen.insert(o).second)
+            kg.inputs.push_back(o);
+        }
+      for (const Node *m : grp.nodes)
+        for (Value *r : m->results())
+          if (!recomputed_.count(m) && neededOutside(r, gi))
+            kg.outputs.push_back(r);
+      p.groups.push_back(std::move(kg));
+    }
+  }
+
+  const Graph &g_;
+  FusionOptions opts_;
+  std::set<const Node *> recomputed_; // nodes copied into several consumer groups
+  std::vector<Node *> nodes_;
+  std::unordered_map<const Node *, int> index_;
+  std::unordered_map<const Value *, std::vector<Node *>> users_;
+  std::unordered_set<const Value *> outputs_; // the graph's outputs
+  std::vector<int> groupOf_;
+  std::vector<char> isEpilogue_;         // by node position: joined an anchor group as epilogue
+  std::set<std::pair<int, int>> copies_; // (group, node position): rule 5's recomputed copies
+  std::vector<Group> groups_;
+  mutable std::vector<uint64_t> seen_; // dependsOn's visited marks (== stamp_)
+  mutable uint64_t stamp_ = 0;
+};
+
+} // namespace
+
+Partition partitionGraph(const Graph &g, const FusionOptions &opts) {
+  return Partitioner(g, opts).run();
+}
+
+const Value *storageOf(const Value *v) {
+  while (v->def() && v->def()->info().has(VIEW))
+    v = v->def()->operand(0);
+  return v;
+}
+
+} // namespace aicf

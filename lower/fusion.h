@@ -1,0 +1,73 @@
+// Fusion into kernels (DESIGN.md §4, issue "Kernel IR"): partitions the rewritten graph into
+// kernel groups. Each group becomes one kernel:
+//   * an anchor — a contraction (with its epilogue), a norm, attention, a reduction, a pooling
+//     or a data-movement op — plus the rematerializable elementwise nodes fused into it: a
+//     prologue (elementwise chains feeding an anchor operand and used nowhere else) and an
+//     epilogue (elementwise consumers of the anchor's result that nothing else needs);
+//   * or a pure elementwise group (a connected elementwise chain with no anchor).
+// Reshape-like nodes (VIEW) are not kernels: their result aliases their operand's buffer.
+// Recompute or store: an elementwise group read by one other group is always fused into it
+// (rule 4 in fusion.cpp). One read by several groups is decided by the cost model when a
+// hardware description is given (FusionOptions::hw): recomputed inside every consumer when
+// that costs less than storing it once and reloading it in each (plan/cost_model.h,
+// rematerializationCost); every such decision is recorded with both costs.
+#pragma once
+
+#include "ir/graph.h"
+
+#include <functional>
+
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+struct KernelGroup {
+  int id = 0;
+  std::string kind; // logical opcode: "attention", "layer_norm", "matmul", "fused_elementwise", ...
+  Node *anchor = nullptr;       // null for a pure elementwise group
+  std::vector<Node *> nodes;    // every node of the group, in graph order
+  std::vector<Value *> inputs;  // read from outside the group, first-use order, no duplicates
+  std::vector<Value *> outputs; // produced here and used outside (or graph outputs)
+};
+
+// One store-or-recompute decision for an elementwise group read by several groups.
+struct RematDecision {
+  std::vector<std::string> values; // the group's output values
+  int consumers = 0;
+  double storeUs = 0, recomputeUs = 0;
+  bool recomputed = false;
+};
+
+struct Partition {
+  std::vector<KernelGroup> groups; // in a valid execution order
+  std::vector<Node *> views;       // reshape-like nodes: aliases, no kernel
+  std::vector<RematDecision> remat;
+};
+
+// Store or recompute (rule 5 in fusion.cpp): the two times of an elementwise group `probe`
+// with `inBytes` of inputs and `outBytes` of outputs, read by `consumers` groups. Stored: one
+// kernel (launch, read the inputs, compute, write the outputs) and every consumer reloads the
+// outputs. Recomputed: every consumer reads the inputs and computes the values itself.
+struct RematCost {
+  double storeUs = 0, recomputeUs = 0;
+};
+using RematCostFn = std::function<RematCost(const KernelGroup &probe, int64_t inBytes,
+                                            int64_t outBytes, int consumers)>;
+
+struct FusionOptions {
+  // With a cost function (the planner's, plan/cost_model.h), shared elementwise groups are
+  // recomputed in their consumers when that is cheaper; without one they are always stored
+  // (computed once). A callback keeps the partition below the cost model in the layering.
+  RematCostFn rematCost;
+  // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise
+  // chains are cut into several kernels, so the host compiler's time per kernel stays bounded.
+  int maxGroupNodes = 256;
+};
+
+Partition partitionGraph(const Graph &g, const FusionOptions &opts = {});
+
+// The value whose buffer `v` lives in: follows view (reshape) nodes back to their source.
+const Value *storageOf(const Value *v);
+
+} // namespace aicf

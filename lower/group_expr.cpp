@@ -1,0 +1,447 @@
+// Scalar Kernel IR expressions for the values of a kernel group (see group_expr.h): every
+// elementwise op of ir/ops.def, the contraction epilogue steps, numpy broadcasting of indices,
+// and GroupExpr, which inlines a group's elementwise nodes into the recipe that asks for a value.
+//
+// Semantics follow the interpreter (interp/kernels.cpp): float ops compute in f32 here (the
+// interpreter uses double and rounds once, so results agree to an f32 rounding per op); integer
+// ops compute in i64 with wrap-around and narrow to the result dtype after every node, so a
+// fused chain gives the interpreter's values exactly; integer division truncates; min/max and
+// clip propagate NaN; round is half-to-even; float -> integer casts truncate toward zero, give
+// 0 for NaN and saturate. Where the interpreter reports an error (integer division by zero) the
+// kernel yields 0 instead of trapping. f16/bf16 values are widened to f32 by their loads,
+// computed in f32 and rounded to their dtype after every node, as the interpreter does.
+#include "lower/group_expr.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace aicf {
+
+using kir::BinOp;
+using kir::E;
+using kir::UnOp;
+
+namespace {
+
+bool isF(const E &e) {
+  return isFloat(e->type);
+}
+
+E toF32(E e) {
+  return isF(e) ? e : kir::cast(e, DType::F32);
+}
+
+E toI64(E e) {
+  return e->type == DType::I64 ? e : kir::cast(e, DType::I64);
+}
+
+E f(double v) {
+  return kir::fconst(v, DType::F32);
+}
+
+E ne(E a, E b) {
+  return kir::binary(BinOp::Ne, std::move(a), std::move(b));
+}
+E orE(E a, E b) {
+  return kir::binary(BinOp::Or, std::move(a), std::move(b));
+}
+E isNaN(const E &x) {
+  return ne(x, x);
+}
+
+// An integer result narrowed to its dtype (wrap-around), as the interpreter stores it.
+E narrowInt(E e, DType t) {
+  if (t == DType::I64)
+    return toI64(e);
+  if (t == DType::Bool)
+    return ne(toI64(e), E(int64_t(0)));
+  return kir::cast(toI64(e), t);
+}
+
+// Float -> i64 truncating toward zero; NaN gives 0; out-of-range values saturate (to the
+// largest f32 below 2^63, the nearest the f32 arithmetic can express).
+E floatToInt(E x) {
+  const double lim = 9.2233714e18; // < 2^63, exactly representable in f32
+  E c = kir::select(x > f(lim), f(lim), kir::select(x < f(-lim), f(-lim), x));
+  return kir::select(isNaN(x), E(int64_t(0)), kir::cast(c, DType::I64));
+}
+
+// NaN-propagating min / max, like numpy.minimum / maximum (and the interpreter).
+E nanMin(E a, E b) {
+  return kir::select(orE(a < b, isNaN(a)), a, b);
+}
+E nanMax(E a, E b) {
+  return kir::select(orE(a > b, isNaN(a)), a, b);
+}
+
+E sigmoid(E x) {
+  return kir::unary(UnOp::Sigmoid, x);
+}
+
+E geluErf(E x) {
+  return f(0.5) * x * (f(1.0) + kir::unary(UnOp::Erf, x * f(0.7071067811865476)));
+}
+
+E geluTanh(E x) {
+  E inner = f(0.7978845608028654) * (x + f(0.044715) * x * x * x);
+  return f(0.5) * x * (f(1.0) + kir::unary(UnOp::Tanh, inner));
+}
+
+// Round half to even, written with floor so it does not depend on the printer's rounding mode.
+E roundHalfEven(E x) {
+  E fl = kir::unary(UnOp::Floor, x);
+  E d = x - fl;
+  E half = fl * f(0.5);
+  E flIsEven = kir::unary(UnOp::Floor, half) == half;
+  return kir::select(d > f(0.5), fl + f(1.0),
+                     kir::select(d < f(0.5), fl, kir::select(flIsEven, fl, fl + f(1.0))));
+}
+
+// log(1 + e) for e in [0, 1], accurate for small e (a log1p without the library call).
+E log1pSmall(E e) {
+  return kir::select(e < f(1e-4), e * (f(1.0) - f(0.5) * e), kir::unary(UnOp::Log, f(1.0) + e));
+}
+
+// softplus(x) = max(x, 0) + log1p(exp(-|x|)): the interpreter's stable form.
+E softplus(E x) {
+  E e = kir::unary(UnOp::Exp, kir::unary(UnOp::Neg, kir::unary(UnOp::Abs, x)));
+  return kir::select(x > f(0.0), x, f(0.0)) + log1pSmall(e);
+}
+
+// e^x - 1 for x <= 0, with a short series near 0 where exp(x) - 1 would cancel.
+E expm1Neg(E x) {
+  E series = x * (f(1.0) + x * (f(0.5) + x * (f(1.0 / 6.0) + x * f(1.0 / 24.0))));
+  return kir::select(x > f(-1e-2), series, kir::unary(UnOp::Exp, x) - f(1.0));
+}
+
+// The constant value of a scalar weight operand, if it is one.
+bool scalarConstant(const Value *v, double &out) {
+  if (!v->hasData() || v->data()->numel() != 1)
+    return false;
+  out = v->data()->getDouble(0);
+  return true;
+}
+
+E powExpr(const Node &n, E a, E b, DType outT) {
+  if (isFloat(outT)) {
+    double c = 0;
+    if (scalarConstant(n.operand(1), c)) {
+      // Exponents exporters write (x^2 in norms, x^3 in tanh-GELU): exact products.
+      if (c == 1.0)
+        return toF32(a);
+      if (c == 2.0)
+        return toF32(a) * toF32(a);
+      if (c == 3.0)
+        return toF32(a) * toF32(a) * toF32(a);
+      if (c == 0.5)
+        return kir::unary(UnOp::Sqrt, toF32(a));
+    }
+    return kir::binary(BinOp::Pow, toF32(a), toF32(b));
+  }
+  // Integer base: the interpreter raises in int64 (float exponents via double, truncated).
+  // Through f32 pow, exact for the small magnitudes integer tensors hold in practice.
+  E r = kir::binary(BinOp::Pow, toF32(a), toF32(b));
+  return narrowInt(floatToInt(r), outT);
+}
+
+E castExpr(E x, DType from, DType to) {
+  if (from == to)
+    return x;
+  if (to == DType::Bool)
+    return isFloat(from) ? ne(x, f(0.0)) : ne(toI64(x), E(int64_t(0)));
+  if (isFloat(to)) // to f16/bf16: elementwiseExpr rounds the f32 value
+    return x->type == DType::F32 ? x : kir::cast(x, DType::F32);
+  if (isFloat(from))
+    return narrowInt(floatToInt(x), to);
+  return narrowInt(x, to); // integer or bool -> integer: widen, then wrap
+}
+
+// Integer division truncating toward zero; a zero divisor gives 0 (the interpreter reports an
+// error) and INT64_MIN / -1 wraps, instead of trapping.
+E intDiv(E a, E b) {
+  E zero = E(int64_t(0)), one = E(int64_t(1)), minus1 = E(int64_t(-1));
+  E safe = kir::select(orE(b == zero, b == minus1), one, b);
+  return kir::select(b == zero, zero, kir::select(b == minus1, zero - a, a / safe));
+}
+
+} // namespace
+
+static E elementwiseF32(const Node &n, const std::vector<E> &ops);
+
+E elementwiseExpr(const Node &n, const std::vector<E> &ops) {
+  E e = elementwiseF32(n, ops);
+  // f16 / bf16 results are rounded to their dtype, as the interpreter stores every node's
+  // result (the cast prints as a round trip through the narrow type and stays a float).
+  DType outT = n.result(0)->type().dtype;
+  // (Arithmetic on f16-typed operands is itself typed f16: go through f32 so the cast is kept.)
+  if (outT == DType::F16 || outT == DType::BF16)
+    return kir::cast(kir::cast(e, DType::F32), outT);
+  return e;
+}
+
+static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
+  const OpInfo &info = n.info();
+  if (!info.has(EW))
+    throw InternalError(
+        cat("elementwiseExpr: ", n.name(), " (", n.where(), ") is not an elementwise op"));
+  AICF_CHECK(ops.size() == n.numOperands(), n.name(), ": ", ops.size(), " operands for ",
+             n.numOperands());
+  for (const E &o : ops)
+    AICF_CHECK(o, n.name(), ": null operand expression");
+  DType outT = n.result(0)->type().dtype;
+  DType inT = n.operand(0)->type().dtype;
+  bool fl = isFloat(inT);
+  const E &x = ops[0];
+
+  // Integer arithmetic in i64, narrowed to the result dtype.
+  auto intBin = [&](BinOp op) {
+    return narrowInt(kir::binary(op, toI64(ops[0]), toI64(ops[1])), outT);
+  };
+
+  switch (n.op()) {
+  case Op::Identity: return x;
+  case Op::Neg: return fl ? kir::unary(UnOp::Neg, x) : narrowInt(E(int64_t(0)) - toI64(x), outT);
+  case Op::Abs:
+    if (fl)
+      return kir::unary(UnOp::Abs, x);
+    return narrowInt(kir::select(toI64(x) < E(int64_t(0)), E(int64_t(0)) - toI64(x), toI64(x)),
+                     outT);
+  case Op::Sqrt: return kir::unary(UnOp::Sqrt, toF32(x));
+  case Op::Reciprocal: return f(1.0) / toF32(x);
+  case Op::Exp: return kir::unary(UnOp::Exp, toF32(x));
+  case Op::Log: return kir::unary(UnOp::Log, toF32(x));
+  case Op::Erf: return kir::unary(UnOp::Erf, toF32(x));
+  case Op::Tanh: return kir::unary(UnOp::Tanh, toF32(x));
+  case Op::Sigmoid: return sigmoid(toF32(x));
+  case Op::Relu:
+    if (fl)
+      return kir::select(x < f(0.0), f(0.0), x); // keeps NaN
+    return narrowInt(kir::select(toI64(x) < E(int64_t(0)), E(int64_t(0)), toI64(x)), outT);
+  case Op::Softplus: return softplus(toF32(x));
+  case Op::Floor: return kir::unary(UnOp::Floor, toF32(x));
+  case Op::Ceil: return kir::unary(UnOp::Ceil, toF32(x));
+  case Op::Round: return roundHalfEven(toF32(x));
+  case Op::Sign:
+    if (fl) // NaN stays NaN; +-0 give 0
+      return kir::select(x > f(0.0), f(1.0), kir::select(x < f(0.0), f(-1.0), x * f(0.0)));
+    return narrowInt(
+        kir::select(toI64(x) > E(int64_t(0)), E(int64_t(1)),
+                    kir::select(toI64(x) < E(int64_t(0)), E(int64_t(-1)), E(int64_t(0)))),
+        outT);
+  case Op::Sin: return kir::unary(UnOp::Sin, toF32(x));
+  case Op::Cos: return kir::unary(UnOp::Cos, toF32(x));
+  case Op::Not: return kir::unary(UnOp::Not, x);
+  case Op::LeakyRelu: {
+    E v = toF32(x);
+    return kir::select(v < f(0.0), f(n.f("alpha")) * v, v);
+  }
+  case Op::Elu: {
+    E v = toF32(x);
+    return kir::select(v < f(0.0), f(n.f("alpha")) * expm1Neg(v), v);
+  }
+  case Op::HardSigmoid: {
+    E v = f(n.f("alpha")) * toF32(x) + f(n.f("beta"));
+    return kir::max(f(0.0), kir::min(f(1.0), v));
+  }
+  case Op::HardSwish: {
+    E v = toF32(x);
+    return v * kir::max(f(0.0), kir::min(f(1.0), v / f(6.0) + f(0.5)));
+  }
+  case Op::Clip: {
+    double lo = n.f("min"), hi = n.f("max");
+    if (fl) { // min(max(x, lo), hi) with std::max / std::min: NaN passes through
+      E v = x;
+      if (lo != -INFINITY) // the default bounds are +-inf: no comparison needed
+        v = kir::select(v < f(lo), f(lo), v);
+      if (hi != INFINITY)
+        v = kir::select(f(hi) < v, f(hi), v);
+      return v;
+    }
+    auto trunc = [](double d) -> int64_t {
+      if (std::isnan(d))
+        return 0;
+      if (d >= 9.2233720368547758e18)
+        return std::numeric_limits<int64_t>::max();
+      if (d <= -9.2233720368547758e18)
+        return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(d);
+    };
+    E v = toI64(x);
+    if (lo != -INFINITY)
+      v = kir::select(v < E(trunc(lo)), E(trunc(lo)), v);
+    if (hi != INFINITY)
+      v = kir::select(E(trunc(hi)) < v, E(trunc(hi)), v);
+    return narrowInt(v, outT);
+  }
+  case Op::Cast: return castExpr(x, inT, outT);
+  case Op::Gelu:
+    if (n.s("approximate") == "tanh")
+      return geluTanh(toF32(x));
+    if (n.s("approximate") == "none")
+      return geluErf(toF32(x));
+    throw UserError(cat(n.where(), ": gelu: approximate must be \"none\" or \"tanh\", got \"",
+                        n.s("approximate"), "\""));
+  case Op::Silu: return toF32(x) * sigmoid(toF32(x));
+
+  case Op::Add: return fl ? ops[0] + ops[1] : intBin(BinOp::Add);
+  case Op::Sub: return fl ? ops[0] - ops[1] : intBin(BinOp::Sub);
+  case Op::Mul: return fl ? ops[0] * ops[1] : intBin(BinOp::Mul);
+  case Op::Div: return fl ? ops[0] / ops[1] : narrowInt(intDiv(toI64(ops[0]), toI64(ops[1])), outT);
+  case Op::Pow: return powExpr(n, ops[0], ops[1], outT);
+  case Op::Min:
+  case Op::Max: {
+    bool isMin = n.op() == Op::Min;
+    E acc = fl ? ops[0] : toI64(ops[0]);
+    for (size_t k = 1; k < ops.size(); ++k) {
+      if (fl)
+        acc = isMin ? nanMin(acc, ops[k]) : nanMax(acc, ops[k]);
+      else
+        acc = isMin ? kir::min(acc, toI64(ops[k])) : kir::max(acc, toI64(ops[k]));
+    }
+    return fl ? acc : narrowInt(acc, outT);
+  }
+  case Op::Equal:
+  case Op::Less:
+  case Op::LessEqual:
+  case Op::Greater:
+  case Op::GreaterEqual: {
+    // Floats compare as f32 values, everything else as i64 (bool included).
+    E a = fl ? ops[0] : toI64(ops[0]), b = fl ? ops[1] : toI64(ops[1]);
+    switch (n.op()) {
+    case Op::Equal: return a == b;
+    case Op::Less: return a < b;
+    case Op::LessEqual: return a <= b;
+    case Op::Greater: return a > b;
+    default: return a >= b;
+    }
+  }
+  case Op::And: return ops[0] && ops[1];
+  case Op::Or: return orE(ops[0], ops[1]);
+  case Op::Xor: return ne(ops[0], ops[1]);
+  case Op::Where: return kir::select(ops[0], ops[1], ops[2]);
+  default: break;
+  }
+  throw InternalError(cat("elementwiseExpr: no expression for elementwise op ", n.name()));
+}
+
+E epilogueStepExpr(const std::string &step, E acc, E operand) {
+  if (step == "add" || step == "mul") {
+    AICF_CHECK(operand, "epilogue step '", step, "' needs its operand");
+    return step == "add" ? acc + operand : acc * operand;
+  }
+  if (step == "relu")
+    return kir::select(acc < f(0.0), f(0.0), acc);
+  if (step == "gelu")
+    return geluErf(acc);
+  if (step == "gelu_tanh")
+    return geluTanh(acc);
+  if (step == "silu")
+    return acc * sigmoid(acc);
+  if (step == "sigmoid")
+    return sigmoid(acc);
+  if (step == "tanh")
+    return kir::unary(UnOp::Tanh, acc);
+  throw InternalError(cat("unknown epilogue step '", step, "'"));
+}
+
+std::vector<E> broadcastIndex(const std::vector<int64_t> &from, const std::vector<int64_t> &to,
+                              const std::vector<E> &idx) {
+  AICF_CHECK(idx.size() == to.size(), "broadcastIndex: ", idx.size(), " indices for rank ",
+             to.size());
+  AICF_CHECK(from.size() <= to.size(), "broadcastIndex: cannot broadcast ", shapeStr(from), " to ",
+             shapeStr(to));
+  size_t lead = to.size() - from.size();
+  std::vector<E> out;
+  out.reserve(from.size());
+  for (size_t d = 0; d < from.size(); ++d) {
+    AICF_CHECK(from[d] == to[lead + d] || from[d] == 1, "broadcastIndex: cannot broadcast ",
+               shapeStr(from), " to ", shapeStr(to));
+    out.push_back(from[d] == 1 ? E(int64_t(0)) : idx[lead + d]);
+  }
+  return out;
+}
+
+E flatIndex(const std::vector<int64_t> &shape, const std::vector<E> &idx) {
+  AICF_CHECK(idx.size() == shape.size(), "flatIndex: ", idx.size(), " indices for rank ",
+             shape.size());
+  E flat = E(int64_t(0));
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * E(shape[d]) + (shape[d] == 1 ? E(int64_t(0)) : idx[d]);
+  return flat;
+}
+
+std::vector<E> unflatIndex(const std::vector<int64_t> &shape, E flat) {
+  std::vector<int64_t> st = stridesOf(shape);
+  std::vector<E> idx(shape.size());
+  // The leading non-trivial dim needs no modulo: flat < numel.
+  size_t firstBig = 0;
+  while (firstBig < shape.size() && shape[firstBig] == 1)
+    ++firstBig;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) {
+      idx[d] = E(int64_t(0));
+      continue;
+    }
+    E q = flat / E(st[d]);
+    idx[d] = d == firstBig ? q : q % E(shape[d]);
+  }
+  return idx;
+}
+
+// ---- GroupExpr ----------------------------------------------------------------------------------
+
+GroupExpr::GroupExpr(const KernelGroup &g, std::map<const Value *, kir::BufferP> params)
+    : g_(g), params_(std::move(params)) {}
+
+E GroupExpr::at(const Value *v, const std::vector<E> &idx) const {
+  AICF_CHECK(idx.size() == v->type().shape.size(), "GroupExpr::at(%", v->name(), "): ", idx.size(),
+             " indices for rank ", v->type().rank());
+  if (auto it = subst_.find(v); it != subst_.end())
+    return it->second(idx);
+  // Computed inside the group by an elementwise node: inline it (recompute, never reload an
+  // output buffer the kernel is still writing).
+  const Node *def = v->def();
+  if (def && def->info().has(EW) &&
+      std::find(g_.nodes.begin(), g_.nodes.end(), def) != g_.nodes.end()) {
+    const std::vector<int64_t> &shape = v->type().shape;
+    std::vector<E> ops;
+    ops.reserve(def->numOperands());
+    for (const Value *o : def->operands())
+      ops.push_back(at(o, broadcastIndex(o->type().shape, shape, idx)));
+    return elementwiseExpr(*def, ops);
+  }
+  if (auto it = params_.find(v); it != params_.end())
+    return kir::load(it->second, idx);
+  throw InternalError(cat("GroupExpr: value %", v->name(), " is neither a param of group ", g_.id,
+                          " nor computed by one of its elementwise nodes"));
+}
+
+std::vector<const Node *> GroupExpr::consumersInGroup(const Value *v) const {
+  std::vector<const Value *> reach = {v};
+  std::vector<const Node *> out;
+  for (const Node *n : g_.nodes) {
+    if (!n->info().has(EW))
+      continue;
+    bool uses = std::any_of(n->operands().begin(), n->operands().end(), [&](const Value *o) {
+      return std::find(reach.begin(), reach.end(), o) != reach.end();
+    });
+    if (!uses)
+      continue;
+    out.push_back(n);
+    for (const Value *r : n->results())
+      reach.push_back(r);
+  }
+  return out;
+}
+
+const kir::BufferP &GroupExpr::param(const Value *v) const {
+  auto it = params_.find(v);
+  if (it == params_.end())
+    throw InternalError(cat("GroupExpr: %", v->name(), " is not a param of group ", g_.id));
+  return it->second;
+}
+
+} // namespace aicf

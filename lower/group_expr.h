@@ -1,0 +1,59 @@
+// Scalar expressions for the values of a kernel group. Recipes use it to inline the group's
+// fused elementwise nodes: asking for a value at an index yields a load when the value is a
+// kernel param, an inlined expression when an elementwise node of the group produces it, or
+// whatever the recipe substituted (e.g. the anchor's result is the accumulator register).
+// Elementwise semantics here must match the interpreter's (interp/kernels.cpp) exactly.
+#pragma once
+
+#include "kir/kir.h"
+#include "lower/fusion.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+// Kernel IR expression of one elementwise registry op applied to operand values (already
+// broadcast and loaded). Throws InternalError for a non-elementwise op.
+kir::E elementwiseExpr(const Node &n, const std::vector<kir::E> &operands);
+
+// One contraction epilogue step ("add", "mul", "relu", "gelu", "gelu_tanh", "silu", "sigmoid",
+// "tanh") applied to the accumulator value; `operand` is the step's extra operand (add/mul).
+kir::E epilogueStepExpr(const std::string &step, kir::E acc, kir::E operand = {});
+
+// Index into a value of shape `from` that numpy-broadcasts to `to`, given indices in `to`:
+// leading dims dropped, size-1 dims indexed by 0.
+std::vector<kir::E> broadcastIndex(const std::vector<int64_t> &from, const std::vector<int64_t> &to,
+                                   const std::vector<kir::E> &idx);
+
+// Row-major flat index and its inverse, for recipes that iterate over flat element ranges.
+kir::E flatIndex(const std::vector<int64_t> &shape, const std::vector<kir::E> &idx);
+std::vector<kir::E> unflatIndex(const std::vector<int64_t> &shape, kir::E flat);
+
+class GroupExpr {
+public:
+  // `params`: the kernel's global buffers for the group's inputs and outputs.
+  GroupExpr(const KernelGroup &g, std::map<const Value *, kir::BufferP> params);
+
+  using Producer = std::function<kir::E(const std::vector<kir::E> &idx)>;
+  // The recipe computes `v` itself (e.g. the anchor's result as an accumulator).
+  void substitute(const Value *v, Producer p) { subst_[v] = std::move(p); }
+
+  // The value of `v` at `idx` (indices in v's own shape).
+  kir::E at(const Value *v, const std::vector<kir::E> &idx) const;
+
+  // The group's elementwise nodes that consume `v` (directly or through other elementwise
+  // nodes of the group), i.e. the epilogue chain after v, in graph order.
+  std::vector<const Node *> consumersInGroup(const Value *v) const;
+
+  const kir::BufferP &param(const Value *v) const; // InternalError if v is not a param
+
+private:
+  const KernelGroup &g_;
+  std::map<const Value *, kir::BufferP> params_;
+  std::map<const Value *, Producer> subst_;
+};
+
+} // namespace aicf

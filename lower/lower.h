@@ -1,0 +1,45 @@
+// Lowering: one kernel group -> one Kernel IR kernel, by the recipe its anchor calls for.
+// Recipes (one file each, lower/recipe_*.cpp), each parameterised by schedule knobs with
+// defaults; the planner (plan/planner.h) chooses the knobs by cost:
+//   pointwise            elementwise groups, numpy broadcasting, vectorised inner loop
+//   reduction            reduce_*, arg_max/min, global pools
+//   online_norm          softmax, log_softmax, layer_norm, rms_norm — generated from the
+//                        norm's state algebra (init / update / merge / finalize)
+//   streaming_attention  attention: online softmax over K/V tiles staged in shared memory
+//   tiled_contraction    matmul, batched matmul, gemm, conv (implicit GEMM) with fused
+//                        prologue/epilogue, on mma_tile
+//   direct_conv          depthwise / grouped conv and conv_transpose
+//   pooling              max/avg pool windows
+//   data_movement        transpose, concat, split, slice, gather, pad, resize, expand, tile, cast
+//
+// The kernel's params are the group's inputs then its outputs, in order: the launcher passes
+// buffer pointers in exactly that order (see backend/host/host_printer.h).
+#pragma once
+
+#include "kir/kir.h"
+#include "lower/fusion.h"
+
+#include <map>
+#include <string>
+
+namespace aicf {
+
+// Schedule knobs by name ("threads", "vec", "BM", "BN", "BK", "TM", "TN", "BR", "BC", ...).
+// Missing knobs take the recipe's default for the plan target.
+struct Knobs {
+  std::string planFor = "cpu"; // whose plan: "cpu" or "cuda:sm_XX" (host emulation of a GPU plan)
+  std::map<std::string, int64_t> values;
+  int64_t get(const std::string &name, int64_t dflt) const {
+    auto it = values.find(name);
+    return it == values.end() ? dflt : it->second;
+  }
+};
+
+// The recipe name for a group ("tiled_contraction", ...).
+std::string recipeFor(const KernelGroup &g);
+
+// Builds the kernel for `g`, named `name`. Throws UserError naming the node for an op no
+// recipe handles.
+kir::Kernel lowerGroup(const KernelGroup &g, const std::string &name, const Knobs &knobs);
+
+} // namespace aicf

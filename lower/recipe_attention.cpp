@@ -1,0 +1,289 @@
+// The streaming_attention recipe (DESIGN.md §3 weighted_streaming_reduction +
+// tile_compatible_compute + rematerializable_intermediate; ALGORITHMS.md FlashAttention):
+// softmax(scale q k^T + mask) v without ever storing the scores to global memory.
+//
+//   grid (b: batch, qt: query tiles of BR rows)  block (t: threads); thread t owns the tm =
+//   BR / threads consecutive tile rows t tm + [0, tm) (the mma_tile ownership rule).
+//   region t { qs = Q tile (shared); m = -inf, l = 0, O = 0 (local, per owned row) }
+//   for kt over the key tiles this query tile can see (causal: tiles wholly above the diagonal
+//   are skipped by the loop bound):
+//     region t { ksT = K tile transposed, vs = V tile (shared, zero beyond Sk) }; barrier
+//     region t { S = 0 }; mma_tile(S += qs x ksT)                   -- scores, local
+//     region t { per owned row: s = scale S (+ mask), -inf where masked (causal inside the
+//                diagonal tile, mask false / -inf, keys beyond Sk); m' = max(m, max s);
+//                p = e^(s - m') into ps (shared); l = l e^(m - m') + sum p; O *= e^(m - m') }
+//     barrier; mma_tile(O += ps x vs); barrier                     -- weighted accumulation
+//   region t { out = O / l, or 0 when l = 0 (every key masked); fused epilogue; store }
+//
+// Both products are block-level mma_tile collectives: the CUDA printer maps them to the
+// block's threads, the host printer to its vector micro-kernel (BC and Dv multiples of 16).
+// Every exponential is guarded for m = -inf (the rescale factor is 1 when the max did not
+// move, p = 0 while the row has seen no key), so fully masked rows give zeros like the
+// interpreter, never NaN. The causal mask hides key j from query i when j > i + (Sk - Sq). A
+// mask is loaded through its broadcast index over [batch..., Sq, Sk]: bool keeps where true,
+// float is added.
+//
+// Knobs: BR (query rows per block), BC (keys per tile), threads (divides BR).
+#include "lower/recipe_support.h"
+#include "lower/recipes.h"
+
+#include "ir/graph.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace aicf {
+
+using kir::E;
+using kir::StmtP;
+using namespace recipe;
+
+namespace {
+
+const double kNegInf = -std::numeric_limits<double>::infinity();
+
+E f32(double v) {
+  return kir::fconst(v, DType::F32);
+}
+E fvar(const std::string &name) {
+  return kir::var(name, DType::F32);
+}
+E ivar(const std::string &name) {
+  return kir::var(name, DType::I64);
+}
+
+kir::BufferP buffer(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {
+  return std::make_shared<kir::Buffer>(
+      kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp});
+}
+
+// A cooperative copy of a [rows, cols] tile: thread t takes elements t, t + threads, ... of the
+// row-major tile. `src(r, c)` is the element's value and `valid(r)` (may be null) whether the
+// tile row exists in the source; rows that do not are zero-filled.
+StmtP tileCopy(const kir::BufferP &dst, int64_t rows, int64_t cols, int64_t threads,
+               const std::string &t, const std::string &e, const std::function<E(E r, E c)> &src,
+               const std::function<E(E r)> &valid) {
+  E ev = ivar(e);
+  E r = ev / E(cols), c = ev % E(cols);
+  E ok = valid ? valid(r) : E();
+  StmtP st = ok ? kir::ifThen(ok, {kir::store(dst, {r, c}, src(r, c))},
+                              {kir::store(dst, {r, c}, f32(0.0))})
+                : kir::store(dst, {r, c}, src(r, c));
+  return kir::forLoop(e, ivar(t), E(rows * cols) - ivar(t), {st}, threads);
+}
+
+} // namespace
+
+kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &name,
+                                     const Knobs &knobs) {
+  AICF_CHECK(g.anchor != nullptr && g.anchor->op() == Op::Attention,
+             "streaming_attention needs an attention anchor (group ", g.id, ")");
+  const Node &n = *g.anchor;
+  std::map<const Value *, kir::BufferP> byValue;
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "streaming_attention";
+  k.params = groupParams(g, byValue);
+  GroupExpr gx(g, byValue);
+
+  const Value *q = n.operand(0), *kv = n.operand(1), *v = n.operand(2);
+  const Value *mask = n.numOperands() == 4 ? n.operand(3) : nullptr;
+  const Value *result = n.result();
+  requireShapePreservingEpilogue(g, result);
+  const std::vector<int64_t> &qshape = q->type().shape;
+  size_t r = qshape.size();
+  std::vector<int64_t> batch(qshape.begin(), qshape.end() - 2);
+  int64_t B = product(batch), Sq = qshape[r - 2], D = qshape[r - 1];
+  int64_t Sk = kv->type().shape[r - 2], Dv = v->type().shape[r - 1];
+  double scale = n.f("scale");
+  bool causal = n.i("causal") != 0;
+  bool maskBool = mask && mask->type().dtype == DType::Bool;
+
+  // Knobs. GPU: one query row per thread, tiles sized so the four shared tiles stay under
+  // 44 KB (static shared memory is limited to 48 KB). Host: one thread owns the whole tile, so
+  // both products run on the vector micro-kernel.
+  bool gpu = isGpuPlan(knobs);
+  int64_t brDefault = gpu ? (Sq <= 32 ? 32 : 64) : 64;
+  // Head size <= 32: BC = 16 (at 32 the per-thread score row and its exponentials spilled
+  // 24-128 bytes on sm_80/sm_90; at 16 ptxas reports no spills).
+  int64_t bcDefault = gpu ? (D <= 32 ? 16 : 32) : 64;
+  auto smem = [&](int64_t br, int64_t bc) { return 4 * (br * D + D * bc + bc * Dv + br * bc); };
+  while (gpu && smem(brDefault, bcDefault) > 44 * 1024 && (brDefault > 16 || bcDefault > 16)) {
+    if (bcDefault > 16)
+      bcDefault /= 2;
+    else
+      brDefault /= 2;
+  }
+  int64_t BR = std::max<int64_t>(1, knobs.get("BR", brDefault));
+  int64_t BC = std::max<int64_t>(1, knobs.get("BC", bcDefault));
+  int64_t threads = std::max<int64_t>(1, knobs.get("threads", gpu ? BR : 1));
+  AICF_CHECK(BR % threads == 0, "streaming_attention: threads ", threads, " must divide BR ", BR);
+  int64_t tm = BR / threads; // query rows per thread
+  k.threads = threads;
+  k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};
+  k.extents = {{"batch", B}, {"Sq", Sq}, {"Sk", Sk}, {"D", D}, {"Dv", Dv}, {"causal", causal}};
+  const std::string &t = k.threadVar;
+  E tv = ivar(t);
+
+  // Grid: the batch dims flattened into one axis, then the query tiles.
+  int64_t nQT = ceilDiv(Sq, BR), nKT = ceilDiv(Sk, BC);
+  if (!batch.empty())
+    k.grid.emplace_back("b", B);
+  k.grid.emplace_back("qt", nQT);
+  std::vector<E> bIdx = batch.empty() ? std::vector<E>{} : unflat(batch, ivar("b"));
+  E q0 = ivar("qt") * E(BR), k0 = ivar("kt") * E(BC);
+
+  kir::BufferP qsh = buffer("qs", {BR, D}, kir::Scope::Shared);
+  kir::BufferP ksT = buffer("ksT", {D, BC}, kir::Scope::Shared);
+  kir::BufferP vsh = buffer("vs", {BC, Dv}, kir::Scope::Shared);
+  kir::BufferP psh = buffer("ps", {BR, BC}, kir::Scope::Shared);
+  kir::BufferP S = buffer("S", {threads, tm, BC}, kir::Scope::Local);
+  kir::BufferP O = buffer("O", {threads, tm, Dv}, kir::Scope::Local);
+  kir::BufferP mSt = buffer("m_run", {threads, tm}, kir::Scope::Local);
+  kir::BufferP lSt = buffer("l_run", {threads, tm}, kir::Scope::Local);
+  k.allocs = {qsh, ksT, vsh, psh, S, O, mSt, lSt};
+
+  k.body.push_back(kir::comment(
+      cat("streaming attention: ", BR, " query rows x ", BC,
+          "-key tiles; scores stay on chip (S local, P shared), online softmax (m, l) per row",
+          causal ? "; causal: key tiles above the diagonal skipped" : "")));
+
+  E i = ivar("i"), j = ivar("j"), d = ivar("d");
+  E rowLocal = tv * E(tm) + i;
+  E row = ivar("row");
+  auto perOwnedRow = [&](std::vector<StmtP> body, std::vector<StmtP> outside = {}) {
+    std::vector<StmtP> perRow = {kir::decl("row", DType::I64, q0 + rowLocal)};
+    if (Sq % BR != 0)
+      perRow.push_back(kir::ifThen(row < E(Sq), body, outside));
+    else
+      perRow.insert(perRow.end(), body.begin(), body.end());
+    return kir::region(t, {kir::forLoop("i", E(int64_t(0)), E(tm), perRow)});
+  };
+  auto vec = kir::Stmt::LoopKind::Vectorized;
+
+  // Stage the query tile; reset the running state of the owned rows.
+  k.body.push_back(kir::region(
+      t, {tileCopy(
+             qsh, BR, D, threads, t, "e",
+             [&](E rr, E c) {
+               return asF32(gx.at(q, concat(bIdx, {q0 + rr, c})));
+             },
+             Sq % BR == 0 ? std::function<E(E)>() : [&](E rr) { return q0 + rr < E(Sq); })}));
+  k.body.push_back(kir::region(
+      t, {kir::forLoop("i", E(int64_t(0)), E(tm),
+                       {kir::store(mSt, {tv, i}, f32(kNegInf)), kir::store(lSt, {tv, i}, f32(0.0)),
+                        kir::forLoop("d", E(int64_t(0)), E(Dv),
+                                     {kir::store(O, {tv, i, d}, f32(0.0))}, 1, vec)})}));
+
+  // The key tiles this query tile sees. Causal: query row i sees keys j <= i + (Sk - Sq), so the
+  // tile needs ceil((min(q0 + BR, Sq) + Sk - Sq) / BC) key tiles (clamped to [0, nKT]).
+  E nTiles = E(nKT);
+  if (causal) {
+    E needed = (kir::min(q0 + E(BR), E(Sq)) + E(Sk - Sq + BC - 1)) / E(BC);
+    nTiles = kir::min(E(nKT), kir::max(E(int64_t(0)), needed));
+  }
+  std::vector<StmtP> tile;
+  {
+    std::function<E(E)> keyValid;
+    if (Sk % BC != 0)
+      keyValid = [&](E jj) { return k0 + jj < E(Sk); };
+    // K transposed (ksT[c, j] = K[k0 + j, c]) so that S = qs x ksT is a plain mma_tile.
+    StmtP kCopy;
+    {
+      E e = ivar("e");
+      E jj = threads == 1 ? ivar("er") : e / E(D), c = threads == 1 ? ivar("ec") : e % E(D);
+      E val = asF32(gx.at(kv, concat(bIdx, {k0 + jj, c})));
+      StmtP st = keyValid ? kir::ifThen(keyValid(jj), {kir::store(ksT, {c, jj}, val)},
+                                        {kir::store(ksT, {c, jj}, f32(0.0))})
+                          : kir::store(ksT, {c, jj}, val);
+      kCopy = threads == 1 ? kir::forLoop("er", E(int64_t(0)), E(BC),
+                                          {kir::forLoop("ec", E(int64_t(0)), E(D), {st})})
+                           : kir::forLoop("e", tv, E(BC * D) - tv, {st}, threads);
+    }
+    tile.push_back(kir::region(t, {kCopy, tileCopy(
+                                              vsh, BC, Dv, threads, t, "e",
+                                              [&](E jj, E c) {
+                                                return asF32(gx.at(v, concat(bIdx, {k0 + jj, c})));
+                                              },
+                                              keyValid)}));
+    tile.push_back(kir::barrier());
+    tile.push_back(kir::region(
+        t, {kir::forLoop("i", E(int64_t(0)), E(tm),
+                         {kir::forLoop("j", E(int64_t(0)), E(BC),
+                                       {kir::store(S, {tv, i, j}, f32(0.0))}, 1, vec)})}));
+    tile.push_back(kir::mmaTile(S, qsh, ksT, BR, BC, D, tm, BC));
+  }
+  {
+    // Scale and mask the scores of each owned row, then the online softmax step.
+    E key = ivar("key");
+    E s = kir::load(S, {tv, i, j}) * f32(scale);
+    if (mask) {
+      std::vector<int64_t> scores = batch;
+      scores.push_back(Sq);
+      scores.push_back(Sk);
+      E mv = gx.at(mask, broadcastIndex(mask->type().shape, scores, concat(bIdx, {row, key})));
+      s = maskBool ? kir::select(mv, s, f32(kNegInf)) : s + asF32(mv);
+    }
+    std::vector<E> visible;
+    if (Sk % BC != 0)
+      visible.push_back(key < E(Sk));
+    if (causal)
+      visible.push_back(key <= row + E(Sk - Sq));
+    E vis = allOf(visible);
+    std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
+    if (vis)
+      perKey.push_back(kir::ifThen(vis, {kir::store(S, {tv, i, j}, s)},
+                                   {kir::store(S, {tv, i, j}, f32(kNegInf))}));
+    else
+      perKey.push_back(kir::store(S, {tv, i, j}, s));
+    perKey.push_back(kir::assign("m_tile", kir::max(fvar("m_tile"), kir::load(S, {tv, i, j}))));
+    std::vector<StmtP> rowBody = {
+        kir::decl("m_old", DType::F32, kir::load(mSt, {tv, i})),
+        kir::decl("m_tile", DType::F32, f32(kNegInf)),
+        kir::forLoop("j", E(int64_t(0)), E(BC), perKey),
+        kir::decl("m_new", DType::F32, kir::max(fvar("m_old"), fvar("m_tile"))),
+        // alpha = e^(m_old - m_new): 1 when the max did not move (also -inf to -inf).
+        kir::decl("alpha", DType::F32,
+                  kir::select(fvar("m_old") == fvar("m_new"), f32(1.0),
+                              kir::unary(kir::UnOp::Exp, fvar("m_old") - fvar("m_new")))),
+        kir::decl("l_tile", DType::F32, f32(0.0)),
+        kir::forLoop("j", E(int64_t(0)), E(BC),
+                     {kir::decl("pj", DType::F32,
+                                kir::select(fvar("m_new") == f32(kNegInf), f32(0.0),
+                                            kir::unary(kir::UnOp::Exp,
+                                                       kir::load(S, {tv, i, j}) - fvar("m_new")))),
+                      kir::store(psh, {rowLocal, j}, fvar("pj")),
+                      kir::assign("l_tile", fvar("l_tile") + fvar("pj"))}),
+        kir::store(lSt, {tv, i}, kir::load(lSt, {tv, i}) * fvar("alpha") + fvar("l_tile")),
+        kir::store(mSt, {tv, i}, fvar("m_new")),
+        kir::forLoop("d", E(int64_t(0)), E(Dv),
+                     {kir::store(O, {tv, i, d}, kir::load(O, {tv, i, d}) * fvar("alpha"))}, 1,
+                     vec)};
+    // Rows beyond Sq (last query tile) contribute zero probabilities.
+    std::vector<StmtP> padRow = {kir::forLoop("j", E(int64_t(0)), E(BC),
+                                              {kir::store(psh, {rowLocal, j}, f32(0.0))}, 1, vec)};
+    tile.push_back(perOwnedRow(rowBody, padRow));
+    tile.push_back(kir::barrier());
+    tile.push_back(kir::mmaTile(O, psh, vsh, BR, Dv, BC, tm, Dv));
+    tile.push_back(kir::barrier());
+  }
+  k.body.push_back(kir::forLoop("kt", E(int64_t(0)), nTiles, tile));
+
+  // Normalise and store (fully masked rows: l = 0 -> zeros).
+  {
+    std::vector<StmtP> perD = {
+        kir::decl("y", DType::F32, kir::load(O, {tv, i, d}) * fvar("inv_l"))};
+    auto stores = storeGroupOutputs(g, gx, result, fvar("y"), concat(bIdx, {row, d}));
+    perD.insert(perD.end(), stores.begin(), stores.end());
+    std::vector<StmtP> rowBody = {
+        kir::decl("l_fin", DType::F32, kir::load(lSt, {tv, i})),
+        kir::decl("inv_l", DType::F32,
+                  kir::select(fvar("l_fin") == f32(0.0), f32(0.0), f32(1.0) / fvar("l_fin"))),
+        kir::forLoop("d", E(int64_t(0)), E(Dv), perD, 1, vec)};
+    k.body.push_back(perOwnedRow(rowBody));
+  }
+  return k;
+}
+
+} // namespace aicf

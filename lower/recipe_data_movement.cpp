@@ -1,0 +1,462 @@
+// The data-movement recipe: transpose, concat, split, slice (negative steps included), gather
+// (negative indices wrap), expand, tile, pad (constant / reflect / edge, negative pads crop)
+// and resize (nearest with every nearest_mode, linear, with the half_pixel,
+// pytorch_half_pixel, align_corners and asymmetric coordinate modes).
+//
+// Each op is an index map: a flat grid x threads x vector loop runs over the output elements
+// (over the input's for split, whose pieces are several outputs), computes the source index of
+// each element and copies, with the operand's fused prologue inlined at the read and the fused
+// epilogue applied before the store. Semantics are the interpreter's
+// (interp/kernels_data.cpp). Two details:
+//   * reads stay in bounds whatever the data: gather clamps an out-of-range index (the
+//     interpreter reports it as an error) and padded / concatenated reads are guarded;
+//   * nearest resize needs the interpreter's exact source index, which is computed in double
+//     there. The kernel computes the coordinate in f32; at compile time the f32 formula is
+//     evaluated for every output coordinate and compared with the double one, and where they
+//     would disagree the axis uses an exact step function of the output coordinate instead.
+#include "lower/flat_loop.h"
+#include "lower/recipes.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace aicf {
+
+namespace {
+
+using kir::E;
+
+E zero() {
+  return E(int64_t(0));
+}
+
+// Values move in their compute type: f32 for floats (a fused f16 value is a rounded f32).
+E computeValue(E v) {
+  if (v->type == DType::F16 || v->type == DType::BF16)
+    return kir::cast(v, DType::F32);
+  return v;
+}
+
+E clampIdx(E c, int64_t len) {
+  return kir::max(zero(), kir::min(c, E(len - 1)));
+}
+
+int64_t normAxis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
+// ---- resize coordinates (the interpreter's, in double, and the kernel's, in f32) ---------------
+
+struct ResizeAxis {
+  int64_t lenIn = 1, lenOut = 1;
+  double scale = 1, resized = 1;
+};
+
+ResizeAxis resizeAxis(int64_t lenIn, int64_t lenOut, double attrScale) {
+  ResizeAxis r;
+  r.lenIn = lenIn;
+  r.lenOut = lenOut;
+  r.scale = attrScale > 0 ? attrScale : double(lenOut) / double(lenIn);
+  r.resized = double(lenIn) * r.scale;
+  if (std::fabs(r.resized - double(lenOut)) < 1e-9 * std::max(1.0, r.resized))
+    r.resized = double(lenOut);
+  return r;
+}
+
+double coordD(const std::string &mode, const ResizeAxis &a, int64_t xo) {
+  double x = double(xo);
+  if (mode == "half_pixel")
+    return (x + 0.5) / a.scale - 0.5;
+  if (mode == "pytorch_half_pixel")
+    return a.resized > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
+  if (mode == "align_corners")
+    return a.resized == 1 ? 0.0 : x * double(a.lenIn - 1) / (a.resized - 1);
+  if (mode == "asymmetric")
+    return x / a.scale;
+  throw UserError(cat("resize: coordinate_transformation_mode '", mode,
+                      "' is not supported (half_pixel, pytorch_half_pixel, align_corners, "
+                      "asymmetric)"));
+}
+
+// The same formula in f32, operation for operation as the kernel evaluates it (no
+// multiply-add pairs, so no contraction can change it).
+float coordF(const std::string &mode, const ResizeAxis &a, int64_t xo) {
+  float x = static_cast<float>(xo), s = static_cast<float>(a.scale);
+  if (mode == "half_pixel" || (mode == "pytorch_half_pixel" && a.resized > 1))
+    return (x + 0.5f) / s - 0.5f;
+  if (mode == "pytorch_half_pixel")
+    return 0.0f;
+  if (mode == "align_corners")
+    return a.resized == 1 ? 0.0f
+                          : x * static_cast<float>(a.lenIn - 1) / static_cast<float>(a.resized - 1);
+  return x / s;
+}
+
+E coordE(const std::string &mode, const ResizeAxis &a, E xo) {
+  E x = kir::cast(xo, DType::F32);
+  auto f = [](double v) { return kir::fconst(static_cast<float>(v)); };
+  if (mode == "half_pixel" || (mode == "pytorch_half_pixel" && a.resized > 1))
+    return (x + f(0.5)) / f(a.scale) - f(0.5);
+  if (mode == "pytorch_half_pixel")
+    return f(0.0);
+  if (mode == "align_corners")
+    return a.resized == 1 ? f(0.0) : x * f(double(a.lenIn - 1)) / f(a.resized - 1);
+  return x / f(a.scale);
+}
+
+template <typename T>
+int64_t nearestOf(const std::string &mode, T x, int64_t lenIn) {
+  T fl = std::floor(x), r;
+  if (mode == "round_prefer_floor")
+    r = (x - fl > T(0.5)) ? fl + 1 : fl;
+  else if (mode == "round_prefer_ceil")
+    r = (x - fl >= T(0.5)) ? fl + 1 : fl;
+  else if (mode == "floor")
+    r = fl;
+  else if (mode == "ceil")
+    r = std::ceil(x);
+  else
+    throw UserError(cat("resize: nearest_mode '", mode,
+                        "' is not supported (round_prefer_floor, round_prefer_ceil, floor, ceil)"));
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, lenIn - 1);
+}
+
+// The interpreter's nearest map (std::round differs from the floor form only at exact ties,
+// which the prefer_* rule decides the same way).
+std::vector<int64_t> nearestMap(const std::string &ctm, const std::string &nm,
+                                const ResizeAxis &a) {
+  std::vector<int64_t> m(static_cast<size_t>(a.lenOut));
+  for (int64_t i = 0; i < a.lenOut; ++i)
+    m[i] = nearestOf<double>(nm, coordD(ctm, a, i), a.lenIn);
+  return m;
+}
+
+E nearestE(const std::string &ctm, const std::string &nm, const ResizeAxis &a, E xo) {
+  std::vector<int64_t> want = nearestMap(ctm, nm, a);
+  bool f32Exact = true;
+  for (int64_t i = 0; i < a.lenOut && f32Exact; ++i)
+    f32Exact = nearestOf<float>(nm, coordF(ctm, a, i), a.lenIn) == want[i];
+  if (f32Exact) {
+    E c = coordE(ctm, a, xo);
+    E fl = kir::unary(kir::UnOp::Floor, c);
+    E r;
+    if (nm == "round_prefer_floor")
+      r = kir::select(c - fl > kir::fconst(0.5), fl + kir::fconst(1.0), fl);
+    else if (nm == "round_prefer_ceil")
+      r = kir::select(c - fl >= kir::fconst(0.5), fl + kir::fconst(1.0), fl);
+    else if (nm == "floor")
+      r = fl;
+    else
+      r = kir::unary(kir::UnOp::Ceil, c);
+    return kir::cast(kir::max(kir::fconst(0.0), kir::min(kir::fconst(double(a.lenIn - 1)), r)),
+                     DType::I64);
+  }
+  // Exact step function: want[0] plus the jumps at every breakpoint.
+  E idx = E(want[0]);
+  for (int64_t i = 1; i < a.lenOut; ++i)
+    if (want[i] != want[i - 1])
+      idx = idx + kir::select(xo >= E(i), E(want[i] - want[i - 1]), zero());
+  return idx;
+}
+
+// ---- the recipe ---------------------------------------------------------------------------------
+
+class DataMovement {
+public:
+  DataMovement(const KernelGroup &g, const std::string &name, const Knobs &knobs)
+      : g_(g), a_(*g.anchor), knobs_(knobs) {
+    k_.name = name;
+    k_.recipe = "data_movement";
+    k_.params = groupParams(g, byValue_);
+    ge_ = std::make_unique<GroupExpr>(g, byValue_);
+  }
+
+  kir::Kernel build() {
+    if (a_.op() == Op::Split)
+      return split();
+    const Value *res = a_.result(0);
+    const std::vector<int64_t> &os = res->type().shape;
+    int64_t n = numel(os);
+    flatloop::build(k_, n, flatloop::schedule(knobs_, n), [&](E i) {
+      std::vector<E> oidx = unflatIndex(os, i);
+      std::vector<kir::StmtP> out;
+      E value = element(oidx, out);
+      DType outT = res->type().dtype;
+      if ((outT == DType::F16 || outT == DType::BF16) && value->type != outT)
+        value = kir::cast(value, outT);
+      std::vector<kir::StmtP> stores =
+          flatloop::storeAnchorOutputs(*ge_, g_, res, value, oidx, "o");
+      out.insert(out.end(), stores.begin(), stores.end());
+      return out;
+    });
+    return std::move(k_);
+  }
+
+private:
+  const KernelGroup &g_;
+  const Node &a_;
+  const Knobs &knobs_;
+  kir::Kernel k_;
+  std::map<const Value *, kir::BufferP> byValue_;
+  std::unique_ptr<GroupExpr> ge_;
+
+  static int64_t numel(const std::vector<int64_t> &s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+      n *= d;
+    return n;
+  }
+
+  E at(const Value *v, const std::vector<E> &idx) { return computeValue(ge_->at(v, idx)); }
+
+  // The anchor's value at output index `oidx`; may emit statements into `out` first.
+  E element(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
+    const Value *x = a_.operand(0);
+    const std::vector<int64_t> &xs = x->type().shape;
+    const std::vector<int64_t> &os = a_.result(0)->type().shape;
+    switch (a_.op()) {
+    case Op::Transpose: {
+      const auto &perm = a_.ints("perm");
+      std::vector<E> idx(xs.size());
+      for (size_t d = 0; d < perm.size(); ++d)
+        idx[perm[d]] = oidx[d];
+      return at(x, idx);
+    }
+    case Op::Slice: {
+      std::vector<E> idx = oidx;
+      const auto &starts = a_.ints("starts"), &axes = a_.ints("axes"), &steps = a_.ints("steps");
+      for (size_t j = 0; j < axes.size(); ++j) {
+        int64_t ax = normAxis(axes[j], xs.size());
+        idx[ax] = E(starts[j]) + oidx[ax] * E(steps[j]);
+      }
+      return at(x, idx);
+    }
+    case Op::Expand: return at(x, broadcastIndex(xs, os, oidx));
+    case Op::Tile: {
+      std::vector<E> idx = oidx;
+      for (size_t d = 0; d < xs.size(); ++d)
+        if (xs[d] != os[d])
+          idx[d] = xs[d] == 1 ? zero() : oidx[d] % E(xs[d]);
+      return at(x, idx);
+    }
+    case Op::Gather: return gather(oidx);
+    case Op::Concat: return concat(oidx, out);
+    case Op::Pad: return pad(oidx);
+    case Op::Resize: return resize(oidx, out);
+    default: break;
+    }
+    throw InternalError(cat("data_movement recipe: unsupported op ", a_.name()));
+  }
+
+  E gather(const std::vector<E> &oidx) {
+    const Value *x = a_.operand(0), *ind = a_.operand(1);
+    const std::vector<int64_t> &xs = x->type().shape;
+    size_t axis = static_cast<size_t>(normAxis(a_.i("axis"), xs.size()));
+    size_t ri = ind->type().shape.size();
+    std::vector<E> iidx(oidx.begin() + static_cast<long>(axis),
+                        oidx.begin() + static_cast<long>(axis + ri));
+    E kv = ge_->at(ind, iidx);
+    if (kv->type != DType::I64)
+      kv = kir::cast(kv, DType::I64);
+    int64_t len = xs[axis];
+    kv = kir::select(kv < zero(), kv + E(len), kv);
+    std::vector<E> idx(oidx.begin(), oidx.begin() + static_cast<long>(axis));
+    idx.push_back(clampIdx(kv, len));
+    idx.insert(idx.end(), oidx.begin() + static_cast<long>(axis + ri), oidx.end());
+    return at(x, idx);
+  }
+
+  E concat(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
+    size_t axis = static_cast<size_t>(normAxis(a_.i("axis"), oidx.size()));
+    E c = oidx[axis];
+    // if / else chain over the pieces; the value lands in a scalar.
+    std::vector<std::pair<E, E>> pieces; // (condition, value)
+    int64_t begin = 0;
+    for (const Value *in : a_.operands()) {
+      int64_t len = in->type().shape[axis];
+      if (len == 0)
+        continue;
+      std::vector<E> idx = oidx;
+      idx[axis] = c - E(begin);
+      pieces.push_back({c < E(begin + len), at(in, idx)});
+      begin += len;
+    }
+    AICF_CHECK(!pieces.empty(), "concat with no elements");
+    // Only the selected piece is read (the others' indices would be out of range).
+    DType t = pieces.front().second->type;
+    E init = isFloat(t)         ? kir::fconst(0.0)
+             : t == DType::Bool ? kir::binary(kir::BinOp::Ne, zero(), zero())
+                                : kir::cast(zero(), t);
+    out.push_back(kir::decl("cv", t, init));
+    std::vector<kir::StmtP> chain = {kir::assign("cv", pieces.back().second)};
+    for (size_t j = pieces.size() - 1; j-- > 0;) {
+      std::vector<kir::StmtP> then = {kir::assign("cv", pieces[j].second)};
+      chain = {kir::ifThen(pieces[j].first, then, chain)};
+    }
+    out.insert(out.end(), chain.begin(), chain.end());
+    return kir::var("cv", t);
+  }
+
+  E pad(const std::vector<E> &oidx) {
+    const Value *x = a_.operand(0);
+    const std::vector<int64_t> &xs = x->type().shape;
+    const auto &pads = a_.ints("pads");
+    const std::string &mode = a_.s("mode");
+    size_t r = xs.size();
+    if (mode != "constant" && mode != "reflect" && mode != "edge")
+      throw UserError(cat(a_.where(), ": pad: mode '", mode, "' is not constant, reflect or edge"));
+    std::vector<E> idx(r);
+    E inside;
+    for (size_t d = 0; d < r; ++d) {
+      int64_t L = xs[d];
+      E c = oidx[d] - E(pads[d]);
+      if (pads[d] <= 0 && pads[r + d] <= 0) { // no padding on this axis (maybe cropped)
+        idx[d] = c;
+        continue;
+      }
+      if (mode == "constant") {
+        E in = (c >= zero()) && (c < E(L));
+        inside = inside ? (inside && in) : in;
+        idx[d] = clampIdx(c, L);
+      } else if (mode == "edge") {
+        idx[d] = clampIdx(c, L);
+      } else {
+        int64_t period = 2 * (L - 1);
+        if (period == 0) {
+          idx[d] = zero();
+        } else {
+          E m = (c % E(period) + E(period)) % E(period);
+          idx[d] = kir::select(m >= E(L), E(period) - m, m);
+        }
+      }
+    }
+    E v = at(x, idx);
+    if (!inside)
+      return v;
+    double fillV = a_.f("value");
+    DType t = x->type().dtype;
+    E fill;
+    if (isFloat(t))
+      fill = kir::fconst(fillV);
+    else if (t == DType::Bool)
+      fill = kir::binary(kir::BinOp::Ne, E(int64_t(fillV != 0.0)), zero());
+    else
+      fill = kir::cast(E(static_cast<int64_t>(fillV)), v->type);
+    return kir::select(inside, v, fill);
+  }
+
+  E resize(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
+    const Value *x = a_.operand(0);
+    const std::vector<int64_t> &xs = x->type().shape;
+    const std::vector<int64_t> &os = a_.result(0)->type().shape;
+    const auto &scales = a_.floats("scales");
+    const std::string &mode = a_.s("mode"), &ctm = a_.s("coordinate_transformation_mode");
+    size_t r = xs.size();
+    AICF_CHECK(scales.size() == r, a_.where(), ": resize scales rank");
+    if (mode == "nearest") {
+      const std::string &nm = a_.s("nearest_mode");
+      std::vector<E> idx(r);
+      for (size_t d = 0; d < r; ++d) {
+        ResizeAxis ax = resizeAxis(xs[d], os[d], scales[d]);
+        std::vector<int64_t> m = nearestMap(ctm, nm, ax);
+        bool ident = xs[d] == os[d];
+        for (int64_t i = 0; i < os[d] && ident; ++i)
+          ident = m[i] == i;
+        idx[d] = ident ? oidx[d] : nearestE(ctm, nm, ax, oidx[d]);
+      }
+      return at(x, idx);
+    }
+    if (mode != "linear")
+      throw UserError(cat(a_.where(), ": resize: mode '", mode, "' is not nearest or linear"));
+    // Multilinear: per resized axis i0, i1 = min(i0 + 1, len - 1) and the weight of i1.
+    std::vector<size_t> axes;
+    for (size_t d = 0; d < r; ++d) {
+      ResizeAxis ax = resizeAxis(xs[d], os[d], scales[d]);
+      bool ident = xs[d] == os[d];
+      for (int64_t i = 0; i < os[d] && ident; ++i) {
+        double c = std::clamp(coordD(ctm, ax, i), 0.0, double(xs[d] - 1));
+        ident = std::floor(c) == double(i) && c == std::floor(c);
+      }
+      if (ident)
+        continue;
+      axes.push_back(d);
+      std::string s = cat("r", d);
+      E c = coordE(ctm, ax, oidx[d]);
+      c = kir::max(kir::fconst(0.0), kir::min(kir::fconst(double(xs[d] - 1)), c));
+      out.push_back(kir::decl(s + "_c", DType::F32, c));
+      E cv = kir::var(s + "_c", DType::F32);
+      out.push_back(kir::decl(s + "_i0", DType::I64,
+                              kir::cast(kir::unary(kir::UnOp::Floor, cv), DType::I64)));
+      E i0 = kir::var(s + "_i0");
+      out.push_back(kir::decl(s + "_i1", DType::I64, kir::min(i0 + E(int64_t(1)), E(xs[d] - 1))));
+      out.push_back(kir::decl(s + "_w", DType::F32, cv - kir::cast(i0, DType::F32)));
+    }
+    E sum;
+    for (size_t corner = 0; corner < (size_t(1) << axes.size()); ++corner) {
+      std::vector<E> idx = oidx;
+      E w;
+      for (size_t j = 0; j < axes.size(); ++j) {
+        std::string s = cat("r", axes[j]);
+        bool hi = (corner >> j) & 1;
+        idx[axes[j]] = kir::var(s + (hi ? "_i1" : "_i0"));
+        E wj =
+            hi ? kir::var(s + "_w", DType::F32) : kir::fconst(1.0) - kir::var(s + "_w", DType::F32);
+        w = w ? w * wj : wj;
+      }
+      E v = at(x, idx);
+      if (!isFloat(v->type))
+        v = kir::cast(v, DType::F32);
+      E term = w ? w * v : v;
+      sum = sum ? sum + term : term;
+    }
+    DType t = x->type().dtype;
+    if (isFloat(t))
+      return sum;
+    // Integers are interpolated and rounded half to even, as the interpreter does.
+    E rounded = kir::unary(kir::UnOp::Round, sum);
+    return kir::cast(kir::cast(rounded, DType::I64), t);
+  }
+
+  kir::Kernel split() {
+    const Value *x = a_.operand(0);
+    const std::vector<int64_t> &xs = x->type().shape;
+    size_t axis = static_cast<size_t>(normAxis(a_.i("axis"), xs.size()));
+    int64_t n = numel(xs);
+    flatloop::build(k_, n, flatloop::schedule(knobs_, n), [&](E i) {
+      std::vector<E> idx = unflatIndex(xs, i);
+      std::vector<kir::StmtP> out;
+      E v = at(x, idx);
+      out.push_back(kir::decl("sv", v->type, v));
+      E c = idx[axis];
+      int64_t begin = 0;
+      for (const Value *piece : a_.results()) {
+        int64_t len = piece->type().shape[axis];
+        bool written = std::find(g_.outputs.begin(), g_.outputs.end(), piece) != g_.outputs.end();
+        if (written && len > 0) {
+          std::vector<E> pidx = idx;
+          pidx[axis] = c - E(begin);
+          E val = kir::var("sv", v->type);
+          const kir::BufferP &b = ge_->param(piece);
+          if (!isFloat(b->dtype) && val->type != b->dtype)
+            val = kir::cast(val, b->dtype);
+          out.push_back(
+              kir::ifThen((c >= E(begin)) && (c < E(begin + len)), {kir::store(b, pidx, val)}));
+        }
+        begin += len;
+      }
+      return out;
+    });
+    return std::move(k_);
+  }
+};
+
+} // namespace
+
+kir::Kernel recipeDataMovement(const KernelGroup &g, const std::string &name, const Knobs &k) {
+  AICF_CHECK(g.anchor, "data_movement recipe needs an anchor (group ", g.id, ")");
+  return DataMovement(g, name, k).build();
+}
+
+} // namespace aicf

@@ -1,0 +1,205 @@
+// The online_norm recipe (DESIGN.md §3 online_reducible_norm, §4): one kernel for every norm,
+// generated from its state algebra (state_algebra.h) rather than written per norm.
+//
+//   grid (row: rows)  block (t: threads)
+//   region t { state = init; for the thread's elements x of the row (vec at a time):
+//              state = update(state, x) }; st[t] = state            -- local, per thread
+//   block_reduce(algebra.merge, st -> red)                             -- hierarchical merge
+//   region t { s = red; per-row finalize lets; for the thread's elements:
+//              y = finalize(s, x, params); store the group's outputs (fused epilogue) }
+//
+// One pass over the input for the statistics and one for the output: 2 reads + 1 write per
+// element, or 1 read + 1 write when the row is cached on chip (knob cache_row: the first region
+// keeps each x, including any fused prologue, in shared memory for the second).
+//
+// A row is every element the state summarises: layer_norm / rms_norm normalise the axes
+// [axis, rank), softmax / log_softmax the single axis `axis`. Rows are the product of the
+// other dims. When softmax's axis is not the last one, a row is strided in memory; the same
+// kernel handles it with strided addressing (correct, uncoalesced) and vec = 1 — the plain
+// fallback lowering the design asks for.
+//
+// Knobs: threads (per row), vec (consecutive elements per thread step), cache_row (0/1).
+#include "lower/recipe_support.h"
+#include "lower/recipes.h"
+#include "lower/state_algebra.h"
+
+#include "ir/graph.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
+
+namespace aicf {
+
+using kir::E;
+using kir::StmtP;
+using namespace recipe;
+
+namespace {
+
+E fvar(const std::string &name) {
+  return kir::var(name, DType::F32);
+}
+
+// The per-thread walk over a row of `len` elements: thread t takes `vec` consecutive elements
+// at a time, the block covers threads * vec per step. `body(j)` is emitted once per element
+// (j: the element's position in the row), guarded when the row does not fill the last step.
+std::vector<StmtP> rowWalk(int64_t len, int64_t threads, int64_t vec, const std::string &t,
+                           kir::Stmt::LoopKind innerKind,
+                           const std::function<std::vector<StmtP>(E j)> &body) {
+  int64_t chunk = threads * vec;
+  int64_t steps = ceilDiv(len, chunk);
+  E j = kir::var("j");
+  std::vector<StmtP> inner = {
+      kir::decl("j", DType::I64, kir::var("c") * E(chunk) + kir::var(t) * E(vec) + kir::var("v"))};
+  std::vector<StmtP> b = body(j);
+  if (len % chunk != 0)
+    inner.push_back(kir::ifThen(j < E(len), b));
+  else
+    inner.insert(inner.end(), b.begin(), b.end());
+  StmtP vloop = kir::forLoop("v", E(int64_t(0)), E(vec), inner, 1, innerKind);
+  return {kir::forLoop("c", E(int64_t(0)), E(steps), {vloop})};
+}
+
+} // namespace
+
+kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
+  AICF_CHECK(g.anchor != nullptr, "online_norm needs an anchor (group ", g.id, ")");
+  const Node &n = *g.anchor;
+  std::map<const Value *, kir::BufferP> byValue;
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "online_norm";
+  k.params = groupParams(g, byValue);
+  GroupExpr gx(g, byValue);
+
+  const Value *x = n.operand(0);
+  const Value *result = n.result();
+  requireShapePreservingEpilogue(g, result);
+  const std::vector<int64_t> &shape = x->type().shape;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t axis = n.i("axis");
+  if (axis < 0)
+    axis += rank;
+  AICF_CHECK(axis >= 0 && axis <= std::max<int64_t>(rank - 1, 0), "norm axis out of range at ",
+             n.where());
+  bool singleAxis = n.op() == Op::Softmax || n.op() == Op::LogSoftmax;
+  size_t a = static_cast<size_t>(axis);
+  size_t normEnd = rank == 0 ? 0 : (singleAxis ? a + 1 : shape.size());
+  std::vector<int64_t> outerDims(shape.begin(), shape.begin() + a);
+  std::vector<int64_t> normDims(shape.begin() + a, shape.begin() + normEnd);
+  std::vector<int64_t> innerDims(shape.begin() + normEnd, shape.end());
+  int64_t len = product(normDims), inner = product(innerDims);
+  int64_t rows = product(outerDims) * inner;
+  StateAlgebra alg = algebraFor(n, len);
+
+  // Knobs: GPU plans spread a row over a block (vec 4: 16-byte accesses). On the host, regions
+  // are loops over the threads: for Welford / sum-of-squares states, 32 "threads" of one
+  // element per step give independent dependency chains (512 x 768 layer_norm: 0.48 ms against
+  // 2.3 ms for one chain); the exp-bound softmax states do best as one chain, 8 per step.
+  bool gpu = isGpuPlan(knobs);
+  bool manyChains = !gpu && (alg.name == "welford" || alg.name == "sum_squares");
+  int64_t vecDefault = inner == 1 && !manyChains ? (gpu ? 4 : 8) : 1;
+  while (vecDefault > 1 && len % vecDefault != 0)
+    vecDefault /= 2;
+  int64_t vec = std::max<int64_t>(1, knobs.get("vec", vecDefault));
+  int64_t threadsDefault =
+      gpu ? std::clamp<int64_t>(nextPow2(ceilDiv(std::max<int64_t>(len, 1), vec)), 32, 512)
+          : (manyChains ? std::clamp<int64_t>(len / 16, 1, 32) : 1);
+  int64_t threads = std::max<int64_t>(1, knobs.get("threads", threadsDefault));
+  int64_t cache = knobs.get("cache_row", gpu && len * 4 <= 16384 ? 1 : 0) != 0 ? 1 : 0;
+  k.threads = threads;
+  k.grid = {{"row", rows}};
+  k.knobs = {{"threads", threads}, {"vec", vec}, {"cache_row", cache}};
+  k.extents = {
+      {"rows", rows}, {"len", len}, {"inner", inner}, {"welford", alg.name == "welford" ? 1 : 0}};
+  const std::string &t = k.threadVar;
+
+  // Element (row, j) as a multi-index of the input / result shape.
+  E row = kir::var("row");
+  E outerIdx = inner == 1 ? row : row / E(inner);
+  E innerIdx = inner == 1 ? E(int64_t(0)) : row % E(inner);
+  auto elementIndex = [&](E j) {
+    return concat(concat(unflat(outerDims, outerIdx), unflat(normDims, j)),
+                  unflat(innerDims, innerIdx));
+  };
+
+  // Per-thread state (local, lives across regions) and the merged row state (shared).
+  std::vector<kir::BufferP> st, red;
+  for (const StateField &f : alg.fields) {
+    st.push_back(std::make_shared<kir::Buffer>(
+        kir::Buffer{"st_" + f.name, f.dtype, {threads}, kir::Scope::Local, kir::Role::Temp}));
+    red.push_back(std::make_shared<kir::Buffer>(
+        kir::Buffer{"row_" + f.name, f.dtype, {1}, kir::Scope::Shared, kir::Role::Temp}));
+  }
+  kir::BufferP xs;
+  if (cache)
+    xs = std::make_shared<kir::Buffer>(
+        kir::Buffer{"xs", DType::F32, {len}, kir::Scope::Shared, kir::Role::Temp});
+  k.allocs = st;
+  k.allocs.insert(k.allocs.end(), red.begin(), red.end());
+  if (xs)
+    k.allocs.push_back(xs);
+
+  k.body.push_back(
+      kir::comment(cat(n.name(), " over rows of ", len, " elements: state algebra '", alg.name,
+                       "' (", alg.fields.size(), " fields), one pass for the statistics")));
+
+  // Region 1: stream the row into the thread's state.
+  std::vector<StmtP> r1;
+  for (const StateField &f : alg.fields)
+    r1.push_back(kir::decl(stateVar(f.name), f.dtype, f.init));
+  auto walk1 = rowWalk(len, threads, vec, t, kir::Stmt::LoopKind::Unrolled, [&](E j) {
+    std::vector<StmtP> b;
+    b.push_back(kir::decl(kInputVar, DType::F32, asF32(gx.at(x, elementIndex(j)))));
+    if (xs)
+      b.push_back(kir::store(xs, {j}, fvar(kInputVar)));
+    for (const auto &[nm, e] : alg.updateLets)
+      b.push_back(kir::decl(nm, e->type, e));
+    // Every new field from the old state first, then the assignments.
+    for (size_t i = 0; i < alg.fields.size(); ++i)
+      b.push_back(kir::decl("u_" + alg.fields[i].name, alg.fields[i].dtype, alg.update[i]));
+    for (const StateField &f : alg.fields)
+      b.push_back(kir::assign(stateVar(f.name), kir::var("u_" + f.name, f.dtype)));
+    return b;
+  });
+  r1.insert(r1.end(), walk1.begin(), walk1.end());
+  for (size_t i = 0; i < alg.fields.size(); ++i)
+    r1.push_back(kir::store(st[i], {kir::var(t)},
+                            kir::var(stateVar(alg.fields[i].name), alg.fields[i].dtype)));
+  k.body.push_back(kir::region(t, r1));
+
+  // The block-level merge.
+  k.body.push_back(kir::blockReduce(alg.merge, st, red));
+
+  // Region 2: finalize every element and store the group's outputs.
+  std::vector<StmtP> r2;
+  for (size_t i = 0; i < alg.fields.size(); ++i)
+    r2.push_back(kir::decl(stateVar(alg.fields[i].name), alg.fields[i].dtype,
+                           kir::load(red[i], {E(int64_t(0))})));
+  for (const auto &[nm, e] : alg.finalizeLets)
+    r2.push_back(kir::decl(nm, e->type, e));
+  auto walk2 =
+      rowWalk(len, threads, vec, t,
+              inner == 1 ? kir::Stmt::LoopKind::Vectorized : kir::Stmt::LoopKind::Serial, [&](E j) {
+                std::vector<StmtP> b;
+                std::vector<E> idx = elementIndex(j);
+                b.push_back(kir::decl(kInputVar, DType::F32,
+                                      xs ? kir::load(xs, {j}) : asF32(gx.at(x, idx))));
+                std::vector<E> normIdx = unflat(normDims, j);
+                for (const NormParam &p : alg.params) {
+                  const Value *pv = n.operand(p.operand);
+                  b.push_back(kir::decl(
+                      p.var, DType::F32,
+                      asF32(gx.at(pv, broadcastIndex(pv->type().shape, normDims, normIdx)))));
+                }
+                b.push_back(kir::decl("y", DType::F32, alg.finalize));
+                auto stores = storeGroupOutputs(g, gx, result, fvar("y"), idx);
+                b.insert(b.end(), stores.begin(), stores.end());
+                return b;
+              });
+  r2.insert(r2.end(), walk2.begin(), walk2.end());
+  k.body.push_back(kir::region(t, r2));
+  return k;
+}
+
+} // namespace aicf

@@ -1,0 +1,212 @@
+// The pointwise recipe: a group of elementwise nodes (plus, optionally, an inference batch_norm
+// anchor, a per-channel affine map) computed in one pass over the output elements.
+//
+// All outputs of a pointwise group share one shape S (fusion.cpp guarantees it); the kernel
+// runs a flat grid x threads x vector loop over S's elements, evaluates every node inline and
+// stores each output once. Values of shape S are computed once per element into scalars;
+// smaller (broadcast) values are recomputed where they are read, which is cheap and keeps the
+// kernel a single pass.
+//
+// Index arithmetic is kept small by collapsing S: adjacent dims merge when every load reads
+// them alike (all full, or all broadcast), as the interpreter's row iteration does, so a chain
+// over same-shape tensors indexes with the flat element number alone and a bias add needs one
+// division. Params are therefore addressed as flat 1-D buffers (same bytes, row-major).
+#include "lower/flat_loop.h"
+#include "lower/recipes.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+
+namespace aicf {
+
+namespace {
+
+using kir::E;
+
+// A read of a param: value v whose dim k is S's dim dimMap[k].
+struct Load {
+  const Value *v;
+  std::vector<int> dimMap;
+};
+
+class Pointwise {
+public:
+  Pointwise(const KernelGroup &g, const Knobs &knobs) : g_(g), knobs_(knobs) {}
+
+  kir::Kernel build(const std::string &name) {
+    AICF_CHECK(!g_.outputs.empty(), "pointwise group ", g_.id, " has no outputs");
+    S_ = g_.outputs.front()->type().shape;
+    for (const Value *o : g_.outputs)
+      AICF_CHECK(o->type().shape == S_, "pointwise group ", g_.id, ": output %", o->name(), " ",
+                 o->type().str(), " differs from the iteration shape ", shapeStr(S_));
+    int64_t n = 1;
+    for (int64_t d : S_)
+      n *= d;
+
+    kir::Kernel k;
+    k.name = name;
+    k.recipe = "pointwise";
+    // Params: flat views of the group's inputs and outputs.
+    std::map<const Value *, kir::BufferP> byValue;
+    k.params = groupParams(g_, byValue);
+    for (const kir::BufferP &b : k.params)
+      b->shape = {std::max<int64_t>(b->numel(), 1)};
+    params_ = byValue;
+
+    // Which loads happen, to decide how S collapses.
+    collecting_ = true;
+    for (const Value *o : g_.outputs)
+      eval(o, identity(S_.size()));
+    collecting_ = false;
+    collapse();
+
+    flatloop::Schedule s = flatloop::schedule(knobs_, n);
+    flatloop::build(k, n, s, [&](E i) { return element(i); });
+    return k;
+  }
+
+private:
+  const KernelGroup &g_;
+  const Knobs &knobs_;
+  std::vector<int64_t> S_;
+  std::map<const Value *, kir::BufferP> params_;
+  bool collecting_ = false;
+  std::vector<Load> loads_;
+  std::vector<std::vector<int>> groups_; // collapsed dims: S dims merged into each
+  std::vector<E> cidx_;                  // coordinates in the collapsed shape
+  std::map<const Value *, E> cache_;     // full-shape values already in scalars
+
+  static std::vector<int> identity(size_t r) {
+    std::vector<int> m(r);
+    for (size_t d = 0; d < r; ++d)
+      m[d] = static_cast<int>(d);
+    return m;
+  }
+
+  bool member(const Node *n) const {
+    return n && std::find(g_.nodes.begin(), g_.nodes.end(), n) != g_.nodes.end();
+  }
+
+  bool isFullIdentity(const Value *v, const std::vector<int> &map) const {
+    return v->type().shape == S_ && map == identity(S_.size());
+  }
+
+  // Whether a load reads S dim d with a stride (the value spans it) or broadcasts it.
+  static bool spans(const Load &l, int d) {
+    for (size_t k = 0; k < l.dimMap.size(); ++k)
+      if (l.dimMap[k] == d && l.v->type().shape[k] != 1)
+        return true;
+    return false;
+  }
+
+  void collapse() {
+    for (size_t d = 0; d < S_.size(); ++d) {
+      if (S_[d] == 1)
+        continue;
+      int dd = static_cast<int>(d);
+      bool merge = !groups_.empty();
+      for (const Load &l : loads_)
+        merge = merge && spans(l, groups_.back().back()) == spans(l, dd);
+      if (merge)
+        groups_.back().push_back(dd);
+      else
+        groups_.push_back({dd});
+    }
+  }
+
+  std::vector<kir::StmtP> element(E i) {
+    std::vector<int64_t> cshape;
+    for (const auto &grp : groups_) {
+      int64_t e = 1;
+      for (int d : grp)
+        e *= S_[d];
+      cshape.push_back(e);
+    }
+    cidx_ = cshape.size() <= 1 ? std::vector<E>(cshape.size(), i) : unflatIndex(cshape, i);
+    cache_.clear();
+    std::vector<kir::StmtP> out;
+    // Every full-shape node result once, in graph order.
+    int next = 0;
+    for (const Node *n : g_.nodes)
+      for (const Value *r : n->results()) {
+        if (r->type().shape != S_)
+          continue;
+        E e = eval(r, identity(S_.size()));
+        std::string name = cat("e", next++);
+        out.push_back(kir::decl(name, e->type, e));
+        cache_[r] = kir::var(name, e->type);
+      }
+    for (const Value *o : g_.outputs) {
+      E v = eval(o, identity(S_.size()));
+      const kir::BufferP &b = params_.at(o);
+      if (v->type != b->dtype) // f32 for float buffers (stores narrow), else the dtype
+        v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
+      out.push_back(kir::store(b, {i}, v));
+    }
+    return out;
+  }
+
+  // The flat offset of a load in its (row-major) param.
+  E offset(const Value *v, const std::vector<int> &map) const {
+    std::vector<int64_t> st = stridesOf(v->type().shape);
+    E off = E(int64_t(0));
+    for (size_t j = 0; j < groups_.size(); ++j) {
+      // The innermost S dim of the group that the value spans gives the stride.
+      int inner = groups_[j].back();
+      for (size_t k = 0; k < map.size(); ++k)
+        if (map[k] == inner && v->type().shape[k] != 1)
+          off = off + cidx_[j] * E(st[k]);
+    }
+    return off;
+  }
+
+  E eval(const Value *v, const std::vector<int> &map) {
+    if (!collecting_ && isFullIdentity(v, map))
+      if (auto it = cache_.find(v); it != cache_.end())
+        return it->second;
+    const Node *def = v->def();
+    if (member(def) && def->info().has(EW)) {
+      std::vector<E> ops;
+      size_t rv = v->type().shape.size();
+      for (const Value *o : def->operands()) {
+        size_t ro = o->type().shape.size();
+        std::vector<int> omap(map.begin() + static_cast<long>(rv - ro), map.end());
+        ops.push_back(eval(o, omap));
+      }
+      return collecting_ ? E(int64_t(0)) : elementwiseExpr(*def, ops);
+    }
+    if (member(def) && def->op() == Op::BatchNorm)
+      return batchNorm(*def, map);
+    AICF_CHECK(params_.count(v), "pointwise group ", g_.id, ": %", v->name(),
+               " is neither computed here nor a param");
+    if (collecting_) {
+      loads_.push_back({v, map});
+      return E(int64_t(0));
+    }
+    return kir::load(params_.at(v), {offset(v, map)});
+  }
+
+  // y = (x - mean) * (scale / sqrt(var + eps)) + bias, per channel (dim 1).
+  E batchNorm(const Node &bn, const std::vector<int> &map) {
+    AICF_CHECK(map.size() >= 2, "batch_norm of rank ", map.size());
+    E x = eval(bn.operand(0), map);
+    std::vector<int> cmap = {map[1]};
+    E scale = eval(bn.operand(1), cmap), bias = eval(bn.operand(2), cmap);
+    E mean = eval(bn.operand(3), cmap), var = eval(bn.operand(4), cmap);
+    if (collecting_)
+      return E(int64_t(0));
+    E a = scale / kir::unary(kir::UnOp::Sqrt, var + kir::fconst(bn.f("epsilon")));
+    E y = (x - mean) * a + bias;
+    DType t = bn.result(0)->type().dtype;
+    return (t == DType::F16 || t == DType::BF16) ? kir::cast(y, t) : y;
+  }
+};
+
+} // namespace
+
+kir::Kernel recipePointwise(const KernelGroup &g, const std::string &name, const Knobs &k) {
+  return Pointwise(g, k).build(name);
+}
+
+} // namespace aicf

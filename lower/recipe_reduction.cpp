@@ -1,0 +1,449 @@
+// The reduction recipe: reduce_* (sum, mean, max, min, prod, l1, l2, sum_square,
+// log_sum_exp), arg_max / arg_min (select_last_index), the global pools, and instance_norm
+// (whose per-(n, c) statistics are two such reductions).
+//
+// One block per output element ("row"): each thread folds a strided slice of the reduced
+// elements (j = t, t + threads, ...) into a per-thread state kept in a `local` buffer, a
+// block_reduce merges the states with the reduction's Combiner, and a final region finalises
+// the state and writes the group's outputs through the fused epilogue. A prologue fused into
+// the group (elementwise producers of the reduced operand) is inlined where elements are read.
+// The states are the interpreter's (interp/kernels_reduce.cpp) in f32 (i64 for integers):
+// max/min propagate NaN, log_sum_exp keeps a running (max, scaled sum) pair, arg_max/arg_min a
+// (value, index) pair ordered so that merging in any order picks the interpreter's index
+// (NaN wins, ties go to the first index, or the last with select_last_index).
+#include "lower/flat_loop.h"
+#include "lower/recipes.h"
+
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace aicf {
+
+namespace {
+
+using flatloop::isNaN;
+using flatloop::ne;
+using flatloop::orE;
+using kir::E;
+
+E f32(double v) {
+  return kir::fconst(v, DType::F32);
+}
+E i64(int64_t v) {
+  return E(v);
+}
+
+int64_t prod(const std::vector<int64_t> &v) {
+  int64_t n = 1;
+  for (int64_t d : v)
+    n *= d;
+  return n;
+}
+
+// A reduction as a state algebra over scalar fields: init, update with an element (its value x
+// and its position j along the reduced elements), merge of two states, finalize.
+struct Algebra {
+  std::string name;
+  std::vector<std::pair<std::string, DType>> fields;
+  std::vector<E> init;
+  // update(state vars, x, j) -> new field values
+  std::function<std::vector<E>(const std::vector<E> &, E, E)> update;
+  // merge(a fields, b fields) -> merged fields
+  std::function<std::vector<E>(const std::vector<E> &, const std::vector<E> &)> merge;
+  // finalize(state) -> the reduction's value (in the output's compute type)
+  std::function<E(const std::vector<E> &)> finalize;
+};
+
+Algebra sumLike(const std::string &name, DType acc, std::function<E(E)> term,
+                std::function<E(E)> fin) {
+  Algebra a;
+  a.name = name;
+  a.fields = {{"s", acc}};
+  a.init = {isFloat(acc) ? f32(0.0) : i64(0)};
+  a.update = [term](const std::vector<E> &s, E x, E) { return std::vector<E>{s[0] + term(x)}; };
+  a.merge = [](const std::vector<E> &p, const std::vector<E> &q) {
+    return std::vector<E>{p[0] + q[0]};
+  };
+  a.finalize = [fin](const std::vector<E> &s) { return fin(s[0]); };
+  return a;
+}
+
+// NaN-aware "b beats a" for arg_max / arg_min, with empty states (index -1) losing.
+E argBetter(E va, E ia, E vb, E ib, bool isMax, bool last, bool fl) {
+  E tie = last ? ib > ia : ib < ia;
+  E cmp = isMax ? vb > va : vb < va;
+  E better = orE(cmp, (va == vb) && tie);
+  if (fl) {
+    E an = isNaN(va), bn = isNaN(vb);
+    // b NaN beats a non-NaN; two NaNs compare by index; otherwise by value.
+    better = kir::select(bn, orE(kir::unary(kir::UnOp::Not, an), tie),
+                         kir::unary(kir::UnOp::Not, an) && better);
+  }
+  return (ib >= i64(0)) && orE(ia < i64(0), better);
+}
+
+Algebra argAlgebra(bool isMax, bool last, DType vt) {
+  bool fl = isFloat(vt);
+  DType ct = fl ? DType::F32 : DType::I64;
+  Algebra a;
+  a.name = isMax ? "arg_max" : "arg_min";
+  a.fields = {{"v", ct}, {"i", DType::I64}};
+  a.init = {fl ? f32(0.0) : i64(0), i64(-1)};
+  auto pick = [=](const std::vector<E> &p, E vb, E ib) {
+    E take = argBetter(p[0], p[1], vb, ib, isMax, last, fl);
+    return std::vector<E>{kir::select(take, vb, p[0]), kir::select(take, ib, p[1])};
+  };
+  a.update = [pick](const std::vector<E> &s, E x, E j) { return pick(s, x, j); };
+  a.merge = [pick](const std::vector<E> &p, const std::vector<E> &q) {
+    return pick(p, q[0], q[1]);
+  };
+  a.finalize = [](const std::vector<E> &s) { return s[1]; };
+  return a;
+}
+
+// Float -> i64 as the interpreter truncates (NaN -> 0, saturating).
+E floatToInt(E x) {
+  const double lim = 9.2233714e18;
+  E c = kir::select(x > f32(lim), f32(lim), kir::select(x < f32(-lim), f32(-lim), x));
+  return kir::select(isNaN(x), i64(0), kir::cast(c, DType::I64));
+}
+
+Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
+  bool fl = isFloat(inT);
+  DType ct = fl ? DType::F32 : DType::I64;
+  auto toCt = [fl](E x) { return fl ? x : (x->type == DType::I64 ? x : kir::cast(x, DType::I64)); };
+  auto id = [](E s) { return s; };
+  switch (op) {
+  case Op::ReduceSum: return sumLike("sum", ct, toCt, id);
+  case Op::ReduceMean:
+  case Op::GlobalAvgPool:
+    return sumLike("sum", ct, toCt, [fl, count](E s) {
+      if (count == 0)
+        return fl ? f32(NAN) : i64(0);
+      return fl ? s / f32(double(count)) : s / i64(count);
+    });
+  case Op::ReduceL1:
+    return sumLike(
+        "sum_abs", ct,
+        [=](E x) {
+          E v = toCt(x);
+          return fl ? kir::unary(kir::UnOp::Abs, v) : kir::select(v < i64(0), i64(0) - v, v);
+        },
+        id);
+  case Op::ReduceSumSquare:
+    return sumLike(
+        "sum_square", ct, [=](E x) { return toCt(x) * toCt(x); }, id);
+  case Op::ReduceL2:
+    return sumLike(
+        "sum_square", ct, [=](E x) { return toCt(x) * toCt(x); },
+        [fl](E s) {
+          if (fl)
+            return kir::unary(kir::UnOp::Sqrt, s);
+          return floatToInt(kir::unary(kir::UnOp::Sqrt, kir::cast(s, DType::F32)));
+        });
+  case Op::ReduceProd: {
+    Algebra a = sumLike("prod", ct, toCt, id);
+    a.init = {fl ? f32(1.0) : i64(1)};
+    a.update = [toCt](const std::vector<E> &s, E x, E) { return std::vector<E>{s[0] * toCt(x)}; };
+    a.merge = [](const std::vector<E> &p, const std::vector<E> &q) {
+      return std::vector<E>{p[0] * q[0]};
+    };
+    return a;
+  }
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+  case Op::GlobalMaxPool: {
+    bool isMax = op != Op::ReduceMin;
+    Algebra a;
+    a.name = isMax ? "max" : "min";
+    a.fields = {{"m", ct}};
+    if (fl)
+      a.init = {f32(isMax ? -INFINITY : INFINITY)};
+    else
+      a.init = {
+          i64(isMax ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max())};
+    auto upd = [fl, isMax](E acc, E x) {
+      if (fl)
+        return isMax ? flatloop::nanMaxUpdate(acc, x) : flatloop::nanMinUpdate(acc, x);
+      return isMax ? kir::max(acc, x) : kir::min(acc, x);
+    };
+    a.update = [upd, toCt](const std::vector<E> &s, E x, E) {
+      return std::vector<E>{upd(s[0], toCt(x))};
+    };
+    a.merge = [upd](const std::vector<E> &p, const std::vector<E> &q) {
+      return std::vector<E>{upd(p[0], q[0])};
+    };
+    a.finalize = [](const std::vector<E> &s) { return s[0]; };
+    return a;
+  }
+  case Op::ReduceLogSumExp: {
+    // Running (m, s): s = sum of e^(x - m). Equal maxima scale by 1, so -inf / +inf states
+    // never produce NaN; a non-finite maximum is the result itself, as in the interpreter.
+    Algebra a;
+    a.name = "log_sum_exp";
+    a.fields = {{"m", DType::F32}, {"s", DType::F32}};
+    a.init = {f32(-INFINITY), f32(0.0)};
+    auto scale = [](E from, E to) {
+      return kir::select(from == to, f32(1.0), kir::unary(kir::UnOp::Exp, from - to));
+    };
+    auto toF = [](E x) { return isFloat(x->type) ? x : kir::cast(x, DType::F32); };
+    a.update = [=](const std::vector<E> &s, E x, E) {
+      E v = toF(x);
+      E m = flatloop::nanMaxUpdate(s[0], v);
+      return std::vector<E>{m, s[1] * scale(s[0], m) + scale(v, m)};
+    };
+    a.merge = [=](const std::vector<E> &p, const std::vector<E> &q) {
+      E m = flatloop::nanMaxUpdate(p[0], q[0]);
+      return std::vector<E>{m, p[1] * scale(p[0], m) + q[1] * scale(q[0], m)};
+    };
+    a.finalize = [fl](const std::vector<E> &s) {
+      E finite = (s[0] - s[0]) == f32(0.0);
+      E r = kir::select(finite, s[0] + kir::unary(kir::UnOp::Log, s[1]), s[0]);
+      return fl ? r : floatToInt(r);
+    };
+    return a;
+  }
+  default: break;
+  }
+  throw InternalError(cat("reduction recipe: no algebra for ", opName(op)));
+}
+
+// Interleaves kept and reduced coordinates into an index of the reduced operand.
+std::vector<E> operandIndex(size_t rank, const std::vector<int> &reduced,
+                            const std::vector<E> &keptIdx, const std::vector<E> &redIdx) {
+  std::vector<E> idx(rank);
+  size_t kk = 0, rr = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    bool isRed = std::find(reduced.begin(), reduced.end(), static_cast<int>(d)) != reduced.end();
+    idx[d] = isRed ? redIdx[rr++] : keptIdx[kk++];
+  }
+  return idx;
+}
+
+int64_t reductionThreads(const Knobs &k, int64_t count) {
+  if (!flatloop::gpuPlan(k))
+    return k.get("threads", 1);
+  return k.get("threads", count >= 2048 ? 256 : 128);
+}
+
+// Local per-thread state buffers and their shared block_reduce results, one per field.
+struct StateBufs {
+  std::vector<kir::BufferP> local, shared;
+};
+
+StateBufs stateBuffers(kir::Kernel &k, const Algebra &a, const std::string &prefix) {
+  StateBufs sb;
+  for (const auto &[field, dt] : a.fields) {
+    auto l = std::make_shared<kir::Buffer>();
+    l->name = prefix + "_" + field + "_t"; // per thread
+    l->dtype = dt;
+    l->shape = {k.threads};
+    l->scope = kir::Scope::Local;
+    auto s = std::make_shared<kir::Buffer>();
+    s->name = prefix + "_" + field + "_all";
+    s->dtype = dt;
+    s->shape = {1};
+    s->scope = kir::Scope::Shared;
+    k.allocs.push_back(l);
+    k.allocs.push_back(s);
+    sb.local.push_back(l);
+    sb.shared.push_back(s);
+  }
+  return sb;
+}
+
+kir::Combiner combinerOf(const Algebra &a) {
+  kir::Combiner c;
+  c.name = a.name;
+  c.fields = a.fields;
+  std::vector<E> pa, pb;
+  for (const auto &[field, dt] : a.fields) {
+    pa.push_back(kir::var("a_" + field, dt));
+    pb.push_back(kir::var("b_" + field, dt));
+  }
+  c.merged = a.merge(pa, pb);
+  return c;
+}
+
+// Region 1 + block_reduce: thread t folds elements j = t, t + T, ... < count, read by
+// `element(j)`; the merged state lands in sb.shared.
+void foldAndMerge(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t count,
+                  const std::string &prefix, const std::function<E(E j)> &element,
+                  std::vector<kir::StmtP> preamble = {}) {
+  std::string j = prefix + "_j";
+  std::vector<kir::StmtP> init, update;
+  std::vector<E> state;
+  for (size_t f = 0; f < a.fields.size(); ++f) {
+    std::string name = cat(prefix, "_", a.fields[f].first);
+    DType dt = a.fields[f].second;
+    init.push_back(kir::decl(name, dt, a.init[f]));
+    state.push_back(kir::var(name, dt));
+  }
+  // Elements enter the state in its compute type: f32 for floats (f16 values that a fused
+  // prologue rounded are typed f16), i64 for integers.
+  E x = element(kir::var(j));
+  if (x->type == DType::F16 || x->type == DType::BF16)
+    x = kir::cast(x, DType::F32);
+  else if (!isFloat(x->type) && x->type != DType::I64)
+    x = kir::cast(x, DType::I64);
+  std::vector<E> next = a.update(state, x, kir::var(j));
+  if (next.size() == 1) {
+    update.push_back(kir::assign(cat(prefix, "_", a.fields[0].first), next[0]));
+  } else { // compute every new field from the old state before assigning any
+    for (size_t f = 0; f < next.size(); ++f)
+      update.push_back(kir::decl(cat(prefix, "_n", f), a.fields[f].second, next[f]));
+    for (size_t f = 0; f < next.size(); ++f)
+      update.push_back(kir::assign(cat(prefix, "_", a.fields[f].first),
+                                   kir::var(cat(prefix, "_n", f), a.fields[f].second)));
+  }
+  E t = kir::var(k.threadVar);
+  std::vector<kir::StmtP> body = std::move(preamble);
+  body.push_back(kir::reduce(j, t, E(count) - t, init, update, k.threads));
+  for (size_t f = 0; f < a.fields.size(); ++f)
+    body.push_back(kir::store(sb.local[f], {t}, state[f]));
+  k.body.push_back(kir::region(k.threadVar, body));
+  k.body.push_back(kir::blockReduce(combinerOf(a), sb.local, sb.shared));
+}
+
+std::vector<E> mergedState(const Algebra &a, const StateBufs &sb) {
+  std::vector<E> s;
+  for (size_t f = 0; f < a.fields.size(); ++f)
+    s.push_back(kir::load(sb.shared[f], {E(int64_t(0))}));
+  return s;
+}
+
+kir::Kernel instanceNorm(const KernelGroup &g, const Knobs &knobs, kir::Kernel k, GroupExpr &ge) {
+  const Node &a = *g.anchor;
+  const Value *x = a.operand(0);
+  const std::vector<int64_t> &xs = x->type().shape;
+  AICF_CHECK(xs.size() >= 2, "instance_norm of rank ", xs.size());
+  int64_t N = xs[0], C = xs[1];
+  std::vector<int64_t> plane(xs.begin() + 2, xs.end());
+  int64_t P = prod(plane);
+  k.threads = reductionThreads(knobs, P);
+  k.knobs["threads"] = k.threads;
+  k.extents = {{"rows", N * C}, {"len", P}};
+  k.grid = {{"row", N * C}};
+  E row = kir::var("row");
+  E n = row / E(C), c = row % E(C);
+  auto xAt = [&](E j) {
+    std::vector<E> idx = {n, c};
+    for (const E &e : unflatIndex(plane, j))
+      idx.push_back(e);
+    return idx;
+  };
+  DType ct = DType::F32;
+  Algebra sum = sumLike(
+      "sum", ct, [](E v) { return v; }, [](E s) { return s; });
+  // Pass 1: mean. Pass 2: centred sum of squares (exact, like the interpreter's two passes).
+  StateBufs s1 = stateBuffers(k, sum, "mu");
+  foldAndMerge(k, sum, s1, P, "mu", [&](E j) { return ge.at(x, xAt(j)); });
+  E mean = kir::load(s1.shared[0], {E(int64_t(0))}) / f32(double(P));
+  StateBufs s2 = stateBuffers(k, sum, "sq");
+  foldAndMerge(k, sum, s2, P, "sq",
+               [&](E j) {
+                 E d = ge.at(x, xAt(j)) - kir::var("sq_mean", ct);
+                 return d * d;
+               },
+               {kir::decl("sq_mean", ct, mean)});
+  // Pass 3: normalise, scale, shift and run the epilogue, threads striding over the plane.
+  E var = kir::load(s2.shared[0], {E(int64_t(0))}) / f32(double(P));
+  E t = kir::var(k.threadVar);
+  std::vector<kir::StmtP> body = {
+      kir::decl("y_mean", ct, mean),
+      kir::decl("y_scale", ct,
+                ge.at(a.operand(1), {c}) / kir::unary(kir::UnOp::Sqrt, var + f32(a.f("epsilon")))),
+      kir::decl("y_bias", ct, ge.at(a.operand(2), {c}))};
+  std::vector<E> idx = xAt(kir::var("y_j"));
+  E y = (ge.at(x, idx) - kir::var("y_mean", ct)) * kir::var("y_scale", ct) + kir::var("y_bias", ct);
+  DType outT = a.result(0)->type().dtype;
+  if (outT == DType::F16 || outT == DType::BF16)
+    y = kir::cast(y, outT);
+  std::vector<kir::StmtP> stores = flatloop::storeAnchorOutputs(ge, g, a.result(0), y, idx, "y");
+  body.push_back(kir::forLoop("y_j", t, E(P) - t, stores, k.threads));
+  k.body.push_back(kir::region(k.threadVar, body));
+  return k;
+}
+
+} // namespace
+
+kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
+  AICF_CHECK(g.anchor, "reduction recipe needs an anchor (group ", g.id, ")");
+  const Node &a = *g.anchor;
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "reduction";
+  std::map<const Value *, kir::BufferP> byValue;
+  k.params = groupParams(g, byValue);
+  GroupExpr ge(g, byValue);
+  if (a.op() == Op::InstanceNorm)
+    return instanceNorm(g, knobs, std::move(k), ge);
+
+  const Value *x = a.operand(0);
+  const std::vector<int64_t> &xs = x->type().shape;
+  int rank = static_cast<int>(xs.size());
+  std::vector<int> reduced;
+  bool isArg = a.op() == Op::ArgMax || a.op() == Op::ArgMin;
+  if (isArg) {
+    int64_t axis = a.i("axis");
+    if (axis < 0)
+      axis += rank;
+    AICF_CHECK(axis >= 0 && axis < std::max(rank, 1), "arg axis out of range");
+    reduced = {static_cast<int>(axis)};
+  } else if (a.op() == Op::GlobalAvgPool || a.op() == Op::GlobalMaxPool) {
+    for (int d = 2; d < rank; ++d)
+      reduced.push_back(d);
+  } else {
+    for (int64_t d : a.ints("axes"))
+      reduced.push_back(static_cast<int>(d < 0 ? d + rank : d));
+    if (reduced.empty())
+      for (int d = 0; d < rank; ++d)
+        reduced.push_back(d);
+  }
+  std::sort(reduced.begin(), reduced.end());
+  std::vector<int64_t> keptShape, redShape;
+  for (int d = 0; d < rank; ++d) {
+    if (std::find(reduced.begin(), reduced.end(), d) != reduced.end())
+      redShape.push_back(xs[d]);
+    else
+      keptShape.push_back(xs[d]);
+  }
+  int64_t rows = prod(keptShape), count = prod(redShape);
+  if (isArg)
+    AICF_CHECK(count > 0, a.where(), ": arg reduction over an empty axis");
+
+  Algebra alg =
+      isArg ? argAlgebra(a.op() == Op::ArgMax, a.i("select_last_index") != 0, x->type().dtype)
+            : reduceAlgebra(a.op(), x->type().dtype, count);
+  k.threads = reductionThreads(knobs, count);
+  k.knobs["threads"] = k.threads;
+  k.extents = {{"rows", std::max<int64_t>(rows, 1)}, {"len", count}};
+  k.grid = {{"row", std::max<int64_t>(rows, 1)}};
+  E row = kir::var("row");
+  std::vector<E> keptIdx = unflatIndex(keptShape, row);
+
+  StateBufs sb = stateBuffers(k, alg, "st");
+  foldAndMerge(k, alg, sb, count, "st", [&](E j) {
+    return ge.at(x, operandIndex(xs.size(), reduced, keptIdx, unflatIndex(redShape, j)));
+  });
+
+  // Final region: thread 0 finalises and writes the outputs (with the epilogue).
+  const Value *res = a.result(0);
+  E value = alg.finalize(mergedState(alg, sb));
+  DType outT = res->type().dtype;
+  if (outT == DType::F16 || outT == DType::BF16)
+    value = kir::cast(value, outT);
+  else if (!isFloat(outT) && value->type != outT)
+    value = kir::cast(value, outT);
+  std::vector<E> outIdx = unflatIndex(res->type().shape, row);
+  std::vector<kir::StmtP> stores = flatloop::storeAnchorOutputs(ge, g, res, value, outIdx, "o");
+  E t = kir::var(k.threadVar);
+  k.body.push_back(kir::region(k.threadVar, {kir::ifThen(t == E(int64_t(0)), stores)}));
+  return k;
+}
+
+} // namespace aicf

@@ -1,0 +1,158 @@
+// The norm state algebras (see state_algebra.h): softmax / log_softmax (online max and rescaled
+// sum, Milakov & Gimelshein), layer_norm (Welford update, Chan merge) and rms_norm (sum of
+// squares). Each is plain data over Kernel IR expressions; recipe_norm.cpp turns any of them
+// into a one-pass kernel.
+#include "lower/state_algebra.h"
+
+#include "ir/graph.h"
+#include "support/diagnostics.h"
+
+#include <cmath>
+#include <limits>
+
+namespace aicf {
+
+using kir::E;
+
+namespace {
+
+const double kNegInf = -std::numeric_limits<double>::infinity();
+
+E f32(double v) {
+  return kir::fconst(v, DType::F32);
+}
+E fv(const std::string &name) {
+  return kir::var(name, DType::F32);
+}
+E s(const std::string &field) {
+  return fv(stateVar(field));
+}
+E a(const std::string &field) {
+  return fv("a_" + field);
+}
+E b(const std::string &field) {
+  return fv("b_" + field);
+}
+E exp(E x) {
+  return kir::unary(kir::UnOp::Exp, std::move(x));
+}
+
+// e^(from - to) as a rescaling factor, exact (1) when nothing changed; this also covers
+// from = to = -inf, where the plain formula would give e^NaN.
+E rescale(E from, E to) {
+  return kir::select(from == to, f32(1.0), exp(from - to));
+}
+
+kir::Combiner combinerOf(const std::string &name, const std::vector<StateField> &fields) {
+  kir::Combiner c;
+  c.name = name;
+  for (const StateField &f : fields)
+    c.fields.emplace_back(f.name, f.dtype);
+  return c;
+}
+
+// The (m, d) state shared by softmax and log_softmax.
+StateAlgebra maxSumState(const std::string &name) {
+  StateAlgebra alg;
+  alg.name = name;
+  alg.fields = {{"m", DType::F32, f32(kNegInf)}, {"d", DType::F32, f32(0.0)}};
+  // m' = max(m, x); d' = d e^(m - m') + e^(x - m'), with e^(x - m') = 0 while m' is -inf (then
+  // x is -inf too: it contributes nothing).
+  alg.updateLets = {{"m_new", kir::max(s("m"), fv(kInputVar))}};
+  alg.update = {fv("m_new"), s("d") * rescale(s("m"), fv("m_new")) +
+                                 kir::select(fv("m_new") == f32(kNegInf), f32(0.0),
+                                             exp(fv(kInputVar) - fv("m_new")))};
+  alg.merge = combinerOf(name, alg.fields);
+  alg.merge.lets = {{"mm", kir::max(a("m"), b("m"))}};
+  alg.merge.merged = {fv("mm"),
+                      a("d") * rescale(a("m"), fv("mm")) + b("d") * rescale(b("m"), fv("mm"))};
+  return alg;
+}
+
+} // namespace
+
+std::string stateVar(const std::string &field) {
+  return "s_" + field;
+}
+
+StateAlgebra softmaxAlgebra() {
+  StateAlgebra alg = maxSumState("softmax");
+  // y = e^(x - m) / d. A row of -inf has m = -inf: x - m is NaN, as ONNX defines the result.
+  alg.finalizeLets = {{"inv_d", f32(1.0) / s("d")}};
+  alg.finalize = exp(fv(kInputVar) - s("m")) * fv("inv_d");
+  return alg;
+}
+
+StateAlgebra logSoftmaxAlgebra() {
+  StateAlgebra alg = maxSumState("log_softmax");
+  // (x - m) - log d, in that order: m + log d would round away the low bits of large inputs.
+  alg.finalizeLets = {{"log_d", kir::unary(kir::UnOp::Log, s("d"))}};
+  alg.finalize = (fv(kInputVar) - s("m")) - fv("log_d");
+  return alg;
+}
+
+StateAlgebra layerNormAlgebra(double epsilon, bool hasGamma, bool hasBeta) {
+  StateAlgebra alg;
+  alg.name = "welford";
+  alg.fields = {
+      {"n", DType::F32, f32(0.0)}, {"mean", DType::F32, f32(0.0)}, {"m2", DType::F32, f32(0.0)}};
+  // n += 1; delta = x - mean; mean += delta / n; M2 += delta (x - mean').
+  alg.updateLets = {{"n_new", s("n") + f32(1.0)},
+                    {"delta", fv(kInputVar) - s("mean")},
+                    {"mean_new", s("mean") + fv("delta") / fv("n_new")}};
+  alg.update = {fv("n_new"), fv("mean_new"),
+                s("m2") + fv("delta") * (fv(kInputVar) - fv("mean_new"))};
+  // Chan et al.: n = na + nb; delta = mean_b - mean_a; mean = mean_a + delta nb / n;
+  // M2 = M2_a + M2_b + delta^2 na nb / n. Two empty states (n = 0) merge to an empty state.
+  alg.merge = combinerOf("welford", alg.fields);
+  alg.merge.lets = {{"nn", a("n") + b("n")},
+                    {"dd", b("mean") - a("mean")},
+                    {"wb", kir::select(fv("nn") == f32(0.0), f32(0.0), b("n") / fv("nn"))}};
+  alg.merge.merged = {fv("nn"), a("mean") + fv("dd") * fv("wb"),
+                      a("m2") + b("m2") + fv("dd") * fv("dd") * a("n") * fv("wb")};
+  // Population variance M2 / n, as ONNX and PyTorch use.
+  alg.finalizeLets = {{"inv_std", kir::unary(kir::UnOp::Rsqrt, s("m2") / s("n") + f32(epsilon))}};
+  E y = (fv(kInputVar) - s("mean")) * fv("inv_std");
+  if (hasGamma) {
+    alg.params.push_back({1, "p_gamma"});
+    y = y * fv("p_gamma");
+  }
+  if (hasBeta) {
+    alg.params.push_back({2, "p_beta"});
+    y = y + fv("p_beta");
+  }
+  alg.finalize = y;
+  return alg;
+}
+
+StateAlgebra rmsNormAlgebra(double epsilon, int64_t rowLength, bool hasWeight) {
+  StateAlgebra alg;
+  alg.name = "sum_squares";
+  alg.fields = {{"ss", DType::F32, f32(0.0)}};
+  alg.update = {s("ss") + fv(kInputVar) * fv(kInputVar)};
+  alg.merge = combinerOf("sum_squares", alg.fields);
+  alg.merge.merged = {a("ss") + b("ss")};
+  alg.finalizeLets = {
+      {"inv_rms", kir::unary(kir::UnOp::Rsqrt, s("ss") / f32(double(rowLength)) + f32(epsilon))}};
+  E y = fv(kInputVar) * fv("inv_rms");
+  if (hasWeight) {
+    alg.params.push_back({1, "p_weight"});
+    y = y * fv("p_weight");
+  }
+  alg.finalize = y;
+  return alg;
+}
+
+StateAlgebra algebraFor(const Node &n, int64_t rowLength) {
+  switch (n.op()) {
+  case Op::Softmax: return softmaxAlgebra();
+  case Op::LogSoftmax: return logSoftmaxAlgebra();
+  case Op::LayerNorm:
+    return layerNormAlgebra(n.f("epsilon"), n.numOperands() >= 2, n.numOperands() >= 3);
+  case Op::RmsNorm: return rmsNormAlgebra(n.f("epsilon"), rowLength, n.numOperands() >= 2);
+  default: break;
+  }
+  throw InternalError(cat("no state algebra for ", n.name(), " (", n.where(), ")"));
+}
+
+} // namespace aicf

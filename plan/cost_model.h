@@ -1,0 +1,80 @@
+// The cost model (DESIGN.md §5, seed 001): what one lowered kernel costs on one piece of
+// hardware, and whether it fits at all. A kernel's cost is a predicted time in microseconds,
+//   cost = α·traffic + β·latency + γ·spill − δ·parallelism
+// with each term itself a time:
+//   traffic      bytes / achievable bandwidth: compulsory bytes at the level the data lives in
+//                (DRAM, or a cache it fits in), tile re-reads at the cache that holds them;
+//                achievable bandwidth grows with the bytes in flight (warps, vector width)
+//   compute      FLOPs / (peak · the share of the machine the grid keeps busy), added to the
+//                traffic (XLA's t = c + m − overlap)
+//   latency      launch overhead, per-block overhead and serial dependency chains (the k loop
+//                of a reduction, a norm's running state) that parallelism does not hide
+//   spill        registers beyond the per-thread maximum, stored and reloaded
+//   parallelism  the overlap of compute and traffic that concurrency buys: δ·min(c, m), scaled
+//                by occupancy on GPUs
+// Constraints reject a candidate outright: threads per block, shared memory per block (static
+// and dynamic), registers per block, a zero-block occupancy, occupancy below the description's
+// minimum; on the host, a contraction tile whose A block does not fit in L2.
+// The GPU occupancy is the CUDA occupancy calculator's (ALGORITHMS.md): registers allocated per
+// warp in units, warp granularity, shared-memory allocation units and the 1 KB per-block reserve.
+#pragma once
+
+#include "kir/kir.h"
+#include "lower/fusion.h"
+#include "target/hardware.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+struct Occupancy {
+  int64_t blocksPerSm = 0;
+  int64_t warpsPerSm = 0;
+  double fraction = 0; // resident warps / the SM's maximum
+  std::string limiter; // "registers", "shared memory", "warps", "blocks"
+};
+
+// The CUDA occupancy formula for blocks of `threads` threads using `regsPerThread` registers and
+// `smemPerBlock` bytes of shared memory (static + dynamic). 0 blocks when one block cannot fit.
+Occupancy cudaOccupancy(const Hardware &hw, int64_t threads, int64_t regsPerThread,
+                        int64_t smemPerBlock);
+
+// Registers per thread the kernel will need on a GPU: a per-recipe estimate from the knobs
+// (accumulator tiles, score rows, vector fragments) over a base, calibrated against ptxas on
+// the testdata models (bench-costmodel reports the error).
+int64_t estimateRegisters(const kir::Kernel &k);
+
+// Floating-point operations of a group (transcendentals weighted by their instruction cost).
+int64_t estimateFlops(const KernelGroup &g);
+// Bytes moved with the re-reads the kernel's tiling implies (A per column of output tiles, B
+// per row of them; K and V per query tile); `compulsory` receives each param once.
+int64_t predictedBytes(const KernelGroup &g, const kir::Kernel &k, int64_t *compulsory = nullptr);
+
+struct KernelCost {
+  int64_t bytes = 0;           // predicted traffic, re-reads included
+  int64_t lowerBoundBytes = 0; // each param once
+  int64_t flops = 0;
+  int64_t sharedBytes = 0;
+  int64_t registers = 0; // estimate (GPU)
+  int64_t spillBytes = 0;
+  Occupancy occupancy;    // GPU
+  double parallelism = 0; // share of the machine's SMs / cores the grid keeps busy, in (0, 1]
+  // Terms, in microseconds (before the coefficients), and the total cost.
+  double trafficUs = 0, computeUs = 0, latencyUs = 0, spillUs = 0, overlapUs = 0;
+  double timeUs = 0;
+  std::vector<std::string> violations; // why the candidate cannot run; empty when it fits
+  bool feasible() const { return violations.empty(); }
+};
+
+KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw);
+
+// Store or recompute (lower/fusion.h, rule 5): an elementwise group with `inBytes` of
+// inputs, `outBytes` of outputs and `flops` of work, read by `consumers` groups.
+RematCost rematerializationCost(const Hardware &hw, int64_t inBytes, int64_t outBytes,
+                                int64_t flops, int consumers);
+// The fusion's cost callback for `hw` (the description must outlive the callback).
+RematCostFn rematCostFor(const Hardware &hw);
+
+} // namespace aicf

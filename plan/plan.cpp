@@ -1,0 +1,245 @@
+// plan.yaml writer (see plan.h). yaml-cpp's emitter keeps key order as written, so the file is
+// byte-deterministic.
+#include "plan/plan.h"
+
+#include "support/diagnostics.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <unordered_map>
+
+namespace aicf {
+
+const char *bufferKindName(BufferKind k) {
+  switch (k) {
+  case BufferKind::Input: return "input";
+  case BufferKind::Output: return "output";
+  case BufferKind::Weight: return "weight";
+  case BufferKind::Arena: return "arena";
+  }
+  return "?";
+}
+
+const PlanBuffer *Plan::buffer(const std::string &id) const {
+  for (const PlanBuffer &b : buffers)
+    if (b.id == id)
+      return &b;
+  return nullptr;
+}
+
+std::string layoutString(const Plan &p) {
+  std::unordered_map<std::string, const PlanBuffer *> byId;
+  for (const PlanBuffer &b : p.buffers)
+    byId.emplace(b.id, &b);
+  std::string s;
+  for (const PlanStep &st : p.steps) {
+    if (st.kindId.empty())
+      continue;
+    s += st.kindId + ":";
+    bool first = true;
+    for (const auto *ids : {&st.inputs, &st.outputs})
+      for (const std::string &id : *ids) {
+        auto it = byId.find(id);
+        const PlanBuffer *b = it == byId.end() ? nullptr : it->second;
+        AICF_CHECK(b != nullptr, "step ", st.kindId, " names unknown buffer ", id);
+        s += (first ? "" : ",") + std::to_string(b->bytes);
+        first = false;
+      }
+    s += ";";
+  }
+  return s;
+}
+
+namespace {
+
+void emitShape(YAML::Emitter &y, const std::vector<int64_t> &shape) {
+  y << YAML::Flow << YAML::BeginSeq;
+  for (int64_t d : shape)
+    y << d;
+  y << YAML::EndSeq;
+}
+
+void emitIo(YAML::Emitter &y, const Plan &p, BufferKind kind) {
+  y << YAML::BeginSeq;
+  for (const PlanBuffer &b : p.buffers) {
+    if (b.kind != kind)
+      continue;
+    y << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "name" << YAML::Value << b.value;
+    y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
+    y << YAML::Key << "shape" << YAML::Value;
+    emitShape(y, b.shape);
+    y << YAML::Key << "buffer" << YAML::Value << b.id;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+} // namespace
+
+void Plan::writeYaml(std::ostream &os) const {
+  YAML::Emitter y;
+  y.SetDoublePrecision(4); // predicted times: 4 significant digits
+  y << YAML::BeginMap;
+  y << YAML::Key << "schema" << YAML::Value << "aicf-plan/1";
+  y << YAML::Key << "target" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  y << YAML::Key << "kind" << YAML::Value << (target == "cpu" ? "cpu" : "cuda");
+  y << YAML::Key << "name" << YAML::Value << target;
+  y << YAML::Key << "plan_for" << YAML::Value << planFor;
+  y << YAML::Key << "cpu_arch" << YAML::Value << cpuArch;
+  // The instruction-set extensions libmodel.so's host code may use (from -march=cpu_arch); the
+  // runtime refuses the folder on a CPU without one of them. Cuda plans' host code is built
+  // without -march and needs none.
+  if (target == "cpu")
+    y << YAML::Key << "isa" << YAML::Value << YAML::Flow << isa;
+  y << YAML::Key << "hardware" << YAML::Value << hardware;
+  y << YAML::Key << "schedule" << YAML::Value << schedule;
+  y << YAML::EndMap;
+  y << YAML::Key << "hardware" << YAML::Value << hardwareSummary;
+  y << YAML::Key << "inputs" << YAML::Value;
+  emitIo(y, *this, BufferKind::Input);
+  y << YAML::Key << "outputs" << YAML::Value;
+  emitIo(y, *this, BufferKind::Output);
+  y << YAML::Key << "weights" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "file" << YAML::Value << "weights.bin";
+  y << YAML::Key << "bytes" << YAML::Value << weightsBytes;
+  y << YAML::EndMap;
+  y << YAML::Key << "arena" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  y << YAML::Key << "bytes" << YAML::Value << arenaBytes;
+  y << YAML::Key << "naive_bytes" << YAML::Value << naiveArenaBytes;
+  y << YAML::EndMap;
+  y << YAML::Key << "lower_bound_bytes" << YAML::Value << lowerBoundBytes;
+  y << YAML::Key << "predicted_time_us" << YAML::Value << predictedTimeUs;
+  if (!attention.empty()) {
+    y << YAML::Key << "attention_lowering" << YAML::Value << YAML::BeginSeq;
+    for (const AttentionDecision &d : attention) {
+      y << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "node" << YAML::Value << d.node;
+      y << YAML::Key << "choice" << YAML::Value << (d.materialized ? "materialized" : "streaming");
+      if (d.streamingUs >= 0)
+        y << YAML::Key << "streaming_us" << YAML::Value << d.streamingUs;
+      else
+        y << YAML::Key << "streaming" << YAML::Value << d.streamingWhy;
+      if (d.materializedUs >= 0)
+        y << YAML::Key << "materialized_us" << YAML::Value << d.materializedUs;
+      else
+        y << YAML::Key << "materialized" << YAML::Value << d.materializedWhy;
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
+  if (!remat.empty()) {
+    y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
+    for (const RematDecision &d : remat) {
+      y << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
+      y << YAML::Key << "consumers" << YAML::Value << d.consumers;
+      y << YAML::Key << "recompute_us" << YAML::Value << d.recomputeUs;
+      y << YAML::Key << "store_us" << YAML::Value << d.storeUs;
+      y << YAML::Key << "decision" << YAML::Value << (d.recomputed ? "recompute" : "store");
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
+  y << YAML::Key << "layout" << YAML::Value << layout;
+  y << YAML::Key << "buffers" << YAML::Value << YAML::BeginSeq;
+  for (const PlanBuffer &b : buffers) {
+    y << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "id" << YAML::Value << b.id;
+    y << YAML::Key << "value" << YAML::Value << b.value;
+    y << YAML::Key << "kind" << YAML::Value << bufferKindName(b.kind);
+    y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
+    y << YAML::Key << "shape" << YAML::Value;
+    emitShape(y, b.shape);
+    y << YAML::Key << "bytes" << YAML::Value << b.bytes;
+    if (b.kind == BufferKind::Arena || b.kind == BufferKind::Weight)
+      y << YAML::Key << "offset" << YAML::Value << b.offset;
+    if (b.ioIndex >= 0)
+      y << YAML::Key << "index" << YAML::Value << b.ioIndex;
+    if (!b.aliasOf.empty())
+      y << YAML::Key << "alias_of" << YAML::Value << b.aliasOf;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+  y << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
+  for (const PlanStep &s : steps) {
+    y << YAML::BeginMap;
+    y << YAML::Key << "kind" << YAML::Value << s.kind;
+    y << YAML::Key << "kind_id" << YAML::Value << s.kindId;
+    y << YAML::Key << "inputs" << YAML::Value << YAML::Flow << s.inputs;
+    y << YAML::Key << "outputs" << YAML::Value << YAML::Flow << s.outputs;
+    y << YAML::Key << "attrs" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto &[k, v] : s.attrs)
+      y << YAML::Key << k << YAML::Value << v;
+    y << YAML::EndMap;
+    y << YAML::Key << "launch" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "grid" << YAML::Value;
+    emitShape(y, s.grid);
+    y << YAML::Key << "block" << YAML::Value << YAML::Flow << YAML::BeginSeq << s.threads
+      << YAML::EndSeq;
+    y << YAML::Key << "shared_bytes" << YAML::Value << s.sharedBytes;
+    if (s.dynamicSharedBytes)
+      y << YAML::Key << "dynamic_shared_bytes" << YAML::Value << s.dynamicSharedBytes;
+    y << YAML::EndMap;
+    y << YAML::Key << "constraints" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "in_place" << YAML::Value << s.inPlace;
+    y << YAML::EndMap;
+    y << YAML::Key << "hints" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "recipe" << YAML::Value << s.recipe;
+    y << YAML::Key << "properties" << YAML::Value << YAML::Flow << s.properties;
+    y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto &[k, v] : s.knobs)
+      y << YAML::Key << k << YAML::Value << v;
+    y << YAML::EndMap;
+    y << YAML::Key << "predicted" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "bytes" << YAML::Value << s.bytes;
+    y << YAML::Key << "lower_bound_bytes" << YAML::Value << s.lowerBoundBytes;
+    y << YAML::Key << "flops" << YAML::Value << s.flops;
+    if (!s.kindId.empty())
+      y << YAML::Key << "time_us" << YAML::Value << s.timeUs;
+    if (s.occupancy >= 0) {
+      y << YAML::Key << "occupancy" << YAML::Value << s.occupancy;
+      y << YAML::Key << "registers" << YAML::Value << s.registers;
+    }
+    y << YAML::EndMap;
+    if (!s.kindId.empty()) {
+      y << YAML::Key << "search" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "candidates" << YAML::Value << s.search.candidates;
+      y << YAML::Key << "feasible" << YAML::Value << s.search.feasible;
+      y << YAML::Key << "chose_defaults" << YAML::Value << s.search.isDefault;
+      y << YAML::Key << "defaults_us" << YAML::Value << s.search.defaultUs;
+      y << YAML::Key << "reason" << YAML::Value << s.search.reason;
+      y << YAML::EndMap;
+      y << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
+      for (const PlanStep::Alternative &a : s.alternatives) {
+        y << YAML::Flow << YAML::BeginMap;
+        y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (const auto &[k, v] : a.knobs)
+          y << YAML::Key << k << YAML::Value << v;
+        y << YAML::EndMap;
+        y << YAML::Key << "cost_us" << YAML::Value << a.costUs;
+        y << YAML::Key << "rejected" << YAML::Value
+          << (a.rejected.empty() ? std::string("higher cost") : a.rejected);
+        y << YAML::EndMap;
+      }
+      y << YAML::EndSeq;
+    }
+    if (s.ptxas.present) {
+      y << YAML::Key << "ptxas" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "registers" << YAML::Value << s.ptxas.registers;
+      y << YAML::Key << "spill_bytes" << YAML::Value << s.ptxas.spillBytes;
+      y << YAML::Key << "static_shared" << YAML::Value << s.ptxas.staticShared;
+      y << YAML::Key << "barriers" << YAML::Value << s.ptxas.barriers;
+      y << YAML::Key << "stack_frame" << YAML::Value << s.ptxas.stackFrame;
+      y << YAML::EndMap;
+    }
+    y << YAML::Key << "origins" << YAML::Value << YAML::Flow << s.origins;
+    y << YAML::EndMap;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+  y << YAML::EndMap;
+  os << y.c_str() << "\n";
+}
+
+} // namespace aicf

@@ -1,0 +1,113 @@
+// The plan (Emit IR, DESIGN.md §6): one instruction per executable step, plus the buffers they
+// read and write, serialised as OUT/plan.yaml (schema aicf-plan/1). Field names follow the
+// design: kind (logical opcode), kind_id (the kernel symbol in libmodel.so), inputs / outputs
+// (buffer ids), attrs, launch, constraints (legality for later rewrites) and hints (optimisation
+// metadata that never changes meaning: properties, knobs, predicted bytes / FLOPs, certificates).
+#pragma once
+
+#include "ir/types.h"
+#include "lower/fusion.h"
+#include "plan/attention_choice.h"
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+enum class BufferKind : uint8_t { Input, Output, Weight, Arena };
+const char *bufferKindName(BufferKind k); // "input", "output", "weight", "arena"
+
+struct PlanBuffer {
+  std::string id;    // "b0", "b1", ... (stable, in creation order)
+  std::string value; // the graph value's name or "%N"
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  BufferKind kind = BufferKind::Arena;
+  int64_t offset = 0; // arena: offset in the arena; weight: offset in weights.bin
+  int64_t bytes = 0;
+  std::string aliasOf; // a view: shares this buffer's storage (same offset / pointer)
+  int ioIndex = -1;    // input / output position
+};
+
+// ptxas' figures for one kernel (nvcc -Xptxas -v), recorded beside the predictions.
+struct PtxasFigures {
+  bool present = false;
+  int64_t registers = 0;    // per thread
+  int64_t spillBytes = 0;   // spill stores + spill loads
+  int64_t staticShared = 0; // bytes of static __shared__ memory
+  int64_t barriers = 0;
+  int64_t stackFrame = 0; // bytes
+};
+
+struct PlanStep {
+  std::string kind;   // "attention", "layer_norm", "fused_elementwise", "copy"
+  std::string kindId; // the kernel symbol; "" for runtime built-ins (copy)
+  std::string recipe;
+  std::vector<std::string> inputs, outputs; // buffer ids, in the kernel's argument order
+  std::map<std::string, std::string> attrs; // typed text (the graph attributes, printed)
+  std::vector<int64_t> grid;
+  int64_t threads = 1;
+  int64_t sharedBytes = 0;
+  bool inPlace = false; // an output shares an input's storage
+  std::vector<std::string> properties;
+  std::map<std::string, int64_t> knobs;
+  int64_t bytes = 0;                // predicted bytes moved by the kernel (tile re-reads included)
+  int64_t lowerBoundBytes = 0;      // compulsory: each param read or written once
+  int64_t flops = 0;                // predicted floating-point operations
+  std::vector<std::string> origins; // ONNX nodes fused into the step
+  PtxasFigures ptxas;               // CUDA targets: what ptxas reported for the kernel
+  int64_t dynamicSharedBytes = 0;   // CUDA targets: dynamic shared memory the launcher requests
+  // The planner's decision (plan/planner.h): predicted time, GPU occupancy and register
+  // estimate (-1 / 0 on the host), the search and the alternatives it weighed.
+  double timeUs = 0;
+  double occupancy = -1;
+  int64_t registers = 0;
+  struct Search {
+    int candidates = 0, feasible = 0;
+    bool isDefault = true;
+    double defaultUs = 0; // the recipe defaults' predicted time
+    std::string reason;
+  } search;
+  struct Alternative {
+    std::map<std::string, int64_t> knobs;
+    double costUs = 0;
+    std::string rejected; // the violated constraint; "" for a feasible runner-up
+  };
+  std::vector<Alternative> alternatives; // runner-ups then rejected candidates
+};
+
+struct Plan {
+  std::string target = "cpu";
+  std::string planFor = "cpu";
+  std::string cpuArch = "native";
+  // cpu targets: the instruction-set extensions libmodel.so may use (backend/host/host_build.h
+  // hostIsaFeatures of cpuArch); the runtime refuses the folder on a CPU without one of them.
+  std::vector<std::string> isa;
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanStep> steps;
+  int64_t weightsBytes = 0;
+  int64_t arenaBytes = 0;
+  int64_t naiveArenaBytes = 0; // sum of all intermediates, no reuse
+  int64_t lowerBoundBytes =
+      0;                // compulsory traffic: inputs + weights read once, outputs written once
+  std::string layout;   // the kernels' argument sizes, checked against libmodel.so
+  std::string hardware; // the description planned for ("a100-sxm4-80gb", "host")
+  std::string hardwareSummary; // its one-line summary (figures and source)
+  std::string schedule = "cost";
+  double predictedTimeUs = 0;               // sum of the kernels' predicted times
+  std::vector<RematDecision> remat;         // store-or-recompute decisions of the fusion (fusion.h)
+  std::vector<AttentionDecision> attention; // streaming or materialised (attention_choice.h)
+
+  const PlanBuffer *buffer(const std::string &id) const;
+  void writeYaml(std::ostream &os) const;
+};
+
+// "k0:4096,1024;k1:..." — each step's kernel symbol with its argument byte sizes. libmodel.so
+// exports the same string (aicf_layout), so the runtime refuses a plan that was edited to
+// describe buffers the kernels were not compiled for.
+std::string layoutString(const Plan &p);
+
+} // namespace aicf

@@ -1,0 +1,53 @@
+// The planner (DESIGN.md §5): for each kernel group, lowers every candidate from the recipe's
+// search space (lower/search_space.h), costs it on the hardware description
+// (plan/cost_model.h), rejects those that do not fit, and keeps the cheapest. Ties break on
+// the knob values (smallest first), so plans are deterministic. The decision keeps the
+// runner-ups and the rejected candidates with the constraint that failed, for plan.yaml and
+// --explain.
+#pragma once
+
+#include "lower/lower.h"
+#include "lower/search_space.h"
+#include "plan/cost_model.h"
+
+#include <string>
+#include <vector>
+
+namespace aicf {
+
+struct PlannerOptions {
+  std::string planFor = "cpu";
+  // "cost": the cheapest feasible candidate; "default": the recipe's defaults (costed, for
+  // comparison).
+  std::string schedule = "cost";
+  // Take the rank-th cheapest feasible candidate instead of the cheapest (bench-costmodel
+  // measures predicted vs real time across ranks); clamped to the last feasible one
+  // (buildModel refuses a rank no kernel reaches).
+  int rank = 0;
+};
+
+struct Candidate {
+  KnobSet knobs; // as the recipe recorded them (defaults filled in)
+  KernelCost cost;
+  std::string rejected; // first violated constraint; "" when feasible
+};
+
+struct PlanDecision {
+  Candidate chosen;
+  bool isDefault = false;           // the chosen knobs are the recipe's defaults
+  Candidate defaults;               // the recipe's defaults, costed
+  std::vector<Candidate> runnersUp; // the next feasible candidates, cheapest first (at most 3)
+  std::vector<Candidate> rejected;  // infeasible candidates (at most 3, first in search order)
+  int considered = 0, feasible = 0;
+  std::string reason; // one line: why the chosen beats the first runner-up
+};
+
+// Lowers `g` as kernel `name` with the planned knobs. Throws UserError naming the node when no
+// candidate (defaults included) fits the hardware.
+kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hardware &hw,
+                       const PlannerOptions &opts, PlanDecision *decision);
+
+// "BM=64 BN=128 BK=32" (knobs in name order).
+std::string knobsText(const KnobSet &knobs);
+
+} // namespace aicf
