@@ -1,0 +1,64 @@
+// See kir_pass.h. The registry and the default Kernel IR pipeline are listed here, once.
+#include "kir/kir_pass.h"
+
+#include "kir/fuse_reduction_epilogue.h"
+#include "support/diagnostics.h"
+
+namespace aicf::kir {
+
+namespace {
+
+// FuseReductionEpilogue (fuse_reduction_epilogue.h) as a pass: its outcome per accumulator is
+// noted, and annotated in the kernel as a comment before the reduction.
+class FuseReductionEpiloguePass : public KernelPass {
+public:
+  const char *name() const override { return "fuse-reduction-epilogue"; }
+  const char *summary() const override {
+    return "move an additive epilogue (bias, residual) into the reduction's init";
+  }
+  bool run(Kernel &k, std::vector<std::string> &notes) override {
+    FuseReductionEpilogueResult r = fuseReductionEpilogue(k, /*annotate=*/true);
+    for (const ReductionEpilogueOutcome &o : r.outcomes)
+      notes.push_back(o.text());
+    return !r.outcomes.empty(); // annotations change the kernel even when nothing applied
+  }
+};
+
+} // namespace
+
+bool KernelPassManager::run(Kernel &k, std::vector<std::string> *notes) const {
+  bool changed = false;
+  std::vector<std::string> local;
+  for (const std::unique_ptr<KernelPass> &p : passes_) {
+    if (!p->run(k, notes ? *notes : local))
+      continue;
+    changed = true;
+    std::vector<std::string> errs = verifyKernel(k);
+    if (!errs.empty()) {
+      std::string all;
+      for (const std::string &e : errs)
+        all += "\n  " + e;
+      throw InternalError(cat("Kernel IR pass '", p->name(), "' broke kernel ", k.name, ":", all));
+    }
+  }
+  return changed;
+}
+
+std::unique_ptr<KernelPass> createKernelPass(const std::string &name) {
+  if (name == "fuse-reduction-epilogue")
+    return std::make_unique<FuseReductionEpiloguePass>();
+  return nullptr;
+}
+
+std::vector<std::string> allKernelPassNames() {
+  return {"fuse-reduction-epilogue"};
+}
+
+void buildDefaultKernelPipeline(KernelPassManager &pm) {
+  // Contractions are lowered with their additive terms (bias, gemm's beta*C, a residual) as a
+  // self-update of the accumulator after the reduction; moving them into the reduction's init
+  // saves a pass over the output tile. The pass leaves every other kernel as it is.
+  pm.add(createKernelPass("fuse-reduction-epilogue"));
+}
+
+} // namespace aicf::kir
