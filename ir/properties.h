@@ -48,12 +48,25 @@ struct Condition {
   bool held = false;
 };
 
+// What an online_reducible_norm certificate establishes about a norm, for the lowering: the
+// state algebra and where its inputs come from. The lowering reads this, never the op, so a new
+// norm op whose checker declares one of these algebras lowers with no codegen change.
+struct NormSpec {
+  std::string algebra;   // "softmax", "log_softmax", "welford", "sum_squares"
+  int64_t firstAxis = 0; // the reduced axes [firstAxis, lastAxis] of operand 0 (normalised, >= 0)
+  int64_t lastAxis = 0;
+  double epsilon = 0;    // welford / sum_squares: added to the variance / mean square
+  int scaleOperand = -1; // operand index of the per-element scale (gamma, weight); -1: none
+  int biasOperand = -1;  // operand index of the per-element bias (beta); -1: none
+};
+
 // The record of one property check or rewrite: which property, what was checked, the outcome.
 struct Certificate {
   MemProperty property;
   std::string rewrite; // "two-pass layer_norm -> one-pass Welford", "" when none
   std::vector<Condition> conditions;
   Exactness exactness = Exactness::Exact;
+  std::optional<NormSpec> norm; // online_reducible_norm: the algebra the lowering generates from
 
   bool holds() const;
   const Condition *firstFailed() const;
