@@ -55,8 +55,7 @@ Kernel recipeKernel(const Flags &f) {
   Partition part = partitionGraph(g);
   if (part.groups.size() != 1)
     throw UserError(cat("expected one kernel group, got ", part.groups.size()));
-  Knobs knobs;
-  knobs.planFor = "cpu";
+  Knobs knobs; // the cpu plan
   return lowerGroup(part.groups[0], "gemm", knobs);
 }
 

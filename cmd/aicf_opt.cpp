@@ -3,6 +3,7 @@
 //
 //   aicf-opt FILE.mcir [--passes=a,b] [--print-ir-before=P|all] [--print-ir-after=P|all]
 //            [--pass-timing] [--split-input-file] [--verify-diagnostics] [-o OUT]
+//            [--target cpu|cuda:sm_XX] [--hardware NAME|FILE.yaml]
 //
 // A file may hold several graphs separated by lines "// -----"; each is processed and the
 // results are printed separated the same way. With --split-input-file an error in one part is
@@ -21,6 +22,7 @@
 #include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
+#include "target/target.h"
 
 #include <CLI/CLI.hpp>
 
@@ -46,6 +48,7 @@ struct Flags {
   bool explain = false;
   bool verifyPasses = false;
   std::string target = "cpu";
+  std::string hardware;
 };
 
 std::string readInput(const std::string &path) {
@@ -149,6 +152,11 @@ public:
     checkPassNames(flags_.passes, "--passes", false);
     checkPassNames(flags_.printIrBefore, "--print-ir-before", true);
     checkPassNames(flags_.printIrAfter, "--print-ir-after", true);
+    // The target, parsed once; its description is loaded now when --hardware names one, else by
+    // the first pass that reads a limit (the arch's default, or the detected host).
+    target_ = Target::parseSpec(flags_.target);
+    if (!flags_.hardware.empty())
+      target_.loadHardware(flags_.hardware);
     std::string text = readInput(flags_.input);
     std::vector<SourceChunk> chunks = splitInputChunks(text);
     if (chunks.empty())
@@ -231,7 +239,7 @@ private:
     for (const std::string &name : flags_.passes)
       pm.add(createPass(name));
     PassContext ctx;
-    ctx.target = flags_.target;
+    ctx.target = target_;
     ExplainLog log;
     ctx.explain = &log;
     std::cout.flush(); // keep stdout and the IR printed on stderr in order
@@ -267,6 +275,7 @@ private:
   }
 
   const Flags &flags_;
+  Target target_;
   std::ostringstream out_;
   int emitted_ = 0;
 };
@@ -300,6 +309,10 @@ int main(int argc, char **argv) {
   app.add_option("--target", flags.target,
                  "target for target-dependent checks (cpu, cuda:sm_90...)")
       ->capture_default_str();
+  app.add_option("--hardware", flags.hardware,
+                 "the target's hardware description, whose limits the checks read: a100 | h100 | "
+                 "h200 | rtx3090 | rtx4090 | FILE.yaml (default: the target arch's; the detected "
+                 "host CPU for cpu)");
   app.add_flag("--split-input-file", flags.split,
                "process each '// -----' part separately, continuing after errors");
   app.add_flag("--verify-diagnostics", flags.verifyDiagnostics,

@@ -7,12 +7,12 @@
 #include "ir/printer.h"
 #include "passes/explain.h"
 #include "passes/pass.h"
-#include "passes/target_info.h"
 #include "passes/verify_passes.h"
 #include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 #include "support/output_folder.h"
+#include "target/target.h"
 
 #include <CLI/CLI.hpp>
 
@@ -47,10 +47,12 @@ struct Flags {
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
 // (--emit) without nvcc; building OUT/libmodel.so without it is an error (exit 2) saying so.
-void checkTarget(const std::string &target, bool build) {
-  targetInfo(target);
-  if (build && target.rfind("cuda:", 0) == 0 && std::string(AICF_NVCC_PATH).empty())
-    throw UserError(cat("target ", target, ": CUDA target disabled: nvcc not found"), 2);
+// The hardware descriptions are loaded later (Target::loadHardware), after the model is read.
+Target checkTarget(const std::string &spec, bool build) {
+  Target target = Target::parseSpec(spec);
+  if (build && target.gpu() && std::string(AICF_NVCC_PATH).empty())
+    throw UserError(cat("target ", spec, ": CUDA target disabled: nvcc not found"), 2);
+  return target;
 }
 
 // --emit graph -o OUT: a folder with only the graph stage's files, written and swapped in like a
@@ -74,13 +76,13 @@ void writeGraphFolder(const std::string &outDir, const std::string &model,
 }
 
 int compile(const Flags &flags) {
-  checkTarget(flags.target, !flags.outDir.empty() && flags.emit != "graph");
+  // The target, parsed once: libmodel.so's, and the plan's (the same unless --plan-for).
+  Target target = checkTarget(flags.target, !flags.outDir.empty() && flags.emit != "graph");
+  Target planFor = target;
   if (!flags.planFor.empty()) {
-    if (flags.target != "cpu")
+    if (target.gpu())
       throw UserError("--plan-for needs --target cpu (it runs a GPU plan on the host)", 1);
-    if (flags.planFor.rfind("cuda:", 0) != 0)
-      throw UserError(cat("--plan-for ", flags.planFor, ": expected cuda:sm_XX"), 1);
-    targetInfo(flags.planFor);
+    planFor = Target::parsePlanFor(flags.planFor);
   }
 
   // 1. Import.
@@ -96,6 +98,13 @@ int compile(const Flags &flags) {
   opts.inputShapes = parseShapeFlags(flags.shapes);
   opts.dimParams = parseDimFlags(flags.dims);
   std::unique_ptr<Graph> g = importOnnx(flags.model, opts);
+  // The hardware descriptions: --hardware describes the plan's target; a cpu build emulating a
+  // GPU plan is itself the detected host. The graph passes' legality reads the build target's.
+  planFor.loadHardware(flags.hardware);
+  if (flags.planFor.empty())
+    target = planFor;
+  else
+    target.loadHardware();
 
   // 2. Graph passes (the default pipeline, passes/pipeline.cpp).
   PassManagerOptions pmOpts;
@@ -108,7 +117,7 @@ int compile(const Flags &flags) {
   PassManager pm(pmOpts);
   buildDefaultPipeline(pm);
   PassContext ctx;
-  ctx.target = flags.target;
+  ctx.target = target;
   ExplainLog explain;
   ctx.explain = &explain;
   pm.run(*g, ctx);
@@ -138,10 +147,9 @@ int compile(const Flags &flags) {
   // 4. Lower each fused group to Kernel IR, plan memory, print host C++ or CUDA
   // (driver/compile.cpp); a CUDA target's kernels follow its own plan.
   CompileOptions copts;
-  copts.target = flags.target;
-  copts.planFor = flags.planFor.empty() ? flags.target : flags.planFor;
+  copts.target = target;
+  copts.planFor = planFor;
   copts.cpuArch = flags.cpuArch;
-  copts.hardware = flags.hardware;
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
@@ -186,9 +194,10 @@ int main(int argc, char **argv) {
   Flags flags;
   app.add_option("model", flags.model, "ONNX model to compile")->required();
   app.add_option("-o,--output", flags.outDir, "output folder (kernels, libmodel.so, plan.yaml...)");
-  app.add_option("--target", flags.target,
-                 "cpu | cuda:sm_80 | cuda:sm_86 | cuda:sm_89 | cuda:sm_90")
-      ->capture_default_str();
+  std::string targets;
+  for (const std::string &name : Target::knownNames())
+    targets += (targets.empty() ? "" : " | ") + name;
+  app.add_option("--target", flags.target, targets)->capture_default_str();
   app.add_option("--plan-for", flags.planFor,
                  "with --target cpu: build the plan chosen for this GPU target (cuda:sm_XX)");
   app.add_option("--cpu-arch", flags.cpuArch, "-march for the host target")->capture_default_str();

@@ -89,12 +89,13 @@ std::string planKey(const KernelGroup &grp) {
 } // namespace
 
 CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
-  Hardware hw = hardwareFor(opts.planFor, opts.hardware);
+  const Target target = opts.target.loaded(), planFor = opts.planFor.loaded();
+  const Hardware &hw = planFor.hw;
   FusionOptions fo;
   fo.rematCost = rematCostFor(hw);
   Partition part = partitionGraph(input, fo);
   PlannerOptions po;
-  po.planFor = opts.planFor;
+  po.planFor = planFor;
   po.schedule = opts.schedule;
   po.rank = opts.rank;
   CompiledModel m;
@@ -126,10 +127,10 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
     part = partitionGraph(*m.graph, fo);
   }
   const Graph &g = m.graph ? *m.graph : input;
-  p.target = opts.target;
-  p.planFor = opts.planFor;
+  p.target = target;
+  p.planFor = planFor;
   p.cpuArch = opts.cpuArch;
-  if (!isCudaTarget(opts.target))
+  if (!target.gpu())
     p.isa = hostIsaFeatures(opts.cpuArch);
   p.hardware = hw.name;
   p.hardwareSummary = hw.summary();
@@ -272,8 +273,8 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
     for (const kir::BufferP &b : k.allocs)
       if (b->scope == kir::Scope::Shared)
         st.sharedBytes += b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
-    if (isCudaTarget(opts.target))
-      st.dynamicSharedBytes = cudaDynamicSharedBytes(k);
+    if (target.gpu())
+      st.dynamicSharedBytes = cudaDynamicSharedBytes(k, target.hw);
     st.knobs = k.knobs;
     const KernelCost &cost = dec.chosen.cost;
     st.lowerBoundBytes = cost.lowerBoundBytes;
@@ -362,8 +363,8 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
       b.offset = p.buffers[index.at(b.aliasOf)].offset;
   p.layout = layoutString(p);
 
-  if (isCudaTarget(opts.target)) {
-    m.source = printCudaSource(m.kernels, cudaArchOf(opts.target));
+  if (target.gpu()) {
+    m.source = printCudaSource(m.kernels, target);
     m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n";
     m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + p.layout + "\"; }\n";
     return m;
@@ -375,14 +376,10 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
   return m;
 }
 
-bool isCudaTarget(const std::string &target) {
-  return target.rfind("cuda:", 0) == 0;
-}
-
 Plan compileCudaModel(const CompiledModel &m, const std::string &dir, std::string *ptxasReport) {
-  AICF_CHECK(isCudaTarget(m.plan.target), "compileCudaModel: target ", m.plan.target);
+  AICF_CHECK(m.plan.target.gpu(), "compileCudaModel: target ", m.plan.target.name());
   CudaBuildOptions cb;
-  cb.arch = cudaArchOf(m.plan.target);
+  cb.arch = m.plan.target.arch;
   // No symbol table: it holds nvcc's temporary file name (tmpxft_<pid>_..._kernels.cudafe1.cpp),
   // which made two builds of one model differ. The runtime finds its symbols in .dynsym.
   cb.extraFlags = "-Xlinker -s";
@@ -429,7 +426,7 @@ void writeArtifacts(
     StagedOutputFolder staged(outDir); // refuses an OUT that is not ours to replace
     const fs::path &tmp = staged.dir();
     Plan plan = m.plan;
-    if (isCudaTarget(m.plan.target)) {
+    if (m.plan.target.gpu()) {
       plan = compileCudaModel(m, tmp.string()); // kernels.cu, libmodel.so, ptxas figures
     } else {
       HostBuildOptions hb;
@@ -460,9 +457,9 @@ void writeArtifacts(
 namespace aicf {
 
 void printPlanReport(std::ostream &os, const Plan &p) {
-  os << "== plan: " << p.steps.size() << " steps for " << p.target;
-  if (p.planFor != p.target)
-    os << " (the " << p.planFor << " plan, emulated)";
+  os << "== plan: " << p.steps.size() << " steps for " << p.target.name();
+  if (p.planFor.name() != p.target.name())
+    os << " (the " << p.planFor.name() << " plan, emulated)";
   os << "\n   hardware: " << p.hardwareSummary
      << "\n   schedule: " << (p.schedule == "cost" ? "chosen by the cost model" : "recipe defaults")
      << "\n";

@@ -9,6 +9,7 @@
 #include "ir/graph.h"
 #include "kir/kir.h"
 #include "plan/plan.h"
+#include "target/target.h"
 
 #include <functional>
 #include <map>
@@ -20,10 +21,14 @@
 namespace aicf {
 
 struct CompileOptions {
-  std::string target = "cpu";  // "cpu" or "cuda:sm_XX" (kernels.cu built by nvcc)
-  std::string planFor = "cpu"; // whose plan the kernels follow (cpu or cuda:sm_XX emulation)
+  // What libmodel.so is built for: the cpu (host C++) or a CUDA target (kernels.cu by nvcc),
+  // whose hardware description gives the printer's and ptxas' limits.
+  Target target;
+  // Whose plan the kernels follow, with the hardware description planned for (--hardware): the
+  // target itself, or a GPU target whose plan a cpu build emulates (aicfc --plan-for).
+  // Targets without a description get their default one (Target::loaded): the detected host.
+  Target planFor;
   std::string cpuArch = "native";
-  std::string hardware;          // --hardware: "" (the arch's default), a built-in name or a file
   std::string schedule = "cost"; // "cost" (the planner's choice) or "default" (recipe defaults)
   int rank = 0;                  // --candidate-rank: take the rank-th cheapest candidate
   // --attention: "cost" (streaming or materialised, whichever the cost model prices lower),
@@ -41,9 +46,6 @@ struct CompiledModel {
   std::vector<kir::Kernel> kernels;
   std::string source; // kernels.cpp (host) or kernels.cu (CUDA targets)
 };
-
-// "cuda:..." targets print CUDA and build with nvcc; "cpu" prints host C++.
-bool isCudaTarget(const std::string &target);
 
 // Partitions, lowers and plans memory; no files are touched.
 CompiledModel buildModel(const Graph &g, const CompileOptions &opts);

@@ -10,13 +10,9 @@ namespace aicf::flatloop {
 
 using kir::E;
 
-bool gpuPlan(const Knobs &k) {
-  return k.planFor.rfind("cuda", 0) == 0;
-}
-
 Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec) {
   Schedule s;
-  if (gpuPlan(k)) {
+  if (isGpuPlan(k)) {
     s.threads = k.get("threads", n >= 65536 ? 256 : 128);
     s.vec = k.get("vec", (maxVec >= 4 && n % 4 == 0) ? 4 : 1);
   } else {

@@ -13,9 +13,6 @@
 
 namespace aicf::flatloop {
 
-// True for "cuda:*" plans (printed as CUDA, or emulated on the host).
-bool gpuPlan(const Knobs &k);
-
 // Threads and vector width for a flat loop over `n` elements. cpu plans: one thread per block
 // (OpenMP runs the grid) and the widest of 16/8/4/2/1 (at most maxVec) dividing n; cuda
 // plans: 256 threads (128 below 64K elements) and 4-wide vectors when 4 divides n. Knobs

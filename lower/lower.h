@@ -18,6 +18,7 @@
 
 #include "kir/kir.h"
 #include "lower/fusion.h"
+#include "target/target.h"
 
 #include <map>
 #include <string>
@@ -27,13 +28,20 @@ namespace aicf {
 // Schedule knobs by name ("threads", "vec", "BM", "BN", "BK", "TM", "TN", "BR", "BC", ...).
 // Missing knobs take the recipe's default for the plan target.
 struct Knobs {
-  std::string planFor = "cpu"; // whose plan: "cpu" or "cuda:sm_XX" (host emulation of a GPU plan)
+  // Whose plan: the cpu or a GPU target (a GPU plan is printed as CUDA, or emulated on the host).
+  // Default: a cpu target without a hardware description (the recipes read only the kind).
+  Target planFor;
   std::map<std::string, int64_t> values;
   int64_t get(const std::string &name, int64_t dflt) const {
     auto it = values.find(name);
     return it == values.end() ? dflt : it->second;
   }
 };
+
+// True for GPU plans (printed as CUDA, or emulated on the host): the one test recipes make.
+inline bool isGpuPlan(const Knobs &k) {
+  return k.planFor.gpu();
+}
 
 // The recipe name for a group ("tiled_contraction", ...).
 std::string recipeFor(const KernelGroup &g);

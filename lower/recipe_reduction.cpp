@@ -225,7 +225,7 @@ std::vector<E> operandIndex(size_t rank, const std::vector<int> &reduced,
 }
 
 int64_t reductionThreads(const Knobs &k, int64_t count) {
-  if (!flatloop::gpuPlan(k))
+  if (!isGpuPlan(k))
     return k.get("threads", 1);
   return k.get("threads", count >= 2048 ? 256 : 128);
 }

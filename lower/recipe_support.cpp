@@ -9,10 +9,6 @@ namespace aicf::recipe {
 
 using kir::E;
 
-bool isGpuPlan(const Knobs &k) {
-  return k.planFor.rfind("cuda", 0) == 0;
-}
-
 std::vector<E> unflat(const std::vector<int64_t> &shape, E flat) {
   std::vector<E> idx(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {

@@ -18,8 +18,7 @@ using aicf::nextPow2;
 using aicf::product;
 using aicf::roundUp;
 
-// True for "cuda:*" plans.
-bool isGpuPlan(const Knobs &k);
+// isGpuPlan: lower/lower.h.
 
 // Row-major multi-index of `flat` in `shape`.
 std::vector<kir::E> unflat(const std::vector<int64_t> &shape, kir::E flat);

@@ -21,7 +21,7 @@ public:
   }
 
   bool run(Graph &g, PassContext &ctx) override {
-    TargetInfo target = targetInfo(ctx.target);
+    const Target target = ctx.target.loaded();
     bool changed = false;
     for (Node *n : g.nodes()) {
       PropertySet props;

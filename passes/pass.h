@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "target/target.h"
 
 #include <functional>
 #include <memory>
@@ -30,7 +31,10 @@ public:
 
 // Shared state and options visible to every pass.
 struct PassContext {
-  std::string target = "cpu";    // "cpu", "cuda:sm_90", ...
+  // The target compiled for, with the hardware description whose limits the legality checks
+  // read (tile_compatible_compute: on-chip memory). Default: the cpu, its description (the
+  // detected host) loaded by the pass that needs it.
+  Target target;
   std::ostream *log = nullptr;   // diagnostics and explanations go here when set
   ExplainLog *explain = nullptr; // rewrites and certificates are recorded here when set
 };

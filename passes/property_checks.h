@@ -4,7 +4,7 @@
 #pragma once
 
 #include "ir/graph.h"
-#include "passes/target_info.h"
+#include "target/target.h"
 
 #include <optional>
 #include <vector>
@@ -12,21 +12,19 @@
 namespace aicf {
 
 using PropertyCheck = std::optional<Certificate> (*)(const Graph &g, const Node &n,
-                                                     const TargetInfo &target);
+                                                     const Target &target);
 
 struct PropertyChecker {
   MemProperty property;
   PropertyCheck check;
 };
 
-std::optional<Certificate> checkOnlineReducibleNorm(const Graph &, const Node &,
-                                                    const TargetInfo &);
+std::optional<Certificate> checkOnlineReducibleNorm(const Graph &, const Node &, const Target &);
 std::optional<Certificate> checkWeightedStreamingReduction(const Graph &, const Node &,
-                                                           const TargetInfo &);
+                                                           const Target &);
 std::optional<Certificate> checkRematerializableIntermediate(const Graph &, const Node &,
-                                                             const TargetInfo &);
-std::optional<Certificate> checkTileCompatibleCompute(const Graph &, const Node &,
-                                                      const TargetInfo &);
+                                                             const Target &);
+std::optional<Certificate> checkTileCompatibleCompute(const Graph &, const Node &, const Target &);
 
 // The registered checkers, in a fixed order (adding a property: one file and one line here).
 inline const std::vector<PropertyChecker> &propertyCheckers() {

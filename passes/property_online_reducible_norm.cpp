@@ -12,8 +12,7 @@
 
 namespace aicf {
 
-std::optional<Certificate> checkOnlineReducibleNorm(const Graph &, const Node &n,
-                                                    const TargetInfo &) {
+std::optional<Certificate> checkOnlineReducibleNorm(const Graph &, const Node &n, const Target &) {
   const char *algebra = nullptr;
   switch (n.op()) {
   case Op::Softmax:

@@ -10,7 +10,7 @@
 namespace aicf {
 
 std::optional<Certificate> checkRematerializableIntermediate(const Graph &, const Node &n,
-                                                             const TargetInfo &) {
+                                                             const Target &) {
   bool attention = n.op() == Op::Attention;
   if (!n.info().has(EW) && !attention)
     return std::nullopt;

@@ -45,7 +45,7 @@ bool gemmDims(const Node &n, int64_t &m, int64_t &nn, int64_t &k) {
 } // namespace
 
 std::optional<Certificate> checkTileCompatibleCompute(const Graph &, const Node &n,
-                                                      const TargetInfo &target) {
+                                                      const Target &target) {
   bool attention = n.op() == Op::Attention;
   if (!n.info().has(CONTRACT) && !attention)
     return std::nullopt;
@@ -66,19 +66,19 @@ std::optional<Certificate> checkTileCompatibleCompute(const Graph &, const Node 
     for (int64_t t : kTileEdges) {
       // q tile (t x d), k and v tiles (t x d, t x dv), score tile (t x t), accumulator (t x dv)
       int64_t ws = (t * d + t * d + t * dv + t * t + t * dv) * elem;
-      if (ws <= target.onChipBytes) {
+      if (ws <= target.onChipBytes()) {
         chosen = t;
         bytes = ws;
         break;
       }
     }
-    c.conditions.push_back({cat("working set fits on chip (", target.name, ")"),
-                            chosen
-                                ? cat(chosen, "x", chosen, " q/kv tiles with head size ", d, ": ",
-                                      bytes, " B <= ", target.onChipBytes, " B ", target.onChipName)
-                                : cat("even 16x16 tiles with head size ", d, " exceed ",
-                                      target.onChipBytes, " B ", target.onChipName),
-                            chosen != 0});
+    c.conditions.push_back(
+        {cat("working set fits on chip (", target.name(), ")"),
+         chosen ? cat(chosen, "x", chosen, " q/kv tiles with head size ", d, ": ", bytes,
+                      " B <= ", target.onChipBytes(), " B ", target.onChipName())
+                : cat("even 16x16 tiles with head size ", d, " exceed ", target.onChipBytes(),
+                      " B ", target.onChipName()),
+         chosen != 0});
     return c;
   }
   int64_t m = 0, nn = 0, k = 0;
@@ -88,16 +88,16 @@ std::optional<Certificate> checkTileCompatibleCompute(const Graph &, const Node 
   for (int64_t t : kTileEdges) {
     int64_t kt = std::min<int64_t>(t, k);
     int64_t ws = (t * kt + kt * t + t * t) * elem; // A tile, B tile, accumulator tile
-    if (ws <= target.onChipBytes) {
+    if (ws <= target.onChipBytes()) {
       chosen = t;
       bytes = ws;
       break;
     }
   }
-  c.conditions.push_back({cat("working set fits on chip (", target.name, ")"),
+  c.conditions.push_back({cat("working set fits on chip (", target.name(), ")"),
                           cat(chosen, "x", chosen, " output tile, K step ",
-                              std::min<int64_t>(chosen, k), " (M=", m, ", N=", nn, ", K=", k,
-                              "): ", bytes, " B <= ", target.onChipBytes, " B ", target.onChipName),
+                              std::min<int64_t>(chosen, k), " (M=", m, ", N=", nn, ", K=", k, "): ",
+                              bytes, " B <= ", target.onChipBytes(), " B ", target.onChipName()),
                           chosen != 0});
   return c;
 }

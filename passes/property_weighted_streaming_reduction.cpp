@@ -10,7 +10,7 @@
 namespace aicf {
 
 std::optional<Certificate> checkWeightedStreamingReduction(const Graph &, const Node &n,
-                                                           const TargetInfo &) {
+                                                           const Target &) {
   if (n.op() != Op::Attention)
     return std::nullopt;
   Certificate c;

@@ -83,14 +83,14 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::BeginMap;
   y << YAML::Key << "schema" << YAML::Value << "aicf-plan/1";
   y << YAML::Key << "target" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  y << YAML::Key << "kind" << YAML::Value << (target == "cpu" ? "cpu" : "cuda");
-  y << YAML::Key << "name" << YAML::Value << target;
-  y << YAML::Key << "plan_for" << YAML::Value << planFor;
+  y << YAML::Key << "kind" << YAML::Value << (target.gpu() ? "cuda" : "cpu");
+  y << YAML::Key << "name" << YAML::Value << target.name();
+  y << YAML::Key << "plan_for" << YAML::Value << planFor.name();
   y << YAML::Key << "cpu_arch" << YAML::Value << cpuArch;
   // The instruction-set extensions libmodel.so's host code may use (from -march=cpu_arch); the
   // runtime refuses the folder on a CPU without one of them. Cuda plans' host code is built
   // without -march and needs none.
-  if (target == "cpu")
+  if (!target.gpu())
     y << YAML::Key << "isa" << YAML::Value << YAML::Flow << isa;
   y << YAML::Key << "hardware" << YAML::Value << hardware;
   y << YAML::Key << "schedule" << YAML::Value << schedule;

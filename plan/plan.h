@@ -8,6 +8,7 @@
 #include "ir/types.h"
 #include "lower/fusion.h"
 #include "plan/attention_choice.h"
+#include "target/target.h"
 
 #include <cstdint>
 #include <map>
@@ -80,8 +81,8 @@ struct PlanStep {
 };
 
 struct Plan {
-  std::string target = "cpu";
-  std::string planFor = "cpu";
+  Target target;  // what libmodel.so is built for (plan.yaml target.kind and name)
+  Target planFor; // whose plan the kernels follow (differs when a GPU plan runs on the host)
   std::string cpuArch = "native";
   // cpu targets: the instruction-set extensions libmodel.so may use (backend/host/host_build.h
   // hostIsaFeatures of cpuArch); the runtime refuses the folder on a CPU without one of them.

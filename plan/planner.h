@@ -16,7 +16,7 @@
 namespace aicf {
 
 struct PlannerOptions {
-  std::string planFor = "cpu";
+  Target planFor; // the plan's target (its kind decides the recipes' defaults)
   // "cost": the cheapest feasible candidate; "default": the recipe's defaults (costed, for
   // comparison).
   std::string schedule = "cost";

@@ -1,5 +1,6 @@
 // Hardware descriptions: the YAML schema (one table, kFields, drives both the unknown-key check
-// and the reading), validation, the built-in files, host detection and the --hardware choice.
+// and the reading), validation, the built-in files and host detection (the --hardware choice:
+// target/target.cpp).
 #include "target/hardware.h"
 
 #include "support/diagnostics.h"
@@ -653,49 +654,6 @@ Hardware detectHostHardware(const std::string &sysRoot) {
       h.source += (i ? ", " : "") + fallbacks[i];
   }
   finishCpu(h);
-  return h;
-}
-
-// --- The description a plan is made for ----------------------------------------------------------
-
-Hardware hardwareFor(const std::string &planFor, const std::string &choice) {
-  const bool cpuPlan = planFor == "cpu";
-  std::string sm;
-  if (!cpuPlan) {
-    if (planFor.rfind("cuda:", 0) != 0 || !isSmArch(planFor.substr(5)))
-      throw UserError(cat("unknown plan target '", planFor, "' (cpu or cuda:sm_XX)"));
-    sm = planFor.substr(5);
-  }
-
-  if (choice.empty()) {
-    if (cpuPlan)
-      return detectHostHardware("/");
-    const char *name = sm == "sm_80"   ? "a100"
-                       : sm == "sm_86" ? "rtx3090"
-                       : sm == "sm_89" ? "rtx4090"
-                       : sm == "sm_90" ? "h100"
-                                       : nullptr;
-    if (!name)
-      throw UserError(
-          cat("no built-in hardware description for ", planFor, "; pass --hardware FILE.yaml"));
-    return builtinHardware(name);
-  }
-
-  auto endsWith = [&](const char *suffix) {
-    std::string_view c(choice), s(suffix);
-    return c.size() >= s.size() && c.substr(c.size() - s.size()) == s;
-  };
-  const bool isFile =
-      endsWith(".yaml") || endsWith(".yml") || choice.find('/') != std::string::npos;
-  Hardware h = isFile ? loadHardwareFile(choice) : builtinHardware(choice);
-  if (cpuPlan && h.gpu)
-    throw UserError(
-        cat("--hardware ", choice, ": a GPU description cannot plan for the cpu target"));
-  if (!cpuPlan && !h.gpu)
-    throw UserError(cat("--hardware ", choice, ": a CPU description cannot plan for ", planFor));
-  if (!cpuPlan && h.arch != sm)
-    throw UserError(
-        cat("--hardware ", choice, ": a ", h.arch, " description cannot plan for ", planFor));
   return h;
 }
 

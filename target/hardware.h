@@ -4,7 +4,7 @@
 // and /proc/cpuinfo over target/hardware/host.yaml's defaults, and any description can be
 // replaced by a file (`aicfc --hardware FILE.yaml`, or AICF_HOST_HARDWARE for the host).
 // Every field is validated on load: unknown or missing keys and out-of-range values are errors
-// naming the file and the key.
+// naming the file and the key. Which description a target uses: target/target.h.
 #pragma once
 
 #include <cstdint>
@@ -90,11 +90,5 @@ Hardware builtinHardware(const std::string &name); // UserError listing the name
 // sched_getaffinity when sysRoot is "/", else from /proc/cpuinfo's processor lines), then by
 // the file named in AICF_HOST_HARDWARE when set. `source` records what was detected.
 Hardware detectHostHardware(const std::string &sysRoot = "/");
-
-// The description a plan is made for: `planFor` is "cpu" or "cuda:sm_XX"; `choice` is "" (the
-// default for the arch: cpu -> detected host, sm_80 -> a100, sm_86 -> rtx3090, sm_89 ->
-// rtx4090, sm_90 -> h100), a built-in name, or a YAML file. UserError when a chosen GPU's arch
-// differs from planFor's or a cpu plan is given a GPU description (and vice versa).
-Hardware hardwareFor(const std::string &planFor, const std::string &choice = "");
 
 } // namespace aicf

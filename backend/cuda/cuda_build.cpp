@@ -5,7 +5,6 @@
 #include "backend/cuda/cuda_build.h"
 
 #include "aicf/build_config.h"
-#include "passes/target_info.h"
 #include "support/diagnostics.h"
 #include "support/process.h"
 
@@ -16,22 +15,11 @@
 namespace aicf {
 
 namespace {
-constexpr int64_t kMaxRegistersPerThread = 255;
-constexpr int64_t kMaxRegistersPerBlock = 65536;
-constexpr int64_t kMaxThreadsPerBlock = 1024;
-
 int64_t figure(const std::string &line, const std::regex &re) {
   std::smatch m;
   return std::regex_search(line, m, re) ? std::stoll(m[1].str()) : 0;
 }
 } // namespace
-
-std::string cudaArchOf(const std::string &target) {
-  TargetInfo ti = targetInfo(target);
-  if (!ti.gpu)
-    throw UserError(cat("target ", target, " is not a CUDA target"), 2);
-  return target.substr(5);
-}
 
 std::string nvccPath() {
   return AICF_NVCC_PATH;
@@ -102,8 +90,12 @@ std::map<std::string, PtxasFigures> parsePtxasReport(const std::string &output) 
 }
 
 void recordPtxas(Plan &plan, const std::map<std::string, PtxasFigures> &figures,
-                 const std::string &target) {
-  TargetInfo ti = targetInfo(target);
+                 const Target &target) {
+  // The limits, all from the hardware description (--hardware FILE.yaml replaces them). A block
+  // cannot hold more registers than its SM's register file.
+  const int64_t maxRegsPerThread = target.hw.maxRegsPerThread;
+  const int64_t maxRegsPerBlock = target.hw.regsPerSm;
+  const int64_t maxThreadsPerBlock = target.hw.maxThreadsPerBlock;
   for (PlanStep &st : plan.steps) {
     if (st.kindId.empty())
       continue;
@@ -112,22 +104,22 @@ void recordPtxas(Plan &plan, const std::map<std::string, PtxasFigures> &figures,
       throw UserError(cat("kernel ", st.kindId, ": ptxas reported no figures for it"));
     st.ptxas = it->second;
     const PtxasFigures &f = st.ptxas;
-    std::string where = cat("kernel ", st.kindId, " (", target, "): ");
-    if (f.registers > kMaxRegistersPerThread)
-      throw UserError(cat(where, f.registers, " registers per thread exceed the limit of ",
-                          kMaxRegistersPerThread));
-    if (st.threads > kMaxThreadsPerBlock)
+    std::string where = cat("kernel ", st.kindId, " (", target.name(), "): ");
+    if (f.registers > maxRegsPerThread)
       throw UserError(
-          cat(where, st.threads, " threads per block exceed the limit of ", kMaxThreadsPerBlock));
-    if (f.registers * st.threads > kMaxRegistersPerBlock)
+          cat(where, f.registers, " registers per thread exceed the limit of ", maxRegsPerThread));
+    if (st.threads > maxThreadsPerBlock)
+      throw UserError(
+          cat(where, st.threads, " threads per block exceed the limit of ", maxThreadsPerBlock));
+    if (f.registers * st.threads > maxRegsPerBlock)
       throw UserError(cat(where, f.registers, " registers x ", st.threads,
                           " threads = ", f.registers * st.threads,
-                          " registers per block exceed the limit of ", kMaxRegistersPerBlock));
+                          " registers per block exceed the limit of ", maxRegsPerBlock));
     int64_t shared = f.staticShared + st.dynamicSharedBytes;
-    if (shared > ti.onChipBytes)
+    if (shared > target.onChipBytes())
       throw UserError(cat(where, shared, " bytes of shared memory per block (", f.staticShared,
                           " static + ", st.dynamicSharedBytes, " dynamic) exceed the limit of ",
-                          ti.onChipBytes, " bytes (", ti.onChipName, ")"));
+                          target.onChipBytes(), " bytes (", target.onChipName(), ")"));
   }
 }
 

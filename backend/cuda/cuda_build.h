@@ -14,9 +14,6 @@
 
 namespace aicf {
 
-// "sm_90" for "cuda:sm_90"; UserError for a target that is not a known CUDA target.
-std::string cudaArchOf(const std::string &target);
-
 // The configured nvcc ("" when the CUDA toolkit was not found at configure time).
 std::string nvccPath();
 
@@ -36,10 +33,11 @@ std::string compileCudaSource(const std::string &source, const std::string &cuPa
 std::map<std::string, PtxasFigures> parsePtxasReport(const std::string &output);
 
 // Records each kernel step's figures in `plan` and checks them, with each step's launch, against
-// the limits of `target`: 255 registers per thread, 65536 registers per block, 1024 threads per
-// block, static + dynamic shared memory within the target's per-block maximum. UserError (exit 1)
-// naming the kernel and the limit on the first violation, or when a kernel has no figures.
+// the limits of `target`'s hardware description: registers per thread (255 on every built-in),
+// registers per block (the SM's register file, 65536), threads per block (1024), static +
+// dynamic shared memory within the per-block maximum. UserError naming the kernel and the limit
+// on the first violation, or when a kernel has no figures.
 void recordPtxas(Plan &plan, const std::map<std::string, PtxasFigures> &figures,
-                 const std::string &target);
+                 const Target &target);
 
 } // namespace aicf

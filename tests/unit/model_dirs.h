@@ -52,7 +52,7 @@ inline std::unique_ptr<Graph> pipelineGraph(const std::filesystem::path &dir,
   PassManager pm;
   buildDefaultPipeline(pm);
   PassContext ctx;
-  ctx.target = target;
+  ctx.target = Target::parseSpec(target);
   pm.run(*g, ctx);
   return g;
 }

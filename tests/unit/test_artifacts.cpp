@@ -95,7 +95,7 @@ TEST_CASE("artifacts: materialised attention matches the references (host and GP
       CAPTURE(name);
       CAPTURE(planFor);
       CompileOptions opts;
-      opts.planFor = planFor;
+      opts.planFor = Target::parseSpec(planFor);
       opts.attention = planFor == "cpu" ? "materialized" : "cost";
       CompiledModel cm = buildModel(*g, opts);
       REQUIRE(cm.plan.attention.size() == 1);

@@ -106,7 +106,7 @@ TEST_CASE("planner: shared memory limits make plans differ between targets, and 
   Partition part = partitionGraph(*g);
   const KernelGroup &grp = anchorGroup(part, Op::Attention);
   PlannerOptions po;
-  po.planFor = "cuda:sm_89";
+  po.planFor = Target::parse("cuda:sm_89");
   PlanDecision d89;
   kir::Kernel k89 = planKernel(grp, "k0", builtinHardware("rtx4090"), po, &d89);
   CHECK(d89.chosen.cost.feasible());
@@ -119,7 +119,7 @@ TEST_CASE("planner: shared memory limits make plans differ between targets, and 
   REQUIRE_FALSE(d89.rejected.empty());
   CHECK(d89.rejected.front().rejected.find("> 101376 bytes per block") != std::string::npos);
 
-  po.planFor = "cuda:sm_90";
+  po.planFor = Target::parse("cuda:sm_90");
   PlanDecision d90;
   planKernel(grp, "k0", builtinHardware("h100"), po, &d90);
   CHECK(d90.feasible > d89.feasible);
@@ -140,7 +140,7 @@ TEST_CASE("planner: deterministic, ranked, and the defaults are costed") {
   for (const char *hwName : {"a100", "rtx4090", "h200"}) {
     Hardware hw = builtinHardware(hwName);
     PlannerOptions po;
-    po.planFor = "cuda:" + hw.arch;
+    po.planFor = Target::of(hw);
     PlanDecision a, b;
     kir::Kernel ka = planKernel(grp, "k0", hw, po, &a);
     kir::Kernel kb = planKernel(grp, "k0", hw, po, &b);
@@ -193,7 +193,7 @@ TEST_CASE("planner: a kernel no candidate fits is an error naming the node") {
   Hardware tiny = builtinHardware("a100");
   tiny.smemPerBlock = 2048; // no tile of head size 64 fits
   PlannerOptions po;
-  po.planFor = "cuda:sm_80";
+  po.planFor = Target::of(tiny);
   try {
     planKernel(grp, "k0", tiny, po, nullptr);
     FAIL("expected an error");
@@ -209,7 +209,7 @@ namespace {
 // every output against the interpreter (1e-5 + 1e-4 |ref|).
 void compileRunCompare(const Graph &g, const std::string &hwFile, CompiledModel *out) {
   CompileOptions co;
-  co.hardware = hwFile;
+  co.target = co.planFor = Target::parse("cpu", hwFile);
   CompiledModel m = buildModel(g, co);
   fs::path dir = fs::temp_directory_path() / cat("aicf_cost_model_", ::getpid());
   writeArtifacts(g, m, co, dir.string());

@@ -49,8 +49,8 @@ std::vector<fs::path> modelDirs() {
 
 CompiledModel buildFor(const Graph &g, const std::string &target, const std::string &planFor) {
   CompileOptions o;
-  o.target = target;
-  o.planFor = planFor;
+  o.target = Target::parse(target);
+  o.planFor = Target::parse(planFor);
   return buildModel(g, o);
 }
 
@@ -79,7 +79,8 @@ TEST_CASE("cuda: the Kernel IR of --target cuda:sm_90 is the one --plan-for cuda
     CHECK(cuda.source.find("aicf_layout(void) { return \"" + cuda.plan.layout + "\"; }") !=
           std::string::npos);
     // Deterministic: the same kernels give the same bytes.
-    CHECK(printCudaSource(cuda.kernels, "sm_90") == printCudaSource(cuda.kernels, "sm_90"));
+    CHECK(printCudaSource(cuda.kernels, cuda.plan.target) ==
+          printCudaSource(cuda.kernels, cuda.plan.target));
   }
 }
 
@@ -124,7 +125,7 @@ TEST_CASE("cuda: ptxas reports parse per kernel") {
 
 TEST_CASE("cuda: figures beyond the target's limits are errors naming the kernel and the limit") {
   Plan p;
-  p.target = "cuda:sm_86";
+  p.target = Target::parse("cuda:sm_86");
   PlanStep st;
   st.kind = "gemm";
   st.kindId = "k0_gemm";
@@ -138,7 +139,7 @@ TEST_CASE("cuda: figures beyond the target's limits are errors naming the kernel
   auto message = [&](const std::string &target, const PtxasFigures &fig) {
     Plan q = p;
     try {
-      recordPtxas(q, {{"k0_gemm", fig}}, target);
+      recordPtxas(q, {{"k0_gemm", fig}}, Target::parse(target));
     } catch (const UserError &e) {
       return std::string(e.what());
     }
@@ -230,8 +231,9 @@ TEST_CASE("cuda: dynamic shared memory, a partial last warp and a folded 4-axis 
             blockReduce(sum, {st}, {res}),
             region("t", {ifThen(t == E(0), {store(out, {blk}, load(res, {E(0)}))})})};
   REQUIRE(verifyKernel(k).empty());
-  CHECK(cudaDynamicSharedBytes(k) == 80016); // big, then res at a 16-byte aligned offset
-  std::string src = printCudaSource({k}, "sm_80");
+  const Target a100 = Target::parse("cuda:sm_80");
+  CHECK(cudaDynamicSharedBytes(k, a100.hw) == 80016); // big, then res at a 16-byte aligned offset
+  std::string src = printCudaSource({k}, a100);
   CHECK(src.find("extern __shared__ __align__(16) unsigned char aicf_smem[];") !=
         std::string::npos);
   CHECK(src.find("cudaFuncSetAttribute(k0_synth, cudaFuncAttributeMaxDynamicSharedMemorySize, "

@@ -1,8 +1,10 @@
 // Tests of the hardware descriptions (target/hardware.h): every built-in loads with the
 // datasheet figures, each validation rule gives its exact message (one file per rule under
 // testdata/targets/bad/), host detection reads a fake sysfs tree exactly and falls back where
-// files are missing, AICF_HOST_HARDWARE replaces it, and hardwareFor maps targets to descriptions.
+// files are missing, and AICF_HOST_HARDWARE replaces it. Which description a target uses
+// (--hardware): tests/unit/test_target.cpp.
 #include "target/hardware.h"
+#include "target/target.h"
 
 #include "support/diagnostics.h"
 
@@ -418,7 +420,7 @@ TEST_CASE("hardware: AICF_HOST_HARDWARE replaces detection") {
     CHECK(h.source == ci);
     CHECK(h.cores == 2);
     CHECK(h.vectorBits == 512);
-    CHECK(hardwareFor("cpu").name == "ci-host");
+    CHECK(Target::parse("cpu").hw.name == "ci-host");
   }
   {
     const std::string gpu = (kSourceTargets / "a100.yaml").string();
@@ -431,38 +433,4 @@ TEST_CASE("hardware: AICF_HOST_HARDWARE replaces detection") {
     CHECK(errorOf([] { detectHostHardware(); }) ==
           "AICF_HOST_HARDWARE=/nonexistent/host.yaml: cannot open the file");
   }
-}
-
-TEST_CASE("hardware: hardwareFor maps plan targets and --hardware choices") {
-  CHECK(hardwareFor("cuda:sm_80").name == "a100-sxm4-80gb");
-  CHECK(hardwareFor("cuda:sm_86").name == "rtx3090");
-  CHECK(hardwareFor("cuda:sm_89").name == "rtx4090");
-  CHECK(hardwareFor("cuda:sm_90").name == "h100-sxm5");
-  CHECK(hardwareFor("cuda:sm_90", "h200").name == "h200-sxm");
-  CHECK(hardwareFor("cuda:sm_90", "h100").name == "h100-sxm5");
-  {
-    HostHardwareEnv env(std::nullopt);
-    Hardware host = hardwareFor("cpu");
-    CHECK(!host.gpu);
-    CHECK(host.name == "host");
-  }
-  const std::string ci = (kTargets / "ci-host.yaml").string();
-  CHECK(hardwareFor("cpu", ci).name == "ci-host");
-  const std::string a100File = (kSourceTargets / "a100.yaml").string();
-  CHECK(hardwareFor("cuda:sm_80", a100File).source == a100File);
-
-  CHECK(errorOf([] { hardwareFor("cuda:sm_80", "h100"); }) ==
-        "--hardware h100: a sm_90 description cannot plan for cuda:sm_80");
-  CHECK(errorOf([] { hardwareFor("cpu", "a100"); }) ==
-        "--hardware a100: a GPU description cannot plan for the cpu target");
-  CHECK(errorOf([&] { hardwareFor("cuda:sm_80", ci); }) ==
-        "--hardware " + ci + ": a CPU description cannot plan for cuda:sm_80");
-  CHECK(errorOf([] { hardwareFor("cuda:sm_90", "foo"); }) ==
-        "unknown hardware 'foo' (a100, h100, h200, rtx3090, rtx4090, or a .yaml file)");
-  // A name with a '/' or a .yaml / .yml ending is a file.
-  CHECK(errorOf([] { hardwareFor("cuda:sm_90", "targets/h100"); }) == "cannot open targets/h100");
-  CHECK(errorOf([] { hardwareFor("cuda:sm_90", "h100.yml"); }) == "cannot open h100.yml");
-  CHECK(errorOf([] { hardwareFor("cuda:sm_75"); }) ==
-        "no built-in hardware description for cuda:sm_75; pass --hardware FILE.yaml");
-  CHECK(errorOf([] { hardwareFor("tpu"); }) == "unknown plan target 'tpu' (cpu or cuda:sm_XX)");
 }

@@ -244,7 +244,7 @@ Model loadModel(const fs::path &dir, const std::string &target) {
   PassManager pm;
   buildDefaultPipeline(pm);
   PassContext ctx;
-  ctx.target = target;
+  ctx.target = Target::parseSpec(target);
   pm.run(*m.graph, ctx);
   for (Value *in : m.graph->inputs())
     m.inputs.push_back(readNpy((dir / "inputs" / (in->name() + ".npy")).string()));
@@ -293,7 +293,7 @@ TEST_CASE("kernels: every group of every model matches the interpreter and PyTor
       CAPTURE(m.name);
       CAPTURE(plan);
       Knobs knobs;
-      knobs.planFor = plan;
+      knobs.planFor = Target::parseSpec(plan);
       Lowered low = lowerAll(m.part, knobs, "m_");
       std::unique_ptr<LoadedLibrary> lib =
           buildLibrary(low.kernels, scratch.path, cat(m.name, "_", planTag(plan)));
@@ -576,7 +576,7 @@ TEST_CASE("kernels: per-op cases match the interpreter") {
   for (const std::string plan : kPlans) {
     CAPTURE(plan);
     Knobs knobs;
-    knobs.planFor = plan;
+    knobs.planFor = Target::parseSpec(plan);
     std::vector<std::unique_ptr<Graph>> graphs;
     std::vector<Partition> parts;
     std::vector<Lowered> lows;

@@ -398,7 +398,7 @@ struct Suite {
           b.graph = parseGraph(c.ir, c.name);
           b.groups.push_back(wholeGraph(*b.graph));
           Knobs knobs;
-          knobs.planFor = p.planFor;
+          knobs.planFor = Target::parseSpec(p.planFor);
           knobs.values = p.knobs;
           b.kernels.push_back(lowerGroup(b.groups[0], b.kernelName, knobs));
           std::vector<std::string> errs = kir::verifyKernel(b.kernels[0]);
@@ -428,7 +428,7 @@ struct Suite {
         Partition part = partitionGraph(*b.graph);
         b.groups = part.groups;
         Knobs knobs;
-        knobs.planFor = planFor;
+        knobs.planFor = Target::parseSpec(planFor);
         for (size_t i = 0; i < b.groups.size(); ++i) {
           b.kernels.push_back(lowerGroup(b.groups[i], cat(b.kernelName, "_", i), knobs));
           std::vector<std::string> errs = kir::verifyKernel(b.kernels.back());

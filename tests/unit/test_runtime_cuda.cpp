@@ -43,11 +43,11 @@ fs::path compileTo(const std::string &target, const std::string &name) {
   PassManager pm;
   buildDefaultPipeline(pm);
   PassContext ctx;
-  ctx.target = target;
+  ctx.target = Target::parse(target);
   pm.run(*g, ctx);
   CompileOptions opts;
-  opts.target = target;
-  opts.planFor = target;
+  opts.target = ctx.target;
+  opts.planFor = ctx.target;
   fs::path out = scratch() / name;
   writeArtifacts(*g, buildModel(*g, opts), opts, out.string());
   return out;

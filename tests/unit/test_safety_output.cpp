@@ -298,7 +298,7 @@ TEST_CASE("safety/output: CUDA libmodel.so is byte-identical across compiles and
     std::unique_ptr<Graph> g =
         testing::pipelineGraph(fs::path(AICF_TESTDATA) / "models" / "mlp_op13", "cuda:sm_90");
     CompileOptions opts;
-    opts.target = opts.planFor = "cuda:sm_90";
+    opts.target = opts.planFor = Target::parse("cuda:sm_90");
     writeArtifacts(*g, buildModel(*g, opts), opts, out.string());
   }
   for (const char *f : {"kernels.cu", "libmodel.so", "weights.bin", "plan.yaml", ".aicf-output"}) {
