@@ -1,6 +1,7 @@
 // Scalar Kernel IR expressions for the values of a kernel group (see group_expr.h): every
-// elementwise op of ir/ops.def, the contraction epilogue steps, numpy broadcasting of indices,
-// and GroupExpr, which inlines a group's elementwise nodes into the recipe that asks for a value.
+// elementwise op of ir/ops.def (which are also the contraction epilogue steps), numpy broadcasting
+// of indices, and GroupExpr, which inlines a group's elementwise nodes into the recipe that asks
+// for a value.
 //
 // Semantics follow the interpreter (interp/kernels.cpp): float ops compute in f32 here (the
 // interpreter uses double and rounds once, so results agree to an f32 rounding per op); integer
@@ -327,24 +328,15 @@ static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
   throw InternalError(cat("elementwiseExpr: no expression for elementwise op ", n.name()));
 }
 
-E epilogueStepExpr(const std::string &step, E acc, E operand) {
-  if (step == "add" || step == "mul") {
-    AICF_CHECK(operand, "epilogue step '", step, "' needs its operand");
-    return step == "add" ? acc + operand : acc * operand;
-  }
-  if (step == "relu")
-    return kir::select(acc < f(0.0), f(0.0), acc);
-  if (step == "gelu")
-    return geluErf(acc);
-  if (step == "gelu_tanh")
-    return geluTanh(acc);
-  if (step == "silu")
-    return acc * sigmoid(acc);
-  if (step == "sigmoid")
-    return sigmoid(acc);
-  if (step == "tanh")
-    return kir::unary(UnOp::Tanh, acc);
-  throw InternalError(cat("unknown epilogue step '", step, "'"));
+E epilogueStepExpr(const EpilogueStep &step, E acc, E operand) {
+  AICF_CHECK(step.takesOperand() == static_cast<bool>(operand), "epilogue step '", step.str(),
+             "': ", step.takesOperand() ? "needs its operand" : "takes no operand");
+  // The step's op on f32 values: the op's own expression (f32 results are not re-rounded).
+  StepNode sn = stepNode(step);
+  std::vector<E> ops = {std::move(acc)};
+  if (operand)
+    ops.push_back(std::move(operand));
+  return elementwiseExpr(*sn.node, ops);
 }
 
 std::vector<E> broadcastIndex(const std::vector<int64_t> &from, const std::vector<int64_t> &to,

@@ -5,6 +5,7 @@
 // Elementwise semantics here must match the interpreter's (interp/kernels.cpp) exactly.
 #pragma once
 
+#include "ir/epilogue.h"
 #include "kir/kir.h"
 #include "lower/fusion.h"
 
@@ -19,9 +20,9 @@ namespace aicf {
 // broadcast and loaded). Throws InternalError for a non-elementwise op.
 kir::E elementwiseExpr(const Node &n, const std::vector<kir::E> &operands);
 
-// One contraction epilogue step ("add", "mul", "relu", "gelu", "gelu_tanh", "silu", "sigmoid",
-// "tanh") applied to the accumulator value; `operand` is the step's extra operand (add/mul).
-kir::E epilogueStepExpr(const std::string &step, kir::E acc, kir::E operand = {});
+// One contraction epilogue step (ir/epilogue.h) applied to the f32 accumulator value: its op's
+// elementwiseExpr; `operand` is a binary step's extra operand (as an f32 value).
+kir::E epilogueStepExpr(const EpilogueStep &step, kir::E acc, kir::E operand = {});
 
 // Index into a value of shape `from` that numpy-broadcasts to `to`, given indices in `to`:
 // leading dims dropped, size-1 dims indexed by 0.
