@@ -24,6 +24,12 @@ using kir::StmtP;
 
 namespace {
 
+// An expression as the pass quotes it in reasons: the Kernel IR text form, f32 constants as
+// their f32 values.
+std::string quoted(const E &e) {
+  return kir::exprStr(e, /*f32Values=*/true);
+}
+
 bool indicesEqual(const std::vector<E> &a, const std::vector<E> &b) {
   if (a.size() != b.size())
     return false;
@@ -36,7 +42,7 @@ bool indicesEqual(const std::vector<E> &a, const std::vector<E> &b) {
 std::string indexText(const std::vector<E> &idx) {
   std::string s;
   for (size_t i = 0; i < idx.size(); ++i)
-    s += (i ? ", " : "") + kir::exprStr(idx[i]);
+    s += (i ? ", " : "") + quoted(idx[i]);
   return s;
 }
 
@@ -319,7 +325,7 @@ void checkUpdate(Stmt &r, const kir::BufferP &acc) {
         }
         if (!ok)
           throw Rejected{cat("the update is not an accumulation into ", acc->name, ": ", acc->name,
-                             "[", indexText(x.indices), "] = ", kir::exprStr(v))};
+                             "[", indexText(x.indices), "] = ", quoted(v))};
         return;
       }
       if (x.kind == Stmt::Kind::BlockReduce &&
@@ -384,13 +390,13 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
       if (readsInValue > 1)
         throw Rejected{cat("accumulator read ",
                            readsInValue == 2 ? "twice" : cat(readsInValue, " times"),
-                           " in the epilogue: ", kir::exprStr(val))};
-      throw Rejected{cat("epilogue is not additive: ", kir::exprStr(val))};
+                           " in the epilogue: ", quoted(val))};
+      throw Rejected{cat("epilogue is not additive: ", quoted(val))};
     }
     if (countLoads(g, acc) > 0)
       throw Rejected{cat("accumulator read ",
                          readsInValue == 2 ? "twice" : cat(readsInValue, " times"),
-                         " in the epilogue: ", kir::exprStr(val))};
+                         " in the epilogue: ", quoted(val))};
     bool selfUpdate = epi.buf == acc;
 
     // Nothing else consumes acc: every read outside R is the epilogue's, except reads that
@@ -537,13 +543,13 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     std::vector<E> di;
     for (const E &i : epi.indices)
       di.push_back(kir::rewriteExpr(i, rename, {}, {}));
-    std::string initText = cat(acc->name, "[", indexText(ai), "] = ", kir::exprStr(gR));
+    std::string initText = cat(acc->name, "[", indexText(ai), "] = ", quoted(gR));
     if (guardR) {
       StmtP zero = kir::store(acc, ai, initStore->value);
       StmtP fused = kir::store(acc, ai, gR);
       Frame &f = initPath.back();
       (*f.list)[f.index] = kir::ifThen(guardR, {fused}, {zero});
-      initText += cat(" where ", kir::exprStr(guardR));
+      initText += cat(" where ", quoted(guardR));
     } else {
       initStore->value = gR;
     }
@@ -577,7 +583,7 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     } else {
       epi.value = accLoad;
       out.reason = cat("init ", initText, "; the epilogue stores ", epi.buf->name, "[",
-                       indexText(epi.indices), "] = ", kir::exprStr(accLoad));
+                       indexText(epi.indices), "] = ", quoted(accLoad));
     }
     out.reason += " (reassociated: g is added first)";
     out.applied = true;
