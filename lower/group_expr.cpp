@@ -383,6 +383,19 @@ std::vector<E> unflatIndex(const std::vector<int64_t> &shape, E flat) {
   return idx;
 }
 
+std::vector<E> unflat(const std::vector<int64_t> &shape, E flat) {
+  std::vector<E> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (d == 0) {
+      idx[d] = flat;
+    } else {
+      idx[d] = shape[d] == 1 ? E(int64_t(0)) : flat % E(shape[d]);
+      flat = shape[d] == 1 ? flat : flat / E(shape[d]);
+    }
+  }
+  return idx;
+}
+
 // ---- GroupExpr ----------------------------------------------------------------------------------
 
 GroupExpr::GroupExpr(const KernelGroup &g, std::map<const Value *, kir::BufferP> params)
@@ -434,6 +447,40 @@ const kir::BufferP &GroupExpr::param(const Value *v) const {
   if (it == params_.end())
     throw InternalError(cat("GroupExpr: %", v->name(), " is not a param of group ", g_.id));
   return it->second;
+}
+
+std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
+                                          const Value *anchorResult, const E &anchorValue,
+                                          const std::vector<E> &idx,
+                                          const std::string &bindPrefix) {
+  std::vector<kir::StmtP> out;
+  bool bind = !bindPrefix.empty();
+  auto bindValue = [&](const Value *v, const std::string &name, E e) {
+    DType t = e->type;
+    out.push_back(kir::decl(name, t, e));
+    gx.substitute(v, [name, t](const std::vector<E> &) { return kir::var(name, t); });
+  };
+  if (!bind) {
+    gx.substitute(anchorResult, [anchorValue](const std::vector<E> &) { return anchorValue; });
+  } else {
+    bindValue(anchorResult, bindPrefix + "_r", anchorValue);
+    int k = 0;
+    for (const Node *n : gx.consumersInGroup(anchorResult)) {
+      const Value *r = n->result(0);
+      AICF_CHECK(r->type().shape == anchorResult->type().shape, "group ", g.id, ": epilogue %",
+                 r->name(), " ", r->type().str(), " does not have the anchor's shape ",
+                 anchorResult->type().str());
+      bindValue(r, cat(bindPrefix, "_e", k++), gx.at(r, idx));
+    }
+  }
+  for (const Value *v : g.outputs) {
+    AICF_CHECK(!bind || v->type().shape == anchorResult->type().shape, "group ", g.id, ": output %",
+               v->name(), " ", v->type().str(), " does not have the anchor's shape ",
+               anchorResult->type().str());
+    out.push_back(
+        kir::store(gx.param(v), idx, !bind && v == anchorResult ? anchorValue : gx.at(v, idx)));
+  }
+  return out;
 }
 
 } // namespace aicf

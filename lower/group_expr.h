@@ -30,8 +30,28 @@ std::vector<kir::E> broadcastIndex(const std::vector<int64_t> &from, const std::
                                    const std::vector<kir::E> &idx);
 
 // Row-major flat index and its inverse, for recipes that iterate over flat element ranges.
+// Two spellings of the inverse give the same values and different kernel text, so each recipe
+// keeps the one it was written with (changing it changes the generated code):
+//   unflatIndex: each index is flat / stride % extent (the leading dim without the modulo);
+//   unflat:      innermost dim first, peeling flat % extent then flat / extent (the leading dim
+//                takes what is left).
+// Size-1 dims are indexed by 0 in both.
 kir::E flatIndex(const std::vector<int64_t> &shape, const std::vector<kir::E> &idx);
 std::vector<kir::E> unflatIndex(const std::vector<int64_t> &shape, kir::E flat);
+std::vector<kir::E> unflat(const std::vector<int64_t> &shape, kir::E flat);
+
+class GroupExpr;
+
+// Stores every output of group `g` at `idx` through its fused epilogue, the anchor's result
+// being `anchorValue`. With an empty `bindPrefix` the epilogue is inlined into each store; with
+// a prefix the anchor value and each epilogue value are declared once, in graph order, as
+// scalars <prefix>_r, <prefix>_e0, ... (every output must then have the anchor's shape, as the
+// flat-loop recipes require). The recipes chose one or the other; kept as they are, since the
+// two give different (equally correct) kernel text.
+std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
+                                          const Value *anchorResult, const kir::E &anchorValue,
+                                          const std::vector<kir::E> &idx,
+                                          const std::string &bindPrefix = "");
 
 class GroupExpr {
 public:
