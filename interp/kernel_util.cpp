@@ -1,9 +1,13 @@
 // Implementation of the kernels' shared machinery (see kernel_util.h).
 #include "interp/kernel_util.h"
 
+#include "interp/interpreter.h"
+#include "ir/epilogue.h"
+
 #include "support/half.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace aicf::interp {
 
@@ -164,49 +168,34 @@ Tensor gatherByAxisMaps(const Tensor &x, const std::vector<std::vector<int64_t>>
 
 void applyEpilogue(const KernelCtx &ctx, const std::vector<std::string> &steps, size_t firstExtra,
                    const std::vector<int64_t> &outShape, std::vector<float> &acc) {
+  // Each step is evaluated as its op (evalNode: the op's own kernel) on the f32 accumulator: a
+  // step is exactly the elementwise op, computed in f32 (the accumulator's type).
   size_t next = firstExtra;
-  int64_t n = static_cast<int64_t>(acc.size());
-  auto unary = [&](double (*fn)(double)) {
-#pragma omp parallel for if (n > 65536)
-    for (int64_t i = 0; i < n; ++i)
-      acc[i] = static_cast<float>(fn(acc[i]));
-  };
-  for (const std::string &step : steps) {
-    if (step == "add" || step == "mul") {
+  const TensorType accType(DType::F32, outShape);
+  for (const std::string &name : steps) {
+    std::optional<EpilogueStep> step = parseEpilogueStep(name);
+    if (!step)
+      ctx.fail(cat("unknown epilogue step '", name, "'"));
+    Tensor accT = fromFloats(acc, accType);
+    std::vector<const Tensor *> in = {&accT};
+    Tensor widened;
+    std::vector<int64_t> operandShape;
+    if (step->takesOperand()) {
       if (next >= ctx.numIn())
-        ctx.fail(cat("epilogue step '", step, "' has no operand left"));
+        ctx.fail(cat("epilogue step '", name, "' has no operand left"));
       const Tensor &e = ctx.x(next++);
-      FloatIn ev(e);
-      const float *ep = ev.data();
-      float *a = acc.data();
-      bool isAdd = step == "add";
-      std::array<std::vector<int64_t>, 2> st = {stridesOf(outShape),
-                                                broadcastStrides(e.shape(), outShape)};
-      forEachRow<2>(outShape, st, [&](auto off, auto inner, int64_t len) {
-        float *o = a + off[0];
-        const float *p = ep + off[1];
-        for (int64_t j = 0; j < len; ++j) {
-          if (isAdd)
-            o[j * inner[0]] += p[j * inner[1]];
-          else
-            o[j * inner[0]] *= p[j * inner[1]];
-        }
-      });
-    } else if (step == "relu") {
-      unary(reluD);
-    } else if (step == "gelu") {
-      unary(geluErfD);
-    } else if (step == "gelu_tanh") {
-      unary(geluTanhD);
-    } else if (step == "silu") {
-      unary(siluD);
-    } else if (step == "sigmoid") {
-      unary(sigmoidD);
-    } else if (step == "tanh") {
-      unary([](double v) { return std::tanh(v); });
-    } else {
-      ctx.fail(cat("unknown epilogue step '", step, "'"));
+      operandShape = e.shape();
+      if (e.dtype() == DType::F32) {
+        in.push_back(&e);
+      } else { // extra operands have the result's dtype: widened exactly, as the accumulator
+        widened = fromFloats(toFloats(e), TensorType(DType::F32, e.shape()));
+        in.push_back(&widened);
+      }
     }
+    StepNode sn = stepNode(*step, outShape, operandShape);
+    std::vector<Tensor> r = evalNode(*sn.node, in);
+    AICF_CHECK(r.size() == 1 && r[0].type() == accType, "epilogue step ", name, " result");
+    std::memcpy(acc.data(), r[0].raw(), acc.size() * sizeof(float));
   }
   if (next != ctx.numIn())
     ctx.fail(cat("epilogue consumed ", next - firstExtra, " operands, but ",

@@ -176,8 +176,9 @@ inline double reluD(double x) {
   return x < 0 ? 0.0 : x;
 } // keeps NaN
 
-// Contraction epilogues (ops.def): applies `steps` to `acc` (shaped `outShape`, fp32) in order;
-// "add"/"mul" consume ctx operands from `firstExtra` on, broadcast to the output.
+// Contraction epilogues (ir/epilogue.h): applies `steps` to `acc` (shaped `outShape`, fp32) in
+// order, each through its op's kernel; binary steps consume ctx operands from `firstExtra` on,
+// broadcast to the output.
 void applyEpilogue(const KernelCtx &ctx, const std::vector<std::string> &steps, size_t firstExtra,
                    const std::vector<int64_t> &outShape, std::vector<float> &acc);
 

@@ -2,8 +2,8 @@
 //
 // Every product of two fp32 values is exact in double, and the sums are accumulated in double,
 // so results are the correctly rounded fp32 value of the exact sum in all but pathological
-// cases: what a reference should be. Epilogues (ops.def) run on the fp32 accumulator before the
-// one rounding to the result dtype.
+// cases: what a reference should be. Epilogues (ir/epilogue.h) run on the fp32 accumulator before
+// the one rounding to the result dtype.
 //
 // attention: a row whose keys are all masked (by the causal mask, a false bool mask entry or a
 // -inf additive mask) yields zeros rather than NaN (ALGORITHMS.md: "define the output for d = 0
@@ -11,6 +11,7 @@
 // softmax op keeps ONNX's NaN. Probabilities are computed in double and rounded to fp32 before
 // the product with v.
 #include "interp/kernels.h"
+#include "ir/epilogue.h"
 #include "support/int_math.h"
 
 #include <algorithm>

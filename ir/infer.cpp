@@ -1,6 +1,7 @@
 // Type and shape inference for every op in ir/ops.def. Each function validates its operands and
 // attributes and returns the result types; problems are reported with ctx.fail("..."), whose
 // message the verifier prefixes with the node's location.
+#include "ir/epilogue.h"
 #include "ir/op_registry.h"
 #include "support/checked_math.h"
 #include "support/diagnostics.h"
@@ -72,7 +73,7 @@ std::vector<int64_t> broadcastAll(const InferCtx &ctx, size_t from, size_t to) {
 void checkEpilogue(const InferCtx &ctx, size_t first, const TensorType &out) {
   const auto &epi = ctx.strs("epilogue");
   for (const std::string &step : epi)
-    if (!isKnownEpilogueStep(step))
+    if (!parseEpilogueStep(step))
       ctx.fail(cat(ctx.info().name, " epilogue step '", step, "' is unknown"));
   size_t need = static_cast<size_t>(epilogueOperandCount(epi));
   if (ctx.numOperands() - first != need)

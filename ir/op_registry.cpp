@@ -180,20 +180,4 @@ std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &
   return out;
 }
 
-bool isKnownEpilogueStep(const std::string &step) {
-  static const char *known[] = {"add",       "mul",  "relu",    "gelu",
-                                "gelu_tanh", "silu", "sigmoid", "tanh"};
-  for (const char *k : known)
-    if (step == k)
-      return true;
-  return false;
-}
-
-int epilogueOperandCount(const std::vector<std::string> &epilogue) {
-  int n = 0;
-  for (const std::string &s : epilogue)
-    n += (s == "add" || s == "mul") ? 1 : 0;
-  return n;
-}
-
 } // namespace aicf

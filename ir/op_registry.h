@@ -119,8 +119,4 @@ std::string resultTypesProblem(std::span<const TensorType> operands,
 std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
                                                     const std::vector<int64_t> &b);
 
-// Number of operands an `epilogue` attribute consumes ("add" and "mul" take one each).
-int epilogueOperandCount(const std::vector<std::string> &epilogue);
-bool isKnownEpilogueStep(const std::string &step);
-
 } // namespace aicf

@@ -8,8 +8,6 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -22,130 +20,21 @@ using kir::ExprP;
 using kir::Stmt;
 using kir::StmtP;
 
-// ---- expression text ----------------------------------------------------------------------------
-
-namespace {
-
-int precedence(kir::BinOp op) {
-  switch (op) {
-  case kir::BinOp::Or: return 1;
-  case kir::BinOp::And: return 2;
-  case kir::BinOp::Eq:
-  case kir::BinOp::Ne: return 3;
-  case kir::BinOp::Lt:
-  case kir::BinOp::Le:
-  case kir::BinOp::Gt:
-  case kir::BinOp::Ge: return 4;
-  case kir::BinOp::Add:
-  case kir::BinOp::Sub: return 5;
-  case kir::BinOp::Mul:
-  case kir::BinOp::Div:
-  case kir::BinOp::Mod: return 6;
-  default: return 0; // min, max, pow: written as calls
-  }
-}
-
-std::string floatText(double v, DType t) {
-  if (std::isinf(v))
-    return v < 0 ? "-inf" : "inf";
-  if (std::isnan(v))
-    return "nan";
-  char buf[64];
-  auto res = t == DType::F32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v))
-                             : std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, res.ptr);
-  if (s.find_first_of(".en") == std::string::npos)
-    s += ".0";
-  return s;
-}
-
-std::string text(const ExprP &e, int parentPrec, bool rightOperand);
-
-std::string args(const ExprP &e, size_t from = 0) {
-  std::string s;
-  for (size_t i = from; i < e->args.size(); ++i)
-    s += (i > from ? ", " : "") + text(e->args[i], 0, false);
-  return s;
-}
-
-std::string text(const ExprP &e, int parentPrec, bool rightOperand) {
-  switch (e->kind) {
-  case Expr::Kind::Int: return std::to_string(e->ival);
-  case Expr::Kind::Float: return floatText(e->fval, e->type);
-  case Expr::Kind::Var: return e->var;
-  case Expr::Kind::Load: return e->buf->name + "[" + args(e) + "]";
-  case Expr::Kind::Unary:
-    if (e->uop == kir::UnOp::Neg)
-      return "-" + text(e->args[0], 7, false);
-    return std::string(kir::unOpName(e->uop)) + "(" + args(e) + ")";
-  case Expr::Kind::Binary: {
-    int p = precedence(e->bop);
-    if (p == 0)
-      return std::string(kir::binOpName(e->bop)) + "(" + args(e) + ")";
-    std::string s =
-        text(e->args[0], p, false) + " " + kir::binOpName(e->bop) + " " + text(e->args[1], p, true);
-    bool paren = p < parentPrec || (rightOperand && p == parentPrec);
-    return paren ? "(" + s + ")" : s;
-  }
-  case Expr::Kind::Select: return "select(" + args(e) + ")";
-  case Expr::Kind::Cast: return std::string(dtypeName(e->type)) + "(" + args(e) + ")";
-  }
-  return "?";
-}
-
-} // namespace
-
-std::string exprText(const E &e) {
-  return e ? text(e.get(), 0, false) : "<null>";
-}
-
 // ---- expression utilities -----------------------------------------------------------------------
 
 namespace {
 
-bool exprEqual(const ExprP &a, const ExprP &b) {
-  if (a == b)
-    return true;
-  if (!a || !b || a->kind != b->kind || a->type != b->type || a->args.size() != b->args.size())
-    return false;
-  switch (a->kind) {
-  case Expr::Kind::Int:
-    if (a->ival != b->ival)
-      return false;
-    break;
-  case Expr::Kind::Float:
-    if (!(a->fval == b->fval || (std::isnan(a->fval) && std::isnan(b->fval))))
-      return false;
-    break;
-  case Expr::Kind::Var:
-    if (a->var != b->var)
-      return false;
-    break;
-  case Expr::Kind::Load:
-    if (a->buf != b->buf)
-      return false;
-    break;
-  case Expr::Kind::Unary:
-    if (a->uop != b->uop)
-      return false;
-    break;
-  case Expr::Kind::Binary:
-    if (a->bop != b->bop)
-      return false;
-    break;
-  default: break;
-  }
-  for (size_t i = 0; i < a->args.size(); ++i)
-    if (!exprEqual(a->args[i], b->args[i]))
-      return false;
-  return true;
+// An expression as the pass quotes it in reasons: the Kernel IR text form, f32 constants as
+// their f32 values.
+std::string quoted(const E &e) {
+  return kir::exprStr(e, /*f32Values=*/true);
 }
 
 bool indicesEqual(const std::vector<E> &a, const std::vector<E> &b) {
   if (a.size() != b.size())
     return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (!exprEqual(a[i].get(), b[i].get()))
+    if (!kir::exprEqual(a[i].get(), b[i].get()))
       return false;
   return true;
 }
@@ -153,34 +42,8 @@ bool indicesEqual(const std::vector<E> &a, const std::vector<E> &b) {
 std::string indexText(const std::vector<E> &idx) {
   std::string s;
   for (size_t i = 0; i < idx.size(); ++i)
-    s += (i ? ", " : "") + exprText(idx[i]);
+    s += (i ? ", " : "") + quoted(idx[i]);
   return s;
-}
-
-// Rebuilds `e` with variables renamed and loads of `from` redirected to `to` (either optional).
-E rewrite(const E &e, const std::map<std::string, std::string> &rename, const kir::BufferP &from,
-          const kir::BufferP &to) {
-  if (!e)
-    return e;
-  const Expr &x = *e.get();
-  if (x.kind == Expr::Kind::Var) {
-    auto it = rename.find(x.var);
-    return it == rename.end() ? e : kir::var(it->second, x.type);
-  }
-  if (x.args.empty())
-    return e;
-  Expr copy = x;
-  bool changed = false;
-  for (ExprP &a : copy.args) {
-    E r = rewrite(E(a), rename, from, to);
-    changed |= r.get() != a;
-    a = r.get();
-  }
-  if (x.kind == Expr::Kind::Load && from && x.buf == from) {
-    copy.buf = to;
-    changed = true;
-  }
-  return changed ? E(std::make_shared<const Expr>(std::move(copy))) : e;
 }
 
 void forEachExpr(const E &e, const std::function<void(const Expr &)> &fn) {
@@ -391,12 +254,12 @@ void removeAt(Path &path) {
 void replaceBuffer(const StmtP &s, const kir::BufferP &from, const kir::BufferP &to) {
   forEachStmt(s, [&](Stmt &x) {
     std::map<std::string, std::string> none;
-    x.begin = rewrite(x.begin, none, from, to);
-    x.extent = rewrite(x.extent, none, from, to);
-    x.value = rewrite(x.value, none, from, to);
-    x.cond = rewrite(x.cond, none, from, to);
+    x.begin = kir::rewriteExpr(x.begin, none, from, to);
+    x.extent = kir::rewriteExpr(x.extent, none, from, to);
+    x.value = kir::rewriteExpr(x.value, none, from, to);
+    x.cond = kir::rewriteExpr(x.cond, none, from, to);
     for (E &i : x.indices)
-      i = rewrite(i, none, from, to);
+      i = kir::rewriteExpr(i, none, from, to);
     if (x.buf == from)
       x.buf = to;
     if (x.c == from)
@@ -462,7 +325,7 @@ void checkUpdate(Stmt &r, const kir::BufferP &acc) {
         }
         if (!ok)
           throw Rejected{cat("the update is not an accumulation into ", acc->name, ": ", acc->name,
-                             "[", indexText(x.indices), "] = ", exprText(v))};
+                             "[", indexText(x.indices), "] = ", quoted(v))};
         return;
       }
       if (x.kind == Stmt::Kind::BlockReduce &&
@@ -527,13 +390,13 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
       if (readsInValue > 1)
         throw Rejected{cat("accumulator read ",
                            readsInValue == 2 ? "twice" : cat(readsInValue, " times"),
-                           " in the epilogue: ", exprText(val))};
-      throw Rejected{cat("epilogue is not additive: ", exprText(val))};
+                           " in the epilogue: ", quoted(val))};
+      throw Rejected{cat("epilogue is not additive: ", quoted(val))};
     }
     if (countLoads(g, acc) > 0)
       throw Rejected{cat("accumulator read ",
                          readsInValue == 2 ? "twice" : cat(readsInValue, " times"),
-                         " in the epilogue: ", exprText(val))};
+                         " in the epilogue: ", quoted(val))};
     bool selfUpdate = epi.buf == acc;
 
     // Nothing else consumes acc: every read outside R is the epilogue's, except reads that
@@ -610,8 +473,9 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
       if (a.kind != b.kind)
         throw nestMismatch();
       if (a.kind == Stmt::Kind::For &&
-          (a.step != b.step || !exprEqual(a.begin.get(), rewrite(b.begin, rename, {}, {}).get()) ||
-           !exprEqual(a.extent.get(), rewrite(b.extent, rename, {}, {}).get())))
+          (a.step != b.step ||
+           !kir::exprEqual(a.begin.get(), kir::rewriteExpr(b.begin, rename, {}, {}).get()) ||
+           !kir::exprEqual(a.extent.get(), kir::rewriteExpr(b.extent, rename, {}, {}).get())))
         throw Rejected{cat("index maps do not line up: loop ", b.var,
                            " of the epilogue does not "
                            "have the bounds of loop ",
@@ -621,17 +485,17 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     }
     std::vector<E> ei(accLoad->args.begin(), accLoad->args.end()), eiR;
     for (const E &i : ei)
-      eiR.push_back(rewrite(i, rename, {}, {}));
+      eiR.push_back(kir::rewriteExpr(i, rename, {}, {}));
     if (!indicesEqual(eiR, ai))
       throw Rejected{cat("index maps do not line up: the epilogue reads ", acc->name, "[",
                          indexText(ei), "], the init writes ", acc->name, "[", indexText(ai), "]")};
 
     // g (and the guards) move to the init: their variables must be bound there, and nothing
     // they read may be written by the reduction or between it and the epilogue.
-    E gR = rewrite(g, rename, {}, {});
+    E gR = kir::rewriteExpr(g, rename, {}, {});
     E guardR;
     for (const auto &[c, negated] : guards) {
-      E cr = rewrite(c, rename, {}, {});
+      E cr = kir::rewriteExpr(c, rename, {}, {});
       if (negated)
         cr = kir::unary(kir::UnOp::Not, cr);
       guardR = guardR ? (guardR && cr) : cr;
@@ -678,14 +542,14 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     // init); the epilogue store keeps only acc, or disappears.
     std::vector<E> di;
     for (const E &i : epi.indices)
-      di.push_back(rewrite(i, rename, {}, {}));
-    std::string initText = cat(acc->name, "[", indexText(ai), "] = ", exprText(gR));
+      di.push_back(kir::rewriteExpr(i, rename, {}, {}));
+    std::string initText = cat(acc->name, "[", indexText(ai), "] = ", quoted(gR));
     if (guardR) {
       StmtP zero = kir::store(acc, ai, initStore->value);
       StmtP fused = kir::store(acc, ai, gR);
       Frame &f = initPath.back();
       (*f.list)[f.index] = kir::ifThen(guardR, {fused}, {zero});
-      initText += cat(" where ", exprText(guardR));
+      initText += cat(" where ", quoted(guardR));
     } else {
       initStore->value = gR;
     }
@@ -719,7 +583,7 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     } else {
       epi.value = accLoad;
       out.reason = cat("init ", initText, "; the epilogue stores ", epi.buf->name, "[",
-                       indexText(epi.indices), "] = ", exprText(accLoad));
+                       indexText(epi.indices), "] = ", quoted(accLoad));
     }
     out.reason += " (reassociated: g is added first)";
     out.applied = true;

@@ -52,7 +52,4 @@ struct FuseReductionEpilogueResult {
 // inserted before its reduction, so the printed Kernel IR shows what happened and why.
 FuseReductionEpilogueResult fuseReductionEpilogue(kir::Kernel &k, bool annotate = true);
 
-// Compact text of an expression, as the pass quotes it in reasons ("max(acc[t] + C[t], 0)").
-std::string exprText(const kir::E &e);
-
 } // namespace aicf

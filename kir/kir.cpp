@@ -1,8 +1,10 @@
-// Kernel IR builders (see kir.h). The printer and verifier live in kir_printer.cpp and
-// kir_verifier.cpp.
+// Kernel IR builders and expression utilities (see kir.h). The printer and verifier live in
+// kir_printer.cpp and kir_verifier.cpp.
 #include "kir/kir.h"
 
 #include "support/diagnostics.h"
+
+#include <cmath>
 
 namespace aicf::kir {
 
@@ -321,6 +323,71 @@ StmtP reduce(const std::string &v, E begin, E extent, std::vector<StmtP> init,
   s->update = std::move(update);
   s->step = step;
   return s;
+}
+
+// ---- expression utilities (shared by Kernel IR passes) ----------------------------------------
+
+bool exprEqual(const ExprP &a, const ExprP &b) {
+  if (a == b)
+    return true;
+  if (!a || !b || a->kind != b->kind || a->type != b->type || a->args.size() != b->args.size())
+    return false;
+  switch (a->kind) {
+  case Expr::Kind::Int:
+    if (a->ival != b->ival)
+      return false;
+    break;
+  case Expr::Kind::Float:
+    if (!(a->fval == b->fval || (std::isnan(a->fval) && std::isnan(b->fval))))
+      return false;
+    break;
+  case Expr::Kind::Var:
+    if (a->var != b->var)
+      return false;
+    break;
+  case Expr::Kind::Load:
+    if (a->buf != b->buf)
+      return false;
+    break;
+  case Expr::Kind::Unary:
+    if (a->uop != b->uop)
+      return false;
+    break;
+  case Expr::Kind::Binary:
+    if (a->bop != b->bop)
+      return false;
+    break;
+  default: break;
+  }
+  for (size_t i = 0; i < a->args.size(); ++i)
+    if (!exprEqual(a->args[i], b->args[i]))
+      return false;
+  return true;
+}
+
+E rewriteExpr(const E &e, const std::map<std::string, std::string> &rename, const BufferP &from,
+              const BufferP &to) {
+  if (!e)
+    return e;
+  const Expr &x = *e.get();
+  if (x.kind == Expr::Kind::Var) {
+    auto it = rename.find(x.var);
+    return it == rename.end() ? e : var(it->second, x.type);
+  }
+  if (x.args.empty())
+    return e;
+  Expr copy = x;
+  bool changed = false;
+  for (ExprP &a : copy.args) {
+    E r = rewriteExpr(E(a), rename, from, to);
+    changed |= r.get() != a;
+    a = r.get();
+  }
+  if (x.kind == Expr::Kind::Load && from && x.buf == from) {
+    copy.buf = to;
+    changed = true;
+  }
+  return changed ? E(std::make_shared<const Expr>(std::move(copy))) : e;
 }
 
 } // namespace aicf::kir

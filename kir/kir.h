@@ -223,6 +223,18 @@ struct Kernel {
 
 // Text form for goldens and --emit kernels (deterministic).
 std::string printKernel(const Kernel &k);
+// One expression in that text form ("max(acc[t, q] + C[q, t], 0.0)"), e.g. for diagnostics.
+// `f32Values`: f32 constants as the f32 value computed with ("0.35", not the stored double
+// "0.3499999940395355"), as diagnostics quote them; the kernel text keeps the double.
+std::string exprStr(const E &e, bool f32Values = false);
+
+// Structural equality of expressions: same kinds, types, constants (NaN equals NaN), variables,
+// buffers and operands.
+bool exprEqual(const ExprP &a, const ExprP &b);
+// `e` with variables renamed by `rename` and loads of `from` redirected to `to` (either may be
+// empty); unchanged subtrees are shared, not copied.
+E rewriteExpr(const E &e, const std::map<std::string, std::string> &rename,
+              const BufferP &from = {}, const BufferP &to = {});
 
 // Checks structure and the SIMT rule; returns every violation as "kernel NAME: message".
 std::vector<std::string> verifyKernel(const Kernel &k);

@@ -18,6 +18,8 @@
 
 #include "ir/attributes.h"
 
+#include <charconv>
+#include <cmath>
 #include <sstream>
 
 namespace aicf::kir {
@@ -54,58 +56,75 @@ struct Printed {
   int prec;
 };
 
-Printed printE(const ExprP &e);
+std::string paren(const Printed &p, bool wrap);
+
+// Float constants print as stored (the double, so the text round-trips), or, with `f32Values`,
+// f32 constants as the f32 value the kernel computes with (shortest float form).
+struct ExprPrinter {
+  bool f32Values = false;
+
+  std::string floatText(const Expr &e) const {
+    if (!f32Values || e.type != DType::F32 || std::isnan(e.fval) || std::isinf(e.fval))
+      return formatFloat(e.fval);
+    char buf[64];
+    auto res = std::to_chars(buf, buf + sizeof(buf), static_cast<float>(e.fval));
+    std::string s(buf, res.ptr);
+    if (s.find_first_of(".eE") == std::string::npos)
+      s += ".0";
+    return s;
+  }
+
+  std::string joinArgs(const std::vector<ExprP> &args, size_t from = 0) const {
+    std::string s;
+    for (size_t i = from; i < args.size(); ++i)
+      s += (i > from ? ", " : "") + print(args[i]).text;
+    return s;
+  }
+
+  Printed print(const ExprP &e) const {
+    if (!e)
+      return {"<null>", kPrecPrimary};
+    switch (e->kind) {
+    case Expr::Kind::Int: return {std::to_string(e->ival), e->ival < 0 ? kPrecUnary : kPrecPrimary};
+    case Expr::Kind::Float: {
+      std::string s = floatText(*e);
+      if (e->type != DType::F32)
+        return {std::string(dtypeName(e->type)) + "(" + s + ")", kPrecPrimary};
+      return {s, s[0] == '-' ? kPrecUnary : kPrecPrimary};
+    }
+    case Expr::Kind::Var: return {e->var, kPrecPrimary};
+    case Expr::Kind::Load:
+      return {(e->buf ? e->buf->name : std::string("<null>")) + "[" + joinArgs(e->args) + "]",
+              kPrecPrimary};
+    case Expr::Kind::Unary: {
+      if (e->uop == UnOp::Neg || e->uop == UnOp::Not) {
+        Printed a = print(e->args.at(0));
+        return {std::string(e->uop == UnOp::Neg ? "-" : "!") + paren(a, a.prec <= kPrecUnary),
+                kPrecUnary};
+      }
+      return {std::string(unOpName(e->uop)) + "(" + joinArgs(e->args) + ")", kPrecPrimary};
+    }
+    case Expr::Kind::Binary: {
+      int p = binPrec(e->bop);
+      if (p == kPrecPrimary)
+        return {std::string(binOpName(e->bop)) + "(" + joinArgs(e->args) + ")", kPrecPrimary};
+      Printed a = print(e->args.at(0)), b = print(e->args.at(1));
+      return {paren(a, a.prec < p) + " " + binOpName(e->bop) + " " + paren(b, b.prec <= p), p};
+    }
+    case Expr::Kind::Select: return {"select(" + joinArgs(e->args) + ")", kPrecPrimary};
+    case Expr::Kind::Cast:
+      return {std::string(dtypeName(e->type)) + "(" + joinArgs(e->args) + ")", kPrecPrimary};
+    }
+    return {"<?>", kPrecPrimary};
+  }
+};
 
 std::string paren(const Printed &p, bool wrap) {
   return wrap ? "(" + p.text + ")" : p.text;
 }
 
-std::string joinArgs(const std::vector<ExprP> &args, size_t from = 0) {
-  std::string s;
-  for (size_t i = from; i < args.size(); ++i)
-    s += (i > from ? ", " : "") + printE(args[i]).text;
-  return s;
-}
-
-Printed printE(const ExprP &e) {
-  if (!e)
-    return {"<null>", kPrecPrimary};
-  switch (e->kind) {
-  case Expr::Kind::Int: return {std::to_string(e->ival), e->ival < 0 ? kPrecUnary : kPrecPrimary};
-  case Expr::Kind::Float: {
-    std::string s = formatFloat(e->fval);
-    if (e->type != DType::F32)
-      return {std::string(dtypeName(e->type)) + "(" + s + ")", kPrecPrimary};
-    return {s, s[0] == '-' ? kPrecUnary : kPrecPrimary};
-  }
-  case Expr::Kind::Var: return {e->var, kPrecPrimary};
-  case Expr::Kind::Load:
-    return {(e->buf ? e->buf->name : std::string("<null>")) + "[" + joinArgs(e->args) + "]",
-            kPrecPrimary};
-  case Expr::Kind::Unary: {
-    if (e->uop == UnOp::Neg || e->uop == UnOp::Not) {
-      Printed a = printE(e->args.at(0));
-      return {std::string(e->uop == UnOp::Neg ? "-" : "!") + paren(a, a.prec <= kPrecUnary),
-              kPrecUnary};
-    }
-    return {std::string(unOpName(e->uop)) + "(" + joinArgs(e->args) + ")", kPrecPrimary};
-  }
-  case Expr::Kind::Binary: {
-    int p = binPrec(e->bop);
-    if (p == kPrecPrimary)
-      return {std::string(binOpName(e->bop)) + "(" + joinArgs(e->args) + ")", kPrecPrimary};
-    Printed a = printE(e->args.at(0)), b = printE(e->args.at(1));
-    return {paren(a, a.prec < p) + " " + binOpName(e->bop) + " " + paren(b, b.prec <= p), p};
-  }
-  case Expr::Kind::Select: return {"select(" + joinArgs(e->args) + ")", kPrecPrimary};
-  case Expr::Kind::Cast:
-    return {std::string(dtypeName(e->type)) + "(" + joinArgs(e->args) + ")", kPrecPrimary};
-  }
-  return {"<?>", kPrecPrimary};
-}
-
 std::string ex(const E &e) {
-  return printE(e.get()).text;
+  return ExprPrinter{}.print(e.get()).text;
 }
 
 const char *scopeName(Scope s) {
@@ -253,6 +272,10 @@ public:
 };
 
 } // namespace
+
+std::string exprStr(const E &e, bool f32Values) {
+  return ExprPrinter{f32Values}.print(e.get()).text;
+}
 
 std::string printKernel(const Kernel &k) {
   Printer p;

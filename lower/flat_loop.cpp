@@ -54,33 +54,6 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   kern.body.push_back(kir::region(kern.threadVar, regionBody));
 }
 
-std::vector<kir::StmtP> storeAnchorOutputs(GroupExpr &ge, const KernelGroup &g,
-                                           const Value *anchorResult, E value,
-                                           const std::vector<E> &idx, const std::string &prefix) {
-  std::vector<kir::StmtP> out;
-  auto bind = [&](const Value *v, const std::string &name, E e) {
-    DType t = e->type;
-    out.push_back(kir::decl(name, t, e));
-    ge.substitute(v, [name, t](const std::vector<E> &) { return kir::var(name, t); });
-  };
-  bind(anchorResult, prefix + "_r", value);
-  int k = 0;
-  for (const Node *n : ge.consumersInGroup(anchorResult)) {
-    const Value *r = n->result(0);
-    AICF_CHECK(r->type().shape == anchorResult->type().shape, "group ", g.id, ": epilogue %",
-               r->name(), " ", r->type().str(), " does not have the anchor's shape ",
-               anchorResult->type().str());
-    bind(r, cat(prefix, "_e", k++), ge.at(r, idx));
-  }
-  for (const Value *v : g.outputs) {
-    AICF_CHECK(v->type().shape == anchorResult->type().shape, "group ", g.id, ": output %",
-               v->name(), " ", v->type().str(), " does not have the anchor's shape ",
-               anchorResult->type().str());
-    out.push_back(kir::store(ge.param(v), idx, ge.at(v, idx)));
-  }
-  return out;
-}
-
 E ne(E a, E b) {
   return kir::binary(kir::BinOp::Ne, std::move(a), std::move(b));
 }

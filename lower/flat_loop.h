@@ -1,7 +1,7 @@
 // Helpers shared by the pointwise, reduction, pooling and data-movement recipes
 // (lower/recipe_{pointwise,reduction,pooling,data_movement}.cpp): default knobs per plan
-// target, the flat "grid x threads x vector" loop over an output's elements, the epilogue
-// writer that stores every output of an anchor group, and NaN-aware min/max updates.
+// target, the flat "grid x threads x vector" loop over an output's elements and NaN-aware
+// min/max updates. (The writer of a group's outputs is storeGroupOutputs, lower/group_expr.h.)
 #pragma once
 
 #include "lower/group_expr.h"
@@ -27,15 +27,6 @@ Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec = 16);
 // the grid overshoots; `body(i)` gives the statements for element i. Records the knobs.
 void build(kir::Kernel &kern, int64_t n, const Schedule &s,
            const std::function<std::vector<kir::StmtP>(kir::E i)> &body);
-
-// Statements storing every output of an anchor group at `idx`: the anchor's value `value` is
-// declared as a scalar, then each epilogue node's value in graph order (each computed once),
-// and every group output is stored. All share the anchor result's shape, so `idx` indexes
-// each. `prefix` keeps the scalar names unique within the kernel.
-std::vector<kir::StmtP> storeAnchorOutputs(GroupExpr &ge, const KernelGroup &g,
-                                           const Value *anchorResult, kir::E value,
-                                           const std::vector<kir::E> &idx,
-                                           const std::string &prefix);
 
 kir::E isNaN(kir::E x);
 kir::E ne(kir::E a, kir::E b);

@@ -1,6 +1,7 @@
 // Scalar Kernel IR expressions for the values of a kernel group (see group_expr.h): every
-// elementwise op of ir/ops.def, the contraction epilogue steps, numpy broadcasting of indices,
-// and GroupExpr, which inlines a group's elementwise nodes into the recipe that asks for a value.
+// elementwise op of ir/ops.def (which are also the contraction epilogue steps), numpy broadcasting
+// of indices, and GroupExpr, which inlines a group's elementwise nodes into the recipe that asks
+// for a value.
 //
 // Semantics follow the interpreter (interp/kernels.cpp): float ops compute in f32 here (the
 // interpreter uses double and rounds once, so results agree to an f32 rounding per op); integer
@@ -327,24 +328,15 @@ static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
   throw InternalError(cat("elementwiseExpr: no expression for elementwise op ", n.name()));
 }
 
-E epilogueStepExpr(const std::string &step, E acc, E operand) {
-  if (step == "add" || step == "mul") {
-    AICF_CHECK(operand, "epilogue step '", step, "' needs its operand");
-    return step == "add" ? acc + operand : acc * operand;
-  }
-  if (step == "relu")
-    return kir::select(acc < f(0.0), f(0.0), acc);
-  if (step == "gelu")
-    return geluErf(acc);
-  if (step == "gelu_tanh")
-    return geluTanh(acc);
-  if (step == "silu")
-    return acc * sigmoid(acc);
-  if (step == "sigmoid")
-    return sigmoid(acc);
-  if (step == "tanh")
-    return kir::unary(UnOp::Tanh, acc);
-  throw InternalError(cat("unknown epilogue step '", step, "'"));
+E epilogueStepExpr(const EpilogueStep &step, E acc, E operand) {
+  AICF_CHECK(step.takesOperand() == static_cast<bool>(operand), "epilogue step '", step.str(),
+             "': ", step.takesOperand() ? "needs its operand" : "takes no operand");
+  // The step's op on f32 values: the op's own expression (f32 results are not re-rounded).
+  StepNode sn = stepNode(step);
+  std::vector<E> ops = {std::move(acc)};
+  if (operand)
+    ops.push_back(std::move(operand));
+  return elementwiseExpr(*sn.node, ops);
 }
 
 std::vector<E> broadcastIndex(const std::vector<int64_t> &from, const std::vector<int64_t> &to,
@@ -387,6 +379,19 @@ std::vector<E> unflatIndex(const std::vector<int64_t> &shape, E flat) {
     }
     E q = flat / E(st[d]);
     idx[d] = d == firstBig ? q : q % E(shape[d]);
+  }
+  return idx;
+}
+
+std::vector<E> unflat(const std::vector<int64_t> &shape, E flat) {
+  std::vector<E> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (d == 0) {
+      idx[d] = flat;
+    } else {
+      idx[d] = shape[d] == 1 ? E(int64_t(0)) : flat % E(shape[d]);
+      flat = shape[d] == 1 ? flat : flat / E(shape[d]);
+    }
   }
   return idx;
 }
@@ -442,6 +447,40 @@ const kir::BufferP &GroupExpr::param(const Value *v) const {
   if (it == params_.end())
     throw InternalError(cat("GroupExpr: %", v->name(), " is not a param of group ", g_.id));
   return it->second;
+}
+
+std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
+                                          const Value *anchorResult, const E &anchorValue,
+                                          const std::vector<E> &idx,
+                                          const std::string &bindPrefix) {
+  std::vector<kir::StmtP> out;
+  bool bind = !bindPrefix.empty();
+  auto bindValue = [&](const Value *v, const std::string &name, E e) {
+    DType t = e->type;
+    out.push_back(kir::decl(name, t, e));
+    gx.substitute(v, [name, t](const std::vector<E> &) { return kir::var(name, t); });
+  };
+  if (!bind) {
+    gx.substitute(anchorResult, [anchorValue](const std::vector<E> &) { return anchorValue; });
+  } else {
+    bindValue(anchorResult, bindPrefix + "_r", anchorValue);
+    int k = 0;
+    for (const Node *n : gx.consumersInGroup(anchorResult)) {
+      const Value *r = n->result(0);
+      AICF_CHECK(r->type().shape == anchorResult->type().shape, "group ", g.id, ": epilogue %",
+                 r->name(), " ", r->type().str(), " does not have the anchor's shape ",
+                 anchorResult->type().str());
+      bindValue(r, cat(bindPrefix, "_e", k++), gx.at(r, idx));
+    }
+  }
+  for (const Value *v : g.outputs) {
+    AICF_CHECK(!bind || v->type().shape == anchorResult->type().shape, "group ", g.id, ": output %",
+               v->name(), " ", v->type().str(), " does not have the anchor's shape ",
+               anchorResult->type().str());
+    out.push_back(
+        kir::store(gx.param(v), idx, !bind && v == anchorResult ? anchorValue : gx.at(v, idx)));
+  }
+  return out;
 }
 
 } // namespace aicf

@@ -5,6 +5,7 @@
 // Elementwise semantics here must match the interpreter's (interp/kernels.cpp) exactly.
 #pragma once
 
+#include "ir/epilogue.h"
 #include "kir/kir.h"
 #include "lower/fusion.h"
 
@@ -19,9 +20,9 @@ namespace aicf {
 // broadcast and loaded). Throws InternalError for a non-elementwise op.
 kir::E elementwiseExpr(const Node &n, const std::vector<kir::E> &operands);
 
-// One contraction epilogue step ("add", "mul", "relu", "gelu", "gelu_tanh", "silu", "sigmoid",
-// "tanh") applied to the accumulator value; `operand` is the step's extra operand (add/mul).
-kir::E epilogueStepExpr(const std::string &step, kir::E acc, kir::E operand = {});
+// One contraction epilogue step (ir/epilogue.h) applied to the f32 accumulator value: its op's
+// elementwiseExpr; `operand` is a binary step's extra operand (as an f32 value).
+kir::E epilogueStepExpr(const EpilogueStep &step, kir::E acc, kir::E operand = {});
 
 // Index into a value of shape `from` that numpy-broadcasts to `to`, given indices in `to`:
 // leading dims dropped, size-1 dims indexed by 0.
@@ -29,8 +30,28 @@ std::vector<kir::E> broadcastIndex(const std::vector<int64_t> &from, const std::
                                    const std::vector<kir::E> &idx);
 
 // Row-major flat index and its inverse, for recipes that iterate over flat element ranges.
+// Two spellings of the inverse give the same values and different kernel text, so each recipe
+// keeps the one it was written with (changing it changes the generated code):
+//   unflatIndex: each index is flat / stride % extent (the leading dim without the modulo);
+//   unflat:      innermost dim first, peeling flat % extent then flat / extent (the leading dim
+//                takes what is left).
+// Size-1 dims are indexed by 0 in both.
 kir::E flatIndex(const std::vector<int64_t> &shape, const std::vector<kir::E> &idx);
 std::vector<kir::E> unflatIndex(const std::vector<int64_t> &shape, kir::E flat);
+std::vector<kir::E> unflat(const std::vector<int64_t> &shape, kir::E flat);
+
+class GroupExpr;
+
+// Stores every output of group `g` at `idx` through its fused epilogue, the anchor's result
+// being `anchorValue`. With an empty `bindPrefix` the epilogue is inlined into each store; with
+// a prefix the anchor value and each epilogue value are declared once, in graph order, as
+// scalars <prefix>_r, <prefix>_e0, ... (every output must then have the anchor's shape, as the
+// flat-loop recipes require). The recipes chose one or the other; kept as they are, since the
+// two give different (equally correct) kernel text.
+std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
+                                          const Value *anchorResult, const kir::E &anchorValue,
+                                          const std::vector<kir::E> &idx,
+                                          const std::string &bindPrefix = "");
 
 class GroupExpr {
 public:

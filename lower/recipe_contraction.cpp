@@ -73,8 +73,8 @@ struct Contraction {
   std::function<StmtP(const Index &b, E k0, E n0, const kir::BufferP &Bs)> bHostCopy;
   std::function<Index(const Index &b, E row, E col)> outIndex;
   double alpha = 1.0;
-  std::vector<std::function<E(const Index &out)>> addTerms; // leading additive epilogue terms
-  std::vector<std::pair<std::string, const Value *>> steps; // the rest of the epilogue
+  std::vector<std::function<E(const Index &out)>> addTerms;  // leading additive epilogue terms
+  std::vector<std::pair<EpilogueStep, const Value *>> steps; // the rest of the epilogue
   std::vector<int64_t> outShape;
 };
 
@@ -94,14 +94,14 @@ std::function<E(const Index &)> broadcastTerm(const GroupExpr &gx, const Value *
 void splitEpilogue(const Node &n, size_t firstExtra, const GroupExpr &gx, bool additive,
                    Contraction &c) {
   size_t next = firstExtra;
-  for (const std::string &step : n.strs("epilogue")) {
+  for (const EpilogueStep &step : epilogueSteps(n)) {
     const Value *operand = nullptr;
-    if (step == "add" || step == "mul") {
-      AICF_CHECK(next < n.numOperands(), "epilogue step '", step, "' has no operand at ",
+    if (step.takesOperand()) {
+      AICF_CHECK(next < n.numOperands(), "epilogue step '", step.str(), "' has no operand at ",
                  n.where());
       operand = n.operand(next++);
     }
-    if (additive && step == "add") {
+    if (additive && step.op == Op::Add) {
       c.addTerms.push_back(broadcastTerm(gx, operand, c.outShape));
       continue;
     }

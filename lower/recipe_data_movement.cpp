@@ -186,8 +186,7 @@ public:
       DType outT = res->type().dtype;
       if ((outT == DType::F16 || outT == DType::BF16) && value->type != outT)
         value = kir::cast(value, outT);
-      std::vector<kir::StmtP> stores =
-          flatloop::storeAnchorOutputs(*ge_, g_, res, value, oidx, "o");
+      std::vector<kir::StmtP> stores = storeGroupOutputs(g_, *ge_, res, value, oidx, "o");
       out.insert(out.end(), stores.begin(), stores.end());
       return out;
     });

@@ -87,7 +87,7 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
     DType outT = res->type().dtype;
     if (outT == DType::F16 || outT == DType::BF16)
       value = kir::cast(value, outT);
-    std::vector<kir::StmtP> stores = flatloop::storeAnchorOutputs(ge, g, res, value, oidx, "o");
+    std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, oidx, "o");
     out.insert(out.end(), stores.begin(), stores.end());
     return out;
   };

@@ -363,7 +363,7 @@ kir::Kernel instanceNorm(const KernelGroup &g, const Knobs &knobs, kir::Kernel k
   DType outT = a.result(0)->type().dtype;
   if (outT == DType::F16 || outT == DType::BF16)
     y = kir::cast(y, outT);
-  std::vector<kir::StmtP> stores = flatloop::storeAnchorOutputs(ge, g, a.result(0), y, idx, "y");
+  std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, a.result(0), y, idx, "y");
   body.push_back(kir::forLoop("y_j", t, E(P) - t, stores, k.threads));
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
@@ -440,7 +440,7 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
   else if (!isFloat(outT) && value->type != outT)
     value = kir::cast(value, outT);
   std::vector<E> outIdx = unflatIndex(res->type().shape, row);
-  std::vector<kir::StmtP> stores = flatloop::storeAnchorOutputs(ge, g, res, value, outIdx, "o");
+  std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, outIdx, "o");
   E t = kir::var(k.threadVar);
   k.body.push_back(kir::region(k.threadVar, {kir::ifThen(t == E(int64_t(0)), stores)}));
   return k;

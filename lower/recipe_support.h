@@ -20,8 +20,7 @@ using aicf::roundUp;
 
 // isGpuPlan: lower/lower.h.
 
-// Row-major multi-index of `flat` in `shape`.
-std::vector<kir::E> unflat(const std::vector<int64_t> &shape, kir::E flat);
+// unflat (row-major multi-index of a flat index): lower/group_expr.h.
 // `e` as an f32 value: group expressions of f16 / bf16 values carry their own (rounded) dtype;
 // recipes compute in f32.
 kir::E asF32(const kir::E &e);
@@ -34,10 +33,6 @@ kir::E allOf(const std::vector<kir::E> &conds);
 // InternalError unless every group output has the anchor result's shape.
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult);
 
-// Stores every group output at `idx`, the anchor's result being `anchorValue` (substituted
-// into the fused epilogue).
-std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
-                                          const Value *anchorResult, const kir::E &anchorValue,
-                                          const std::vector<kir::E> &idx);
+// storeGroupOutputs (a group's outputs through its fused epilogue): lower/group_expr.h.
 
 } // namespace aicf::recipe

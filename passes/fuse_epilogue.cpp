@@ -8,6 +8,7 @@
 // Why: each unfused step writes and re-reads the whole output; fused, the accumulator tile is
 // finished in registers and stored once. The intermediates are rematerializable (pure,
 // deterministic), and the steps run in the original order on the same values: exact.
+#include "ir/epilogue.h"
 #include "passes/match.h"
 #include "passes/passes.h"
 #include "support/diagnostics.h"
@@ -23,14 +24,16 @@ std::string join(const std::vector<std::string> &xs) {
   return s;
 }
 
-const char *activationStep(const Node *n) {
+// The activations fuse-epilogue attaches. Every unary elementwise op is a valid step
+// (ir/epilogue.h); the pass fuses these, the activations exporters place after a contraction.
+std::optional<EpilogueStep> activationStep(const Node *n) {
   switch (n->op()) {
-  case Op::Relu: return "relu";
-  case Op::Sigmoid: return "sigmoid";
-  case Op::Tanh: return "tanh";
-  case Op::Silu: return "silu";
-  case Op::Gelu: return n->s("approximate") == "tanh" ? "gelu_tanh" : "gelu";
-  default: return nullptr;
+  case Op::Relu:
+  case Op::Sigmoid:
+  case Op::Tanh:
+  case Op::Silu:
+  case Op::Gelu: return epilogueStepOf(*n);
+  default: return std::nullopt;
   }
 }
 
@@ -71,7 +74,7 @@ private:
 
   static bool fuseFrom(Graph &g, PassContext &ctx, Node *c) {
     const TensorType &accType = c->result()->type();
-    std::vector<std::string> steps = c->strs("epilogue");
+    std::vector<EpilogueStep> steps = epilogueSteps(*c);
     std::vector<Value *> extras; // new epilogue operands, in the contraction's shape
     std::vector<Node *> chain = {c};
     Value *cur = c->result();    // the chain's current value (maybe a reshaped view)
@@ -86,8 +89,8 @@ private:
         cur = u->result();
         continue;
       }
-      if (const char *act = activationStep(u)) {
-        steps.push_back(act);
+      if (std::optional<EpilogueStep> act = activationStep(u)) {
+        steps.push_back(*act);
       } else if (u->op() == Op::Add) {
         Value *other = otherOperand(u, cur);
         if (!other || other->type().dtype != accType.dtype || u->result()->type() != cur->type())
@@ -101,7 +104,7 @@ private:
             break;
         }
         extras.push_back(other);
-        steps.push_back("add");
+        steps.push_back(EpilogueStep{Op::Add, {}});
       } else {
         break;
       }
@@ -116,7 +119,7 @@ private:
     cert.property = MemProperty::RematerializableIntermediate;
     std::string stepList;
     for (size_t i = c->strs("epilogue").size(); i < steps.size(); ++i)
-      stepList += (stepList.empty() ? "" : ", ") + steps[i];
+      stepList += (stepList.empty() ? "" : ", ") + steps[i].str();
     cert.rewrite = cat(c->name(), " + [", stepList, "] -> ", c->name(), " with epilogue");
     cert.exactness = Exactness::Exact;
     cert.conditions.push_back({"epilogue steps are pure elementwise ops", stepList, true});
@@ -135,14 +138,14 @@ private:
             ops.push_back(e);
           }
           AttrMap attrs = c->attrs;
-          attrs["epilogue"] = steps;
+          attrs["epilogue"] = epilogueAttr(steps);
           Value *fused = g.createNode(c->op(), ops, attrs, loc, before)->result();
           if (!lastReshape)
             return fused;
           return g.createNode(Op::Reshape, {fused}, {{"shape", root->type().shape}}, loc, before)
               ->result();
         },
-        cat(c->name(), " with epilogue [", join(steps), "]"));
+        cat(c->name(), " with epilogue [", join(epilogueAttr(steps)), "]"));
   }
 };
 

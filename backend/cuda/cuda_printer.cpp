@@ -26,6 +26,7 @@
 #include "backend/cuda/cuda_printer.h"
 
 #include "backend/c/c_expr.h"
+#include "backend/c/c_stmt.h"
 #include "plan/memory_plan.h"
 #include "support/diagnostics.h"
 #include "support/half.h"
@@ -147,20 +148,11 @@ std::string intLiteral(int64_t v) {
 std::string num(int64_t v) {
   return std::to_string(v);
 }
-std::string ex(const E &e) {
-  return cexpr::ex(kCuda, e);
-}
-std::string elemRef(const BufferP &b, const std::vector<ExprP> &idx) {
-  return cexpr::elemRef(kCuda, b, idx);
-}
 std::string widen(DType t, const std::string &ref) {
   return cexpr::widen(kCuda, t, ref);
 }
 std::string narrowStr(DType t, DType vt, const std::string &s) {
   return cexpr::narrowStr(kCuda, t, vt, s);
-}
-std::string narrow(DType t, const ExprP &v) {
-  return cexpr::narrow(kCuda, t, v);
 }
 struct Uses : cexpr::Uses {
   Uses() : cexpr::Uses(kCuda) {}
@@ -220,14 +212,12 @@ int64_t sharedTotal(const Kernel &k, std::vector<int64_t> *offsets) {
   return total;
 }
 
-// ---- statements and kernels --------------------------------------------------------------------
+// ---- kernels: the shared C-family statement printer (backend/c/c_stmt.h), CUDA hooks -----
 
-class KernelPrinter {
+class KernelPrinter : public cstmt::StmtPrinter {
 public:
   KernelPrinter(const Kernel &k, std::ostringstream &os, int64_t staticSharedMax)
-      : k_(k), os_(os), staticSharedMax_(staticSharedMax) {
-    uses_.stmts(k.body);
-  }
+      : StmtPrinter(kCuda, k, os), staticSharedMax_(staticSharedMax) {}
 
   void print() {
     GridMap gm = mapGrid(k_);
@@ -235,13 +225,7 @@ public:
     int64_t shared = sharedTotal(k_, &offsets);
     int64_t dynamic = shared > staticSharedMax_ ? alignUp(shared, 16) : 0;
 
-    os_ << "// kernel " << k_.name;
-    if (!k_.recipe.empty())
-      os_ << " (" << k_.recipe << ")";
-    os_ << ": grid(";
-    for (size_t i = 0; i < k_.grid.size(); ++i)
-      os_ << (i ? ", " : "") << k_.grid[i].first << ": " << k_.grid[i].second;
-    os_ << ") block(" << k_.threadVar << ": " << k_.threads << ")\n";
+    kernelComment();
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << k_.threads << ") " << k_.name
         << "(";
     for (size_t i = 0; i < k_.params.size(); ++i)
@@ -277,10 +261,7 @@ public:
   }
 
 private:
-  const Kernel &k_;
-  std::ostringstream &os_;
   int64_t staticSharedMax_; // above it, the shared buffers go to dynamic shared memory
-  Uses uses_;
 
   static std::string shapeText(const std::vector<int64_t> &s) {
     std::string r = "[";
@@ -293,9 +274,6 @@ private:
     return std::string(b->role == Role::In ? "const " : "") + storageType(b->dtype);
   }
 
-  std::string maybeUnused(const BufferP &b) const {
-    return uses_.bufs.count(b.get()) ? "" : "[[maybe_unused]] ";
-  }
   std::string maybeUnusedVar(const std::string &v) const {
     return uses_.vars.count(v) ? "" : "[[maybe_unused]] ";
   }
@@ -323,9 +301,8 @@ private:
     os_ << "}\n";
   }
 
-  void line(int ind, const std::string &text) { os_ << std::string(2 * ind, ' ') << text << "\n"; }
-
-  void block(int ind, const std::vector<StmtP> &body) {
+  // A declaration is used when a later statement of its own block reads it.
+  void block(int ind, const std::vector<StmtP> &body) override {
     for (size_t i = 0; i < body.size(); ++i) {
       if (body[i]->kind == Stmt::Kind::Decl) { // used by the statements after it in this block?
         Uses rest;
@@ -338,79 +315,25 @@ private:
   }
   bool declUsed_ = true;
 
-  std::string forHead(const Stmt &s) {
-    std::string inc = s.step == 1 ? "++" + s.var : s.var + " += " + std::to_string(s.step) + "L";
-    return "for (int64_t " + s.var + " = " + ex(s.begin) + "; " + s.var + " < " +
-           ex(s.begin + s.extent) + "; " + inc + ") {";
+  bool declUsed(const Stmt &) const override { return declUsed_; }
+
+  // Unrolled and vectorised loops: unrolled by nvcc.
+  std::string loopPragma(const Stmt &, int64_t unroll) const override {
+    return "#pragma unroll " + std::to_string(unroll);
   }
 
-  void stmt(int ind, const Stmt &s) {
-    switch (s.kind) {
-    case Stmt::Kind::Seq:
-      line(ind, "{");
-      block(ind + 1, s.body);
-      line(ind, "}");
-      return;
-    case Stmt::Kind::For:
-      if (s.loop != Stmt::LoopKind::Serial) { // unrolled and vectorised loops: unrolled
-        int64_t n = 8;
-        if (s.extent->kind == Expr::Kind::Int)
-          n = std::clamp<int64_t>((s.extent->ival + s.step - 1) / s.step, 1, 64);
-        line(0, "#pragma unroll " + std::to_string(n));
-      }
-      line(ind, forHead(s));
-      block(ind + 1, s.body);
-      line(ind, "}");
-      return;
-    case Stmt::Kind::Region: {
-      Uses inRegion;
-      inRegion.stmts(s.body);
-      line(ind, "{ // region");
-      line(ind + 1, std::string(inRegion.vars.count(s.var) ? "" : "[[maybe_unused]] ") +
-                        "const int64_t " + s.var + " = static_cast<int64_t>(threadIdx.x);");
-      block(ind + 1, s.body);
-      line(ind, "}");
-      return;
-    }
-    case Stmt::Kind::If:
-      line(ind, "if (" + ex(s.cond) + ") {");
-      block(ind + 1, s.body);
-      if (!s.elseBody.empty()) {
-        line(ind, "} else {");
-        block(ind + 1, s.elseBody);
-      }
-      line(ind, "}");
-      return;
-    case Stmt::Kind::Store: {
-      std::vector<ExprP> idx;
-      for (const E &e : s.indices)
-        idx.push_back(e.get());
-      line(ind, elemRef(s.buf, idx) + " = " + narrow(s.buf->dtype, s.value.get()) + ";");
-      return;
-    }
-    case Stmt::Kind::Decl:
-      line(ind, std::string(declUsed_ ? "" : "[[maybe_unused]] ") + valueType(s.dtype) + " " +
-                    s.var + " = " + ex(s.value) + ";");
-      return;
-    case Stmt::Kind::Assign: line(ind, s.var + " = " + ex(s.value) + ";"); return;
-    case Stmt::Kind::Barrier: line(ind, "__syncthreads();"); return;
-    case Stmt::Kind::BlockReduce: blockReduce(ind, s); return;
-    case Stmt::Kind::MmaTile: mmaTile(ind, s); return;
-    case Stmt::Kind::Reduce:
-      block(ind, s.init);
-      line(ind, forHead(s) + " // reduce");
-      block(ind + 1, s.update);
-      line(ind, "}");
-      return;
-    case Stmt::Kind::Comment: {
-      std::istringstream lines(s.text);
-      std::string l;
-      while (std::getline(lines, l))
-        line(ind, "// " + l);
-      return;
-    }
-    }
+  // A region is a block in which the thread var is threadIdx.x (blocks are `threads` wide).
+  void region(int ind, const Stmt &s) override {
+    Uses inRegion;
+    inRegion.stmts(s.body);
+    line(ind, "{ // region");
+    line(ind + 1, std::string(inRegion.vars.count(s.var) ? "" : "[[maybe_unused]] ") +
+                      "const int64_t " + s.var + " = static_cast<int64_t>(threadIdx.x);");
+    block(ind + 1, s.body);
+    line(ind, "}");
   }
+
+  std::string barrier() const override { return "__syncthreads();"; }
 
   // The shuffle tree: for off = 16, 8, 4, 2, 1, lanes below `width - off` merge the state of
   // lane + off into theirs (the combiner's lets and merged fields, as the host prints them).
@@ -429,19 +352,12 @@ private:
       line(ind + 2, "[[maybe_unused]] const " + std::string(valueType(dt)) + " a_" + field +
                         " = aicf_r" + num(i) + ";");
     }
-    for (const auto &[name, e] : c.lets)
-      line(ind + 2, "[[maybe_unused]] const " + std::string(valueType(e->type)) + " " + name +
-                        " = " + ex(e) + ";");
-    for (size_t i = 0; i < c.fields.size(); ++i)
-      line(ind + 2, "const " + std::string(valueType(c.fields[i].second)) + " aicf_m" + num(i) +
-                        " = " + ex(c.merged[i]) + ";");
-    for (size_t i = 0; i < c.fields.size(); ++i)
-      line(ind + 2, "aicf_r" + num(i) + " = aicf_m" + num(i) + ";");
+    combinerMerge(ind + 2, c);
     line(ind + 1, "}");
     line(ind, "}");
   }
 
-  void blockReduce(int ind, const Stmt &s) {
+  void blockReduce(int ind, const Stmt &s) override {
     const Combiner &c = s.combiner;
     size_t nf = c.fields.size();
     int64_t warps = (k_.threads + 31) / 32, rem = k_.threads % 32;
@@ -495,7 +411,7 @@ private:
     line(ind, "}");
   }
 
-  void mmaTile(int ind, const Stmt &s) {
+  void mmaTile(int ind, const Stmt &s) override {
     int64_t colTiles = s.n / s.tn;
     line(ind, "{ // mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
                   " (m = " + num(s.m) + ", n = " + num(s.n) + ", k = " + num(s.k) +

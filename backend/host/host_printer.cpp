@@ -20,6 +20,7 @@
 #include "backend/host/host_printer.h"
 
 #include "backend/c/c_expr.h"
+#include "backend/c/c_stmt.h"
 #include "support/diagnostics.h"
 #include "support/half.h"
 
@@ -306,30 +307,15 @@ const char *storageType(DType t) {
 std::string intLiteral(int64_t v) {
   return cexpr::intLiteral(v);
 }
-std::string ex(const E &e) {
-  return cexpr::ex(kHost, e);
-}
-std::string narrow(DType t, const ExprP &v) {
-  return cexpr::narrow(kHost, t, v);
-}
-struct Uses : cexpr::Uses {
-  Uses() : cexpr::Uses(kHost) {}
-};
 
-// ---- statements and kernels --------------------------------------------------------------------
+// ---- kernels: the shared C-family statement printer (backend/c/c_stmt.h), host hooks -----
 
-class KernelPrinter {
+class KernelPrinter : public cstmt::StmtPrinter {
 public:
-  KernelPrinter(const Kernel &k, std::ostringstream &os) : k_(k), os_(os) { uses_.stmts(k.body); }
+  KernelPrinter(const Kernel &k, std::ostringstream &os) : StmtPrinter(kHost, k, os) {}
 
   void print() {
-    os_ << "// kernel " << k_.name;
-    if (!k_.recipe.empty())
-      os_ << " (" << k_.recipe << ")";
-    os_ << ": grid(";
-    for (size_t i = 0; i < k_.grid.size(); ++i)
-      os_ << (i ? ", " : "") << k_.grid[i].first << ": " << k_.grid[i].second;
-    os_ << ") block(" << k_.threadVar << ": " << k_.threads << ")\n";
+    kernelComment();
     os_ << "extern \"C\" void " << k_.name << "(void *const *args) {\n";
     if (k_.params.empty())
       line(1, "(void)args;");
@@ -387,96 +373,26 @@ public:
   }
 
 private:
-  const Kernel &k_;
-  std::ostringstream &os_;
-  Uses uses_;
-
-  std::string maybeUnused(const BufferP &b) const {
-    return uses_.bufs.count(b.get()) ? "" : "[[maybe_unused]] ";
+  // Unrolled loops -> GCC's unroll pragma; vectorised loops -> ivdep (g++ vectorises them).
+  std::string loopPragma(const Stmt &s, int64_t unroll) const override {
+    if (s.loop == Stmt::LoopKind::Unrolled)
+      return "#pragma GCC unroll " + std::to_string(unroll);
+    return "#pragma GCC ivdep";
   }
 
-  void line(int ind, const std::string &text) { os_ << std::string(2 * ind, ' ') << text << "\n"; }
-
-  void block(int ind, const std::vector<StmtP> &body) {
-    for (const StmtP &s : body)
-      stmt(ind, *s);
+  // A region is a loop over the thread ids (regions run in order, so barriers need no code).
+  void region(int ind, const Stmt &s) override {
+    line(ind, "for (int64_t " + s.var + " = 0; " + s.var + " < " + intLiteral(k_.threads) + "; ++" +
+                  s.var + ") { // region");
+    block(ind + 1, s.body);
+    line(ind, "}");
   }
 
-  // for (int64_t v = begin; v < begin + extent; v += step) {
-  std::string forHead(const Stmt &s) {
-    std::string inc = s.step == 1 ? "++" + s.var : s.var + " += " + std::to_string(s.step) + "L";
-    return "for (int64_t " + s.var + " = " + ex(s.begin) + "; " + s.var + " < " +
-           ex(s.begin + s.extent) + "; " + inc + ") {";
-  }
+  std::string barrier() const override { return "// barrier"; }
 
-  void stmt(int ind, const Stmt &s) {
-    switch (s.kind) {
-    case Stmt::Kind::Seq:
-      line(ind, "{");
-      block(ind + 1, s.body);
-      line(ind, "}");
-      return;
-    case Stmt::Kind::For:
-      if (s.loop == Stmt::LoopKind::Unrolled) {
-        int64_t n = 8;
-        if (s.extent->kind == Expr::Kind::Int)
-          n = std::clamp<int64_t>((s.extent->ival + s.step - 1) / s.step, 1, 64);
-        line(0, "#pragma GCC unroll " + std::to_string(n));
-      } else if (s.loop == Stmt::LoopKind::Vectorized) {
-        line(0, "#pragma GCC ivdep");
-      }
-      line(ind, forHead(s));
-      block(ind + 1, s.body);
-      line(ind, "}");
-      return;
-    case Stmt::Kind::Region:
-      line(ind, "for (int64_t " + s.var + " = 0; " + s.var + " < " + intLiteral(k_.threads) +
-                    "; ++" + s.var + ") { // region");
-      block(ind + 1, s.body);
-      line(ind, "}");
-      return;
-    case Stmt::Kind::If:
-      line(ind, "if (" + ex(s.cond) + ") {");
-      block(ind + 1, s.body);
-      if (!s.elseBody.empty()) {
-        line(ind, "} else {");
-        block(ind + 1, s.elseBody);
-      }
-      line(ind, "}");
-      return;
-    case Stmt::Kind::Store: {
-      std::vector<ExprP> idx;
-      for (const E &e : s.indices)
-        idx.push_back(e.get());
-      line(ind,
-           cexpr::elemRef(kHost, s.buf, idx) + " = " + narrow(s.buf->dtype, s.value.get()) + ";");
-      return;
-    }
-    case Stmt::Kind::Decl:
-      line(ind, std::string(uses_.vars.count(s.var) ? "" : "[[maybe_unused]] ") +
-                    valueType(s.dtype) + " " + s.var + " = " + ex(s.value) + ";");
-      return;
-    case Stmt::Kind::Assign: line(ind, s.var + " = " + ex(s.value) + ";"); return;
-    case Stmt::Kind::Barrier: line(ind, "// barrier"); return;
-    case Stmt::Kind::BlockReduce: blockReduce(ind, s); return;
-    case Stmt::Kind::MmaTile: mmaTile(ind, s); return;
-    case Stmt::Kind::Reduce:
-      block(ind, s.init);
-      line(ind, forHead(s) + " // reduce");
-      block(ind + 1, s.update);
-      line(ind, "}");
-      return;
-    case Stmt::Kind::Comment: {
-      std::istringstream lines(s.text);
-      std::string l;
-      while (std::getline(lines, l))
-        line(ind, "// " + l);
-      return;
-    }
-    }
-  }
+  bool declUsed(const Stmt &s) const override { return uses_.vars.count(s.var) > 0; }
 
-  void blockReduce(int ind, const Stmt &s) {
+  void blockReduce(int ind, const Stmt &s) override {
     const Combiner &c = s.combiner;
     size_t nf = c.fields.size();
     auto acc = [](size_t i) { return "aicf_r" + std::to_string(i); };
@@ -502,14 +418,7 @@ private:
       line(ind + 2,
            "[[maybe_unused]] const " + T + " b_" + field + " = " + elem(s.src[i], "aicf_i") + ";");
     }
-    for (const auto &[name, e] : c.lets)
-      line(ind + 2, "[[maybe_unused]] const " + std::string(valueType(e->type)) + " " + name +
-                        " = " + ex(e) + ";");
-    for (size_t i = 0; i < nf; ++i)
-      line(ind + 2, "const " + std::string(valueType(c.fields[i].second)) + " aicf_m" +
-                        std::to_string(i) + " = " + ex(c.merged[i]) + ";");
-    for (size_t i = 0; i < nf; ++i)
-      line(ind + 2, acc(i) + " = aicf_m" + std::to_string(i) + ";");
+    combinerMerge(ind + 2, c);
     line(ind + 1, "}");
     for (size_t i = 0; i < nf; ++i) {
       const BufferP &d = s.dst[i];
@@ -525,7 +434,7 @@ private:
     line(ind, "}");
   }
 
-  void mmaTile(int ind, const Stmt &s) {
+  void mmaTile(int ind, const Stmt &s) override {
     auto n = [](int64_t v) { return std::to_string(v) + "L"; };
     int64_t colTiles = s.n / s.tn;
     line(ind, "// mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
