@@ -6,6 +6,7 @@
 
 #include "lower/group_expr.h"
 #include "lower/lower.h"
+#include "lower/recipe.h"
 
 #include <functional>
 #include <string>
@@ -39,6 +40,15 @@ std::vector<kir::StmtP> storeAnchorOutputs(GroupExpr &ge, const KernelGroup &g,
                                            const Value *anchorResult, kir::E value,
                                            const std::vector<kir::E> &idx,
                                            const std::string &prefix);
+
+// The planner's candidates for a flat loop (pointwise, data movement, pooling): threads x vec
+// per block, vec at most `maxVec` and dividing n, no mostly idle block.
+std::vector<KnobSet> candidates(const kir::Kernel &k, const Hardware &hw, int64_t maxVec);
+// The cost shape of a flat loop: independent elements, the vector width the explicit inner
+// loop's. `hostCyclesPerElement` > 0: a host gather that computes a multi-index per element
+// and does not vectorise (that many scalar cycles per element).
+CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
+                    double hostCyclesPerElement);
 
 kir::E isNaN(kir::E x);
 kir::E ne(kir::E a, kir::E b);

@@ -10,7 +10,7 @@
 //         value) whose shape is the anchor's result shape, so the epilogue runs per output
 //         element before the store;
 //       * anchors whose recipe writes one result only (contraction, norms, attention: the
-//         recipes of lower/recipe_contraction.cpp ...) take a node only when the value it
+//         recipes of lower/recipe_tiled_contraction.cpp ...) take a node only when the value it
 //         reads from the group has no other user: the group keeps exactly one output;
 //       * pure elementwise groups take any elementwise consumer as long as every output of the
 //         grown group has one shape (the pointwise recipe iterates over that shape);
