@@ -257,6 +257,8 @@ CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
     st.kind = grp.kind;
     st.kindId = k.name;
     st.recipe = k.recipe;
+    st.recipeReason = dec.recipeReason;
+    st.recipeFallback = dec.recipeFallback;
     for (const Value *v : grp.inputs)
       st.inputs.push_back(p.buffers[bufferFor(v)].id);
     for (const Value *v : grp.outputs)
@@ -553,6 +555,8 @@ void printPlanReport(std::ostream &os, const Plan &p) {
       os << "    " << (a.rejected.empty() ? "runner-up " : "rejected  ") << knobText(a.knobs)
          << ": " << line << " us" << (a.rejected.empty() ? "" : " — " + a.rejected) << "\n";
     }
+    if (!st.recipeReason.empty())
+      os << "    recipe " << st.recipe << ": " << st.recipeReason << "\n";
   }
 }
 

@@ -203,6 +203,11 @@ StmtP comment(std::string text);
 StmtP reduce(const std::string &var, E begin, E extent, std::vector<StmtP> init,
              std::vector<StmtP> update, int64_t step = 1);
 
+// Base of a recipe's problem description (Kernel::problem).
+struct ProblemFacts {
+  virtual ~ProblemFacts() = default;
+};
+
 // A kernel: grid axes (outermost first), the block's thread count, parameters (global buffers,
 // in the order the launcher passes them), on-chip allocations, and the block-level body.
 struct Kernel {
@@ -215,10 +220,11 @@ struct Kernel {
   std::vector<BufferP> allocs; // shared and local buffers
   std::vector<StmtP> body;
   std::map<std::string, int64_t> knobs; // the schedule knobs the recipe was built with
-  // The problem extents the schedule tiles, for the cost model (plan/cost_model.cpp):
-  // contraction M, N, K, batch; attention batch, Sq, Sk, D, Dv, causal; norm rows, len;
-  // flat loops n; reductions rows, len. Not printed; no effect on the generated code.
-  std::map<std::string, int64_t> extents;
+  // The recipe's typed description of the problem the schedule tiles (contraction M, N, K;
+  // attention Sq, Sk, D; norm rows and row length; ...: lower/recipes.h), read back by the same
+  // recipe's candidate generator and cost shape. Opaque here; not printed; no effect on the
+  // generated code.
+  std::shared_ptr<const ProblemFacts> problem;
 };
 
 // Text form for goldens and --emit kernels (deterministic).

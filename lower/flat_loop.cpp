@@ -2,6 +2,7 @@
 // flat_loop.h).
 #include "lower/flat_loop.h"
 
+#include "lower/recipes.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -35,7 +36,9 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   kern.threads = s.threads;
   kern.knobs["threads"] = s.threads;
   kern.knobs["vec"] = s.vec;
-  kern.extents["n"] = n;
+  auto problem = std::make_shared<FlatLoopProblem>();
+  problem->n = n;
+  kern.problem = problem;
   bool guard = s.blocks * s.threads * s.vec != n;
   E base = kir::var("b") * E(s.threads) + kir::var(kern.threadVar);
   E i = s.vec == 1 ? base : base * E(s.vec) + kir::var("v");
@@ -60,6 +63,37 @@ E ne(E a, E b) {
 
 E orE(E a, E b) {
   return kir::binary(kir::BinOp::Or, std::move(a), std::move(b));
+}
+
+std::vector<KnobSet> candidates(const kir::Kernel &k, const Hardware &hw, int64_t maxVec) {
+  int64_t n = problemOf<FlatLoopProblem>(k).n;
+  std::vector<KnobSet> out;
+  for (int64_t t :
+       hw.gpu ? std::vector<int64_t>{64, 128, 256, 512} : std::vector<int64_t>{1, 4, 16})
+    for (int64_t v : {1, 2, 4, 8, 16}) {
+      if (v > maxVec || (v > 1 && n % v != 0) || (hw.gpu && v > 4))
+        continue;
+      if (t * v > 16 && t * v / 2 >= n)
+        continue; // one mostly idle block
+      out.push_back(knobsToMap(FlatLoopKnobs{t, v}));
+    }
+  return out;
+}
+
+CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
+                    double hostCyclesPerElement) {
+  CostShape s;
+  s.flops = double(flops);
+  int64_t lanes = std::max<int64_t>(1, hw.gpu ? 1 : hw.vectorLanesF32());
+  int64_t threads = std::max<int64_t>(1, k.threads);
+  int64_t vec = knobOf(k, "vec", 1);
+  // Independent elements; the vector width is the explicit inner loop's.
+  s.vectorShare =
+      hw.gpu ? 0.5 : 0.6 * double(std::min(std::max<int64_t>(vec, 1), lanes)) / double(lanes);
+  if (!hw.gpu && hostCyclesPerElement > 0)
+    s.scalarCycles =
+        hostCyclesPerElement * double(std::max<int64_t>(threads, 1) * std::max<int64_t>(vec, 1));
+  return s;
 }
 
 E isNaN(E x) {

@@ -6,6 +6,7 @@
 
 #include "lower/group_expr.h"
 #include "lower/lower.h"
+#include "lower/recipe.h"
 
 #include <functional>
 #include <string>
@@ -27,6 +28,15 @@ Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec = 16);
 // the grid overshoots; `body(i)` gives the statements for element i. Records the knobs.
 void build(kir::Kernel &kern, int64_t n, const Schedule &s,
            const std::function<std::vector<kir::StmtP>(kir::E i)> &body);
+
+// The planner's candidates for a flat loop (pointwise, data movement, pooling): threads x vec
+// per block, vec at most `maxVec` and dividing n, no mostly idle block.
+std::vector<KnobSet> candidates(const kir::Kernel &k, const Hardware &hw, int64_t maxVec);
+// The cost shape of a flat loop: independent elements, the vector width the explicit inner
+// loop's. `hostCyclesPerElement` > 0: a host gather that computes a multi-index per element
+// and does not vectorise (that many scalar cycles per element).
+CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
+                    double hostCyclesPerElement);
 
 kir::E isNaN(kir::E x);
 kir::E ne(kir::E a, kir::E b);

@@ -10,7 +10,7 @@
 //         value) whose shape is the anchor's result shape, so the epilogue runs per output
 //         element before the store;
 //       * anchors whose recipe writes one result only (contraction, norms, attention: the
-//         recipes of lower/recipe_contraction.cpp ...) take a node only when the value it
+//         recipes of lower/recipe_tiled_contraction.cpp ...) take a node only when the value it
 //         reads from the group has no other user: the group keeps exactly one output;
 //       * pure elementwise groups take any elementwise consumer as long as every output of the
 //         grown group has one shape (the pointwise recipe iterates over that shape);
@@ -24,7 +24,8 @@
 //     GroupExpr, or another elementwise group), and none of which is a graph output, is merged
 //     into that group; its nodes are then recomputed where the consumer reads them, never
 //     stored. Consumers are visited last-first so chains fold in one sweep.
-//  5. Rematerialisation (with a hardware description). A pure elementwise group read by several
+//  5. Rematerialisation (with a hardware description). A pure elementwise group whose nodes
+//     carry rematerializable_intermediate (certified by annotate-properties), read by several
 //     groups, all of which inline operands, none through a view and none a graph output, is
 //     copied into every consumer when the cost model prices recomputing it there below storing
 //     it once and reloading it in each; its nodes then belong to several groups.
@@ -331,6 +332,19 @@ private:
         continue;
       std::vector<int> cons = consumersOf(static_cast<int>(gi));
       if (cons.size() < 2)
+        continue;
+      // Recomputing is allowed only where rematerializable_intermediate is certified (pure,
+      // deterministic, elementwise); a node annotate-properties did not check is judged by the
+      // group's shape alone (an elementwise group), as the recipes' selection does.
+      bool certified = std::all_of(grp.nodes.begin(), grp.nodes.end(), [](const Node *m) {
+        if (m->props.has(MemProperty::RematerializableIntermediate))
+          return true;
+        return std::none_of(m->certificates.begin(), m->certificates.end(),
+                            [](const Certificate &c) {
+                              return c.property == MemProperty::RematerializableIntermediate;
+                            });
+      });
+      if (!certified)
         continue;
       bool inlinable = std::all_of(cons.begin(), cons.end(), [&](int c) {
         return groups_[c].alive && capsFor(groups_[c].anchor).prologue &&

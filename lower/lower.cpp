@@ -1,84 +1,77 @@
-// Lowering dispatch (see lower.h): picks the recipe for a kernel group from its anchor op and
-// builds the kernel with it; groupParams creates the kernel's global params shared by all
-// recipes. The table below is the only place that maps ops to recipes.
+// Lowering dispatch (see lower.h): picks the recipe for a kernel group from the registry
+// (lower/recipe.h) by its anchor's op facts and certified memory properties, and builds the
+// kernel with it; groupParams creates the kernel's global params shared by all recipes.
 #include "lower/lower.h"
 
+#include "lower/recipe.h"
 #include "lower/recipes.h"
 #include "support/diagnostics.h"
 
 namespace aicf {
 
-std::string recipeFor(const KernelGroup &g) {
-  if (!g.anchor)
-    return "pointwise";
-  const Node &a = *g.anchor;
-  switch (a.op()) {
-  case Op::ReduceSum:
-  case Op::ReduceMean:
-  case Op::ReduceMax:
-  case Op::ReduceMin:
-  case Op::ReduceProd:
-  case Op::ReduceL1:
-  case Op::ReduceL2:
-  case Op::ReduceSumSquare:
-  case Op::ReduceLogSumExp:
-  case Op::ArgMax:
-  case Op::ArgMin:
-  case Op::GlobalAvgPool:
-  case Op::GlobalMaxPool:
-  case Op::InstanceNorm: // per-(n, c) statistics: the block reduction machinery
-    return "reduction";
-  case Op::MaxPool:
-  case Op::AvgPool: return "pooling";
-  case Op::Softmax:
-  case Op::LogSoftmax:
-  case Op::LayerNorm:
-  case Op::RmsNorm: return "online_norm";
-  case Op::Attention: return "streaming_attention";
-  case Op::MatMul:
-  case Op::Gemm: return "tiled_contraction";
-  case Op::Conv: return a.i("group") == 1 ? "tiled_contraction" : "direct_conv";
-  case Op::ConvTranspose: return "direct_conv";
-  case Op::BatchNorm: // inference batch norm is a per-channel affine map
-    return "pointwise";
-  case Op::Transpose:
-  case Op::Concat:
-  case Op::Split:
-  case Op::Slice:
-  case Op::Gather:
-  case Op::Expand:
-  case Op::Tile:
-  case Op::Pad:
-  case Op::Resize: return "data_movement";
-  default: break;
+namespace {
+
+// The failed condition of `a`'s certificate for `p`, as "property fails: condition: evidence";
+// "" when the property holds or was not checked.
+std::string failedCondition(const Node &a, MemProperty p) {
+  for (const Certificate &c : a.certificates)
+    if (c.property == p && !c.holds()) {
+      const Condition *bad = c.firstFailed();
+      return cat(propertyName(p), " fails: ",
+                 bad ? cat(bad->name, ": ", bad->evidence) : std::string("no condition held"));
+    }
+  return "";
+}
+
+bool checked(const Node &a, MemProperty p) {
+  for (const Certificate &c : a.certificates)
+    if (c.property == p)
+      return true;
+  return false;
+}
+
+} // namespace
+
+RecipeSelection selectRecipe(const KernelGroup &g) {
+  const Node *a = g.anchor;
+  std::string failed; // the first failed certificate condition among the recipes that lower a
+  for (const Recipe *r : recipeRegistry()) {
+    if (!r->lowers(a))
+      continue;
+    std::optional<MemProperty> p = r->requiredProperty();
+    std::string why;
+    if (!p)
+      why = a ? cat("op facts (", a->name(), ")") : std::string("elementwise group");
+    else if (a->props.has(*p))
+      why = cat(propertyName(*p), " holds");
+    else if (!checked(*a, *p)) // annotate-properties did not run on this graph: op facts only
+      why = cat(propertyName(*p), " not checked (annotate-properties did not run)");
+    if (why.empty()) {
+      if (failed.empty())
+        failed = failedCondition(*a, *p);
+      continue;
+    }
+    if (!failed.empty()) // an earlier, specialised recipe's property failed
+      return {r, cat("generic form: ", failed), true};
+    return {r, why, false};
   }
-  throw UserError(cat(a.where(), ": ", a.name(), ": no lowering recipe handles this op"));
+  // A required property failed and no later recipe lowers the anchor without it: the family's
+  // generic lowering, with the condition that sent it there.
+  for (const Recipe *r : recipeRegistry())
+    if (r->lowers(a) && r->genericFallback())
+      return {r, cat("generic form: ", failed), true};
+  if (!failed.empty())
+    throw UserError(
+        cat(a->where(), ": ", a->name(), ": ", failed, ", and no generic recipe lowers this op"));
+  throw UserError(cat(a->where(), ": ", a->name(), ": no lowering recipe handles this op"));
+}
+
+std::string recipeFor(const KernelGroup &g) {
+  return selectRecipe(g).recipe->name();
 }
 
 kir::Kernel lowerGroup(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
-  std::string recipe = recipeFor(g);
-  kir::Kernel k;
-  if (recipe == "pointwise")
-    k = recipePointwise(g, name, knobs);
-  else if (recipe == "reduction")
-    k = recipeReduction(g, name, knobs);
-  else if (recipe == "pooling")
-    k = recipePooling(g, name, knobs);
-  else if (recipe == "data_movement")
-    k = recipeDataMovement(g, name, knobs);
-  else if (recipe == "online_norm")
-    k = recipeOnlineNorm(g, name, knobs);
-  else if (recipe == "streaming_attention")
-    k = recipeStreamingAttention(g, name, knobs);
-  else if (recipe == "tiled_contraction")
-    k = recipeTiledContraction(g, name, knobs);
-  else if (recipe == "direct_conv")
-    k = recipeDirectConv(g, name, knobs);
-  else
-    throw InternalError(cat("recipeFor returned unknown recipe '", recipe, "'"));
-  if (k.recipe.empty())
-    k.recipe = recipe;
-  return k;
+  return selectRecipe(g).recipe->build(g, name, knobs);
 }
 
 std::vector<kir::BufferP> groupParams(const KernelGroup &g,

@@ -1,10 +1,12 @@
-// Lowering: one kernel group -> one Kernel IR kernel, by the recipe its anchor calls for.
-// Recipes (one file each, lower/recipe_*.cpp), each parameterised by schedule knobs with
-// defaults; the planner (plan/planner.h) chooses the knobs by cost:
+// Lowering: one kernel group -> one Kernel IR kernel, by the recipe its anchor's op facts and
+// certified memory properties select (lower/recipe.h selectRecipe). Recipes (one object and
+// file each, lower/recipe_*.cpp), each parameterised by typed schedule knobs with defaults; the
+// planner (plan/planner.h) chooses the knobs by cost:
 //   pointwise            elementwise groups, numpy broadcasting, vectorised inner loop
 //   reduction            reduce_*, arg_max/min, global pools
-//   online_norm          softmax, log_softmax, layer_norm, rms_norm — generated from the
-//                        norm's state algebra (init / update / merge / finalize)
+//   online_norm          every norm whose online_reducible_norm certificate names a state
+//                        algebra (NormSpec) — generated from it (init / update / merge /
+//                        finalize); also the generic form when the certificate fails
 //   streaming_attention  attention: online softmax over K/V tiles staged in shared memory
 //   tiled_contraction    matmul, batched matmul, gemm, conv (implicit GEMM) with fused
 //                        prologue/epilogue, on mma_tile
@@ -43,11 +45,11 @@ inline bool isGpuPlan(const Knobs &k) {
   return k.planFor.gpu();
 }
 
-// The recipe name for a group ("tiled_contraction", ...).
+// The selected recipe's label for a group ("tiled_contraction", ...).
 std::string recipeFor(const KernelGroup &g);
 
-// Builds the kernel for `g`, named `name`. Throws UserError naming the node for an op no
-// recipe handles.
+// Builds the kernel for `g`, named `name`, with the selected recipe. Throws UserError naming the
+// node for an op no recipe handles.
 kir::Kernel lowerGroup(const KernelGroup &g, const std::string &name, const Knobs &knobs);
 
 } // namespace aicf

@@ -209,4 +209,35 @@ kir::Kernel recipePointwise(const KernelGroup &g, const std::string &name, const
   return Pointwise(g, k).build(name);
 }
 
+namespace {
+
+// Requires: no anchor (elementwise nodes only) or an inference batch_norm anchor (a per-channel
+// affine map). Knobs: FlatLoopKnobs.
+class PointwiseRecipe final : public Recipe {
+public:
+  const char *name() const override { return "pointwise"; }
+  bool lowers(const Node *a) const override { return !a || a->op() == Op::BatchNorm; }
+  kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
+    return labelled(recipePointwise(g, n, k), name());
+  }
+  KnobSet canonicalKnobs(const KnobSet &k) const override {
+    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
+  }
+  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
+    return flatloop::candidates(d, hw, 16);
+  }
+  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
+                      int64_t flops) const override {
+    return flatloop::costShape(k, hw, flops, 0);
+  }
+  int64_t registers(const kir::Kernel &k) const override { return 12 + 2 * knobOf(k, "vec", 1); }
+};
+
+} // namespace
+
+const Recipe &pointwiseRecipe() {
+  static const PointwiseRecipe recipe;
+  return recipe;
+}
+
 } // namespace aicf

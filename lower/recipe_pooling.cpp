@@ -95,8 +95,44 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
   int64_t taps = 1;
   for (int64_t kd : ks)
     taps *= kd;
-  k.extents["taps"] = taps;
+  auto problem = std::make_shared<FlatLoopProblem>(problemOf<FlatLoopProblem>(k));
+  problem->taps = taps;
+  k.problem = problem;
   return k;
+}
+
+namespace {
+
+// Requires: a max_pool / avg_pool anchor. Knobs: FlatLoopKnobs (vec at most 4).
+class PoolingRecipe final : public Recipe {
+public:
+  const char *name() const override { return "pooling"; }
+  bool lowers(const Node *a) const override {
+    return a && (a->op() == Op::MaxPool || a->op() == Op::AvgPool);
+  }
+  kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
+    return labelled(recipePooling(g, n, k), name());
+  }
+  KnobSet canonicalKnobs(const KnobSet &k) const override {
+    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
+  }
+  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
+    return flatloop::candidates(d, hw, 4);
+  }
+  // A host gather: ~7 cycles per element for the multi-index and ~4 more per window tap.
+  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
+                      int64_t flops) const override {
+    return flatloop::costShape(k, hw, flops,
+                               7.0 + 4.0 * double(problemOf<FlatLoopProblem>(k).taps));
+  }
+  int64_t registers(const kir::Kernel &k) const override { return 10 + 5 * knobOf(k, "vec", 1); }
+};
+
+} // namespace
+
+const Recipe &poolingRecipe() {
+  static const PoolingRecipe recipe;
+  return recipe;
 }
 
 } // namespace aicf

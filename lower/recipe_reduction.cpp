@@ -326,7 +326,10 @@ kir::Kernel instanceNorm(const KernelGroup &g, const Knobs &knobs, kir::Kernel k
   int64_t P = prod(plane);
   k.threads = reductionThreads(knobs, P);
   k.knobs["threads"] = k.threads;
-  k.extents = {{"rows", N * C}, {"len", P}};
+  auto problem = std::make_shared<ReductionProblem>();
+  problem->rows = N * C;
+  problem->len = P;
+  k.problem = problem;
   k.grid = {{"row", N * C}};
   E row = kir::var("row");
   E n = row / E(C), c = row % E(C);
@@ -421,7 +424,10 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
             : reduceAlgebra(a.op(), x->type().dtype, count);
   k.threads = reductionThreads(knobs, count);
   k.knobs["threads"] = k.threads;
-  k.extents = {{"rows", std::max<int64_t>(rows, 1)}, {"len", count}};
+  auto problem = std::make_shared<ReductionProblem>();
+  problem->rows = std::max<int64_t>(rows, 1);
+  problem->len = count;
+  k.problem = problem;
   k.grid = {{"row", std::max<int64_t>(rows, 1)}};
   E row = kir::var("row");
   std::vector<E> keptIdx = unflatIndex(keptShape, row);
@@ -444,6 +450,64 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
   E t = kir::var(k.threadVar);
   k.body.push_back(kir::region(k.threadVar, {kir::ifThen(t == E(int64_t(0)), stores)}));
   return k;
+}
+
+namespace {
+
+// Requires: a reduce_*, arg_max / arg_min, global pool or instance_norm anchor. Knobs:
+// ThreadsKnobs (threads per output row).
+class ReductionRecipe final : public Recipe {
+public:
+  const char *name() const override { return "reduction"; }
+  bool lowers(const Node *a) const override {
+    if (!a)
+      return false;
+    switch (a->op()) {
+    case Op::ReduceSum:
+    case Op::ReduceMean:
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+    case Op::ReduceProd:
+    case Op::ReduceL1:
+    case Op::ReduceL2:
+    case Op::ReduceSumSquare:
+    case Op::ReduceLogSumExp:
+    case Op::ArgMax:
+    case Op::ArgMin:
+    case Op::GlobalAvgPool:
+    case Op::GlobalMaxPool:
+    case Op::InstanceNorm: // per-(n, c) statistics: the block reduction machinery
+      return true;
+    default: return false;
+    }
+  }
+  kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
+    return labelled(recipeReduction(g, n, k), name());
+  }
+  KnobSet canonicalKnobs(const KnobSet &k) const override {
+    return knobsToMap(knobsFromMap<ThreadsKnobs>(k));
+  }
+  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
+    int64_t len = problemOf<ReductionProblem>(d).len;
+    std::vector<KnobSet> out;
+    for (int64_t t :
+         hw.gpu ? std::vector<int64_t>{32, 64, 128, 256, 512} : std::vector<int64_t>{1, 4, 8, 16})
+      if (t == (hw.gpu ? 32 : 1) || t / 2 < len)
+        out.push_back(knobsToMap(ThreadsKnobs{t}));
+    return out;
+  }
+  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
+                      int64_t flops) const override {
+    return rowStateShape(k, hw, flops, problemOf<ReductionProblem>(k).len, false, false, 0.0);
+  }
+  int64_t registers(const kir::Kernel &) const override { return 16; }
+};
+
+} // namespace
+
+const Recipe &reductionRecipe() {
+  static const ReductionRecipe recipe;
+  return recipe;
 }
 
 } // namespace aicf

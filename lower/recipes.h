@@ -1,12 +1,29 @@
-// The lowering recipes (see lower.h for the list). Each builds the whole kernel for a group:
+// The lowering recipes (see lower.h for the list): each one's Recipe object (lower/recipe.h),
+// typed knobs and typed problem description. Each recipe builds the whole kernel for a group:
 // params are group.inputs then group.outputs (global buffers named p0, p1, ... or after the
-// values), grid/threads from the knobs, body from the recipe. lower.cpp dispatches to these.
+// values), grid/threads from the knobs, body from the recipe.
 #pragma once
 
 #include "lower/lower.h"
+#include "lower/recipe.h"
+
+#include <array>
+#include <optional>
+#include <string>
 
 namespace aicf {
 
+// The recipe objects, one per file lower/recipe_<name>.cpp (the registry lists them).
+const Recipe &pointwiseRecipe();
+const Recipe &reductionRecipe();
+const Recipe &poolingRecipe();
+const Recipe &dataMovementRecipe();
+const Recipe &onlineNormRecipe();
+const Recipe &streamingAttentionRecipe();
+const Recipe &tiledContractionRecipe();
+const Recipe &directConvRecipe();
+
+// The build functions the objects call.
 kir::Kernel recipePointwise(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const Knobs &k);
@@ -20,5 +37,99 @@ kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, cons
 // with the values' dtypes and shapes, roles In/Out, and a name -> buffer map.
 std::vector<kir::BufferP> groupParams(const KernelGroup &g,
                                       std::map<const Value *, kir::BufferP> &byValue);
+
+// --- typed knobs: one struct per recipe; absent fields take the recipe's defaults for the
+// plan target (computed by its build from the problem). knobsToMap / knobsFromMap convert to
+// and from Kernel::knobs' name -> int map (plan.yaml, printing) with the names unchanged.
+template <class K>
+struct KnobField {
+  const char *name;
+  std::optional<int64_t> K::*member;
+};
+template <class K>
+KnobSet knobsToMap(const K &k) {
+  KnobSet m;
+  for (const KnobField<K> &f : K::fields())
+    if (k.*f.member)
+      m[f.name] = *(k.*f.member);
+  return m;
+}
+template <class K>
+K knobsFromMap(const KnobSet &m) {
+  K k;
+  for (const KnobField<K> &f : K::fields())
+    if (auto it = m.find(f.name); it != m.end())
+      k.*f.member = it->second;
+  return k;
+}
+
+// pointwise, data_movement, pooling: one flat loop, threads x vec elements per block.
+struct FlatLoopKnobs {
+  std::optional<int64_t> threads, vec;
+  static std::array<KnobField<FlatLoopKnobs>, 2> fields() {
+    return {{{"threads", &FlatLoopKnobs::threads}, {"vec", &FlatLoopKnobs::vec}}};
+  }
+};
+// reduction, direct_conv: threads per block.
+struct ThreadsKnobs {
+  std::optional<int64_t> threads;
+  static std::array<KnobField<ThreadsKnobs>, 1> fields() {
+    return {{{"threads", &ThreadsKnobs::threads}}};
+  }
+};
+// online_norm: threads per row, vec consecutive elements per step, cache_row (0/1).
+struct NormKnobs {
+  std::optional<int64_t> threads, vec, cacheRow;
+  static std::array<KnobField<NormKnobs>, 3> fields() {
+    return {{{"threads", &NormKnobs::threads},
+             {"vec", &NormKnobs::vec},
+             {"cache_row", &NormKnobs::cacheRow}}};
+  }
+};
+// streaming_attention: query tile BR, key tile BC, threads.
+struct AttentionKnobs {
+  std::optional<int64_t> BR, BC, threads;
+  static std::array<KnobField<AttentionKnobs>, 3> fields() {
+    return {{{"BR", &AttentionKnobs::BR},
+             {"BC", &AttentionKnobs::BC},
+             {"threads", &AttentionKnobs::threads}}};
+  }
+};
+// tiled_contraction: block tile BM x BN, k step BK, thread tile TM x TN (threads follows).
+struct ContractionKnobs {
+  std::optional<int64_t> BM, BN, BK, TM, TN, threads;
+  static std::array<KnobField<ContractionKnobs>, 6> fields() {
+    return {{{"BM", &ContractionKnobs::BM},
+             {"BN", &ContractionKnobs::BN},
+             {"BK", &ContractionKnobs::BK},
+             {"TM", &ContractionKnobs::TM},
+             {"TN", &ContractionKnobs::TN},
+             {"threads", &ContractionKnobs::threads}}};
+  }
+};
+
+// --- typed problem descriptions (Kernel::problem), set by each build ---
+struct FlatLoopProblem : kir::ProblemFacts {
+  int64_t n = 1;    // elements of the flat loop
+  int64_t taps = 0; // pooling: window taps per output element
+};
+struct ReductionProblem : kir::ProblemFacts {
+  int64_t rows = 1, len = 1; // output elements; reduced elements per output
+};
+struct NormProblem : kir::ProblemFacts {
+  int64_t rows = 1, len = 1; // rows; elements one state summarises
+  int64_t inner = 1;         // product of the dims after the normalised ones (1: contiguous rows)
+  std::string algebra;       // the NormSpec's state algebra ("welford", "softmax", ...)
+};
+struct AttentionProblem : kir::ProblemFacts {
+  int64_t batch = 1, Sq = 1, Sk = 1, D = 1, Dv = 1;
+  bool causal = false;
+};
+struct ContractionProblem : kir::ProblemFacts {
+  int64_t M = 1, N = 1, K = 1, batch = 1;
+};
+struct DirectConvProblem : kir::ProblemFacts {
+  int64_t pixels = 1, taps = 1; // output pixels per (n, oc); taps per output element
+};
 
 } // namespace aicf

@@ -1,6 +1,6 @@
 // The norm state algebras (see state_algebra.h): softmax / log_softmax (online max and rescaled
 // sum, Milakov & Gimelshein), layer_norm (Welford update, Chan merge) and rms_norm (sum of
-// squares). Each is plain data over Kernel IR expressions; recipe_norm.cpp turns any of them
+// squares). Each is plain data over Kernel IR expressions; recipe_online_norm.cpp turns any of them
 // into a one-pass kernel.
 #include "lower/state_algebra.h"
 
@@ -91,7 +91,7 @@ StateAlgebra logSoftmaxAlgebra() {
   return alg;
 }
 
-StateAlgebra layerNormAlgebra(double epsilon, bool hasGamma, bool hasBeta) {
+StateAlgebra welfordAlgebra(double epsilon, int scaleOperand, int biasOperand) {
   StateAlgebra alg;
   alg.name = "welford";
   alg.fields = {
@@ -113,19 +113,20 @@ StateAlgebra layerNormAlgebra(double epsilon, bool hasGamma, bool hasBeta) {
   // Population variance M2 / n, as ONNX and PyTorch use.
   alg.finalizeLets = {{"inv_std", kir::unary(kir::UnOp::Rsqrt, s("m2") / s("n") + f32(epsilon))}};
   E y = (fv(kInputVar) - s("mean")) * fv("inv_std");
-  if (hasGamma) {
-    alg.params.push_back({1, "p_gamma"});
+  if (scaleOperand >= 0) {
+    alg.params.push_back({static_cast<size_t>(scaleOperand), "p_gamma"});
     y = y * fv("p_gamma");
   }
-  if (hasBeta) {
-    alg.params.push_back({2, "p_beta"});
+  if (biasOperand >= 0) {
+    alg.params.push_back({static_cast<size_t>(biasOperand), "p_beta"});
     y = y + fv("p_beta");
   }
   alg.finalize = y;
   return alg;
 }
 
-StateAlgebra rmsNormAlgebra(double epsilon, int64_t rowLength, bool hasWeight) {
+StateAlgebra sumSquaresAlgebra(double epsilon, int64_t rowLength, int scaleOperand,
+                               int biasOperand) {
   StateAlgebra alg;
   alg.name = "sum_squares";
   alg.fields = {{"ss", DType::F32, f32(0.0)}};
@@ -135,24 +136,67 @@ StateAlgebra rmsNormAlgebra(double epsilon, int64_t rowLength, bool hasWeight) {
   alg.finalizeLets = {
       {"inv_rms", kir::unary(kir::UnOp::Rsqrt, s("ss") / f32(double(rowLength)) + f32(epsilon))}};
   E y = fv(kInputVar) * fv("inv_rms");
-  if (hasWeight) {
-    alg.params.push_back({1, "p_weight"});
+  if (scaleOperand >= 0) {
+    alg.params.push_back({static_cast<size_t>(scaleOperand), "p_weight"});
     y = y * fv("p_weight");
+  }
+  if (biasOperand >= 0) {
+    alg.params.push_back({static_cast<size_t>(biasOperand), "p_bias"});
+    y = y + fv("p_bias");
   }
   alg.finalize = y;
   return alg;
 }
 
-StateAlgebra algebraFor(const Node &n, int64_t rowLength) {
+StateAlgebra algebraFor(const NormSpec &spec, int64_t rowLength) {
+  if (spec.algebra == "softmax")
+    return softmaxAlgebra();
+  if (spec.algebra == "log_softmax")
+    return logSoftmaxAlgebra();
+  if (spec.algebra == "welford")
+    return welfordAlgebra(spec.epsilon, spec.scaleOperand, spec.biasOperand);
+  if (spec.algebra == "sum_squares")
+    return sumSquaresAlgebra(spec.epsilon, rowLength, spec.scaleOperand, spec.biasOperand);
+  throw InternalError(cat("no state algebra named '", spec.algebra, "'"));
+}
+
+namespace {
+
+// TEMPORARY (issue 16, the one place the lowering derives a NormSpec from the op): until the
+// online_reducible_norm checker (passes/property_online_reducible_norm.cpp) fills
+// Certificate::norm, the spec of the four norm ops is derived here, with the fields' meaning of
+// ir/properties.h. Delete this function once the checker fills it.
+std::optional<NormSpec> derivedNormSpec(const Node &n) {
+  NormSpec spec;
   switch (n.op()) {
-  case Op::Softmax: return softmaxAlgebra();
-  case Op::LogSoftmax: return logSoftmaxAlgebra();
-  case Op::LayerNorm:
-    return layerNormAlgebra(n.f("epsilon"), n.numOperands() >= 2, n.numOperands() >= 3);
-  case Op::RmsNorm: return rmsNormAlgebra(n.f("epsilon"), rowLength, n.numOperands() >= 2);
-  default: break;
+  case Op::Softmax: spec.algebra = "softmax"; break;
+  case Op::LogSoftmax: spec.algebra = "log_softmax"; break;
+  case Op::LayerNorm: spec.algebra = "welford"; break;
+  case Op::RmsNorm: spec.algebra = "sum_squares"; break;
+  default: return std::nullopt;
   }
-  throw InternalError(cat("no state algebra for ", n.name(), " (", n.where(), ")"));
+  int64_t rank = n.operand(0)->type().rank();
+  int64_t axis = n.i("axis");
+  if (axis < 0)
+    axis += rank;
+  bool singleAxis = n.op() == Op::Softmax || n.op() == Op::LogSoftmax;
+  spec.firstAxis = axis;
+  spec.lastAxis = singleAxis || rank == 0 ? axis : rank - 1;
+  if (!singleAxis) {
+    spec.epsilon = n.f("epsilon");
+    spec.scaleOperand = n.numOperands() >= 2 ? 1 : -1;
+    spec.biasOperand = n.op() == Op::LayerNorm && n.numOperands() >= 3 ? 2 : -1;
+  }
+  return spec;
+}
+
+} // namespace
+
+std::optional<NormSpec> normSpecFor(const Node &n) {
+  for (const Certificate &c : n.certificates)
+    if (c.property == MemProperty::OnlineReducibleNorm && c.norm)
+      return c.norm;
+  return derivedNormSpec(n);
 }
 
 } // namespace aicf

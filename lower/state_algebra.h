@@ -1,7 +1,7 @@
 // Norm state algebras (DESIGN.md §3, ALGORITHMS.md "Online normalisation") as data: a norm is
 // described by its per-row state (fields with init values), update(state, x), an associative
 // merge (a kir::Combiner, for block_reduce) and finalize(state, x) -> y. The online-norm recipe
-// (recipe_norm.cpp) is generic over this description, so adding a norm means declaring its
+// (recipe_online_norm.cpp) is generic over this description, so adding a norm means declaring its
 // algebra here, not writing a kernel.
 //
 // Expressions are Kernel IR over named scalars:
@@ -13,8 +13,10 @@
 //     element loop), then `finalize` gives y from them, kInputVar and the param variables.
 #pragma once
 
+#include "ir/properties.h"
 #include "kir/kir.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,13 +60,19 @@ std::string stateVar(const std::string &field); // "s_<field>"
 StateAlgebra softmaxAlgebra();
 // log_softmax: the same state; finalize (x - m) - log d.
 StateAlgebra logSoftmaxAlgebra();
-// layer_norm: Welford (n, mean, M2), Chan's merge; y = (x - mean) / sqrt(M2/n + eps) * g + b.
-StateAlgebra layerNormAlgebra(double epsilon, bool hasGamma, bool hasBeta);
-// rms_norm: s = sum of x^2 over a row of `rowLength`; y = x / sqrt(s/n + eps) * w.
-StateAlgebra rmsNormAlgebra(double epsilon, int64_t rowLength, bool hasWeight);
+// Welford (n, mean, M2), Chan's merge; y = (x - mean) / sqrt(M2/n + eps) * g + b, the scale g
+// and bias b read from operands `scaleOperand` / `biasOperand` (-1: none).
+StateAlgebra welfordAlgebra(double epsilon, int scaleOperand, int biasOperand);
+// Sum of squares: s = sum of x^2 over a row of `rowLength`; y = x / sqrt(s/n + eps) * w + b.
+StateAlgebra sumSquaresAlgebra(double epsilon, int64_t rowLength, int scaleOperand,
+                               int biasOperand);
 
-// The algebra of a norm node (softmax, log_softmax, layer_norm, rms_norm); InternalError for
-// any other op. `rowLength` is the number of elements one state summarises.
-StateAlgebra algebraFor(const Node &n, int64_t rowLength);
+// The algebra a NormSpec names (ir/properties.h: softmax, log_softmax, welford, sum_squares);
+// InternalError for another name. `rowLength` is the number of elements one state summarises.
+StateAlgebra algebraFor(const NormSpec &spec, int64_t rowLength);
+
+// The NormSpec of a norm node: its online_reducible_norm certificate's (Certificate::norm,
+// whether the certificate holds or not), nullopt when the node has none.
+std::optional<NormSpec> normSpecFor(const Node &n);
 
 } // namespace aicf

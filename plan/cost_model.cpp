@@ -1,8 +1,8 @@
 // The cost model (see cost_model.h). Three parts: the facts of a kernel (FLOPs, bytes with
-// re-reads, registers), the GPU occupancy formula, and the time estimate per target kind. The
-// per-recipe knowledge (what a tile re-reads, which loop is a serial dependency chain, how well
-// a recipe uses the vector units) is written out here, one branch per recipe, so the whole model
-// can be read in one place.
+// re-reads), the GPU occupancy formula, and the time estimate per target kind. The per-recipe
+// knowledge (what a tile re-reads, which loop is a serial dependency chain, how well a recipe
+// uses the vector units, its registers) is the recipe's (lower/recipe.h CostShape, in each
+// lower/recipe_<name>.cpp); this file keeps only the generic terms.
 #include "plan/cost_model.h"
 
 #include "support/diagnostics.h"
@@ -15,15 +15,6 @@
 namespace aicf {
 
 namespace {
-
-int64_t knob(const kir::Kernel &k, const char *name, int64_t dflt = 0) {
-  auto it = k.knobs.find(name);
-  return it == k.knobs.end() ? dflt : it->second;
-}
-int64_t extent(const kir::Kernel &k, const char *name, int64_t dflt = 0) {
-  auto it = k.extents.find(name);
-  return it == k.extents.end() ? dflt : it->second;
-}
 
 // Instruction cost of one element of an elementwise op, in FLOP-equivalents (a vectorised
 // exp / erf / tanh is a short polynomial plus range reduction: ~20 operations).
@@ -89,7 +80,8 @@ int64_t estimateFlops(const KernelGroup &grp) {
   return flops;
 }
 
-int64_t predictedBytes(const KernelGroup &grp, const kir::Kernel &k, int64_t *compulsory) {
+int64_t predictedBytes(const KernelGroup &grp, const Recipe &recipe, const kir::Kernel &k,
+                       int64_t *compulsory) {
   int64_t once = 0;
   for (const Value *v : grp.inputs)
     once += v->type().bytes();
@@ -97,26 +89,7 @@ int64_t predictedBytes(const KernelGroup &grp, const kir::Kernel &k, int64_t *co
     once += v->type().bytes();
   if (compulsory)
     *compulsory = once;
-  const Node *a = grp.anchor;
-  if (k.recipe == "tiled_contraction" && a && (a->op() == Op::MatMul || a->op() == Op::Gemm)) {
-    int64_t M = extent(k, "M"), N = extent(k, "N");
-    int64_t aBytes = a->operand(0)->type().bytes(), bBytes = a->operand(1)->type().bytes();
-    return once + aBytes * (ceilDiv(N, knob(k, "BN")) - 1) +
-           bBytes * (ceilDiv(M, knob(k, "BM")) - 1);
-  }
-  if (k.recipe == "tiled_contraction" && a && a->op() == Op::Conv) {
-    // Implicit GEMM: the weights are re-read per row tile of output pixels, the input per
-    // column tile of output channels.
-    int64_t M = extent(k, "M"), N = extent(k, "N");
-    int64_t xBytes = a->operand(0)->type().bytes(), wBytes = a->operand(1)->type().bytes();
-    return once + wBytes * (ceilDiv(M, knob(k, "BM")) - 1) +
-           xBytes * (ceilDiv(N, knob(k, "BN")) - 1);
-  }
-  if (k.recipe == "streaming_attention" && a) {
-    int64_t kv = a->operand(1)->type().bytes() + a->operand(2)->type().bytes();
-    return once + kv * (ceilDiv(extent(k, "Sq"), knob(k, "BR")) - 1);
-  }
-  return once;
+  return once + recipe.rereadBytes(grp, k);
 }
 
 Occupancy cudaOccupancy(const Hardware &hw, int64_t threads, int64_t regsPerThread,
@@ -144,30 +117,6 @@ Occupancy cudaOccupancy(const Hardware &hw, int64_t threads, int64_t regsPerThre
   return o;
 }
 
-int64_t estimateRegisters(const kir::Kernel &k) {
-  // Calibrated on the testdata models against ptxas (sm_80 / sm_89 / sm_90, CUDA 13; the
-  // CUDA table of bench/costmodel.md reports the error): the
-  // accumulator tile and its operand fragments for contractions; the score row, the output
-  // row and the query row for attention; the vector fragments for streaming kernels.
-  if (k.recipe == "tiled_contraction") {
-    int64_t tm = knob(k, "TM", 1), tn = knob(k, "TN", 1);
-    return 34 + tm * tn + 2 * (tm + tn);
-  }
-  if (k.recipe == "streaming_attention") {
-    int64_t tm = std::max<int64_t>(1, knob(k, "BR", 1) / std::max<int64_t>(1, k.threads));
-    return 32 + tm * (2 * knob(k, "BC", 1) + extent(k, "Dv") + extent(k, "D"));
-  }
-  if (k.recipe == "online_norm")
-    return 18 + 2 * knob(k, "vec", 1) + 4 * knob(k, "cache_row", 0);
-  if (k.recipe == "pooling")
-    return 10 + 5 * knob(k, "vec", 1);
-  if (k.recipe == "reduction")
-    return 16;
-  if (k.recipe == "direct_conv")
-    return 28;
-  return 12 + 2 * knob(k, "vec", 1); // pointwise, data movement
-}
-
 namespace {
 
 int64_t gridBlocks(const kir::Kernel &k) {
@@ -185,144 +134,15 @@ int64_t sharedBytesOf(const kir::Kernel &k) {
   return s;
 }
 
-// What the recipe does per unit of work, beyond the group's FLOPs and bytes: the work it
-// actually executes (tiles padded to full size), the bytes that come from a cache rather than
-// from where the data lives (re-reads), how well it uses the vector units, and the length of
-// the serial dependency chain each block walks.
-struct Shape {
-  double flops = 0;        // executed, padding included
-  double rereadBytes = 0;  // served by a cache (tile re-reads, accumulator reloads)
-  int64_t rereadSet = 0;   // bytes the re-reads need resident to hit the cache
-  double vectorShare = 1;  // share of the vector lanes used (host) / of FMA peak (GPU)
-  double chainSteps = 0;   // serial dependent steps per block
-  double chainCycles = 4;  // latency of one step (cycles)
-  int64_t serialTiles = 1; // tile steps per block with a barrier (GPU latency term)
-  double scalarCycles = 0; // host: scalar work per block that does not vectorise (cycles)
-};
-
-Shape recipeShape(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw, int64_t flops) {
-  Shape s;
-  s.flops = double(flops);
-  int64_t lanes = std::max<int64_t>(1, hw.gpu ? 1 : hw.vectorLanesF32());
-  int64_t threads = std::max<int64_t>(1, k.threads);
-  int64_t vec = knob(k, "vec", 1);
-  if (k.recipe == "tiled_contraction") {
-    int64_t M = extent(k, "M", 1), N = extent(k, "N", 1), K = extent(k, "K", 1);
-    int64_t B = extent(k, "batch", 1);
-    int64_t BM = knob(k, "BM", 1), BN = knob(k, "BN", 1), BK = knob(k, "BK", 1);
-    int64_t TM = knob(k, "TM", 1), TN = knob(k, "TN", 1);
-    double exact = 2.0 * double(B * M * N * K);
-    double padded = 2.0 * double(B * roundUp(M, BM) * roundUp(N, BN) * roundUp(K, BK));
-    s.flops = double(flops) - exact + padded; // epilogue FLOPs stay as they are
-    int64_t kSteps = ceilDiv(K, BK);
-    s.serialTiles = kSteps;
-    s.rereadSet = 4 * (BM * BK + BK * BN + BM * BN);
-    if (hw.gpu) {
-      // The accumulator tile stays in registers; FMAs per shared-memory load of the register
-      // tile: TM·TN / (TM + TN); four or more keep the FMA pipes fed.
-      double perLoad = double(TM * TN) / double(TM + TN);
-      s.vectorShare = 0.7 * std::min(1.0, perLoad / 4.0);
-      return s;
-    }
-    // Host, fitted on a sweep of every candidate of the GPT-2 block's four GEMMs on one core
-    // (within-kernel rank correlation 0.89-0.97 for this form against 0 before):
-    //  * the micro-kernel runs at ~89% of peak, losing ~0.056% per KiB of its working set (the
-    //    A tile and one packed B panel, BK x 32) as that set leaves L1;
-    //  * each tile gathers and packs its B tile (BK x BN) once per k step: ~0.45 cycles per
-    //    element, so B is re-packed once per row of tiles (the dominant knob effect: BM);
-    //  * A tile copies are contiguous rows (vectorised): negligible; narrow n tiles (under two
-    //    vectors) leave lanes idle.
-    double wsKiB = double(4 * (BM * BK + BK * 32)) / 1024.0;
-    s.vectorShare = 0.89 * std::min(1.0, double(BN) / double(2 * lanes)) / (1.0 + 0.00056 * wsKiB);
-    s.scalarCycles = 0.45 * double(roundUp(K, BK) * BN);
-    return s;
-  }
-  if (k.recipe == "streaming_attention") {
-    int64_t B = extent(k, "batch", 1), Sq = extent(k, "Sq", 1), Sk = extent(k, "Sk", 1);
-    int64_t D = extent(k, "D", 1), Dv = extent(k, "Dv", 1);
-    int64_t BR = knob(k, "BR", 1), BC = knob(k, "BC", 1);
-    int64_t nQT = ceilDiv(Sq, BR), nKT = ceilDiv(Sk, BC);
-    double pairs = double(nQT * nKT);
-    if (extent(k, "causal"))
-      pairs = double(nQT) * (double(nKT) + 1.0) / 2.0;
-    // Per (query tile, key tile): both products over full tiles, the exponentials, and the
-    // rescaling of the output rows by exp(m_old - m_new).
-    double perPair = double(BR * BC) * double(2 * D + 2 * Dv + 20) + double(BR * (Dv + 20));
-    s.flops = double(B) * pairs * perPair;
-    s.rereadBytes = 0; // K / V re-reads are in predictedBytes (they stream from memory)
-    s.rereadSet = 4 * (BR * D + D * BC + BC * Dv + BR * BC);
-    s.serialTiles = nKT;
-    s.vectorShare = hw.gpu ? 0.35 : 0.3 * std::min(1.0, double(BC) / double(lanes));
-    // The online-softmax state (m, l) of each row is a dependency chain across key tiles; on
-    // the host each (row, key tile) also pays ~150 cycles of scalar bookkeeping (the running
-    // max, the rescale factor, the loop set-up; measured on the GPT-2 block: BC 16 vs 64).
-    double tilesPerRow = pairs / double(nQT);
-    s.chainSteps = tilesPerRow * double(BR) / double(threads);
-    s.chainCycles = 40;
-    if (!hw.gpu)
-      s.scalarCycles = tilesPerRow * double(BR) * 150.0;
-    return s;
-  }
-  if (k.recipe == "online_norm" || k.recipe == "reduction") {
-    int64_t len = extent(k, "len", 1);
-    // Each thread folds its elements into one running state: len / (threads · vec) dependent
-    // updates (a Welford update divides: a long chain), then the threads' states merge.
-    // On the host a Welford update (with its division) is a ~13-cycle dependent step and the
-    // vector width does not split the chain (each thread's running state is one (n, mean, M2)
-    // triple; the search offers vec 1 only); the row is also ~3 cycles per element of
-    // throughput. Measured on the GPT-2 layer norm (128 x 256, one core): threads 1 / 4 / 8 /
-    // 16 / 32 take 210 / 84 / 62 / 48 / 48 us.
-    bool welford = extent(k, "welford", 0) != 0;
-    int64_t split = hw.gpu || !welford ? threads * std::max<int64_t>(vec, 1) : threads;
-    s.chainSteps = double(ceilDiv(len, split)) + std::log2(double(threads));
-    s.chainCycles = welford ? (hw.gpu ? 16 : 13) : 4;
-    if (!hw.gpu && welford) {
-      s.scalarCycles = 3.0 * double(len); // the measured per-element cost, FLOPs included
-      s.flops = 0;
-    }
-    s.vectorShare =
-        hw.gpu ? 0.5 : 0.5 * double(std::min(std::max<int64_t>(vec, 1), lanes)) / double(lanes);
-    // Host softmax / log-softmax: the (max, sum) update rescales the running sum by an
-    // exponential per element, scalar: ~15 cycles per element (measured: a [2,4,64,64]
-    // softmax with its fused scale and causal mask takes ~230 us on one core).
-    if (!hw.gpu && g.anchor &&
-        (g.anchor->op() == Op::Softmax || g.anchor->op() == Op::LogSoftmax)) {
-      s.scalarCycles = 15.0 * double(len);
-      s.flops = 0;
-    }
-    if (k.recipe == "online_norm" && !knob(k, "cache_row", 0))
-      s.rereadBytes = double(extent(k, "rows", 1) * len) * 4.0; // second pass over the row
-    s.rereadSet = len * 4;
-    return s;
-  }
-  if (k.recipe == "direct_conv") {
-    s.vectorShare = hw.gpu ? 0.3 : 1.0 / double(lanes);
-    s.chainSteps = double(extent(k, "taps", 1)) * double(ceilDiv(extent(k, "pixels", 1), threads));
-    s.chainCycles = 4;
-    return s;
-  }
-  // Flat loops (pointwise, data movement, pooling): independent elements; the vector width
-  // is the explicit inner loop's.
-  s.vectorShare =
-      hw.gpu ? 0.5 : 0.6 * double(std::min(std::max<int64_t>(vec, 1), lanes)) / double(lanes);
-  // Host gathers (transpose, split, concat, pooling windows) compute a multi-index per element
-  // (64-bit divisions and remainders) and do not vectorise: ~7 cycles per element whatever the
-  // knobs (measured: a 32K-element 4-d transpose takes ~108 us at every threads / vec setting),
-  // and ~4 more per pooling tap.
-  if (!hw.gpu && (k.recipe == "data_movement" || k.recipe == "pooling"))
-    s.scalarCycles = (7.0 + 4.0 * double(k.recipe == "pooling" ? extent(k, "taps", 1) : 0)) *
-                     double(std::max<int64_t>(threads, 1) * std::max<int64_t>(vec, 1));
-  return s;
-}
-
 } // namespace
 
-KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw) {
+KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir::Kernel &k,
+                          const Hardware &hw) {
   KernelCost c;
   c.flops = estimateFlops(g);
-  c.bytes = predictedBytes(g, k, &c.lowerBoundBytes);
+  c.bytes = predictedBytes(g, recipe, k, &c.lowerBoundBytes);
   c.sharedBytes = sharedBytesOf(k);
-  Shape s = recipeShape(g, k, hw, c.flops);
+  CostShape s = recipe.costShape(g, k, hw, c.flops);
   int64_t blocks = gridBlocks(k);
   int64_t threads = std::max<int64_t>(1, k.threads);
   const CostCoefficients &w = hw.cost;
@@ -330,7 +150,7 @@ KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hard
   double compulsory = double(c.lowerBoundBytes);
 
   if (hw.gpu) {
-    c.registers = estimateRegisters(k);
+    c.registers = recipe.registers(k);
     if (threads > hw.maxThreadsPerBlock)
       c.violations.push_back(cat("threads ", threads, " > ", hw.maxThreadsPerBlock, " per block"));
     if (c.sharedBytes > hw.smemPerBlock)
@@ -356,9 +176,9 @@ KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hard
     // Bytes in flight per SM (Little's law over ~0.6 us of DRAM latency): resident warps x 32
     // lanes x the access width x the independent loads per thread (tile copies issue many,
     // flat loops one per vector); one SM can draw at most ~3x its fair share of DRAM.
-    double ilp = (k.recipe == "tiled_contraction" || k.recipe == "streaming_attention") ? 8.0 : 2.0;
+    double ilp = recipe.loadsInFlight();
     double inflight = warpsActive * double(hw.warpSize) * 4.0 *
-                      double(std::max<int64_t>(1, knob(k, "vec", 1))) * ilp;
+                      double(std::max<int64_t>(1, knobOf(k, "vec", 1))) * ilp;
     double perSmBw = std::min(inflight / 0.6e-6, 3.0 * hw.dramBytesPerSec / double(hw.sms));
     // Below one block per SM only the busy SMs' share of bandwidth and FLOPs is used; above
     // it the busiest SM sets the time (tail).
@@ -412,9 +232,8 @@ KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hard
     // fits the layer-norm thread sweep above).
     c.latencyUs = hw.launchUs + 1e6 * busiest * 0.5 / hz + std::max(0.0, chainUs - c.computeUs) +
                   0.5 * std::min(chainUs, c.computeUs);
-    if (k.recipe == "tiled_contraction" && s.rereadSet > hw.l2Bytes)
-      c.violations.push_back(
-          cat("tile working set ", s.rereadSet, " bytes > L2 ", hw.l2Bytes, " bytes"));
+    for (std::string &v : recipe.hostViolations(s, hw))
+      c.violations.push_back(std::move(v));
     c.overlapUs = w.delta * std::min(c.trafficUs, c.computeUs);
   }
   c.timeUs = w.alpha * c.trafficUs + c.computeUs + w.beta * c.latencyUs + w.gamma * c.spillUs -

@@ -21,6 +21,7 @@
 
 #include "kir/kir.h"
 #include "lower/fusion.h"
+#include "lower/recipe.h"
 #include "target/hardware.h"
 
 #include <cstdint>
@@ -41,16 +42,13 @@ struct Occupancy {
 Occupancy cudaOccupancy(const Hardware &hw, int64_t threads, int64_t regsPerThread,
                         int64_t smemPerBlock);
 
-// Registers per thread the kernel will need on a GPU: a per-recipe estimate from the knobs
-// (accumulator tiles, score rows, vector fragments) over a base, calibrated against ptxas on
-// the testdata models (bench-costmodel reports the error).
-int64_t estimateRegisters(const kir::Kernel &k);
-
 // Floating-point operations of a group (transcendentals weighted by their instruction cost).
 int64_t estimateFlops(const KernelGroup &g);
-// Bytes moved with the re-reads the kernel's tiling implies (A per column of output tiles, B
-// per row of them; K and V per query tile); `compulsory` receives each param once.
-int64_t predictedBytes(const KernelGroup &g, const kir::Kernel &k, int64_t *compulsory = nullptr);
+// Bytes moved with the re-reads the kernel's tiling implies (the recipe's rereadBytes: A per
+// column of output tiles, B per row of them; K and V per query tile); `compulsory` receives
+// each param once.
+int64_t predictedBytes(const KernelGroup &g, const Recipe &recipe, const kir::Kernel &k,
+                       int64_t *compulsory = nullptr);
 
 struct KernelCost {
   int64_t bytes = 0;           // predicted traffic, re-reads included
@@ -68,7 +66,10 @@ struct KernelCost {
   bool feasible() const { return violations.empty(); }
 };
 
-KernelCost evaluateKernel(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw);
+// The cost of kernel `k`, which `recipe` built for `g`: the recipe's cost shape and register
+// estimate under the generic terms.
+KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir::Kernel &k,
+                          const Hardware &hw);
 
 // Store or recompute (lower/fusion.h, rule 5): an elementwise group with `inBytes` of
 // inputs, `outBytes` of outputs and `flops` of work, read by `consumers` groups.

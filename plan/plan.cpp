@@ -186,6 +186,10 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::EndMap;
     y << YAML::Key << "hints" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "recipe" << YAML::Value << s.recipe;
+    // Only a fallback says why: the failed certificate condition that chose the generic recipe
+    // (the property-selected recipes are evident from `properties`).
+    if (s.recipeFallback)
+      y << YAML::Key << "recipe_reason" << YAML::Value << YAML::DoubleQuoted << s.recipeReason;
     y << YAML::Key << "properties" << YAML::Value << YAML::Flow << s.properties;
     y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
     for (const auto &[k, v] : s.knobs)

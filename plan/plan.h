@@ -47,6 +47,11 @@ struct PlanStep {
   std::string kind;   // "attention", "layer_norm", "fused_elementwise", "copy"
   std::string kindId; // the kernel symbol; "" for runtime built-ins (copy)
   std::string recipe;
+  // Why the recipe (lower/recipe.h selectRecipe): the certified property that selected it, or,
+  // when recipeFallback, the failed certificate condition that sent the group to its family's
+  // generic recipe. --explain prints it; plan.yaml `recipe_reason` for fallbacks only.
+  std::string recipeReason;
+  bool recipeFallback = false;
   std::vector<std::string> inputs, outputs; // buffer ids, in the kernel's argument order
   std::map<std::string, std::string> attrs; // typed text (the graph attributes, printed)
   std::vector<int64_t> grid;

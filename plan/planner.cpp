@@ -53,10 +53,14 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
                        const PlannerOptions &opts, PlanDecision *decision) {
   Knobs base;
   base.planFor = opts.planFor;
-  kir::Kernel dflt = lowerGroup(g, name, base);
+  RecipeSelection sel = selectRecipe(g);
+  const Recipe &recipe = *sel.recipe;
+  kir::Kernel dflt = recipe.build(g, name, base);
   PlanDecision d;
+  d.recipeReason = sel.reason;
+  d.recipeFallback = sel.fallback;
   d.defaults.knobs = dflt.knobs;
-  d.defaults.cost = evaluateKernel(g, dflt, hw);
+  d.defaults.cost = evaluateKernel(g, recipe, dflt, hw);
   if (!d.defaults.cost.feasible())
     d.defaults.rejected = d.defaults.cost.violations.front();
 
@@ -67,10 +71,10 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   std::vector<Lowered> all;
   all.push_back({d.defaults, dflt});
   if (opts.schedule != "default") {
-    for (const KnobSet &ks : candidateKnobs(dflt, hw)) {
+    for (const KnobSet &ks : recipe.candidates(dflt, hw)) {
       Knobs kn = base;
       kn.values = ks;
-      kir::Kernel k = lowerGroup(g, name, kn);
+      kir::Kernel k = recipe.build(g, name, kn);
       bool seen = false;
       for (const Lowered &l : all)
         seen = seen || l.k.knobs == k.knobs;
@@ -78,7 +82,7 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
         continue;
       Candidate c;
       c.knobs = k.knobs;
-      c.cost = evaluateKernel(g, k, hw);
+      c.cost = evaluateKernel(g, recipe, k, hw);
       if (!c.cost.feasible())
         c.rejected = c.cost.violations.front();
       all.push_back({std::move(c), std::move(k)});

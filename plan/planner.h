@@ -1,13 +1,13 @@
-// The planner (DESIGN.md §5): for each kernel group, lowers every candidate from the recipe's
-// search space (lower/search_space.h), costs it on the hardware description
-// (plan/cost_model.h), rejects those that do not fit, and keeps the cheapest. Ties break on
-// the knob values (smallest first), so plans are deterministic. The decision keeps the
-// runner-ups and the rejected candidates with the constraint that failed, for plan.yaml and
-// --explain.
+// The planner (DESIGN.md §5): for each kernel group, selects the recipe (lower/recipe.h, by the
+// anchor's certified properties), lowers every candidate of the recipe's search space, costs
+// it on the hardware description (plan/cost_model.h), rejects those that do not fit, and keeps
+// the cheapest. Ties break on the knob values (smallest first), so plans are deterministic.
+// The decision keeps the runner-ups and the rejected candidates with the constraint that
+// failed, and why the recipe was selected, for plan.yaml and --explain.
 #pragma once
 
 #include "lower/lower.h"
-#include "lower/search_space.h"
+#include "lower/recipe.h"
 #include "plan/cost_model.h"
 
 #include <string>
@@ -40,6 +40,10 @@ struct PlanDecision {
   std::vector<Candidate> rejected;  // infeasible candidates (at most 3, first in search order)
   int considered = 0, feasible = 0;
   std::string reason; // one line: why the chosen beats the first runner-up
+  // Why the recipe: the certified property that selected it, or (recipeFallback) the failed
+  // certificate condition that sent the group to its family's generic recipe.
+  std::string recipeReason;
+  bool recipeFallback = false;
 };
 
 // Lowers `g` as kernel `name` with the planned knobs. Throws UserError naming the node when no

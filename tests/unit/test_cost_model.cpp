@@ -7,6 +7,7 @@
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "lower/fusion.h"
+#include "lower/recipes.h"
 #include "plan/cost_model.h"
 #include "plan/planner.h"
 #include "runtime/aicf_runtime.h"
@@ -80,23 +81,24 @@ TEST_CASE("cost model: register estimates at the ptxas calibration points") {
   // ptxas (CUDA 13, sm_80): 8x8 accumulator tiles used 99-128 registers, 2x2 tiles 32-64,
   // attention with head size 64 and BC 32 223-248, norms 20-33, flat loops 10-36.
   kir::Kernel k;
-  k.recipe = "tiled_contraction";
+  const Recipe &tiled = tiledContractionRecipe();
   k.knobs = {{"TM", 8}, {"TN", 8}};
-  CHECK(estimateRegisters(k) >= 99);
-  CHECK(estimateRegisters(k) <= 135); // a little high for 8x8: erring high costs occupancy only
+  CHECK(tiled.registers(k) >= 99);
+  CHECK(tiled.registers(k) <= 135); // a little high for 8x8: erring high costs occupancy only
   k.knobs = {{"TM", 2}, {"TN", 2}};
-  CHECK(estimateRegisters(k) >= 32);
-  CHECK(estimateRegisters(k) <= 64);
-  k.recipe = "streaming_attention";
+  CHECK(tiled.registers(k) >= 32);
+  CHECK(tiled.registers(k) <= 64);
   k.threads = 64;
   k.knobs = {{"BR", 64}, {"BC", 32}};
-  k.extents = {{"D", 64}, {"Dv", 64}};
-  CHECK(estimateRegisters(k) >= 200);
-  CHECK(estimateRegisters(k) <= 250);
-  k.recipe = "online_norm";
+  auto problem = std::make_shared<AttentionProblem>();
+  problem->D = 64;
+  problem->Dv = 64;
+  k.problem = problem;
+  CHECK(streamingAttentionRecipe().registers(k) >= 200);
+  CHECK(streamingAttentionRecipe().registers(k) <= 250);
   k.knobs = {{"vec", 4}, {"cache_row", 1}};
-  CHECK(estimateRegisters(k) >= 20);
-  CHECK(estimateRegisters(k) <= 40);
+  CHECK(onlineNormRecipe().registers(k) >= 20);
+  CHECK(onlineNormRecipe().registers(k) <= 40);
 }
 
 TEST_CASE("planner: shared memory limits make plans differ between targets, and say so") {

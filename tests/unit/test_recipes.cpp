@@ -1,5 +1,6 @@
-// Differential tests of the anchor recipes (lower/recipe_norm.cpp, recipe_attention.cpp,
-// recipe_contraction.cpp) and of FuseReductionEpilogue (kir/fuse_reduction_epilogue.cpp).
+// Differential tests of the anchor recipes (lower/recipe_online_norm.cpp,
+// recipe_streaming_attention.cpp, recipe_tiled_contraction.cpp) and of FuseReductionEpilogue
+// (kir/fuse_reduction_epilogue.cpp).
 //
 // Each case is a small Graph IR text. The whole graph becomes one kernel group (anchor + fused
 // prologue / epilogue elementwise nodes), lowered through lowerGroup for the host's own plan

@@ -77,20 +77,21 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   requireShapePreservingEpilogue(g, result);
   const std::vector<int64_t> &shape = x->type().shape;
   int64_t rank = static_cast<int64_t>(shape.size());
-  int64_t axis = n.i("axis");
-  if (axis < 0)
-    axis += rank;
-  AICF_CHECK(axis >= 0 && axis <= std::max<int64_t>(rank - 1, 0), "norm axis out of range at ",
-             n.where());
-  bool singleAxis = n.op() == Op::Softmax || n.op() == Op::LogSoftmax;
-  size_t a = static_cast<size_t>(axis);
-  size_t normEnd = rank == 0 ? 0 : (singleAxis ? a + 1 : shape.size());
+  // The reduced axes and the algebra come from the certificate's NormSpec, not from the op.
+  std::optional<NormSpec> spec = normSpecFor(n);
+  AICF_CHECK(spec.has_value(), "online_norm: ", n.name(), " at ", n.where(), " has no NormSpec");
+  AICF_CHECK(spec->firstAxis >= 0 && spec->firstAxis <= std::max<int64_t>(rank - 1, 0) &&
+                 spec->lastAxis >= spec->firstAxis &&
+                 spec->lastAxis <= std::max<int64_t>(rank - 1, 0),
+             "norm axes [", spec->firstAxis, ", ", spec->lastAxis, "] out of range at ", n.where());
+  size_t a = static_cast<size_t>(spec->firstAxis);
+  size_t normEnd = rank == 0 ? 0 : static_cast<size_t>(spec->lastAxis) + 1;
   std::vector<int64_t> outerDims(shape.begin(), shape.begin() + a);
   std::vector<int64_t> normDims(shape.begin() + a, shape.begin() + normEnd);
   std::vector<int64_t> innerDims(shape.begin() + normEnd, shape.end());
   int64_t len = product(normDims), inner = product(innerDims);
   int64_t rows = product(outerDims) * inner;
-  StateAlgebra alg = algebraFor(n, len);
+  StateAlgebra alg = algebraFor(*spec, len);
 
   // Knobs: GPU plans spread a row over a block (vec 4: 16-byte accesses). On the host, regions
   // are loops over the threads: for Welford / sum-of-squares states, 32 "threads" of one
@@ -110,8 +111,12 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   k.threads = threads;
   k.grid = {{"row", rows}};
   k.knobs = {{"threads", threads}, {"vec", vec}, {"cache_row", cache}};
-  k.extents = {
-      {"rows", rows}, {"len", len}, {"inner", inner}, {"welford", alg.name == "welford" ? 1 : 0}};
+  auto problem = std::make_shared<NormProblem>();
+  problem->rows = rows;
+  problem->len = len;
+  problem->inner = inner;
+  problem->algebra = alg.name;
+  k.problem = problem;
   const std::string &t = k.threadVar;
 
   // Element (row, j) as a multi-index of the input / result shape.
@@ -200,6 +205,79 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   r2.insert(r2.end(), walk2.begin(), walk2.end());
   k.body.push_back(kir::region(t, r2));
   return k;
+}
+
+} // namespace aicf
+
+namespace aicf {
+
+namespace {
+
+// Requires: an anchor with a NormSpec (its online_reducible_norm certificate's state algebra)
+// and the certificate holding. It is also the norm family's generic lowering: a norm whose
+// certificate fails (a softmax over a non-innermost axis, computed parameters, an epsilon out
+// of range) gets the same state-algebra kernel in its plain form (strided rows take vec 1).
+// Knobs: NormKnobs.
+class OnlineNormRecipe final : public Recipe {
+public:
+  const char *name() const override { return "online_norm"; }
+  bool lowers(const Node *a) const override { return a && normSpecFor(*a).has_value(); }
+  std::optional<MemProperty> requiredProperty() const override {
+    return MemProperty::OnlineReducibleNorm;
+  }
+  bool genericFallback() const override { return true; }
+  kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
+    return labelled(recipeOnlineNorm(g, n, k), name());
+  }
+  KnobSet canonicalKnobs(const KnobSet &k) const override {
+    return knobsToMap(knobsFromMap<NormKnobs>(k));
+  }
+  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
+    const NormProblem &p = problemOf<NormProblem>(d);
+    int64_t len = p.len, inner = p.inner;
+    std::vector<KnobSet> out;
+    std::vector<int64_t> vecs;
+    for (int64_t v : {1, 2, 4, 8, 16})
+      if ((v == 1 || (inner == 1 && len % v == 0)) && v <= (hw.gpu ? 4 : hw.vectorLanesF32()))
+        vecs.push_back(v);
+    if (hw.gpu) {
+      for (int64_t t : {32, 64, 128, 256, 512})
+        for (int64_t v : vecs) {
+          if (t > 32 && t * v / 2 >= len)
+            continue; // half the threads would idle
+          for (int64_t cache : {0, 1})
+            out.push_back(knobsToMap(NormKnobs{t, v, cache}));
+        }
+      return out;
+    }
+    // Host: the vector width does not split a Welford chain (measured slower at few threads),
+    // so layer norms vary only the number of chains.
+    if (p.algebra == "welford")
+      vecs = {1};
+    for (int64_t t : {1, 4, 8, 16, 32})
+      for (int64_t v : vecs)
+        if (t == 1 || t * v <= len)
+          out.push_back(knobsToMap(NormKnobs{t, v, int64_t(0)}));
+    return out;
+  }
+  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
+                      int64_t flops) const override {
+    const NormProblem &p = problemOf<NormProblem>(k);
+    bool expRescale = p.algebra == "softmax" || p.algebra == "log_softmax";
+    // Without cache_row the finalize pass reads each row a second time, from a cache.
+    double secondPass = knobOf(k, "cache_row", 0) ? 0.0 : double(p.rows * p.len) * 4.0;
+    return rowStateShape(k, hw, flops, p.len, p.algebra == "welford", expRescale, secondPass);
+  }
+  int64_t registers(const kir::Kernel &k) const override {
+    return 18 + 2 * knobOf(k, "vec", 1) + 4 * knobOf(k, "cache_row", 0);
+  }
+};
+
+} // namespace
+
+const Recipe &onlineNormRecipe() {
+  static const OnlineNormRecipe recipe;
+  return recipe;
 }
 
 } // namespace aicf

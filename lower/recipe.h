@@ -1,0 +1,144 @@
+// A lowering recipe as one object (issue 16): what it lowers (op facts and the memory property
+// it requires of the anchor), how it builds the Kernel IR, its typed knobs, the candidate knob
+// sets the planner searches, and its share of the cost model (the traffic, FLOP and latency
+// shape of the work, its re-reads, its register estimate). Everything one recipe knows lives
+// in its file (lower/recipe_<name>.cpp); the registry (recipe_registry.cpp) lists them in
+// selection order, and the lowering picks one from the anchor's certified properties
+// (lower.cpp selectRecipe). The cost model (plan/cost_model.cpp) keeps only the generic terms.
+// The recipe's name is a printed label (plan.yaml `recipe:`, Kernel IR `recipe(...)`); no code
+// dispatches on it.
+#pragma once
+
+#include "ir/properties.h"
+#include "kir/kir.h"
+#include "lower/fusion.h"
+#include "lower/lower.h"
+#include "support/diagnostics.h"
+#include "target/hardware.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+namespace aicf {
+
+using KnobSet = std::map<std::string, int64_t>;
+
+// What the recipe does per unit of work, beyond the group's FLOPs and bytes: the work it
+// actually executes (tiles padded to full size), the bytes that come from a cache rather than
+// from where the data lives (re-reads), how well it uses the vector units, and the length of
+// the serial dependency chain each block walks.
+struct CostShape {
+  double flops = 0;        // executed, padding included
+  double rereadBytes = 0;  // served by a cache (tile re-reads, accumulator reloads)
+  int64_t rereadSet = 0;   // bytes the re-reads need resident to hit the cache
+  double vectorShare = 1;  // share of the vector lanes used (host) / of FMA peak (GPU)
+  double chainSteps = 0;   // serial dependent steps per block
+  double chainCycles = 4;  // latency of one step (cycles)
+  int64_t serialTiles = 1; // tile steps per block with a barrier (GPU latency term)
+  double scalarCycles = 0; // host: scalar work per block that does not vectorise (cycles)
+};
+
+class Recipe {
+public:
+  virtual ~Recipe() = default;
+
+  // The printed label ("tiled_contraction"); unique in the registry.
+  virtual const char *name() const = 0;
+
+  // --- what it requires ---
+  // Op facts: whether the recipe can lower a group with this anchor (nullptr: a group of
+  // elementwise nodes only).
+  virtual bool lowers(const Node *anchor) const = 0;
+  // The memory property the anchor's certificate must establish; nullopt: none (the recipe
+  // lowers by op facts alone).
+  virtual std::optional<MemProperty> requiredProperty() const { return std::nullopt; }
+  // True when the recipe is also its family's generic lowering: it lowers, in its plain form,
+  // an anchor whose certificate fails when no later recipe of the registry lowers it.
+  virtual bool genericFallback() const { return false; }
+
+  // --- build ---
+  // The kernel for `g`, named `name`, with `knobs` (missing knobs take the recipe's defaults
+  // for the plan target). Sets Kernel::recipe, Kernel::knobs and Kernel::problem.
+  virtual kir::Kernel build(const KernelGroup &g, const std::string &name,
+                            const Knobs &knobs) const = 0;
+  // `knobs` through the recipe's typed knobs struct and back (the names the recipe knows, with
+  // their values; unknown names dropped). The plan.yaml / printed form is the name -> int map.
+  virtual KnobSet canonicalKnobs(const KnobSet &knobs) const = 0;
+
+  // --- planning ---
+  // Candidate knob sets for the kernel `dflt` (built with the defaults), in a fixed order,
+  // structurally valid (TM divides BM, ...); whether one fits is the cost model's question.
+  virtual std::vector<KnobSet> candidates(const kir::Kernel &dflt, const Hardware &hw) const {
+    (void)dflt;
+    (void)hw;
+    return {};
+  }
+  // The recipe's cost shape of kernel `k` (which this recipe built) on `hw`; `flops` is the
+  // group's FLOPs.
+  virtual CostShape costShape(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw,
+                              int64_t flops) const = 0;
+  // Bytes re-read beyond each param once (tile re-reads that stream from memory).
+  virtual int64_t rereadBytes(const KernelGroup &g, const kir::Kernel &k) const {
+    (void)g;
+    (void)k;
+    return 0;
+  }
+  // Registers per thread on a GPU (calibrated against ptxas; bench-costmodel reports the error).
+  virtual int64_t registers(const kir::Kernel &k) const = 0;
+  // Independent loads a thread issues per step (tile copies many, flat loops one per vector).
+  virtual double loadsInFlight() const { return 2.0; }
+  // Host-only constraints beyond the generic ones ("tile working set ... > L2").
+  virtual std::vector<std::string> hostViolations(const CostShape &s, const Hardware &hw) const {
+    (void)s;
+    (void)hw;
+    return {};
+  }
+};
+
+// The registered recipes in selection order (recipe_registry.cpp; adding a recipe: one file
+// and one line there).
+const std::vector<const Recipe *> &recipeRegistry();
+
+// Why a recipe was chosen for a group.
+struct RecipeSelection {
+  const Recipe *recipe = nullptr;
+  std::string reason;    // "online_reducible_norm holds", "generic form: ... fails: ..."
+  bool fallback = false; // a required property failed: the family's generic lowering
+};
+
+// Picks the recipe for `g` from its anchor's op facts and certified properties (Node::props,
+// Node::certificates from annotate-properties): the first registered recipe that lowers the
+// anchor and whose required property holds; else the generic recipe of the family, with the
+// failed condition named. An anchor without certificates (annotate-properties did not run) is
+// lowered by op facts. Throws UserError naming the node when no recipe lowers it.
+RecipeSelection selectRecipe(const KernelGroup &g);
+
+// `k` with Kernel::recipe set to `label` when the build left it empty.
+kir::Kernel labelled(kir::Kernel k, const char *label);
+
+// The cost shape of a kernel that folds rows into a running state (reduction, online_norm):
+// each thread folds len / (threads · vec) elements into one state (a dependency chain), then
+// the threads' states merge. `welford`: the update divides (a long chain); `expRescale`: the
+// host update rescales by an exponential per element (softmax); `secondPassBytes`: a second
+// read of the rows served by a cache.
+CostShape rowStateShape(const kir::Kernel &k, const Hardware &hw, int64_t flops, int64_t len,
+                        bool welford, bool expRescale, double secondPassBytes);
+
+// A knob of a built kernel (Kernel::knobs), `dflt` when absent.
+int64_t knobOf(const kir::Kernel &k, const char *name, int64_t dflt = 0);
+
+// The typed problem description a recipe recorded on its kernel.
+template <class P>
+const P &problemOf(const kir::Kernel &k) {
+  const P *p = dynamic_cast<const P *>(k.problem.get());
+  if (!p)
+    throw InternalError(
+        cat("kernel ", k.name, " (", k.recipe, "): no ", typeid(P).name(), " problem description"));
+  return *p;
+}
+
+} // namespace aicf
