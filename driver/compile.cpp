@@ -99,6 +99,20 @@ bool hasAttention(const Graph &g) {
   return false;
 }
 
+// plan.yaml and --explain list the attention decisions in kernel order (the order of the groups
+// of `part`, the partition of `g`); the pass makes them in graph order.
+void inKernelOrder(std::vector<AttentionDecision> &decisions, const Partition &part,
+                   const Graph &g) {
+  std::map<int, size_t> rank; // attention node index -> its group's position
+  for (size_t i = 0; i < part.groups.size(); ++i)
+    if (const Node *a = part.groups[i].anchor; a && a->op() == Op::Attention)
+      rank[g.nodeIndex(a)] = i;
+  std::stable_sort(decisions.begin(), decisions.end(),
+                   [&](const AttentionDecision &x, const AttentionDecision &y) {
+                     return rank.at(x.nodeIndex) < rank.at(y.nodeIndex);
+                   });
+}
+
 // ---- The stages, in the order compileStages() runs them ----------------------------------------
 
 // Kernel groups: which nodes become one kernel (lower/fusion.h), with the cost model deciding
@@ -129,15 +143,7 @@ void chooseAttention(CompileState &s) {
   PassContext ctx;
   ctx.target = s.opts.target; // the properties as the default pipeline annotated them
   pm.run(*copy, ctx);
-  // plan.yaml and --explain list the decisions in kernel order: the partition's group order.
-  std::map<int, size_t> rank; // attention node index -> its group's position
-  for (size_t i = 0; i < s.part.groups.size(); ++i)
-    if (const Node *a = s.part.groups[i].anchor; a && a->op() == Op::Attention)
-      rank[s.graph->nodeIndex(a)] = i;
-  std::stable_sort(decisions.begin(), decisions.end(),
-                   [&](const AttentionDecision &x, const AttentionDecision &y) {
-                     return rank.at(x.nodeIndex) < rank.at(y.nodeIndex);
-                   });
+  inKernelOrder(decisions, s.part, *s.graph);
   bool materialized = false;
   for (AttentionDecision &d : decisions) {
     materialized = materialized || d.materialized;
@@ -338,6 +344,9 @@ void printSource(CompileState &s) {
 
 } // namespace
 
+// The stages of buildModel, listed once, in order (each function above says why it sits where it
+// does). After them writeArtifacts builds libmodel.so (host compiler or nvcc, ptxas' figures
+// recorded) and writes the output folder.
 const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
       {"partition", partition},

@@ -40,8 +40,9 @@ struct CompileOptions {
 };
 
 struct CompiledModel {
-  // The graph the kernels were built from when codegen rewrote it (an attention materialised
-  // by cost, plan/attention_choice.h); null when it is the caller's graph.
+  // The graph the kernels were built from when the driver rewrote a copy (an attention
+  // materialised by the choose-attention pass, passes/choose_attention.h); null when it is the
+  // caller's graph.
   std::shared_ptr<Graph> graph;
   Plan plan;
   // The distinct kernels, in the order of the first step calling each (steps whose kernels are
