@@ -1,14 +1,16 @@
-// See compile.h. The order of the steps is the partition's group order (a valid execution
-// order); buffers are created in a fixed order (inputs, weights, outputs, intermediates, views)
-// so ids and offsets are deterministic.
+// See compile.h. buildModel is the list of stages in compileStages(), each a short function
+// below with the reason it sits where it does; writeArtifacts then builds and writes.
 #include "driver/compile.h"
 
 #include "backend/cuda/cuda_build.h"
 #include "backend/cuda/cuda_printer.h"
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "kir/kir_pass.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
+#include "passes/choose_attention.h"
+#include "passes/pass.h"
 #include "plan/attention_choice.h"
 #include "plan/cost_model.h"
 #include "plan/memory_plan.h"
@@ -33,10 +35,6 @@ namespace fs = std::filesystem;
 namespace aicf {
 
 namespace {
-
-std::string valueLabel(const Value *v) {
-  return v->name().empty() ? cat("%", v->id()) : v->name();
-}
 
 std::string symbolFor(int index, const std::string &kind) {
   std::string s = cat("k", index, "_");
@@ -86,296 +84,302 @@ std::string planKey(const KernelGroup &grp) {
   return k;
 }
 
-} // namespace
+AttentionPolicy attentionPolicy(const std::string &choice) {
+  if (choice == "streaming")
+    return AttentionPolicy::Streaming;
+  if (choice == "materialized")
+    return AttentionPolicy::Materialized;
+  return AttentionPolicy::Cost;
+}
 
-CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
-  const Target target = opts.target.loaded(), planFor = opts.planFor.loaded();
-  const Hardware &hw = planFor.hw;
-  FusionOptions fo;
-  fo.rematCost = rematCostFor(hw);
-  Partition part = partitionGraph(input, fo);
-  PlannerOptions po;
-  po.planFor = planFor;
-  po.schedule = opts.schedule;
-  po.rank = opts.rank;
-  CompiledModel m;
-  Plan &p = m.plan;
+bool hasAttention(const Graph &g) {
+  for (const Node *n : g.nodes())
+    if (n->op() == Op::Attention)
+      return true;
+  return false;
+}
 
-  // Streaming or materialised attention (plan/attention_choice.h): materialised ones are
-  // rewritten on a copy of the graph, which is then partitioned again.
-  std::vector<int> materialize;
-  for (const KernelGroup &grp : part.groups) {
-    if (!grp.anchor || grp.anchor->op() != Op::Attention)
-      continue;
-    PlannerOptions best = po;
-    best.rank = 0; // a structural choice: made on each alternative's best schedules
-    AttentionDecision d = chooseAttention(grp, hw, best);
-    d.nodeIndex = input.nodeIndex(grp.anchor);
-    if (opts.attention == "streaming" && d.streamingUs >= 0)
-      d.materialized = false;
-    else if (opts.attention == "materialized" && d.materializedUs >= 0)
-      d.materialized = true;
-    if (d.materialized)
-      materialize.push_back(d.nodeIndex);
-    p.attention.push_back(std::move(d));
+// plan.yaml and --explain list the attention decisions in kernel order (the order of the groups
+// of `part`, the partition of `g`); the pass makes them in graph order.
+void inKernelOrder(std::vector<AttentionDecision> &decisions, const Partition &part,
+                   const Graph &g) {
+  std::map<int, size_t> rank; // attention node index -> its group's position
+  for (size_t i = 0; i < part.groups.size(); ++i)
+    if (const Node *a = part.groups[i].anchor; a && a->op() == Op::Attention)
+      rank[g.nodeIndex(a)] = i;
+  std::stable_sort(decisions.begin(), decisions.end(),
+                   [&](const AttentionDecision &x, const AttentionDecision &y) {
+                     return rank.at(x.nodeIndex) < rank.at(y.nodeIndex);
+                   });
+}
+
+// ---- The stages, in the order compileStages() runs them ----------------------------------------
+
+// Kernel groups: which nodes become one kernel (lower/fusion.h), with the cost model deciding
+// whether a shared elementwise group is recomputed in its consumers.
+void partition(CompileState &s) {
+  s.part = partitionGraph(*s.graph, s.fusion);
+}
+
+// Streaming or materialised attention: the choose-attention graph pass (passes/
+// choose_attention.h) priced by the planner (plan/attention_choice.h). It runs on a copy of the
+// graph under a pass manager, which verifies it; annotate-properties then gives the new nodes
+// their properties. The copy is kept, and partitioned again, only when an attention was
+// materialised; the caller's graph never changes.
+void chooseAttention(CompileState &s) {
+  if (!hasAttention(*s.graph))
+    return;
+  std::unique_ptr<Graph> copy = s.graph->clone();
+  PlannerOptions best = s.planner;
+  best.rank = 0; // a structural choice: made on each alternative's best schedules
+  std::vector<AttentionDecision> decisions;
+  ChooseAttentionOptions co;
+  co.policy = attentionPolicy(s.opts.attention);
+  co.cost = attentionCostFn(s.hw, best);
+  co.decisions = &decisions;
+  PassManager pm;
+  pm.add(createChooseAttentionPass(std::move(co)));
+  pm.add(createPass("annotate-properties"));
+  PassContext ctx;
+  ctx.target = s.target; // the properties as the default pipeline annotated them
+  pm.run(*copy, ctx);
+  inKernelOrder(decisions, s.part, *s.graph);
+  bool materialized = false;
+  for (AttentionDecision &d : decisions) {
+    materialized = materialized || d.materialized;
+    s.model.plan.attention.push_back(std::move(d));
   }
-  if (!materialize.empty()) {
-    m.graph = input.clone();
-    std::sort(materialize.rbegin(), materialize.rend()); // later nodes first: indices stay valid
-    for (int idx : materialize)
-      materializeAttention(*m.graph, idx);
-    part = partitionGraph(*m.graph, fo);
-  }
-  const Graph &g = m.graph ? *m.graph : input;
-  p.target = target;
-  p.planFor = planFor;
+  if (!materialized)
+    return;
+  s.model.graph = std::move(copy);
+  s.graph = s.model.graph.get();
+  partition(s);
+}
+
+// plan.yaml's header: what the plan was made for, and the partition's store-or-recompute
+// decisions.
+void describePlan(CompileState &s) {
+  Plan &p = s.model.plan;
+  const CompileOptions &opts = s.opts;
+  p.target = s.target;
+  p.planFor = s.planFor;
   p.cpuArch = opts.cpuArch;
-  if (!target.gpu())
+  if (!s.target.gpu())
     p.isa = hostIsaFeatures(opts.cpuArch);
-  p.hardware = hw.name;
-  p.hardwareSummary = hw.summary();
+  p.hardware = s.hw.name;
+  p.hardwareSummary = s.hw.summary();
   p.schedule = opts.schedule;
-  p.remat = part.remat;
+  p.remat = s.part.remat;
+}
 
-  std::map<const Value *, int> bufOf; // value -> buffer index
-  auto add = [&](const Value *v, BufferKind kind, const TensorType &t, std::string label) {
-    PlanBuffer b;
-    b.id = cat("b", p.buffers.size());
-    b.value = std::move(label);
-    b.dtype = t.dtype;
-    b.shape = t.shape;
-    b.kind = kind;
-    b.bytes = t.bytes();
-    p.buffers.push_back(b);
-    int idx = static_cast<int>(p.buffers.size()) - 1;
-    if (v)
-      bufOf[v] = idx;
-    return idx;
-  };
+// The buffers of the graph's values, before the steps name them (plan/memory_plan.h): a fixed
+// creation order keeps buffer ids and weight offsets deterministic.
+void valueBuffers(CompileState &s) {
+  s.buffers = createValueBuffers(s.model.plan, *s.graph, s.part.groups);
+}
 
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value *in = g.inputs()[i];
-    p.buffers[add(in, BufferKind::Input, in->type(), in->name())].ioIndex = static_cast<int>(i);
-    p.lowerBoundBytes += in->type().bytes();
-  }
-  int64_t woff = 0;
-  for (const Value *w : g.weights()) {
-    int b = add(w, BufferKind::Weight, w->type(), w->name());
-    p.buffers[b].offset = woff;
-    woff += alignUp(w->type().bytes(), 64);
-    p.lowerBoundBytes += w->type().bytes();
-    // Each weight is within the per-tensor limit, so checking the running total keeps it in int64.
-    if (woff > kMaxTotalBytes)
-      throw UserError(cat("the weights need more than ", kMaxTotalBytes,
-                          " bytes (1 TiB), the limit for weights.bin"));
-  }
-  p.weightsBytes = woff;
-
-  // Graph outputs: the producing kernel writes straight into the caller's buffer when the
-  // output's storage is a node result not claimed by another output; otherwise a copy step.
-  std::vector<std::pair<const Value *, int>> copies; // (source value, output buffer)
-  for (size_t k = 0; k < g.outputs().size(); ++k) {
-    const Value *y = g.outputs()[k];
-    const Value *s = storageOf(y);
-    p.lowerBoundBytes += y->type().bytes();
-    if (s->kind() == ValueKind::Result && !bufOf.count(s)) {
-      int b = add(s, BufferKind::Output, y->type(), y->name());
-      p.buffers[b].ioIndex = static_cast<int>(k);
-      if (y != s)
-        bufOf[y] = b;
-      continue;
-    }
-    int b = add(nullptr, BufferKind::Output, y->type(), y->name());
-    p.buffers[b].ioIndex = static_cast<int>(k);
-    copies.emplace_back(y, b);
-  }
-  // Intermediates and views.
-  for (const KernelGroup &grp : part.groups)
-    for (const Value *v : grp.outputs)
-      if (!bufOf.count(v))
-        add(v, BufferKind::Arena, v->type(), valueLabel(v));
-  std::function<int(const Value *)> bufferFor = [&](const Value *v) -> int {
-    auto it = bufOf.find(v);
-    if (it != bufOf.end())
-      return it->second;
-    const Value *s = storageOf(v);
-    AICF_CHECK(s != v, "value ", valueLabel(v), " has no buffer");
-    int src = bufferFor(s);
-    int b = add(v, BufferKind::Arena, v->type(), valueLabel(v));
-    p.buffers[b].kind =
-        p.buffers[src].kind == BufferKind::Output ? BufferKind::Arena : p.buffers[src].kind;
-    p.buffers[b].aliasOf =
-        p.buffers[src].aliasOf.empty() ? p.buffers[src].id : p.buffers[src].aliasOf;
-    return b;
-  };
-
-  // Steps.
-  std::vector<Lifetime> life;
-  std::unordered_map<std::string, int> index; // buffer id -> position (filled below)
-  auto touch = [&](int b, int step, bool def) {
-    const PlanBuffer &pb = p.buffers[b];
-    int owner = b;
-    if (!pb.aliasOf.empty())
-      owner = index.at(pb.aliasOf);
-    if (life.size() < p.buffers.size())
-      life.resize(p.buffers.size(), Lifetime{1 << 30, -1});
-    Lifetime &l = life[owner];
-    if (def)
-      l.def = std::min(l.def, step);
-    l.lastUse = std::max(l.lastUse, step);
-  };
-  // Identical kernels are emitted once: a step whose Kernel IR (its name aside) matches an
-  // earlier step's calls that step's symbol (the layers of a transformer share their kernels),
-  // and groups with equal plan keys share one schedule search.
+// The schedule of each group (plan/planner.h): the planner lowers every candidate of the recipe
+// to Kernel IR, prices it, and keeps the chosen kernel, so this stage is also the lowering.
+// Groups with equal plan keys share one search (the layers of a transformer).
+void plan(CompileState &s) {
   std::unordered_map<std::string, PlanDecision> searched; // planKey -> decision
-  std::unordered_map<std::string, std::string> emitted;   // kernel text -> symbol
-  for (size_t s = 0; s < part.groups.size(); ++s) {
-    const KernelGroup &grp = part.groups[s];
-    std::string name = symbolFor(static_cast<int>(s), grp.kind);
+  for (size_t i = 0; i < s.part.groups.size(); ++i) {
+    const KernelGroup &grp = s.part.groups[i];
+    std::string name = symbolFor(static_cast<int>(i), grp.kind);
     PlanDecision dec;
     kir::Kernel k;
     std::string key = planKey(grp);
     auto hit = searched.find(key);
     if (hit != searched.end()) {
       Knobs kn;
-      kn.planFor = po.planFor;
+      kn.planFor = s.planner.planFor;
       kn.values = hit->second.chosen.knobs;
       k = lowerGroup(grp, name, kn);
       if (k.knobs == hit->second.chosen.knobs)
         dec = hit->second;
       else // the recipe filled the knobs in differently: search this group on its own
-        k = planKernel(grp, name, hw, po, &dec);
+        k = planKernel(grp, name, s.hw, s.planner, &dec);
     } else {
-      k = planKernel(grp, name, hw, po, &dec);
+      k = planKernel(grp, name, s.hw, s.planner, &dec);
       searched.emplace(std::move(key), dec);
     }
+    s.groupKernels.push_back(std::move(k));
+    s.decisions.push_back(std::move(dec));
+  }
+}
+
+// Every lowered kernel is checked (structure, the SIMT rule) before any pass or printer sees
+// it, so an invalid kernel is blamed on its recipe.
+void verifyKernelIr(CompileState &s) {
+  for (const kir::Kernel &k : s.groupKernels) {
+    std::vector<std::string> errs = kir::verifyKernel(k);
+    if (errs.empty())
+      continue;
+    std::string all;
+    for (const std::string &e : errs)
+      all += "\n  " + e;
+    throw InternalError(cat("recipe ", k.recipe, " built an invalid kernel ", k.name, ":", all));
+  }
+}
+
+// The Kernel IR pipeline (kir/kir_pass.h: FuseReductionEpilogue) on every kernel, verified after
+// each pass that changed it. The cost model does not read what these passes change, so the
+// planner's prices stand.
+void kernelIrPasses(CompileState &s) {
+  kir::KernelPassManager pm;
+  kir::buildDefaultKernelPipeline(pm);
+  for (kir::Kernel &k : s.groupKernels)
+    pm.run(k);
+}
+
+// A plan step from group `grp`, its kernel and the planner's decision.
+PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
+                  const PlanDecision &dec) {
+  Plan &p = s.model.plan;
+  PlanStep st;
+  st.kind = grp.kind;
+  st.kindId = k.name;
+  st.recipe = k.recipe;
+  st.recipeReason = dec.recipeReason;
+  st.recipeFallback = dec.recipeFallback;
+  for (const Value *v : grp.inputs)
+    st.inputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
+  for (const Value *v : grp.outputs)
+    st.outputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
+  if (grp.anchor) {
+    for (const auto &[key, val] : grp.anchor->attrs)
+      st.attrs[key] = formatAttr(val);
+    for (MemProperty pr : grp.anchor->props.list())
+      st.properties.push_back(propertyName(pr));
+  }
+  for (const auto &[axis, extent] : k.grid)
+    st.grid.push_back(extent);
+  st.threads = k.threads;
+  for (const kir::BufferP &b : k.allocs)
+    if (b->scope == kir::Scope::Shared)
+      st.sharedBytes += b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
+  if (s.target.gpu())
+    st.dynamicSharedBytes = cudaDynamicSharedBytes(k, s.target.hw);
+  st.knobs = k.knobs;
+  const KernelCost &cost = dec.chosen.cost;
+  st.lowerBoundBytes = cost.lowerBoundBytes;
+  st.bytes = cost.bytes;
+  st.flops = cost.flops;
+  st.timeUs = cost.timeUs;
+  if (s.hw.gpu) {
+    st.occupancy = cost.occupancy.fraction;
+    st.registers = cost.registers;
+  }
+  st.search.candidates = dec.considered;
+  st.search.feasible = dec.feasible;
+  st.search.isDefault = dec.isDefault;
+  st.search.defaultUs = dec.defaults.cost.timeUs;
+  st.search.reason = dec.reason;
+  for (const auto *list : {&dec.runnersUp, &dec.rejected})
+    for (const Candidate &c : *list)
+      st.alternatives.push_back({c.knobs, c.cost.timeUs, c.rejected});
+  std::unordered_set<std::string> seenOrigins;
+  for (const Node *n : grp.nodes)
+    for (const std::string &o : n->loc.origins)
+      if (seenOrigins.insert(o).second)
+        st.origins.push_back(o);
+  return st;
+}
+
+// One plan step per group, in partition order (a valid execution order). Identical kernels are
+// emitted once: a step whose Kernel IR (its name aside) matches an earlier step's calls that
+// step's symbol (the layers of a transformer share their kernels).
+void planSteps(CompileState &s) {
+  Plan &p = s.model.plan;
+  std::unordered_map<std::string, std::string> emitted; // kernel text -> symbol
+  for (size_t i = 0; i < s.part.groups.size(); ++i) {
+    kir::Kernel &k = s.groupKernels[i];
+    std::string name = symbolFor(static_cast<int>(i), s.part.groups[i].kind);
     k.name.clear();
     std::string text = kir::printKernel(k);
     auto [same, fresh] = emitted.emplace(std::move(text), name);
     k.name = same->second;
-    PlanStep st;
-    st.kind = grp.kind;
-    st.kindId = k.name;
-    st.recipe = k.recipe;
-    st.recipeReason = dec.recipeReason;
-    st.recipeFallback = dec.recipeFallback;
-    for (const Value *v : grp.inputs)
-      st.inputs.push_back(p.buffers[bufferFor(v)].id);
-    for (const Value *v : grp.outputs)
-      st.outputs.push_back(p.buffers[bufferFor(v)].id);
-    if (grp.anchor) {
-      for (const auto &[key, val] : grp.anchor->attrs)
-        st.attrs[key] = formatAttr(val);
-      for (MemProperty pr : grp.anchor->props.list())
-        st.properties.push_back(propertyName(pr));
-    }
-    for (const auto &[axis, extent] : k.grid)
-      st.grid.push_back(extent);
-    st.threads = k.threads;
-    for (const kir::BufferP &b : k.allocs)
-      if (b->scope == kir::Scope::Shared)
-        st.sharedBytes += b->numel() * static_cast<int64_t>(dtypeSize(b->dtype));
-    if (target.gpu())
-      st.dynamicSharedBytes = cudaDynamicSharedBytes(k, target.hw);
-    st.knobs = k.knobs;
-    const KernelCost &cost = dec.chosen.cost;
-    st.lowerBoundBytes = cost.lowerBoundBytes;
-    st.bytes = cost.bytes;
-    st.flops = cost.flops;
-    st.timeUs = cost.timeUs;
-    if (hw.gpu) {
-      st.occupancy = cost.occupancy.fraction;
-      st.registers = cost.registers;
-    }
-    st.search.candidates = dec.considered;
-    st.search.feasible = dec.feasible;
-    st.search.isDefault = dec.isDefault;
-    st.search.defaultUs = dec.defaults.cost.timeUs;
-    st.search.reason = dec.reason;
-    for (const auto *list : {&dec.runnersUp, &dec.rejected})
-      for (const Candidate &c : *list)
-        st.alternatives.push_back({c.knobs, c.cost.timeUs, c.rejected});
-    p.predictedTimeUs += cost.timeUs;
-    std::unordered_set<std::string> seenOrigins;
-    for (const Node *n : grp.nodes)
-      for (const std::string &o : n->loc.origins)
-        if (seenOrigins.insert(o).second)
-          st.origins.push_back(o);
-    p.steps.push_back(std::move(st));
+    p.steps.push_back(makeStep(s, s.part.groups[i], k, s.decisions[i]));
+    p.predictedTimeUs += s.decisions[i].chosen.cost.timeUs;
     if (fresh)
-      m.kernels.push_back(std::move(k));
+      s.model.kernels.push_back(std::move(k));
   }
-  // --candidate-rank past every kernel's feasible schedules would silently plan the same as a
-  // smaller rank: refuse it (a kernel with fewer candidates than the rank takes its last one).
-  if (opts.schedule != "default" && opts.rank > 0 && !p.steps.empty()) {
-    int most = 0;
-    for (const PlanStep &st : p.steps)
-      most = std::max(most, st.search.feasible);
-    if (opts.rank >= most)
-      throw UserError(cat("--candidate-rank ", opts.rank, ": no kernel has that many feasible ",
-                          "schedules (the most is ", most, ": ranks 0..", most - 1, ")"),
-                      1);
-  }
-  for (const auto &[src, outBuf] : copies) {
-    PlanStep st;
-    st.kind = "copy";
-    st.recipe = "runtime";
-    st.inputs.push_back(p.buffers[bufferFor(src)].id);
-    st.outputs.push_back(p.buffers[outBuf].id);
-    st.bytes = st.lowerBoundBytes = 2 * src->type().bytes();
-    p.steps.push_back(std::move(st));
-  }
-  life.resize(p.buffers.size(), Lifetime{1 << 30, -1});
-  for (size_t i = 0; i < p.buffers.size(); ++i)
-    index[p.buffers[i].id] = static_cast<int>(i);
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    for (const std::string &id : p.steps[s].inputs)
-      touch(index[id], static_cast<int>(s), false);
-    for (const std::string &id : p.steps[s].outputs)
-      touch(index[id], static_cast<int>(s), true);
-  }
+  s.groupKernels.clear();
+}
 
-  // In place: a pointwise step may write its output over a same-typed arena input that dies
-  // at this step (each element is read before it is written, at the same index).
-  std::vector<int> shareWith(p.buffers.size(), -1);
-  for (size_t s = 0; s < part.groups.size(); ++s) {
-    PlanStep &st = p.steps[s];
-    if (st.recipe != "pointwise" || st.outputs.size() != 1)
-      continue;
-    int o = index[st.outputs[0]];
-    const PlanBuffer &ob = p.buffers[o];
-    if (ob.kind != BufferKind::Arena || !ob.aliasOf.empty())
-      continue;
-    for (const std::string &id : st.inputs) {
-      int i = index[id];
-      const PlanBuffer &ib = p.buffers[i];
-      if (ib.kind == BufferKind::Arena && ib.aliasOf.empty() && ib.dtype == ob.dtype &&
-          ib.shape == ob.shape && life[i].lastUse == static_cast<int>(s) &&
-          life[i].def < static_cast<int>(s) &&
-          std::count(st.inputs.begin(), st.inputs.end(), id) == 1) {
-        shareWith[o] = i;
-        st.inPlace = true;
-        break;
-      }
-    }
-  }
-  planArena(p, life, shareWith);
-  for (PlanBuffer &b : p.buffers)
-    if (!b.aliasOf.empty() && b.kind == BufferKind::Arena)
-      b.offset = p.buffers[index.at(b.aliasOf)].offset;
-  p.layout = layoutString(p);
+// --candidate-rank past every kernel's feasible schedules would silently plan the same as a
+// smaller rank: refuse it (a kernel with fewer candidates than the rank takes its last one).
+void checkCandidateRank(CompileState &s) {
+  const Plan &p = s.model.plan;
+  int rank = s.opts.rank;
+  if (s.opts.schedule == "default" || rank <= 0 || p.steps.empty())
+    return;
+  int most = 0;
+  for (const PlanStep &st : p.steps)
+    most = std::max(most, st.search.feasible);
+  if (rank >= most)
+    throw UserError(cat("--candidate-rank ", rank, ": no kernel has that many feasible ",
+                        "schedules (the most is ", most, ": ranks 0..", most - 1, ")"),
+                    1);
+}
 
-  if (target.gpu()) {
-    m.source = printCudaSource(m.kernels, target);
+// Output copies, liveness, in-place reuse and the arena (plan/memory_plan.h), on the steps.
+void memoryPlan(CompileState &s) {
+  planMemory(s.model.plan, s.buffers);
+}
+
+// The source: the kernels through the target's printer, then the runtime ABI's entry points.
+void printSource(CompileState &s) {
+  CompiledModel &m = s.model;
+  const std::string &layout = m.plan.layout;
+  if (s.target.gpu()) {
+    m.source = printCudaSource(m.kernels, s.target);
     m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n";
-    m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + p.layout + "\"; }\n";
-    return m;
+    m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + layout + "\"; }\n";
+    return;
   }
   m.source = printHostSource(m.kernels);
   m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n#include <omp.h>\n";
-  m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + p.layout + "\"; }\n";
+  m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + layout + "\"; }\n";
   m.source += "extern \"C\" void aicf_set_num_threads(int n) { omp_set_num_threads(n); }\n";
-  return m;
+}
+
+} // namespace
+
+// The stages of buildModel, listed once, in order (each function above says why it sits where it
+// does). After them writeArtifacts builds libmodel.so (host compiler or nvcc, ptxas' figures
+// recorded) and writes the output folder.
+const std::vector<CompileStage> &compileStages() {
+  static const std::vector<CompileStage> stages = {
+      {"partition", partition},
+      {"choose-attention", chooseAttention},
+      {"describe-plan", describePlan},
+      {"value-buffers", valueBuffers},
+      {"plan", plan},
+      {"verify-kernel-ir", verifyKernelIr},
+      {"kernel-ir-passes", kernelIrPasses},
+      {"plan-steps", planSteps},
+      {"check-candidate-rank", checkCandidateRank},
+      {"memory-plan", memoryPlan},
+      {"print", printSource},
+  };
+  return stages;
+}
+
+CompileState::CompileState(const Graph &in, const CompileOptions &o)
+    : input(in), opts(o), target(o.target.loaded()), planFor(o.planFor.loaded()), hw(planFor.hw),
+      graph(&in) {
+  fusion.rematCost = rematCostFor(hw);
+  planner.planFor = planFor;
+  planner.schedule = o.schedule;
+  planner.rank = o.rank;
+}
+
+CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
+  CompileState s(input, opts);
+  for (const CompileStage &stage : compileStages())
+    stage.run(s);
+  return std::move(s.model);
 }
 
 Plan compileCudaModel(const CompiledModel &m, const std::string &dir, std::string *ptxasReport) {
@@ -555,8 +559,6 @@ void printPlanReport(std::ostream &os, const Plan &p) {
       os << "    " << (a.rejected.empty() ? "runner-up " : "rejected  ") << knobText(a.knobs)
          << ": " << line << " us" << (a.rejected.empty() ? "" : " — " + a.rejected) << "\n";
     }
-    if (!st.recipeReason.empty())
-      os << "    recipe " << st.recipe << ": " << st.recipeReason << "\n";
   }
 }
 

@@ -1,6 +1,10 @@
-// From the rewritten graph to the output folder (DESIGN.md §6, §7):
-//   partition into kernel groups -> lower each to Kernel IR (recipes) -> memory plan -> print
-//   host C++ -> compile libmodel.so -> write weights.bin and plan.yaml.
+// From the rewritten graph to the output folder (DESIGN.md §6, §7), as named stages listed once
+// (compileStages, driver/compile.cpp, the way passes/pipeline.cpp lists the graph passes):
+//   partition into kernel groups -> choose streaming or materialised attention (a graph pass)
+//   -> plan each group (the planner lowers every candidate to Kernel IR and keeps the cheapest)
+//   -> verify the Kernel IR -> Kernel IR passes (FuseReductionEpilogue) -> plan steps -> memory
+//   plan -> print host C++ or CUDA; then writeArtifacts builds libmodel.so and writes
+//   weights.bin and plan.yaml.
 // The folder is written atomically: everything goes to a temporary sibling folder that is
 // renamed into place only when complete, so a failed compile leaves nothing that looks valid.
 // An existing OUT is replaced only when aicf wrote it (support/output_folder.h).
@@ -8,7 +12,10 @@
 
 #include "ir/graph.h"
 #include "kir/kir.h"
+#include "lower/fusion.h"
+#include "plan/memory_plan.h"
 #include "plan/plan.h"
+#include "plan/planner.h"
 #include "target/target.h"
 
 #include <functional>
@@ -37,8 +44,9 @@ struct CompileOptions {
 };
 
 struct CompiledModel {
-  // The graph the kernels were built from when codegen rewrote it (an attention materialised
-  // by cost, plan/attention_choice.h); null when it is the caller's graph.
+  // The graph the kernels were built from when the driver rewrote a copy (an attention
+  // materialised by the choose-attention pass, passes/choose_attention.h); null when it is the
+  // caller's graph.
   std::shared_ptr<Graph> graph;
   Plan plan;
   // The distinct kernels, in the order of the first step calling each (steps whose kernels are
@@ -47,8 +55,38 @@ struct CompiledModel {
   std::string source; // kernels.cpp (host) or kernels.cu (CUDA targets)
 };
 
-// Partitions, lowers and plans memory; no files are touched.
+// Partitions, lowers and plans memory (runs compileStages() in order); no files are touched.
 CompiledModel buildModel(const Graph &g, const CompileOptions &opts);
+
+// What the stages of buildModel hand each other.
+struct CompileState {
+  CompileState(const Graph &input, const CompileOptions &opts);
+  CompileState(const CompileState &) = delete; // `fusion` holds a reference to `hw`
+  CompileState &operator=(const CompileState &) = delete;
+
+  const Graph &input;
+  const CompileOptions &opts;
+  Target target;  // opts.target with its hardware description loaded
+  Target planFor; // opts.planFor likewise: whose plan the kernels follow
+  Hardware hw;    // planFor.hw: the description planned for
+  FusionOptions fusion;
+  PlannerOptions planner;
+  const Graph *graph = nullptr; // the graph compiled: `input`, or model.graph once rewritten
+  Partition part;               // of *graph
+  ValueBuffers buffers;         // value -> plan buffer (plan/memory_plan.h)
+  // Per kernel group, in partition order: the planned kernel and the planner's decision.
+  std::vector<kir::Kernel> groupKernels;
+  std::vector<PlanDecision> decisions;
+  CompiledModel model;
+};
+
+struct CompileStage {
+  const char *name; // "partition", "choose-attention", ...
+  void (*run)(CompileState &);
+};
+
+// The stages of buildModel, in order (driver/compile.cpp lists them with their reasons).
+const std::vector<CompileStage> &compileStages();
 
 // Writes OUT/{kernels.cpp | kernels.cu, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name
 // -> contents: graph.mcir, explain.yaml, report.txt) atomically, with the .aicf-output marker.

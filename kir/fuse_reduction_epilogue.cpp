@@ -371,6 +371,7 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     if (epi.kind != Stmt::Kind::Store)
       throw Rejected{
           cat(acc->name, " is first read by a ", kindWord(epi), ", not by an epilogue store")};
+    out.hasEpilogue = true;
     for (const E &i : epi.indices)
       if (countLoads(i, acc))
         throw Rejected{cat(acc->name, " is read in the index of the epilogue store")};
@@ -606,7 +607,8 @@ bool FuseReductionEpilogueResult::applied() const {
                      [](const ReductionEpilogueOutcome &o) { return o.applied; });
 }
 
-FuseReductionEpilogueResult fuseReductionEpilogue(kir::Kernel &k, bool annotate) {
+FuseReductionEpilogueResult fuseReductionEpilogue(kir::Kernel &k, bool annotate,
+                                                  bool onlyWithEpilogue) {
   // Candidates first (the rewrites below change the tree), as the owning pointers.
   std::vector<Candidate> cands;
   std::function<void(const std::vector<StmtP> &)> collect = [&](const std::vector<StmtP> &list) {
@@ -622,6 +624,8 @@ FuseReductionEpilogueResult fuseReductionEpilogue(kir::Kernel &k, bool annotate)
   FuseReductionEpilogueResult res;
   for (const Candidate &c : cands) {
     ReductionEpilogueOutcome o = fuseOne(k, c);
+    if (onlyWithEpilogue && !o.hasEpilogue)
+      continue;
     if (annotate) {
       Path q;
       AICF_CHECK(findPath(k.body, nullptr, false, c.reduce.get(), q), "reduction not found");

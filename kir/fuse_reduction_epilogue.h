@@ -37,7 +37,11 @@ namespace aicf {
 struct ReductionEpilogueOutcome {
   std::string accumulator; // buffer name
   bool applied = false;
-  std::string reason;       // applied: what changed; rejected: the condition that failed
+  std::string reason; // applied: what changed; rejected: the condition that failed
+  // Whether a store reads the accumulator after the reduction (an epilogue to consider). A
+  // reduction consumed only otherwise (a contraction without additive terms reads C into its
+  // final region through a decl) has nothing to fuse.
+  bool hasEpilogue = false;
   std::string text() const; // "FuseReductionEpilogue(acc): applied: ..." / "... rejected: ..."
 };
 
@@ -49,7 +53,10 @@ struct FuseReductionEpilogueResult {
 };
 
 // Runs the pass over `k` in place. With `annotate`, a Comment with each outcome's text is
-// inserted before its reduction, so the printed Kernel IR shows what happened and why.
-FuseReductionEpilogueResult fuseReductionEpilogue(kir::Kernel &k, bool annotate = true);
+// inserted before its reduction, so the printed Kernel IR shows what happened and why. With
+// `onlyWithEpilogue`, reductions without an epilogue store are left out of the outcomes (and
+// not annotated): the Kernel IR pipeline runs on every kernel and notes only real candidates.
+FuseReductionEpilogueResult fuseReductionEpilogue(kir::Kernel &k, bool annotate = true,
+                                                  bool onlyWithEpilogue = false);
 
 } // namespace aicf

@@ -17,7 +17,10 @@ public:
     return "move an additive epilogue (bias, residual) into the reduction's init";
   }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
-    FuseReductionEpilogueResult r = fuseReductionEpilogue(k, /*annotate=*/true);
+    // Only reductions with an epilogue store are noted: the pass runs on every kernel, and a
+    // reduction whose result goes straight into its final region has nothing to fuse.
+    FuseReductionEpilogueResult r =
+        fuseReductionEpilogue(k, /*annotate=*/true, /*onlyWithEpilogue=*/true);
     for (const ReductionEpilogueOutcome &o : r.outcomes)
       notes.push_back(o.text());
     return !r.outcomes.empty(); // annotations change the kernel even when nothing applied
@@ -52,6 +55,12 @@ std::unique_ptr<KernelPass> createKernelPass(const std::string &name) {
 
 std::vector<std::string> allKernelPassNames() {
   return {"fuse-reduction-epilogue"};
+}
+
+bool runDefaultKernelPipeline(Kernel &k, std::vector<std::string> *notes) {
+  KernelPassManager pm;
+  buildDefaultKernelPipeline(pm);
+  return pm.run(k, notes);
 }
 
 void buildDefaultKernelPipeline(KernelPassManager &pm) {

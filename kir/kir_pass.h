@@ -43,5 +43,8 @@ std::vector<std::string> allKernelPassNames();
 
 // The Kernel IR pipeline the compile driver runs on every lowered kernel, listed once.
 void buildDefaultKernelPipeline(KernelPassManager &pm);
+// Runs that pipeline on `k`: for tools and tests that lower kernels outside the driver and
+// want the kernel the driver would print.
+bool runDefaultKernelPipeline(Kernel &k, std::vector<std::string> *notes = nullptr);
 
 } // namespace aicf::kir

@@ -35,6 +35,9 @@ const PassEntry kPasses[] = {
     // Fusion and properties
     {"fold-batch-norm", createFoldBatchNormPass},
     {"fuse-epilogue", createFuseEpiloguePass},
+    // A codegen choice on the graph: the compile driver runs it with the planner's cost callback
+    // after the default pipeline, then annotate-properties again (passes/choose_attention.h)
+    {"choose-attention", createChooseAttentionPass},
     {"annotate-properties", createAnnotatePropertiesPass},
 };
 

@@ -27,6 +27,7 @@
 
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "kir/kir_pass.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
 #include "passes/pass.h"
@@ -99,6 +100,7 @@ void prepare(HostCase &c, size_t index, const fs::path &scratch) {
       what = cat("group ", g.id, " (", g.kind, "): "); // recipeFor may throw
       what = cat("group ", g.id, " (", g.kind, ", ", recipeFor(g), "): ");
       c.kernels.push_back(lowerGroup(g, cat("t", index, "_k", g.id), knobs));
+      kir::runDefaultKernelPipeline(c.kernels.back()); // as the driver does (kir/kir_pass.h)
       std::vector<std::string> errs = kir::verifyKernel(c.kernels.back());
       if (!errs.empty())
         return c.fail("verify", what + errs.front());

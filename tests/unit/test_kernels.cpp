@@ -25,6 +25,7 @@
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "kir/kir_pass.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
 #include "model_dirs.h"
@@ -147,6 +148,7 @@ Lowered lowerAll(const Partition &p, const Knobs &knobs, const std::string &pref
       continue;
     }
     kir::Kernel k = lowerGroup(g, cat(prefix, "k", g.id), knobs);
+    kir::runDefaultKernelPipeline(k); // as the driver does (kir/kir_pass.h)
     std::vector<std::string> errs = kir::verifyKernel(k);
     CHECK_MESSAGE(errs.empty(), "group ", g.id, " (", g.kind, ", ", recipe, "): ", joined(errs));
     out.kernelOf.push_back(static_cast<int>(out.kernels.size()));

@@ -22,6 +22,7 @@
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "kir/fuse_reduction_epilogue.h"
+#include "kir/kir_pass.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
 #include "support/diagnostics.h"
@@ -402,6 +403,7 @@ struct Suite {
           knobs.planFor = Target::parseSpec(p.planFor);
           knobs.values = p.knobs;
           b.kernels.push_back(lowerGroup(b.groups[0], b.kernelName, knobs));
+          kir::runDefaultKernelPipeline(b.kernels[0]); // as the driver does (kir/kir_pass.h)
           std::vector<std::string> errs = kir::verifyKernel(b.kernels[0]);
           if (!errs.empty())
             b.error = "verifyKernel:\n" + joined(errs);
@@ -432,6 +434,7 @@ struct Suite {
         knobs.planFor = Target::parseSpec(planFor);
         for (size_t i = 0; i < b.groups.size(); ++i) {
           b.kernels.push_back(lowerGroup(b.groups[i], cat(b.kernelName, "_", i), knobs));
+          kir::runDefaultKernelPipeline(b.kernels.back());
           std::vector<std::string> errs = kir::verifyKernel(b.kernels.back());
           if (!errs.empty())
             b.error = "verifyKernel:\n" + joined(errs);
