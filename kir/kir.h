@@ -221,8 +221,10 @@ struct Kernel {
   std::map<std::string, int64_t> extents;
 };
 
-// Text form for goldens and --emit kernels (deterministic).
+// Text form for goldens and --emit kernels (deterministic); kir/kir_parser.h reads it back.
 std::string printKernel(const Kernel &k);
+// One expression as printKernel spells it ("p0[mt * 8 + ar, k0 + ac]").
+std::string printExpr(const E &e);
 
 // Checks structure and the SIMT rule; returns every violation as "kernel NAME: message".
 std::vector<std::string> verifyKernel(const Kernel &k);

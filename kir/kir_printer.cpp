@@ -254,6 +254,10 @@ public:
 
 } // namespace
 
+std::string printExpr(const E &e) {
+  return ex(e);
+}
+
 std::string printKernel(const Kernel &k) {
   Printer p;
   std::string head = "kernel @" + k.name;
