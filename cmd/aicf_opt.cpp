@@ -365,12 +365,14 @@ private:
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"aicf-opt: parse Graph IR or Kernel IR text, run passes, print the result"};
+  CLI::App app{
+      "aicf-opt: parse Graph IR text, run passes, print the result (Kernel IR: a .kir file "
+      "and --kir-passes)"};
   Flags flags;
   std::string passList;
   for (const std::string &n : allPassNames())
     passList += (passList.empty() ? "" : ", ") + n;
-  app.add_option("input", flags.input, "input .mcir file ('-' for stdin)")->required();
+  app.add_option("input", flags.input, "input .mcir or .kir file ('-' for stdin)")->required();
   app.add_option("-o,--output", flags.output, "write the IR here instead of stdout");
   app.add_option("--passes", flags.passes, "passes to run, in order (known: " + passList + ")")
       ->delimiter(',');
