@@ -1,21 +1,32 @@
-// aicf-opt: the Graph IR driver for tests and debugging (like mlir-opt). Parses a .mcir file,
-// runs the named passes (none by default) and prints the resulting IR.
+// aicf-opt: the IR driver for tests and debugging (like mlir-opt). Parses a .mcir file, runs
+// the named passes (none by default) and prints the resulting IR; or parses a .kir file (Kernel
+// IR, kir/kir_parser.h), runs the named Kernel IR passes and prints the resulting kernels.
 //
-//   aicf-opt FILE.mcir [--passes=a,b] [--print-ir-before=P|all] [--print-ir-after=P|all]
-//            [--pass-timing] [--split-input-file] [--verify-diagnostics] [-o OUT]
+//   aicf-opt FILE.mcir [--passes=a,b] [--pipeline] [--print-ir-before=P|all]
+//            [--print-ir-after=P|all] [--pass-timing] [--split-input-file]
+//            [--verify-diagnostics] [-o OUT]
 //            [--target cpu|cuda:sm_XX] [--hardware NAME|FILE.yaml]
+//            [--lower [--schedule cost|default]]
+//   aicf-opt FILE.kir [--kir-passes=a,b] [--split-input-file] [--verify-diagnostics] [-o OUT]
 //
-// A file may hold several graphs separated by lines "// -----"; each is processed and the
-// results are printed separated the same way. With --split-input-file an error in one part is
-// reported and the next part still runs (the worst part's exit code at the end).
-// --verify-diagnostics checks the errors against `// expected-error@+N {{text}}` comments
+// --lower prints, instead of the graph, the Kernel IR of its kernels as `aicfc --emit kernels`
+// does (driver/compile.h buildModel: partition, lower each group by its recipe with the planned
+// knobs, or the recipes' defaults with --schedule default), one kernel per group kind.
+// Kernel IR input: a file ending in .kir, or --kir (for stdin); it may hold several kernels.
+// A file may hold several graphs (or groups of kernels) separated by lines "// -----"; each is
+// processed and the results are printed separated the same way. With --split-input-file an
+// error in one part is reported and the next part still runs (the worst part's exit code at the
+// end). --verify-diagnostics checks the errors against `// expected-error@+N {{text}}` comments
 // instead of failing on them (exit 2 when they disagree).
 // Errors: "error: ..." on stderr; exit codes as for every tool (README "Exit codes"): 1 for the
 // command line (unknown flag or pass, unreadable input, unwritable -o), 2 for bad IR, 3 only for
 // internal errors.
+#include "driver/compile.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "kir/kir_parser.h"
+#include "kir/kir_pass.h"
 #include "passes/explain.h"
 #include "passes/pass.h"
 #include "passes/verify_passes.h"
@@ -48,6 +59,10 @@ struct Flags {
   bool explain = false;
   bool verifyPasses = false;
   std::string target = "cpu";
+  bool kir = false; // Kernel IR input (also: a file ending in .kir)
+  std::vector<std::string> kirPasses;
+  bool lower = false;
+  std::string schedule = "cost";
   std::string hardware;
 };
 
@@ -157,6 +172,7 @@ public:
     target_ = Target::parseSpec(flags_.target);
     if (!flags_.hardware.empty())
       target_.loadHardware(flags_.hardware);
+    checkKernelIrFlags();
     std::string text = readInput(flags_.input);
     std::vector<SourceChunk> chunks = splitInputChunks(text);
     if (chunks.empty())
@@ -191,7 +207,44 @@ public:
   }
 
 private:
+  bool kirInput() const {
+    const std::string &in = flags_.input;
+    return flags_.kir || (in.size() > 4 && in.compare(in.size() - 4, 4, ".kir") == 0);
+  }
+
+  // Graph flags with Kernel IR input (and the reverse) are command-line errors, as are unknown
+  // Kernel IR passes.
+  void checkKernelIrFlags() const {
+    if (kirInput()) {
+      const char *graphOnly = !flags_.passes.empty()   ? "--passes"
+                              : flags_.defaultPipeline ? "--pipeline"
+                              : flags_.lower           ? "--lower"
+                              : flags_.explain         ? "--explain"
+                              : flags_.verifyPasses    ? "--verify-passes"
+                                                       : nullptr;
+      if (graphOnly)
+        throw UserError(cat(graphOnly, " takes Graph IR input (.mcir); ", flags_.input,
+                            " is Kernel IR (run Kernel IR passes with --kir-passes)"),
+                        1);
+    } else if (!flags_.kirPasses.empty()) {
+      throw UserError("--kir-passes takes Kernel IR input (a .kir file, or --kir for stdin)", 1);
+    }
+    std::vector<std::string> known = kir::allKernelPassNames();
+    for (const std::string &n : flags_.kirPasses)
+      if (std::find(known.begin(), known.end(), n) == known.end()) {
+        std::string list;
+        for (const std::string &k : known)
+          list += (list.empty() ? "" : ", ") + k;
+        throw UserError(cat("unknown Kernel IR pass '", n, "' in --kir-passes (known: ", list, ")"),
+                        1);
+      }
+  }
+
   void processChunk(const SourceChunk &chunk) {
+    if (kirInput()) {
+      emitKernels(runKernelPasses(kir::parseKernels(chunk.text, flags_.input, chunk.firstLine)));
+      return;
+    }
     std::unique_ptr<Graph> g = parseGraphChunk(chunk, flags_.input);
     runPasses(*g);
     emit(*g);
@@ -199,6 +252,16 @@ private:
 
   // --verify-diagnostics: parse and verification errors are collected with their lines.
   void processChunkCollecting(const SourceChunk &chunk, std::vector<ProducedError> &produced) {
+    if (kirInput()) {
+      try {
+        emitKernels(runKernelPasses(kir::parseKernels(chunk.text, flags_.input, chunk.firstLine)));
+      } catch (const ParseError &e) {
+        produced.push_back({e.pos().line, e.what()});
+      } catch (const UserError &e) {
+        produced.push_back({0, e.what()});
+      }
+      return;
+    }
     std::unique_ptr<Graph> g;
     try {
       g = parseGraphChunk(chunk, flags_.input, /*verify=*/false);
@@ -252,7 +315,33 @@ private:
     }
   }
 
+  // Each kernel goes through the --kir-passes in order, verified after each pass that changed
+  // it (kir::KernelPassManager); the passes' own notes are in the kernels as comments.
+  std::vector<kir::Kernel> runKernelPasses(std::vector<kir::Kernel> ks) const {
+    kir::KernelPassManager pm;
+    for (const std::string &name : flags_.kirPasses)
+      pm.add(kir::createKernelPass(name));
+    for (kir::Kernel &k : ks)
+      pm.run(k);
+    return ks;
+  }
+
+  void emitKernels(const std::vector<kir::Kernel> &ks) {
+    ++emitted_;
+    std::string text;
+    for (size_t i = 0; i < ks.size(); ++i)
+      text += (i ? "\n" : "") + kir::printKernel(ks[i]);
+    write(text);
+  }
+
   void emit(const Graph &g) {
+    if (flags_.lower) {
+      CompileOptions opts;
+      opts.target = opts.planFor = target_;
+      opts.schedule = flags_.schedule;
+      emitKernels(buildModel(g, opts).kernels);
+      return;
+    }
     ++emitted_;
     write(printGraph(g));
   }
@@ -283,12 +372,14 @@ private:
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"aicf-opt: parse Graph IR text, run passes, print the result"};
+  CLI::App app{
+      "aicf-opt: parse Graph IR text, run passes, print the result (Kernel IR: a .kir file "
+      "and --kir-passes)"};
   Flags flags;
   std::string passList;
   for (const std::string &n : allPassNames())
     passList += (passList.empty() ? "" : ", ") + n;
-  app.add_option("input", flags.input, "input .mcir file ('-' for stdin)")->required();
+  app.add_option("input", flags.input, "input .mcir or .kir file ('-' for stdin)")->required();
   app.add_option("-o,--output", flags.output, "write the IR here instead of stdout");
   app.add_option("--passes", flags.passes, "passes to run, in order (known: " + passList + ")")
       ->delimiter(',');
@@ -313,6 +404,20 @@ int main(int argc, char **argv) {
                  "the target's hardware description, whose limits the checks read: a100 | h100 | "
                  "h200 | rtx3090 | rtx4090 | FILE.yaml (default: the target arch's; the detected "
                  "host CPU for cpu)");
+  std::string kirPassList;
+  for (const std::string &n : kir::allKernelPassNames())
+    kirPassList += (kirPassList.empty() ? "" : ", ") + n;
+  app.add_flag("--kir", flags.kir, "the input is Kernel IR (implied by a .kir file name)");
+  app.add_option("--kir-passes", flags.kirPasses,
+                 "Kernel IR passes to run on each kernel, in order (known: " + kirPassList + ")")
+      ->delimiter(',');
+  app.add_flag(
+      "--lower", flags.lower,
+      "print the graph's kernels (Kernel IR, as aicfc --emit kernels) instead of the graph");
+  app.add_option("--schedule", flags.schedule,
+                 "with --lower: the planner's knobs (cost) or the recipes' defaults (default)")
+      ->check(CLI::IsMember({"cost", "default"}))
+      ->capture_default_str();
   app.add_flag("--split-input-file", flags.split,
                "process each '// -----' part separately, continuing after errors");
   app.add_flag("--verify-diagnostics", flags.verifyDiagnostics,

@@ -227,7 +227,7 @@ struct Kernel {
   std::shared_ptr<const ProblemFacts> problem;
 };
 
-// Text form for goldens and --emit kernels (deterministic).
+// Text form for goldens and --emit kernels (deterministic); kir/kir_parser.h reads it back.
 std::string printKernel(const Kernel &k);
 // One expression in that text form ("max(acc[t, q] + C[q, t], 0.0)"), e.g. for diagnostics.
 // `f32Values`: f32 constants as the f32 value computed with ("0.35", not the stored double
@@ -241,6 +241,8 @@ bool exprEqual(const ExprP &a, const ExprP &b);
 // empty); unchanged subtrees are shared, not copied.
 E rewriteExpr(const E &e, const std::map<std::string, std::string> &rename,
               const BufferP &from = {}, const BufferP &to = {});
+// One expression as printKernel spells it ("p0[mt * 8 + ar, k0 + ac]").
+std::string printExpr(const E &e);
 
 // Checks structure and the SIMT rule; returns every violation as "kernel NAME: message".
 std::vector<std::string> verifyKernel(const Kernel &k);

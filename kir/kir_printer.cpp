@@ -277,6 +277,10 @@ std::string exprStr(const E &e, bool f32Values) {
   return ExprPrinter{f32Values}.print(e.get()).text;
 }
 
+std::string printExpr(const E &e) {
+  return ex(e);
+}
+
 std::string printKernel(const Kernel &k) {
   Printer p;
   std::string head = "kernel @" + k.name;

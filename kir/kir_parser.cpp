@@ -1,0 +1,968 @@
+// The Kernel IR text parser (kir_parser.h); the printer, kir_printer.cpp, writes the same format.
+//
+// Grammar (whitespace and newlines are not significant; `//` starts a comment to end of line and
+// is skipped; `#` starts a Comment statement, kept in the kernel):
+//   kernel   := 'kernel' '@' NAME ['recipe' '(' NAME ')'] 'grid' '(' [axis {',' axis}] ')'
+//               'block' '(' NAME ':' INT ')' ['knobs' '{' [knob {',' knob}] '}']
+//               '(' [param {',' param}] ')' '{' {alloc} {stmt} '}'
+//   axis     := NAME ':' INT            knob := NAME '=' INT
+//   param    := NAME ':' SCOPE type ROLE       SCOPE := global | shared | local
+//   alloc    := SCOPE NAME ':' type            ROLE  := in | out | temp
+//   type     := DTYPE '[' [INT {',' INT}] ']'
+//   stmt     := '{' {stmt} '}'
+//             | 'for' range ['unroll' | 'vectorize'] '{' {stmt} '}'
+//             | 'region' NAME '{' {stmt} '}'
+//             | 'if' expr '{' {stmt} '}' ['else' '{' {stmt} '}']
+//             | 'reduce' range '{' 'init' '{' {stmt} '}' 'update' '{' {stmt} '}' '}'
+//             | 'var' NAME ':' DTYPE '=' expr  |  NAME '=' expr  |  NAME '[' [exprs] ']' '=' expr
+//             | 'barrier'  |  '#' text to end of line
+//             | 'block_reduce' NAME '(' NAMES ')' '->' '(' NAMES ')' '{' {combine} '}'
+//             | 'mma_tile' NAME '+=' NAME 'x' NAME
+//                 '(' 'm' '=' INT ',' 'n' '=' INT ',' 'k' '=' INT ',' 'tm' '=' INT ',' 'tn' '=' INT
+//                 ')'
+//   range    := NAME 'in' expr '..' expr ['step' INT]      (begin .. begin + extent)
+//   combine  := 'let' NAME '=' expr  |  FIELD ':' DTYPE '=' expr   (field i's merged value)
+//   expr     := binary expressions with C precedence: || && (== !=) (< <= > >=) (+ -) (* / %),
+//               unary - and !, primaries: INT, FLOAT (inf, nan), NAME, NAME '[' [exprs] ']',
+//               FN '(' exprs ')' for FN in abs exp log sqrt rsqrt tanh erf sigmoid floor ceil
+//               round sin cos sign neg not min max pow select, DTYPE '(' expr ')' (a cast; a
+//               float literal inside makes a constant of that dtype: f16(0.5)), '(' expr ')'.
+// Keywords are keywords only where a statement starts and the next token is not '=' or '[', so
+// a scalar may still be named like one.
+//
+// Types come from declarations, as the builders (kir.cpp) compute them: grid axes, the thread
+// var and loop vars are i64, a `var` has its declared dtype, a combiner sees a_FIELD and b_FIELD
+// with the field's dtype and its lets; a load widens f16/bf16 to f32. A name is looked up in the
+// scopes the verifier uses (a loop's var in its body, a region's scalars in the region, an init's
+// declarations after the reduce...), so a name used out of scope is an error at its position.
+// A loop's end prints as begin + extent; the parser takes the extent back from that sum (the
+// right operand when the end is `begin + X`, else end - begin), so the loop keeps its meaning
+// and prints back as it was written.
+//
+// Bounded: nesting deeper than kMaxDepth (statements and expressions together) is an error,
+// every token consumes input, and numbers are range-checked.
+#include "kir/kir_parser.h"
+
+#include "support/diagnostics.h"
+
+#include <charconv>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace aicf::kir {
+
+namespace {
+
+constexpr int kMaxDepth = 200;
+
+enum class Tok {
+  Eof,
+  Ident,
+  Global, // @name
+  Int,    // digits (no sign; the parser folds a leading '-')
+  Float,  // digits with '.' or an exponent
+  Comment,
+  LParen,
+  RParen,
+  LBracket,
+  RBracket,
+  LBrace,
+  RBrace,
+  Comma,
+  Colon,
+  Equal,
+  DotDot,
+  Arrow,
+  PlusEq,
+  Plus,
+  Minus,
+  Star,
+  Slash,
+  Percent,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  EqEq,
+  Ne,
+  AndAnd,
+  OrOr,
+  Bang,
+};
+
+struct Token {
+  Tok kind = Tok::Eof;
+  std::string text; // Comment: the text after "# "
+  int line = 0;
+  int col = 0;
+};
+
+bool isDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool isIdentStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool isIdentChar(char c) {
+  return isIdentStart(c) || isDigit(c);
+}
+
+// Printable form of a piece of input for messages: short, ASCII, escapes for anything else.
+std::string excerpt(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == 40) {
+      out += "...";
+      break;
+    }
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char *hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    }
+  }
+  return out;
+}
+
+std::string describe(const Token &t) {
+  switch (t.kind) {
+  case Tok::Eof: return "end of file";
+  case Tok::Global: return "'@" + excerpt(t.text) + "'";
+  case Tok::Comment: return "a '#' comment";
+  default: return "'" + excerpt(t.text) + "'";
+  }
+}
+
+// Cuts the whole text into tokens up front: block_reduce looks ahead at its field lines, and
+// keywords are told from names by the token after them.
+class Lexer {
+public:
+  Lexer(std::string_view src, const std::string &file, int firstLine)
+      : src_(src), file_(file), line_(firstLine) {}
+
+  std::vector<Token> all() {
+    std::vector<Token> out;
+    while (true) {
+      out.push_back(next());
+      if (out.back().kind == Tok::Eof)
+        return out;
+    }
+  }
+
+private:
+  [[noreturn]] void fail(const Token &at, const std::string &msg) const {
+    throw ParseError(SourcePos{file_, at.line, at.col}, msg);
+  }
+
+  void advance() {
+    if (src_[i_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else {
+      ++col_;
+    }
+    ++i_;
+  }
+
+  bool peekIs(size_t ahead, char c) const {
+    return i_ + ahead < src_.size() && src_[i_ + ahead] == c;
+  }
+
+  void skipBlanks() {
+    while (i_ < src_.size()) {
+      char c = src_[i_];
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
+        advance();
+      } else if (c == '/' && peekIs(1, '/')) {
+        while (i_ < src_.size() && src_[i_] != '\n')
+          advance();
+      } else {
+        return;
+      }
+    }
+  }
+
+  Token next() {
+    skipBlanks();
+    Token t;
+    t.line = line_;
+    t.col = col_;
+    if (i_ >= src_.size())
+      return t;
+    size_t start = i_;
+    auto take = [&](Tok k, size_t n) {
+      for (size_t j = 0; j < n; ++j)
+        advance();
+      t.kind = k;
+      t.text = std::string(src_.substr(start, n));
+      return t;
+    };
+    char c = src_[i_];
+    switch (c) {
+    case '(': return take(Tok::LParen, 1);
+    case ')': return take(Tok::RParen, 1);
+    case '[': return take(Tok::LBracket, 1);
+    case ']': return take(Tok::RBracket, 1);
+    case '{': return take(Tok::LBrace, 1);
+    case '}': return take(Tok::RBrace, 1);
+    case ',': return take(Tok::Comma, 1);
+    case ':': return take(Tok::Colon, 1);
+    case '*': return take(Tok::Star, 1);
+    case '/': return take(Tok::Slash, 1);
+    case '%': return take(Tok::Percent, 1);
+    case '=': return peekIs(1, '=') ? take(Tok::EqEq, 2) : take(Tok::Equal, 1);
+    case '<': return peekIs(1, '=') ? take(Tok::Le, 2) : take(Tok::Lt, 1);
+    case '>': return peekIs(1, '=') ? take(Tok::Ge, 2) : take(Tok::Gt, 1);
+    case '!': return peekIs(1, '=') ? take(Tok::Ne, 2) : take(Tok::Bang, 1);
+    case '+': return peekIs(1, '=') ? take(Tok::PlusEq, 2) : take(Tok::Plus, 1);
+    case '-': return peekIs(1, '>') ? take(Tok::Arrow, 2) : take(Tok::Minus, 1);
+    case '.':
+      if (peekIs(1, '.'))
+        return take(Tok::DotDot, 2);
+      break;
+    case '&':
+      if (peekIs(1, '&'))
+        return take(Tok::AndAnd, 2);
+      break;
+    case '|':
+      if (peekIs(1, '|'))
+        return take(Tok::OrOr, 2);
+      break;
+    case '#': {
+      // The printer writes "# " + text; the one space after '#' is not part of the text.
+      advance();
+      if (peekIs(0, ' '))
+        advance();
+      size_t from = i_;
+      while (i_ < src_.size() && src_[i_] != '\n')
+        advance();
+      t.kind = Tok::Comment;
+      t.text = std::string(src_.substr(from, i_ - from));
+      return t;
+    }
+    case '@': {
+      advance();
+      size_t from = i_;
+      while (i_ < src_.size() && isIdentChar(src_[i_]))
+        advance();
+      if (i_ == from)
+        fail(t, "expected a kernel name after '@'");
+      t.kind = Tok::Global;
+      t.text = std::string(src_.substr(from, i_ - from));
+      return t;
+    }
+    default: break;
+    }
+    if (isDigit(c))
+      return lexNumber(t);
+    if (isIdentStart(c)) {
+      while (i_ < src_.size() && isIdentChar(src_[i_]))
+        advance();
+      t.kind = Tok::Ident;
+      t.text = std::string(src_.substr(start, i_ - start));
+      return t;
+    }
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f)
+      fail(t, cat("unexpected character '", c, "'"));
+    fail(t, cat("unexpected byte 0x", excerpt(std::string_view(&c, 1)).substr(2)));
+  }
+
+  Token &lexNumber(Token &t) {
+    size_t start = i_;
+    while (i_ < src_.size() && isDigit(src_[i_]))
+      advance();
+    bool isFloat = false;
+    // "0 .. 4" and "0..4": a '.' is a decimal point only before a digit.
+    if (i_ + 1 < src_.size() && src_[i_] == '.' && isDigit(src_[i_ + 1])) {
+      isFloat = true;
+      advance();
+      while (i_ < src_.size() && isDigit(src_[i_]))
+        advance();
+    }
+    if (i_ < src_.size() && (src_[i_] == 'e' || src_[i_] == 'E')) {
+      size_t j = i_ + 1;
+      if (j < src_.size() && (src_[j] == '+' || src_[j] == '-'))
+        ++j;
+      if (j < src_.size() && isDigit(src_[j])) {
+        isFloat = true;
+        while (i_ < j)
+          advance();
+        while (i_ < src_.size() && isDigit(src_[i_]))
+          advance();
+      }
+    }
+    t.kind = isFloat ? Tok::Float : Tok::Int;
+    t.text = std::string(src_.substr(start, i_ - start));
+    return t;
+  }
+
+  std::string_view src_;
+  const std::string &file_;
+  size_t i_ = 0;
+  int line_;
+  int col_ = 1;
+};
+
+std::optional<UnOp> unOpByName(const std::string &s) {
+  static const std::map<std::string, UnOp> ops = {
+      {"neg", UnOp::Neg},     {"abs", UnOp::Abs},   {"exp", UnOp::Exp},
+      {"log", UnOp::Log},     {"sqrt", UnOp::Sqrt}, {"rsqrt", UnOp::Rsqrt},
+      {"tanh", UnOp::Tanh},   {"erf", UnOp::Erf},   {"sigmoid", UnOp::Sigmoid},
+      {"floor", UnOp::Floor}, {"ceil", UnOp::Ceil}, {"round", UnOp::Round},
+      {"sin", UnOp::Sin},     {"cos", UnOp::Cos},   {"not", UnOp::Not},
+      {"sign", UnOp::Sign}};
+  auto it = ops.find(s);
+  return it == ops.end() ? std::nullopt : std::optional<UnOp>(it->second);
+}
+
+// Binary operators by token, with the printer's precedence levels (kir_printer.cpp).
+struct BinInfo {
+  BinOp op;
+  int prec;
+};
+std::optional<BinInfo> binOpOf(Tok k) {
+  switch (k) {
+  case Tok::OrOr: return BinInfo{BinOp::Or, 1};
+  case Tok::AndAnd: return BinInfo{BinOp::And, 2};
+  case Tok::EqEq: return BinInfo{BinOp::Eq, 3};
+  case Tok::Ne: return BinInfo{BinOp::Ne, 3};
+  case Tok::Lt: return BinInfo{BinOp::Lt, 4};
+  case Tok::Le: return BinInfo{BinOp::Le, 4};
+  case Tok::Gt: return BinInfo{BinOp::Gt, 4};
+  case Tok::Ge: return BinInfo{BinOp::Ge, 4};
+  case Tok::Plus: return BinInfo{BinOp::Add, 5};
+  case Tok::Minus: return BinInfo{BinOp::Sub, 5};
+  case Tok::Star: return BinInfo{BinOp::Mul, 6};
+  case Tok::Slash: return BinInfo{BinOp::Div, 6};
+  case Tok::Percent: return BinInfo{BinOp::Mod, 6};
+  default: return std::nullopt;
+  }
+}
+
+class Parser {
+public:
+  Parser(std::string_view src, const std::string &file, int firstLine)
+      : file_(file), toks_(Lexer(src, file, firstLine).all()) {}
+
+  std::vector<Kernel> parseAll(bool verify) {
+    std::vector<Kernel> out;
+    do {
+      Token head = tok();
+      out.push_back(parseKernel());
+      if (verify) {
+        std::vector<std::string> errs = verifyKernel(out.back());
+        if (!errs.empty())
+          failAt(head, errs.front());
+      }
+    } while (!at(Tok::Eof));
+    return out;
+  }
+
+private:
+  // ---- token helpers ---------------------------------------------------------------------------
+  const Token &tok() const { return toks_[pos_]; }
+  const Token &peek(size_t n) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
+  void consume() {
+    if (pos_ + 1 < toks_.size())
+      ++pos_;
+  }
+  bool at(Tok k) const { return tok().kind == k; }
+  bool atIdent(std::string_view kw) const { return at(Tok::Ident) && tok().text == kw; }
+  [[noreturn]] void failAt(const Token &t, const std::string &msg) const {
+    throw ParseError(SourcePos{file_, t.line, t.col}, msg);
+  }
+  [[noreturn]] void failHere(const std::string &msg) const { failAt(tok(), msg); }
+  [[noreturn]] void failExpected(const std::string &what) const {
+    failHere(cat("expected ", what, ", got ", describe(tok())));
+  }
+  Token expect(Tok k, const char *what) {
+    if (!at(k))
+      failExpected(what);
+    Token t = tok();
+    consume();
+    return t;
+  }
+  void expectIdent(std::string_view kw) {
+    if (!atIdent(kw))
+      failExpected(cat("'", kw, "'"));
+    consume();
+  }
+  bool accept(Tok k) {
+    if (!at(k))
+      return false;
+    consume();
+    return true;
+  }
+  std::string name(const char *what) { return expect(Tok::Ident, what).text; }
+
+  // Nesting guard: statements and expressions recurse; the depth is bounded.
+  struct Deeper {
+    Parser &p;
+    explicit Deeper(Parser &parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth)
+        p.failHere(cat("nesting deeper than ", kMaxDepth, " levels"));
+    }
+    ~Deeper() { --p.depth_; }
+    Deeper(const Deeper &) = delete;
+    Deeper &operator=(const Deeper &) = delete;
+  };
+
+  // ---- numbers and types -----------------------------------------------------------------------
+  int64_t parseInt(const char *what) {
+    bool neg = accept(Tok::Minus);
+    if (!at(Tok::Int))
+      failExpected(what);
+    std::string text = (neg ? "-" : "") + tok().text;
+    int64_t v = 0;
+    auto res = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (res.ec != std::errc() || res.ptr != text.data() + text.size())
+      failHere(cat("integer ", excerpt(text), " is out of range"));
+    consume();
+    return v;
+  }
+
+  DType parseDTypeName() {
+    if (!at(Tok::Ident))
+      failExpected("a dtype such as f32");
+    std::optional<DType> dt = parseDType(tok().text);
+    if (!dt)
+      failHere(cat("unknown dtype '", excerpt(tok().text), "'"));
+    consume();
+    return *dt;
+  }
+
+  std::vector<int64_t> parseShape() {
+    expect(Tok::LBracket, "'[' after the dtype");
+    std::vector<int64_t> shape;
+    if (accept(Tok::RBracket))
+      return shape;
+    while (true) {
+      Token at = tok();
+      int64_t d = parseInt("a dimension");
+      if (d < 0)
+        failAt(at, cat("dimension ", d, " is negative"));
+      shape.push_back(d);
+      if (accept(Tok::RBracket))
+        return shape;
+      expect(Tok::Comma, "',' or ']' in the shape");
+    }
+  }
+
+  std::optional<Scope> scopeOf(const Token &t) const {
+    if (t.kind != Tok::Ident)
+      return std::nullopt;
+    if (t.text == "global")
+      return Scope::Global;
+    if (t.text == "shared")
+      return Scope::Shared;
+    if (t.text == "local")
+      return Scope::Local;
+    return std::nullopt;
+  }
+
+  // ---- kernel ----------------------------------------------------------------------------------
+  Kernel parseKernel() {
+    Kernel k;
+    expectIdent("kernel");
+    k.name = expect(Tok::Global, "'@' and the kernel name").text;
+    if (atIdent("recipe")) {
+      consume();
+      expect(Tok::LParen, "'(' after 'recipe'");
+      k.recipe = name("the recipe name");
+      expect(Tok::RParen, "')' after the recipe name");
+    }
+    expectIdent("grid");
+    expect(Tok::LParen, "'(' after 'grid'");
+    if (!accept(Tok::RParen)) {
+      while (true) {
+        std::string axis = name("a grid axis name");
+        expect(Tok::Colon, "':' after the grid axis");
+        k.grid.emplace_back(axis, parseInt("the grid axis extent"));
+        if (accept(Tok::RParen))
+          break;
+        expect(Tok::Comma, "',' or ')' in the grid");
+      }
+    }
+    expectIdent("block");
+    expect(Tok::LParen, "'(' after 'block'");
+    k.threadVar = name("the thread var");
+    expect(Tok::Colon, "':' after the thread var");
+    k.threads = parseInt("the thread count");
+    expect(Tok::RParen, "')' after the thread count");
+    if (atIdent("knobs")) {
+      consume();
+      expect(Tok::LBrace, "'{' after 'knobs'");
+      if (!accept(Tok::RBrace)) {
+        while (true) {
+          Token at = tok();
+          std::string knob = name("a knob name");
+          expect(Tok::Equal, "'=' after the knob name");
+          if (!k.knobs.emplace(knob, parseInt("the knob's value")).second)
+            failAt(at, cat("knob ", knob, " is given twice"));
+          if (accept(Tok::RBrace))
+            break;
+          expect(Tok::Comma, "',' or '}' in the knobs");
+        }
+      }
+    }
+    buffers_.clear();
+    expect(Tok::LParen, "'(' before the parameters");
+    if (!accept(Tok::RParen)) {
+      while (true) {
+        Token at = tok();
+        auto b = std::make_shared<Buffer>();
+        b->name = name("a parameter name");
+        expect(Tok::Colon, "':' after the parameter name");
+        std::optional<Scope> scope = scopeOf(tok());
+        if (!scope)
+          failExpected("a memory scope (global, shared or local)");
+        consume();
+        b->scope = *scope;
+        b->dtype = parseDTypeName();
+        b->shape = parseShape();
+        if (atIdent("in") || atIdent("out") || atIdent("temp")) {
+          b->role = atIdent("in") ? Role::In : atIdent("out") ? Role::Out : Role::Temp;
+          consume();
+        } else {
+          failExpected("a role (in, out or temp)");
+        }
+        addBuffer(at, b);
+        k.params.push_back(b);
+        if (accept(Tok::RParen))
+          break;
+        expect(Tok::Comma, "',' or ')' in the parameters");
+      }
+    }
+    expect(Tok::LBrace, "'{' before the kernel body");
+    // Allocations: SCOPE NAME ':' type, before the statements.
+    while (scopeOf(tok()) && peek(1).kind == Tok::Ident) {
+      Token at = peek(1);
+      auto b = std::make_shared<Buffer>();
+      b->scope = *scopeOf(tok());
+      consume();
+      b->name = name("the allocation's name");
+      expect(Tok::Colon, "':' after the allocation's name");
+      b->dtype = parseDTypeName();
+      b->shape = parseShape();
+      addBuffer(at, b);
+      k.allocs.push_back(b);
+    }
+    threadVar_ = k.threadVar;
+    grid_.clear();
+    for (const auto &[axis, extent] : k.grid)
+      grid_.insert(axis);
+    scopes_.assign(1, {});
+    k.body = parseStmts();
+    expect(Tok::RBrace, "'}' at the end of the kernel");
+    return k;
+  }
+
+  void addBuffer(const Token &at, const BufferP &b) {
+    if (!buffers_.emplace(b->name, b).second)
+      failAt(at, cat("buffer ", b->name, " is defined twice"));
+  }
+
+  BufferP buffer(const Token &t) {
+    auto it = buffers_.find(t.text);
+    if (it == buffers_.end())
+      failAt(t, cat("unknown buffer '", excerpt(t.text), "'"));
+    return it->second;
+  }
+
+  // ---- variables -------------------------------------------------------------------------------
+  using VarScope = std::map<std::string, DType>;
+
+  DType varType(const Token &t) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(t.text);
+      if (f != it->end())
+        return f->second;
+    }
+    if (combiner_)
+      failAt(t, cat("unknown variable '", excerpt(t.text),
+                    "' (a combiner sees only a_FIELD, b_FIELD and its lets)"));
+    // The thread var and grid axes are i64 everywhere; the verifier says where they may be used.
+    if (t.text == threadVar_ || grid_.count(t.text))
+      return DType::I64;
+    failAt(t, cat("unknown variable '", excerpt(t.text), "'"));
+  }
+
+  void define(const std::string &v, DType t) { scopes_.back()[v] = t; }
+
+  // ---- statements ------------------------------------------------------------------------------
+  std::vector<StmtP> parseStmts() {
+    std::vector<StmtP> out;
+    while (!at(Tok::RBrace) && !at(Tok::Eof))
+      out.push_back(parseStmt());
+    return out;
+  }
+
+  // '{' stmts '}' in a new scope (or the current one, with `vars` defined first).
+  std::vector<StmtP> parseBlock(const char *what, bool newScope = true,
+                                const std::vector<std::string> &vars = {}) {
+    expect(Tok::LBrace, what);
+    if (newScope)
+      scopes_.emplace_back();
+    for (const std::string &v : vars)
+      define(v, DType::I64);
+    std::vector<StmtP> body = parseStmts();
+    if (newScope)
+      scopes_.pop_back();
+    expect(Tok::RBrace, "'}' or a statement");
+    return body;
+  }
+
+  bool atKeyword(std::string_view kw) const {
+    return atIdent(kw) && peek(1).kind != Tok::Equal && peek(1).kind != Tok::LBracket;
+  }
+
+  StmtP parseStmt() {
+    Deeper guard(*this);
+    if (at(Tok::Comment)) {
+      StmtP s = comment(tok().text);
+      consume();
+      return s;
+    }
+    if (at(Tok::LBrace))
+      return seq(parseBlock("'{'"));
+    if (!at(Tok::Ident))
+      failExpected("a statement");
+    if (atKeyword("for") || atKeyword("reduce"))
+      return parseLoop(tok().text == "reduce");
+    if (atKeyword("region")) {
+      consume();
+      std::string v = name("the region's thread var");
+      return region(v, parseBlock("'{' after the region's thread var", true, {v}));
+    }
+    if (atKeyword("if")) {
+      consume();
+      E cond = parseExpr();
+      std::vector<StmtP> then = parseBlock("'{' after the if condition");
+      std::vector<StmtP> otherwise;
+      if (atKeyword("else")) {
+        consume();
+        otherwise = parseBlock("'{' after 'else'");
+      }
+      return ifThen(cond, std::move(then), std::move(otherwise));
+    }
+    if (atKeyword("var")) {
+      consume();
+      std::string v = name("the scalar's name");
+      expect(Tok::Colon, "':' after the scalar's name");
+      DType t = parseDTypeName();
+      expect(Tok::Equal, "'=' and the scalar's initial value");
+      E value = parseExpr();
+      define(v, t);
+      return decl(v, t, value);
+    }
+    if (atKeyword("barrier")) {
+      consume();
+      return barrier();
+    }
+    if (atKeyword("block_reduce"))
+      return parseBlockReduce();
+    if (atKeyword("mma_tile"))
+      return parseMmaTile();
+    if (scopeOf(tok()) && peek(1).kind == Tok::Ident)
+      failHere("allocations come before the kernel's statements");
+    Token target = tok();
+    consume();
+    if (accept(Tok::Equal))
+      return assign(target.text, parseExpr());
+    if (at(Tok::LBracket)) {
+      BufferP b = buffer(target);
+      std::vector<E> idx = parseIndices(b, target);
+      expect(Tok::Equal, "'=' after the store's indices");
+      return store(b, std::move(idx), parseExpr());
+    }
+    failAt(target, cat("expected a statement, got ", describe(target)));
+  }
+
+  // for / reduce: NAME 'in' begin '..' end ['step' INT] ...
+  StmtP parseLoop(bool isReduce) {
+    consume();
+    std::string v = name("the loop variable");
+    expectIdent("in");
+    E begin = parseExpr();
+    expect(Tok::DotDot, "'..' between the loop bounds");
+    E end = parseExpr();
+    E extent = extentOf(begin, end);
+    int64_t step = 1;
+    if (atIdent("step")) {
+      consume();
+      step = parseInt("the loop step");
+    }
+    if (isReduce) {
+      expect(Tok::LBrace, "'{' after the reduce range");
+      expectIdent("init");
+      std::vector<StmtP> init = parseBlock("'{' after 'init'", /*newScope=*/false);
+      expectIdent("update");
+      std::vector<StmtP> update = parseBlock("'{' after 'update'", true, {v});
+      expect(Tok::RBrace, "'}' at the end of the reduce");
+      return reduce(v, begin, extent, std::move(init), std::move(update), step);
+    }
+    Stmt::LoopKind kind = Stmt::LoopKind::Serial;
+    if (atIdent("unroll") || atIdent("vectorize")) {
+      kind = atIdent("unroll") ? Stmt::LoopKind::Unrolled : Stmt::LoopKind::Vectorized;
+      consume();
+    }
+    std::vector<StmtP> body = parseBlock("'{' after the loop range", true, {v});
+    return forLoop(v, begin, extent, std::move(body), step, kind);
+  }
+
+  // The printer writes a loop's end as begin + extent (folded by E's operator+).
+  static E extentOf(const E &begin, const E &end) {
+    if (end->kind == Expr::Kind::Binary && end->bop == BinOp::Add &&
+        printExpr(end->args[0]) == printExpr(begin))
+      return end->args[1];
+    return end - begin;
+  }
+
+  std::vector<E> parseIndices(const BufferP &b, const Token &at) {
+    expect(Tok::LBracket, "'['");
+    std::vector<E> idx;
+    if (!accept(Tok::RBracket)) {
+      while (true) {
+        idx.push_back(parseExpr());
+        if (accept(Tok::RBracket))
+          break;
+        expect(Tok::Comma, "',' or ']' in the indices");
+      }
+    }
+    if (idx.size() != b->shape.size())
+      failAt(at, cat(b->name, " has rank ", b->shape.size(), ", indexed with ", idx.size(),
+                     idx.size() == 1 ? " index" : " indices"));
+    return idx;
+  }
+
+  std::vector<BufferP> parseBufferList(const char *what) {
+    expect(Tok::LParen, what);
+    std::vector<BufferP> out;
+    if (accept(Tok::RParen))
+      return out;
+    while (true) {
+      out.push_back(buffer(expect(Tok::Ident, "a buffer name")));
+      if (accept(Tok::RParen))
+        return out;
+      expect(Tok::Comma, "',' or ')' in the buffer list");
+    }
+  }
+
+  // block_reduce NAME(src...) -> (dst...) { let ...  FIELD: DTYPE = merged ... }
+  StmtP parseBlockReduce() {
+    Token head = tok();
+    consume();
+    Combiner c;
+    c.name = name("the combiner's name");
+    std::vector<BufferP> src = parseBufferList("'(' and the source buffers");
+    expect(Tok::Arrow, "'->' after the source buffers");
+    std::vector<BufferP> dst = parseBufferList("'(' and the destination buffers");
+    expect(Tok::LBrace, "'{' and the combiner");
+    // The lets come first and may use a_FIELD / b_FIELD: read the field lines' types ahead.
+    VarScope vars;
+    int depth = 0;
+    for (size_t i = pos_; i < toks_.size() && toks_[i].kind != Tok::Eof; ++i) {
+      Tok k = toks_[i].kind;
+      if (k == Tok::LBrace || k == Tok::LParen || k == Tok::LBracket)
+        ++depth;
+      else if (k == Tok::RBrace && depth == 0)
+        break;
+      else if (k == Tok::RBrace || k == Tok::RParen || k == Tok::RBracket)
+        --depth;
+      else if (k == Tok::Colon && depth == 0 && i > pos_ && toks_[i - 1].kind == Tok::Ident &&
+               toks_[i + 1].kind == Tok::Ident)
+        if (std::optional<DType> dt = parseDType(toks_[i + 1].text)) {
+          vars["a_" + toks_[i - 1].text] = *dt;
+          vars["b_" + toks_[i - 1].text] = *dt;
+        }
+    }
+    std::vector<VarScope> saved = std::move(scopes_);
+    scopes_.assign(1, vars);
+    combiner_ = true;
+    while (!accept(Tok::RBrace)) {
+      if (atIdent("let") && peek(1).kind == Tok::Ident && peek(2).kind == Tok::Equal) {
+        consume();
+        std::string v = name("the let's name");
+        expect(Tok::Equal, "'='");
+        E e = parseExpr();
+        define(v, e->type);
+        c.lets.emplace_back(v, e);
+        continue;
+      }
+      std::string field = name("'let' or a field name");
+      expect(Tok::Colon, "':' after the field name");
+      DType t = parseDTypeName();
+      expect(Tok::Equal, "'=' and the field's merged value");
+      c.fields.emplace_back(field, t);
+      c.merged.push_back(parseExpr());
+    }
+    combiner_ = false;
+    scopes_ = std::move(saved);
+    if (src.size() != c.fields.size() || dst.size() != c.fields.size())
+      failAt(head, cat("block_reduce ", c.name, ": ", c.fields.size(), " fields but ", src.size(),
+                       " source and ", dst.size(), " destination buffers"));
+    return blockReduce(std::move(c), std::move(src), std::move(dst));
+  }
+
+  // mma_tile C += A x B (m = 8, n = 64, k = 64, tm = 8, tn = 64)
+  StmtP parseMmaTile() {
+    consume();
+    BufferP c = buffer(expect(Tok::Ident, "the accumulator buffer"));
+    expect(Tok::PlusEq, "'+='");
+    BufferP a = buffer(expect(Tok::Ident, "the A tile buffer"));
+    expectIdent("x");
+    BufferP b = buffer(expect(Tok::Ident, "the B tile buffer"));
+    expect(Tok::LParen, "'(' and the tile sizes");
+    int64_t v[5];
+    const char *names[5] = {"m", "n", "k", "tm", "tn"};
+    for (int i = 0; i < 5; ++i) {
+      if (i)
+        expect(Tok::Comma, "','");
+      expectIdent(names[i]);
+      expect(Tok::Equal, "'='");
+      v[i] = parseInt("an integer");
+    }
+    expect(Tok::RParen, "')' after the tile sizes");
+    return mmaTile(c, a, b, v[0], v[1], v[2], v[3], v[4]);
+  }
+
+  // ---- expressions -----------------------------------------------------------------------------
+  E parseExpr(int minPrec = 1) {
+    Deeper guard(*this);
+    E lhs = parseUnary();
+    while (std::optional<BinInfo> bi = binOpOf(tok().kind)) {
+      if (bi->prec < minPrec)
+        break;
+      consume();
+      E rhs = parseExpr(bi->prec + 1); // left-associative
+      lhs = binary(bi->op, lhs, rhs);
+    }
+    return lhs;
+  }
+
+  E parseUnary() {
+    Deeper guard(*this);
+    if (at(Tok::Minus)) {
+      // A minus right before a literal is the literal's sign: -3, -0.5, -inf.
+      Tok next = peek(1).kind;
+      if (next == Tok::Int)
+        return E(parseInt("an integer"));
+      if (next == Tok::Float || (next == Tok::Ident && peek(1).text == "inf")) {
+        consume();
+        return fconst(-parseFloatLiteral());
+      }
+      consume();
+      return unary(UnOp::Neg, parseUnary());
+    }
+    if (accept(Tok::Bang))
+      return unary(UnOp::Not, parseUnary());
+    return parsePrimary();
+  }
+
+  double parseFloatLiteral() {
+    if (atIdent("inf") || atIdent("nan")) {
+      double v = atIdent("inf") ? std::numeric_limits<double>::infinity()
+                                : std::numeric_limits<double>::quiet_NaN();
+      consume();
+      return v;
+    }
+    const std::string &text = tok().text;
+    double v = 0;
+    auto res = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (res.ec != std::errc() || res.ptr != text.data() + text.size())
+      failHere(cat("number ", excerpt(text), " is out of range"));
+    consume();
+    return v;
+  }
+
+  std::vector<E> parseCallArgs(const Token &fn, size_t n) {
+    expect(Tok::LParen, "'('");
+    std::vector<E> args;
+    if (!at(Tok::RParen)) {
+      while (true) {
+        args.push_back(parseExpr());
+        if (!accept(Tok::Comma))
+          break;
+      }
+    }
+    expect(Tok::RParen, "',' or ')' in the call");
+    if (args.size() != n)
+      failAt(fn,
+             cat(fn.text, " takes ", n, n == 1 ? " operand" : " operands", ", got ", args.size()));
+    return args;
+  }
+
+  E parsePrimary() {
+    if (at(Tok::Int))
+      return E(parseInt("an integer"));
+    if (at(Tok::Float) || atIdent("inf") || atIdent("nan"))
+      return fconst(parseFloatLiteral());
+    if (accept(Tok::LParen)) {
+      E e = parseExpr();
+      expect(Tok::RParen, "')'");
+      return e;
+    }
+    if (!at(Tok::Ident))
+      failExpected("an expression");
+    Token id = tok();
+    consume();
+    if (at(Tok::LBracket)) {
+      BufferP b = buffer(id);
+      return load(b, parseIndices(b, id));
+    }
+    if (!at(Tok::LParen))
+      return var(id.text, varType(id));
+    if (std::optional<UnOp> op = unOpByName(id.text))
+      return unary(*op, parseCallArgs(id, 1)[0]);
+    if (id.text == "min" || id.text == "max" || id.text == "pow") {
+      std::vector<E> a = parseCallArgs(id, 2);
+      BinOp op = id.text == "min" ? BinOp::Min : id.text == "max" ? BinOp::Max : BinOp::Pow;
+      return binary(op, a[0], a[1]);
+    }
+    if (id.text == "select") {
+      std::vector<E> a = parseCallArgs(id, 3);
+      return select(a[0], a[1], a[2]);
+    }
+    if (std::optional<DType> dt = parseDType(id.text)) {
+      E a = parseCallArgs(id, 1)[0];
+      // f16(0.5): a constant of that dtype (the printer's spelling of a non-f32 float).
+      if (a->kind == Expr::Kind::Float && a->type == DType::F32)
+        return fconst(a->fval, *dt);
+      return cast(a, *dt);
+    }
+    failAt(id, cat("unknown function '", excerpt(id.text), "'"));
+  }
+
+  const std::string &file_;
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+  std::map<std::string, BufferP> buffers_;
+  std::vector<VarScope> scopes_;
+  std::string threadVar_;
+  std::set<std::string> grid_;
+  bool combiner_ = false;
+};
+
+} // namespace
+
+std::vector<Kernel> parseKernels(std::string_view text, const std::string &filename, int firstLine,
+                                 bool verify) {
+  return Parser(text, filename, firstLine).parseAll(verify);
+}
+
+Kernel parseKernel(std::string_view text, const std::string &filename, bool verify) {
+  std::vector<Kernel> ks = parseKernels(text, filename, 1, verify);
+  if (ks.size() != 1)
+    throw UserError(cat(filename, ": holds ", ks.size(), " kernels; expected one"));
+  return std::move(ks.front());
+}
+
+} // namespace aicf::kir
