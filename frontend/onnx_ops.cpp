@@ -593,12 +593,22 @@ void convInstanceNorm(ConvertCtx &c) {
                         {{"epsilon", c.attrFloat("epsilon", 1e-5)}}));
 }
 
-// MeanVarianceNormalization, following ONNX's function body: (x - E[x]) / (sqrt(E[x^2] -
-// E[x]^2) + 1e-9) over `axes` (default [0, 2, 3]).
+// MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (default
+// [0, 2, 3]; empty: all axes). Over trailing contiguous axes [a, rank) it is one registry op,
+// whose online_reducible_norm certificate (a Welford row) lowers it in one pass. Over any other
+// axes no one-pass row exists, so it is ONNX's own function body in primitive ops, which the
+// existing reduction and pointwise kernels lower.
 void convMeanVarianceNorm(ConvertCtx &c) {
   Value *x = c.input(0);
   DType t = x->type().dtype;
-  Shape axes = normAxes(c, c.attrIntsOpt("axes").value_or(Shape{0, 2, 3}), x->type().rank());
+  int64_t rank = x->type().rank();
+  Shape axes = normAxes(c, c.attrIntsOpt("axes").value_or(Shape{0, 2, 3}), rank);
+  bool trailing = !axes.empty() && axes.back() == rank - 1 &&
+                  axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
+  if (trailing && isFloat(t)) {
+    c.setOutput(0, c.emit(Op::MeanVarianceNorm, {x}, {{"axes", axes}}));
+    return;
+  }
   AttrMap red = {{"axes", axes}, {"keepdims", int64_t(1)}};
   Value *mean = c.emit(Op::ReduceMean, {x}, red);
   Value *meanSq = c.emit(Op::Mul, {mean, mean});

@@ -447,6 +447,40 @@ std::vector<Tensor> kernel_InstanceNorm(const KernelCtx &ctx) {
   return {fromFloats(out, ctx.outType())};
 }
 
+// ONNX MeanVarianceNormalization over any set of axes: y = (x - mean) / (sqrt(var) + epsilon).
+// ONNX's function body computes var as E[x^2] - E[x]^2 in the input type; here it is the centred
+// variance in double (the same value, exactly, without the cancellation that can make it
+// negative and the result NaN).
+std::vector<Tensor> kernel_MeanVarianceNorm(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  double eps = ctx.node.f("epsilon");
+  int64_t outN = 0;
+  std::vector<int64_t> ost = reducedStrides(x.shape(), ctx.node.ints("axes"), outN);
+  int64_t count = outN ? x.numel() / outN : 0;
+  FloatIn xv(x);
+  const float *p = xv.data();
+  const auto &shape = x.shape();
+  std::vector<double> mean(static_cast<size_t>(outN), 0.0), m2(static_cast<size_t>(outN), 0.0);
+  reduceInto(shape, ost, p, mean, [](double a, double v) { return a + v; });
+  for (double &m : mean)
+    m /= double(count);
+  std::array<std::vector<int64_t>, 2> st = {stridesOf(shape), ost};
+  forEachRow<2>(shape, st, [&](auto off, auto inner, int64_t len) {
+    for (int64_t j = 0; j < len; ++j) {
+      double d = p[off[0] + j * inner[0]] - mean[off[1] + j * inner[1]];
+      m2[off[1] + j * inner[1]] += d * d;
+    }
+  });
+  std::vector<float> out(static_cast<size_t>(x.numel()));
+  forEachRow<2>(shape, st, [&](auto off, auto inner, int64_t len) {
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t i = off[0] + j * inner[0], o = off[1] + j * inner[1];
+      out[i] = static_cast<float>((p[i] - mean[o]) / (std::sqrt(m2[o] / double(count)) + eps));
+    }
+  });
+  return {fromFloats(out, ctx.outType())};
+}
+
 // ---- pooling ------------------------------------------------------------------------------------
 
 namespace {

@@ -370,6 +370,22 @@ std::vector<TensorType> inferNorm(InferCtx &ctx) {
   return {x};
 }
 
+// mean_variance_norm: a float operand, axes as for reductions (sorted, unique, in range).
+std::vector<TensorType> inferMeanVarianceNorm(InferCtx &ctx) {
+  requireFloat(ctx, 0);
+  const TensorType &x = ctx.operand(0);
+  const std::vector<int64_t> &axes = ctx.ints("axes");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] < 0 || axes[k] >= x.rank())
+      ctx.fail(cat(ctx.info().name, " axis ", axes[k], " is out of range for ", x.str()));
+    if (k && axes[k] <= axes[k - 1])
+      ctx.fail(cat(ctx.info().name, " axes must be sorted and unique"));
+  }
+  if (ctx.f("epsilon") < 0)
+    ctx.fail(cat(ctx.info().name, " epsilon must be >= 0"));
+  return {x};
+}
+
 std::vector<TensorType> inferBatchNorm(InferCtx &ctx) {
   requireFloat(ctx, 0);
   const TensorType &x = ctx.operand(0);

@@ -48,16 +48,36 @@ struct Condition {
   bool held = false;
 };
 
+// Where a welford norm adds epsilon in its finalize (var = M2/n, the population variance):
+//   Variance: y = (x - mean) / sqrt(var + epsilon)       layer_norm
+//   StdDev:   y = (x - mean) / (sqrt(var) + epsilon)     ONNX MeanVarianceNormalization (1e-9)
+// sum_squares always adds it to the mean square: y = x / sqrt(s/n + epsilon).
+enum class EpsilonPlacement : uint8_t { Variance, StdDev };
+
 // What an online_reducible_norm certificate establishes about a norm, for the lowering: the
 // state algebra and where its inputs come from. The lowering reads this, never the op, so a new
 // norm op whose checker declares one of these algebras lowers with no codegen change.
+//
+// The checker sets Certificate::norm whenever the op declares an algebra and its reduced axes
+// are one contiguous range [firstAxis, lastAxis], whether or not the certificate holds (softmax
+// over a leading axis, layer_norm with computed parameters: the algebra is still this one, and
+// what a failed certificate gets is the lowering's choice). It is unset when the reduced axes
+// are not one range (mean_variance_norm over [0, 2, 3]). The finalize of each algebra, with
+// s = the row's state, n = the row length, g = scale (1 when none), b = bias (0 when none):
+//   softmax:     y = e^(x - m) / d
+//   log_softmax: y = (x - m) - log d
+//   welford:     y = (x - mean) / sqrt(M2/n + epsilon) * g + b   (epsilonAt == Variance)
+//                y = (x - mean) / (sqrt(M2/n) + epsilon) * g + b (epsilonAt == StdDev)
+//   sum_squares: y = x / sqrt(s/n + epsilon) * g
+// Scale and bias are broadcast to the normalised shape, the dims [firstAxis, rank) of operand 0.
 struct NormSpec {
   std::string algebra;   // "softmax", "log_softmax", "welford", "sum_squares"
   int64_t firstAxis = 0; // the reduced axes [firstAxis, lastAxis] of operand 0 (normalised, >= 0)
   int64_t lastAxis = 0;
-  double epsilon = 0;    // welford / sum_squares: added to the variance / mean square
+  double epsilon = 0;    // welford: where epsilonAt says; sum_squares: to the mean square; else 0
   int scaleOperand = -1; // operand index of the per-element scale (gamma, weight); -1: none
   int biasOperand = -1;  // operand index of the per-element bias (beta); -1: none
+  EpsilonPlacement epsilonAt = EpsilonPlacement::Variance; // welford only; see above
 };
 
 // The record of one property check or rewrite: which property, what was checked, the outcome.

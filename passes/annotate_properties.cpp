@@ -2,8 +2,8 @@
 // node and attaches the properties that hold, with their certificates, to the node. The
 // lowering reads these properties to pick recipes (one-pass norm, streaming attention, tiled
 // contraction, inline recompute); --explain and the manifest print the certificates.
-// Semantic ops and contractions are also recorded in the explain log (elementwise ops only when
-// a check fails), so the report stays readable.
+// Semantic ops, contractions and norms are also recorded in the explain log (elementwise ops
+// only when a check fails), so the report stays readable.
 #include "passes/explain.h"
 #include "passes/passes.h"
 #include "passes/property_checks.h"
@@ -36,8 +36,10 @@ public:
       }
       bool important = n->info().has(SEMANTIC) || n->info().has(CONTRACT);
       bool anyFailed = false;
-      for (const Certificate &c : certs)
+      for (const Certificate &c : certs) {
         anyFailed = anyFailed || !c.holds();
+        important = important || c.norm.has_value(); // norms that are ONNX ops (mean_variance_norm)
+      }
       if (ctx.explain && !certs.empty() && (important || anyFailed)) {
         RewriteRecord rec;
         rec.pass = name();
