@@ -242,6 +242,7 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   st.recipe = k.recipe;
   st.recipeReason = dec.recipeReason;
   st.recipeFallback = dec.recipeFallback;
+  st.writesInPlace = dec.writesInPlace;
   for (const Value *v : grp.inputs)
     st.inputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
   for (const Value *v : grp.outputs)
@@ -559,6 +560,8 @@ void printPlanReport(std::ostream &os, const Plan &p) {
       os << "    " << (a.rejected.empty() ? "runner-up " : "rejected  ") << knobText(a.knobs)
          << ": " << line << " us" << (a.rejected.empty() ? "" : " — " + a.rejected) << "\n";
     }
+    if (!st.recipeReason.empty())
+      os << "    recipe " << st.recipe << ": " << st.recipeReason << "\n";
   }
 }
 

@@ -59,6 +59,9 @@ public:
   // True when the recipe is also its family's generic lowering: it lowers, in its plain form,
   // an anchor whose certificate fails when no later recipe of the registry lowers it.
   virtual bool genericFallback() const { return false; }
+  // True when every output element is written at the index its inputs are read, after reading
+  // them (elementwise maps): the memory plan may then give the output a dying input's storage.
+  virtual bool writesInPlace() const { return false; }
 
   // --- build ---
   // The kernel for `g`, named `name`, with `knobs` (missing knobs take the recipe's defaults

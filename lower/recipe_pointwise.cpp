@@ -216,6 +216,7 @@ namespace {
 class PointwiseRecipe final : public Recipe {
 public:
   const char *name() const override { return "pointwise"; }
+  bool writesInPlace() const override { return true; }
   bool lowers(const Node *a) const override { return !a || a->op() == Op::BatchNorm; }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipePointwise(g, n, k), name());

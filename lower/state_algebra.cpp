@@ -91,7 +91,8 @@ StateAlgebra logSoftmaxAlgebra() {
   return alg;
 }
 
-StateAlgebra welfordAlgebra(double epsilon, int scaleOperand, int biasOperand) {
+StateAlgebra welfordAlgebra(double epsilon, EpsilonPlacement epsilonAt, int scaleOperand,
+                            int biasOperand) {
   StateAlgebra alg;
   alg.name = "welford";
   alg.fields = {
@@ -111,7 +112,13 @@ StateAlgebra welfordAlgebra(double epsilon, int scaleOperand, int biasOperand) {
   alg.merge.merged = {fv("nn"), a("mean") + fv("dd") * fv("wb"),
                       a("m2") + b("m2") + fv("dd") * fv("dd") * a("n") * fv("wb")};
   // Population variance M2 / n, as ONNX and PyTorch use.
-  alg.finalizeLets = {{"inv_std", kir::unary(kir::UnOp::Rsqrt, s("m2") / s("n") + f32(epsilon))}};
+  // The epsilon sits under the square root (layer_norm) or on the standard deviation
+  // (mean_variance_norm: (x - mean) / (sqrt(var) + eps)), as the certificate's NormSpec says.
+  if (epsilonAt == EpsilonPlacement::StdDev)
+    alg.finalizeLets = {
+        {"inv_std", f32(1.0) / (kir::unary(kir::UnOp::Sqrt, s("m2") / s("n")) + f32(epsilon))}};
+  else
+    alg.finalizeLets = {{"inv_std", kir::unary(kir::UnOp::Rsqrt, s("m2") / s("n") + f32(epsilon))}};
   E y = (fv(kInputVar) - s("mean")) * fv("inv_std");
   if (scaleOperand >= 0) {
     alg.params.push_back({static_cast<size_t>(scaleOperand), "p_gamma"});
@@ -154,7 +161,7 @@ StateAlgebra algebraFor(const NormSpec &spec, int64_t rowLength) {
   if (spec.algebra == "log_softmax")
     return logSoftmaxAlgebra();
   if (spec.algebra == "welford")
-    return welfordAlgebra(spec.epsilon, spec.scaleOperand, spec.biasOperand);
+    return welfordAlgebra(spec.epsilon, spec.epsilonAt, spec.scaleOperand, spec.biasOperand);
   if (spec.algebra == "sum_squares")
     return sumSquaresAlgebra(spec.epsilon, rowLength, spec.scaleOperand, spec.biasOperand);
   throw InternalError(cat("no state algebra named '", spec.algebra, "'"));
@@ -162,10 +169,10 @@ StateAlgebra algebraFor(const NormSpec &spec, int64_t rowLength) {
 
 namespace {
 
-// TEMPORARY (issue 16, the one place the lowering derives a NormSpec from the op): until the
-// online_reducible_norm checker (passes/property_online_reducible_norm.cpp) fills
-// Certificate::norm, the spec of the four norm ops is derived here, with the fields' meaning of
-// ir/properties.h. Delete this function once the checker fills it.
+// For a graph that never ran annotate-properties (Kernel IR tests that partition a parsed graph
+// directly): the spec of the four built-in norm ops as the online_reducible_norm checker
+// (passes/property_online_reducible_norm.cpp) would record it. A compiled model always takes the
+// certificate's spec; an op the checker alone knows (mean_variance_norm) needs its certificate.
 std::optional<NormSpec> derivedNormSpec(const Node &n) {
   NormSpec spec;
   switch (n.op()) {

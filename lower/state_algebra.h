@@ -60,9 +60,11 @@ std::string stateVar(const std::string &field); // "s_<field>"
 StateAlgebra softmaxAlgebra();
 // log_softmax: the same state; finalize (x - m) - log d.
 StateAlgebra logSoftmaxAlgebra();
-// Welford (n, mean, M2), Chan's merge; y = (x - mean) / sqrt(M2/n + eps) * g + b, the scale g
+// Welford (n, mean, M2), Chan's merge; y = (x - mean) / sqrt(M2/n + eps) * g + b (epsilonAt
+// StdDev: / (sqrt(M2/n) + eps)), the scale g
 // and bias b read from operands `scaleOperand` / `biasOperand` (-1: none).
-StateAlgebra welfordAlgebra(double epsilon, int scaleOperand, int biasOperand);
+StateAlgebra welfordAlgebra(double epsilon, EpsilonPlacement epsilonAt, int scaleOperand,
+                            int biasOperand);
 // Sum of squares: s = sum of x^2 over a row of `rowLength`; y = x / sqrt(s/n + eps) * w + b.
 StateAlgebra sumSquaresAlgebra(double epsilon, int64_t rowLength, int scaleOperand,
                                int biasOperand);

@@ -141,7 +141,7 @@ std::vector<int> planInPlace(Plan &p, const std::vector<Lifetime> &life) {
   std::vector<int> shareWith(p.buffers.size(), -1);
   for (size_t s = 0; s < p.steps.size(); ++s) {
     PlanStep &st = p.steps[s];
-    if (st.recipe != "pointwise" || st.outputs.size() != 1)
+    if (!st.writesInPlace || st.outputs.size() != 1)
       continue;
     int o = index.at(st.outputs[0]);
     const PlanBuffer &ob = p.buffers[o];

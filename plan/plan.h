@@ -52,6 +52,7 @@ struct PlanStep {
   // generic recipe. --explain prints it; plan.yaml `recipe_reason` for fallbacks only.
   std::string recipeReason;
   bool recipeFallback = false;
+  bool writesInPlace = false; // the recipe's Recipe::writesInPlace: may write over a dying input
   std::vector<std::string> inputs, outputs; // buffer ids, in the kernel's argument order
   std::map<std::string, std::string> attrs; // typed text (the graph attributes, printed)
   std::vector<int64_t> grid;

@@ -59,6 +59,7 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   PlanDecision d;
   d.recipeReason = sel.reason;
   d.recipeFallback = sel.fallback;
+  d.writesInPlace = recipe.writesInPlace();
   d.defaults.knobs = dflt.knobs;
   d.defaults.cost = evaluateKernel(g, recipe, dflt, hw);
   if (!d.defaults.cost.feasible())

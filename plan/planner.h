@@ -44,6 +44,7 @@ struct PlanDecision {
   // certificate condition that sent the group to its family's generic recipe.
   std::string recipeReason;
   bool recipeFallback = false;
+  bool writesInPlace = false; // the recipe's Recipe::writesInPlace
 };
 
 // Lowers `g` as kernel `name` with the planned knobs. Throws UserError naming the node when no
