@@ -53,4 +53,16 @@ int runCapture(const std::vector<std::string> &argv, std::string &output) {
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+std::string runOrThrow(const std::vector<std::string> &argv, const std::string &what) {
+  std::string output;
+  int rc = runCapture(argv, output);
+  if (rc != 0) {
+    std::string cmd;
+    for (const std::string &a : argv)
+      cmd += (cmd.empty() ? "" : " ") + a;
+    throw UserError(cat(what, " failed (exit ", rc, "): ", cmd, "\n", output));
+  }
+  return output;
+}
+
 } // namespace aicf

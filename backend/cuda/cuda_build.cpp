@@ -47,15 +47,7 @@ std::string compileCudaSource(const std::string &source, const std::string &cuPa
   for (std::string flag; extra >> flag;)
     argv.push_back(flag);
   argv.insert(argv.end(), {"-o", soPath, cuPath});
-  std::string output;
-  int rc = runCapture(argv, output);
-  if (rc != 0) {
-    std::string cmd;
-    for (const std::string &a : argv)
-      cmd += (cmd.empty() ? "" : " ") + a;
-    throw UserError(cat("nvcc failed (exit ", rc, "): ", cmd, "\n", output));
-  }
-  return output;
+  return runOrThrow(argv, "nvcc");
 }
 
 std::map<std::string, PtxasFigures> parsePtxasReport(const std::string &output) {

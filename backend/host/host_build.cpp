@@ -43,15 +43,7 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
   for (std::string flag; extra >> flag;)
     argv.push_back(flag);
   argv.insert(argv.end(), {"-o", soPath, cppPath});
-  std::string output;
-  int rc = runCapture(argv, output);
-  if (rc != 0) {
-    std::string cmd;
-    for (const std::string &a : argv)
-      cmd += (cmd.empty() ? "" : " ") + a;
-    throw UserError(cat("host compile failed (exit ", rc, "): ", cmd, "\n", output));
-  }
-  return output;
+  return runOrThrow(argv, "host compile");
 }
 
 const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
