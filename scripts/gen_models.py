@@ -4,13 +4,20 @@
 Run by hand with Debian's PyTorch (not by CI; CI uses the committed files):
     apt-get install python3-torch python3-onnx python3-numpy libopenblas0-pthread
     /usr/bin/python3 scripts/gen_models.py            # writes testdata/models/
+    /usr/bin/python3 scripts/gen_models.py NAME...    # writes only the named models
+
+Exporting is not bit-reproducible across PyTorch versions, so add a model by exporting only it
+(name filter) and leave the committed files of the others as they are.
 
 Each model goes to testdata/models/<name>/: model.onnx, inputs/<input>.npy, outputs/<output>.npy,
 and args.txt with the aicfc flags it needs (--dim bindings for the dynamic variants).
 The modules mirror what real exporters produce: a GPT-2 block written like Hugging Face's
 GPT2Block (Conv1D projections, tanh GELU with pow 3, Where-based causal mask), a BERT layer like
-BertLayer (additive padding mask, erf GELU, post-LayerNorm), a small CNN (conv, batch norm, ReLU,
-pooling, depthwise conv, Gemm) and an MLP.
+BertLayer (additive padding mask, erf GELU, post-LayerNorm), a pre-LN ViT encoder block like timm's
+Block (one fused qkv Linear, reshape + permute + unbind into q, k, v, erf GELU MLP), a LLaMA
+decoder block like transformers' LlamaDecoderLayer (RMSNorm, rotary embeddings with rotate_half,
+grouped-query attention with repeat_kv, additive causal mask, SiLU-gated MLP), a small CNN (conv,
+batch norm, ReLU, pooling, depthwise conv, Gemm) and an MLP.
 """
 import math
 import os
@@ -143,10 +150,131 @@ class SmallCNN(nn.Module):
         return self.fc(x)
 
 
+class ViTAttention(nn.Module):
+    # timm's Attention (non-fused path): one qkv Linear, heads split by reshape + permute, unbind.
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.scale = self.dh ** -0.5
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        attn = attn.softmax(dim=-1)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+        return self.proj(x)
+
+
+class ViTBlock(nn.Module):
+    # timm's VisionTransformer Block: pre-LN residual attention and erf-GELU MLP, LayerNorm eps 1e-6.
+    def __init__(self, d=256, heads=4, mlp=1024):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d, eps=1e-6)
+        self.attn = ViTAttention(d, heads)
+        self.norm2 = nn.LayerNorm(d, eps=1e-6)
+        self.fc1, self.act, self.fc2 = nn.Linear(d, mlp), nn.GELU(), nn.Linear(mlp, d)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.fc2(self.act(self.fc1(self.norm2(x))))
+
+
+class LlamaRMSNorm(nn.Module):
+    # transformers' LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) * w, with pow(2).mean(-1, keepdim).
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, kv_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, kv_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, kv_heads * n_rep, slen, head_dim)
+
+
+class LlamaAttention(nn.Module):
+    # transformers' LlamaAttention (eager path): bias-free projections, rotary embeddings from
+    # cached cos/sin buffers indexed by position, grouped-query attention via repeat_kv, additive
+    # causal mask of finfo.min (a buffer here, so it is part of the graph), fp32 softmax.
+    def __init__(self, d, heads, kv_heads, max_pos=128, base=10000.0):
+        super().__init__()
+        self.d, self.h, self.kvh, self.dh = d, heads, kv_heads, d // heads
+        self.q_proj = nn.Linear(d, heads * self.dh, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
+        self.o_proj = nn.Linear(heads * self.dh, d, bias=False)
+        inv_freq = 1.0 / (base ** (torch.arange(0, self.dh, 2).float() / self.dh))
+        freqs = torch.outer(torch.arange(max_pos).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos())
+        self.register_buffer("sin_cached", emb.sin())
+        mask = torch.full((max_pos, max_pos), torch.finfo(torch.float32).min)
+        cond = torch.arange(max_pos)
+        mask.masked_fill_(cond < (cond + 1).view(max_pos, 1), 0)
+        self.register_buffer("causal_mask", mask[None, None, :, :])
+
+    def forward(self, x):
+        bsz, q_len, _ = x.size()
+        q = self.q_proj(x).view(bsz, q_len, self.h, self.dh).transpose(1, 2)
+        k = self.k_proj(x).view(bsz, q_len, self.kvh, self.dh).transpose(1, 2)
+        v = self.v_proj(x).view(bsz, q_len, self.kvh, self.dh).transpose(1, 2)
+        position_ids = torch.arange(q_len).unsqueeze(0).expand(bsz, q_len)
+        cos = self.cos_cached[position_ids].unsqueeze(1)  # [bsz, 1, seq, dh]
+        sin = self.sin_cached[position_ids].unsqueeze(1)
+        q = (q * cos) + (rotate_half(q) * sin)
+        k = (k * cos) + (rotate_half(k) * sin)
+        k = repeat_kv(k, self.h // self.kvh)
+        v = repeat_kv(v, self.h // self.kvh)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.dh)
+        w = w + self.causal_mask[:, :, :q_len, :q_len]
+        w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        a = torch.matmul(w, v).transpose(1, 2).contiguous().reshape(bsz, q_len, self.d)
+        return self.o_proj(a)
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, d=256, heads=4, kv_heads=2, inter=688):
+        super().__init__()
+        self.input_layernorm = LlamaRMSNorm(d)
+        self.self_attn = LlamaAttention(d, heads, kv_heads)
+        self.post_attention_layernorm = LlamaRMSNorm(d)
+        self.gate_proj = nn.Linear(d, inter, bias=False)
+        self.up_proj = nn.Linear(d, inter, bias=False)
+        self.down_proj = nn.Linear(inter, d, bias=False)
+
+    def forward(self, x):
+        x = x + self.self_attn(self.input_layernorm(x))
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
 def randomize_norms(m):
     # Non-trivial norm parameters (fresh modules have gamma = 1, beta = 0, which the compiler
     # rightly folds away) and running statistics, so a wrong rewrite shows in the numbers.
     for mod in m.modules():
+        if isinstance(mod, LlamaRMSNorm):
+            with torch.no_grad():
+                mod.weight.uniform_(0.5, 1.5)
         if isinstance(mod, nn.LayerNorm):
             with torch.no_grad():
                 mod.weight.uniform_(0.5, 1.5)
@@ -159,7 +287,12 @@ def randomize_norms(m):
                 mod.bias.uniform_(-0.2, 0.2)
 
 
+ONLY = set()  # model names given on the command line; empty exports all
+
+
 def export(name, model, inputs, input_names, output_names, opset, dynamic_axes=None, args=""):
+    if ONLY and name not in ONLY:
+        return
     model.eval()
     out_dir = os.path.join(ROOT, name)
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -188,6 +321,7 @@ def export(name, model, inputs, input_names, output_names, opset, dynamic_axes=N
 
 
 def main():
+    ONLY.update(sys.argv[1:])
     torch.manual_seed(0)
     gpt2 = GPT2Block(256, 4)
     torch.manual_seed(1)
@@ -231,6 +365,24 @@ def main():
            args="--dim batch=3 --dim seq=24")
     export("mlp_dyn_op13", mlp, [x_mlp], ["x"], ["logits"], 13,
            dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}}, args="--shape x=8x64")
+
+    # Added later: own seeds and input generator, so the models above are unaffected.
+    torch.manual_seed(7)
+    vit = ViTBlock(256, 4, 1024)
+    torch.manual_seed(8)
+    llama = LlamaDecoderLayer(256, 4, 2, 688)
+    torch.manual_seed(9)
+    for m in (vit, llama):
+        randomize_norms(m)
+    g2 = torch.Generator().manual_seed(101)
+    x_vit = torch.randn(2, 64, 256, generator=g2)
+    x_llama = torch.randn(2, 64, 256, generator=g2)
+    export("vit_block_op17", vit, [x_vit], ["x"], ["y"], 17)
+    export("llama_block_op17", llama, [x_llama], ["x"], ["y"], 17)
+    unknown = ONLY - {n for n in os.listdir(ROOT)}
+    if unknown:
+        print(f"unknown model names: {sorted(unknown)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
