@@ -288,9 +288,11 @@ def randomize_norms(m):
 
 
 ONLY = set()  # model names given on the command line; empty exports all
+KNOWN = set()  # every name export() was called with, to reject misspelt filters
 
 
 def export(name, model, inputs, input_names, output_names, opset, dynamic_axes=None, args=""):
+    KNOWN.add(name)
     if ONLY and name not in ONLY:
         return
     model.eval()
@@ -379,7 +381,7 @@ def main():
     x_llama = torch.randn(2, 64, 256, generator=g2)
     export("vit_block_op17", vit, [x_vit], ["x"], ["y"], 17)
     export("llama_block_op17", llama, [x_llama], ["x"], ["y"], 17)
-    unknown = ONLY - {n for n in os.listdir(ROOT)}
+    unknown = ONLY - KNOWN
     if unknown:
         print(f"unknown model names: {sorted(unknown)}", file=sys.stderr)
         return 1
