@@ -170,6 +170,10 @@ void describePlan(CompileState &s) {
   p.hardwareSummary = s.hw.summary();
   p.schedule = opts.schedule;
   p.remat = s.part.remat;
+  p.layoutFolds.clear();
+  for (const LayoutDecision &d : s.part.layout)
+    p.layoutFolds.push_back(LayoutFoldRecord{d.node->name(), d.node->where(), d.reads, d.foldUs,
+                                             d.materializeUs, d.folded, d.reason});
 }
 
 // The buffers of the graph's values, before the steps name them (plan/memory_plan.h): a fixed
@@ -371,6 +375,7 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
     : input(in), opts(o), target(o.target.loaded()), planFor(o.planFor.loaded()), hw(planFor.hw),
       graph(&in) {
   fusion.rematCost = rematCostFor(hw);
+  fusion.layoutCost = layoutCostFor(hw);
   planner.planFor = planFor;
   planner.schedule = o.schedule;
   planner.rank = o.rank;
@@ -524,6 +529,18 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     std::snprintf(line, sizeof line, "%.3g us vs store + reload %.3g us", d.recomputeUs, d.storeUs);
     os << "   " << (d.recomputed ? "recomputed" : "stored") << " " << vals << " (read by "
        << d.consumers << " kernels): recompute " << line << "\n";
+  }
+  for (const LayoutFoldRecord &d : p.layoutFolds) {
+    os << "   " << (d.folded ? "folded " : "materialised ") << d.op << " " << d.node << ": "
+       << d.reason;
+    if (d.foldUs > 0 || d.materializeUs > 0) {
+      std::snprintf(line, sizeof line, " (through the map +%.3g us, as a kernel %.3g us)", d.foldUs,
+                    d.materializeUs);
+      os << line;
+    }
+    os << "\n";
+    for (const std::string &r : d.reads)
+      os << "     " << r << "\n";
   }
   // Why each kernel's knobs: the search, the decision and what it weighed.
   os << "== schedules (cost model; times in us)\n";

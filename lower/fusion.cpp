@@ -1,8 +1,18 @@
 // Fusion into kernel groups (see fusion.h). Deterministic, graph order throughout; the rules:
 //
+//  0. Layout ops (issue 17). A transpose, split, slice, expand or concat (ir/index_map.h:
+//     isLayoutOp) is folded into its readers unless that costs more: it then belongs to no group
+//     of its own; every group reading its result (directly or through further layout ops and
+//     reshapes, which fold with it) holds a copy of it and reads the operand through the
+//     composed index map (GroupExpr::at), so no kernel moves its bytes. It is materialised as a
+//     data-movement kernel when its result (through the chain) is a graph output, when a reader
+//     cannot read through a map, or when the cost function (FusionOptions::layoutCost) prices
+//     the reads through the map (strided, uncoalesced) above one kernel writing the result
+//     once. Every decision is recorded with the maps and both costs (Partition::layout).
 //  1. Views. A VIEW node (reshape) is no kernel: its result aliases its operand's buffer
 //     (storageOf). A view also ends fusion: a consumer reading a view reads a materialised
-//     buffer, so the view's source is an output of the group that computes it.
+//     buffer, so the view's source is an output of the group that computes it. A reshape of a
+//     folded layout op's result is part of the folded chain instead (rule 0).
 //  2. Anchors. Every node that is neither elementwise nor a view starts its own group.
 //  3. Epilogues ("stays with its producer"). Each elementwise node, in graph order, joins the
 //     group that produced one of its operands (the first eligible one, in operand order):
@@ -103,8 +113,12 @@ public:
 
   Partition run() {
     Partition p;
+    // 0: layout ops folded into their readers float: no group of their own.
+    decideLayout(p);
     // 1-2: views and anchors.
     for (Node *n : nodes_) {
+      if (floating_[idx(n)])
+        continue;
       if (n->info().has(VIEW))
         p.views.push_back(n);
       else if (!n->info().has(EW))
@@ -145,6 +159,117 @@ private:
     // another shape than the joining node's can break the one-output-shape rule).
     std::map<std::vector<int64_t>, std::vector<const Value *>> resultsByShape;
   };
+
+  bool floating(const Node *n) const { return n && floating_[idx(n)]; }
+
+  // Rule 0: the reads of layout op n's results by nodes that are no layout op, each with the
+  // map composed through the layout ops and reshapes between; `why` is set when n cannot fold.
+  void collectReads(const Node *n, std::vector<LayoutRead> &reads, std::string &why) const {
+    std::function<void(const Value *, const IndexMap &)> walk = [&](const Value *v,
+                                                                    const IndexMap &m) {
+      if (outputs_.count(v)) {
+        why = "its result is a graph output";
+        return;
+      }
+      for (const Node *u : usersOf(v)) {
+        if (u->info().has(VIEW) || isLayoutOp(*u)) {
+          if (!isLayoutOp(*u)) {
+            why = cat("read by ", u->name(), " with a dynamic shape");
+            return;
+          }
+          for (int r = 0; r < static_cast<int>(u->numResults()); ++r)
+            for (const LayoutPiece &pc : layoutPieces(*u, r))
+              if (u->operand(static_cast<size_t>(pc.operand)) == v)
+                walk(u->result(static_cast<size_t>(r)), compose(pc.map, m));
+          continue;
+        }
+        if (u->op() == Op::BatchNorm) {
+          why = "read by batch_norm, whose recipe reads plain buffers";
+          return;
+        }
+        for (size_t k = 0; k < u->numOperands(); ++k)
+          if (u->operand(k) == v)
+            reads.push_back(LayoutRead{n, u, static_cast<int>(k), m, v->type().bytes()});
+      }
+    };
+    for (int r = 0; r < static_cast<int>(n->numResults()); ++r)
+      for (const LayoutPiece &pc : layoutPieces(*n, r))
+        walk(n->result(static_cast<size_t>(r)), pc.map);
+  }
+
+  void decideLayout(Partition &p) {
+    floating_.assign(nodes_.size(), 0);
+    if (!opts_.foldLayout)
+      return;
+    for (Node *n : nodes_) {
+      if (n->info().has(VIEW)) {
+        // A reshape of a folded chain folds with it.
+        if (floating(n->operand(0)->def()))
+          floating_[idx(n)] = 1;
+        continue;
+      }
+      if (!isLayoutOp(*n))
+        continue;
+      LayoutDecision d;
+      d.node = n;
+      std::vector<LayoutRead> reads;
+      collectReads(n, reads, d.reason);
+      for (const LayoutRead &r : reads)
+        d.reads.push_back(cat(r.reader->name(), " operand ", r.operand, " ",
+                              valueName(r.reader->operand(static_cast<size_t>(r.operand))), ": ",
+                              r.map.str()));
+      if (d.reason.empty() && reads.empty())
+        d.reason = "no reader";
+      if (d.reason.empty()) {
+        if (opts_.layoutCost) {
+          for (const LayoutRead &r : reads) {
+            LayoutCost c = opts_.layoutCost(r);
+            d.foldUs += c.foldUs;
+            d.materializeUs = std::max(d.materializeUs, c.materializeUs);
+          }
+          d.folded = d.foldUs <= d.materializeUs;
+          d.reason = d.folded ? "reading through the map costs no more than a kernel"
+                              : "reading through the map costs more than a kernel";
+        } else {
+          d.folded = true;
+          d.reason = "folded (no cost model)";
+        }
+      }
+      if (d.folded)
+        floating_[idx(n)] = 1;
+      p.layout.push_back(std::move(d));
+    }
+  }
+
+  static std::string valueName(const Value *v) {
+    return v->name().empty() ? cat("%", v->id()) : cat("%", v->name());
+  }
+
+  // The groups `v` is read from: the group computing v's storage or, for a value of a folded
+  // layout chain, the groups computing the chain's sources.
+  void sourceGroups(const Value *v, std::vector<int> &out) const {
+    const Node *d = v->def();
+    if (floating(d)) {
+      for (const Value *o : d->operands())
+        sourceGroups(o, out);
+      return;
+    }
+    int g = storageGroup(v);
+    if (g >= 0 && std::find(out.begin(), out.end(), g) == out.end())
+      out.push_back(g);
+  }
+
+  // The nodes reading `v` that belong to groups: its users, looking through folded layout ops.
+  void readers(const Value *v, std::vector<const Node *> &out) const {
+    for (const Node *u : usersOf(v)) {
+      if (floating(u)) {
+        for (const Value *r : u->results())
+          readers(r, out);
+      } else {
+        out.push_back(u);
+      }
+    }
+  }
 
   const std::vector<Node *> &usersOf(const Value *v) const {
     static const std::vector<Node *> none;
@@ -215,12 +340,13 @@ private:
       if (seen_[gi] == stamp_ || groups_[gi].maxIdx < floor)
         return false;
       seen_[gi] = stamp_;
+      std::vector<int> srcs;
       for (const Node *m : groups_[gi].nodes)
-        for (const Value *o : m->operands()) {
-          int p = storageGroup(o);
-          if (p >= 0 && p != gi && visit(p))
-            return true;
-        }
+        for (const Value *o : m->operands())
+          sourceGroups(o, srcs);
+      for (int p : srcs)
+        if (p != gi && visit(p))
+          return true;
       return false;
     };
     return visit(from);
@@ -231,7 +357,9 @@ private:
   bool neededOutside(const Value *v, int gi, const Node *joining = nullptr) const {
     if (outputs_.count(v))
       return true;
-    for (const Node *u : usersOf(v))
+    std::vector<const Node *> rs;
+    readers(v, rs);
+    for (const Node *u : rs)
       if (u != joining && !contains(gi, u))
         return true;
     return false;
@@ -265,9 +393,16 @@ private:
               return false;
     }
     for (Value *o : n->operands()) {
-      int p = storageGroup(o);
-      if (p >= 0 && p != gi && dependsOn(p, gi))
-        return false;
+      std::vector<int> srcs;
+      sourceGroups(o, srcs);
+      for (int p : srcs) {
+        // A folded layout op reads the group's values at other indices than the one being
+        // computed: it cannot read them from inside the group.
+        if (p == gi && floating(o->def()))
+          return false;
+        if (p != gi && dependsOn(p, gi))
+          return false;
+      }
     }
     return true;
   }
@@ -311,7 +446,9 @@ private:
       for (const Value *r : m->results()) {
         if (g_.isOutput(r))
           return {};
-        for (const Node *u : usersOf(r)) {
+        std::vector<const Node *> rs;
+        readers(r, rs);
+        for (const Node *u : rs) {
           if (contains(gi, u))
             continue;
           int ug = groupOf_[idx(u)];
@@ -396,7 +533,9 @@ private:
       for (const Value *r : m->results()) {
         if (g_.isOutput(r))
           return -1;
-        for (const Node *u : usersOf(r)) {
+        std::vector<const Node *> rs;
+        readers(r, rs);
+        for (const Node *u : rs) {
           int ug = groupOf_[idx(u)];
           if (ug == gi)
             continue;
@@ -408,12 +547,30 @@ private:
     return consumer;
   }
 
+  // Rule 0: every group holds a copy of the folded layout ops it reads through.
+  void attachFolded(int gi) {
+    std::vector<Node *> todo = groups_[gi].nodes;
+    while (!todo.empty()) {
+      Node *m = todo.back();
+      todo.pop_back();
+      for (Value *o : m->operands()) {
+        Node *d = o->def();
+        if (!floating(d) || contains(gi, d))
+          continue;
+        groups_[gi].nodes.push_back(d);
+        copies_.insert({gi, idx(d)});
+        todo.push_back(d);
+      }
+    }
+  }
+
   void finish(Partition &p) {
     // Live groups with sorted nodes.
     std::vector<int> live;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
       if (!groups_[gi].alive)
         continue;
+      attachFolded(static_cast<int>(gi));
       std::sort(groups_[gi].nodes.begin(), groups_[gi].nodes.end(),
                 [&](const Node *a, const Node *b) { return idx(a) < idx(b); });
       live.push_back(static_cast<int>(gi));
@@ -468,7 +625,7 @@ private:
         }
       for (const Node *m : grp.nodes)
         for (Value *r : m->results())
-          if (!recomputed_.count(m) && neededOutside(r, gi))
+          if (!recomputed_.count(m) && !floating(m) && neededOutside(r, gi))
             kg.outputs.push_back(r);
       p.groups.push_back(std::move(kg));
     }
@@ -483,6 +640,7 @@ private:
   std::unordered_set<const Value *> outputs_; // the graph's outputs
   std::vector<int> groupOf_;
   std::vector<char> isEpilogue_;         // by node position: joined an anchor group as epilogue
+  std::vector<char> floating_;           // by node position: a folded layout op (rule 0)
   std::set<std::pair<int, int>> copies_; // (group, node position): rule 5's recomputed copies
   std::vector<Group> groups_;
   mutable std::vector<uint64_t> seen_; // dependsOn's visited marks (== stamp_)

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "ir/index_map.h"
 
 #include <functional>
 
@@ -39,10 +40,37 @@ struct RematDecision {
   bool recomputed = false;
 };
 
+// Fold or materialise (rule 0 in fusion.cpp): one read of a layout op's result (through further
+// layout ops) by a node that is no layout op. `map` sends the reader's operand index to the
+// layout op's operand index (for a concat: the piece of one operand).
+struct LayoutRead {
+  const Node *layout = nullptr;
+  const Node *reader = nullptr;
+  int operand = 0; // which operand of the reader
+  IndexMap map;
+  int64_t bytes = 0; // the reader's operand
+};
+struct LayoutCost {
+  double foldUs = 0;        // what reading through the map costs the reader beyond a plain read
+  double materializeUs = 0; // a data-movement kernel writing the result once
+};
+using LayoutCostFn = std::function<LayoutCost(const LayoutRead &)>;
+
+// One layout op's decision: folded into its readers (no kernel: each reads the operand through
+// the composed map) or materialised (a data-movement kernel).
+struct LayoutDecision {
+  const Node *node = nullptr;
+  std::vector<std::string> reads;       // "reader-op %value: map", per read
+  double foldUs = 0, materializeUs = 0; // summed over the reads; 0 when not priced
+  bool folded = false;
+  std::string reason; // why, in words
+};
+
 struct Partition {
   std::vector<KernelGroup> groups; // in a valid execution order
   std::vector<Node *> views;       // reshape-like nodes: aliases, no kernel
   std::vector<RematDecision> remat;
+  std::vector<LayoutDecision> layout; // in graph order
 };
 
 // Store or recompute (rule 5 in fusion.cpp): the two times of an elementwise group `probe`
@@ -60,6 +88,11 @@ struct FusionOptions {
   // recomputed in their consumers when that is cheaper; without one they are always stored
   // (computed once). A callback keeps the partition below the cost model in the layering.
   RematCostFn rematCost;
+  // With a cost function, a layout op is folded into its readers only when that costs less than
+  // materialising it; without one, every foldable layout op is folded.
+  LayoutCostFn layoutCost;
+  // Off: every layout op is a kernel (and every reshape a view), as before issue 17.
+  bool foldLayout = true;
   // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise
   // chains are cut into several kernels, so the host compiler's time per kernel stays bounded.
   int maxGroupNodes = 256;

@@ -401,6 +401,57 @@ std::vector<E> unflat(const std::vector<int64_t> &shape, E flat) {
 GroupExpr::GroupExpr(const KernelGroup &g, std::map<const Value *, kir::BufferP> params)
     : g_(g), params_(std::move(params)) {}
 
+E indexExpr(const IndexExpr &e, const std::vector<E> &dims) {
+  using K = IndexExprNode::Kind;
+  switch (e->kind) {
+  case K::Const: return E(e->value);
+  case K::Dim: return dims.at(static_cast<size_t>(e->value));
+  case K::Add:
+    // x + (-c) as x - c.
+    if (e->b->kind == K::Const && e->b->value < 0)
+      return indexExpr(e->a, dims) - E(-e->b->value);
+    return indexExpr(e->a, dims) + indexExpr(e->b, dims);
+  case K::Mul: return indexExpr(e->a, dims) * E(e->value);
+  // Index arguments of floordiv / mod are never negative (the simplifier's ranges start at 0
+  // for in-bounds indices), so C's truncating / and % are the floor forms.
+  case K::FloorDiv: return indexExpr(e->a, dims) / E(e->value);
+  case K::Mod: return indexExpr(e->a, dims) % E(e->value);
+  }
+  throw InternalError("indexExpr: unknown kind");
+}
+
+bool GroupExpr::member(const Node *n) const {
+  return n && std::find(g_.nodes.begin(), g_.nodes.end(), n) != g_.nodes.end();
+}
+
+E GroupExpr::atMapped(const Value *v, const IndexMap &map, const std::vector<E> &idx) const {
+  const Node *def = v->def();
+  if (!(def && isLayoutOp(*def) && member(def) && !subst_.count(v))) {
+    std::vector<E> at_;
+    for (const IndexExpr &e : map.exprs)
+      at_.push_back(indexExpr(e, idx));
+    return at(v, at_);
+  }
+  int r = 0;
+  while (def->result(static_cast<size_t>(r)) != v)
+    ++r;
+  // A concat's pieces become a select chain on the guard axis, first piece outermost; only the
+  // taken branch is evaluated (the printers spell select as ?:), so no piece reads out of bounds.
+  std::vector<LayoutPiece> pieces = layoutPieces(*def, r);
+  E out;
+  for (size_t k = pieces.size(); k-- > 0;) {
+    const LayoutPiece &pc = pieces[k];
+    E val = atMapped(def->operand(static_cast<size_t>(pc.operand)), compose(map, pc.map), idx);
+    if (!out) {
+      out = val;
+      continue;
+    }
+    E axis = indexExpr(map.exprs.at(static_cast<size_t>(pc.guardAxis)), idx);
+    out = kir::select(axis < E(pc.hi), val, out);
+  }
+  return out;
+}
+
 E GroupExpr::at(const Value *v, const std::vector<E> &idx) const {
   AICF_CHECK(idx.size() == v->type().shape.size(), "GroupExpr::at(%", v->name(), "): ", idx.size(),
              " indices for rank ", v->type().rank());
@@ -409,6 +460,8 @@ E GroupExpr::at(const Value *v, const std::vector<E> &idx) const {
   // Computed inside the group by an elementwise node: inline it (recompute, never reload an
   // output buffer the kernel is still writing).
   const Node *def = v->def();
+  if (def && isLayoutOp(*def) && member(def))
+    return atMapped(v, IndexMap::identity(v->type().shape), idx);
   if (def && def->info().has(EW) &&
       std::find(g_.nodes.begin(), g_.nodes.end(), def) != g_.nodes.end()) {
     const std::vector<int64_t> &shape = v->type().shape;

@@ -40,6 +40,9 @@ kir::E flatIndex(const std::vector<int64_t> &shape, const std::vector<kir::E> &i
 std::vector<kir::E> unflatIndex(const std::vector<int64_t> &shape, kir::E flat);
 std::vector<kir::E> unflat(const std::vector<int64_t> &shape, kir::E flat);
 
+// An index expression (ir/index_map.h) with its dims replaced by `dims`.
+kir::E indexExpr(const IndexExpr &e, const std::vector<kir::E> &dims);
+
 class GroupExpr;
 
 // Stores every output of group `g` at `idx` through its fused epilogue, the anchor's result
@@ -62,7 +65,8 @@ public:
   // The recipe computes `v` itself (e.g. the anchor's result as an accumulator).
   void substitute(const Value *v, Producer p) { subst_[v] = std::move(p); }
 
-  // The value of `v` at `idx` (indices in v's own shape).
+  // The value of `v` at `idx` (indices in v's own shape). A value of a layout op folded into the
+  // group (lower/fusion.h, rule 0) is read from its source through the composed index map.
   kir::E at(const Value *v, const std::vector<kir::E> &idx) const;
 
   // The group's elementwise nodes that consume `v` (directly or through other elementwise
@@ -72,6 +76,10 @@ public:
   const kir::BufferP &param(const Value *v) const; // InternalError if v is not a param
 
 private:
+  // `v` at map(idx), where `map` sends the reader's index `idx` to v's index.
+  kir::E atMapped(const Value *v, const IndexMap &map, const std::vector<kir::E> &idx) const;
+  bool member(const Node *n) const;
+
   const KernelGroup &g_;
   std::map<const Value *, kir::BufferP> params_;
   std::map<const Value *, Producer> subst_;

@@ -43,6 +43,8 @@ public:
     int64_t n = 1;
     for (int64_t d : S_)
       n *= d;
+    if (std::any_of(g_.nodes.begin(), g_.nodes.end(), [](const Node *m) { return isLayoutOp(*m); }))
+      return buildMapped(name, n);
 
     kir::Kernel k;
     k.name = name;
@@ -67,6 +69,45 @@ public:
   }
 
 private:
+  // A group holding folded layout ops (lower/fusion.h, rule 0) reads values at other indices
+  // than the element it computes, which the collapsed dims cannot express: every value is read
+  // through GroupExpr at its full multi-index (params keep their shapes), layout ops through
+  // their composed maps.
+  kir::Kernel buildMapped(const std::string &name, int64_t n) {
+    kir::Kernel k;
+    k.name = name;
+    k.recipe = "pointwise";
+    std::map<const Value *, kir::BufferP> byValue;
+    k.params = groupParams(g_, byValue);
+    GroupExpr gx(g_, byValue);
+    if (g_.anchor && g_.anchor->op() == Op::BatchNorm) {
+      const Node *bn = g_.anchor;
+      gx.substitute(bn->result(0), [&gx, bn](const std::vector<E> &idx) {
+        std::vector<E> c = {idx.at(1)};
+        E x = gx.at(bn->operand(0), idx);
+        E a = gx.at(bn->operand(1), c) /
+              kir::unary(kir::UnOp::Sqrt, gx.at(bn->operand(4), c) + kir::fconst(bn->f("epsilon")));
+        E y = (x - gx.at(bn->operand(3), c)) * a + gx.at(bn->operand(2), c);
+        DType t = bn->result(0)->type().dtype;
+        return (t == DType::F16 || t == DType::BF16) ? kir::cast(y, t) : y;
+      });
+    }
+    flatloop::Schedule s = flatloop::schedule(knobs_, n);
+    flatloop::build(k, n, s, [&](E i) {
+      std::vector<E> idx = unflatIndex(S_, i);
+      std::vector<kir::StmtP> out;
+      for (const Value *o : g_.outputs) {
+        E v = gx.at(o, idx);
+        const kir::BufferP &b = byValue.at(o);
+        if (v->type != b->dtype)
+          v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
+        out.push_back(kir::store(b, idx, v));
+      }
+      return out;
+    });
+    return k;
+  }
+
   const KernelGroup &g_;
   const Knobs &knobs_;
   std::vector<int64_t> S_;

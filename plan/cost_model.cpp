@@ -40,6 +40,10 @@ int64_t elementCost(Op op) {
 int64_t estimateFlops(const KernelGroup &grp) {
   int64_t flops = 0;
   for (const Node *n : grp.nodes) {
+    // A layout op folded into the group (lower/fusion.h, rule 0) is index arithmetic in the
+    // reader's loads, not work of its own.
+    if (n != grp.anchor && isLayoutOp(*n))
+      continue;
     const TensorType &out = n->result()->type();
     int64_t numel = out.isStatic() ? out.numel() : 0;
     switch (n->op()) {
@@ -271,6 +275,66 @@ RematCostFn rematCostFor(const Hardware &hw) {
   return [&hw](const KernelGroup &probe, int64_t inBytes, int64_t outBytes, int consumers) {
     return rematerializationCost(hw, inBytes, outBytes, estimateFlops(probe), consumers);
   };
+}
+
+namespace {
+
+// Bytes one element read through `map` really moves, walking domain dim d fastest.
+double bytesPerElement(const IndexMap &map, int d, double elem, double transaction) {
+  std::optional<IndexMap::Stride> s = map.strideOf(d);
+  if (!s) // an irregular gather: one transaction per element
+    return std::max(elem, transaction);
+  double stride = double(s->step < 0 ? -s->step : s->step);
+  if (stride == 0)
+    return elem;   // a broadcast: the same element again
+  if (stride == 1) // contiguous runs: a transaction per run at least
+    return std::max(elem, transaction / double(s->run));
+  return std::min(stride * elem, std::max(elem, transaction));
+}
+
+// How many times `reader` reads operand `which`: a contraction reads A once per column tile
+// and B once per row tile, attention K and V once per query tile (tiles of 64).
+double rereads(const Node &reader, size_t which) {
+  const std::vector<int64_t> &out = reader.result(0)->type().shape;
+  if (reader.info().has(CONTRACT) && reader.op() != Op::Conv && out.size() >= 2 && which < 2)
+    return double(std::max<int64_t>(1, ceilDiv(out[out.size() - (which == 0 ? 1 : 2)], 64)));
+  if (reader.op() == Op::Attention && (which == 1 || which == 2)) {
+    const std::vector<int64_t> &q = reader.operand(0)->type().shape;
+    return q.size() >= 2 ? double(std::max<int64_t>(1, ceilDiv(q[q.size() - 2], 64))) : 1;
+  }
+  return 1;
+}
+
+} // namespace
+
+LayoutCost layoutFoldCost(const Hardware &hw, const LayoutRead &read) {
+  LayoutCost c;
+  const IndexMap &m = read.map;
+  int64_t n = 1;
+  for (int64_t d : m.domain)
+    n *= d;
+  double elem = n > 0 ? double(read.bytes) / double(n) : 4;
+  double transaction = hw.gpu ? 32 : 64;
+  std::vector<int> dims; // the domain's non-1 dims, innermost first
+  for (size_t d = m.domain.size(); d-- > 0;)
+    if (m.domain[d] != 1)
+      dims.push_back(static_cast<int>(d));
+  double per = elem;
+  if (!dims.empty()) {
+    per = bytesPerElement(m, dims[0], elem, transaction);
+    bool tiled = read.reader->info().has(CONTRACT) || read.reader->op() == Op::Attention;
+    if (tiled && dims.size() > 1)
+      per = std::min(per, bytesPerElement(m, dims[1], elem, transaction));
+  }
+  double wasted =
+      double(n) * (per - elem) * rereads(*read.reader, static_cast<size_t>(read.operand));
+  c.foldUs = streamUs(hw, wasted, 0);
+  c.materializeUs = hw.launchUs + streamUs(hw, double(n) * per + double(read.bytes), 0);
+  return c;
+}
+
+LayoutCostFn layoutCostFor(const Hardware &hw) {
+  return [&hw](const LayoutRead &r) { return layoutFoldCost(hw, r); };
 }
 
 } // namespace aicf

@@ -78,4 +78,16 @@ RematCost rematerializationCost(const Hardware &hw, int64_t inBytes, int64_t out
 // The fusion's cost callback for `hw` (the description must outlive the callback).
 RematCostFn rematCostFor(const Hardware &hw);
 
+// Fold or materialise a layout op (lower/fusion.h, rule 0), for one read of its result. A read
+// through the map costs what its stride wastes: each element read pulls a transaction (a host
+// cache line, a GPU sector: uncoalesced) of min(stride, transaction) bytes instead of its own
+// size. The reader sees the stride of the dim it walks fastest: the innermost (a flat loop) or,
+// for a tiled reader (contraction, attention), the better of the last two, since a tile covers
+// both and its packing reuses each line. Operands a tiled reader re-reads (a contraction's B
+// once per row tile, attention's K and V once per query tile) pay the waste every time.
+// Materialised: one kernel reads the operand through the map once and writes the result.
+LayoutCost layoutFoldCost(const Hardware &hw, const LayoutRead &read);
+// The fusion's layout callback for `hw` (the description must outlive the callback).
+LayoutCostFn layoutCostFor(const Hardware &hw);
+
 } // namespace aicf

@@ -141,6 +141,23 @@ void Plan::writeYaml(std::ostream &os) const {
     }
     y << YAML::EndSeq;
   }
+  if (!layoutFolds.empty()) {
+    y << YAML::Key << "layout_folds" << YAML::Value << YAML::BeginSeq;
+    for (const LayoutFoldRecord &d : layoutFolds) {
+      y << YAML::BeginMap;
+      y << YAML::Key << "op" << YAML::Value << d.op;
+      y << YAML::Key << "node" << YAML::Value << d.node;
+      y << YAML::Key << "decision" << YAML::Value << (d.folded ? "fold" : "materialize");
+      y << YAML::Key << "reason" << YAML::Value << d.reason;
+      if (d.foldUs > 0 || d.materializeUs > 0) {
+        y << YAML::Key << "fold_us" << YAML::Value << d.foldUs;
+        y << YAML::Key << "materialize_us" << YAML::Value << d.materializeUs;
+      }
+      y << YAML::Key << "reads" << YAML::Value << d.reads;
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
   y << YAML::Key << "layout" << YAML::Value << layout;
   y << YAML::Key << "buffers" << YAML::Value << YAML::BeginSeq;
   for (const PlanBuffer &b : buffers) {

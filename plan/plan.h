@@ -86,6 +86,16 @@ struct PlanStep {
   std::vector<Alternative> alternatives; // runner-ups then rejected candidates
 };
 
+// A layout op folded into its readers or materialised as a kernel (lower/fusion.h, rule 0).
+struct LayoutFoldRecord {
+  std::string op;                       // "transpose"
+  std::string node;                     // its location
+  std::vector<std::string> reads;       // "matmul operand 0 %15: (d0, d1, d2) -> (...)", per read
+  double foldUs = 0, materializeUs = 0; // 0 when not priced
+  bool folded = false;
+  std::string reason;
+};
+
 struct Plan {
   Target target;  // what libmodel.so is built for (plan.yaml target.kind and name)
   Target planFor; // whose plan the kernels follow (differs when a GPU plan runs on the host)
@@ -104,9 +114,10 @@ struct Plan {
   std::string hardware; // the description planned for ("a100-sxm4-80gb", "host")
   std::string hardwareSummary; // its one-line summary (figures and source)
   std::string schedule = "cost";
-  double predictedTimeUs = 0;               // sum of the kernels' predicted times
-  std::vector<RematDecision> remat;         // store-or-recompute decisions of the fusion (fusion.h)
-  std::vector<AttentionDecision> attention; // streaming or materialised (attention_choice.h)
+  double predictedTimeUs = 0;       // sum of the kernels' predicted times
+  std::vector<RematDecision> remat; // store-or-recompute decisions of the fusion (fusion.h)
+  std::vector<LayoutFoldRecord> layoutFolds; // fold-or-materialise decisions of the fusion
+  std::vector<AttentionDecision> attention;  // streaming or materialised (attention_choice.h)
 
   const PlanBuffer *buffer(const std::string &id) const;
   void writeYaml(std::ostream &os) const;

@@ -560,6 +560,77 @@ const OpCase kOpCases[] = {
 }
 )",
      {"data_movement"}},
+    // Layout ops folded into their readers (lower/fusion.h, rule 0; issue 17): each reader
+    // reads the source through the composed index map, no layout kernel runs.
+    {"fold_chain_contraction",
+     R"(graph @fc(%x: f32[2,6,12], %w: f32[5,4]) -> (%y: f32[2,3,6,5]) {
+  %r = reshape(%x) {shape = [2, 6, 3, 4]} : f32[2,6,3,4]
+  %t = transpose(%r) {perm = [0, 2, 1, 3]} : f32[2,3,6,4]
+  %wt = transpose(%w) {perm = [1, 0]} : f32[4,5]
+  %m = matmul(%t, %wt) : f32[2,3,6,5]
+  %y = relu(%m) : f32[2,3,6,5]
+  return %y
+}
+)",
+     {"tiled_contraction"}},
+    {"fold_split_attention",
+     R"(graph @fa(%qkv: f32[16,48], %x: f32[2,8,16]) -> (%y: f32[2,8,16]) {
+  %a = reshape(%qkv) {shape = [2, 8, 48]} : f32[2,8,48]
+  %q0, %k0, %v0 = split(%a) {axis = 2, sizes = [16, 16, 16]} : f32[2,8,16], f32[2,8,16], f32[2,8,16]
+  %q1 = reshape(%q0) {shape = [2, 8, 2, 8]} : f32[2,8,2,8]
+  %k1 = reshape(%k0) {shape = [2, 8, 2, 8]} : f32[2,8,2,8]
+  %v1 = reshape(%v0) {shape = [2, 8, 2, 8]} : f32[2,8,2,8]
+  %q = transpose(%q1) {perm = [0, 2, 1, 3]} : f32[2,2,8,8]
+  %k = transpose(%k1) {perm = [0, 2, 1, 3]} : f32[2,2,8,8]
+  %v = transpose(%v1) {perm = [0, 2, 1, 3]} : f32[2,2,8,8]
+  %o = attention(%q, %k, %v) {causal = 1, scale = 0.35} : f32[2,2,8,8]
+  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f32[2,8,2,8]
+  %or = reshape(%ot) {shape = [2, 8, 16]} : f32[2,8,16]
+  %y = add(%or, %x) : f32[2,8,16]
+  return %y
+}
+)",
+     {"streaming_attention", "pointwise"}},
+    {"fold_rotary_pointwise",
+     R"(graph @fr(%x: f32[2,2,8,8], %c: f32[8,8], %s: f32[8,8]) -> (%y: f32[2,2,8,8]) {
+  %a = slice(%x) {axes = [3], ends = [4], starts = [0], steps = [1]} : f32[2,2,8,4]
+  %b = slice(%x) {axes = [3], ends = [8], starts = [4], steps = [1]} : f32[2,2,8,4]
+  %nb = neg(%b) : f32[2,2,8,4]
+  %r = concat(%nb, %a) {axis = -1} : f32[2,2,8,8]
+  %xc = mul(%x, %c) : f32[2,2,8,8]
+  %rs = mul(%r, %s) : f32[2,2,8,8]
+  %y = add(%xc, %rs) : f32[2,2,8,8]
+  return %y
+}
+)",
+     {"pointwise"}},
+    {"fold_expand_slice_softmax",
+     R"(graph @fe(%x: f32[3,1,5]) -> (%y: f32[2,3,4,3]) {
+  %e = expand(%x) {shape = [2, 3, 4, 5]} : f32[2,3,4,5]
+  %sl = slice(%e) {axes = [3], ends = [-1], starts = [4], steps = [-2]} : f32[2,3,4,3]
+  %y = softmax(%sl) {axis = -1} : f32[2,3,4,3]
+  return %y
+}
+)",
+     {}},
+    {"fold_concat_two_producers_norm",
+     R"(graph @fn(%a: f32[4,6], %b: f32[4,8], %w: f32[8,10], %g: f32[16], %be: f32[16]) -> (%y: f32[4,16]) {
+  %ea = exp(%a) : f32[4,6]
+  %mb = matmul(%b, %w) : f32[4,10]
+  %cat = concat(%ea, %mb) {axis = 1} : f32[4,16]
+  %y = layer_norm(%cat, %g, %be) {axis = -1, epsilon = 1e-05} : f32[4,16]
+  return %y
+}
+)",
+     {"online_norm"}},
+    {"fold_transpose_reduction",
+     R"(graph @fd(%x: f32[4,6,8]) -> (%y: f32[8,4]) {
+  %t = transpose(%x) {perm = [2, 0, 1]} : f32[8,4,6]
+  %y = reduce_sum(%t) {axes = [2], keepdims = 0} : f32[8,4]
+  return %y
+}
+)",
+     {"reduction"}},
     {"batch_norm",
      R"(graph @bn(%x: f32[2,3,4,5], %s: f32[3], %b: f32[3], %mu: f32[3]) -> (%y: f32[2,3,4,5]) {
   %var = weight f32[3] = [0.5, 1.0, 2.0]

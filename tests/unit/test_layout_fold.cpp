@@ -1,0 +1,192 @@
+// Layout folding in the partition (lower/fusion.h, rule 0; issue 17): which layout ops fold into
+// their readers, the groups that hold them, the maps recorded with each decision, the cases that
+// must materialise, and the cost model's fold-or-materialise price (plan/cost_model.h).
+#include "ir/parser.h"
+#include "lower/fusion.h"
+#include "lower/lower.h"
+#include "plan/cost_model.h"
+#include "target/target.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace aicf;
+
+namespace {
+
+std::string names(const std::vector<Node *> &nodes) {
+  std::string s;
+  for (const Node *n : nodes)
+    s += (s.empty() ? "" : ",") + n->result(0)->name();
+  return s;
+}
+
+std::string names(const std::vector<Value *> &vals) {
+  std::string s;
+  for (const Value *v : vals)
+    s += (s.empty() ? "" : ",") + v->name();
+  return s;
+}
+
+const LayoutDecision &decisionFor(const Partition &p, const std::string &result) {
+  for (const LayoutDecision &d : p.layout)
+    if (d.node->result(0)->name() == result)
+      return d;
+  FAIL("no layout decision for %" << result);
+  throw 0;
+}
+
+const char *kHeads = R"(graph @h(%qkv: f32[16,48], %x: f32[2,8,16]) -> (%y: f32[2,8,16]) {
+  %a = reshape(%qkv) {shape = [2, 8, 48]} : f32[2,8,48]
+  %q0, %k0, %v0 = split(%a) {axis = 2, sizes = [16, 16, 16]} : f32[2,8,16], f32[2,8,16], f32[2,8,16]
+  %q1 = reshape(%q0) {shape = [2, 8, 2, 8]} : f32[2,8,2,8]
+  %k1 = reshape(%k0) {shape = [2, 8, 2, 8]} : f32[2,8,2,8]
+  %v1 = reshape(%v0) {shape = [2, 8, 2, 8]} : f32[2,8,2,8]
+  %q = transpose(%q1) {perm = [0, 2, 1, 3]} : f32[2,2,8,8]
+  %k = transpose(%k1) {perm = [0, 2, 1, 3]} : f32[2,2,8,8]
+  %v = transpose(%v1) {perm = [0, 2, 1, 3]} : f32[2,2,8,8]
+  %o = attention(%q, %k, %v) {causal = 1, scale = 0.35} : f32[2,2,8,8]
+  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f32[2,8,2,8]
+  %or = reshape(%ot) {shape = [2, 8, 16]} : f32[2,8,16]
+  %y = add(%or, %x) : f32[2,8,16]
+  return %y
+}
+)";
+
+} // namespace
+
+TEST_CASE("layout folding: attention reads q, k and v where the projection left them") {
+  std::unique_ptr<Graph> g = parseGraph(kHeads, "heads.mcir");
+  Partition p = partitionGraph(*g);
+  REQUIRE(p.groups.size() == 2);
+  // The attention group holds the split, the head reshapes and the transposes; it reads the
+  // qkv buffer (through the reshape view %a) and nothing else.
+  CHECK(p.groups[0].kind == "attention");
+  CHECK(names(p.groups[0].nodes) == "q0,q1,k1,v1,q,k,v,o");
+  CHECK(names(p.groups[0].inputs) == "a");
+  CHECK(names(p.groups[0].outputs) == "o");
+  // The output's transpose and reshape fold into the add, which reads %o through them.
+  CHECK(p.groups[1].kind == "fused_elementwise");
+  CHECK(names(p.groups[1].nodes) == "ot,or,y");
+  CHECK(names(p.groups[1].inputs) == "o,x");
+  CHECK(p.views.size() == 1); // %a: a plain view of the graph input
+  // Every decision is recorded with its composed maps.
+  const LayoutDecision &split = decisionFor(p, "q0");
+  CHECK(split.folded);
+  CHECK(split.reason == "folded (no cost model)");
+  CHECK(split.reads ==
+        std::vector<std::string>{
+            "attention operand 0 %q: (d0, d1, d2, d3) -> (d0, d2, d1 * 8 + d3)",
+            "attention operand 1 %k: (d0, d1, d2, d3) -> (d0, d2, d1 * 8 + d3 + 16)",
+            "attention operand 2 %v: (d0, d1, d2, d3) -> (d0, d2, d1 * 8 + d3 + 32)"});
+  CHECK(decisionFor(p, "ot").reads ==
+        std::vector<std::string>{"add operand 0 %or: (d0, d1, d2) -> (d0, (d2 floordiv 8), d1, "
+                                 "(d2 mod 8))"});
+  CHECK(recipeFor(p.groups[0]) == "streaming_attention");
+}
+
+TEST_CASE("layout folding: a layout op whose result is a graph output is a kernel") {
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @o(%x: f32[4,6]) -> (%y: f32[6,4], %z: f32[6,4]) {
+  %e = exp(%x) : f32[4,6]
+  %y = transpose(%e) {perm = [1, 0]} : f32[6,4]
+  %z = relu(%y) : f32[6,4]
+  return %y, %z
+}
+)",
+                                        "out.mcir");
+  Partition p = partitionGraph(*g);
+  const LayoutDecision &d = decisionFor(p, "y");
+  CHECK_FALSE(d.folded);
+  CHECK(d.reason == "its result is a graph output");
+  bool kernel = std::any_of(p.groups.begin(), p.groups.end(),
+                            [](const KernelGroup &k) { return k.kind == "transpose"; });
+  CHECK(kernel);
+}
+
+TEST_CASE("layout folding: a reader reading its own group's values through a map stays apart") {
+  // add(%m, %u) reads %m directly and, through two transposes, at other indices: it cannot be
+  // the reduction's epilogue; it is a pointwise group reading %m through the folded maps.
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @t(%x: f32[4,8]) -> (%y: f32[4,1]) {
+  %m = reduce_max(%x) {axes = [1], keepdims = 1} : f32[4,1]
+  %t = transpose(%m) {perm = [1, 0]} : f32[1,4]
+  %u = transpose(%t) {perm = [1, 0]} : f32[4,1]
+  %y = add(%m, %u) : f32[4,1]
+  return %y
+}
+)",
+                                        "cyc.mcir");
+  Partition p = partitionGraph(*g);
+  REQUIRE(p.groups.size() == 2);
+  CHECK(names(p.groups[0].nodes) == "m");
+  CHECK(names(p.groups[1].nodes) == "t,u,y");
+  CHECK(names(p.groups[1].inputs) == "m");
+}
+
+TEST_CASE("layout folding: the cost function can keep a layout op a kernel") {
+  std::unique_ptr<Graph> g = parseGraph(kHeads, "heads.mcir");
+  FusionOptions opts;
+  int calls = 0;
+  opts.layoutCost = [&](const LayoutRead &r) {
+    ++calls;
+    LayoutCost c;
+    c.foldUs = r.layout->op() == Op::Split ? 10 : 0;
+    c.materializeUs = 5;
+    return c;
+  };
+  Partition p = partitionGraph(*g, opts);
+  CHECK(calls == 7); // the split's three reads, one per transpose
+  const LayoutDecision &split = decisionFor(p, "q0");
+  CHECK_FALSE(split.folded);
+  CHECK(split.foldUs == 30);
+  CHECK(split.materializeUs == 5);
+  CHECK(split.reason == "reading through the map costs more than a kernel");
+  // The split is a kernel; the transposes still fold into attention, reading its results
+  // through the head reshapes, which are plain views again.
+  REQUIRE(p.groups.size() == 3);
+  CHECK(p.groups[0].kind == "split");
+  CHECK(p.groups[1].kind == "attention");
+  CHECK(names(p.groups[1].inputs) == "q1,k1,v1");
+}
+
+TEST_CASE("layout folding: the cost model prices strides and re-reads") {
+  Hardware hw = Target::parseSpec("cpu").loaded().hw;
+  // K as attention reads it, [2, 64, 64] = x[s, d, h] transposed: d walks with stride 2, s
+  // with stride 128; 8 query tiles re-read it.
+  std::unique_ptr<Graph> g =
+      parseGraph(R"(graph @k(%q: f32[2,512,64], %x: f32[64,64,2]) -> (%y: f32[2,512,64]) {
+  %k = transpose(%x) {perm = [2, 0, 1]} : f32[2,64,64]
+  %y = attention(%q, %k, %k) {causal = 0, scale = 0.125} : f32[2,512,64]
+  return %y
+}
+)",
+                 "k.mcir");
+  const Node *t = g->nodes()[0], *att = g->nodes()[1];
+  LayoutRead r{t, att, 1, layoutPieces(*t).front().map, 2 * 64 * 64 * 4};
+  LayoutCost strided = layoutFoldCost(hw, r);
+  CHECK(strided.foldUs > strided.materializeUs);
+  // The same transpose read once by a flat reader costs less through the map.
+  std::unique_ptr<Graph> g2 = parseGraph(R"(graph @k(%x: f32[64,64,2]) -> (%y: f32[2,64,64]) {
+  %k = transpose(%x) {perm = [2, 0, 1]} : f32[2,64,64]
+  %y = relu(%k) : f32[2,64,64]
+  return %y
+}
+)",
+                                         "k2.mcir");
+  LayoutRead r2{g2->nodes()[0], g2->nodes()[1], 0, layoutPieces(*g2->nodes()[0]).front().map,
+                2 * 64 * 64 * 4};
+  LayoutCost once = layoutFoldCost(hw, r2);
+  CHECK(once.foldUs < once.materializeUs);
+  // A head split read by attention is contiguous along the head dim; with 8-float heads each
+  // run is half a cache line, which the reads waste, still far below a kernel.
+  std::unique_ptr<Graph> g3 = parseGraph(kHeads, "heads.mcir");
+  FusionOptions opts;
+  opts.layoutCost = layoutCostFor(hw);
+  Partition priced = partitionGraph(*g3, opts);
+  CHECK(priced.layout.size() == 5);
+  for (const LayoutDecision &d : priced.layout) {
+    CHECK(d.folded);
+    CHECK(d.foldUs > 0);
+    CHECK(d.foldUs < d.materializeUs);
+  }
+}
