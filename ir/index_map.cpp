@@ -158,28 +158,33 @@ private:
     return o;
   }
 
-  // Splits l as c * x + r with c > 1 a proper divisor of k taken from l's coefficients, x the
-  // terms whose coefficients c divides (divided by c) and r the rest, in [0, c). The largest
-  // such c wins; nullopt when none exists.
-  std::optional<std::pair<Linear, int64_t>> peel(const Linear &l, int64_t k) {
+  // l as c * x + r, with c > 1 a proper divisor of k taken from l's coefficients, x the terms
+  // whose coefficients c divides (divided by c) and r the rest, in [0, c). The largest such c
+  // wins; nullopt when none exists.
+  struct Peeled {
+    Linear x, r;
+    int64_t c = 1;
+  };
+  std::optional<Peeled> peel(const Linear &l, int64_t k) {
     std::vector<int64_t> cands;
     for (const auto &[key, t] : l.terms)
       if (t.second > 1 && t.second < k && k % t.second == 0)
         cands.push_back(t.second);
     std::sort(cands.rbegin(), cands.rend());
     for (int64_t c : cands) {
-      Linear x, r;
-      x.constant = floorDiv(l.constant, c);
-      r.constant = floorMod(l.constant, c);
+      Peeled p;
+      p.c = c;
+      p.x.constant = floorDiv(l.constant, c);
+      p.r.constant = floorMod(l.constant, c);
       for (const auto &[key, t] : l.terms) {
         if (t.second % c == 0)
-          x.add(t.first, t.second / c);
+          p.x.add(t.first, t.second / c);
         else
-          r.add(t.first, t.second);
+          p.r.add(t.first, t.second);
       }
-      auto [lo, hi] = range(r);
+      auto [lo, hi] = range(p.r);
       if (lo >= 0 && hi < c)
-        return std::make_pair(x, c);
+        return p;
     }
     return std::nullopt;
   }
@@ -196,8 +201,8 @@ private:
       return quot;
     }
     // (c * x + r) floordiv k = x floordiv (k / c) when c divides k and r stays in [0, c).
-    if (auto xr = peel(rest, k)) {
-      quot.addAll(floorDivOf(xr->first, k / xr->second), 1);
+    if (auto p = peel(rest, k)) {
+      quot.addAll(floorDivOf(p->x, k / p->c), 1);
       return quot;
     }
     // (g * r) floordiv (g * k') = r floordiv k'.
@@ -231,13 +236,9 @@ private:
       return rest;
     }
     // (c * x + r) mod k = c * (x mod (k / c)) + r when c divides k and r stays in [0, c).
-    if (auto xr = peel(rest, k)) {
-      Linear low = rest;
-      for (const auto &[key, t] : xr->first.terms)
-        low.add(t.first, -t.second * xr->second);
-      low.constant = rest.constant - xr->first.constant * xr->second;
-      out.addAll(modOf(xr->first, k / xr->second), xr->second);
-      out.addAll(low, 1);
+    if (auto p = peel(rest, k)) {
+      out.addAll(modOf(p->x, k / p->c), p->c);
+      out.addAll(p->r, 1);
       return out;
     }
     // (g * r) mod (g * k') = g * (r mod k').
@@ -263,13 +264,6 @@ private:
 std::string wrap(const IndexExpr &e) {
   std::string s = str(e);
   return e->kind == Kind::Add ? "(" + s + ")" : s;
-}
-
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    st[d - 1] = st[d] * shape[d];
-  return st;
 }
 
 // The row-major unflatten of `flat` into `shape`, simplified over `domain`.
