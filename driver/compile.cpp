@@ -172,8 +172,9 @@ void describePlan(CompileState &s) {
   p.remat = s.part.remat;
   p.layoutFolds.clear();
   for (const LayoutDecision &d : s.part.layout)
-    p.layoutFolds.push_back(LayoutFoldRecord{d.node->name(), d.node->where(), d.reads, d.foldUs,
-                                             d.materializeUs, d.folded, d.reason});
+    p.layoutFolds.push_back(LayoutFoldRecord{d.node->name(), d.node->where(), d.reads, d.stores,
+                                             d.foldUs, d.materializeUs, d.folded, d.stored,
+                                             d.reason});
 }
 
 // The buffers of the graph's values, before the steps name them (plan/memory_plan.h): a fixed
@@ -246,7 +247,11 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   st.recipe = k.recipe;
   st.recipeReason = dec.recipeReason;
   st.recipeFallback = dec.recipeFallback;
-  st.writesInPlace = dec.writesInPlace;
+  // A kernel storing through a layout op, or reading through a folded one, touches other
+  // indices of its buffers than the element it computes: never in place.
+  st.writesInPlace = dec.writesInPlace && grp.storeThrough.empty() &&
+                     std::none_of(grp.nodes.begin(), grp.nodes.end(),
+                                  [](const Node *n) { return isLayoutOp(*n); });
   for (const Value *v : grp.inputs)
     st.inputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
   for (const Value *v : grp.outputs)
@@ -531,14 +536,19 @@ void printPlanReport(std::ostream &os, const Plan &p) {
        << d.consumers << " kernels): recompute " << line << "\n";
   }
   for (const LayoutFoldRecord &d : p.layoutFolds) {
-    os << "   " << (d.folded ? "folded " : "materialised ") << d.op << " " << d.node << ": "
-       << d.reason;
+    os << "   "
+       << (d.stored   ? "stored "
+           : d.folded ? "folded "
+                      : "materialised ")
+       << d.op << " " << d.node << ": " << d.reason;
     if (d.foldUs > 0 || d.materializeUs > 0) {
       std::snprintf(line, sizeof line, " (through the map +%.3g us, as a kernel %.3g us)", d.foldUs,
                     d.materializeUs);
       os << line;
     }
     os << "\n";
+    for (const std::string &w : d.stores)
+      os << "     stores " << w << "\n";
     for (const std::string &r : d.reads)
       os << "     " << r << "\n";
   }

@@ -8,7 +8,14 @@
 //     data-movement kernel when its result (through the chain) is a graph output, when a reader
 //     cannot read through a map, or when the cost function (FusionOptions::layoutCost) prices
 //     the reads through the map (strided, uncoalesced) above one kernel writing the result
-//     once. Every decision is recorded with the maps and both costs (Partition::layout).
+//     once. The producer side comes first: a transpose or concat whose every operand is
+//     computed by a kernel for it alone (directly or through reshapes) is stored instead — each
+//     producer writes its operand straight into the layout op's result through the scatter map
+//     (KernelGroup::storeThrough), so a concat is one buffer its producers fill and a transpose
+//     is the producer's store order. A concat is always stored when it can be (its readers then
+//     read one plain buffer, not a select per element); a transpose when the producer's stores
+//     stay contiguous along its innermost dim, or when the alternative is a kernel. Every
+//     decision is recorded with the maps and both costs (Partition::layout).
 //  1. Views. A VIEW node (reshape) is no kernel: its result aliases its operand's buffer
 //     (storageOf). A view also ends fusion: a consumer reading a view reads a materialised
 //     buffer, so the view's source is an output of the group that computes it. A reshape of a
@@ -113,11 +120,12 @@ public:
 
   Partition run() {
     Partition p;
-    // 0: layout ops folded into their readers float: no group of their own.
+    // 0: layout ops folded into their readers float and those stored by their producers are
+    // written by them: no group of their own.
     decideLayout(p);
     // 1-2: views and anchors.
     for (Node *n : nodes_) {
-      if (floating_[idx(n)])
+      if (floating_[idx(n)] || stored_[idx(n)])
         continue;
       if (n->info().has(VIEW))
         p.views.push_back(n);
@@ -197,8 +205,69 @@ private:
         walk(n->result(static_cast<size_t>(r)), pc.map);
   }
 
+  // Rule 0, producer side: where each operand of layout op n would be stored from — the value
+  // its producer computes (the operand itself, or the source of a reshape chain), with the map
+  // from that value's index to n's result index. Empty, with `why`, when n cannot be stored:
+  // an operand is an input or weight, another layout op's result, a graph output, or read by
+  // anything else.
+  struct Sink {
+    const Value *value = nullptr;
+    IndexMap map;
+  };
+  std::vector<Sink> sinkPlan(const Node *n, std::string &why) const {
+    if (n->op() != Op::Transpose && n->op() != Op::Concat) {
+      why = "only a transpose or concat is stored by its producers";
+      return {};
+    }
+    std::vector<Sink> out;
+    auto onlyReader = [&](const Value *v, const Node *u) {
+      const std::vector<Node *> &us = usersOf(v);
+      return !outputs_.count(v) && us.size() == 1 && us[0] == u &&
+             std::count(u->operands().begin(), u->operands().end(), v) == 1;
+    };
+    for (size_t i = 0; i < n->numOperands(); ++i) {
+      const Value *v = n->operand(i);
+      std::optional<IndexMap> m = scatterMap(*n, static_cast<int>(i));
+      const Node *reader = n;
+      while (m && v->def() && v->def()->info().has(VIEW) && onlyReader(v, reader)) {
+        const Node *view = v->def();
+        std::optional<IndexMap> vm = isLayoutOp(*view) ? scatterMap(*view, 0) : std::nullopt;
+        if (!vm) {
+          m.reset();
+          break;
+        }
+        m = compose(*vm, *m);
+        reader = view;
+        v = view->operand(0);
+      }
+      const Node *d = v->def();
+      if (!m || !d || d->info().has(VIEW) || isLayoutOp(*d) || d->numResults() != 1 ||
+          !onlyReader(v, reader)) {
+        why = cat("operand ", i, " ", valueName(n->operand(i)),
+                  " is not computed by a kernel for it alone");
+        return {};
+      }
+      out.push_back(Sink{v, *m});
+    }
+    return out;
+  }
+
+  // Whether the producers' stores through the maps stay contiguous along their innermost dim.
+  static bool contiguousStores(const std::vector<Sink> &sinks) {
+    for (const Sink &s : sinks) {
+      const std::vector<int64_t> &shape = s.value->type().shape;
+      if (shape.empty() || shape.back() == 1)
+        continue;
+      std::optional<IndexMap::Stride> st = s.map.strideOf(static_cast<int>(shape.size()) - 1);
+      if (!st || st->step != 1)
+        return false;
+    }
+    return true;
+  }
+
   void decideLayout(Partition &p) {
     floating_.assign(nodes_.size(), 0);
+    stored_.assign(nodes_.size(), 0);
     if (!opts_.foldLayout)
       return;
     for (Node *n : nodes_) {
@@ -235,6 +304,28 @@ private:
           d.reason = "folded (no cost model)";
         }
       }
+      std::string notStored;
+      std::vector<Sink> sinks = sinkPlan(n, notStored);
+      if (!sinks.empty()) {
+        bool contiguous = contiguousStores(sinks);
+        if (n->op() == Op::Concat || contiguous || !d.folded) {
+          d.reason = n->op() == Op::Concat ? "its producers write their slices of one buffer"
+                     : contiguous
+                         ? "its producer stores in the transposed order, contiguous "
+                           "along the innermost dim"
+                         : cat("its producer stores in the transposed order (",
+                               d.reason.empty() ? "the alternative is a kernel" : d.reason, ")");
+          d.folded = false;
+          d.stored = true;
+          d.reads.clear(); // its readers read the result's buffer plainly
+          for (const Sink &sk : sinks) {
+            d.stores.push_back(
+                cat(sk.value->def()->name(), " ", valueName(sk.value), ": ", sk.map.str()));
+            sinkOf_[sk.value] = {n->result(0), sk.map};
+          }
+          stored_[idx(n)] = 1;
+        }
+      }
       if (d.folded)
         floating_[idx(n)] = 1;
       p.layout.push_back(std::move(d));
@@ -254,9 +345,7 @@ private:
         sourceGroups(o, out);
       return;
     }
-    int g = storageGroup(v);
-    if (g >= 0 && std::find(out.begin(), out.end(), g) == out.end())
-      out.push_back(g);
+    storageGroups(v, out);
   }
 
   // The nodes reading `v` that belong to groups: its users, looking through folded layout ops.
@@ -320,10 +409,19 @@ private:
     return groupOf_[idx(d)];
   }
 
-  // The group computing v's storage (through views), or -1 for inputs and weights.
-  int storageGroup(const Value *v) const {
+  // The groups writing v's storage (through views), added to `out` once each: the group
+  // computing it, or for the result of a layout op stored by its producers, theirs; none for
+  // inputs and weights.
+  void storageGroups(const Value *v, std::vector<int> &out) const {
     const Node *d = storageOf(v)->def();
-    return d ? groupOf_[idx(d)] : -1;
+    if (d && stored_[idx(d)]) {
+      for (const Value *o : d->operands())
+        storageGroups(o, out);
+      return;
+    }
+    int g = d ? groupOf_[idx(d)] : -1;
+    if (g >= 0 && std::find(out.begin(), out.end(), g) == out.end())
+      out.push_back(g);
   }
 
   // Whether group `from` depends (transitively) on group `target`. A group reaching target
@@ -584,11 +682,13 @@ private:
         for (const Value *o : m->operands()) {
           if (o->def() && contains(gi, o->def()))
             continue; // computed inside (a recomputed prologue)
-          int pg = storageGroup(o);
-          if (pg >= 0 && pg != gi && deps.insert(pg).second) {
-            dependents[pg].push_back(gi);
-            ++pending[gi];
-          }
+          std::vector<int> srcs;
+          storageGroups(o, srcs);
+          for (int pg : srcs)
+            if (pg != gi && deps.insert(pg).second) {
+              dependents[pg].push_back(gi);
+              ++pending[gi];
+            }
         }
     }
     // Ready groups by first node position: the same order as picking the earliest ready group
@@ -625,8 +725,11 @@ private:
         }
       for (const Node *m : grp.nodes)
         for (Value *r : m->results())
-          if (!recomputed_.count(m) && !floating(m) && neededOutside(r, gi))
+          if (!recomputed_.count(m) && !floating(m) && neededOutside(r, gi)) {
             kg.outputs.push_back(r);
+            if (auto it = sinkOf_.find(r); it != sinkOf_.end())
+              kg.storeThrough.push_back({r, it->second.first, it->second.second});
+          }
       p.groups.push_back(std::move(kg));
     }
   }
@@ -639,8 +742,11 @@ private:
   std::unordered_map<const Value *, std::vector<Node *>> users_;
   std::unordered_set<const Value *> outputs_; // the graph's outputs
   std::vector<int> groupOf_;
-  std::vector<char> isEpilogue_;         // by node position: joined an anchor group as epilogue
-  std::vector<char> floating_;           // by node position: a folded layout op (rule 0)
+  std::vector<char> isEpilogue_; // by node position: joined an anchor group as epilogue
+  std::vector<char> floating_;   // by node position: a folded layout op (rule 0)
+  std::vector<char> stored_;     // by node position: stored by its producers (rule 0)
+  // Rule 0's producer side: a value stored into a layout op's result, and through which map.
+  std::unordered_map<const Value *, std::pair<const Value *, IndexMap>> sinkOf_;
   std::set<std::pair<int, int>> copies_; // (group, node position): rule 5's recomputed copies
   std::vector<Group> groups_;
   mutable std::vector<uint64_t> seen_; // dependsOn's visited marks (== stamp_)

@@ -30,6 +30,22 @@ struct KernelGroup {
   std::vector<Node *> nodes;    // every node of the group, in graph order
   std::vector<Value *> inputs;  // read from outside the group, first-use order, no duplicates
   std::vector<Value *> outputs; // produced here and used outside (or graph outputs)
+  // Outputs stored through a layout op (rule 0, the producer side): output `value` is not
+  // stored in a buffer of its own but into `into`, the layout op's result, at map(index). The
+  // kernel's param for `value` is `into`'s buffer; several groups may write one `into` (the
+  // operands of a concat), each its own region.
+  struct StoreThrough {
+    const Value *value = nullptr;
+    const Value *into = nullptr;
+    IndexMap map; // domain: value's shape; range: into's
+  };
+  std::vector<StoreThrough> storeThrough;
+  const StoreThrough *storedThrough(const Value *v) const {
+    for (const StoreThrough &s : storeThrough)
+      if (s.value == v)
+        return &s;
+    return nullptr;
+  }
 };
 
 // One store-or-recompute decision for an elementwise group read by several groups.
@@ -56,13 +72,17 @@ struct LayoutCost {
 };
 using LayoutCostFn = std::function<LayoutCost(const LayoutRead &)>;
 
-// One layout op's decision: folded into its readers (no kernel: each reads the operand through
-// the composed map) or materialised (a data-movement kernel).
+// One layout op's decision: stored by its producers (no kernel: each producer writes its
+// operand straight into the result through the scatter map), folded into its readers (no
+// kernel: each reads the operand through the composed map) or materialised (a data-movement
+// kernel).
 struct LayoutDecision {
   const Node *node = nullptr;
   std::vector<std::string> reads;       // "reader-op %value: map", per read
+  std::vector<std::string> stores;      // stored: "producer-op %value: map", per operand
   double foldUs = 0, materializeUs = 0; // summed over the reads; 0 when not priced
   bool folded = false;
+  bool stored = false;
   std::string reason; // why, in words
 };
 

@@ -530,9 +530,20 @@ std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
     AICF_CHECK(!bind || v->type().shape == anchorResult->type().shape, "group ", g.id, ": output %",
                v->name(), " ", v->type().str(), " does not have the anchor's shape ",
                anchorResult->type().str());
-    out.push_back(
-        kir::store(gx.param(v), idx, !bind && v == anchorResult ? anchorValue : gx.at(v, idx)));
+    out.push_back(kir::store(gx.param(v), storeIndex(g, v, idx),
+                             !bind && v == anchorResult ? anchorValue : gx.at(v, idx)));
   }
+  return out;
+}
+
+std::vector<E> storeIndex(const KernelGroup &g, const Value *v, const std::vector<E> &idx) {
+  const KernelGroup::StoreThrough *st = g.storedThrough(v);
+  if (!st)
+    return idx;
+  std::vector<E> out;
+  out.reserve(st->map.exprs.size());
+  for (const IndexExpr &e : st->map.exprs)
+    out.push_back(indexExpr(e, idx));
   return out;
 }
 

@@ -43,6 +43,11 @@ std::vector<kir::E> unflat(const std::vector<int64_t> &shape, kir::E flat);
 // An index expression (ir/index_map.h) with its dims replaced by `dims`.
 kir::E indexExpr(const IndexExpr &e, const std::vector<kir::E> &dims);
 
+// Where output `v` of group `g` is stored for its element at `idx`: idx itself, or for an
+// output stored through a layout op (KernelGroup::storeThrough) the layout op's result index.
+std::vector<kir::E> storeIndex(const KernelGroup &g, const Value *v,
+                               const std::vector<kir::E> &idx);
+
 class GroupExpr;
 
 // Stores every output of group `g` at `idx` through its fused epilogue, the anchor's result

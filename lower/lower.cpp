@@ -81,10 +81,14 @@ std::vector<kir::BufferP> groupParams(const KernelGroup &g,
     AICF_CHECK(v->type().isStatic(), "group ", g.id, ": %", v->name(), " has a dynamic shape ",
                v->type().str());
     AICF_CHECK(!byValue.count(v), "group ", g.id, ": %", v->name(), " is a param twice");
+    // An output stored through a layout op (KernelGroup::storeThrough) is written into the
+    // layout op's result: the param is that buffer.
+    const KernelGroup::StoreThrough *st = role == kir::Role::Out ? g.storedThrough(v) : nullptr;
+    const Value *buf = st ? st->into : v;
     auto b = std::make_shared<kir::Buffer>();
     b->name = cat("p", params.size());
-    b->dtype = v->type().dtype;
-    b->shape = v->type().shape;
+    b->dtype = buf->type().dtype;
+    b->shape = buf->type().shape;
     b->scope = kir::Scope::Global;
     b->role = role;
     byValue[v] = b;

@@ -43,7 +43,8 @@ public:
     int64_t n = 1;
     for (int64_t d : S_)
       n *= d;
-    if (std::any_of(g_.nodes.begin(), g_.nodes.end(), [](const Node *m) { return isLayoutOp(*m); }))
+    if (!g_.storeThrough.empty() ||
+        std::any_of(g_.nodes.begin(), g_.nodes.end(), [](const Node *m) { return isLayoutOp(*m); }))
       return buildMapped(name, n);
 
     kir::Kernel k;
@@ -70,9 +71,10 @@ public:
 
 private:
   // A group holding folded layout ops (lower/fusion.h, rule 0) reads values at other indices
-  // than the element it computes, which the collapsed dims cannot express: every value is read
-  // through GroupExpr at its full multi-index (params keep their shapes), layout ops through
-  // their composed maps.
+  // than the element it computes, and one storing through a layout op writes at other indices,
+  // which the collapsed dims cannot express: every value is read through GroupExpr at its full
+  // multi-index (params keep their shapes), layout ops through their composed maps, and stored
+  // at storeIndex.
   kir::Kernel buildMapped(const std::string &name, int64_t n) {
     kir::Kernel k;
     k.name = name;
@@ -101,7 +103,7 @@ private:
         const kir::BufferP &b = byValue.at(o);
         if (v->type != b->dtype)
           v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
-        out.push_back(kir::store(b, idx, v));
+        out.push_back(kir::store(b, storeIndex(g_, o, idx), v));
       }
       return out;
     });

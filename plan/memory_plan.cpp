@@ -81,11 +81,21 @@ ValueBuffers createValueBuffers(Plan &p, const Graph &g, const std::vector<Kerne
     p.buffers[b].ioIndex = static_cast<int>(k);
     vb.copies.emplace_back(y, b);
   }
-  // Intermediates (views get theirs as the steps name them: bufferFor).
+  // Intermediates (views get theirs as the steps name them: bufferFor). An output stored
+  // through a layout op (KernelGroup::storeThrough) lives in the layout op's result: its writers
+  // share that one buffer.
   for (const KernelGroup &grp : groups)
-    for (const Value *v : grp.outputs)
-      if (!vb.index.count(v))
-        addBuffer(p, vb, v, BufferKind::Arena, v->type(), valueLabel(v));
+    for (const Value *v : grp.outputs) {
+      if (vb.index.count(v))
+        continue;
+      if (const KernelGroup::StoreThrough *st = grp.storedThrough(v)) {
+        if (!vb.index.count(st->into))
+          addBuffer(p, vb, st->into, BufferKind::Arena, st->into->type(), valueLabel(st->into));
+        vb.index[v] = vb.index.at(st->into);
+        continue;
+      }
+      addBuffer(p, vb, v, BufferKind::Arena, v->type(), valueLabel(v));
+    }
   return vb;
 }
 
@@ -145,7 +155,8 @@ std::vector<int> planInPlace(Plan &p, const std::vector<Lifetime> &life) {
       continue;
     int o = index.at(st.outputs[0]);
     const PlanBuffer &ob = p.buffers[o];
-    if (ob.kind != BufferKind::Arena || !ob.aliasOf.empty())
+    // An output another step writes first (a concat's slices) is not this step's alone.
+    if (ob.kind != BufferKind::Arena || !ob.aliasOf.empty() || life[o].def != static_cast<int>(s))
       continue;
     for (const std::string &id : st.inputs) {
       int i = index.at(id);

@@ -147,13 +147,16 @@ void Plan::writeYaml(std::ostream &os) const {
       y << YAML::BeginMap;
       y << YAML::Key << "op" << YAML::Value << d.op;
       y << YAML::Key << "node" << YAML::Value << d.node;
-      y << YAML::Key << "decision" << YAML::Value << (d.folded ? "fold" : "materialize");
+      y << YAML::Key << "decision" << YAML::Value << d.decision();
       y << YAML::Key << "reason" << YAML::Value << d.reason;
       if (d.foldUs > 0 || d.materializeUs > 0) {
         y << YAML::Key << "fold_us" << YAML::Value << d.foldUs;
         y << YAML::Key << "materialize_us" << YAML::Value << d.materializeUs;
       }
-      y << YAML::Key << "reads" << YAML::Value << d.reads;
+      if (!d.stores.empty())
+        y << YAML::Key << "stores" << YAML::Value << d.stores;
+      if (!d.stored)
+        y << YAML::Key << "reads" << YAML::Value << d.reads;
       y << YAML::EndMap;
     }
     y << YAML::EndSeq;

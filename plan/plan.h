@@ -86,14 +86,18 @@ struct PlanStep {
   std::vector<Alternative> alternatives; // runner-ups then rejected candidates
 };
 
-// A layout op folded into its readers or materialised as a kernel (lower/fusion.h, rule 0).
+// A layout op stored by its producers, folded into its readers or materialised as a kernel
+// (lower/fusion.h, rule 0).
 struct LayoutFoldRecord {
   std::string op;                       // "transpose"
   std::string node;                     // its location
   std::vector<std::string> reads;       // "matmul operand 0 %15: (d0, d1, d2) -> (...)", per read
+  std::vector<std::string> stores;      // stored: "gemm %12: (d0, d1) -> (...)", per operand
   double foldUs = 0, materializeUs = 0; // 0 when not priced
   bool folded = false;
+  bool stored = false;
   std::string reason;
+  const char *decision() const { return stored ? "store" : folded ? "fold" : "materialize"; }
 };
 
 struct Plan {

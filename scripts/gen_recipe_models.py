@@ -10,29 +10,15 @@ Run by hand with Debian's python3-onnx and commit the output:
 import os
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper
+from onnx import helper
+
+from onnx_case import save_case
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "recipes")
 
 
 def save(name, nodes, inputs, outputs, feeds, refs):
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, v.shape) for n, v in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, v.shape) for n, v in outputs])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                          producer_name="gen_recipe_models")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    d = os.path.join(OUT, name)
-    os.makedirs(os.path.join(d, "inputs"), exist_ok=True)
-    os.makedirs(os.path.join(d, "outputs"), exist_ok=True)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    for n, v in feeds:
-        np.save(os.path.join(d, "inputs", n + ".npy"), v)
-    for n, v in refs:
-        np.save(os.path.join(d, "outputs", n + ".npy"), v)
+    save_case(OUT, name, "gen_recipe_models", nodes, inputs, outputs, feeds, refs)
 
 
 def main():

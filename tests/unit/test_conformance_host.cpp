@@ -23,6 +23,7 @@
 // and review the diff. AICF_NODE_TESTS_VERBOSE=1 prints why each failing test fails (its
 // stage: pipeline, lower, verify, print, compile, run, numeric). AICF_CONFORMANCE_TABLE=1
 // (`make conformance`) prints the by-op table with the host column.
+#include "group_buffers.h"
 #include "node_test_util.h"
 
 #include "backend/host/host_build.h"
@@ -226,7 +227,7 @@ std::vector<Tensor> runCase(const HostCase &c, const Batch &batch) {
       ins.push_back(s);
     }
     for (const Value *v : grp.outputs) {
-      Tensor o(v->type());
+      Tensor o(testing::outputBufferType(grp, v));
       if (o.byteSize())
         std::memset(o.raw(), 0xff, o.byteSize());
       outs.push_back(std::move(o));
@@ -238,7 +239,7 @@ std::vector<Tensor> runCase(const HostCase &c, const Batch &batch) {
       args.push_back(t.raw());
     fn(args.data());
     for (size_t o = 0; o < grp.outputs.size(); ++o)
-      buf[grp.outputs[o]] = std::move(outs[o]);
+      testing::keepOutput(grp, grp.outputs[o], std::move(outs[o]), buf);
   }
   std::vector<Tensor> result;
   for (const Value *o : g.outputs())

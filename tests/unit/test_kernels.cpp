@@ -22,6 +22,7 @@
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
 #include "frontend/onnx_importer.h"
+#include "group_buffers.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
@@ -196,12 +197,13 @@ int checkGroups(const Partition &p, const Lowered &low, const LoadedLibrary &lib
       ins.push_back(&vals.at(v));
     std::vector<TensorType> outTypes;
     for (const Value *v : g.outputs)
-      outTypes.push_back(v->type());
+      outTypes.push_back(testing::outputBufferType(g, v));
     std::vector<Tensor> outs = runKernel(lib.kernel(k.name), ins, outTypes);
     bool ok = true;
     for (size_t o = 0; o < g.outputs.size(); ++o) {
       const Value *v = g.outputs[o];
-      Diff d = compareTensors(outs[o], vals.at(v), interpTol(v->type().dtype));
+      Diff d = compareTensors(testing::outputValue(g, v, outs[o]), vals.at(v),
+                              interpTol(v->type().dtype));
       CHECK_MESSAGE(d.bad == 0, "group ", g.id, " (", g.kind, ", ", k.recipe, ") output %",
                     v->name(), " ", v->type().str(), ": ", d.bad, " elements off; ", d.first);
       ok = ok && d.bad == 0;
@@ -269,10 +271,10 @@ std::vector<Tensor> runModel(const Model &m, const Lowered &low, const LoadedLib
       ins.push_back(&buf.at(storageOf(v)));
     std::vector<TensorType> outTypes;
     for (const Value *v : g.outputs)
-      outTypes.push_back(v->type());
+      outTypes.push_back(testing::outputBufferType(g, v));
     std::vector<Tensor> outs = runKernel(lib.kernel(k.name), ins, outTypes);
     for (size_t o = 0; o < g.outputs.size(); ++o)
-      buf[g.outputs[o]] = std::move(outs[o]);
+      testing::keepOutput(g, g.outputs[o], std::move(outs[o]), buf);
   }
   std::vector<Tensor> result;
   for (const Value *o : m.graph->outputs()) {
@@ -631,6 +633,44 @@ const OpCase kOpCases[] = {
 }
 )",
      {"reduction"}},
+    // Layout ops stored by their producers (the producer side of rule 0): each producer's
+    // kernel writes its region of the layout op's result through the scatter map; the check
+    // reads each region back through the map.
+    {"store_concat_producers",
+     R"(graph @sc(%a: f32[4,6], %b: f32[4,8], %w: f32[8,10], %c: f32[4,5], %g: f32[26], %be: f32[26]) -> (%y: f32[4,26]) {
+  %ea = exp(%a) : f32[4,6]
+  %mb = matmul(%b, %w) : f32[4,10]
+  %tc = tanh(%c) : f32[4,5]
+  %nc = neg(%tc) : f32[4,5]
+  %sc = sigmoid(%tc) : f32[4,5]
+  %cat = concat(%ea, %mb, %nc, %sc) {axis = 1} : f32[4,26]
+  %y = layer_norm(%cat, %g, %be) {axis = -1, epsilon = 1e-05} : f32[4,26]
+  return %y
+}
+)",
+     {"pointwise", "tiled_contraction", "online_norm"}},
+    {"store_conv_concat_channels",
+     R"(graph @cc(%x: f32[1,3,8,8], %w1: f32[4,3,3,3], %w2: f32[5,3,1,1]) -> (%y: f32[1,9,6,6]) {
+  %c1 = conv(%x, %w1) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1,4,6,6]
+  %r1 = relu(%c1) : f32[1,4,6,6]
+  %c2 = conv(%x, %w2) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1,5,8,8]
+  %p2 = max_pool(%c2) {ceil_mode = 0, dilations = [1, 1], kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1,5,6,6]
+  %y = concat(%r1, %p2) {axis = 1} : f32[1,9,6,6]
+  return %y
+}
+)",
+     {"tiled_contraction", "pooling"}},
+    {"store_transpose_strided",
+     R"(graph @st(%x: f32[6,8], %w: f32[8,12], %v: f32[3,4,6]) -> (%y: f32[12,6], %z: f32[3,6,4]) {
+  %m = matmul(%x, %w) : f32[6,12]
+  %r = relu(%m) : f32[6,12]
+  %y = transpose(%r) {perm = [1, 0]} : f32[12,6]
+  %s = softmax(%v) {axis = -1} : f32[3,4,6]
+  %z = transpose(%s) {perm = [0, 2, 1]} : f32[3,6,4]
+  return %y, %z
+}
+)",
+     {"tiled_contraction"}},
     {"batch_norm",
      R"(graph @bn(%x: f32[2,3,4,5], %s: f32[3], %b: f32[3], %mu: f32[3]) -> (%y: f32[2,3,4,5]) {
   %var = weight f32[3] = [0.5, 1.0, 2.0]

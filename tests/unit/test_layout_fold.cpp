@@ -4,8 +4,11 @@
 #include "ir/parser.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
+#include "lower/recipes.h"
 #include "plan/cost_model.h"
 #include "target/target.h"
+
+#include <map>
 
 #include <doctest/doctest.h>
 
@@ -66,11 +69,16 @@ TEST_CASE("layout folding: attention reads q, k and v where the projection left 
   CHECK(names(p.groups[0].nodes) == "q0,q1,k1,v1,q,k,v,o");
   CHECK(names(p.groups[0].inputs) == "a");
   CHECK(names(p.groups[0].outputs) == "o");
-  // The output's transpose and reshape fold into the add, which reads %o through them.
+  // Attention stores its result in the output transpose's order (the producer side); the add
+  // reads it plainly through the reshape view.
+  REQUIRE(p.groups[0].storeThrough.size() == 1);
+  CHECK(p.groups[0].storeThrough[0].value->name() == "o");
+  CHECK(p.groups[0].storeThrough[0].into->name() == "ot");
+  CHECK(p.groups[0].storeThrough[0].map.str() == "(d0, d1, d2, d3) -> (d0, d2, d1, d3)");
   CHECK(p.groups[1].kind == "fused_elementwise");
-  CHECK(names(p.groups[1].nodes) == "ot,or,y");
-  CHECK(names(p.groups[1].inputs) == "o,x");
-  CHECK(p.views.size() == 1); // %a: a plain view of the graph input
+  CHECK(names(p.groups[1].nodes) == "y");
+  CHECK(names(p.groups[1].inputs) == "or,x");
+  CHECK(p.views.size() == 2); // %a (the graph input) and %or (the stored transpose)
   // Every decision is recorded with its composed maps.
   const LayoutDecision &split = decisionFor(p, "q0");
   CHECK(split.folded);
@@ -80,28 +88,108 @@ TEST_CASE("layout folding: attention reads q, k and v where the projection left 
             "attention operand 0 %q: (d0, d1, d2, d3) -> (d0, d2, d1 * 8 + d3)",
             "attention operand 1 %k: (d0, d1, d2, d3) -> (d0, d2, d1 * 8 + d3 + 16)",
             "attention operand 2 %v: (d0, d1, d2, d3) -> (d0, d2, d1 * 8 + d3 + 32)"});
-  CHECK(decisionFor(p, "ot").reads ==
-        std::vector<std::string>{"add operand 0 %or: (d0, d1, d2) -> (d0, (d2 floordiv 8), d1, "
-                                 "(d2 mod 8))"});
+  const LayoutDecision &ot = decisionFor(p, "ot");
+  CHECK(ot.stored);
+  CHECK_FALSE(ot.folded);
+  CHECK(ot.reason ==
+        "its producer stores in the transposed order, contiguous along the innermost dim");
+  CHECK(ot.stores ==
+        std::vector<std::string>{"attention %o: (d0, d1, d2, d3) -> (d0, d2, d1, d3)"});
+  CHECK(ot.reads.empty());
   CHECK(recipeFor(p.groups[0]) == "streaming_attention");
 }
 
-TEST_CASE("layout folding: a layout op whose result is a graph output is a kernel") {
-  std::unique_ptr<Graph> g = parseGraph(R"(graph @o(%x: f32[4,6]) -> (%y: f32[6,4], %z: f32[6,4]) {
-  %e = exp(%x) : f32[4,6]
-  %y = transpose(%e) {perm = [1, 0]} : f32[6,4]
+TEST_CASE("layout folding: a transposed graph output") {
+  // %y transposes a graph input: no kernel computes %x, so none can store it transposed, and
+  // the transpose is a kernel. %u transposes an exp: the exp writes the caller's buffer
+  // transposed, a strided store that costs less than a kernel.
+  std::unique_ptr<Graph> g = parseGraph(
+      R"(graph @o(%x: f32[4,6], %w: f32[4,6]) -> (%y: f32[6,4], %z: f32[6,4], %u: f32[6,4]) {
+  %y = transpose(%x) {perm = [1, 0]} : f32[6,4]
   %z = relu(%y) : f32[6,4]
-  return %y, %z
+  %e = exp(%w) : f32[4,6]
+  %u = transpose(%e) {perm = [1, 0]} : f32[6,4]
+  return %y, %z, %u
 }
 )",
-                                        "out.mcir");
+      "out.mcir");
   Partition p = partitionGraph(*g);
   const LayoutDecision &d = decisionFor(p, "y");
   CHECK_FALSE(d.folded);
+  CHECK_FALSE(d.stored);
   CHECK(d.reason == "its result is a graph output");
-  bool kernel = std::any_of(p.groups.begin(), p.groups.end(),
-                            [](const KernelGroup &k) { return k.kind == "transpose"; });
-  CHECK(kernel);
+  REQUIRE(p.groups.size() == 2);
+  CHECK(p.groups[0].kind == "transpose");
+  CHECK(names(p.groups[0].nodes) == "y,z"); // the relu is its epilogue
+  const LayoutDecision &s = decisionFor(p, "u");
+  CHECK(s.stored);
+  CHECK(s.reason == "its producer stores in the transposed order (its result is a graph output)");
+  const KernelGroup &exp = p.groups[1];
+  CHECK(names(exp.nodes) == "e");
+  CHECK(names(exp.outputs) == "e");
+  REQUIRE(exp.storeThrough.size() == 1);
+  CHECK(exp.storeThrough[0].into->name() == "u");
+  CHECK(exp.storeThrough[0].map.str() == "(d0, d1) -> (d1, d0)");
+}
+
+TEST_CASE("layout folding: a concat's producers write their slices of one buffer") {
+  // Four writers: an exp, a matmul (through a reshape), and two values of one elementwise
+  // group; the layer norm reads the concat after all of them.
+  std::unique_ptr<Graph> g = parseGraph(
+      R"(graph @c(%a: f32[4,6], %b: f32[4,8], %w: f32[8,10], %c: f32[4,5], %g: f32[26], %be: f32[26]) -> (%y: f32[4,26]) {
+  %ea = exp(%a) : f32[4,6]
+  %mb = matmul(%b, %w) : f32[4,10]
+  %mr = reshape(%mb) {shape = [4, 10]} : f32[4,10]
+  %tc = tanh(%c) : f32[4,5]
+  %nc = neg(%tc) : f32[4,5]
+  %sc = sigmoid(%tc) : f32[4,5]
+  %cat = concat(%ea, %mr, %nc, %sc) {axis = 1} : f32[4,26]
+  %y = layer_norm(%cat, %g, %be) {axis = -1, epsilon = 1e-05} : f32[4,26]
+  return %y
+}
+)",
+      "cat.mcir");
+  Partition p = partitionGraph(*g);
+  const LayoutDecision &d = decisionFor(p, "cat");
+  CHECK(d.stored);
+  CHECK(d.reason == "its producers write their slices of one buffer");
+  CHECK(d.stores == std::vector<std::string>{"exp %ea: (d0, d1) -> (d0, d1)",
+                                             "matmul %mb: (d0, d1) -> (d0, d1 + 6)",
+                                             "neg %nc: (d0, d1) -> (d0, d1 + 16)",
+                                             "sigmoid %sc: (d0, d1) -> (d0, d1 + 21)"});
+  REQUIRE(p.groups.size() == 4);
+  CHECK(names(p.groups[2].nodes) == "tc,nc,sc");
+  CHECK(names(p.groups[2].outputs) == "nc,sc");
+  REQUIRE(p.groups[2].storeThrough.size() == 2);
+  CHECK(p.groups[2].storeThrough[1].map.str() == "(d0, d1) -> (d0, d1 + 21)");
+  CHECK(p.groups[3].kind == "layer_norm");
+  CHECK(names(p.groups[3].inputs) == "cat,g,be");
+  // The two params of the elementwise kernel are the concat's buffer.
+  std::map<const Value *, kir::BufferP> byValue;
+  std::vector<kir::BufferP> params = groupParams(p.groups[2], byValue);
+  REQUIRE(params.size() == 3);
+  CHECK(params[1]->shape == std::vector<int64_t>{4, 26});
+  CHECK(params[2]->shape == std::vector<int64_t>{4, 26});
+}
+
+TEST_CASE("layout folding: a concat with an operand no kernel computes folds into its readers") {
+  // %a is a graph input and %e is read twice: neither can be stored into the concat.
+  std::unique_ptr<Graph> g =
+      parseGraph(R"(graph @c(%a: f32[4,6], %b: f32[4,6]) -> (%y: f32[4,12], %z: f32[4,6]) {
+  %e = exp(%b) : f32[4,6]
+  %cat = concat(%a, %e) {axis = 1} : f32[4,12]
+  %y = relu(%cat) : f32[4,12]
+  %z = neg(%e) : f32[4,6]
+  return %y, %z
+}
+)",
+                 "cat.mcir");
+  Partition p = partitionGraph(*g);
+  const LayoutDecision &d = decisionFor(p, "cat");
+  CHECK_FALSE(d.stored);
+  CHECK(d.folded);
+  for (const KernelGroup &k : p.groups)
+    CHECK(k.storeThrough.empty());
 }
 
 TEST_CASE("layout folding: a reader reading its own group's values through a map stays apart") {
@@ -185,7 +273,10 @@ TEST_CASE("layout folding: the cost model prices strides and re-reads") {
   Partition priced = partitionGraph(*g3, opts);
   CHECK(priced.layout.size() == 5);
   for (const LayoutDecision &d : priced.layout) {
-    CHECK(d.folded);
+    // The output transpose is attention's store order; the others fold into attention.
+    bool out = d.node->result(0)->name() == "ot";
+    CHECK(d.folded == !out);
+    CHECK(d.stored == out);
     CHECK(d.foldUs > 0);
     CHECK(d.foldUs < d.materializeUs);
   }

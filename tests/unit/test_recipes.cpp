@@ -19,6 +19,7 @@
 // rewrites them), and applied rewrites are run before and after to show they keep results.
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "group_buffers.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "kir/fuse_reduction_epilogue.h"
@@ -491,15 +492,18 @@ Suite &suite() {
 std::vector<Tensor> runKernel(const LoadedLibrary &lib, const kir::Kernel &k, const KernelGroup &g,
                               const std::map<const Value *, Tensor> &values) {
   std::vector<Tensor> outs;
-  for (const Value *v : g.outputs)
-    outs.emplace_back(v->type(),
-                      std::vector<uint8_t>(static_cast<size_t>(v->type().bytes()), 0xff));
+  for (const Value *v : g.outputs) {
+    TensorType t = testing::outputBufferType(g, v);
+    outs.emplace_back(t, std::vector<uint8_t>(static_cast<size_t>(t.bytes()), 0xff));
+  }
   std::vector<void *> args;
   for (const Value *v : g.inputs)
     args.push_back(const_cast<uint8_t *>(values.at(v).raw()));
   for (Tensor &t : outs)
     args.push_back(t.raw());
   lib.kernel(k.name)(args.data());
+  for (size_t o = 0; o < outs.size(); ++o)
+    outs[o] = testing::outputValue(g, g.outputs[o], outs[o]);
   return outs;
 }
 
