@@ -4,7 +4,9 @@
 
 #include "support/diagnostics.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace aicf::kir {
 
@@ -225,6 +227,57 @@ StmtP seq(std::vector<StmtP> body) {
   StmtP s = mk(Stmt::Kind::Seq);
   s->body = std::move(body);
   return s;
+}
+
+namespace {
+
+bool readsVar(const ExprP &e, const std::string &v) {
+  if (!e)
+    return false;
+  if (e->kind == Expr::Kind::Var && e->var == v)
+    return true;
+  for (const ExprP &o : e->args)
+    if (readsVar(o, v))
+      return true;
+  return false;
+}
+
+} // namespace
+
+std::optional<std::vector<LoopReduction>> loopReductions(const Stmt &loop) {
+  std::vector<LoopReduction> out;
+  std::vector<std::string> declared = {loop.var};
+  bool ok = true;
+  std::function<void(const std::vector<StmtP> &)> walk = [&](const std::vector<StmtP> &body) {
+    for (const StmtP &s : body) {
+      if (s->kind == Stmt::Kind::Decl || s->kind == Stmt::Kind::For)
+        declared.push_back(s->var);
+      if (s->kind == Stmt::Kind::Assign &&
+          std::find(declared.begin(), declared.end(), s->var) == declared.end()) {
+        const ExprP &v = s->value.get();
+        bool pattern = v->kind == Expr::Kind::Binary &&
+                       (v->bop == BinOp::Add || v->bop == BinOp::Max || v->bop == BinOp::Min) &&
+                       v->args.size() == 2 && v->args[0]->kind == Expr::Kind::Var &&
+                       v->args[0]->var == s->var && !readsVar(v->args[1], s->var);
+        auto seen = std::find_if(out.begin(), out.end(),
+                                 [&](const LoopReduction &r) { return r.var == s->var; });
+        if (!pattern || (seen != out.end() && seen->op != v->bop)) {
+          ok = false;
+          return;
+        }
+        if (seen == out.end())
+          out.push_back({s->var, v->bop});
+      }
+      walk(s->body);
+      walk(s->elseBody);
+      walk(s->init);
+      walk(s->update);
+    }
+  };
+  walk(loop.body);
+  if (!ok)
+    return std::nullopt;
+  return out;
 }
 
 StmtP forLoop(const std::string &v, E begin, E extent, std::vector<StmtP> body, int64_t step,

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,10 @@ struct Stmt {
                  // Allowed at block level (uniform bounds) or inside a region.
     Comment,     // text, printed as a comment (explains a recipe's structure)
   };
+  // Vectorized: the iterations are independent, except that a scalar declared outside the loop
+  // may accumulate, `x = x + e`, `x = max(x, e)` or `x = min(x, e)` (loopReductions): a
+  // reduction whose order the backend may change (the recipe only marks such a loop where the
+  // reassociation is certified, e.g. the online softmax of weighted_streaming_reduction).
   enum class LoopKind : uint8_t { Serial, Unrolled, Vectorized };
 
   Kind kind = Kind::Seq;
@@ -185,6 +190,15 @@ struct Stmt {
   BufferP a, b, c;
   int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
 };
+
+// The scalars declared outside For loop `loop` that its body accumulates (`x = x + e`,
+// `x = max(x, e)`, `x = min(x, e)`, with e not reading x), each with its operator (Add, Max or
+// Min), in first-assignment order; nullopt when an outer scalar is assigned any other way.
+struct LoopReduction {
+  std::string var;
+  BinOp op = BinOp::Add;
+};
+std::optional<std::vector<LoopReduction>> loopReductions(const Stmt &loop);
 
 // Statement builders.
 StmtP seq(std::vector<StmtP> body);

@@ -239,16 +239,20 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
       visible.push_back(key <= row + E(Sk - Sq));
     E vis = allOf(visible);
     std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
-    if (vis)
+    if (static_cast<bool>(vis) &&
+        Sk % BC != 0) // keys past the end: the mask must not be read there
       perKey.push_back(kir::ifThen(vis, {kir::store(S, {tv, i, j}, s)},
                                    {kir::store(S, {tv, i, j}, f32(kNegInf))}));
     else
-      perKey.push_back(kir::store(S, {tv, i, j}, s));
+      perKey.push_back(kir::store(S, {tv, i, j}, vis ? kir::select(vis, s, f32(kNegInf)) : s));
     perKey.push_back(kir::assign("m_tile", kir::max(fvar("m_tile"), kir::load(S, {tv, i, j}))));
+    // The row max and sum reassociate (weighted_streaming_reduction certifies it): vectorised
+    // loops whose accumulators are reductions (kir::loopReductions).
+    constexpr auto kVec = kir::Stmt::LoopKind::Vectorized;
     std::vector<StmtP> rowBody = {
         kir::decl("m_old", DType::F32, kir::load(mSt, {tv, i})),
         kir::decl("m_tile", DType::F32, f32(kNegInf)),
-        kir::forLoop("j", E(int64_t(0)), E(BC), perKey),
+        kir::forLoop("j", E(int64_t(0)), E(BC), perKey, 1, kVec),
         kir::decl("m_new", DType::F32, kir::max(fvar("m_old"), fvar("m_tile"))),
         // alpha = e^(m_old - m_new): 1 when the max did not move (also -inf to -inf).
         kir::decl("alpha", DType::F32,
@@ -261,7 +265,8 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
                                             kir::unary(kir::UnOp::Exp,
                                                        kir::load(S, {tv, i, j}) - fvar("m_new")))),
                       kir::store(psh, {rowLocal, j}, fvar("pj")),
-                      kir::assign("l_tile", fvar("l_tile") + fvar("pj"))}),
+                      kir::assign("l_tile", fvar("l_tile") + fvar("pj"))},
+                     1, kVec),
         kir::store(lSt, {tv, i}, kir::load(lSt, {tv, i}) * fvar("alpha") + fvar("l_tile")),
         kir::store(mSt, {tv, i}, fvar("m_new")),
         kir::forLoop("d", E(int64_t(0)), E(Dv),

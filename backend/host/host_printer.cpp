@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -373,11 +374,25 @@ public:
   }
 
 private:
-  // Unrolled loops -> GCC's unroll pragma; vectorised loops -> ivdep (g++ vectorises them).
+  // Unrolled loops -> GCC's unroll pragma; vectorised loops -> ivdep (g++ vectorises them), or,
+  // when they accumulate outer scalars (kir::loopReductions), an OpenMP simd loop with those
+  // reductions: g++ vectorises a float reduction only when told it may reassociate it.
   std::string loopPragma(const Stmt &s, int64_t unroll) const override {
     if (s.loop == Stmt::LoopKind::Unrolled)
       return "#pragma GCC unroll " + std::to_string(unroll);
-    return "#pragma GCC ivdep";
+    std::optional<std::vector<LoopReduction>> reds = loopReductions(s);
+    if (!reds)
+      return "";
+    if (reds->empty())
+      return "#pragma GCC ivdep";
+    std::string p = "#pragma omp simd";
+    for (const LoopReduction &r : *reds)
+      p += cat(" reduction(",
+               r.op == BinOp::Add   ? "+"
+               : r.op == BinOp::Max ? "max"
+                                    : "min",
+               ":", r.var, ")");
+    return p;
   }
 
   // A region is a loop over the thread ids (regions run in order, so barriers need no code).

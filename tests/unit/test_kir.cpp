@@ -211,6 +211,32 @@ TEST_CASE("kir verifier: structural violations") {
 
 // ---- text printer ------------------------------------------------------------------------------
 
+TEST_CASE("kir: a vectorised loop's reductions") {
+  BufferP X = mkBuf("X", DType::F32, {8}, Scope::Global, Role::In);
+  E j = var("j"), x = load(X, {j});
+  E sum = var("s", DType::F32), mx = var("m", DType::F32);
+  auto loop = [&](std::vector<StmtP> body) {
+    return forLoop("j", E(int64_t(0)), E(int64_t(8)), std::move(body), 1,
+                   Stmt::LoopKind::Vectorized);
+  };
+  // A sum and a max of outer scalars, through a loop-local scalar (not a reduction itself).
+  auto reds =
+      loopReductions(*loop({decl("v", DType::F32, x * x), assign("v", var("v", DType::F32) + x),
+                            assign("s", sum + var("v", DType::F32)),
+                            ifThen(x > fconst(0.0), {assign("m", max(mx, x))})}));
+  REQUIRE(reds.has_value());
+  REQUIRE(reds->size() == 2);
+  CHECK((*reds)[0].var == "s");
+  CHECK((*reds)[0].op == BinOp::Add);
+  CHECK((*reds)[1].var == "m");
+  CHECK((*reds)[1].op == BinOp::Max);
+  CHECK(loopReductions(*loop({store(X, {j}, x)}))->empty());
+  // Not reductions: an outer scalar overwritten, read on both sides, or combined two ways.
+  CHECK_FALSE(loopReductions(*loop({assign("s", x)})).has_value());
+  CHECK_FALSE(loopReductions(*loop({assign("s", sum + sum * x)})).has_value());
+  CHECK_FALSE(loopReductions(*loop({assign("s", sum + x), assign("s", max(sum, x))})).has_value());
+}
+
 TEST_CASE("kir printer: text form") {
   BufferP X = mkBuf("X", DType::F32, {4, 64}, Scope::Global, Role::In);
   BufferP Y = mkBuf("Y", DType::F16, {4, 64}, Scope::Global, Role::Out);
