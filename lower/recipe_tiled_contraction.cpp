@@ -383,7 +383,7 @@ Tiles chooseTiles(const Contraction &c, const Knobs &knobs) {
       return roundUp(ceilDiv(std::max<int64_t>(d, 1), tiles), align);
     };
     t.BM = knobs.get("BM", balanced(c.M, 128, 8));
-    t.BN = knobs.get("BN", balanced(c.N, 256, 16));
+    t.BN = knobs.get("BN", balanced(c.N, 256, c.N >= 32 ? 32 : 16));
     t.BK = knobs.get("BK", balanced(c.K, 128, 8));
     t.TM = knobs.get("TM", t.BM);
     t.TN = knobs.get("TN", t.BN);
@@ -706,7 +706,7 @@ public:
       for (int64_t t : {32, 64, 128, 256})
         bms.insert(balanced(M, t, 8));
       for (int64_t t : {64, 128, 256, 512})
-        bns.insert(balanced(N, t, 16));
+        bns.insert(balanced(N, t, N >= 32 ? 32 : 16));
       for (int64_t t : {64, 128, 256})
         bks.insert(balanced(K, t, 8));
       for (int64_t bm : bms)

@@ -248,8 +248,18 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
     }
     aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, panel, ld, tm, K);
   }
-  for (; j < tn; j += 16)
-    aicf_mma_panel<1>(C + j, ldc, A, lda, B + j, ldb, tm, K);
+  // 16-float tail panels, packed too: unpacked, each row block re-reads B rows a stride apart.
+  for (; j < tn; j += 16) {
+    const float *panel = B + j;
+    int64_t ld = ldb;
+    if (K * 16 <= kPack) {
+      for (int64_t kk = 0; kk < K; ++kk)
+        std::memcpy(pack + kk * 16, B + kk * ldb + j, 16 * sizeof(float));
+      panel = pack;
+      ld = 16;
+    }
+    aicf_mma_panel<1>(C + j, ldc, A, lda, panel, ld, tm, K);
+  }
 }
 
 } // namespace
