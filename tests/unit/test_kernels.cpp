@@ -633,6 +633,18 @@ const OpCase kOpCases[] = {
 }
 )",
      {"reduction"}},
+    // A shared [K, N] weight and 2 rows per batch (torch's in-projection reads x as [S, B, E]):
+    // the batches are rows of one product (recipe_tiled_contraction.cpp matmulSpec), read
+    // through the folded transpose, with a bias epilogue.
+    {"matmul_few_rows_per_batch",
+     R"(graph @mf(%x: f32[2,7,8], %w: f32[8,12], %b: f32[12]) -> (%y: f32[7,2,12]) {
+  %t = transpose(%x) {perm = [1, 0, 2]} : f32[7,2,8]
+  %m = matmul(%t, %w) : f32[7,2,12]
+  %y = add(%m, %b) : f32[7,2,12]
+  return %y
+}
+)",
+     {"tiled_contraction"}},
     // Layout ops stored by their producers (the producer side of rule 0): each producer's
     // kernel writes its region of the layout op's result through the scatter map; the check
     // reads each region back through the map.
