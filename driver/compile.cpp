@@ -247,11 +247,7 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   st.recipe = k.recipe;
   st.recipeReason = dec.recipeReason;
   st.recipeFallback = dec.recipeFallback;
-  // A kernel storing through a layout op, or reading through a folded one, touches other
-  // indices of its buffers than the element it computes: never in place.
-  st.writesInPlace = dec.writesInPlace && grp.storeThrough.empty() &&
-                     std::none_of(grp.nodes.begin(), grp.nodes.end(),
-                                  [](const Node *n) { return isLayoutOp(*n); });
+  st.writesInPlace = dec.writesInPlace;
   for (const Value *v : grp.inputs)
     st.inputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
   for (const Value *v : grp.outputs)

@@ -207,18 +207,16 @@ private:
 
   // Rule 0, producer side: where each operand of layout op n would be stored from — the value
   // its producer computes (the operand itself, or the source of a reshape chain), with the map
-  // from that value's index to n's result index. Empty, with `why`, when n cannot be stored:
-  // an operand is an input or weight, another layout op's result, a graph output, or read by
-  // anything else.
+  // from that value's index to n's result index. Empty when n cannot be stored: it is no
+  // transpose or concat, or an operand is an input or weight, another layout op's result, a
+  // graph output, or read by anything else (the reader-side decision then stands).
   struct Sink {
     const Value *value = nullptr;
     IndexMap map;
   };
-  std::vector<Sink> sinkPlan(const Node *n, std::string &why) const {
-    if (n->op() != Op::Transpose && n->op() != Op::Concat) {
-      why = "only a transpose or concat is stored by its producers";
+  std::vector<Sink> sinkPlan(const Node *n) const {
+    if (n->op() != Op::Transpose && n->op() != Op::Concat)
       return {};
-    }
     std::vector<Sink> out;
     auto onlyReader = [&](const Value *v, const Node *u) {
       const std::vector<Node *> &us = usersOf(v);
@@ -242,11 +240,8 @@ private:
       }
       const Node *d = v->def();
       if (!m || !d || d->info().has(VIEW) || isLayoutOp(*d) || d->numResults() != 1 ||
-          !onlyReader(v, reader)) {
-        why = cat("operand ", i, " ", valueName(n->operand(i)),
-                  " is not computed by a kernel for it alone");
+          !onlyReader(v, reader))
         return {};
-      }
       out.push_back(Sink{v, *m});
     }
     return out;
@@ -304,8 +299,7 @@ private:
           d.reason = "folded (no cost model)";
         }
       }
-      std::string notStored;
-      std::vector<Sink> sinks = sinkPlan(n, notStored);
+      std::vector<Sink> sinks = sinkPlan(n);
       if (!sinks.empty()) {
         bool contiguous = contiguousStores(sinks);
         if (n->op() == Op::Concat || contiguous || !d.folded) {

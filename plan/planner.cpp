@@ -2,6 +2,7 @@
 // per kernel; lowering one is microseconds of work), so no pruning heuristic can hide the best.
 #include "plan/planner.h"
 
+#include "ir/index_map.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -59,7 +60,11 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   PlanDecision d;
   d.recipeReason = sel.reason;
   d.recipeFallback = sel.fallback;
-  d.writesInPlace = recipe.writesInPlace();
+  // A kernel storing through a layout op, or reading through a folded one, touches other
+  // indices of its buffers than the element it computes: never in place, whatever the recipe.
+  d.writesInPlace =
+      recipe.writesInPlace() && g.storeThrough.empty() &&
+      std::none_of(g.nodes.begin(), g.nodes.end(), [](const Node *n) { return isLayoutOp(*n); });
   d.defaults.knobs = dflt.knobs;
   d.defaults.cost = evaluateKernel(g, recipe, dflt, hw);
   if (!d.defaults.cost.feasible())
