@@ -216,14 +216,12 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
     fail(msg);
   }
   // Fold when every operand is constant and the results are small.
-  bool foldable = n->info().has(PURE);
+  bool fold = n->info().has(PURE);
   for (Value *o : n->operands())
-    foldable = foldable && o->isWeight();
-  for (Value *r : n->results()) {
-    int64_t limit = isFloat(r->type().dtype) ? kFoldLimit : kFoldLimitIntegral;
-    foldable = foldable && r->type().isStatic() && r->type().numel() <= limit;
-  }
-  if (!foldable)
+    fold = fold && o->isWeight();
+  for (Value *r : n->results())
+    fold = fold && ConvertCtx::foldable(r->type());
+  if (!fold)
     return n->results();
   std::vector<const Tensor *> args;
   for (Value *o : n->operands())
@@ -241,6 +239,10 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
     out.push_back(constant(std::move(t)));
   env_.graph.eraseNode(n);
   return out;
+}
+
+bool ConvertCtx::foldable(const TensorType &t) {
+  return t.isStatic() && t.numel() <= (isFloat(t.dtype) ? kFoldLimit : kFoldLimitIntegral);
 }
 
 Value *ConvertCtx::emit(Op op, std::vector<Value *> operands, AttrMap attrs) {

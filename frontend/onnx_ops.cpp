@@ -1382,13 +1382,22 @@ void convSize(ConvertCtx &c) {
   c.setOutput(0, c.constant(Tensor::fromI64({product(c.type(0).shape)}, {})));
 }
 
-// Constants built here from constant inputs (ConstantOfShape, Range, windows) are allocated at
-// once: their size is checked against the per-tensor limit first.
+// Constants computed here from constant inputs (Range, EyeLike, windows) are allocated at once,
+// so a few bytes of model could ask for gigabytes: their size is checked against the per-tensor
+// limit and against kMaxComputedConstantBytes first. Real models compute position ids, masks
+// and windows, far below it.
+constexpr int64_t kMaxComputedConstantBytes = int64_t(256) << 20;
+
 void checkConstantSize(const ConvertCtx &c, const TensorType &t) {
   if (std::string p = tensorSizeProblem(t); !p.empty())
     c.fail("result " + p);
+  if (t.bytes() > kMaxComputedConstantBytes)
+    c.fail(cat("result ", t.str(), " would be a constant of ", t.bytes(),
+               " bytes computed at import, above the limit of ", kMaxComputedConstantBytes));
 }
 
+// A small result is a constant; a large one is its single value broadcast (an expand, which
+// readers fold as an index map), so that neither the importer nor weights.bin holds it.
 void convConstantOfShape(ConvertCtx &c) {
   Shape shape = c.constInts(0, "shape");
   for (int64_t d : shape)
@@ -1397,8 +1406,16 @@ void convConstantOfShape(ConvertCtx &c) {
   std::optional<Tensor> value = c.attrTensor("value");
   if (value && value->numel() != 1)
     c.fail(cat("value must hold one element, got ", value->type().str()));
-  checkConstantSize(c, TensorType(value ? value->dtype() : DType::F32, shape));
-  Tensor out(TensorType(value ? value->dtype() : DType::F32, shape));
+  TensorType type(value ? value->dtype() : DType::F32, shape);
+  if (std::string p = tensorSizeProblem(type); !p.empty())
+    c.fail("result " + p);
+  if (!ConvertCtx::foldable(type)) {
+    Value *one = value ? c.constant(Tensor(TensorType(value->dtype(), {}), value->bytes()))
+                       : c.scalar(DType::F32, 0.0);
+    c.setOutput(0, c.emit(Op::Expand, {one}, {{"shape", shape}}));
+    return;
+  }
+  Tensor out(type);
   if (value && out.numel() > 0) {
     size_t es = dtypeSize(out.dtype());
     for (int64_t i = 0; i < out.numel(); ++i)
@@ -1424,6 +1441,7 @@ void convRange(ConvertCtx &c) {
       c.fail(cat("result has ", count, " elements, above the limit of ", kMaxTensorElements,
                  " per tensor"));
     auto n = static_cast<int64_t>(std::max(0.0, count));
+    checkConstantSize(c, TensorType(t, {n}));
     out = Tensor(TensorType(t, {n}));
     for (int64_t i = 0; i < n; ++i)
       out.setDouble(i, s + static_cast<double>(i) * d);
@@ -1436,6 +1454,7 @@ void convRange(ConvertCtx &c) {
     if (count > kMaxTensorElements)
       c.fail(cat("result has more than ", kMaxTensorElements, " elements, the limit per tensor"));
     int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+    checkConstantSize(c, TensorType(t, {n}));
     out = Tensor(TensorType(t, {n}));
     for (int64_t i = 0; i < n; ++i)
       out.setInt(i, s + i * d);
@@ -1474,6 +1493,9 @@ void convEyeLike(ConvertCtx &c) {
   DType t =
       c.hasAttr("dtype") ? castTarget(c, static_cast<int32_t>(c.attrInt("dtype", 1))) : in.dtype;
   int64_t k = c.attrInt("k", 0);
+  if (!in.isStatic())
+    c.fail(cat("input must have a static shape, got ", in.str()));
+  checkConstantSize(c, TensorType(t, in.shape));
   Tensor out(TensorType(t, in.shape));
   for (int64_t i = 0; i < in.shape[0]; ++i)
     if (i + k >= 0 && i + k < in.shape[1])

@@ -91,6 +91,8 @@ public:
   // operand is a weight and the result is small, the node is evaluated right away and replaced
   // by a weight: this is how shape computations fold.
   Value *emit(Op op, std::vector<Value *> operands, AttrMap attrs = {});
+  // Whether a result of this type is small enough to be folded into a weight at import.
+  static bool foldable(const TensorType &t);
   std::vector<Value *> emitMulti(Op op, std::vector<Value *> operands, AttrMap attrs,
                                  int numResults);
   Value *constant(Tensor t);                            // a weight named after this node's output

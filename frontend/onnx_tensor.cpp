@@ -167,28 +167,31 @@ Tensor tensorFromOnnx(const TensorProto &t, const std::string &modelDir) {
         out.data<uint8_t>()[i] = out.data<uint8_t>()[i] ? 1 : 0;
     return out;
   }
+  // The typed fields' counts are checked before the tensor is allocated: the dims alone may ask
+  // for gigabytes that the file does not hold.
+  switch (*dtype) {
+  case DType::F32: requireCount(t.float_data(), numel, "float_data"); break;
+  case DType::I64: requireCount(t.int64_data(), numel, "int64_data"); break;
+  default: requireCount(t.int32_data(), numel, "int32_data"); break;
+  }
   Tensor out(type);
   switch (*dtype) {
   case DType::F32:
-    requireCount(t.float_data(), numel, "float_data");
     if (numel)
       std::memcpy(out.raw(), t.float_data().data(), static_cast<size_t>(need));
     break;
   case DType::I64:
-    requireCount(t.int64_data(), numel, "int64_data");
     if (numel)
       std::memcpy(out.raw(), t.int64_data().data(), static_cast<size_t>(need));
     break;
   case DType::F16:
   case DType::BF16: // 16-bit patterns, one per int32
-    requireCount(t.int32_data(), numel, "int32_data");
     for (int64_t i = 0; i < numel; ++i)
       out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
     break;
   case DType::I32:
   case DType::I8:
   case DType::Bool:
-    requireCount(t.int32_data(), numel, "int32_data");
     for (int64_t i = 0; i < numel; ++i)
       out.setInt(i, t.int32_data(static_cast<int>(i)));
     break;

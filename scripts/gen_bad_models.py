@@ -240,6 +240,25 @@ def main():
                [numpy_helper.from_array(np.array([2**40, 2**40], np.int64), "s")]),
          "node 'fill' (ConstantOfShape): result f32[1099511627776,1099511627776] has more than "
          "2^63 elements")
+    # Constants computed at import are bounded in bytes: a few bytes of model must not make the
+    # importer allocate gigabytes (a large ConstantOfShape is a broadcast instead, not an error).
+    save("range_too_large.onnx",
+         model([helper.make_node("Range", ["a", "b", "d"], ["y"], name="ids")], [],
+               [helper.make_tensor_value_info("y", TensorProto.INT64, [2**30])],
+               [numpy_helper.from_array(np.array(0, np.int64), "a"),
+                numpy_helper.from_array(np.array(2**30, np.int64), "b"),
+                numpy_helper.from_array(np.array(1, np.int64), "d")]),
+         "node 'ids' (Range): result i64[1073741824] would be a constant of 8589934592 bytes "
+         "computed at import, above the limit of 268435456")
+    # dims of 2^30 floats and no data: the count is checked before anything is allocated.
+    hollow = TensorProto()
+    hollow.name = "w"
+    hollow.data_type = TensorProto.FLOAT
+    hollow.dims.extend([2**30])
+    save("initializer_without_data.onnx",
+         model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+               [f32("x", [2**30])], [f32("y", [2**30])], [hollow]),
+         "initializer 'w' has 0 values in float_data, expected 1073741824")
     save("empty_input.onnx",
          model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                [f32("x", [0, 64])], [f32("y", [0, 64])]),

@@ -812,6 +812,41 @@ TEST_CASE("importer: shape subgraphs fold to constants once dims are bound") {
   CHECK(g->weights().size() == 1); // everything else was folded away or unused
 }
 
+TEST_CASE("importer: a large ConstantOfShape is its value broadcast, a small one a constant") {
+  // Folding [4096, 64] floats would put 1 MiB into weights.bin (and let a tiny model make the
+  // importer allocate gigabytes); an expand of the one value is folded by its readers instead.
+  for (int rows : {4, 4096}) {
+    CAPTURE(rows);
+    ModelBuilder b(17);
+    b.input("x", TensorProto::FLOAT, {rows, 64});
+    b.output("y", TensorProto::FLOAT, {rows, 64});
+    b.initI64("s", {int64_t(rows), 64});
+    auto &cos = b.node("ConstantOfShape", {"s"}, {"filled"});
+    auto *val = cos.add_attribute();
+    val->set_name("value");
+    val->set_type(onnx::AttributeProto::TENSOR);
+    val->mutable_t()->set_data_type(TensorProto::FLOAT);
+    val->mutable_t()->add_dims(1);
+    val->mutable_t()->add_float_data(2.5f);
+    b.node("Mul", {"x", "filled"}, {"y"});
+    auto g = b.import("fill.onnx");
+    Value *filled = only(*g, "mul")->operand(1);
+    if (rows == 4) {
+      CHECK(ops(*g) == Ops{"mul"});
+      REQUIRE(filled->isWeight());
+      CHECK(filled->type().str() == "f32[4,64]");
+      CHECK(filled->data()->getDouble(255) == 2.5);
+    } else {
+      CHECK(ops(*g) == Ops{"expand", "mul"});
+      CHECK(filled->type().str() == "f32[4096,64]");
+      Value *one = only(*g, "expand")->operand(0);
+      REQUIRE(one->isWeight());
+      CHECK(one->type().str() == "f32[]");
+      CHECK(one->data()->getDouble(0) == 2.5);
+    }
+  }
+}
+
 TEST_CASE("importer: exported models with dynamic axes are free of shape computations") {
   // testdata/models/*_dyn_*: PyTorch exports with dynamic batch / sequence axes.
   int seen = 0;
