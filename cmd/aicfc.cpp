@@ -43,6 +43,7 @@ struct Flags {
   std::string schedule = "cost";
   int candidateRank = 0;
   std::string attention = "cost";
+  bool noPackWeights = false;
 };
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
@@ -153,6 +154,7 @@ int compile(const Flags &flags) {
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
+  copts.packWeights = !flags.noPackWeights;
   CompiledModel cm = buildModel(*g, copts);
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
   // beside the estimates).
@@ -208,6 +210,10 @@ int main(int argc, char **argv) {
                  "cost: knobs chosen by the cost model; default: the recipes' defaults")
       ->check(CLI::IsMember({"cost", "default"}))
       ->capture_default_str();
+  app.add_flag(
+      "--no-pack-weights", flags.noPackWeights,
+      "host plans: keep constant GEMM weights as they are instead of packing them into the "
+      "micro-kernel's column panels (for comparisons)");
   app.add_option("--attention", flags.attention,
                  "cost: streaming or materialised attention by the cost model; streaming; "
                  "materialized (where exact)")

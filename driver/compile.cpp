@@ -115,6 +115,24 @@ void inKernelOrder(std::vector<AttentionDecision> &decisions, const Partition &p
 
 // ---- The stages, in the order compileStages() runs them ----------------------------------------
 
+// Host plans: constant GEMM weights in the micro-kernel's column panels (passes/pack_weights.cpp),
+// on a copy of the graph under a pass manager (verified), before the partition so that the
+// panel views fold into the contractions like any layout op. GPU plans keep the weights as
+// they are.
+void packWeights(CompileState &s) {
+  if (s.hw.gpu || !s.opts.packWeights)
+    return;
+  std::unique_ptr<Graph> copy = s.graph->clone();
+  PassManager pm;
+  pm.add(createPass("pack-weights"));
+  PassContext ctx;
+  ctx.target = s.target;
+  if (!pm.run(*copy, ctx))
+    return;
+  s.model.graph = std::move(copy);
+  s.graph = s.model.graph.get();
+}
+
 // Kernel groups: which nodes become one kernel (lower/fusion.h), with the cost model deciding
 // whether a shared elementwise group is recomputed in its consumers.
 void partition(CompileState &s) {
@@ -357,6 +375,7 @@ void printSource(CompileState &s) {
 // recorded) and writes the output folder.
 const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
+      {"pack-weights", packWeights},
       {"partition", partition},
       {"choose-attention", chooseAttention},
       {"describe-plan", describePlan},

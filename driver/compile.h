@@ -41,6 +41,9 @@ struct CompileOptions {
   // --attention: "cost" (streaming or materialised, whichever the cost model prices lower),
   // "streaming", or "materialized" (where the materialised form is exact; streaming elsewhere).
   std::string attention = "cost";
+  // Host plans: constant GEMM weights packed into the micro-kernel's column panels
+  // (passes/pack_weights.cpp); aicfc --no-pack-weights turns it off (for comparisons).
+  bool packWeights = true;
 };
 
 struct CompiledModel {

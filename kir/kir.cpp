@@ -360,6 +360,18 @@ StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, 
   return s;
 }
 
+StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
+                   int64_t tn, const MmaViews &v) {
+  StmtP s = mmaTile(std::move(c), std::move(a), std::move(b), m, n, k, tm, tn);
+  s->views = true;
+  s->indices = {v.aOffset, v.bOffset, v.rows, v.cols, v.depth};
+  s->lda = v.lda;
+  s->ldb = v.ldb;
+  s->bPanel = v.bPanel;
+  s->bPanelStride = v.bPanelStride;
+  return s;
+}
+
 StmtP comment(std::string text) {
   StmtP s = mk(Stmt::Kind::Comment);
   s->text = std::move(text);

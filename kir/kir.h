@@ -187,8 +187,19 @@ struct Stmt {
   // MmaTile: A [m, k] and B [k, n] shared, C local [threads, tm, tn]; thread t owns the tile
   // rows (t / (n / tn)) * tm + [0, tm) and columns (t % (n / tn)) * tn + [0, tn);
   // C[t][i][j] += sum over kk < k of A[row i][kk] * B[kk][col j].
+  // Operand views (one-thread host tiles, `views` set): A and B are then read where they lie,
+  // in any buffer (a kernel parameter), instead of from staged tiles:
+  //   A[i][kk] = a[indices[0] + i * lda + kk];
+  //   B[kk][j] = b[indices[1] + kk * ldb + j] when bPanel == 0, or, B stored in panels of
+  //              bPanel columns (a weight packed at compile time), b[indices[1] +
+  //              (j / bPanel) * bPanelStride + kk * bPanel + j % bPanel];
+  // and only rows i < indices[2], columns j < indices[3] and kk < indices[4] take part (the
+  // tile's valid rows, columns and K step: a view has no zero padding to read; columns stay a
+  // multiple of the panel, whose padding is zeros).
   BufferP a, b, c;
   int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
+  bool views = false;
+  int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
 };
 
 // The scalars declared outside For loop `loop` that its body accumulates (`x = x + e`,
@@ -213,6 +224,15 @@ StmtP barrier();
 StmtP blockReduce(Combiner c, std::vector<BufferP> src, std::vector<BufferP> dst);
 StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
               int64_t tn);
+// An mma_tile reading its operands through views (see Stmt): A at aOffset with row stride lda,
+// B at bOffset with row stride ldb (bPanel == 0) or in panels of bPanel columns, bPanelStride
+// apart; rows, cols and depth are the valid rows, columns and K step.
+struct MmaViews {
+  E aOffset, bOffset, rows, cols, depth;
+  int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
+};
+StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
+                   int64_t tn, const MmaViews &v);
 StmtP comment(std::string text);
 StmtP reduce(const std::string &var, E begin, E extent, std::vector<StmtP> init,
              std::vector<StmtP> update, int64_t step = 1);

@@ -17,9 +17,13 @@
 //             | 'var' NAME ':' DTYPE '=' expr  |  NAME '=' expr  |  NAME '[' [exprs] ']' '=' expr
 //             | 'barrier'  |  '#' text to end of line
 //             | 'block_reduce' NAME '(' NAMES ')' '->' '(' NAMES ')' '{' {combine} '}'
-//             | 'mma_tile' NAME '+=' NAME 'x' NAME
+//             | 'mma_tile' NAME '+=' NAME [aview] 'x' NAME [bview]
 //                 '(' 'm' '=' INT ',' 'n' '=' INT ',' 'k' '=' INT ',' 'tm' '=' INT ',' 'tn' '=' INT
-//                 ')'
+//                 [',' 'rows' '=' expr ',' 'cols' '=' expr ',' 'depth' '=' expr] ')'
+//                 (the views and the valid extents: all or none)
+//   aview    := '[' 'at' '=' expr ',' 'ld' '=' INT ']'
+//   bview    := '[' 'at' '=' expr ',' ('ld' '=' INT | 'panels' '=' INT ',' 'panel_stride' '=' INT)
+//               ']'
 //   range    := NAME 'in' expr '..' expr ['step' INT]      (begin .. begin + extent)
 //   combine  := 'let' NAME '=' expr  |  FIELD ':' DTYPE '=' expr   (field i's merged value)
 //   expr     := binary expressions with C precedence: || && (== !=) (< <= > >=) (+ -) (* / %),
@@ -817,19 +821,62 @@ private:
     BufferP c = buffer(expect(Tok::Ident, "the accumulator buffer"));
     expect(Tok::PlusEq, "'+='");
     BufferP a = buffer(expect(Tok::Ident, "the A tile buffer"));
+    MmaViews views;
+    auto field = [&](const char *name) {
+      expectIdent(name);
+      expect(Tok::Equal, "'='");
+    };
+    bool hasViews = accept(Tok::LBracket);
+    if (hasViews) {
+      field("at");
+      views.aOffset = parseExpr();
+      expect(Tok::Comma, "','");
+      field("ld");
+      views.lda = parseInt("an integer");
+      expect(Tok::RBracket, "']' after A's view");
+    }
     expectIdent("x");
     BufferP b = buffer(expect(Tok::Ident, "the B tile buffer"));
+    if (hasViews) {
+      expect(Tok::LBracket, "'[' and B's view");
+      field("at");
+      views.bOffset = parseExpr();
+      expect(Tok::Comma, "','");
+      if (atIdent("panels")) {
+        field("panels");
+        views.bPanel = parseInt("an integer");
+        expect(Tok::Comma, "','");
+        field("panel_stride");
+        views.bPanelStride = parseInt("an integer");
+      } else {
+        field("ld");
+        views.ldb = parseInt("an integer");
+      }
+      expect(Tok::RBracket, "']' after B's view");
+    }
     expect(Tok::LParen, "'(' and the tile sizes");
     int64_t v[5];
     const char *names[5] = {"m", "n", "k", "tm", "tn"};
     for (int i = 0; i < 5; ++i) {
       if (i)
         expect(Tok::Comma, "','");
-      expectIdent(names[i]);
-      expect(Tok::Equal, "'='");
+      field(names[i]);
       v[i] = parseInt("an integer");
     }
+    if (hasViews) {
+      expect(Tok::Comma, "','");
+      field("rows");
+      views.rows = parseExpr();
+      expect(Tok::Comma, "','");
+      field("cols");
+      views.cols = parseExpr();
+      expect(Tok::Comma, "','");
+      field("depth");
+      views.depth = parseExpr();
+    }
     expect(Tok::RParen, "')' after the tile sizes");
+    if (hasViews)
+      return mmaTileViews(c, a, b, v[0], v[1], v[2], v[3], v[4], views);
     return mmaTile(c, a, b, v[0], v[1], v[2], v[3], v[4]);
   }
 

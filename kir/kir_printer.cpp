@@ -239,10 +239,20 @@ public:
     }
     case Stmt::Kind::MmaTile: {
       auto nm = [](const BufferP &b) { return b ? b->name : std::string("<null>"); };
-      line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + " x " + nm(s.b) +
-                    " (m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
-                    ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
-                    ", tn = " + std::to_string(s.tn) + ")");
+      std::string sizes = "(m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
+                          ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
+                          ", tn = " + std::to_string(s.tn);
+      if (!s.views || s.indices.size() != 5) {
+        line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + " x " + nm(s.b) + " " + sizes + ")");
+        return;
+      }
+      std::string bView = s.bPanel ? "panels = " + std::to_string(s.bPanel) +
+                                         ", panel_stride = " + std::to_string(s.bPanelStride)
+                                   : "ld = " + std::to_string(s.ldb);
+      line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) + ", ld = " +
+                    std::to_string(s.lda) + "] x " + nm(s.b) + "[at = " + ex(s.indices[1]) + ", " +
+                    bView + "] " + sizes + ", rows = " + ex(s.indices[2]) +
+                    ", cols = " + ex(s.indices[3]) + ", depth = " + ex(s.indices[4]) + ")");
       return;
     }
     case Stmt::Kind::Reduce:

@@ -480,8 +480,33 @@ private:
         err(std::string("mma_tile: ") + name + " must be a shared float buffer of shape " +
             shapeStr(shape) + ", got " + describe(b));
     };
-    operand("A", s.a, {s.m, s.k});
-    operand("B", s.b, {s.k, s.n});
+    if (s.views) {
+      // Views read f32 buffers where they lie, one thread owning the whole tile.
+      if (s.indices.size() != 5 ||
+          std::any_of(s.indices.begin(), s.indices.end(), [](const E &e) { return !e; })) {
+        err("mma_tile: a view needs A's and B's offsets, the valid rows, columns and depth");
+        return;
+      }
+      for (const E &e : s.indices) {
+        expr(e.get());
+        if (e->type != DType::I64)
+          err(std::string("mma_tile: a view's offset or extent has type ") + dtypeName(e->type) +
+              ", expected i64");
+      }
+      for (const BufferP *b : {&s.a, &s.b})
+        if ((*b)->dtype != DType::F32)
+          err("mma_tile: a view reads f32 buffers, got " + describe(*b));
+      if (k_.threads != 1 || s.tm != s.m || s.tn != s.n)
+        err("mma_tile: views need one thread owning the whole tile");
+      if (s.lda < 1 || (s.bPanel == 0 && s.ldb < 1) ||
+          (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % s.bPanel != 0 || s.bPanelStride < 1)))
+        err("mma_tile: bad view strides (lda " + std::to_string(s.lda) + ", ldb " +
+            std::to_string(s.ldb) + ", panels " + std::to_string(s.bPanel) + " x " +
+            std::to_string(s.bPanelStride) + ")");
+    } else {
+      operand("A", s.a, {s.m, s.k});
+      operand("B", s.b, {s.k, s.n});
+    }
     std::vector<int64_t> cshape{k_.threads, s.tm, s.tn};
     if (s.c->scope != Scope::Local || s.c->shape != cshape || s.c->dtype != DType::F32)
       err("mma_tile: C must be a local f32 buffer of shape " + shapeStr(cshape) + ", got " +

@@ -465,6 +465,148 @@ StmtP tileCopy(const kir::BufferP &dst, int64_t rows, int64_t cols, int64_t thre
   return kir::forLoop(tag + "e", ivar(t), E(rows * cols) - ivar(t), elem, threads);
 }
 
+// ---- Operand views (host tiles of one thread, kir.h mma_tile views) ----------------------------
+
+// An integer index expression as a sum of constant multiples of atoms plus a rest free of them.
+// Atoms are the variables named in `vars` and floordivs / mods by constants of expressions
+// involving them ("d:<X>/c", "m:<X>%c"). Where X = c * (X / c) + X % c makes a pair of such
+// atoms one multiple of X (a flattened row split into batch and row: (r / 64) * 64 K + (r % 64)
+// K = r K), the pair is replaced by it.
+struct Linear {
+  std::map<std::string, int64_t> coef;
+  E rest = E(int64_t(0));
+  std::map<std::string, std::pair<E, int64_t>> split; // atom -> (X, c)
+};
+
+bool involves(const kir::ExprP &e, const std::set<std::string> &vars) {
+  if (!e)
+    return false;
+  if (e->kind == kir::Expr::Kind::Var)
+    return vars.count(e->var) > 0;
+  return std::any_of(e->args.begin(), e->args.end(),
+                     [&](const kir::ExprP &a) { return involves(a, vars); });
+}
+
+void addScaled(Linear &into, const Linear &from, int64_t scale) {
+  for (const auto &[atom, k] : from.coef)
+    into.coef[atom] += k * scale;
+  into.rest = into.rest + from.rest * E(scale);
+  into.split.insert(from.split.begin(), from.split.end());
+}
+
+std::optional<Linear> linear(const E &e, const std::set<std::string> &vars) {
+  Linear out;
+  if (!involves(e.get(), vars)) {
+    out.rest = e;
+    return out;
+  }
+  if (e->kind == kir::Expr::Kind::Var) {
+    out.coef[e->var] = 1;
+    return out;
+  }
+  if (e->kind != kir::Expr::Kind::Binary || e->type != DType::I64)
+    return std::nullopt;
+  E a(e->args[0]), b(e->args[1]);
+  switch (e->bop) {
+  case kir::BinOp::Add:
+  case kir::BinOp::Sub: {
+    auto la = linear(a, vars), lb = linear(b, vars);
+    if (!la || !lb)
+      return std::nullopt;
+    addScaled(out, *la, 1);
+    addScaled(out, *lb, e->bop == kir::BinOp::Add ? 1 : -1);
+    return out;
+  }
+  case kir::BinOp::Mul: {
+    if (b->kind != kir::Expr::Kind::Int)
+      std::swap(a, b);
+    if (b->kind != kir::Expr::Kind::Int)
+      return std::nullopt;
+    auto la = linear(a, vars);
+    if (!la)
+      return std::nullopt;
+    addScaled(out, *la, b->ival);
+    return out;
+  }
+  case kir::BinOp::Div:
+  case kir::BinOp::Mod: {
+    if (b->kind != kir::Expr::Kind::Int || b->ival <= 0 || !linear(a, vars))
+      return std::nullopt;
+    std::string atom = cat(e->bop == kir::BinOp::Div ? "d:" : "m:", kir::exprStr(a), ":", b->ival);
+    out.coef[atom] = 1;
+    out.split[atom] = {a, b->ival};
+    return out;
+  }
+  default: return std::nullopt;
+  }
+}
+
+// The row-major flat offset of `load` in its buffer, linear over `vars`, with split pairs merged.
+std::optional<Linear> flatOffset(const E &load, const std::set<std::string> &vars) {
+  if (load->kind != kir::Expr::Kind::Load || load->type != DType::F32 ||
+      load->buf->scope != kir::Scope::Global || load->buf->dtype != DType::F32)
+    return std::nullopt;
+  std::vector<int64_t> strides = stridesOf(load->buf->shape);
+  Linear out;
+  for (size_t i = 0; i < load->args.size(); ++i) {
+    auto li = linear(E(load->args[i]), vars);
+    if (!li)
+      return std::nullopt;
+    addScaled(out, *li, strides[i]);
+  }
+  for (auto it = out.split.begin(); it != out.split.end(); ++it) {
+    const auto &[x, c] = it->second;
+    std::string div = cat("d:", kir::exprStr(x), ":", c), mod = cat("m:", kir::exprStr(x), ":", c);
+    if (!out.coef.count(div) || !out.coef.count(mod) || out.coef[div] != c * out.coef[mod])
+      continue;
+    int64_t k = out.coef[mod];
+    out.coef.erase(div);
+    out.coef.erase(mod);
+    addScaled(out, *linear(x, vars), k);
+  }
+  std::erase_if(out.coef, [](const auto &kv) { return kv.second == 0; });
+  return out;
+}
+
+// A seen in place: element (row, k) at base + row * lda + k of a kernel parameter.
+struct RowView {
+  kir::BufferP buf;
+  E base; // at row 0, k 0
+  int64_t ld = 0;
+};
+std::optional<RowView> aRowView(const Contraction &c, const Index &bi) {
+  if (c.aKDecls)
+    return std::nullopt;
+  E at = c.aAt(bi, ivar("aicf_row"), ivar("aicf_kk"));
+  auto lin = flatOffset(at, {"aicf_row", "aicf_kk"});
+  if (!lin || lin->coef.size() != 2 || lin->coef["aicf_kk"] != 1 || lin->coef["aicf_row"] < 1)
+    return std::nullopt;
+  return RowView{at->buf, lin->rest, lin->coef["aicf_row"]};
+}
+
+// B in the column panels of a packed weight (passes/pack_weights.cpp): element (k, col) at
+// base + (col / NR) * stride + k * NR + col % NR of a [P, K, NR] parameter.
+struct PanelView {
+  kir::BufferP buf;
+  E base;
+  int64_t panel = 0, stride = 0, cols = 0; // cols: P * NR, the padded width
+};
+std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
+  if (c.bRowDecls || c.bColDecls || c.bHostCopy || c.bValid)
+    return std::nullopt;
+  E at = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
+  auto lin = flatOffset(at, {"aicf_kk", "aicf_col"});
+  if (!lin || lin->coef.size() != 3 || at->buf->shape.size() != 3)
+    return std::nullopt;
+  const std::vector<int64_t> &shape = at->buf->shape;
+  int64_t nr = shape[2], stride = shape[1] * nr;
+  std::string col = kir::exprStr(ivar("aicf_col"));
+  if (nr % 16 != 0 || shape[1] != c.K || lin->coef["aicf_kk"] != nr ||
+      lin->coef[cat("d:", col, ":", nr)] != stride || lin->coef[cat("m:", col, ":", nr)] != 1)
+    return std::nullopt;
+  return PanelView{at->buf, lin->rest, nr, stride, shape[0] * nr};
+}
+
 kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knobs &knobs,
                        kir::Kernel k, GroupExpr &gx, const Contraction &c) {
   const Node &n = *g.anchor;
@@ -490,13 +632,33 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   Index bi = c.batch.empty() ? Index{} : unflat(c.batch, ivar("b"));
   E m0 = ivar("mt") * E(tl.BM), n0 = ivar("nt") * E(tl.BN), k0 = ivar("k0");
 
+  // Host tiles of one thread read an operand where it lies when they can (kir.h, mma_tile
+  // views): A when its rows are contiguous in k at a fixed row stride, B when it is a weight
+  // packed in column panels (passes/pack_weights.cpp) and the tiles cover whole panels. No tile
+  // copy is made for such an operand; the other is staged as before.
+  std::optional<RowView> aView;
+  std::optional<PanelView> bView;
+  if (!isGpuPlan(knobs) && tl.threads == 1) {
+    aView = aRowView(c, bi);
+    bView = bPanelView(c, bi);
+    if (bView && tl.BN % bView->panel != 0)
+      bView.reset();
+  }
+  problem->aInPlace = aView.has_value();
+  problem->bPanels = bView.has_value();
+
   auto As = std::make_shared<kir::Buffer>(
       kir::Buffer{"As", DType::F32, {tl.BM, tl.BK}, kir::Scope::Shared, kir::Role::Temp});
   auto Bs = std::make_shared<kir::Buffer>(
       kir::Buffer{"Bs", DType::F32, {tl.BK, tl.BN}, kir::Scope::Shared, kir::Role::Temp});
   auto C = std::make_shared<kir::Buffer>(
       kir::Buffer{"C", DType::F32, {tl.threads, tl.TM, tl.TN}, kir::Scope::Local, kir::Role::Temp});
-  k.allocs = {As, Bs, C};
+  k.allocs = {};
+  if (!aView)
+    k.allocs.push_back(As);
+  if (!bView)
+    k.allocs.push_back(Bs);
+  k.allocs.push_back(C);
 
   k.body.push_back(
       kir::comment(cat(c.what, ": ", tl.BM, "x", tl.BN, " output tiles, K in steps of ", tl.BK,
@@ -526,25 +688,50 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
       return allOf({c.K % tl.BK ? k0 + r < E(c.K) : E(), c.N % tl.BN ? n0 + cc < E(c.N) : E(),
                     c.bValid ? c.bValid(bi, k0 + r, n0 + cc) : E()});
     };
-    update.push_back(
-        kir::region(t, {tileCopy(
-                            As, tl.BM, tl.BK, tl.threads, t, "a",
-                            [&](E r, E cc) { return c.aAt(bi, m0 + r, k0 + cc); }, aValid, nullptr,
-                            c.aKDecls ? [&](E cc) { return c.aKDecls(k0 + cc); }
-                                      : std::function<std::vector<StmtP>(E)>(),
-                            static_cast<bool>(c.aKDecls)),
-                        tl.threads == 1 && c.bHostCopy
-                            ? c.bHostCopy(bi, k0, n0, Bs)
-                            : tileCopy(
-                                  Bs, tl.BK, tl.BN, tl.threads, t, "b",
-                                  [&](E r, E cc) { return c.bAt(bi, k0 + r, n0 + cc); }, bValid,
-                                  c.bRowDecls ? [&](E r) { return c.bRowDecls(k0 + r); }
-                                              : std::function<std::vector<StmtP>(E)>(),
-                                  c.bColDecls ? [&](E cc) { return c.bColDecls(n0 + cc); }
-                                              : std::function<std::vector<StmtP>(E)>())}));
-    update.push_back(kir::barrier());
-    update.push_back(kir::mmaTile(C, As, Bs, tl.BM, tl.BN, tl.BK, tl.TM, tl.TN));
-    update.push_back(kir::barrier());
+    std::vector<StmtP> copies;
+    if (!aView)
+      copies.push_back(tileCopy(
+          As, tl.BM, tl.BK, tl.threads, t, "a",
+          [&](E r, E cc) { return c.aAt(bi, m0 + r, k0 + cc); }, aValid, nullptr,
+          c.aKDecls ? [&](E cc) { return c.aKDecls(k0 + cc); }
+                    : std::function<std::vector<StmtP>(E)>(),
+          static_cast<bool>(c.aKDecls)));
+    if (!bView)
+      copies.push_back(tl.threads == 1 && c.bHostCopy
+                           ? c.bHostCopy(bi, k0, n0, Bs)
+                           : tileCopy(
+                                 Bs, tl.BK, tl.BN, tl.threads, t, "b",
+                                 [&](E r, E cc) { return c.bAt(bi, k0 + r, n0 + cc); }, bValid,
+                                 c.bRowDecls ? [&](E r) { return c.bRowDecls(k0 + r); }
+                                             : std::function<std::vector<StmtP>(E)>(),
+                                 c.bColDecls ? [&](E cc) { return c.bColDecls(n0 + cc); }
+                                             : std::function<std::vector<StmtP>(E)>()));
+    if (!copies.empty()) {
+      update.push_back(kir::region(t, copies));
+      update.push_back(kir::barrier());
+    }
+    if (aView || bView) {
+      // A view has no zero padding: the last row, column and K tiles pass their valid extents.
+      kir::MmaViews v;
+      v.aOffset = aView ? aView->base + m0 * E(aView->ld) + k0 : E(int64_t(0));
+      v.lda = aView ? aView->ld : tl.BK;
+      v.bOffset =
+          bView ? bView->base + (n0 / E(bView->panel)) * E(bView->stride) + k0 * E(bView->panel)
+                : E(int64_t(0));
+      v.ldb = bView ? 0 : tl.BN;
+      v.bPanel = bView ? bView->panel : 0;
+      v.bPanelStride = bView ? bView->stride : 0;
+      v.rows = aView && c.M % tl.BM ? kir::min(E(tl.BM), E(c.M) - m0) : E(tl.BM);
+      v.cols = bView && ceilDiv(c.N, tl.BN) * tl.BN > bView->cols
+                   ? kir::min(E(tl.BN), E(bView->cols) - n0)
+                   : E(tl.BN);
+      v.depth = c.K % tl.BK ? kir::min(E(tl.BK), E(c.K) - k0) : E(tl.BK);
+      update.push_back(kir::mmaTileViews(C, aView ? aView->buf : As, bView ? bView->buf : Bs, tl.BM,
+                                         tl.BN, tl.BK, tl.TM, tl.TN, v));
+    } else {
+      update.push_back(kir::mmaTile(C, As, Bs, tl.BM, tl.BN, tl.BK, tl.TM, tl.TN));
+      update.push_back(kir::barrier());
+    }
   }
   k.body.push_back(kir::reduce("k0", E(int64_t(0)), E(c.K), init, update, tl.BK));
 
@@ -733,6 +920,11 @@ public:
         bns.insert(balanced(N, t, N >= 32 ? 32 : 16));
       for (int64_t t : {64, 128, 256})
         bks.insert(balanced(K, t, 8));
+      // Operands read in place (mma_tile views) have no tile copy to keep small: the whole K
+      // in one step keeps each accumulator block in registers across it.
+      if (p.aInPlace && p.bPanels)
+        for (int64_t t : {512, 1024})
+          bks.insert(balanced(K, t, 8));
       for (int64_t bm : bms)
         for (int64_t bn : bns)
           for (int64_t bk : bks)
@@ -792,9 +984,12 @@ public:
     //    element, so B is re-packed once per row of tiles (the dominant knob effect: BM);
     //  * A tile copies are contiguous rows (vectorised): negligible; narrow n tiles (under two
     //    vectors) leave lanes idle.
-    double wsKiB = double(4 * (BM * BK + BK * 32)) / 1024.0;
+    //  * operands read in place (mma_tile views): A's working set is the micro-kernel's row
+    //    block (8 rows), not a staged tile; B in packed panels is not gathered at all.
+    int64_t aRows = p.aInPlace ? 8 : BM;
+    double wsKiB = double(4 * (aRows * BK + BK * 32)) / 1024.0;
     s.vectorShare = 0.89 * std::min(1.0, double(BN) / double(2 * lanes)) / (1.0 + 0.00056 * wsKiB);
-    s.scalarCycles = 0.45 * double(roundUp(K, BK) * BN);
+    s.scalarCycles = p.bPanels ? 0.0 : 0.45 * double(roundUp(K, BK) * BN);
     return s;
   }
   // A is re-read per column of output tiles, B per row of them; an implicit-GEMM conv re-reads

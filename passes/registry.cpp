@@ -39,6 +39,8 @@ const PassEntry kPasses[] = {
     // after the default pipeline, then annotate-properties again (passes/choose_attention.h)
     {"choose-attention", createChooseAttentionPass},
     {"annotate-properties", createAnnotatePropertiesPass},
+    // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
+    {"pack-weights", createPackWeightsPass},
 };
 
 } // namespace

@@ -412,6 +412,8 @@ private:
   }
 
   void mmaTile(int ind, const Stmt &s) override {
+    AICF_CHECK(!s.views, "cuda printer: mma_tile operand views are a host-plan form (", k_.name,
+               ")");
     int64_t colTiles = s.n / s.tn;
     line(ind, "{ // mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
                   " (m = " + num(s.m) + ", n = " + num(s.n) + ", k = " + num(s.k) +

@@ -262,6 +262,18 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
   }
 }
 
+// B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
+// time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
+// micro-kernel streams each panel as it lies, with no staging copy.
+template <int NV>
+inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
+                                int64_t lda, const float *__restrict B, int64_t panelStride,
+                                int64_t tm, int64_t tn, int64_t K) {
+  constexpr int64_t NR = 16 * NV;
+  for (int64_t j = 0; j < tn; j += NR)
+    aicf_mma_panel<NV>(C + j, ldc, A, lda, B + (j / NR) * panelStride, NR, tm, K);
+}
+
 } // namespace
 )";
 
@@ -467,6 +479,18 @@ private:
                   ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
                   ", tn = " + std::to_string(s.tn) + ")");
     std::string c = s.c->name, a = s.a->name, b = s.b->name;
+    if (s.views) { // one thread, operands read where they lie (kir.h)
+      std::string at = a + " + (" + ex(s.indices[0]) + "), " + n(s.lda) + ", " + b + " + (" +
+                       ex(s.indices[1]) + "), ";
+      std::string sizes =
+          ex(s.indices[2]) + ", " + ex(s.indices[3]) + ", " + ex(s.indices[4]) + ");";
+      if (s.bPanel)
+        line(ind, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) + ">(" + c + ", " +
+                      n(s.tn) + ", " + at + n(s.bPanelStride) + ", " + sizes);
+      else
+        line(ind, "aicf_mma_f32(" + c + ", " + n(s.tn) + ", " + at + n(s.ldb) + ", " + sizes);
+      return;
+    }
     bool vec = s.tn % 16 == 0 && s.a->dtype == DType::F32 && s.b->dtype == DType::F32;
     if (vec) {
       if (k_.threads == 1) {

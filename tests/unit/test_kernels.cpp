@@ -645,6 +645,20 @@ const OpCase kOpCases[] = {
 }
 )",
      {"tiled_contraction"}},
+    // A weight packed in column panels (passes/pack_weights.cpp makes this form on host plans),
+    // read by the host tiles where it lies (mma_tile views, A in place too), with a last row
+    // tile, a last K step and a last column tile (N = 520 in 17 panels of 32, tiles of 192)
+    // that the views cut to their valid extents.
+    {"matmul_packed_panels",
+     R"(graph @mp(%x: f32[136,136], %wp: f32[17,136,32]) -> (%y: f32[136,520]) {
+  %t = transpose(%wp) {perm = [1, 0, 2]} : f32[136,17,32]
+  %r = reshape(%t) {shape = [136, 544]} : f32[136,544]
+  %s = slice(%r) {starts = [0], ends = [520], axes = [1], steps = [1]} : f32[136,520]
+  %y = matmul(%x, %s) : f32[136,520]
+  return %y
+}
+)",
+     {"tiled_contraction"}},
     // Layout ops stored by their producers (the producer side of rule 0): each producer's
     // kernel writes its region of the layout op's result through the scatter map; the check
     // reads each region back through the map.

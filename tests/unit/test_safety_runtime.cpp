@@ -82,22 +82,23 @@ TEST_CASE("safety runtime: the untampered folder opens") {
 }
 
 TEST_CASE("safety runtime: buffer offsets are checked without overflow") {
-  // b3 (fc2.weight, 32768 bytes) sits at offset 33280 of the 68992-byte weights.bin.
-  const std::string b3 = "bytes: 32768, offset: 33280";
-  fs::path p = tampered("huge_offset", b3, "bytes: 32768, offset: 9223372036854775000");
-  CHECK(openError(p) == planError(p, "buffer b3 lies outside weights.bin"));
-  p = tampered("max_offset", b3, "bytes: 32768, offset: 9223372036854775807");
-  CHECK(openError(p) == planError(p, "buffer b3 lies outside weights.bin"));
-  p = tampered("past_end", b3, "bytes: 32768, offset: 36288"); // 36288 + 32768 = 69056 > 68992
-  CHECK(openError(p) == planError(p, "buffer b3 lies outside weights.bin"));
-  p = tampered("over_int64", b3, "bytes: 32768, offset: 9223372036854775808");
-  CHECK(openError(p) == planError(p, "buffer b3: offset must be a 64-bit integer"));
-  p = tampered("neg_offset", b3, "bytes: 32768, offset: -64");
-  CHECK(openError(p) == planError(p, "buffer b3: offset -64 must be >= 0"));
-  p = tampered("unaligned", b3, "bytes: 32768, offset: 33284");
-  CHECK(openError(p) == planError(p, "buffer b3: offset 33284 is not a multiple of 64"));
-  p = tampered("not_a_number", b3, "bytes: 32768, offset: lots");
-  CHECK(openError(p) == planError(p, "buffer b3: offset must be a 64-bit integer"));
+  // b7 (fc2.weight packed in panels, 32768 bytes) sits at offset 36224 of the 68992-byte
+  // weights.bin.
+  const std::string b7 = "bytes: 32768, offset: 36224";
+  fs::path p = tampered("huge_offset", b7, "bytes: 32768, offset: 9223372036854775000");
+  CHECK(openError(p) == planError(p, "buffer b7 lies outside weights.bin"));
+  p = tampered("max_offset", b7, "bytes: 32768, offset: 9223372036854775807");
+  CHECK(openError(p) == planError(p, "buffer b7 lies outside weights.bin"));
+  p = tampered("past_end", b7, "bytes: 32768, offset: 36288"); // 36288 + 32768 = 69056 > 68992
+  CHECK(openError(p) == planError(p, "buffer b7 lies outside weights.bin"));
+  p = tampered("over_int64", b7, "bytes: 32768, offset: 9223372036854775808");
+  CHECK(openError(p) == planError(p, "buffer b7: offset must be a 64-bit integer"));
+  p = tampered("neg_offset", b7, "bytes: 32768, offset: -64");
+  CHECK(openError(p) == planError(p, "buffer b7: offset -64 must be >= 0"));
+  p = tampered("unaligned", b7, "bytes: 32768, offset: 36220");
+  CHECK(openError(p) == planError(p, "buffer b7: offset 36220 is not a multiple of 64"));
+  p = tampered("not_a_number", b7, "bytes: 32768, offset: lots");
+  CHECK(openError(p) == planError(p, "buffer b7: offset must be a 64-bit integer"));
   // b10 (an intermediate, 2048 bytes) at 4096 of the 6144-byte arena.
   p = tampered("arena_offset", "bytes: 2048, offset: 4096", "bytes: 2048, offset: 4608");
   CHECK(openError(p) == planError(p, "buffer b10 lies outside the arena"));
@@ -142,7 +143,7 @@ TEST_CASE("safety runtime: block sizes, indices and step buffers are checked") {
         planError(p, "arena: bytes 9223372036854775807 exceed the 6144 bytes its buffers use"));
   p = tampered("io_index", "bytes: 2048, index: 0", "bytes: 2048, index: 100000");
   CHECK(openError(p) == planError(p, "buffer b0: index 100000 must be <= 4096"));
-  p = tampered("unknown_buffer", "inputs: [b0, b1, b2]", "inputs: [b0, b99, b2]");
+  p = tampered("unknown_buffer", "inputs: [b6, b0, b1]", "inputs: [b6, b99, b1]");
   CHECK(openError(p) == planError(p, "step k0_gemm uses unknown buffer b99"));
   p = tampered("writes_input", "outputs: [b9]", "outputs: [b0]");
   CHECK(openError(p) == planError(p, "step k0_gemm writes input buffer b0"));

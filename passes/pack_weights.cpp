@@ -1,0 +1,111 @@
+// pack-weights: a host plan's constant GEMM operands laid out as the micro-kernel streams them.
+// The host micro-kernel (backend/host/host_printer.cpp) multiplies row blocks of A by column
+// panels of B 32 floats wide; a [K, N] weight read row-major makes every tile copy its B panel
+// out of rows N floats apart, once per tile and k step. Packing at compile time, as ORT's MLAS
+// does when a session starts, moves those bytes once: the weight W becomes Wp [P, K, 32]
+// (P = ceil(N / 32) panels, the last zero-padded), and the contraction reads
+//   B = slice(reshape(transpose(Wp, [1, 0, 2]), [K, 32 P]), N columns)
+// which is W again. The three layout ops fold into the contraction's B read (lower/fusion.cpp,
+// rule 0); the tiled_contraction recipe recognises the panel map and hands the panels to the
+// micro-kernel where they lie (kir.h, mma_tile views). The interpreter, the verifier and every
+// other reader see ordinary ops, so the rewrite is checked like any other.
+//
+// Which contractions: matmul and gemm whose B is an f32 rank-2 weight with at least 32 columns
+// (narrower ones would be mostly padding). gemm's transB is applied while packing. A weight read
+// by several contractions is packed once. Only the compile driver runs this pass, for host plans
+// (driver/compile.cpp, stage pack-weights); GPU kernels stage B tiles through shared memory.
+#include "passes/passes.h"
+
+#include "ir/graph.h"
+
+#include <cstring>
+#include <map>
+
+namespace aicf {
+
+namespace {
+
+constexpr int64_t kPanel = 32; // floats per panel: the micro-kernel's 2 x 16-float vectors
+
+class PackWeights : public Pass {
+public:
+  const char *name() const override { return "pack-weights"; }
+  const char *summary() const override {
+    return "lay out constant GEMM weights in the host micro-kernel's column panels";
+  }
+
+  bool run(Graph &g, PassContext &) override {
+    std::map<std::pair<const Value *, bool>, Value *> packed; // (weight, transposed) -> view
+    bool changed = false;
+    for (Node *n : g.nodes()) {
+      if (n->op() != Op::MatMul && n->op() != Op::Gemm)
+        continue;
+      Value *w = n->operand(1);
+      bool trans = n->op() == Op::Gemm && n->i("transB") != 0;
+      if (!eligible(*n, *w))
+        continue;
+      Value *&view = packed[{w, trans}];
+      if (!view)
+        view = pack(g, *n, w, trans);
+      n->setOperand(1, view);
+      if (trans)
+        n->attrs["transB"] = int64_t(0);
+      changed = true;
+    }
+    if (changed)
+      g.removeDeadCode();
+    return changed;
+  }
+
+private:
+  static bool eligible(const Node &n, const Value &w) {
+    if (!w.isWeight() || !w.hasData() || w.type().dtype != DType::F32 || w.type().rank() != 2)
+      return false;
+    if (n.op() == Op::MatMul && n.operand(0)->type().rank() < 2)
+      return false;
+    int64_t cols = n.op() == Op::Gemm && n.i("transB") != 0 ? w.type().shape[0] : w.type().shape[1];
+    return cols >= kPanel;
+  }
+
+  // Wp [P, K, 32] from W ([K, N], or [N, K] when `trans`), and the view of it as [K, N].
+  static Value *pack(Graph &g, Node &user, Value *w, bool trans) {
+    const Tensor &src = *w->data();
+    int64_t K = trans ? src.shape()[1] : src.shape()[0],
+            N = trans ? src.shape()[0] : src.shape()[1];
+    int64_t P = (N + kPanel - 1) / kPanel;
+    auto out = std::make_shared<Tensor>(TensorType(DType::F32, {P, K, kPanel}));
+    const float *s = src.data<float>();
+    float *d = out->data<float>();
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < kPanel && p * kPanel + j < N; ++j) {
+          int64_t col = p * kPanel + j;
+          d[(p * K + k) * kPanel + j] = trans ? s[col * K + k] : s[k * N + col];
+        }
+    Value *wp = g.addWeight(w->name() + ".panels", out);
+    wp->loc = w->loc;
+    Location loc = w->loc;
+    Value *v =
+        g.createNode(Op::Transpose, {wp}, {{"perm", std::vector<int64_t>{1, 0, 2}}}, loc, &user)
+            ->result();
+    v = g.createNode(Op::Reshape, {v}, {{"shape", std::vector<int64_t>{K, P * kPanel}}}, loc, &user)
+            ->result();
+    if (P * kPanel != N)
+      v = g.createNode(Op::Slice, {v},
+                       {{"starts", std::vector<int64_t>{0}},
+                        {"ends", std::vector<int64_t>{N}},
+                        {"axes", std::vector<int64_t>{1}},
+                        {"steps", std::vector<int64_t>{1}}},
+                       loc, &user)
+              ->result();
+    return v;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createPackWeightsPass() {
+  return std::make_unique<PackWeights>();
+}
+
+} // namespace aicf
