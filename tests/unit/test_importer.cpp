@@ -193,6 +193,16 @@ void attr(onnx::NodeProto &n, const std::string &name, std::vector<int64_t> v) {
   for (int64_t x : v)
     a->add_ints(x);
 }
+// ConstantOfShape's `value`: a one-element float tensor.
+void attrValue(onnx::NodeProto &n, float v) {
+  auto *a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(TensorProto::FLOAT);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_float_data(v);
+}
+
 void attrFloats(onnx::NodeProto &n, const std::string &name, std::vector<float> v) {
   auto *a = n.add_attribute();
   a->set_name(name);
@@ -781,13 +791,7 @@ TEST_CASE("importer: shape subgraphs fold to constants once dims are bound") {
   b.node("Reshape", {"x", "target"}, {"r"}); // [batch, seq, 4, 4]
   b.node("Slice", {"shape", "s1", "e2"}, {"seqv"});
   attr(b.node("Concat", {"seqv", "seqv"}, {"mshape"}), "axis", int64_t(0));
-  auto &cos = b.node("ConstantOfShape", {"mshape"}, {"filled"});
-  auto *val = cos.add_attribute();
-  val->set_name("value");
-  val->set_type(onnx::AttributeProto::TENSOR);
-  val->mutable_t()->set_data_type(TensorProto::FLOAT);
-  val->mutable_t()->add_dims(1);
-  val->mutable_t()->add_float_data(1.0f);
+  attrValue(b.node("ConstantOfShape", {"mshape"}, {"filled"}), 1.0f);
   b.node("Equal", {"filled", "fone"}, {"keep"});
   b.node("Where", {"keep", "fzero", "fneg"}, {"mask"}); // [seq, seq]
   attr(b.node("Concat", {"b1", "ones", "seqv", "seqv"}, {"eshape"}), "axis", int64_t(0));
@@ -821,13 +825,7 @@ TEST_CASE("importer: a large ConstantOfShape is its value broadcast, a small one
     b.input("x", TensorProto::FLOAT, {rows, 64});
     b.output("y", TensorProto::FLOAT, {rows, 64});
     b.initI64("s", {int64_t(rows), 64});
-    auto &cos = b.node("ConstantOfShape", {"s"}, {"filled"});
-    auto *val = cos.add_attribute();
-    val->set_name("value");
-    val->set_type(onnx::AttributeProto::TENSOR);
-    val->mutable_t()->set_data_type(TensorProto::FLOAT);
-    val->mutable_t()->add_dims(1);
-    val->mutable_t()->add_float_data(2.5f);
+    attrValue(b.node("ConstantOfShape", {"s"}, {"filled"}), 2.5f);
     b.node("Mul", {"x", "filled"}, {"y"});
     auto g = b.import("fill.onnx");
     Value *filled = only(*g, "mul")->operand(1);
