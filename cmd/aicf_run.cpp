@@ -10,6 +10,7 @@
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "runtime/aicf_runtime.h"
+#include "runtime/cudart.h"
 #include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
@@ -46,6 +47,7 @@ struct Flags {
   bool benchGiven = false, threadsGiven = false;
   bool profile = false;
   bool noCudaGraph = false;
+  bool deviceIo = false;
   std::string referenceDir;
   double rtol = 1e-4, atol = 1e-4;
 };
@@ -240,6 +242,73 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(k, v.size() - 1)];
 }
 
+// --bench --device-io on a cuda folder: the inputs are copied to device buffers once, then each
+// timed run is aicf_run_device plus a stream synchronisation, so the figure is the kernels' (and
+// the graph launch's) time without the host copies, as a peer with device-resident I/O measures.
+void benchDeviceIo(aicf_model *m, const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
+                   int reps) {
+  std::string err;
+  const rt::Cudart *cu = rt::loadCudart(&err);
+  if (!cu)
+    throw UserError(cat("--device-io: ", err));
+  auto check = [&](rt::CudaError e, const char *what) {
+    if (e != 0)
+      throw UserError(cat("--device-io: ", what, ": ", cu->describe(e)));
+  };
+  std::vector<void *> dIn, dOut;
+  auto freeAll = [&] {
+    for (void *p : dIn)
+      cu->free(p);
+    for (void *p : dOut)
+      cu->free(p);
+  };
+  rt::CudaStream stream = nullptr;
+  try {
+    for (const Tensor &t : inputs) {
+      void *p = nullptr;
+      check(cu->malloc(&p, std::max<size_t>(t.byteSize(), 1)), "cudaMalloc");
+      dIn.push_back(p);
+      check(cu->memcpyAsync(p, t.raw(), t.byteSize(), rt::kMemcpyHostToDevice, nullptr),
+            "cudaMemcpyAsync");
+    }
+    for (const Tensor &t : outputs) {
+      void *p = nullptr;
+      check(cu->malloc(&p, std::max<size_t>(t.byteSize(), 1)), "cudaMalloc");
+      dOut.push_back(p);
+    }
+    check(cu->streamCreate(&stream), "cudaStreamCreate");
+    std::vector<const void *> in(dIn.begin(), dIn.end());
+    auto runOnce = [&] {
+      if (aicf_run_device(m, in.data(), dOut.data(), stream) != 0)
+        throw UserError(aicf_last_error());
+      check(cu->streamSynchronize(stream), "cudaStreamSynchronize");
+    };
+    for (int w = 0; w < std::min(reps, 5); ++w)
+      runOnce();
+    std::vector<double> ms;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      runOnce();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      check(cu->memcpyAsync(outputs[i].raw(), dOut[i], outputs[i].byteSize(),
+                            rt::kMemcpyDeviceToHost, stream),
+            "cudaMemcpyAsync");
+    check(cu->streamSynchronize(stream), "cudaStreamSynchronize");
+    std::cout << "bench (device I/O): " << reps << " runs, median " << percentile(ms, 0.5)
+              << " ms, p90 " << percentile(ms, 0.9) << " ms\n";
+  } catch (...) {
+    if (stream)
+      cu->streamDestroy(stream);
+    freeAll();
+    throw;
+  }
+  cu->streamDestroy(stream);
+  freeAll();
+}
+
 // A compiled output folder, through the runtime.
 int runFolder(const Flags &flags) {
   if (!flags.shapes.empty() || !flags.dims.empty())
@@ -247,6 +316,14 @@ int runFolder(const Flags &flags) {
   std::unique_ptr<aicf_model, void (*)(aicf_model *)> m(aicf_open(flags.model.c_str()), aicf_close);
   if (!m)
     throw UserError(aicf_last_error(), 2);
+  if (flags.deviceIo) {
+    // aicf_open validated plan.yaml, so its target kind is there to read.
+    YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());
+    if (plan["target"]["kind"].as<std::string>() != "cuda")
+      throw UserError(cat("--device-io needs a cuda folder (this is a ",
+                          plan["target"]["kind"].as<std::string>(), " plan)"),
+                      1);
+  }
   // The inputs as a graph signature, so --input/--random work exactly as for models.
   Graph io("io");
   for (int i = 0; i < aicf_num_inputs(m.get()); ++i) {
@@ -287,7 +364,9 @@ int runFolder(const Flags &flags) {
       throw UserError(aicf_last_error());
   };
   runOnce(nullptr);
-  if (flags.bench > 0) {
+  if (flags.bench > 0 && flags.deviceIo) {
+    benchDeviceIo(m.get(), inputs, outputs, flags.bench);
+  } else if (flags.bench > 0) {
     for (int w = 0; w < std::min(flags.bench, 5); ++w)
       runOnce(nullptr); // warm-up
     std::vector<double> ms;
@@ -351,11 +430,14 @@ int run(const Flags &flags) {
     throw UserError(cat("--threads ", flags.threads, ": expected 1 to ", AICF_MAX_THREADS), 1);
   if (flags.benchGiven && flags.bench < 1)
     throw UserError(cat("--bench ", flags.bench, ": expected a number of runs >= 1"), 1);
+  if (flags.deviceIo && flags.bench == 0)
+    throw UserError("--device-io times runs: give --bench N too", 1);
   if (fs::is_directory(flags.model))
     return runFolder(flags);
-  if (flags.bench > 0 || flags.threads > 0 || flags.profile || flags.noCudaGraph)
-    throw UserError(
-        "--bench, --threads, --profile and --no-cuda-graph apply to compiled output folders", 1);
+  if (flags.bench > 0 || flags.threads > 0 || flags.profile || flags.noCudaGraph || flags.deviceIo)
+    throw UserError("--bench, --threads, --profile, --no-cuda-graph and --device-io apply to "
+                    "compiled output folders",
+                    1);
   std::unique_ptr<Graph> g = loadModel(flags);
   std::vector<Tensor> inputs = loadInputs(*g, flags);
 
@@ -397,6 +479,9 @@ int main(int argc, char **argv) {
                "folder: per-step time table (step, kind, ms, share, the plan's predicted ms)");
   app.add_flag("--no-cuda-graph", flags.noCudaGraph,
                "cuda folder: launch every step on each run instead of replaying a CUDA Graph");
+  app.add_flag("--device-io", flags.deviceIo,
+               "cuda folder, with --bench: time aicf_run_device on device-resident inputs and "
+               "outputs (no host copies in the timed runs)");
   app.add_option("--reference", flags.referenceDir,
                  "compare each output with DIR/<name>.npy (exit 1 when outside tolerance)");
   app.add_option("--rtol", flags.rtol, "relative tolerance for --reference")->capture_default_str();
