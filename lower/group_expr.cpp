@@ -86,9 +86,12 @@ E geluErf(E x) {
   return f(0.5) * x * (f(1.0) + kir::unary(UnOp::Erf, x * f(0.7071067811865476)));
 }
 
+// 0.5 * x * (1 + tanh(u)) is x * sigmoid(2u) exactly ((1 + tanh u) / 2 = sigmoid(2u)): one exp
+// and one division instead of tanh's two branches, and no cancellation in 1 + tanh(u) for
+// large negative x, where the tanh form loses every digit of its small result.
 E geluTanh(E x) {
-  E inner = f(0.7978845608028654) * (x + f(0.044715) * x * x * x);
-  return f(0.5) * x * (f(1.0) + kir::unary(UnOp::Tanh, inner));
+  E twiceInner = f(1.5957691216057308) * (x + f(0.044715) * x * x * x);
+  return x * sigmoid(twiceInner);
 }
 
 // Round half to even, written with floor so it does not depend on the printer's rounding mode.
