@@ -986,10 +986,16 @@ public:
     //    vectors) leave lanes idle.
     //  * operands read in place (mma_tile views): A's working set is the micro-kernel's row
     //    block (8 rows), not a staged tile; B in packed panels is not gathered at all.
+    //  * every k step re-enters the micro-kernel once per 8 x 32 accumulator block, which loads
+    //    that block from the tile (in L2 once the tile outgrows L1), fills its 16 FMA chains
+    //    and stores it back: ~100 cycles a call (fitted on GPT-2's c_proj, K = 1024, on one
+    //    AMD EPYC core: BK = 64 / 128 / 256 ran 0.63 / 0.61 / 0.60 ms), so short k steps on
+    //    large tiles cost what the smaller B panel saves.
     int64_t aRows = p.aInPlace ? 8 : BM;
     double wsKiB = double(4 * (aRows * BK + BK * 32)) / 1024.0;
     s.vectorShare = 0.89 * std::min(1.0, double(BN) / double(2 * lanes)) / (1.0 + 0.00056 * wsKiB);
-    s.scalarCycles = p.bPanels ? 0.0 : 0.45 * double(roundUp(K, BK) * BN);
+    double microCalls = double(kSteps * ceilDiv(TM, 8) * ceilDiv(TN, 32));
+    s.scalarCycles = (p.bPanels ? 0.0 : 0.45 * double(roundUp(K, BK) * BN)) + 100.0 * microCalls;
     return s;
   }
   // A is re-read per column of output tiles, B per row of them; an implicit-GEMM conv re-reads
