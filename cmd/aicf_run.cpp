@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -242,71 +243,74 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(k, v.size() - 1)];
 }
 
+// --bench N: min(N, 5) warm-up runs, then N timed ones; prints the median and p90 under label.
+void benchRuns(const char *label, int reps, const std::function<void()> &runOnce) {
+  for (int w = 0; w < std::min(reps, 5); ++w)
+    runOnce();
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    runOnce();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::cout << label << ": " << reps << " runs, median " << percentile(ms, 0.5) << " ms, p90 "
+            << percentile(ms, 0.9) << " ms\n";
+}
+
+// The device buffers and stream of --device-io, released however the bench ends.
+struct DeviceIo {
+  const rt::Cudart *cu = nullptr;
+  std::vector<void *> in, out;
+  rt::CudaStream stream = nullptr;
+  ~DeviceIo() {
+    if (stream)
+      cu->streamDestroy(stream);
+    for (void *p : in)
+      cu->free(p);
+    for (void *p : out)
+      cu->free(p);
+  }
+  void check(rt::CudaError e, const char *what) const {
+    if (e != 0)
+      throw UserError(cat("--device-io: ", what, ": ", cu->describe(e)));
+  }
+  void *alloc(std::vector<void *> &into, size_t bytes) {
+    void *p = nullptr;
+    check(cu->malloc(&p, std::max<size_t>(bytes, 1)), "cudaMalloc");
+    into.push_back(p);
+    return p;
+  }
+};
+
 // --bench --device-io on a cuda folder: the inputs are copied to device buffers once, then each
 // timed run is aicf_run_device plus a stream synchronisation, so the figure is the kernels' (and
 // the graph launch's) time without the host copies, as a peer with device-resident I/O measures.
 void benchDeviceIo(aicf_model *m, const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
                    int reps) {
+  DeviceIo d;
   std::string err;
-  const rt::Cudart *cu = rt::loadCudart(&err);
-  if (!cu)
+  d.cu = rt::loadCudart(&err);
+  if (!d.cu)
     throw UserError(cat("--device-io: ", err));
-  auto check = [&](rt::CudaError e, const char *what) {
-    if (e != 0)
-      throw UserError(cat("--device-io: ", what, ": ", cu->describe(e)));
-  };
-  std::vector<void *> dIn, dOut;
-  auto freeAll = [&] {
-    for (void *p : dIn)
-      cu->free(p);
-    for (void *p : dOut)
-      cu->free(p);
-  };
-  rt::CudaStream stream = nullptr;
-  try {
-    for (const Tensor &t : inputs) {
-      void *p = nullptr;
-      check(cu->malloc(&p, std::max<size_t>(t.byteSize(), 1)), "cudaMalloc");
-      dIn.push_back(p);
-      check(cu->memcpyAsync(p, t.raw(), t.byteSize(), rt::kMemcpyHostToDevice, nullptr),
+  for (const Tensor &t : inputs)
+    d.check(d.cu->memcpyAsync(d.alloc(d.in, t.byteSize()), t.raw(), t.byteSize(),
+                              rt::kMemcpyHostToDevice, nullptr),
             "cudaMemcpyAsync");
-    }
-    for (const Tensor &t : outputs) {
-      void *p = nullptr;
-      check(cu->malloc(&p, std::max<size_t>(t.byteSize(), 1)), "cudaMalloc");
-      dOut.push_back(p);
-    }
-    check(cu->streamCreate(&stream), "cudaStreamCreate");
-    std::vector<const void *> in(dIn.begin(), dIn.end());
-    auto runOnce = [&] {
-      if (aicf_run_device(m, in.data(), dOut.data(), stream) != 0)
-        throw UserError(aicf_last_error());
-      check(cu->streamSynchronize(stream), "cudaStreamSynchronize");
-    };
-    for (int w = 0; w < std::min(reps, 5); ++w)
-      runOnce();
-    std::vector<double> ms;
-    for (int r = 0; r < reps; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      runOnce();
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    for (size_t i = 0; i < outputs.size(); ++i)
-      check(cu->memcpyAsync(outputs[i].raw(), dOut[i], outputs[i].byteSize(),
-                            rt::kMemcpyDeviceToHost, stream),
+  for (const Tensor &t : outputs)
+    d.alloc(d.out, t.byteSize());
+  d.check(d.cu->streamCreate(&d.stream), "cudaStreamCreate");
+  std::vector<const void *> in(d.in.begin(), d.in.end());
+  benchRuns("bench (device I/O)", reps, [&] {
+    if (aicf_run_device(m, in.data(), d.out.data(), d.stream) != 0)
+      throw UserError(aicf_last_error());
+    d.check(d.cu->streamSynchronize(d.stream), "cudaStreamSynchronize");
+  });
+  for (size_t i = 0; i < outputs.size(); ++i)
+    d.check(d.cu->memcpyAsync(outputs[i].raw(), d.out[i], outputs[i].byteSize(),
+                              rt::kMemcpyDeviceToHost, d.stream),
             "cudaMemcpyAsync");
-    check(cu->streamSynchronize(stream), "cudaStreamSynchronize");
-    std::cout << "bench (device I/O): " << reps << " runs, median " << percentile(ms, 0.5)
-              << " ms, p90 " << percentile(ms, 0.9) << " ms\n";
-  } catch (...) {
-    if (stream)
-      cu->streamDestroy(stream);
-    freeAll();
-    throw;
-  }
-  cu->streamDestroy(stream);
-  freeAll();
+  d.check(d.cu->streamSynchronize(d.stream), "cudaStreamSynchronize");
 }
 
 // A compiled output folder, through the runtime.
@@ -367,17 +371,7 @@ int runFolder(const Flags &flags) {
   if (flags.bench > 0 && flags.deviceIo) {
     benchDeviceIo(m.get(), inputs, outputs, flags.bench);
   } else if (flags.bench > 0) {
-    for (int w = 0; w < std::min(flags.bench, 5); ++w)
-      runOnce(nullptr); // warm-up
-    std::vector<double> ms;
-    for (int r = 0; r < flags.bench; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      runOnce(nullptr);
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::cout << "bench: " << flags.bench << " runs, median " << percentile(ms, 0.5) << " ms, p90 "
-              << percentile(ms, 0.9) << " ms\n";
+    benchRuns("bench", flags.bench, [&] { runOnce(nullptr); });
   }
   if (flags.profile) {
     int steps = aicf_num_steps(m.get());
