@@ -217,8 +217,19 @@ std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP>
   std::vector<int64_t> dims(b->shape.begin() + static_cast<std::ptrdiff_t>(first), b->shape.end());
   std::vector<int64_t> strides = stridesOf(dims);
   E off(int64_t(0));
-  for (size_t i = first; i < idx.size(); ++i)
-    off = off + E(idx[i]) * E(strides[i - first]);
+  for (size_t i = first; i < idx.size(); ++i) {
+    E term = E(idx[i]) * E(strides[i - first]);
+    if (d.joinIndexDigits)
+      off = off + term;
+    else if (off->kind == Expr::Kind::Int && off->ival == 0)
+      off = term;
+    else if (term->kind == Expr::Kind::Int && term->ival == 0)
+      continue;
+    else if (off->kind == Expr::Kind::Int && term->kind == Expr::Kind::Int)
+      off = E(off->ival + term->ival);
+    else
+      off = kir::binary(kir::BinOp::Add, off, term);
+  }
   return b->name + "[" + str(d, off.get()) + "]";
 }
 

@@ -28,6 +28,10 @@ struct Dialect {
   const char *absFloat, *absOther; // abs of a float / of another type ("<T>" appended if
   bool absOtherTemplated;          // absOtherTemplated)
   const char *powF32, *powF64, *fmodF32, *sigmoid;
+  // Whether elemRef re-joins the digits of a flattened tile index (kir.cpp operator+: As[e / 32,
+  // e % 32] -> As[e]). Off for CUDA: ptxas spilled 4 bytes at 40 registers on the LLaMA block's
+  // k7_matmul (sm_90) with the joined shared-memory index and none without it.
+  bool joinIndexDigits;
 };
 
 // The C++ type of a scalar value (f16 / bf16 values are carried as float).

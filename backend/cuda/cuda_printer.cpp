@@ -134,7 +134,8 @@ const cexpr::Dialect kCuda = {"CUDA printer",
                               "powf",
                               "pow",
                               "fmodf",
-                              "aicf_sigmoid<float>"};
+                              "aicf_sigmoid<float>",
+                              /*joinIndexDigits=*/false};
 
 const char *valueType(DType t) {
   return cexpr::valueType(t);

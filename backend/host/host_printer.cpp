@@ -319,7 +319,8 @@ const cexpr::Dialect kHost = {"host printer",
                               "std::pow",
                               "std::pow",
                               "std::fmod",
-                              "aicf_sigmoid"};
+                              "aicf_sigmoid",
+                              /*joinIndexDigits=*/true};
 
 const char *valueType(DType t) {
   return cexpr::valueType(t);

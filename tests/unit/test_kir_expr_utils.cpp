@@ -41,3 +41,26 @@ TEST_CASE("kir expr utils: rewriteExpr renames variables and redirects loads") {
   CHECK(r->args[1] == e->args[1]);
   CHECK(rewriteExpr(e, {{"z", "w"}}).get() == e.get());
 }
+
+TEST_CASE("kir expr: the digits of a flat index re-join while the sum is built") {
+  E i = var("i");
+  // A [2, 2, 64, 64] tensor read at its own flat position, flattened outermost digit first.
+  E flat =
+      i / E(8192) * E(8192) + i / E(4096) % E(2) * E(4096) + i / E(64) % E(64) * E(64) + i % E(64);
+  CHECK(exprStr(flat) == "i");
+  // Broadcast over the second axis: its digit drops out, the inner two re-join into a modulo.
+  E bcast = i / E(8192) * E(4096) + i / E(64) % E(64) * E(64) + i % E(64);
+  CHECK(exprStr(bcast) == "i / 8192 * 4096 + i % 4096");
+  // Only when the constants fit and the dividend is the same expression.
+  CHECK(exprStr(i / E(8192) * E(8192) + i / E(64) % E(64) * E(64)) ==
+        "i / 8192 * 8192 + i / 64 % 64 * 64");
+  CHECK(exprStr(i / E(64) * E(64) + var("j") % E(64)) == "i / 64 * 64 + j % 64");
+  CHECK(exprStr(i / E(64) % E(64) * E(64) + i % E(32)) == "i / 64 % 64 * 64 + i % 32");
+  // The identities hold for C's truncating division, negative dividends included.
+  for (int64_t x = -20000; x <= 20000; x += 37) {
+    CAPTURE(x);
+    CHECK(x / 8192 * 8192 + x / 4096 % 2 * 4096 == x / 4096 * 4096);
+    CHECK(x / 64 % 64 * 64 + x % 64 == x % 4096);
+    CHECK(x / 64 * 64 + x % 64 == x);
+  }
+}
