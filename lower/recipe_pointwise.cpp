@@ -95,8 +95,21 @@ private:
       });
     }
     flatloop::Schedule s = flatloop::schedule(knobs_, n);
+    // Host: when the vector width divides the innermost dim, a vector's elements differ in that
+    // dim alone, so the index is unflattened from the vector's first element and the lane added
+    // to the innermost index. Every read through a map is then affine in the lane (contiguous
+    // loads, compares against constants) instead of a division per lane, which the compiler
+    // can only vectorise as a gather (the LLaMA K rotary: a rotate-half select and a cos/sin
+    // table broadcast over heads).
+    bool laneInner = !isGpuPlan(knobs_) && s.vec > 1 && !S_.empty() && S_.back() % s.vec == 0;
     flatloop::build(k, n, s, [&](E i) {
-      std::vector<E> idx = unflatIndex(S_, i);
+      std::vector<E> idx;
+      if (laneInner) {
+        idx = unflatIndex(S_, (kir::var("b") * E(s.threads) + kir::var(k.threadVar)) * E(s.vec));
+        idx.back() = idx.back() + kir::var("v");
+      } else {
+        idx = unflatIndex(S_, i);
+      }
       std::vector<kir::StmtP> out;
       for (const Value *o : g_.outputs) {
         E v = gx.at(o, idx);
