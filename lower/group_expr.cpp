@@ -507,8 +507,8 @@ const kir::BufferP &GroupExpr::param(const Value *v) const {
 
 std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
                                           const Value *anchorResult, const E &anchorValue,
-                                          const std::vector<E> &idx,
-                                          const std::string &bindPrefix) {
+                                          const std::vector<E> &idx, const std::string &bindPrefix,
+                                          const std::map<const Value *, std::vector<E>> &storeAt) {
   std::vector<kir::StmtP> out;
   bool bind = !bindPrefix.empty();
   auto bindValue = [&](const Value *v, const std::string &name, E e) {
@@ -533,7 +533,8 @@ std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
     AICF_CHECK(!bind || v->type().shape == anchorResult->type().shape, "group ", g.id, ": output %",
                v->name(), " ", v->type().str(), " does not have the anchor's shape ",
                anchorResult->type().str());
-    out.push_back(kir::store(gx.param(v), storeIndex(g, v, idx),
+    auto at = storeAt.find(v);
+    out.push_back(kir::store(gx.param(v), at != storeAt.end() ? at->second : storeIndex(g, v, idx),
                              !bind && v == anchorResult ? anchorValue : gx.at(v, idx)));
   }
   return out;
@@ -547,6 +548,54 @@ std::vector<E> storeIndex(const KernelGroup &g, const Value *v, const std::vecto
   out.reserve(st->map.exprs.size());
   for (const IndexExpr &e : st->map.exprs)
     out.push_back(indexExpr(e, idx));
+  return out;
+}
+
+namespace {
+
+bool involvesDim(const IndexExpr &e, int d) {
+  if (!e)
+    return false;
+  if (e->kind == IndexExprNode::Kind::Dim)
+    return e->value == d;
+  return involvesDim(e->a, d) || involvesDim(e->b, d);
+}
+
+// Whether `e` is a sum in which dim d appears exactly once, as a bare term (coefficient 1).
+bool plusDimOnce(const IndexExpr &e, int d, int &seen) {
+  if (e->kind == IndexExprNode::Kind::Add)
+    return plusDimOnce(e->a, d, seen) && plusDimOnce(e->b, d, seen);
+  if (e->kind == IndexExprNode::Kind::Dim && e->value == d) {
+    ++seen;
+    return true;
+  }
+  return !involvesDim(e, d);
+}
+
+} // namespace
+
+std::optional<std::vector<IndexExpr>> laneSplitStore(const KernelGroup &g, const Value *v) {
+  const KernelGroup::StoreThrough *st = g.storedThrough(v);
+  if (!st || st->map.domain.empty() || st->map.range.empty() || st->map.domain.back() % 16 != 0)
+    return std::nullopt;
+  std::vector<int64_t> domain = st->map.domain;
+  int last = static_cast<int>(domain.size()) - 1;
+  int q = last, l = last + 1;
+  domain[static_cast<size_t>(last)] /= 16;
+  domain.push_back(16);
+  std::vector<IndexExpr> subst;
+  for (int d = 0; d < last; ++d)
+    subst.push_back(ixDim(d));
+  subst.push_back(ixAdd(ixMul(ixDim(q), 16), ixDim(l)));
+  std::vector<IndexExpr> out;
+  for (size_t k = 0; k < st->map.exprs.size(); ++k) {
+    IndexExpr e = simplify(substitute(st->map.exprs[k], subst), domain);
+    int seen = 0;
+    bool lastDim = k + 1 == st->map.exprs.size();
+    if (lastDim ? !plusDimOnce(e, l, seen) || seen != 1 : involvesDim(e, l))
+      return std::nullopt;
+    out.push_back(e);
+  }
   return out;
 }
 

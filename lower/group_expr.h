@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,10 +57,22 @@ class GroupExpr;
 // scalars <prefix>_r, <prefix>_e0, ... (every output must then have the anchor's shape, as the
 // flat-loop recipes require). The recipes chose one or the other; kept as they are, since the
 // two give different (equally correct) kernel text.
-std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
-                                          const Value *anchorResult, const kir::E &anchorValue,
-                                          const std::vector<kir::E> &idx,
-                                          const std::string &bindPrefix = "");
+// `storeAt` (optional) overrides the store index of the outputs it names (a recipe that knows
+// a cheaper spelling of storeIndex for its loop, e.g. one affine in the vector lane).
+std::vector<kir::StmtP>
+storeGroupOutputs(const KernelGroup &g, GroupExpr &gx, const Value *anchorResult,
+                  const kir::E &anchorValue, const std::vector<kir::E> &idx,
+                  const std::string &bindPrefix = "",
+                  const std::map<const Value *, std::vector<kir::E>> &storeAt = {});
+
+// The lane split of a store through a layout op (KernelGroup::storeThrough), for a loop that
+// walks output `v`'s last dim 16 elements at a time: the map with that dim d replaced by
+// 16 q + l, as expressions over (v's other dims..., q, l), when the 16 lanes of a group land
+// in consecutive elements of the destination's last dim (l enters that coordinate with
+// coefficient 1 and no other); nullopt otherwise, or when v is not stored through a map or its
+// last dim is no multiple of 16. The store index is then indexExpr(e, (..., q, 0)) plus the
+// lane on the last coordinate, with no division per lane.
+std::optional<std::vector<IndexExpr>> laneSplitStore(const KernelGroup &g, const Value *v);
 
 class GroupExpr {
 public:

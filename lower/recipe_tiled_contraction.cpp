@@ -758,9 +758,39 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   std::vector<StmtP> fin = {kir::decl("acc", DType::F32, accv)};
   auto steps = applySteps(c, gx, out, cur);
   fin.insert(fin.end(), steps.begin(), steps.end());
-  auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
+  // Host: an output stored through a layout op whose 16-column groups land contiguously (a
+  // head split's transpose: column h * 64 + d to [.., h, s, d]) walks its columns 16 at a
+  // time, the store index computed per group and the lane added, so the store is a vector
+  // store rather than a scatter with a division per lane (LLaMA q / k / v projections).
+  std::map<const Value *, std::vector<E>> storeAt;
+  std::optional<std::vector<IndexExpr>> lanes;
+  if (!isGpuPlan(knobs) && n.op() != Op::Conv && tl.TN % 16 == 0 && tl.BN % 16 == 0 &&
+      g.outputs.size() == 1 && !c.outShape.empty() && out.size() == c.outShape.size() &&
+      c.outShape.back() == c.N)
+    lanes = laneSplitStore(g, g.outputs.front());
+  if (lanes) {
+    Index dims(out.begin(), out.end() - 1);
+    dims.push_back(ivar("nt") * E(tl.BN / 16) + (tv % E(colTiles)) * E(tl.TN / 16) + ivar("jo"));
+    dims.push_back(ivar("jl"));
+    for (const IndexExpr &e : *lanes)
+      storeAt[g.outputs.front()].push_back(indexExpr(e, dims));
+  }
+  auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out, "", storeAt);
   fin.insert(fin.end(), stores.begin(), stores.end());
-  k.body.push_back(overTile(fin, true));
+  if (!lanes) {
+    k.body.push_back(overTile(fin, true));
+    return k;
+  }
+  std::vector<StmtP> lane = {kir::decl("j", DType::I64, ivar("jo") * E(int64_t(16)) + ivar("jl"))};
+  if (static_cast<bool>(inside))
+    lane.push_back(kir::ifThen(inside, fin));
+  else
+    lane.insert(lane.end(), fin.begin(), fin.end());
+  k.body.push_back(kir::region(
+      t, {kir::forLoop("i", E(int64_t(0)), E(tl.TM),
+                       {kir::forLoop("jo", E(int64_t(0)), E(tl.TN / 16),
+                                     {kir::forLoop("jl", E(int64_t(0)), E(int64_t(16)), lane, 1,
+                                                   kir::Stmt::LoopKind::Vectorized)})})}));
   return k;
 }
 
