@@ -41,7 +41,7 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   kern.problem = problem;
   bool guard = s.blocks * s.threads * s.vec != n;
   E base = kir::var("b") * E(s.threads) + kir::var(kern.threadVar);
-  E i = s.vec == 1 ? base : base * E(s.vec) + kir::var("v");
+  E i = s.vec == 1 ? base : vectorStart(kern, s) + lane();
   std::vector<kir::StmtP> inner = {kir::decl("i", DType::I64, i)};
   std::vector<kir::StmtP> work = body(kir::var("i"));
   if (guard)
@@ -55,6 +55,14 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
     regionBody = {
         kir::forLoop("v", E(int64_t(0)), E(s.vec), inner, 1, kir::Stmt::LoopKind::Vectorized)};
   kern.body.push_back(kir::region(kern.threadVar, regionBody));
+}
+
+E vectorStart(const kir::Kernel &kern, const Schedule &s) {
+  return (kir::var("b") * E(s.threads) + kir::var(kern.threadVar)) * E(s.vec);
+}
+
+E lane() {
+  return kir::var("v");
 }
 
 E ne(E a, E b) {

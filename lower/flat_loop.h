@@ -28,6 +28,10 @@ Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec = 16);
 // the grid overshoots; `body(i)` gives the statements for element i. Records the knobs.
 void build(kir::Kernel &kern, int64_t n, const Schedule &s,
            const std::function<std::vector<kir::StmtP>(kir::E i)> &body);
+// The first element of the current vector in a loop `build` made, (b * threads + t) * vec, and
+// the lane v: i = vectorStart + lane.
+kir::E vectorStart(const kir::Kernel &kern, const Schedule &s);
+kir::E lane();
 
 // The planner's candidates for a flat loop (pointwise, data movement, pooling): threads x vec
 // per block, vec at most `maxVec` and dividing n, no mostly idle block.

@@ -105,8 +105,8 @@ private:
     flatloop::build(k, n, s, [&](E i) {
       std::vector<E> idx;
       if (laneInner) {
-        idx = unflatIndex(S_, (kir::var("b") * E(s.threads) + kir::var(k.threadVar)) * E(s.vec));
-        idx.back() = idx.back() + kir::var("v");
+        idx = unflatIndex(S_, flatloop::vectorStart(k, s));
+        idx.back() = idx.back() + flatloop::lane();
       } else {
         idx = unflatIndex(S_, i);
       }
