@@ -1,7 +1,8 @@
 // The direct_conv recipe object (lower/recipe.h): grouped / depthwise conv and conv_transpose,
 // and the generic conv lowering (a group-1 conv whose tile_compatible_compute certificate
 // fails). The kernel itself (recipeDirectConv) shares the conv geometry with the implicit GEMM
-// in recipe_tiled_contraction.cpp. Knobs: ThreadsKnobs (threads over output pixels).
+// in recipe_tiled_contraction.cpp. Knobs: DirectConvKnobs (threads over output pixels; host: rows
+// per block).
 #include "lower/recipes.h"
 #include "support/int_math.h"
 
@@ -19,17 +20,27 @@ public:
     return labelled(recipeDirectConv(g, n, k), name());
   }
   KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<ThreadsKnobs>(k));
+    return knobsToMap(knobsFromMap<DirectConvKnobs>(k));
   }
   std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
-    int64_t pixels = problemOf<DirectConvProblem>(d).pixels;
+    const auto &p = problemOf<DirectConvProblem>(d);
     std::vector<KnobSet> out;
+    if (p.width > 0) { // host row form: output rows per block
+      int64_t rows = p.pixels / p.width;
+      for (int64_t r : {1, 4, 16})
+        if (r == 1 || r / 2 < rows)
+          out.push_back(knobsToMap(DirectConvKnobs{std::nullopt, r}));
+      return out;
+    }
     for (int64_t t : hw.gpu ? std::vector<int64_t>{32, 64, 128, 256} : std::vector<int64_t>{1, 4})
-      if (t == (hw.gpu ? 32 : 1) || t / 2 < pixels)
-        out.push_back(knobsToMap(ThreadsKnobs{t}));
+      if (t == (hw.gpu ? 32 : 1) || t / 2 < p.pixels)
+        out.push_back(knobsToMap(DirectConvKnobs{t, std::nullopt}));
     return out;
   }
-  // Each thread sums its pixels' taps serially.
+  // Pixel per thread (GPU, conv_transpose): each thread sums its pixels' taps serially. Host row
+  // form: per block, rows x taps vector loops over the row (a strided input load and an FMA per
+  // vector, ~1.5 cycles) plus ~40 cycles per tap loop of set-up, trip-count remainders and the
+  // scalar weight load.
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
     CostShape s;
@@ -37,6 +48,12 @@ public:
     int64_t lanes = std::max<int64_t>(1, hw.gpu ? 1 : hw.vectorLanesF32());
     int64_t threads = std::max<int64_t>(1, k.threads);
     const DirectConvProblem &p = problemOf<DirectConvProblem>(k);
+    if (p.width > 0 && !hw.gpu) {
+      int64_t R = knobOf(k, "rows", 1);
+      s.vectorShare = 0.5;
+      s.scalarCycles = double(R) * double(p.taps) * (12.0 + 1.5 * double(ceilDiv(p.width, lanes)));
+      return s;
+    }
     s.vectorShare = hw.gpu ? 0.3 : 1.0 / double(lanes);
     s.chainSteps = double(p.taps) * double(ceilDiv(p.pixels, threads));
     s.chainCycles = 4;

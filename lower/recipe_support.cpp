@@ -38,4 +38,12 @@ void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorRes
                               "computed per anchor element"));
 }
 
+std::pair<int64_t, int64_t> insideRange(int64_t outputs, int64_t stride, int64_t offset,
+                                        int64_t limit) {
+  int64_t lo = offset >= 0 ? 0 : ceilDiv(-offset, stride);
+  int64_t hi = limit - offset <= 0 ? 0 : ceilDiv(limit - offset, stride);
+  lo = std::min(lo, outputs);
+  return {lo, std::clamp(hi, lo, outputs)};
+}
+
 } // namespace aicf::recipe

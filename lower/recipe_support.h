@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace aicf::recipe {
@@ -29,6 +30,11 @@ kir::E asF32(const kir::E &e);
 std::vector<kir::E> concat(std::vector<kir::E> a, const std::vector<kir::E> &b);
 // Conjunction of the non-null conditions (null when there are none).
 kir::E allOf(const std::vector<kir::E> &conds);
+
+// The outputs o in [0, outputs) whose input position o * stride + offset lies in [0, limit), as
+// [first, last): a window tap's branch-free range in a row walk (host pooling and direct conv).
+std::pair<int64_t, int64_t> insideRange(int64_t outputs, int64_t stride, int64_t offset,
+                                        int64_t limit);
 
 // InternalError unless every group output has the anchor result's shape.
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult);

@@ -257,18 +257,11 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
   c.K = product(kDims);
   c.what = cat("conv ", x->type().str(), " * ", w->type().str(), " as implicit GEMM (M = ", c.M,
                " channels, N = ", c.N, " pixels, K = ", c.K, ")");
-  c.aKDecls = [kDims](E k) {
-    Index kk = unflat(kDims, k);
-    std::vector<StmtP> d;
-    for (size_t i = 0; i < kk.size(); ++i)
-      d.push_back(kir::decl(cat("wk", i), DType::I64, kk[i]));
-    return d;
-  };
-  c.aAt = [&gx, w, kDims](const Index &, E row, E) {
-    Index idx = {row};
-    for (size_t i = 0; i < kDims.size(); ++i)
-      idx.push_back(ivar(cat("wk", i)));
-    return asF32(gx.at(w, idx));
+  // The weight [M, C, k...] is row-major, so (row, k) reads it at row * K + k: unflattening k
+  // into (ci, kp...) with flat / stride % extent lets the printer re-join the digits, and the
+  // host tiles then read A in place (aRowView) instead of gathering it column by column.
+  c.aAt = [&gx, w, kDims](const Index &, E row, E k) {
+    return asF32(gx.at(w, concat({row}, unflatIndex(kDims, k))));
   };
   // B[k, col] = x[n, ci, i...] with (ci, kp...) = k over [C, Kd...], (op...) = col over O and
   // i_d = op_d s_d - pad_d + kp_d dil_d; the decompositions are declared as scalars.
@@ -547,13 +540,15 @@ std::optional<Linear> flatOffset(const E &load, const std::set<std::string> &var
       load->buf->scope != kir::Scope::Global || load->buf->dtype != DType::F32)
     return std::nullopt;
   std::vector<int64_t> strides = stridesOf(load->buf->shape);
-  Linear out;
-  for (size_t i = 0; i < load->args.size(); ++i) {
-    auto li = linear(E(load->args[i]), vars);
-    if (!li)
-      return std::nullopt;
-    addScaled(out, *li, strides[i]);
-  }
+  // Summed with kir's operator+, which re-joins the digits of an unflattened index (a conv
+  // weight read as [M, C * kh * kw] becomes row * K + k, not four split atoms).
+  E flat = E(int64_t(0));
+  for (size_t i = 0; i < load->args.size(); ++i)
+    flat = flat + E(load->args[i]) * E(strides[i]);
+  auto joined = linear(flat, vars);
+  if (!joined)
+    return std::nullopt;
+  Linear out = *joined;
   for (auto it = out.split.begin(); it != out.split.end(); ++it) {
     const auto &[x, c] = it->second;
     std::string div = cat("d:", kir::exprStr(x), ":", c), mod = cat("m:", kir::exprStr(x), ":", c);
@@ -818,12 +813,122 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
   return buildTiled(g, name, knobs, std::move(k), gx, c);
 }
 
+namespace {
+
+// Direct conv on the host, one output row (n, oc, o_0 .. o_{S-2}) at a time, `rows` rows per
+// block: the row's accumulators live in an [OW] tile; for each input channel of the group, each
+// outer tap whose input row exists (one check per row) and each tap kw of the last dim, the
+// outputs whose input column lies inside the input form a range known at compile time
+// (insideRange), so the innermost loop over ow is branch-free, reads the input at a constant
+// stride and vectorises, with the tap's weight a scalar. Each output sums the same taps in the
+// same order (cg, outer taps, kw) as the pixel-per-thread form. Then the bias, the epilogue and
+// the group's stores, vectorised over the row.
+kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
+  const Node &n = *g.anchor;
+  std::map<const Value *, kir::BufferP> byValue;
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "direct_conv";
+  k.params = groupParams(g, byValue);
+  GroupExpr gx(g, byValue);
+  const Value *x = n.operand(0), *w = n.operand(1), *result = n.result();
+  requireShapePreservingEpilogue(g, result);
+  ConvGeom geo = convGeom(n);
+  size_t extras = static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
+  bool hasBias = n.numOperands() == 3 + extras;
+  size_t S = geo.S;
+  int64_t Cg = geo.C / geo.G, Mg = geo.M / geo.G;
+  int64_t OW = geo.O[S - 1], IW = geo.I[S - 1], KW = geo.Kd[S - 1], sw = geo.strides[S - 1],
+          pw = geo.pads[S - 1], dw = geo.dil[S - 1];
+  std::vector<int64_t> outer(geo.O.begin(), geo.O.end() - 1);
+  int64_t rows = product(outer);
+  int64_t R = std::clamp<int64_t>(knobs.get("rows", 1), 1, rows);
+  k.threads = 1;
+  k.knobs = {{"rows", R}};
+  auto problem = std::make_shared<DirectConvProblem>();
+  problem->pixels = product(geo.O);
+  problem->taps = Cg * product(geo.Kd);
+  problem->width = OW;
+  k.problem = problem;
+  k.grid = {{"n", geo.N}, {"oc", geo.M}, {"rb", ceilDiv(rows, R)}};
+  auto acc = std::make_shared<kir::Buffer>(
+      kir::Buffer{"acc", DType::F32, {OW}, kir::Scope::Shared, kir::Role::Temp});
+  k.allocs = {acc};
+  k.body.push_back(kir::comment(cat("conv ", x->type().str(), " * ", w->type().str(), ", group ",
+                                    geo.G, ": direct, one output row of ", OW,
+                                    " pixels at a time, ", R, " rows per block")));
+  E zero(int64_t(0)), nIdx = ivar("n"), oc = ivar("oc"), ow = ivar("ow");
+  E grp = Mg == 1 ? oc : oc / E(Mg);
+  E ic = grp * E(Cg) + ivar("cg");
+  auto vecLoop = [&](std::pair<int64_t, int64_t> r, std::vector<StmtP> body) {
+    return kir::forLoop("ow", E(r.first), E(r.second - r.first), std::move(body), 1,
+                        kir::Stmt::LoopKind::Vectorized);
+  };
+  E row = ivar("rb") * E(R) + ivar("r");
+  Index o = unflatIndex(outer, ivar("row"));
+  std::vector<StmtP> body = {kir::decl("row", DType::I64, row)};
+  body.push_back(vecLoop({0, OW}, {kir::store(acc, {ow}, f32(0.0))}));
+  // The taps of the last dim, each over its range.
+  Index xin, kOuter;
+  for (size_t d = 0; d + 1 < S; ++d) {
+    xin.push_back(ivar(cat("pi", d)));
+    kOuter.push_back(ivar(cat("k", d)));
+  }
+  std::vector<StmtP> taps;
+  for (int64_t kw = 0; kw < KW; ++kw) {
+    auto r = insideRange(OW, sw, kw * dw - pw, IW);
+    if (r.second <= r.first)
+      continue;
+    std::string wn = cat("w", kw);
+    taps.push_back(kir::decl(wn, DType::F32,
+                             asF32(gx.at(w, concat(concat({oc, ivar("cg")}, kOuter), {E(kw)})))));
+    E xv = asF32(gx.at(x, concat(concat({nIdx, ic}, xin), {ow * E(sw) + E(kw * dw - pw)})));
+    taps.push_back(vecLoop(r, {kir::store(acc, {ow}, kir::load(acc, {ow}) + xv * fvar(wn))}));
+  }
+  // The outer taps (k_0 outermost), the input-row check hoisted out of ow; channels outside.
+  std::vector<StmtP> loops = taps;
+  for (size_t d = S - 1; d-- > 0;) {
+    std::string pi = cat("pi", d);
+    E c = ivar(pi);
+    std::vector<StmtP> level = {
+        kir::decl(pi, DType::I64,
+                  o[d] * E(geo.strides[d]) - E(geo.pads[d]) + kOuter[d] * E(geo.dil[d])),
+        kir::ifThen((c >= zero) && (c < E(geo.I[d])), loops)};
+    loops = {kir::forLoop(cat("k", d), zero, E(geo.Kd[d]), level)};
+  }
+  body.push_back(kir::forLoop("cg", zero, E(Cg), loops));
+  // The bias, the epilogue and the stores over the row.
+  Index out = concat(concat({nIdx, oc}, o), {ow});
+  E accv = kir::load(acc, {ow});
+  if (hasBias)
+    accv = accv + asF32(gx.at(n.operand(2), {oc}));
+  std::vector<StmtP> fin = {kir::decl("y0", DType::F32, accv)};
+  std::string cur = "y0";
+  Contraction c;
+  c.outShape = result->type().shape;
+  splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
+  auto steps = applySteps(c, gx, out, cur);
+  fin.insert(fin.end(), steps.begin(), steps.end());
+  auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
+  fin.insert(fin.end(), stores.begin(), stores.end());
+  body.push_back(vecLoop({0, OW}, fin));
+  std::vector<StmtP> rowLoop = {kir::forLoop("r", zero, E(R), body)};
+  if (rows % R != 0)
+    rowLoop = {kir::forLoop("r", zero, E(R), {kir::ifThen(row < E(rows), body)})};
+  k.body.push_back(kir::region(k.threadVar, rowLoop));
+  return k;
+}
+
+} // namespace
+
 kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   AICF_CHECK(g.anchor != nullptr &&
                  (g.anchor->op() == Op::Conv || g.anchor->op() == Op::ConvTranspose),
              "direct_conv needs a conv anchor (group ", g.id, ")");
   const Node &n = *g.anchor;
   bool transpose = n.op() == Op::ConvTranspose;
+  if (!transpose && !isGpuPlan(knobs))
+    return directConvRows(g, name, knobs);
   std::map<const Value *, kir::BufferP> byValue;
   kir::Kernel k;
   k.name = name;

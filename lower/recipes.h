@@ -70,7 +70,24 @@ struct FlatLoopKnobs {
     return {{{"threads", &FlatLoopKnobs::threads}, {"vec", &FlatLoopKnobs::vec}}};
   }
 };
-// reduction, direct_conv: threads per block.
+// pooling: the flat loop's knobs (GPU plans); rows: output rows per block (the host's row form).
+struct PoolingKnobs {
+  std::optional<int64_t> threads, vec, rows;
+  static std::array<KnobField<PoolingKnobs>, 3> fields() {
+    return {{{"threads", &PoolingKnobs::threads},
+             {"vec", &PoolingKnobs::vec},
+             {"rows", &PoolingKnobs::rows}}};
+  }
+};
+// direct_conv: threads over output pixels (GPU plans, conv_transpose); rows: output rows per
+// block (the host's row form).
+struct DirectConvKnobs {
+  std::optional<int64_t> threads, rows;
+  static std::array<KnobField<DirectConvKnobs>, 2> fields() {
+    return {{{"threads", &DirectConvKnobs::threads}, {"rows", &DirectConvKnobs::rows}}};
+  }
+};
+// reduction: threads per block.
 struct ThreadsKnobs {
   std::optional<int64_t> threads;
   static std::array<KnobField<ThreadsKnobs>, 1> fields() {
@@ -112,6 +129,7 @@ struct ContractionKnobs {
 struct FlatLoopProblem : kir::ProblemFacts {
   int64_t n = 1;    // elements of the flat loop
   int64_t taps = 0; // pooling: window taps per output element
+  int64_t rows = 0; // pooling, host row form: output rows (elements / the last dim)
 };
 struct ReductionProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // output elements; reduced elements per output
@@ -133,6 +151,7 @@ struct ContractionProblem : kir::ProblemFacts {
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1; // output pixels per (n, oc); taps per output element
+  int64_t width = 0;            // host row form: output pixels per row (0: pixel per thread)
 };
 
 } // namespace aicf
