@@ -499,7 +499,9 @@ def fmt_bytes(b):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--models", default=os.path.join(ROOT, "testdata", "models"))
+    ap.add_argument("--models", nargs="+", default=[os.path.join(ROOT, "testdata", "models")],
+                    help="folders of <name>/model.onnx (+ inputs/, outputs/, args.txt); "
+                         "scripts/bench.sh adds bench/models (the torchvision networks)")
     ap.add_argument("--only", nargs="*", help="model names (default: all)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--warmup", type=int, default=5)
@@ -526,13 +528,17 @@ def main():
     alib = AicfLib(os.path.join(a.build, "libaicf_runtime.so"))
     cxxbin = write_cxx_wrapper(a.workdir)
 
-    names = sorted(os.path.basename(d) for d in glob.glob(os.path.join(a.models, "*"))
-                   if os.path.exists(os.path.join(d, "model.onnx")))
+    where = {}
+    for folder in a.models:
+        for d in sorted(glob.glob(os.path.join(folder, "*"))):
+            if os.path.exists(os.path.join(d, "model.onnx")):
+                where.setdefault(os.path.basename(d), d)
+    names = sorted(where)
     if a.only:
         names = [n for n in names if n in a.only]
     rows = []
     for name in names:
-        mdir = os.path.join(a.models, name)
+        mdir = where[name]
         wd = os.path.join(a.workdir, name)
         os.makedirs(wd, exist_ok=True)
         row = {"model": name, "lat": {}, "ok": {}, "compile": {}, "err": {}}

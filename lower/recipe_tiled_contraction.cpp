@@ -350,6 +350,21 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
     }
     return allOf(conds);
   };
+  // A pointwise conv (1 x 1 taps, stride 1, no padding) reads B = x[n] as a [C, pixels]
+  // matrix: plain row-major tile copies with no per-row index arithmetic or bounds checks.
+  bool pointwise = true;
+  for (size_t d = 0; d < geo.S; ++d)
+    pointwise = pointwise && geo.Kd[d] == 1 && geo.strides[d] == 1 && geo.pads[d] == 0 &&
+                geo.pads[geo.S + d] == 0;
+  if (pointwise) {
+    c.bRowDecls = nullptr;
+    c.bColDecls = nullptr;
+    c.bHostCopy = nullptr;
+    c.bValid = nullptr;
+    c.bAt = [&gx, x, geo](const Index &bi, E k, E col) {
+      return asF32(gx.at(x, concat({bi[0], k}, unflatIndex(geo.O, col))));
+    };
+  }
   c.outIndex = [geo](const Index &bi, E row, E col) {
     return concat({bi[0], row}, unflat(geo.O, col));
   };

@@ -6,6 +6,8 @@
 # in the table, not dropped), then runs bench/run_bench.py, which writes bench/results.md and
 # bench/latency_ratio.png and prints the tables. Extra arguments go to run_bench.py
 # (e.g. --reps 20, --threads 1, --only mlp_op17 gpt2_block_op17).
+# Models: testdata/models and the torchvision networks scripts/gen_cnn_models.py exports into
+# bench/models (resnet18, mobilenet_v2, ...; AICF_BENCH_NO_CNN=1 leaves them out).
 # Runs on the host CPU only; takes a few minutes (most of it TVM and IREE compiling).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,4 +59,21 @@ install_peer() { # name import-check packages...
 install_peer tvm 'import tvm.relax.frontend.onnx' apache-tvm
 install_peer iree 'import iree.compiler, iree.runtime' iree-base-compiler iree-base-runtime
 
-exec "$vpy" bench/run_bench.py "$@"
+# The torchvision networks (CNN issue): exported once with Debian's torch and torchvision into
+# bench/models (ignored by git, ~100 MB). AICF_BENCH_NO_CNN=1 skips them.
+models=(testdata/models)
+if [ "${AICF_BENCH_NO_CNN:-0}" != 1 ]; then
+  if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' >/dev/null 2>&1; then
+    echo "bench: installing python3-torch python3-torchvision python3-onnx libopenblas0-pthread"
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-torchvision \
+      python3-onnx python3-numpy libopenblas0-pthread
+  fi
+  /usr/bin/python3 scripts/gen_cnn_models.py bench/models
+  models+=(bench/models)
+fi
+
+exec "$vpy" bench/run_bench.py --models "${models[@]}" "$@"
