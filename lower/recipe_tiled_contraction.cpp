@@ -313,16 +313,23 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
       outerOk.push_back(pos >= E(int64_t(0)));
       outerOk.push_back(pos < E(geo.I[d]));
     }
-    E iw = ow * E(geo.strides[S - 1]) - E(geo.pads[S - 1]) +
-           ivar(cat("kp", S - 1)) * E(geo.dil[S - 1]);
-    in.push_back(ivar("iw"));
+    // The last dim's tap kp reads iw = ow s + off, off = kp dil - pad: inside the input for ow
+    // in [owlo, owhi) (declared once per tile row), so the ow loop runs over that range with no
+    // per-element check; the row's zero fill covers the rest.
+    int64_t sw = geo.strides[S - 1], IW = geo.I[S - 1];
+    E zero(int64_t(0)), off = ivar("woff");
+    row.push_back(kir::decl("woff", DType::I64,
+                            ivar(cat("kp", S - 1)) * E(geo.dil[S - 1]) - E(geo.pads[S - 1])));
+    row.push_back(
+        kir::decl("owlo", DType::I64, kir::select(off >= zero, zero, (E(sw - 1) - off) / E(sw))));
+    row.push_back(kir::decl(
+        "owhi", DType::I64,
+        kir::min(E(OWL), kir::select(E(IW) - off <= zero, zero, (E(IW + sw - 1) - off) / E(sw)))));
+    in.push_back(ow * E(sw) + off);
     Index xi = concat({bi[0], ivar("ci")}, in);
-    std::vector<StmtP> inner = {
-        kir::decl("iw", DType::I64, iw),
-        kir::ifThen(ivar("iw") >= E(int64_t(0)) && ivar("iw") < E(geo.I[S - 1]),
-                    {kir::store(Bs, {br, orow * E(OWL) + ow - n0}, asF32(gx.at(x, xi)))})};
-    E owBegin = kir::max(E(int64_t(0)), n0 - orow * E(OWL));
-    E owEnd = kir::min(E(OWL), n0 + E(BN) - orow * E(OWL));
+    std::vector<StmtP> inner = {kir::store(Bs, {br, orow * E(OWL) + ow - n0}, asF32(gx.at(x, xi)))};
+    E owBegin = kir::max(ivar("owlo"), n0 - orow * E(OWL));
+    E owEnd = kir::min(ivar("owhi"), n0 + E(BN) - orow * E(OWL));
     StmtP owLoop =
         kir::forLoop("ow", owBegin, owEnd - owBegin, inner, 1, kir::Stmt::LoopKind::Vectorized);
     E ok = allOf(outerOk);

@@ -384,6 +384,20 @@ TEST_CASE("hardware: host detection falls back where files are missing") {
   CHECK(mhz.l3Bytes == 0);
   CHECK(mhz.source == kDetected);
 
+  CHECK(mhz.fmaUnits == 2);
+
+  // AMD family 25 (Zen 4) with AVX-512: one 512-bit FMA per cycle (two 256-bit halves).
+  t.write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n"
+                          "model name\t: AMD EPYC\ncpu MHz\t\t: 2600.000\n" +
+                              flags);
+  Hardware zen4 = detectHostHardware(t.path.string());
+  CHECK(zen4.vectorBits == 512);
+  CHECK(zen4.fmaUnits == 1);
+  t.write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\n"
+                          "model name\t: AMD EPYC\ncpu MHz\t\t: 2600.000\n" +
+                              flags);
+  CHECK(detectHostHardware(t.path.string()).fmaUnits == 2); // Zen 5: full-width pipes
+
   t.write("proc/cpuinfo", "processor\t: 0\nprocessor\t: 1\n"
                           "model name\t: Intel(R) Xeon(R) Processor @ 2.10GHz\n"
                           "flags\t\t: fpu sse sse2\n");
