@@ -871,6 +871,18 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   problem->pixels = product(geo.O);
   problem->taps = Cg * product(geo.Kd);
   problem->width = OW;
+  problem->kernelTaps = product(geo.Kd);
+  problem->stride = sw;
+  problem->inputRows = product(geo.I) / IW;
+  problem->inputWidth = IW;
+  if (S == 2 && geo.strides[0] == geo.strides[1]) { // what the plane form would take
+    int64_t Wp = IW + pw + geo.pads[3], Hp = geo.I[0] + geo.pads[0] + geo.pads[2];
+    int64_t F = (geo.O[0] - 1) * Wp + OW;
+    problem->planeLegal = true;
+    problem->plane = F;
+    problem->padded =
+        std::max(Hp * Wp, sw * (F - 1) + (geo.Kd[0] - 1) * geo.dil[0] * Wp + (KW - 1) * dw + 1);
+  }
   k.problem = problem;
   k.grid = {{"n", geo.N}, {"oc", geo.M}, {"rb", ceilDiv(rows, R)}};
   auto acc = std::make_shared<kir::Buffer>(
@@ -941,6 +953,103 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   return k;
 }
 
+// Direct 2-D conv on the host over a zero-padded copy of each input plane, for narrow rows
+// (where the row form's loops are mostly scalar remainders): block (n, oc) copies plane ic into
+// xp [Hp, Wp] (the pads as zeros) and accumulates the output on a grid as wide as the padded
+// input: output (oh, ow) sits at f = oh Wp + ow, and tap (kh, kw) reads xp[s f + kh dh Wp +
+// kw dw] for every f at once, one long branch-free vector loop per tap (the columns ow >= OW
+// are computed and dropped). Same stride on both axes. Each output sums the taps in the same
+// order as the other forms; taps over the padding add x = 0 (so an infinite weight next to
+// the border would give NaN where the other forms skip the tap).
+kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
+  const Node &n = *g.anchor;
+  std::map<const Value *, kir::BufferP> byValue;
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "direct_conv";
+  k.params = groupParams(g, byValue);
+  GroupExpr gx(g, byValue);
+  const Value *x = n.operand(0), *w = n.operand(1), *result = n.result();
+  requireShapePreservingEpilogue(g, result);
+  ConvGeom geo = convGeom(n);
+  AICF_CHECK(geo.S == 2 && geo.strides[0] == geo.strides[1], "direct_conv plane form needs a 2-D ",
+             "conv with equal strides (", n.where(), ")");
+  size_t extras = static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
+  bool hasBias = n.numOperands() == 3 + extras;
+  int64_t Cg = geo.C / geo.G, Mg = geo.M / geo.G;
+  int64_t IH = geo.I[0], IW = geo.I[1], OH = geo.O[0], OW = geo.O[1], KH = geo.Kd[0],
+          KW = geo.Kd[1], st = geo.strides[0], dh = geo.dil[0], dw = geo.dil[1];
+  int64_t pt = geo.pads[0], pl = geo.pads[1];
+  int64_t Hp = IH + pt + geo.pads[2], Wp = IW + pl + geo.pads[3];
+  int64_t F = (OH - 1) * Wp + OW; // grid positions up to the last output
+  int64_t xpSize = std::max(Hp * Wp, st * (F - 1) + (KH - 1) * dh * Wp + (KW - 1) * dw + 1);
+  k.threads = 1;
+  k.knobs = {{"plane", 1}};
+  auto problem = std::make_shared<DirectConvProblem>();
+  problem->pixels = OH * OW;
+  problem->taps = Cg * KH * KW;
+  problem->width = OW;
+  problem->plane = F;
+  problem->padded = xpSize;
+  problem->planeLegal = true;
+  problem->kernelTaps = KH * KW;
+  problem->stride = st;
+  problem->inputRows = IH;
+  problem->inputWidth = IW;
+  k.problem = problem;
+  k.grid = {{"n", geo.N}, {"oc", geo.M}};
+  auto xp = std::make_shared<kir::Buffer>(
+      kir::Buffer{"xp", DType::F32, {xpSize}, kir::Scope::Shared, kir::Role::Temp});
+  auto acc = std::make_shared<kir::Buffer>(
+      kir::Buffer{"acc", DType::F32, {F}, kir::Scope::Shared, kir::Role::Temp});
+  k.allocs = {xp, acc};
+  k.body.push_back(kir::comment(cat("conv ", x->type().str(), " * ", w->type().str(), ", group ",
+                                    geo.G, ": direct over a padded ", Hp, "x", Wp,
+                                    " plane, outputs on a ", OH, "x", Wp, " grid")));
+  E zero(int64_t(0)), nIdx = ivar("n"), oc = ivar("oc"), f = ivar("f");
+  E grp = Mg == 1 ? oc : oc / E(Mg);
+  E ic = grp * E(Cg) + ivar("cg");
+  auto vecLoop = [](const std::string &v, int64_t begin, int64_t end, std::vector<StmtP> body) {
+    return kir::forLoop(v, E(begin), E(end - begin), std::move(body), 1,
+                        kir::Stmt::LoopKind::Vectorized);
+  };
+  std::vector<StmtP> body = {vecLoop("f", 0, F, {kir::store(acc, {f}, f32(0.0))})};
+  // Per input channel: the padded plane, then one loop over the grid per tap.
+  std::vector<StmtP> chan = {vecLoop("f", 0, xpSize, {kir::store(xp, {f}, f32(0.0))})};
+  E ih = ivar("ih"), iw = ivar("iw");
+  chan.push_back(kir::forLoop("ih", zero, E(IH),
+                              {vecLoop("iw", 0, IW,
+                                       {kir::store(xp, {(ih + E(pt)) * E(Wp) + iw + E(pl)},
+                                                   asF32(gx.at(x, {nIdx, ic, ih, iw})))})}));
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      std::string wn = cat("w", kh, "_", kw);
+      chan.push_back(kir::decl(wn, DType::F32, asF32(gx.at(w, {oc, ivar("cg"), E(kh), E(kw)}))));
+      E xv = kir::load(xp, {f * E(st) + E(kh * dh * Wp + kw * dw)});
+      chan.push_back(
+          vecLoop("f", 0, F, {kir::store(acc, {f}, kir::load(acc, {f}) + xv * fvar(wn))}));
+    }
+  body.push_back(kir::forLoop("cg", zero, E(Cg), chan));
+  // The bias, the epilogue and the stores, row by row.
+  E oh = ivar("oh"), ow = ivar("ow");
+  Index out = {nIdx, oc, oh, ow};
+  E accv = kir::load(acc, {oh * E(Wp) + ow});
+  if (hasBias)
+    accv = accv + asF32(gx.at(n.operand(2), {oc}));
+  std::vector<StmtP> fin = {kir::decl("y0", DType::F32, accv)};
+  std::string cur = "y0";
+  Contraction c;
+  c.outShape = result->type().shape;
+  splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
+  auto steps = applySteps(c, gx, out, cur);
+  fin.insert(fin.end(), steps.begin(), steps.end());
+  auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
+  fin.insert(fin.end(), stores.begin(), stores.end());
+  body.push_back(kir::forLoop("oh", zero, E(OH), {vecLoop("ow", 0, OW, fin)}));
+  k.body.push_back(kir::region(k.threadVar, body));
+  return k;
+}
+
 } // namespace
 
 kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
@@ -949,8 +1058,13 @@ kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, cons
              "direct_conv needs a conv anchor (group ", g.id, ")");
   const Node &n = *g.anchor;
   bool transpose = n.op() == Op::ConvTranspose;
-  if (!transpose && !isGpuPlan(knobs))
-    return directConvRows(g, name, knobs);
+  if (!transpose && !isGpuPlan(knobs)) {
+    // The plane form where it applies (2-D, equal strides); the row form otherwise.
+    const auto &st = n.ints("strides");
+    bool planeLegal = st.size() == 2 && st[0] == st[1];
+    return knobs.get("plane", 0) != 0 && planeLegal ? directConvPlane(g, name)
+                                                    : directConvRows(g, name, knobs);
+  }
   std::map<const Value *, kir::BufferP> byValue;
   kir::Kernel k;
   k.name = name;

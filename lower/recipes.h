@@ -81,10 +81,13 @@ struct PoolingKnobs {
 };
 // direct_conv: threads over output pixels (GPU plans, conv_transpose); rows: output rows per
 // block (the host's row form).
+// plane (0/1): the host's padded-plane form for narrow 2-D convs.
 struct DirectConvKnobs {
-  std::optional<int64_t> threads, rows;
-  static std::array<KnobField<DirectConvKnobs>, 2> fields() {
-    return {{{"threads", &DirectConvKnobs::threads}, {"rows", &DirectConvKnobs::rows}}};
+  std::optional<int64_t> threads, rows, plane;
+  static std::array<KnobField<DirectConvKnobs>, 3> fields() {
+    return {{{"threads", &DirectConvKnobs::threads},
+             {"rows", &DirectConvKnobs::rows},
+             {"plane", &DirectConvKnobs::plane}}};
   }
 };
 // reduction: threads per block.
@@ -150,8 +153,13 @@ struct ContractionProblem : kir::ProblemFacts {
   bool aInPlace = false, bPanels = false;
 };
 struct DirectConvProblem : kir::ProblemFacts {
-  int64_t pixels = 1, taps = 1; // output pixels per (n, oc); taps per output element
-  int64_t width = 0;            // host row form: output pixels per row (0: pixel per thread)
+  int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element
+  int64_t width = 0;             // host row form: output pixels per row (0: pixel per thread)
+  int64_t plane = 0, padded = 0; // host plane form: grid positions, padded-plane floats
+  bool planeLegal = false;       // a 2-D conv with equal strides (the plane form applies)
+  int64_t kernelTaps = 1;        // taps per input channel
+  int64_t stride = 1;            // the last dim's stride
+  int64_t inputRows = 1, inputWidth = 1; // an input plane's rows (outer dims) and width
 };
 
 } // namespace aicf
