@@ -32,7 +32,7 @@ public:
           out.push_back(knobsToMap(DirectConvKnobs{std::nullopt, r, std::nullopt}));
       // The plane form streams its two planes once per tap: they must stay in L1 (measured:
       // 112 x 112 planes, ~100 KiB, run at ~6 cycles per vector, slower than the row form).
-      if (p.planeLegal && (p.plane + p.padded) * 4 <= hw.l1dBytes)
+      if (p.planeLegal && (p.plane + p.padded) * 4 <= hw.l1dBytes) // a phase plane + the grid
         out.push_back(knobsToMap(DirectConvKnobs{std::nullopt, std::nullopt, 1}));
       return out;
     }
@@ -62,12 +62,17 @@ public:
       auto loop = [lanes, perVector](int64_t len) {
         return 12.0 + perVector * double(len / lanes) + double(len % lanes);
       };
-      if (knobOf(k, "plane", 0) != 0) { // per block: every input channel's plane, then the taps
+      if (knobOf(k, "plane", 0) != 0) {
+        // Per block and input channel: zero the phase planes, copy the plane in (strided
+        // loads at stride > 1), then one unit-stride loop over the grid per tap.
         int64_t cg = std::max<int64_t>(1, p.taps / std::max<int64_t>(1, p.kernelTaps));
-        double perChannel = 1.5 * double(ceilDiv(p.padded, lanes)) +
-                            double(p.inputRows) * loop(p.inputWidth) +
-                            double(p.kernelTaps) * loop(p.plane);
-        s.scalarCycles = double(cg) * perChannel + double(p.pixels / p.width) * loop(p.width);
+        auto unit = [lanes](int64_t len) {
+          return 12.0 + 1.5 * double(len / lanes) + double(len % lanes);
+        };
+        double perChannel = 1.5 * double(ceilDiv(p.padded * p.stride * p.stride, lanes)) +
+                            double(p.inputRows * p.stride) * loop(p.inputWidth / p.stride) +
+                            double(p.kernelTaps) * unit(p.plane);
+        s.scalarCycles = double(cg) * perChannel + double(p.pixels / p.width) * unit(p.width);
         return s;
       }
       int64_t R = knobOf(k, "rows", 1);

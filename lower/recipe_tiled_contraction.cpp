@@ -837,6 +837,26 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
 
 namespace {
 
+// The padded-plane form's geometry (directConvPlane): the zero-padded input plane split into
+// stride x stride phase planes of Hq x Wq (phase (a, b) holds padded element (a + s r, b + s c)
+// at r Wq + c), the output grid f = oh Wq + ow up to the last output (F), and the floats one
+// phase plane needs so every tap's read of the grid stays inside it.
+struct PlaneGeom {
+  int64_t st = 1, Hq = 0, Wq = 0, F = 0, phase = 0;
+};
+PlaneGeom planeGeom(const ConvGeom &geo) {
+  PlaneGeom p;
+  p.st = geo.strides[0];
+  int64_t Hp = geo.I[0] + geo.pads[0] + geo.pads[2], Wp = geo.I[1] + geo.pads[1] + geo.pads[3];
+  p.Hq = ceilDiv(Hp, p.st);
+  p.Wq = ceilDiv(Wp, p.st);
+  p.F = (geo.O[0] - 1) * p.Wq + geo.O[1];
+  int64_t reach =
+      ((geo.Kd[0] - 1) * geo.dil[0] / p.st) * p.Wq + (geo.Kd[1] - 1) * geo.dil[1] / p.st;
+  p.phase = std::max(p.Hq * p.Wq, p.F + reach);
+  return p;
+}
+
 // Direct conv on the host, one output row (n, oc, o_0 .. o_{S-2}) at a time, `rows` rows per
 // block: the row's accumulators live in an [OW] tile; for each input channel of the group, each
 // outer tap whose input row exists (one check per row) and each tap kw of the last dim, the
@@ -876,12 +896,10 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   problem->inputRows = product(geo.I) / IW;
   problem->inputWidth = IW;
   if (S == 2 && geo.strides[0] == geo.strides[1]) { // what the plane form would take
-    int64_t Wp = IW + pw + geo.pads[3], Hp = geo.I[0] + geo.pads[0] + geo.pads[2];
-    int64_t F = (geo.O[0] - 1) * Wp + OW;
+    PlaneGeom pg = planeGeom(geo);
     problem->planeLegal = true;
-    problem->plane = F;
-    problem->padded =
-        std::max(Hp * Wp, sw * (F - 1) + (geo.Kd[0] - 1) * geo.dil[0] * Wp + (KW - 1) * dw + 1);
+    problem->plane = pg.F;
+    problem->padded = pg.phase;
   }
   k.problem = problem;
   k.grid = {{"n", geo.N}, {"oc", geo.M}, {"rb", ceilDiv(rows, R)}};
@@ -955,12 +973,14 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
 
 // Direct 2-D conv on the host over a zero-padded copy of each input plane, for narrow rows
 // (where the row form's loops are mostly scalar remainders): block (n, oc) copies plane ic into
-// xp [Hp, Wp] (the pads as zeros) and accumulates the output on a grid as wide as the padded
-// input: output (oh, ow) sits at f = oh Wp + ow, and tap (kh, kw) reads xp[s f + kh dh Wp +
-// kw dw] for every f at once, one long branch-free vector loop per tap (the columns ow >= OW
-// are computed and dropped). Same stride on both axes. Each output sums the taps in the same
-// order as the other forms; taps over the padding add x = 0 (so an infinite weight next to
-// the border would give NaN where the other forms skip the tap).
+// stride x stride phase planes (planeGeom; one plane at stride 1) with the pads as zeros, and
+// accumulates the output on a grid as wide as a phase plane: output (oh, ow) sits at
+// f = oh Wq + ow, and tap (kh, kw) reads phase ((kh dh) % s, (kw dw) % s) at f + ((kh dh) / s)
+// Wq + (kw dw) / s for every f at once: one long, unit-stride, branch-free vector loop per tap
+// (the grid columns ow >= OW are computed and dropped; the copy is the only strided access).
+// Same stride on both axes. Each output sums the taps in the same order as the other forms;
+// taps over the padding add x = 0 (so an infinite weight next to the border would give NaN
+// where the other forms skip the tap).
 kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   const Node &n = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
@@ -978,11 +998,9 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   bool hasBias = n.numOperands() == 3 + extras;
   int64_t Cg = geo.C / geo.G, Mg = geo.M / geo.G;
   int64_t IH = geo.I[0], IW = geo.I[1], OH = geo.O[0], OW = geo.O[1], KH = geo.Kd[0],
-          KW = geo.Kd[1], st = geo.strides[0], dh = geo.dil[0], dw = geo.dil[1];
-  int64_t pt = geo.pads[0], pl = geo.pads[1];
-  int64_t Hp = IH + pt + geo.pads[2], Wp = IW + pl + geo.pads[3];
-  int64_t F = (OH - 1) * Wp + OW; // grid positions up to the last output
-  int64_t xpSize = std::max(Hp * Wp, st * (F - 1) + (KH - 1) * dh * Wp + (KW - 1) * dw + 1);
+          KW = geo.Kd[1], dh = geo.dil[0], dw = geo.dil[1], pt = geo.pads[0], pl = geo.pads[1];
+  PlaneGeom pg = planeGeom(geo);
+  int64_t st = pg.st, Wq = pg.Wq, F = pg.F, phase = pg.phase;
   k.threads = 1;
   k.knobs = {{"plane", 1}};
   auto problem = std::make_shared<DirectConvProblem>();
@@ -990,7 +1008,7 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   problem->taps = Cg * KH * KW;
   problem->width = OW;
   problem->plane = F;
-  problem->padded = xpSize;
+  problem->padded = phase;
   problem->planeLegal = true;
   problem->kernelTaps = KH * KW;
   problem->stride = st;
@@ -999,53 +1017,65 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   k.problem = problem;
   k.grid = {{"n", geo.N}, {"oc", geo.M}};
   auto xp = std::make_shared<kir::Buffer>(
-      kir::Buffer{"xp", DType::F32, {xpSize}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"xp", DType::F32, {st * st * phase}, kir::Scope::Shared, kir::Role::Temp});
   auto acc = std::make_shared<kir::Buffer>(
       kir::Buffer{"acc", DType::F32, {F}, kir::Scope::Shared, kir::Role::Temp});
   k.allocs = {xp, acc};
-  k.body.push_back(kir::comment(cat("conv ", x->type().str(), " * ", w->type().str(), ", group ",
-                                    geo.G, ": direct over a padded ", Hp, "x", Wp,
-                                    " plane, outputs on a ", OH, "x", Wp, " grid")));
+  k.body.push_back(kir::comment(
+      cat("conv ", x->type().str(), " * ", w->type().str(), ", group ", geo.G, ": direct over ",
+          st == 1 ? "a padded" : cat(st * st, " phase planes of the padded"), " plane (", pg.Hq,
+          "x", Wq, st == 1 ? "" : " each", "), outputs on a ", OH, "x", Wq, " grid")));
   E zero(int64_t(0)), nIdx = ivar("n"), oc = ivar("oc"), f = ivar("f");
   E grp = Mg == 1 ? oc : oc / E(Mg);
   E ic = grp * E(Cg) + ivar("cg");
-  auto vecLoop = [](const std::string &v, int64_t begin, int64_t end, std::vector<StmtP> body) {
-    return kir::forLoop(v, E(begin), E(end - begin), std::move(body), 1,
-                        kir::Stmt::LoopKind::Vectorized);
+  auto vecLoop = [](const std::string &v, E begin, E end, std::vector<StmtP> body) {
+    return kir::forLoop(v, begin, end - begin, std::move(body), 1, kir::Stmt::LoopKind::Vectorized);
   };
-  std::vector<StmtP> body = {vecLoop("f", 0, F, {kir::store(acc, {f}, f32(0.0))})};
-  // Per input channel: the padded plane, then one loop over the grid per tap.
-  std::vector<StmtP> chan = {vecLoop("f", 0, xpSize, {kir::store(xp, {f}, f32(0.0))})};
-  E ih = ivar("ih"), iw = ivar("iw");
-  chan.push_back(kir::forLoop("ih", zero, E(IH),
-                              {vecLoop("iw", 0, IW,
-                                       {kir::store(xp, {(ih + E(pt)) * E(Wp) + iw + E(pl)},
-                                                   asF32(gx.at(x, {nIdx, ic, ih, iw})))})}));
+  std::vector<StmtP> body = {vecLoop("f", zero, E(F), {kir::store(acc, {f}, f32(0.0))})};
+  // Per input channel: the phase planes, then one loop over the grid per tap.
+  std::vector<StmtP> chan = {
+      vecLoop("f", zero, E(st * st * phase), {kir::store(xp, {f}, f32(0.0))})};
+  // Input row ih lands in phase row (ih + pt) % s, row (ih + pt) / s; for phase column b the
+  // columns c with iw = c s + b - pl inside [0, IW) are contiguous: c in [clo, chi).
+  E ih = ivar("ih"), c = ivar("c");
+  for (int64_t b = 0; b < st; ++b) {
+    auto [clo, chi] = insideRange(Wq, st, b - pl, IW);
+    if (chi <= clo)
+      continue;
+    E pr = ih + E(pt);
+    E dst = ((pr % E(st)) * E(st) + E(b)) * E(phase) + (pr / E(st)) * E(Wq) + c;
+    chan.push_back(kir::forLoop(
+        "ih", zero, E(IH),
+        {vecLoop(
+            "c", E(clo), E(chi),
+            {kir::store(xp, {dst}, asF32(gx.at(x, {nIdx, ic, ih, c * E(st) + E(b - pl)})))})}));
+  }
   for (int64_t kh = 0; kh < KH; ++kh)
     for (int64_t kw = 0; kw < KW; ++kw) {
       std::string wn = cat("w", kh, "_", kw);
       chan.push_back(kir::decl(wn, DType::F32, asF32(gx.at(w, {oc, ivar("cg"), E(kh), E(kw)}))));
-      E xv = kir::load(xp, {f * E(st) + E(kh * dh * Wp + kw * dw)});
+      int64_t ph = ((kh * dh) % st) * st + (kw * dw) % st;
+      E xv = kir::load(xp, {f + E(ph * phase + (kh * dh / st) * Wq + kw * dw / st)});
       chan.push_back(
-          vecLoop("f", 0, F, {kir::store(acc, {f}, kir::load(acc, {f}) + xv * fvar(wn))}));
+          vecLoop("f", zero, E(F), {kir::store(acc, {f}, kir::load(acc, {f}) + xv * fvar(wn))}));
     }
   body.push_back(kir::forLoop("cg", zero, E(Cg), chan));
   // The bias, the epilogue and the stores, row by row.
   E oh = ivar("oh"), ow = ivar("ow");
   Index out = {nIdx, oc, oh, ow};
-  E accv = kir::load(acc, {oh * E(Wp) + ow});
+  E accv = kir::load(acc, {oh * E(Wq) + ow});
   if (hasBias)
     accv = accv + asF32(gx.at(n.operand(2), {oc}));
   std::vector<StmtP> fin = {kir::decl("y0", DType::F32, accv)};
   std::string cur = "y0";
-  Contraction c;
-  c.outShape = result->type().shape;
-  splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
-  auto steps = applySteps(c, gx, out, cur);
+  Contraction cn;
+  cn.outShape = result->type().shape;
+  splitEpilogue(n, hasBias ? 3 : 2, gx, false, cn);
+  auto steps = applySteps(cn, gx, out, cur);
   fin.insert(fin.end(), steps.begin(), steps.end());
   auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
   fin.insert(fin.end(), stores.begin(), stores.end());
-  body.push_back(kir::forLoop("oh", zero, E(OH), {vecLoop("ow", 0, OW, fin)}));
+  body.push_back(kir::forLoop("oh", zero, E(OH), {vecLoop("ow", zero, E(OW), fin)}));
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }
