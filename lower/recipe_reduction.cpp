@@ -226,8 +226,17 @@ std::vector<E> operandIndex(size_t rank, const std::vector<int> &reduced,
 
 int64_t reductionThreads(const Knobs &k, int64_t count) {
   if (!isGpuPlan(k))
-    return k.get("threads", 1);
+    return 1; // host: one thread per row, its state split across vector lanes (reductionLanes)
   return k.get("threads", count >= 2048 ? 256 : 128);
+}
+
+// Host plans: the row's elements are folded into `vec` lane states, lane l taking elements
+// j = l, l + vec, ... (the order GPU threads take them), by a loop over vec-wide chunks whose
+// inner loop over the lanes vectorises; the lanes then merge in order.
+int64_t reductionLanes(const Knobs &k, int64_t count) {
+  if (isGpuPlan(k))
+    return 1;
+  return std::clamp<int64_t>(k.get("vec", 16), 1, std::max<int64_t>(count, 1));
 }
 
 // Local per-thread state buffers and their shared block_reduce results, one per field.
@@ -269,6 +278,79 @@ kir::Combiner combinerOf(const Algebra &a) {
   return c;
 }
 
+// The host form of region 1 + block_reduce (reductionLanes): lane states in [lanes] tiles,
+// updated a chunk of lanes at a time (the inner loop vectorises), the partial last chunk after,
+// then merged in lane order into sb.shared, exactly the GPU threads' per-thread sequences and
+// block_reduce's merge order.
+void foldLanes(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t count,
+               const std::string &prefix, const std::function<E(E j)> &element,
+               std::vector<kir::StmtP> preamble, int64_t lanes) {
+  // The per-thread state buffers block_reduce would merge are not used here.
+  std::erase_if(k.allocs, [&](const kir::BufferP &b) {
+    return std::find(sb.local.begin(), sb.local.end(), b) != sb.local.end();
+  });
+  std::vector<kir::BufferP> lane;
+  for (const auto &[field, dt] : a.fields) {
+    auto b = std::make_shared<kir::Buffer>(
+        kir::Buffer{prefix + "_" + field + "_l", dt, {lanes}, kir::Scope::Shared, kir::Role::Temp});
+    k.allocs.push_back(b);
+    lane.push_back(b);
+  }
+  E l = kir::var(prefix + "_l"), zero(int64_t(0));
+  auto laneLoop = [&](int64_t n, std::vector<kir::StmtP> body) {
+    return kir::forLoop(prefix + "_l", zero, E(n), std::move(body), 1,
+                        kir::Stmt::LoopKind::Vectorized);
+  };
+  std::vector<kir::StmtP> body = std::move(preamble);
+  std::vector<kir::StmtP> init;
+  for (size_t f = 0; f < a.fields.size(); ++f)
+    init.push_back(kir::store(lane[f], {l}, a.init[f]));
+  body.push_back(laneLoop(lanes, init));
+  auto updateAt = [&](E chunk) {
+    E j = chunk * E(lanes) + l;
+    std::vector<E> state;
+    for (size_t f = 0; f < a.fields.size(); ++f)
+      state.push_back(kir::load(lane[f], {l}));
+    E x = element(j);
+    if (x->type == DType::F16 || x->type == DType::BF16)
+      x = kir::cast(x, DType::F32);
+    else if (!isFloat(x->type) && x->type != DType::I64)
+      x = kir::cast(x, DType::I64);
+    std::vector<E> next = a.update(state, x, j);
+    std::vector<kir::StmtP> out;
+    for (size_t f = 0; f < next.size(); ++f)
+      out.push_back(kir::decl(cat(prefix, "_n", f), a.fields[f].second, next[f]));
+    for (size_t f = 0; f < next.size(); ++f)
+      out.push_back(kir::store(lane[f], {l}, kir::var(cat(prefix, "_n", f), a.fields[f].second)));
+    return out;
+  };
+  int64_t chunks = count / lanes, rest = count % lanes;
+  std::string c = prefix + "_c";
+  if (chunks > 0)
+    body.push_back(kir::forLoop(c, zero, E(chunks), {laneLoop(lanes, updateAt(kir::var(c)))}));
+  if (rest > 0)
+    body.push_back(laneLoop(rest, updateAt(E(chunks))));
+  // Merge the lanes in order: m = lane[0], then m = merge(m, lane[i]).
+  std::vector<E> m, b;
+  for (size_t f = 0; f < a.fields.size(); ++f) {
+    std::string mn = cat(prefix, "_m", f);
+    body.push_back(kir::decl(mn, a.fields[f].second, kir::load(lane[f], {zero})));
+    m.push_back(kir::var(mn, a.fields[f].second));
+    b.push_back(kir::load(lane[f], {kir::var(prefix + "_i")}));
+  }
+  std::vector<E> merged = a.merge(m, b);
+  std::vector<kir::StmtP> step;
+  for (size_t f = 0; f < merged.size(); ++f)
+    step.push_back(kir::decl(cat(prefix, "_k", f), a.fields[f].second, merged[f]));
+  for (size_t f = 0; f < merged.size(); ++f)
+    step.push_back(
+        kir::assign(cat(prefix, "_m", f), kir::var(cat(prefix, "_k", f), a.fields[f].second)));
+  body.push_back(kir::forLoop(prefix + "_i", E(int64_t(1)), E(lanes - 1), step));
+  for (size_t f = 0; f < a.fields.size(); ++f)
+    body.push_back(kir::store(sb.shared[f], {zero}, m[f]));
+  k.body.push_back(kir::region(k.threadVar, body));
+}
+
 // Region 1 + block_reduce: thread t folds elements j = t, t + T, ... < count, read by
 // `element(j)`; the merged state lands in sb.shared.
 void foldAndMerge(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t count,
@@ -300,6 +382,11 @@ void foldAndMerge(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t
       update.push_back(kir::assign(cat(prefix, "_", a.fields[f].first),
                                    kir::var(cat(prefix, "_n", f), a.fields[f].second)));
   }
+  int64_t lanes = knobOf(k, "vec", 1);
+  if (lanes > 1) {
+    foldLanes(k, a, sb, count, prefix, element, std::move(preamble), lanes);
+    return;
+  }
   E t = kir::var(k.threadVar);
   std::vector<kir::StmtP> body = std::move(preamble);
   body.push_back(kir::reduce(j, t, E(count) - t, init, update, k.threads));
@@ -326,6 +413,8 @@ kir::Kernel instanceNorm(const KernelGroup &g, const Knobs &knobs, kir::Kernel k
   int64_t P = prod(plane);
   k.threads = reductionThreads(knobs, P);
   k.knobs["threads"] = k.threads;
+  if (!isGpuPlan(knobs))
+    k.knobs["vec"] = reductionLanes(knobs, P);
   auto problem = std::make_shared<ReductionProblem>();
   problem->rows = N * C;
   problem->len = P;
@@ -424,6 +513,8 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
             : reduceAlgebra(a.op(), x->type().dtype, count);
   k.threads = reductionThreads(knobs, count);
   k.knobs["threads"] = k.threads;
+  if (!isGpuPlan(knobs))
+    k.knobs["vec"] = reductionLanes(knobs, count);
   auto problem = std::make_shared<ReductionProblem>();
   problem->rows = std::max<int64_t>(rows, 1);
   problem->len = count;
@@ -455,7 +546,8 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
 namespace {
 
 // Requires: a reduce_*, arg_max / arg_min, global pool or instance_norm anchor. Knobs:
-// ThreadsKnobs (threads per output row).
+// FlatLoopKnobs: threads per output row (GPU plans; 1 on the host), vec lane states per row
+// (host plans).
 class ReductionRecipe final : public Recipe {
 public:
   const char *name() const override { return "reduction"; }
@@ -485,15 +577,22 @@ public:
     return labelled(recipeReduction(g, n, k), name());
   }
   KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<ThreadsKnobs>(k));
+    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
   }
   std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
     int64_t len = problemOf<ReductionProblem>(d).len;
     std::vector<KnobSet> out;
-    for (int64_t t :
-         hw.gpu ? std::vector<int64_t>{32, 64, 128, 256, 512} : std::vector<int64_t>{1, 4, 8, 16})
-      if (t == (hw.gpu ? 32 : 1) || t / 2 < len)
-        out.push_back(knobsToMap(ThreadsKnobs{t}));
+    if (hw.gpu) {
+      for (int64_t t : {32, 64, 128, 256, 512})
+        if (t == 32 || t / 2 < len)
+          out.push_back(knobsToMap(FlatLoopKnobs{t, std::nullopt}));
+      return out;
+    }
+    // Host: one thread, the row's state over vec lanes (several vectors of them hide the add
+    // latency).
+    for (int64_t v : {1, 16, 32, 64})
+      if (v == 1 || v / 2 < len)
+        out.push_back(knobsToMap(FlatLoopKnobs{1, v}));
     return out;
   }
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,

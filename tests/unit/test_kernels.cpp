@@ -793,3 +793,31 @@ TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
     CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
   }
 }
+
+// The host reduction's lane forms, each forced by its vec knob, on the reduction cases: one lane
+// (the strided per-thread fold and block_reduce), 5 lanes (a partial last chunk everywhere), 16
+// and 64 (more lanes than some rows have elements: clamped).
+TEST_CASE("kernels: host reduction lane counts match the interpreter") {
+  ScratchDir scratch;
+  for (const OpCase &oc : kOpCases) {
+    std::string caseName = oc.name;
+    if (caseName.rfind("reductions", 0) != 0 && caseName != "global_pools_instance_norm" &&
+        caseName != "fold_transpose_reduction")
+      continue;
+    CAPTURE(caseName);
+    std::unique_ptr<Graph> g = parseGraph(oc.text, caseName + ".mcir");
+    Partition part = partitionGraph(*g);
+    std::map<const Value *, Tensor> vals = interpretAll(*g, randomInputs(*g, 99));
+    for (int64_t vec : {1, 5, 16, 64}) {
+      CAPTURE(vec);
+      Knobs knobs;
+      knobs.planFor = Target::parseSpec("cpu");
+      knobs.values = {{"vec", vec}};
+      Lowered low = lowerAll(part, knobs, cat("v", vec, "_"));
+      REQUIRE(low.skipped == 0);
+      std::unique_ptr<LoadedLibrary> lib =
+          buildLibrary(low.kernels, scratch.path, cat(caseName, "_v", vec));
+      CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+    }
+  }
+}
