@@ -1217,8 +1217,12 @@ public:
       std::set<int64_t> bms, bns, bks;
       for (int64_t t : {32, 64, 128, 256})
         bms.insert(balanced(M, t, 8));
-      for (int64_t t : {64, 128, 256, 512})
+      // Column tiles aligned to 32, and to 16 (the micro-kernel's panel width) where that
+      // pads less (N = 196 pixels: one tile of 208 rather than 224).
+      for (int64_t t : {64, 128, 256, 512}) {
         bns.insert(balanced(N, t, N >= 32 ? 32 : 16));
+        bns.insert(balanced(N, t, 16));
+      }
       for (int64_t t : {64, 128, 256})
         bks.insert(balanced(K, t, 8));
       // Operands read in place (mma_tile views) have no tile copy to keep small: the whole K
