@@ -601,6 +601,20 @@ std::optional<RowView> aRowView(const Contraction &c, const Index &bi) {
   return RowView{at->buf, lin->rest, lin->coef["aicf_row"]};
 }
 
+// B seen in place: element (k, col) at base + k * ld + col of a kernel parameter (a pointwise
+// conv's input as [C, pixels], a row-major right operand). The micro-kernel takes whole 16-wide
+// column panels, so N must be a multiple of 16 (the last column tile then passes its valid
+// width and reads nothing past the operand's rows).
+std::optional<RowView> bRowView(const Contraction &c, const Index &bi) {
+  if (c.bRowDecls || c.bColDecls || c.bHostCopy || c.bValid || c.N % 16 != 0)
+    return std::nullopt;
+  E at = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
+  auto lin = flatOffset(at, {"aicf_kk", "aicf_col"});
+  if (!lin || lin->coef.size() != 2 || lin->coef["aicf_col"] != 1 || lin->coef["aicf_kk"] < 1)
+    return std::nullopt;
+  return RowView{at->buf, lin->rest, lin->coef["aicf_kk"]};
+}
+
 // B in the column panels of a packed weight (passes/pack_weights.cpp): element (k, col) at
 // base + (col / NR) * stride + k * NR + col % NR of a [P, K, NR] parameter.
 struct PanelView {
@@ -655,14 +669,18 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   // copy is made for such an operand; the other is staged as before.
   std::optional<RowView> aView;
   std::optional<PanelView> bView;
+  std::optional<RowView> bRow;
   if (!isGpuPlan(knobs) && tl.threads == 1) {
     aView = aRowView(c, bi);
     bView = bPanelView(c, bi);
     if (bView && tl.BN % bView->panel != 0)
       bView.reset();
+    if (!bView)
+      bRow = bRowView(c, bi);
   }
   problem->aInPlace = aView.has_value();
   problem->bPanels = bView.has_value();
+  problem->bInPlace = bRow.has_value();
 
   auto As = std::make_shared<kir::Buffer>(
       kir::Buffer{"As", DType::F32, {tl.BM, tl.BK}, kir::Scope::Shared, kir::Role::Temp});
@@ -673,7 +691,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   k.allocs = {};
   if (!aView)
     k.allocs.push_back(As);
-  if (!bView)
+  if (!bView && !bRow)
     k.allocs.push_back(Bs);
   k.allocs.push_back(C);
 
@@ -713,7 +731,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
           c.aKDecls ? [&](E cc) { return c.aKDecls(k0 + cc); }
                     : std::function<std::vector<StmtP>(E)>(),
           static_cast<bool>(c.aKDecls)));
-    if (!bView)
+    if (!bView && !bRow)
       copies.push_back(tl.threads == 1 && c.bHostCopy
                            ? c.bHostCopy(bi, k0, n0, Bs)
                            : tileCopy(
@@ -727,24 +745,29 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
       update.push_back(kir::region(t, copies));
       update.push_back(kir::barrier());
     }
-    if (aView || bView) {
+    if (aView || bView || bRow) {
       // A view has no zero padding: the last row, column and K tiles pass their valid extents.
       kir::MmaViews v;
       v.aOffset = aView ? aView->base + m0 * E(aView->ld) + k0 : E(int64_t(0));
       v.lda = aView ? aView->ld : tl.BK;
       v.bOffset =
-          bView ? bView->base + (n0 / E(bView->panel)) * E(bView->stride) + k0 * E(bView->panel)
-                : E(int64_t(0));
-      v.ldb = bView ? 0 : tl.BN;
+          bView  ? bView->base + (n0 / E(bView->panel)) * E(bView->stride) + k0 * E(bView->panel)
+          : bRow ? bRow->base + k0 * E(bRow->ld) + n0
+                 : E(int64_t(0));
+      v.ldb = bView ? 0 : bRow ? bRow->ld : tl.BN;
       v.bPanel = bView ? bView->panel : 0;
       v.bPanelStride = bView ? bView->stride : 0;
       v.rows = aView && c.M % tl.BM ? kir::min(E(tl.BM), E(c.M) - m0) : E(tl.BM);
       v.cols = bView && ceilDiv(c.N, tl.BN) * tl.BN > bView->cols
                    ? kir::min(E(tl.BN), E(bView->cols) - n0)
-                   : E(tl.BN);
+               : bRow && c.N % tl.BN != 0 ? kir::min(E(tl.BN), E(c.N) - n0)
+                                          : E(tl.BN);
       v.depth = c.K % tl.BK ? kir::min(E(tl.BK), E(c.K) - k0) : E(tl.BK);
-      update.push_back(kir::mmaTileViews(C, aView ? aView->buf : As, bView ? bView->buf : Bs, tl.BM,
-                                         tl.BN, tl.BK, tl.TM, tl.TN, v));
+      update.push_back(kir::mmaTileViews(C, aView ? aView->buf : As,
+                                         bView  ? bView->buf
+                                         : bRow ? bRow->buf
+                                                : Bs,
+                                         tl.BM, tl.BN, tl.BK, tl.TM, tl.TN, v));
     } else {
       update.push_back(kir::mmaTile(C, As, Bs, tl.BM, tl.BN, tl.BK, tl.TM, tl.TN));
       update.push_back(kir::barrier());
@@ -1300,7 +1323,9 @@ public:
     double wsKiB = double(4 * (aRows * BK + BK * 32)) / 1024.0;
     s.vectorShare = 0.89 * std::min(1.0, double(BN) / double(2 * lanes)) / (1.0 + 0.00056 * wsKiB);
     double microCalls = double(kSteps * ceilDiv(TM, 8) * ceilDiv(TN, 32));
-    s.scalarCycles = (p.bPanels ? 0.0 : 0.45 * double(roundUp(K, BK) * BN)) + 100.0 * microCalls;
+    // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.
+    double bCopy = p.bPanels ? 0.0 : p.bInPlace ? 0.2 : 0.45;
+    s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;
     return s;
   }
   // A is re-read per column of output tiles, B per row of them; an implicit-GEMM conv re-reads

@@ -150,7 +150,7 @@ struct ContractionProblem : kir::ProblemFacts {
   int64_t M = 1, N = 1, K = 1, batch = 1;
   // Host tiles reading an operand where it lies (mma_tile views): A's rows in place, B in the
   // column panels of a packed weight. No tile copy is made for such an operand.
-  bool aInPlace = false, bPanels = false;
+  bool aInPlace = false, bPanels = false, bInPlace = false;
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element
