@@ -23,6 +23,12 @@ namespace {
 
 using kir::E;
 
+// The max_pool plane form (maxPoolPlane) applies: 2-D, equal strides.
+bool maxPoolPlaneLegal(const Node &a) {
+  return a.op() == Op::MaxPool && a.operand(0)->type().shape.size() == 4 &&
+         a.ints("strides")[0] == a.ints("strides")[1];
+}
+
 // The host form: one output row (n, c, o_0 .. o_{S-2}) at a time, `rows` rows per block. The
 // row's accumulators live in a [OW] tile; for each window tap of the outer dims whose input row
 // exists (one check per row, not per element), and each tap kw of the last dim, the outputs
@@ -62,6 +68,12 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
   problem->n = product(os);
   problem->taps = product(ks);
   problem->rows = rows;
+  problem->stride = sw;
+  if (maxPoolPlaneLegal(a)) { // what the plane form would take
+    recipe::PhasePlanes pg = recipe::phasePlanes({xs[2], xs[3]}, pd, {os[2], os[3]}, ks, dl, sw);
+    problem->plane = pg.F;
+    problem->padded = pg.phase;
+  }
   k.problem = problem;
   auto acc = std::make_shared<kir::Buffer>(
       kir::Buffer{"acc", DType::F32, {OW}, kir::Scope::Shared, kir::Role::Temp});
@@ -169,6 +181,90 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
   return k;
 }
 
+// The host's plane form of a 2-D max_pool with equal strides, for narrow rows: block (n, c)
+// copies its input plane into stride x stride phase planes (recipe_support.h phasePlanes)
+// whose padding, and whatever lies past the input for ceil_mode windows, is -inf, then folds
+// each window tap into a grid of outputs with one unit-stride vector loop (no bounds checks,
+// no gathers). A -inf tap leaves the running max as it is, so each output sees the same
+// updates in the same order as the row form (an empty window stays -inf there too).
+kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
+  const Node &a = *g.anchor;
+  const Value *x = a.operand(0);
+  const Value *res = a.result(0);
+  const std::vector<int64_t> &xs = x->type().shape, &os = res->type().shape;
+  const auto &ks = a.ints("kernel_shape"), &st = a.ints("strides"), &pd = a.ints("pads"),
+             &dl = a.ints("dilations");
+  AICF_CHECK(a.op() == Op::MaxPool && xs.size() == 4 && st[0] == st[1], a.where(),
+             ": the pooling plane form needs a 2-D max_pool with equal strides");
+  int64_t IH = xs[2], IW = xs[3], OH = os[2], OW = os[3], KH = ks[0], KW = ks[1], dh = dl[0],
+          dw = dl[1], pt = pd[0], pl = pd[1];
+  recipe::PhasePlanes pg = recipe::phasePlanes({IH, IW}, pd, {OH, OW}, ks, dl, st[0]);
+  int64_t s = pg.st, Wq = pg.Wq, F = pg.F, phase = pg.phase;
+
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "pooling";
+  std::map<const Value *, kir::BufferP> byValue;
+  k.params = groupParams(g, byValue);
+  GroupExpr ge(g, byValue);
+  k.grid = {{"b", xs[0] * xs[1]}};
+  k.threadVar = "t";
+  k.threads = 1;
+  k.knobs = {{"plane", 1}};
+  auto problem = std::make_shared<FlatLoopProblem>();
+  problem->n = product(os);
+  problem->taps = KH * KW;
+  problem->rows = product(os) / OW;
+  problem->plane = F;
+  problem->padded = phase;
+  problem->stride = s;
+  k.problem = problem;
+  auto xp = std::make_shared<kir::Buffer>(
+      kir::Buffer{"xp", DType::F32, {s * s * phase}, kir::Scope::Shared, kir::Role::Temp});
+  auto acc = std::make_shared<kir::Buffer>(
+      kir::Buffer{"acc", DType::F32, {F}, kir::Scope::Shared, kir::Role::Temp});
+  k.allocs = {xp, acc};
+  E zero(int64_t(0)), f = kir::var("f"), nc = kir::var("b");
+  E nIdx = nc / E(xs[1]), cIdx = nc % E(xs[1]);
+  auto vecLoop = [](const std::string &v, E begin, E end, std::vector<kir::StmtP> body) {
+    return kir::forLoop(v, begin, end - begin, std::move(body), 1, kir::Stmt::LoopKind::Vectorized);
+  };
+  E ninf = kir::fconst(-INFINITY);
+  std::vector<kir::StmtP> body = {
+      vecLoop("f", zero, E(F), {kir::store(acc, {f}, ninf)}),
+      vecLoop("f", zero, E(s * s * phase), {kir::store(xp, {f}, ninf)})};
+  E ih = kir::var("ih"), c = kir::var("c");
+  for (int64_t b = 0; b < s; ++b) {
+    auto [clo, chi] = recipe::insideRange(Wq, s, b - pl, IW);
+    if (chi <= clo)
+      continue;
+    E pr = ih + E(pt);
+    E dst = ((pr % E(s)) * E(s) + E(b)) * E(phase) + (pr / E(s)) * E(Wq) + c;
+    E v = ge.at(x, {nIdx, cIdx, ih, c * E(s) + E(b - pl)});
+    if (v->type != DType::F32)
+      v = kir::cast(v, DType::F32);
+    body.push_back(kir::forLoop("ih", zero, E(IH),
+                                {vecLoop("c", E(clo), E(chi), {kir::store(xp, {dst}, v)})}));
+  }
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      int64_t ph = ((kh * dh) % s) * s + (kw * dw) % s;
+      E xv = kir::load(xp, {f + E(ph * phase + (kh * dh / s) * Wq + kw * dw / s)});
+      body.push_back(
+          vecLoop("f", zero, E(F),
+                  {kir::store(acc, {f}, flatloop::nanMaxUpdate(kir::load(acc, {f}), xv))}));
+    }
+  E oh = kir::var("oh"), ow = kir::var("ow");
+  E value = kir::load(acc, {oh * E(Wq) + ow});
+  DType outT = res->type().dtype;
+  if (outT == DType::F16 || outT == DType::BF16)
+    value = kir::cast(value, outT);
+  std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, {nIdx, cIdx, oh, ow}, "o");
+  body.push_back(kir::forLoop("oh", zero, E(OH), {vecLoop("ow", zero, E(OW), stores)}));
+  k.body.push_back(kir::region(k.threadVar, body));
+  return k;
+}
+
 } // namespace
 
 kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
@@ -176,7 +272,8 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
   AICF_CHECK(g.anchor && (g.anchor->op() == Op::MaxPool || g.anchor->op() == Op::AvgPool),
              "pooling recipe on group ", g.id, " (", g.kind, ")");
   if (!isGpuPlan(knobs))
-    return poolingRows(g, name, knobs);
+    return knobs.get("plane", 0) != 0 && maxPoolPlaneLegal(*g.anchor) ? maxPoolPlane(g, name)
+                                                                      : poolingRows(g, name, knobs);
   const Node &a = *g.anchor;
   bool isMax = a.op() == Op::MaxPool;
   bool includePad = !isMax && a.i("count_include_pad") != 0;
@@ -276,16 +373,21 @@ public:
   std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
     if (hw.gpu)
       return flatloop::candidates(d, hw, 4);
-    // Host: output rows per block (OpenMP runs the blocks), no block mostly idle.
-    int64_t rows = problemOf<FlatLoopProblem>(d).rows;
+    // Host: output rows per block (OpenMP runs the blocks), no block mostly idle; the plane form
+    // (max_pool) while a phase plane and the output grid stay in L1.
+    const auto &p = problemOf<FlatLoopProblem>(d);
     std::vector<KnobSet> out;
     for (int64_t r : {1, 4, 16, 64})
-      if (r == 1 || r / 2 < rows)
-        out.push_back(knobsToMap(PoolingKnobs{std::nullopt, std::nullopt, r}));
+      if (r == 1 || r / 2 < p.rows)
+        out.push_back(knobsToMap(PoolingKnobs{std::nullopt, std::nullopt, r, std::nullopt}));
+    if (p.plane > 0 && (p.plane + p.padded) * 4 <= hw.l1dBytes)
+      out.push_back(knobsToMap(PoolingKnobs{std::nullopt, std::nullopt, std::nullopt, 1}));
     return out;
   }
-  // GPU: the flat gather. Host: vector loops over each output row per tap (strided loads, ~1.5
-  // cycles per vector tap), the row's set-up and per-element counts and stores scalar-free.
+  // GPU: the flat gather. Host: vector loops, each ~12 cycles of set-up, ~1.5 cycles per full
+  // vector (~4 when the loads are strided: gathers) and ~1 per remainder element. Row form: per
+  // row, a loop per window tap and the store loop. Plane form: per plane, the phase planes'
+  // fill, the copy in (strided at stride > 1), a unit-stride loop per tap and the stores.
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
     const auto &p = problemOf<FlatLoopProblem>(k);
@@ -293,11 +395,23 @@ public:
       return flatloop::costShape(k, hw, flops, 7.0 + 4.0 * double(p.taps));
     CostShape s;
     int64_t lanes = std::max<int64_t>(1, hw.vectorLanesF32());
-    int64_t R = knobOf(k, "rows", 1), width = p.n / std::max<int64_t>(p.rows, 1);
+    auto loop = [lanes](int64_t len, double perVector) {
+      return 12.0 + perVector * double(len / lanes) + double(len % lanes);
+    };
+    double strided = p.stride > 1 ? 4.0 : 1.5;
+    int64_t width = p.n / std::max<int64_t>(p.rows, 1);
     s.flops = double(flops);
     s.vectorShare = 0.5;
-    // Per block: R rows, each p.taps / width... of vector steps plus ~30 cycles of set-up.
-    s.scalarCycles = double(R) * (30.0 + 1.5 * double(p.taps) * double(ceilDiv(width, lanes)));
+    if (knobOf(k, "plane", 0) != 0) {
+      int64_t rowsPerPlane = std::max<int64_t>(1, p.rows * p.plane / std::max<int64_t>(p.n, 1));
+      s.scalarCycles = 1.5 * double(ceilDiv(p.padded * p.stride * p.stride, lanes)) +
+                       double(p.stride * p.stride) * double(ceilDiv(p.plane, lanes)) * strided +
+                       double(p.taps) * loop(p.plane, 1.5) +
+                       double(rowsPerPlane) * loop(width, 1.5);
+      return s;
+    }
+    int64_t R = knobOf(k, "rows", 1);
+    s.scalarCycles = double(R) * (double(p.taps) * loop(width, strided) + loop(width, 1.5));
     return s;
   }
   int64_t registers(const kir::Kernel &k) const override { return 10 + 5 * knobOf(k, "vec", 1); }

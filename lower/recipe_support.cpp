@@ -46,4 +46,21 @@ std::pair<int64_t, int64_t> insideRange(int64_t outputs, int64_t stride, int64_t
   return {lo, std::clamp(hi, lo, outputs)};
 }
 
+PhasePlanes phasePlanes(const std::vector<int64_t> &in, const std::vector<int64_t> &pads,
+                        const std::vector<int64_t> &out, const std::vector<int64_t> &kernel,
+                        const std::vector<int64_t> &dil, int64_t stride) {
+  PhasePlanes p;
+  p.st = stride;
+  auto padded = [&](size_t d) {
+    int64_t extent = in[d] + pads[d] + pads[d + 2];
+    return std::max(extent, stride * (out[d] - 1) + (kernel[d] - 1) * dil[d] + 1);
+  };
+  p.Hq = ceilDiv(padded(0), stride);
+  p.Wq = ceilDiv(padded(1), stride);
+  p.F = (out[0] - 1) * p.Wq + out[1];
+  int64_t reach = ((kernel[0] - 1) * dil[0] / stride) * p.Wq + (kernel[1] - 1) * dil[1] / stride;
+  p.phase = std::max(p.Hq * p.Wq, p.F + reach);
+  return p;
+}
+
 } // namespace aicf::recipe

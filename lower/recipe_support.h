@@ -36,6 +36,19 @@ kir::E allOf(const std::vector<kir::E> &conds);
 std::pair<int64_t, int64_t> insideRange(int64_t outputs, int64_t stride, int64_t offset,
                                         int64_t limit);
 
+// A 2-D window op's input seen as stride x stride phase planes (host conv / max-pool plane
+// forms): the zero- (or -inf-) padded input, widened where needed so every window lies inside
+// it (ceil_mode pooling), is split into phases of Hq x Wq, phase (a, b) holding padded element
+// (a + s r, b + s c) at r Wq + c; outputs sit on a grid f = oh Wq + ow (F positions up to the
+// last output) and window tap (kh, kw) reads phase ((kh dh) % s, (kw dw) % s) at f +
+// ((kh dh) / s) Wq + (kw dw) / s; `phase` floats per phase plane cover every such read.
+struct PhasePlanes {
+  int64_t st = 1, Hq = 0, Wq = 0, F = 0, phase = 0;
+};
+PhasePlanes phasePlanes(const std::vector<int64_t> &in, const std::vector<int64_t> &pads,
+                        const std::vector<int64_t> &out, const std::vector<int64_t> &kernel,
+                        const std::vector<int64_t> &dil, int64_t stride);
+
 // InternalError unless every group output has the anchor result's shape.
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult);
 

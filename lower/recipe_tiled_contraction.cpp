@@ -860,24 +860,9 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
 
 namespace {
 
-// The padded-plane form's geometry (directConvPlane): the zero-padded input plane split into
-// stride x stride phase planes of Hq x Wq (phase (a, b) holds padded element (a + s r, b + s c)
-// at r Wq + c), the output grid f = oh Wq + ow up to the last output (F), and the floats one
-// phase plane needs so every tap's read of the grid stays inside it.
-struct PlaneGeom {
-  int64_t st = 1, Hq = 0, Wq = 0, F = 0, phase = 0;
-};
-PlaneGeom planeGeom(const ConvGeom &geo) {
-  PlaneGeom p;
-  p.st = geo.strides[0];
-  int64_t Hp = geo.I[0] + geo.pads[0] + geo.pads[2], Wp = geo.I[1] + geo.pads[1] + geo.pads[3];
-  p.Hq = ceilDiv(Hp, p.st);
-  p.Wq = ceilDiv(Wp, p.st);
-  p.F = (geo.O[0] - 1) * p.Wq + geo.O[1];
-  int64_t reach =
-      ((geo.Kd[0] - 1) * geo.dil[0] / p.st) * p.Wq + (geo.Kd[1] - 1) * geo.dil[1] / p.st;
-  p.phase = std::max(p.Hq * p.Wq, p.F + reach);
-  return p;
+// The padded-plane form's geometry (directConvPlane): recipe_support.h phasePlanes.
+PhasePlanes planeGeom(const ConvGeom &geo) {
+  return phasePlanes(geo.I, geo.pads, geo.O, geo.Kd, geo.dil, geo.strides[0]);
 }
 
 // Direct conv on the host, one output row (n, oc, o_0 .. o_{S-2}) at a time, `rows` rows per
@@ -919,7 +904,7 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   problem->inputRows = product(geo.I) / IW;
   problem->inputWidth = IW;
   if (S == 2 && geo.strides[0] == geo.strides[1]) { // what the plane form would take
-    PlaneGeom pg = planeGeom(geo);
+    PhasePlanes pg = planeGeom(geo);
     problem->planeLegal = true;
     problem->plane = pg.F;
     problem->padded = pg.phase;
@@ -1022,7 +1007,7 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   int64_t Cg = geo.C / geo.G, Mg = geo.M / geo.G;
   int64_t IH = geo.I[0], IW = geo.I[1], OH = geo.O[0], OW = geo.O[1], KH = geo.Kd[0],
           KW = geo.Kd[1], dh = geo.dil[0], dw = geo.dil[1], pt = geo.pads[0], pl = geo.pads[1];
-  PlaneGeom pg = planeGeom(geo);
+  PhasePlanes pg = planeGeom(geo);
   int64_t st = pg.st, Wq = pg.Wq, F = pg.F, phase = pg.phase;
   k.threads = 1;
   k.knobs = {{"plane", 1}};

@@ -71,12 +71,14 @@ struct FlatLoopKnobs {
   }
 };
 // pooling: the flat loop's knobs (GPU plans); rows: output rows per block (the host's row form).
+// plane (0/1): the host's phase-plane form of a 2-D max_pool.
 struct PoolingKnobs {
-  std::optional<int64_t> threads, vec, rows;
-  static std::array<KnobField<PoolingKnobs>, 3> fields() {
+  std::optional<int64_t> threads, vec, rows, plane;
+  static std::array<KnobField<PoolingKnobs>, 4> fields() {
     return {{{"threads", &PoolingKnobs::threads},
              {"vec", &PoolingKnobs::vec},
-             {"rows", &PoolingKnobs::rows}}};
+             {"rows", &PoolingKnobs::rows},
+             {"plane", &PoolingKnobs::plane}}};
   }
 };
 // direct_conv: threads over output pixels (GPU plans, conv_transpose); rows: output rows per
@@ -130,9 +132,11 @@ struct ContractionKnobs {
 
 // --- typed problem descriptions (Kernel::problem), set by each build ---
 struct FlatLoopProblem : kir::ProblemFacts {
-  int64_t n = 1;    // elements of the flat loop
-  int64_t taps = 0; // pooling: window taps per output element
-  int64_t rows = 0; // pooling, host row form: output rows (elements / the last dim)
+  int64_t n = 1;                 // elements of the flat loop
+  int64_t taps = 0;              // pooling: window taps per output element
+  int64_t rows = 0;              // pooling, host row form: output rows (elements / the last dim)
+  int64_t stride = 1;            // pooling: the last dim's stride
+  int64_t plane = 0, padded = 0; // max_pool plane form: output grid, floats per phase plane
 };
 struct ReductionProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // output elements; reduced elements per output

@@ -753,10 +753,10 @@ TEST_CASE("kernels: per-op cases match the interpreter") {
 // depthwise, grouped, strided, dilated, asymmetrically padded and 1-D convs with fused bias and
 // activation (the row form with 1 and 4 rows per block, the last block partial; the padded-plane
 // form where it applies, the row form where it does not: 1-D, unequal strides), and pooling
-// windows of every kind with 4 rows per block.
+// windows of every kind in both forms (max_pool's phase planes: padding, dilation, ceil_mode).
 TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
   const char *text =
-      R"(graph @dc(%x: f32[1,4,9,11], %z: f32[1,4,13], %wd: f32[4,1,3,3], %w5: f32[4,1,5,5], %wg: f32[6,2,3,3], %w1: f32[4,1,3], %b: f32[4]) -> (%y1: f32[1,4,9,11], %y2: f32[1,4,5,6], %y3: f32[1,6,9,11], %y4: f32[1,4,9,11], %y5: f32[1,4,4,5], %y6: f32[1,4,13], %y7: f32[1,4,5,11], %p1: f32[1,4,5,6], %p2: f32[1,4,5,6]) {
+      R"(graph @dc(%x: f32[1,4,9,11], %z: f32[1,4,13], %wd: f32[4,1,3,3], %w5: f32[4,1,5,5], %wg: f32[6,2,3,3], %w1: f32[4,1,3], %b: f32[4]) -> (%y1: f32[1,4,9,11], %y2: f32[1,4,5,6], %y3: f32[1,6,9,11], %y4: f32[1,4,9,11], %y5: f32[1,4,4,5], %y6: f32[1,4,13], %y7: f32[1,4,5,11], %p1: f32[1,4,5,6], %p2: f32[1,4,5,6], %p3: f32[1,4,5,5], %p4: f32[1,4,6,6]) {
   %c1 = conv(%x, %wd, %b) {dilations = [1, 1], group = 4, pads = [1, 1, 1, 1], strides = [1, 1]} : f32[1,4,9,11]
   %y1 = relu(%c1) : f32[1,4,9,11]
   %y2 = conv(%x, %w5) {dilations = [1, 1], group = 4, pads = [2, 2, 2, 2], strides = [2, 2]} : f32[1,4,5,6]
@@ -768,7 +768,11 @@ TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
   %y7 = conv(%x, %wd) {dilations = [1, 1], group = 4, pads = [1, 1, 1, 1], strides = [2, 1]} : f32[1,4,5,11]
   %p1 = max_pool(%x) {ceil_mode = 1, dilations = [1, 1], kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,4,5,6]
   %p2 = avg_pool(%x) {ceil_mode = 0, count_include_pad = 1, dilations = [1, 1], kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,4,5,6]
-  return %y1, %y2, %y3, %y4, %y5, %y6, %y7, %p1, %p2
+  %x10 = slice(%x) {starts = [0, 0], ends = [9, 10], axes = [2, 3], steps = [1, 1]} : f32[1,4,9,10]
+  %xp = pad(%x10) {mode = "constant", pads = [0, 0, 0, 0, 0, 0, 1, 0]} : f32[1,4,10,10]
+  %p3 = max_pool(%xp) {ceil_mode = 1, dilations = [1, 1], kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [2, 2]} : f32[1,4,5,5]
+  %p4 = max_pool(%xp) {ceil_mode = 1, dilations = [2, 2], kernel_shape = [2, 2], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,4,6,6]
+  return %y1, %y2, %y3, %y4, %y5, %y6, %y7, %p1, %p2, %p3, %p4
 }
 )";
   ScratchDir scratch;
@@ -786,9 +790,10 @@ TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
     int planes = 0;
     for (const kir::Kernel &k : low.kernels)
       planes += k.knobs.count("plane") ? 1 : 0;
-    // The plane form builds for the five 2-D convs with equal strides, not the 1-D one or the
-    // one with strides [2, 1].
-    CHECK(planes == (f == 2 ? 5 : 0));
+    // The plane form builds for the five 2-D convs with equal strides (not the 1-D one or the
+    // one with strides [2, 1]) and the three max_pools (ceil_mode windows past the input's end
+    // included), not the avg_pool.
+    CHECK(planes == (f == 2 ? 8 : 0));
     std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, cat("forms", f));
     CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
   }
