@@ -1313,8 +1313,9 @@ public:
     s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;
     return s;
   }
-  // A is re-read per column of output tiles, B per row of them; an implicit-GEMM conv re-reads
-  // the weights per row tile of output pixels and the input per column tile of channels.
+  // A is re-read per column of output tiles, B per row of them: an implicit-GEMM conv (rows =
+  // output channels, columns = output pixels) re-reads its weights per column tile of pixels
+  // and its input per row tile of channels.
   int64_t rereadBytes(const KernelGroup &g, const kir::Kernel &k) const override {
     const Node *a = g.anchor;
     const ContractionProblem &p = problemOf<ContractionProblem>(k);
@@ -1325,8 +1326,8 @@ public:
     }
     if (a && a->op() == Op::Conv) {
       int64_t xBytes = a->operand(0)->type().bytes(), wBytes = a->operand(1)->type().bytes();
-      return wBytes * (ceilDiv(p.M, knobOf(k, "BM")) - 1) +
-             xBytes * (ceilDiv(p.N, knobOf(k, "BN")) - 1);
+      return wBytes * (ceilDiv(p.N, knobOf(k, "BN")) - 1) +
+             xBytes * (ceilDiv(p.M, knobOf(k, "BM")) - 1);
     }
     return 0;
   }
