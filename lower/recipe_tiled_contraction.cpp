@@ -865,6 +865,24 @@ PhasePlanes planeGeom(const ConvGeom &geo) {
   return phasePlanes(geo.I, geo.pads, geo.O, geo.Kd, geo.dil, geo.strides[0]);
 }
 
+// A direct conv's per-output tail: the accumulated value `acc` at output index `out`, plus the
+// bias, through the epilogue steps, stored to the group's outputs (row and plane forms).
+std::vector<StmtP> convOutputStores(const KernelGroup &g, GroupExpr &gx, const Node &n,
+                                    bool hasBias, E acc, const Index &out) {
+  if (hasBias)
+    acc = acc + asF32(gx.at(n.operand(2), {out[1]}));
+  std::vector<StmtP> fin = {kir::decl("y0", DType::F32, acc)};
+  std::string cur = "y0";
+  Contraction c;
+  c.outShape = n.result()->type().shape;
+  splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
+  auto steps = applySteps(c, gx, out, cur);
+  fin.insert(fin.end(), steps.begin(), steps.end());
+  auto stores = storeGroupOutputs(g, gx, n.result(), fvar(cur), out);
+  fin.insert(fin.end(), stores.begin(), stores.end());
+  return fin;
+}
+
 // Direct conv on the host, one output row (n, oc, o_0 .. o_{S-2}) at a time, `rows` rows per
 // block: the row's accumulators live in an [OW] tile; for each input channel of the group, each
 // outer tap whose input row exists (one check per row) and each tap kw of the last dim, the
@@ -958,20 +976,8 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   }
   body.push_back(kir::forLoop("cg", zero, E(Cg), loops));
   // The bias, the epilogue and the stores over the row.
-  Index out = concat(concat({nIdx, oc}, o), {ow});
-  E accv = kir::load(acc, {ow});
-  if (hasBias)
-    accv = accv + asF32(gx.at(n.operand(2), {oc}));
-  std::vector<StmtP> fin = {kir::decl("y0", DType::F32, accv)};
-  std::string cur = "y0";
-  Contraction c;
-  c.outShape = result->type().shape;
-  splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
-  auto steps = applySteps(c, gx, out, cur);
-  fin.insert(fin.end(), steps.begin(), steps.end());
-  auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
-  fin.insert(fin.end(), stores.begin(), stores.end());
-  body.push_back(vecLoop({0, OW}, fin));
+  body.push_back(vecLoop({0, OW}, convOutputStores(g, gx, n, hasBias, kir::load(acc, {ow}),
+                                                   concat(concat({nIdx, oc}, o), {ow}))));
   std::vector<StmtP> rowLoop = {kir::forLoop("r", zero, E(R), body)};
   if (rows % R != 0)
     rowLoop = {kir::forLoop("r", zero, E(R), {kir::ifThen(row < E(rows), body)})};
@@ -1070,20 +1076,11 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   body.push_back(kir::forLoop("cg", zero, E(Cg), chan));
   // The bias, the epilogue and the stores, row by row.
   E oh = ivar("oh"), ow = ivar("ow");
-  Index out = {nIdx, oc, oh, ow};
-  E accv = kir::load(acc, {oh * E(Wq) + ow});
-  if (hasBias)
-    accv = accv + asF32(gx.at(n.operand(2), {oc}));
-  std::vector<StmtP> fin = {kir::decl("y0", DType::F32, accv)};
-  std::string cur = "y0";
-  Contraction cn;
-  cn.outShape = result->type().shape;
-  splitEpilogue(n, hasBias ? 3 : 2, gx, false, cn);
-  auto steps = applySteps(cn, gx, out, cur);
-  fin.insert(fin.end(), steps.begin(), steps.end());
-  auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
-  fin.insert(fin.end(), stores.begin(), stores.end());
-  body.push_back(kir::forLoop("oh", zero, E(OH), {vecLoop("ow", zero, E(OW), fin)}));
+  body.push_back(
+      kir::forLoop("oh", zero, E(OH),
+                   {vecLoop("ow", zero, E(OW),
+                            convOutputStores(g, gx, n, hasBias, kir::load(acc, {oh * E(Wq) + ow}),
+                                             {nIdx, oc, oh, ow}))}));
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }
