@@ -59,16 +59,12 @@ public:
       // 28-wide rows ~21 cycles per tap, 14-wide ~7.5).
       // A strided input load is a gather: ~4 cycles per vector.
       double perVector = p.stride > 1 ? 4.0 : 1.5;
-      auto loop = [lanes, perVector](int64_t len) {
-        return 12.0 + perVector * double(len / lanes) + double(len % lanes);
-      };
+      auto loop = [lanes, perVector](int64_t len) { return hostLoopCycles(len, lanes, perVector); };
       if (knobOf(k, "plane", 0) != 0) {
         // Per block and input channel: zero the phase planes, copy the plane in (strided
         // loads at stride > 1), then one unit-stride loop over the grid per tap.
         int64_t cg = std::max<int64_t>(1, p.taps / std::max<int64_t>(1, p.kernelTaps));
-        auto unit = [lanes](int64_t len) {
-          return 12.0 + 1.5 * double(len / lanes) + double(len % lanes);
-        };
+        auto unit = [lanes](int64_t len) { return hostLoopCycles(len, lanes, 1.5); };
         double perChannel = 1.5 * double(ceilDiv(p.padded * p.stride * p.stride, lanes)) +
                             double(p.inputRows * p.stride) * loop(p.inputWidth / p.stride) +
                             double(p.kernelTaps) * unit(p.plane);

@@ -73,6 +73,7 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
     recipe::PhasePlanes pg = recipe::phasePlanes({xs[2], xs[3]}, pd, {os[2], os[3]}, ks, dl, sw);
     problem->plane = pg.F;
     problem->padded = pg.phase;
+    problem->planeRows = os[2];
   }
   k.problem = problem;
   auto acc = std::make_shared<kir::Buffer>(
@@ -85,8 +86,7 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
     return recipe::insideRange(OW, sw, kw * dw - pw, limit);
   };
   auto vecLoop = [](std::pair<int64_t, int64_t> r, std::vector<kir::StmtP> body) {
-    return kir::forLoop("ow", E(r.first), E(r.second - r.first), std::move(body), 1,
-                        kir::Stmt::LoopKind::Vectorized);
+    return recipe::vectorLoop("ow", E(r.first), E(r.second), std::move(body));
   };
 
   E row = kir::var("b") * E(R) + kir::var("r");
@@ -217,6 +217,7 @@ kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
   problem->rows = product(os) / OW;
   problem->plane = F;
   problem->padded = phase;
+  problem->planeRows = OH;
   problem->stride = s;
   k.problem = problem;
   auto xp = std::make_shared<kir::Buffer>(
@@ -226,33 +227,21 @@ kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
   k.allocs = {xp, acc};
   E zero(int64_t(0)), f = kir::var("f"), nc = kir::var("b");
   E nIdx = nc / E(xs[1]), cIdx = nc % E(xs[1]);
-  auto vecLoop = [](const std::string &v, E begin, E end, std::vector<kir::StmtP> body) {
-    return kir::forLoop(v, begin, end - begin, std::move(body), 1, kir::Stmt::LoopKind::Vectorized);
-  };
   E ninf = kir::fconst(-INFINITY);
   std::vector<kir::StmtP> body = {
-      vecLoop("f", zero, E(F), {kir::store(acc, {f}, ninf)}),
-      vecLoop("f", zero, E(s * s * phase), {kir::store(xp, {f}, ninf)})};
-  E ih = kir::var("ih"), c = kir::var("c");
-  for (int64_t b = 0; b < s; ++b) {
-    auto [clo, chi] = recipe::insideRange(Wq, s, b - pl, IW);
-    if (chi <= clo)
-      continue;
-    E pr = ih + E(pt);
-    E dst = ((pr % E(s)) * E(s) + E(b)) * E(phase) + (pr / E(s)) * E(Wq) + c;
-    E v = ge.at(x, {nIdx, cIdx, ih, c * E(s) + E(b - pl)});
-    if (v->type != DType::F32)
-      v = kir::cast(v, DType::F32);
-    body.push_back(kir::forLoop("ih", zero, E(IH),
-                                {vecLoop("c", E(clo), E(chi), {kir::store(xp, {dst}, v)})}));
-  }
+      recipe::vectorLoop("f", zero, E(F), {kir::store(acc, {f}, ninf)})};
+  std::vector<kir::StmtP> fill =
+      recipe::fillPhasePlanes(xp, pg, IH, IW, pt, pl, ninf, [&](E ih, E iw) {
+        E v = ge.at(x, {nIdx, cIdx, ih, iw});
+        return v->type == DType::F32 ? v : kir::cast(v, DType::F32);
+      });
+  body.insert(body.end(), fill.begin(), fill.end());
   for (int64_t kh = 0; kh < KH; ++kh)
     for (int64_t kw = 0; kw < KW; ++kw) {
-      int64_t ph = ((kh * dh) % s) * s + (kw * dw) % s;
-      E xv = kir::load(xp, {f + E(ph * phase + (kh * dh / s) * Wq + kw * dw / s)});
-      body.push_back(
-          vecLoop("f", zero, E(F),
-                  {kir::store(acc, {f}, flatloop::nanMaxUpdate(kir::load(acc, {f}), xv))}));
+      E xv = kir::load(xp, {f + E(pg.tap(kh * dh, kw * dw))});
+      body.push_back(recipe::vectorLoop(
+          "f", zero, E(F),
+          {kir::store(acc, {f}, flatloop::nanMaxUpdate(kir::load(acc, {f}), xv))}));
     }
   E oh = kir::var("oh"), ow = kir::var("ow");
   E value = kir::load(acc, {oh * E(Wq) + ow});
@@ -260,7 +249,7 @@ kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
   if (outT == DType::F16 || outT == DType::BF16)
     value = kir::cast(value, outT);
   std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, {nIdx, cIdx, oh, ow}, "o");
-  body.push_back(kir::forLoop("oh", zero, E(OH), {vecLoop("ow", zero, E(OW), stores)}));
+  body.push_back(kir::forLoop("oh", zero, E(OH), {recipe::vectorLoop("ow", zero, E(OW), stores)}));
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }
@@ -396,14 +385,14 @@ public:
     CostShape s;
     int64_t lanes = std::max<int64_t>(1, hw.vectorLanesF32());
     auto loop = [lanes](int64_t len, double perVector) {
-      return 12.0 + perVector * double(len / lanes) + double(len % lanes);
+      return hostLoopCycles(len, lanes, perVector);
     };
     double strided = p.stride > 1 ? 4.0 : 1.5;
     int64_t width = p.n / std::max<int64_t>(p.rows, 1);
     s.flops = double(flops);
     s.vectorShare = 0.5;
     if (knobOf(k, "plane", 0) != 0) {
-      int64_t rowsPerPlane = std::max<int64_t>(1, p.rows * p.plane / std::max<int64_t>(p.n, 1));
+      int64_t rowsPerPlane = std::max<int64_t>(1, p.planeRows);
       s.scalarCycles = 1.5 * double(ceilDiv(p.padded * p.stride * p.stride, lanes)) +
                        double(p.stride * p.stride) * double(ceilDiv(p.plane, lanes)) * strided +
                        double(p.taps) * loop(p.plane, 1.5) +

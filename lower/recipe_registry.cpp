@@ -32,6 +32,11 @@ int64_t knobOf(const kir::Kernel &k, const char *name, int64_t dflt) {
   return it == k.knobs.end() ? dflt : it->second;
 }
 
+double hostLoopCycles(int64_t len, int64_t lanes, double perVector) {
+  lanes = std::max<int64_t>(lanes, 1);
+  return 12.0 + perVector * double(len / lanes) + double(len % lanes);
+}
+
 CostShape rowStateShape(const kir::Kernel &k, const Hardware &hw, int64_t flops, int64_t len,
                         bool welford, bool expRescale, double secondPassBytes) {
   CostShape s;

@@ -63,4 +63,31 @@ PhasePlanes phasePlanes(const std::vector<int64_t> &in, const std::vector<int64_
   return p;
 }
 
+std::vector<kir::StmtP> fillPhasePlanes(const kir::BufferP &xp, const PhasePlanes &pg, int64_t IH,
+                                        int64_t IW, int64_t pt, int64_t pl, E pad,
+                                        const std::function<E(E ih, E iw)> &value) {
+  int64_t s = pg.st;
+  E zero(int64_t(0)), f = kir::var("f"), ih = kir::var("ih"), c = kir::var("c");
+  std::vector<kir::StmtP> out = {
+      vectorLoop("f", zero, E(s * s * pg.phase), {kir::store(xp, {f}, pad)})};
+  // Input row ih lands in phase row (ih + pt) % s, row (ih + pt) / s; for phase column b the
+  // columns c with iw = c s + b - pl inside [0, IW) are contiguous: c in [clo, chi).
+  for (int64_t b = 0; b < s; ++b) {
+    auto [clo, chi] = insideRange(pg.Wq, s, b - pl, IW);
+    if (chi <= clo)
+      continue;
+    E pr = ih + E(pt);
+    E dst = ((pr % E(s)) * E(s) + E(b)) * E(pg.phase) + (pr / E(s)) * E(pg.Wq) + c;
+    out.push_back(
+        kir::forLoop("ih", zero, E(IH),
+                     {vectorLoop("c", E(clo), E(chi),
+                                 {kir::store(xp, {dst}, value(ih, c * E(s) + E(b - pl)))})}));
+  }
+  return out;
+}
+
+kir::StmtP vectorLoop(const std::string &var, E begin, E end, std::vector<kir::StmtP> body) {
+  return kir::forLoop(var, begin, end - begin, std::move(body), 1, kir::Stmt::LoopKind::Vectorized);
+}
+
 } // namespace aicf::recipe

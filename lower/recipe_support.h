@@ -7,7 +7,9 @@
 #include "support/int_math.h"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,10 +46,26 @@ std::pair<int64_t, int64_t> insideRange(int64_t outputs, int64_t stride, int64_t
 // ((kh dh) / s) Wq + (kw dw) / s; `phase` floats per phase plane cover every such read.
 struct PhasePlanes {
   int64_t st = 1, Hq = 0, Wq = 0, F = 0, phase = 0;
+  // The offset into the planes (all st * st of them, phase floats apart) that window tap
+  // (dy, dx) = (kh dh, kw dw) reads output grid position f at: f + tap(dy, dx).
+  int64_t tap(int64_t dy, int64_t dx) const {
+    return ((dy % st) * st + dx % st) * phase + (dy / st) * Wq + dx / st;
+  }
 };
 PhasePlanes phasePlanes(const std::vector<int64_t> &in, const std::vector<int64_t> &pads,
                         const std::vector<int64_t> &out, const std::vector<int64_t> &kernel,
                         const std::vector<int64_t> &dil, int64_t stride);
+
+// Fills `xp` (st * st phase planes of `pg`) with `pad`, then copies an IH x IW input plane in,
+// `value(ih, iw)` read with pads (pt, pl) before it: for each phase column the input columns
+// that land there are contiguous, so each copy loop is a vector loop.
+std::vector<kir::StmtP> fillPhasePlanes(const kir::BufferP &xp, const PhasePlanes &pg, int64_t IH,
+                                        int64_t IW, int64_t pt, int64_t pl, kir::E pad,
+                                        const std::function<kir::E(kir::E ih, kir::E iw)> &value);
+
+// `for var in [begin, end)`, marked for vectorisation.
+kir::StmtP vectorLoop(const std::string &var, kir::E begin, kir::E end,
+                      std::vector<kir::StmtP> body);
 
 // InternalError unless every group output has the anchor result's shape.
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult);

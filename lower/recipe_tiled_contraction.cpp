@@ -938,9 +938,8 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   E zero(int64_t(0)), nIdx = ivar("n"), oc = ivar("oc"), ow = ivar("ow");
   E grp = Mg == 1 ? oc : oc / E(Mg);
   E ic = grp * E(Cg) + ivar("cg");
-  auto vecLoop = [&](std::pair<int64_t, int64_t> r, std::vector<StmtP> body) {
-    return kir::forLoop("ow", E(r.first), E(r.second - r.first), std::move(body), 1,
-                        kir::Stmt::LoopKind::Vectorized);
+  auto vecLoop = [](std::pair<int64_t, int64_t> r, std::vector<StmtP> body) {
+    return vectorLoop("ow", E(r.first), E(r.second), std::move(body));
   };
   E row = ivar("rb") * E(R) + ivar("r");
   Index o = unflatIndex(outer, ivar("row"));
@@ -1042,45 +1041,27 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   E zero(int64_t(0)), nIdx = ivar("n"), oc = ivar("oc"), f = ivar("f");
   E grp = Mg == 1 ? oc : oc / E(Mg);
   E ic = grp * E(Cg) + ivar("cg");
-  auto vecLoop = [](const std::string &v, E begin, E end, std::vector<StmtP> body) {
-    return kir::forLoop(v, begin, end - begin, std::move(body), 1, kir::Stmt::LoopKind::Vectorized);
-  };
-  std::vector<StmtP> body = {vecLoop("f", zero, E(F), {kir::store(acc, {f}, f32(0.0))})};
+  std::vector<StmtP> body = {vectorLoop("f", zero, E(F), {kir::store(acc, {f}, f32(0.0))})};
   // Per input channel: the phase planes, then one loop over the grid per tap.
-  std::vector<StmtP> chan = {
-      vecLoop("f", zero, E(st * st * phase), {kir::store(xp, {f}, f32(0.0))})};
-  // Input row ih lands in phase row (ih + pt) % s, row (ih + pt) / s; for phase column b the
-  // columns c with iw = c s + b - pl inside [0, IW) are contiguous: c in [clo, chi).
-  E ih = ivar("ih"), c = ivar("c");
-  for (int64_t b = 0; b < st; ++b) {
-    auto [clo, chi] = insideRange(Wq, st, b - pl, IW);
-    if (chi <= clo)
-      continue;
-    E pr = ih + E(pt);
-    E dst = ((pr % E(st)) * E(st) + E(b)) * E(phase) + (pr / E(st)) * E(Wq) + c;
-    chan.push_back(kir::forLoop(
-        "ih", zero, E(IH),
-        {vecLoop(
-            "c", E(clo), E(chi),
-            {kir::store(xp, {dst}, asF32(gx.at(x, {nIdx, ic, ih, c * E(st) + E(b - pl)})))})}));
-  }
+  std::vector<StmtP> chan = fillPhasePlanes(xp, pg, IH, IW, pt, pl, f32(0.0), [&](E ih, E iw) {
+    return asF32(gx.at(x, {nIdx, ic, ih, iw}));
+  });
   for (int64_t kh = 0; kh < KH; ++kh)
     for (int64_t kw = 0; kw < KW; ++kw) {
       std::string wn = cat("w", kh, "_", kw);
       chan.push_back(kir::decl(wn, DType::F32, asF32(gx.at(w, {oc, ivar("cg"), E(kh), E(kw)}))));
-      int64_t ph = ((kh * dh) % st) * st + (kw * dw) % st;
-      E xv = kir::load(xp, {f + E(ph * phase + (kh * dh / st) * Wq + kw * dw / st)});
+      E xv = kir::load(xp, {f + E(pg.tap(kh * dh, kw * dw))});
       chan.push_back(
-          vecLoop("f", zero, E(F), {kir::store(acc, {f}, kir::load(acc, {f}) + xv * fvar(wn))}));
+          vectorLoop("f", zero, E(F), {kir::store(acc, {f}, kir::load(acc, {f}) + xv * fvar(wn))}));
     }
   body.push_back(kir::forLoop("cg", zero, E(Cg), chan));
   // The bias, the epilogue and the stores, row by row.
   E oh = ivar("oh"), ow = ivar("ow");
-  body.push_back(
-      kir::forLoop("oh", zero, E(OH),
-                   {vecLoop("ow", zero, E(OW),
-                            convOutputStores(g, gx, n, hasBias, kir::load(acc, {oh * E(Wq) + ow}),
-                                             {nIdx, oc, oh, ow}))}));
+  body.push_back(kir::forLoop(
+      "oh", zero, E(OH),
+      {vectorLoop("ow", zero, E(OW),
+                  convOutputStores(g, gx, n, hasBias, kir::load(acc, {oh * E(Wq) + ow}),
+                                   {nIdx, oc, oh, ow}))}));
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }

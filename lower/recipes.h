@@ -136,7 +136,8 @@ struct FlatLoopProblem : kir::ProblemFacts {
   int64_t taps = 0;              // pooling: window taps per output element
   int64_t rows = 0;              // pooling, host row form: output rows (elements / the last dim)
   int64_t stride = 1;            // pooling: the last dim's stride
-  int64_t plane = 0, padded = 0; // max_pool plane form: output grid, floats per phase plane
+  int64_t plane = 0, padded = 0; // max_pool plane form: output grid, floats per phase plane,
+  int64_t planeRows = 0;         // and output rows per plane
 };
 struct ReductionProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // output elements; reduced elements per output
