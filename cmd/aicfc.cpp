@@ -44,6 +44,7 @@ struct Flags {
   int candidateRank = 0;
   std::string attention = "cost";
   bool noPackWeights = false;
+  bool noBlockChannels = false;
 };
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
@@ -155,6 +156,7 @@ int compile(const Flags &flags) {
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
   copts.packWeights = !flags.noPackWeights;
+  copts.blockChannels = !flags.noBlockChannels;
   CompiledModel cm = buildModel(*g, copts);
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
   // beside the estimates).
@@ -214,6 +216,9 @@ int main(int argc, char **argv) {
       "--no-pack-weights", flags.noPackWeights,
       "host plans: keep constant GEMM weights as they are instead of packing them into the "
       "micro-kernel's column panels (for comparisons)");
+  app.add_flag("--no-block-channels", flags.noBlockChannels,
+               "host plans: keep conv chains in NCHW instead of the channel-blocked layout "
+               "[N, C/16, H, W, 16] (for comparisons)");
   app.add_option("--attention", flags.attention,
                  "cost: streaming or materialised attention by the cost model; streaming; "
                  "materialized (where exact)")

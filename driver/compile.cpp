@@ -115,6 +115,23 @@ void inKernelOrder(std::vector<AttentionDecision> &decisions, const Partition &p
 
 // ---- The stages, in the order compileStages() runs them ----------------------------------------
 
+// Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before
+// pack-weights so that the blocked convs' weights are packed like any GEMM's, on a copy of the
+// graph under a pass manager (verified). GPU plans keep NCHW.
+void blockChannels(CompileState &s) {
+  if (s.hw.gpu || !s.opts.blockChannels)
+    return;
+  std::unique_ptr<Graph> copy = s.graph->clone();
+  PassManager pm;
+  pm.add(createPass("block-channels"));
+  PassContext ctx;
+  ctx.target = s.target;
+  if (!pm.run(*copy, ctx))
+    return;
+  s.model.graph = std::move(copy);
+  s.graph = s.model.graph.get();
+}
+
 // Host plans: constant GEMM weights in the micro-kernel's column panels (passes/pack_weights.cpp),
 // on a copy of the graph under a pass manager (verified), before the partition so that the
 // panel views fold into the contractions like any layout op. GPU plans keep the weights as
@@ -375,6 +392,7 @@ void printSource(CompileState &s) {
 // recorded) and writes the output folder.
 const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
+      {"block-channels", blockChannels},
       {"pack-weights", packWeights},
       {"partition", partition},
       {"choose-attention", chooseAttention},

@@ -44,6 +44,9 @@ struct CompileOptions {
   // Host plans: constant GEMM weights packed into the micro-kernel's column panels
   // (passes/pack_weights.cpp); aicfc --no-pack-weights turns it off (for comparisons).
   bool packWeights = true;
+  // Host plans run conv chains on the channel-blocked layout (passes/block_channels.cpp);
+  // aicfc --no-block-channels keeps NCHW (for comparisons).
+  bool blockChannels = true;
 };
 
 struct CompiledModel {

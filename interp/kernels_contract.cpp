@@ -232,6 +232,62 @@ std::vector<Tensor> kernel_Conv(const KernelCtx &ctx) {
   return {fromFloats(out, ot)};
 }
 
+// The blocked layout's reference: every output lane summed in double over its taps, in the
+// order (input channel, kh, kw), then the bias and the epilogue.
+std::vector<Tensor> kernel_BlockedConv(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0), &w = ctx.x(1);
+  const TensorType &ot = ctx.outType();
+  const auto &epi = ctx.node.strs("epilogue");
+  bool hasBias = ctx.numIn() == 3 + static_cast<size_t>(epilogueOperandCount(epi));
+  bool blocked = ctx.node.i("blocked_input") != 0, depthwise = ctx.node.i("depthwise") != 0;
+  const auto &ks = ctx.node.ints("kernel_shape"), &st = ctx.node.ints("strides"),
+             &pd = ctx.node.ints("pads"), &dl = ctx.node.ints("dilations");
+  const std::vector<int64_t> &xs = x.shape(), &os = ot.shape;
+  int64_t N = xs[0], CB = xs[1], H = xs[2], W = xs[3], OB = os[1], OH = os[2], OW = os[3];
+  int64_t KH = ks[0], KW = ks[1];
+  int64_t C = blocked ? CB * 16 : CB; // input channels as the weight rows count them
+  FloatIn X(x), Wt(w);
+  std::vector<float> bias;
+  if (hasBias)
+    bias = toFloats(ctx.x(2));
+  // x element of input channel c (blocked: block c / 16, lane c % 16) at (ih, iw).
+  auto xAt = [&](int64_t n, int64_t c, int64_t ih, int64_t iw) -> double {
+    if (blocked)
+      return X[(((n * CB + c / 16) * H + ih) * W + iw) * 16 + c % 16];
+    return X[((n * CB + c) * H + ih) * W + iw];
+  };
+  std::vector<float> out(static_cast<size_t>(ot.numel()));
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t nb = 0; nb < N * OB; ++nb) {
+    int64_t n = nb / OB, ob = nb % OB;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t l = 0; l < 16; ++l) {
+          int64_t oc = ob * 16 + l;
+          double acc = 0;
+          for (int64_t c = depthwise ? oc : 0; c < (depthwise ? oc + 1 : C); ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t ih = oh * st[0] - pd[0] + kh * dl[0], iw = ow * st[1] - pd[1] + kw * dl[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  continue;
+                double wv =
+                    depthwise ? Wt[((ob * KH + kh) * KW + kw) * 16 + l]
+                    : blocked
+                        ? Wt[((((c / 16) * KH + kh) * KW + kw) * 16 + c % 16) * (OB * 16) + oc]
+                        : Wt[((c * KH + kh) * KW + kw) * (OB * 16) + oc];
+                acc += wv * xAt(n, c, ih, iw);
+              }
+          if (hasBias)
+            acc += bias[static_cast<size_t>(oc)];
+          out[static_cast<size_t>((((n * OB + ob) * OH + oh) * OW + ow) * 16 + l)] =
+              static_cast<float>(acc);
+        }
+  }
+  applyEpilogue(ctx, epi, hasBias ? 3 : 2, ot.shape, out);
+  return {fromFloats(out, ot)};
+}
+
 std::vector<Tensor> kernel_ConvTranspose(const KernelCtx &ctx) {
   const Tensor &x = ctx.x(0), &w = ctx.x(1);
   const TensorType &ot = ctx.outType();

@@ -284,6 +284,43 @@ std::vector<TensorType> inferConv(InferCtx &ctx) {
   return {t};
 }
 
+std::vector<TensorType> inferBlockedConv(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0), &w = ctx.operand(1);
+  bool blocked = ctx.i("blocked_input") != 0, depthwise = ctx.i("depthwise") != 0;
+  if (x.rank() != (blocked ? 5 : 4) || (blocked && x.shape[4] != 16))
+    ctx.fail(cat("blocked_conv needs x ", blocked ? "[N, CB, H, W, 16]" : "[N, C, H, W]", ", got ",
+                 x.str()));
+  checkWindowAttrs(ctx, 2, true);
+  const auto &ks = ctx.ints("kernel_shape");
+  int64_t taps = mul(ctx, ks[0], ks[1]), outBlocks = 0;
+  if (depthwise) {
+    if (!blocked || w.shape != std::vector<int64_t>{x.shape[1], ks[0], ks[1], 16})
+      ctx.fail(cat("depthwise blocked_conv needs a blocked x and w [CB, KH, KW, 16], got x ",
+                   x.str(), ", w ", w.str()));
+    outBlocks = x.shape[1];
+  } else {
+    int64_t K = mul(ctx, mul(ctx, x.shape[1], blocked ? 16 : 1), taps);
+    if (w.rank() != 2 || w.shape[0] != K || w.shape[1] % 16 != 0 || w.shape[1] == 0)
+      ctx.fail(cat("blocked_conv needs w [", K, ", 16 OCB], got ", w.str()));
+    outBlocks = w.shape[1] / 16;
+  }
+  std::vector<int64_t> out = {x.shape[0], outBlocks};
+  const auto &st = ctx.ints("strides"), &dl = ctx.ints("dilations"), &pd = ctx.ints("pads");
+  for (size_t s = 0; s < 2; ++s)
+    out.push_back(windowOut(ctx, x.shape[2 + s], ks[s], st[s], dl[s], pd[s], pd[2 + s], false));
+  out.push_back(16);
+  TensorType t(x.dtype, out);
+  size_t extras = static_cast<size_t>(epilogueOperandCount(ctx.strs("epilogue")));
+  size_t first = 2;
+  if (ctx.numOperands() == 3 + extras) {
+    if (ctx.operand(2).shape != std::vector<int64_t>{outBlocks * 16})
+      ctx.fail(cat("blocked_conv bias must be [", outBlocks * 16, "], got ", ctx.operand(2).str()));
+    first = 3;
+  }
+  checkEpilogue(ctx, first, t);
+  return {t};
+}
+
 std::vector<TensorType> inferConvTranspose(InferCtx &ctx) {
   const TensorType &x = ctx.operand(0), &w = ctx.operand(1);
   if (x.rank() < 3 || w.rank() != x.rank())

@@ -21,7 +21,7 @@
 //                 '(' 'm' '=' INT ',' 'n' '=' INT ',' 'k' '=' INT ',' 'tm' '=' INT ',' 'tn' '=' INT
 //                 [',' 'rows' '=' expr ',' 'cols' '=' expr ',' 'depth' '=' expr] ')'
 //                 (the views and the valid extents: all or none)
-//   aview    := '[' 'at' '=' expr ',' 'ld' '=' INT ']'
+//   aview    := '[' 'at' '=' expr ',' 'ld' '=' INT [',' 'block_stride' '=' INT] ']'
 //   bview    := '[' 'at' '=' expr ',' ('ld' '=' INT | 'panels' '=' INT ',' 'panel_stride' '=' INT)
 //               ']'
 //   range    := NAME 'in' expr '..' expr ['step' INT]      (begin .. begin + extent)
@@ -833,6 +833,10 @@ private:
       expect(Tok::Comma, "','");
       field("ld");
       views.lda = parseInt("an integer");
+      if (accept(Tok::Comma)) {
+        field("block_stride");
+        views.aBlockStride = parseInt("an integer");
+      }
       expect(Tok::RBracket, "']' after A's view");
     }
     expectIdent("x");

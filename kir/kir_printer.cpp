@@ -249,10 +249,13 @@ public:
       std::string bView = s.bPanel ? "panels = " + std::to_string(s.bPanel) +
                                          ", panel_stride = " + std::to_string(s.bPanelStride)
                                    : "ld = " + std::to_string(s.ldb);
-      line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) + ", ld = " +
-                    std::to_string(s.lda) + "] x " + nm(s.b) + "[at = " + ex(s.indices[1]) + ", " +
-                    bView + "] " + sizes + ", rows = " + ex(s.indices[2]) +
-                    ", cols = " + ex(s.indices[3]) + ", depth = " + ex(s.indices[4]) + ")");
+      std::string aBlocks =
+          s.aBlockStride ? ", block_stride = " + std::to_string(s.aBlockStride) : "";
+      line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) +
+                    ", ld = " + std::to_string(s.lda) + aBlocks + "] x " + nm(s.b) +
+                    "[at = " + ex(s.indices[1]) + ", " + bView + "] " + sizes +
+                    ", rows = " + ex(s.indices[2]) + ", cols = " + ex(s.indices[3]) +
+                    ", depth = " + ex(s.indices[4]) + ")");
       return;
     }
     case Stmt::Kind::Reduce:

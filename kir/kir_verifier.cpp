@@ -498,7 +498,7 @@ private:
           err("mma_tile: a view reads f32 buffers, got " + describe(*b));
       if (k_.threads != 1 || s.tm != s.m || s.tn != s.n)
         err("mma_tile: views need one thread owning the whole tile");
-      if (s.lda < 1 || (s.bPanel == 0 && s.ldb < 1) ||
+      if (s.lda < 1 || s.aBlockStride < 0 || (s.bPanel == 0 && s.ldb < 1) ||
           (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % s.bPanel != 0 || s.bPanelStride < 1)))
         err("mma_tile: bad view strides (lda " + std::to_string(s.lda) + ", ldb " +
             std::to_string(s.ldb) + ", panels " + std::to_string(s.bPanel) + " x " +

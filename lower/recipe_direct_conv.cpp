@@ -14,7 +14,7 @@ class DirectConvRecipe final : public Recipe {
 public:
   const char *name() const override { return "direct_conv"; }
   bool lowers(const Node *a) const override {
-    return a && (a->op() == Op::Conv || a->op() == Op::ConvTranspose);
+    return a && (a->op() == Op::Conv || a->op() == Op::ConvTranspose || directBlockedConv(*a));
   }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipeDirectConv(g, n, k), name());
@@ -52,6 +52,14 @@ public:
     int64_t lanes = std::max<int64_t>(1, hw.gpu ? 1 : hw.vectorLanesF32());
     int64_t threads = std::max<int64_t>(1, k.threads);
     const DirectConvProblem &p = problemOf<DirectConvProblem>(k);
+    if (p.blocked) {
+      // Per pixel one 16-lane vector: an FMA and an input load per tap (the weights stay in
+      // registers), ~6 cycles of loop, epilogue and store.
+      s.vectorShare = 0.5;
+      s.scalarCycles =
+          double(knobOf(k, "rows", 1)) * double(p.width) * (1.0 * double(p.taps) + 6.0);
+      return s;
+    }
     if (p.width > 0 && !hw.gpu) {
       s.vectorShare = 0.5;
       // A vector loop of len elements: ~12 cycles of set-up, ~1.5 per full vector, and the

@@ -12,6 +12,7 @@
 // (value, index) pair ordered so that merging in any order picks the interpreter's index
 // (NaN wins, ties go to the first index, or the last with select_last_index).
 #include "lower/flat_loop.h"
+#include "lower/recipe_support.h"
 #include "lower/recipes.h"
 
 #include "support/diagnostics.h"
@@ -463,6 +464,55 @@ kir::Kernel instanceNorm(const KernelGroup &g, const Knobs &knobs, kir::Kernel k
 
 } // namespace
 
+// The host column form (see recipeReduction): block `row` owns outputs 16 row .. 16 row + 15,
+// consecutive along the kept innermost dim; acc[l] folds reduced element j of output l in
+// order j = 0, 1, ... (the interpreter's order).
+kir::Kernel columnReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, const Algebra &alg,
+                            const std::vector<int64_t> &xs, const std::vector<int> &reduced,
+                            const std::vector<int64_t> &keptShape,
+                            const std::vector<int64_t> &redShape) {
+  const Node &a = *g.anchor;
+  const Value *x = a.operand(0), *res = a.result(0);
+  int64_t rows = prod(keptShape), count = prod(redShape);
+  k.threads = 1;
+  k.knobs = {{"threads", 1}, {"vec", 16}};
+  auto problem = std::make_shared<ReductionProblem>();
+  problem->rows = rows;
+  problem->len = count;
+  problem->columns = true;
+  k.problem = problem;
+  k.grid = {{"row", rows / 16}};
+  auto acc = std::make_shared<kir::Buffer>(
+      kir::Buffer{"acc", alg.fields[0].second, {1, 16}, kir::Scope::Local, kir::Role::Temp});
+  k.allocs = {acc};
+  E t = kir::var(k.threadVar), l = kir::var("l"), j = kir::var("j");
+  // Output 16 row + l of a shape whose last dim is a multiple of 16, as an index: the block's
+  // index over the shape with its last dim counted in 16s, then the lane.
+  auto laneIndex = [&](std::vector<int64_t> shape) {
+    shape.back() /= 16;
+    std::vector<E> idx = unflatIndex(shape, kir::var("row"));
+    idx.back() = idx.back() * E(int64_t(16)) + l;
+    return idx;
+  };
+  E loaded = kir::load(acc, {t, l});
+  E xv = ge.at(x, operandIndex(xs.size(), reduced, laneIndex(keptShape), unflatIndex(redShape, j)));
+  std::vector<kir::StmtP> body = {
+      kir::comment(cat(a.name(), " over ", count,
+                       " elements for 16 consecutive outputs at a time, "
+                       "their states one vector")),
+      recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)),
+                         {kir::store(acc, {t, l}, alg.init[0])}),
+      kir::forLoop(
+          "j", E(int64_t(0)), E(count),
+          {recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)),
+                              {kir::store(acc, {t, l}, alg.update({loaded}, xv, j)[0])})})};
+  std::vector<kir::StmtP> stores =
+      storeGroupOutputs(g, ge, res, alg.finalize({loaded}), laneIndex(res->type().shape), "o");
+  body.push_back(recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)), stores));
+  k.body.push_back(kir::region(k.threadVar, body));
+  return k;
+}
+
 kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   AICF_CHECK(g.anchor, "reduction recipe needs an anchor (group ", g.id, ")");
   const Node &a = *g.anchor;
@@ -511,6 +561,13 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
   Algebra alg =
       isArg ? argAlgebra(a.op() == Op::ArgMax, a.i("select_last_index") != 0, x->type().dtype)
             : reduceAlgebra(a.op(), x->type().dtype, count);
+  // Host, the innermost dim kept and a multiple of 16 (a channel-blocked global pool: [N, CB,
+  // H, W, 16] over H and W): 16 consecutive outputs per block, their one-field states a vector
+  // that every reduced element updates with one contiguous load, instead of 16 strided rows.
+  if (!isGpuPlan(knobs) && !isArg && alg.fields.size() == 1 && count > 0 &&
+      reduced.back() != rank - 1 && xs.back() % 16 == 0 && x->type().dtype == DType::F32 &&
+      a.result()->type().dtype == DType::F32)
+    return columnReduction(g, std::move(k), ge, alg, xs, reduced, keptShape, redShape);
   k.threads = reductionThreads(knobs, count);
   k.knobs["threads"] = k.threads;
   if (!isGpuPlan(knobs))
@@ -597,7 +654,15 @@ public:
   }
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
-    return rowStateShape(k, hw, flops, problemOf<ReductionProblem>(k).len, false, false, 0.0);
+    const ReductionProblem &p = problemOf<ReductionProblem>(k);
+    if (p.columns) { // per block: a vector update per reduced element (~1.5 cycles)
+      CostShape s;
+      s.flops = double(flops);
+      s.vectorShare = 0.5;
+      s.scalarCycles = 1.5 * double(p.len) + 20.0;
+      return s;
+    }
+    return rowStateShape(k, hw, flops, p.len, false, false, 0.0);
   }
   int64_t registers(const kir::Kernel &) const override { return 16; }
 };

@@ -63,6 +63,10 @@ struct Contraction {
   std::function<E(const Index &b, E row, E k)> aAt; // A element, row < M and k < K
   // Optional scalars the A load needs per k (host copies walk k outside the rows for it).
   std::function<std::vector<StmtP>(E k)> aKDecls;
+  // Optional: scalars the A load needs per row (declared once per tile row), and whether the
+  // element exists (a blocked conv's padding reads as zero).
+  std::function<std::vector<StmtP>(E row)> aRowDecls;
+  std::function<E(const Index &b, E row, E k)> aValid;
   std::function<E(const Index &b, E k, E col)> bAt;    // B element, k < K and col < N
   std::function<E(const Index &b, E k, E col)> bValid; // optional: the element exists (conv)
   // Optional scalars the B gather needs, declared once per k (per tile row) and once per col:
@@ -73,6 +77,9 @@ struct Contraction {
   // and the tile; replaces the element-wise copy when the operand has a cheaper walk.
   std::function<StmtP(const Index &b, E k0, E n0, const kir::BufferP &Bs)> bHostCopy;
   std::function<Index(const Index &b, E row, E col)> outIndex;
+  // Optional (host): the output index of row `row` and column 16 q + l, for a column walk in
+  // groups of 16 lanes whose stores are contiguous (a blocked conv's channel blocks).
+  std::function<Index(const Index &b, E row, E q, E l)> outLanes;
   double alpha = 1.0;
   std::vector<std::function<E(const Index &out)>> addTerms;  // leading additive epilogue terms
   std::vector<std::pair<EpilogueStep, const Value *>> steps; // the rest of the epilogue
@@ -383,6 +390,83 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
   return c;
 }
 
+// blocked_conv (dense, ir/ops.def): D[n][pixel, channel] = sum_k A[pixel, k] W[k, channel] with
+// rows = output pixels, columns = output channels (16 per block), k over (input block, kh, kw,
+// lane) of a blocked input or (c, kh, kw) of a plain one. A pointwise conv (1 x 1, stride 1, no
+// padding) on a blocked input reads A in place: pixel p, k at (k / 16) * block + p * 16 + k % 16
+// (aBlockView); other convs stage A tiles, the tap's padding read as zero. The output walks
+// its columns 16 lanes at a time: channel block q, lane l at [n, q, oh, ow, l].
+Contraction blockedConvSpec(const Node &n, const GroupExpr &gx) {
+  Contraction c;
+  const Value *x = n.operand(0), *w = n.operand(1);
+  const auto &epi = n.strs("epilogue");
+  bool hasBias = n.numOperands() == 3 + static_cast<size_t>(epilogueOperandCount(epi));
+  bool blocked = n.i("blocked_input") != 0;
+  const auto &xs = x->type().shape, &os = n.result()->type().shape;
+  const auto &ks = n.ints("kernel_shape"), &st = n.ints("strides"), &pd = n.ints("pads"),
+             &dl = n.ints("dilations");
+  std::vector<int64_t> O = {os[2], os[3]};
+  int64_t H = xs[2], W = xs[3];
+  c.outShape = os;
+  c.batch = {xs[0]};
+  c.M = os[2] * os[3];
+  c.N = os[1] * 16;
+  c.K = w->type().shape[0];
+  std::vector<int64_t> kDims = blocked ? std::vector<int64_t>{xs[1], ks[0], ks[1], 16}
+                                       : std::vector<int64_t>{xs[1], ks[0], ks[1]};
+  c.what = cat("blocked conv ", x->type().str(), " * ", w->type().str(), " as GEMM (M = ", c.M,
+               " pixels, N = ", c.N, " channels, K = ", c.K, ")");
+  bool pointwise = blocked && ks[0] == 1 && ks[1] == 1 && st[0] == 1 && st[1] == 1 && pd[0] == 0 &&
+                   pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
+  auto xAt = [&gx, x, blocked](E nIdx, const Index &k, E ih, E iw) {
+    Index idx = blocked ? Index{nIdx, k[0], ih, iw, k[3]} : Index{nIdx, k[0], ih, iw};
+    return asF32(gx.at(x, idx));
+  };
+  if (pointwise) {
+    c.aAt = [xAt, O, kDims](const Index &bi, E row, E k) {
+      Index p = unflatIndex(O, row);
+      return xAt(bi[0], unflatIndex(kDims, k), p[0], p[1]);
+    };
+  } else {
+    // Per tile row: the output pixel's input corner; per element: the tap's position.
+    c.aRowDecls = [O, st, pd](E row) {
+      Index p = unflat(O, row);
+      return std::vector<StmtP>{kir::decl("aih", DType::I64, p[0] * E(st[0]) - E(pd[0])),
+                                kir::decl("aiw", DType::I64, p[1] * E(st[1]) - E(pd[1]))};
+    };
+    auto pos = [dl](const Index &k) {
+      return std::pair<E, E>{ivar("aih") + k[1] * E(dl[0]), ivar("aiw") + k[2] * E(dl[1])};
+    };
+    c.aAt = [xAt, kDims, pos](const Index &bi, E, E k) {
+      Index kk = unflat(kDims, k);
+      auto [ih, iw] = pos(kk);
+      return xAt(bi[0], kk, ih, iw);
+    };
+    c.aValid = [kDims, pos, H, W](const Index &, E, E k) {
+      auto [ih, iw] = pos(unflat(kDims, k));
+      E zero(int64_t(0));
+      return allOf({ih >= zero, ih < E(H), iw >= zero, iw < E(W)});
+    };
+  }
+  c.bAt = [&gx, w](const Index &, E k, E col) { return asF32(gx.at(w, {k, col})); };
+  c.outIndex = [O](const Index &bi, E row, E col) {
+    Index p = unflat(O, row);
+    return Index{bi[0], col / E(int64_t(16)), p[0], p[1], col % E(int64_t(16))};
+  };
+  c.outLanes = [O](const Index &bi, E row, E q, E l) {
+    Index p = unflat(O, row);
+    return Index{bi[0], q, p[0], p[1], l};
+  };
+  if (hasBias) {
+    const Value *bias = n.operand(2);
+    c.addTerms.push_back([&gx, bias](const Index &out) {
+      return asF32(gx.at(bias, {out[1] * E(int64_t(16)) + out[4]}));
+    });
+  }
+  splitEpilogue(n, hasBias ? 3 : 2, gx, true, c);
+  return c;
+}
+
 // Applies the remaining epilogue steps to `v`, one scalar per step.
 std::vector<StmtP> applySteps(const Contraction &c, const GroupExpr &gx, const Index &out,
                               std::string &cur) {
@@ -592,13 +676,32 @@ struct RowView {
   int64_t ld = 0;
 };
 std::optional<RowView> aRowView(const Contraction &c, const Index &bi) {
-  if (c.aKDecls)
+  if (c.aKDecls || c.aRowDecls || c.aValid)
     return std::nullopt;
   E at = c.aAt(bi, ivar("aicf_row"), ivar("aicf_kk"));
   auto lin = flatOffset(at, {"aicf_row", "aicf_kk"});
   if (!lin || lin->coef.size() != 2 || lin->coef["aicf_kk"] != 1 || lin->coef["aicf_row"] < 1)
     return std::nullopt;
   return RowView{at->buf, lin->rest, lin->coef["aicf_row"]};
+}
+
+// A seen in place in k blocks of 16 (a channel-blocked conv input): element (row, k) at base +
+// row * lda + (k / 16) * block + k % 16.
+struct BlockView {
+  kir::BufferP buf;
+  E base;
+  int64_t ld = 0, block = 0;
+};
+std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi) {
+  if (c.aKDecls || c.aRowDecls || c.aValid || c.K % 16 != 0)
+    return std::nullopt;
+  E at = c.aAt(bi, ivar("aicf_row"), ivar("aicf_kk"));
+  auto lin = flatOffset(at, {"aicf_row", "aicf_kk"});
+  std::string kk = kir::exprStr(ivar("aicf_kk"));
+  if (!lin || lin->coef.size() != 3 || lin->coef["aicf_row"] < 1 ||
+      lin->coef[cat("m:", kk, ":16")] != 1 || lin->coef[cat("d:", kk, ":16")] < 16)
+    return std::nullopt;
+  return BlockView{at->buf, lin->rest, lin->coef["aicf_row"], lin->coef[cat("d:", kk, ":16")]};
 }
 
 // B seen in place: element (k, col) at base + k * ld + col of a kernel parameter (a pointwise
@@ -668,10 +771,17 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   // packed in column panels (passes/pack_weights.cpp) and the tiles cover whole panels. No tile
   // copy is made for such an operand; the other is staged as before.
   std::optional<RowView> aView;
+  int64_t aBlock = 0; // A's k blocks of 16 this far apart (aBlockView), when read in place
   std::optional<PanelView> bView;
   std::optional<RowView> bRow;
   if (!isGpuPlan(knobs) && tl.threads == 1) {
     aView = aRowView(c, bi);
+    // A in k blocks of 16 (a blocked conv's input): each K step starts on a block.
+    if (!aView && tl.BK % 16 == 0)
+      if (std::optional<BlockView> blk = aBlockView(c, bi)) {
+        aView = RowView{blk->buf, blk->base, blk->ld};
+        aBlock = blk->block;
+      }
     bView = bPanelView(c, bi);
     if (bView && tl.BN % bView->panel != 0)
       bView.reset();
@@ -717,7 +827,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   std::vector<StmtP> update;
   {
     auto aValid = [&](E r, E cc) {
-      return allOf({c.M % tl.BM ? m0 + r < E(c.M) : E(), c.K % tl.BK ? k0 + cc < E(c.K) : E()});
+      return allOf({c.M % tl.BM ? m0 + r < E(c.M) : E(), c.K % tl.BK ? k0 + cc < E(c.K) : E(),
+                    c.aValid ? c.aValid(bi, m0 + r, k0 + cc) : E()});
     };
     auto bValid = [&](E r, E cc) {
       return allOf({c.K % tl.BK ? k0 + r < E(c.K) : E(), c.N % tl.BN ? n0 + cc < E(c.N) : E(),
@@ -727,7 +838,9 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     if (!aView)
       copies.push_back(tileCopy(
           As, tl.BM, tl.BK, tl.threads, t, "a",
-          [&](E r, E cc) { return c.aAt(bi, m0 + r, k0 + cc); }, aValid, nullptr,
+          [&](E r, E cc) { return c.aAt(bi, m0 + r, k0 + cc); }, aValid,
+          c.aRowDecls ? [&](E r) { return c.aRowDecls(m0 + r); }
+                      : std::function<std::vector<StmtP>(E)>(),
           c.aKDecls ? [&](E cc) { return c.aKDecls(k0 + cc); }
                     : std::function<std::vector<StmtP>(E)>(),
           static_cast<bool>(c.aKDecls)));
@@ -748,8 +861,11 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     if (aView || bView || bRow) {
       // A view has no zero padding: the last row, column and K tiles pass their valid extents.
       kir::MmaViews v;
-      v.aOffset = aView ? aView->base + m0 * E(aView->ld) + k0 : E(int64_t(0));
+      v.aOffset = !aView   ? E(int64_t(0))
+                  : aBlock ? aView->base + m0 * E(aView->ld) + (k0 / E(int64_t(16))) * E(aBlock)
+                           : aView->base + m0 * E(aView->ld) + k0;
       v.lda = aView ? aView->ld : tl.BK;
+      v.aBlockStride = aBlock;
       v.bOffset =
           bView  ? bView->base + (n0 / E(bView->panel)) * E(bView->stride) + k0 * E(bView->panel)
           : bRow ? bRow->base + k0 * E(bRow->ld) + n0
@@ -777,7 +893,24 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
 
   // Additive terms (and alpha) as a self-update of the accumulator, which FuseReductionEpilogue
   // (the driver's Kernel IR pipeline, kir/kir_pass.h) moves into the init.
-  Index out = c.outIndex(bi, row, col);
+  // Host, a blocked conv: columns walked 16 lanes at a time (q: the channel block), so the
+  // output's stores and the bias / residual loads are 16-float vectors.
+  bool blockLanes = !isGpuPlan(knobs) && c.outLanes && tl.TN % 16 == 0 && tl.BN % 16 == 0;
+  E q = ivar("nt") * E(tl.BN / 16) + (tv % E(colTiles)) * E(tl.TN / 16) + ivar("jo");
+  Index out = blockLanes ? c.outLanes(bi, row, q, ivar("jl")) : c.outIndex(bi, row, col);
+  auto overLanes = [&](const std::vector<StmtP> &body) {
+    std::vector<StmtP> lane = {
+        kir::decl("j", DType::I64, ivar("jo") * E(int64_t(16)) + ivar("jl"))};
+    if (static_cast<bool>(inside))
+      lane.push_back(kir::ifThen(inside, body));
+    else
+      lane.insert(lane.end(), body.begin(), body.end());
+    return kir::region(
+        t, {kir::forLoop("i", E(int64_t(0)), E(tl.TM),
+                         {kir::forLoop("jo", E(int64_t(0)), E(tl.TN / 16),
+                                       {kir::forLoop("jl", E(int64_t(0)), E(int64_t(16)), lane, 1,
+                                                     kir::Stmt::LoopKind::Vectorized)})})});
+  };
   bool alphaInFinal = true;
   if (!c.addTerms.empty()) {
     E gsum;
@@ -787,7 +920,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     if (c.alpha != 1.0)
       accv = f32(c.alpha) * accv;
     alphaInFinal = false;
-    k.body.push_back(overTile({kir::store(C, {tv, i, j}, accv + gsum)}, true));
+    std::vector<StmtP> upd = {kir::store(C, {tv, i, j}, accv + gsum)};
+    k.body.push_back(blockLanes ? overLanes(upd) : overTile(upd, true));
   }
 
   // The final region: the remaining epilogue steps, the fused elementwise nodes, the stores.
@@ -804,9 +938,9 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   // store rather than a scatter with a division per lane (LLaMA q / k / v projections).
   std::map<const Value *, std::vector<E>> storeAt;
   std::optional<std::vector<IndexExpr>> lanes;
-  if (!isGpuPlan(knobs) && n.op() != Op::Conv && tl.TN % 16 == 0 && tl.BN % 16 == 0 &&
-      g.outputs.size() == 1 && !c.outShape.empty() && out.size() == c.outShape.size() &&
-      c.outShape.back() == c.N)
+  if (!isGpuPlan(knobs) && !blockLanes && n.op() != Op::Conv && tl.TN % 16 == 0 &&
+      tl.BN % 16 == 0 && g.outputs.size() == 1 && !c.outShape.empty() &&
+      out.size() == c.outShape.size() && c.outShape.back() == c.N)
     lanes = laneSplitStore(g, g.outputs.front());
   if (lanes) {
     Index dims(out.begin(), out.end() - 1);
@@ -817,20 +951,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   }
   auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out, "", storeAt);
   fin.insert(fin.end(), stores.begin(), stores.end());
-  if (!lanes) {
-    k.body.push_back(overTile(fin, true));
-    return k;
-  }
-  std::vector<StmtP> lane = {kir::decl("j", DType::I64, ivar("jo") * E(int64_t(16)) + ivar("jl"))};
-  if (static_cast<bool>(inside))
-    lane.push_back(kir::ifThen(inside, fin));
-  else
-    lane.insert(lane.end(), fin.begin(), fin.end());
-  k.body.push_back(kir::region(
-      t, {kir::forLoop("i", E(int64_t(0)), E(tl.TM),
-                       {kir::forLoop("jo", E(int64_t(0)), E(tl.TN / 16),
-                                     {kir::forLoop("jl", E(int64_t(0)), E(int64_t(16)), lane, 1,
-                                                   kir::Stmt::LoopKind::Vectorized)})})}));
+  k.body.push_back(lanes || blockLanes ? overLanes(fin) : overTile(fin, true));
   return k;
 }
 
@@ -840,7 +961,8 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
                                    const Knobs &knobs) {
   AICF_CHECK(g.anchor != nullptr, "tiled_contraction needs an anchor (group ", g.id, ")");
   const Node &n = *g.anchor;
-  if (n.op() == Op::ConvTranspose || (n.op() == Op::Conv && n.i("group") != 1))
+  if (n.op() == Op::ConvTranspose || (n.op() == Op::Conv && n.i("group") != 1) ||
+      directBlockedConv(n))
     return recipeDirectConv(g, name, knobs);
   std::map<const Value *, kir::BufferP> byValue;
   kir::Kernel k;
@@ -852,6 +974,7 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
   case Op::MatMul: c = matmulSpec(n, gx, !isGpuPlan(knobs)); break;
   case Op::Gemm: c = gemmSpec(n, gx); break;
   case Op::Conv: c = convSpec(n, gx); break;
+  case Op::BlockedConv: c = blockedConvSpec(n, gx); break;
   default:
     throw InternalError(cat("tiled_contraction cannot lower ", n.name(), " (", n.where(), ")"));
   }
@@ -984,6 +1107,127 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   return k;
 }
 
+} // namespace
+
+bool directBlockedConv(const Node &n) {
+  if (n.op() != Op::BlockedConv)
+    return false;
+  const auto &ks = n.ints("kernel_shape");
+  return n.i("depthwise") != 0 ||
+         (n.i("blocked_input") == 0 &&
+          n.operand(0)->type().shape[1] * ks[0] * ks[1] <= kMaxDirectBlockedTaps);
+}
+
+namespace {
+
+// The ranges of consecutive outputs o in [0, count) over which the set of window taps t in
+// [0, taps) whose input o * stride + t * dil - pad lies in [0, limit) stays the same, each with
+// that set (possibly empty): at most 2 taps + 1 ranges.
+struct TapRange {
+  int64_t lo = 0, hi = 0;
+  std::vector<int64_t> taps;
+};
+std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int64_t dil,
+                                int64_t pad, int64_t limit) {
+  std::vector<TapRange> out;
+  for (int64_t o = 0; o < count; ++o) {
+    std::vector<int64_t> set;
+    for (int64_t t = 0; t < taps; ++t) {
+      int64_t i = o * stride + t * dil - pad;
+      if (i >= 0 && i < limit)
+        set.push_back(t);
+    }
+    if (out.empty() || out.back().taps != set)
+      out.push_back(TapRange{o, o + 1, set});
+    else
+      out.back().hi = o + 1;
+  }
+  return out;
+}
+
+// A depthwise blocked_conv on the host (ir/ops.def; passes/block_channels.cpp): block (n, cb,
+// rows of R output rows); each output pixel is one 16-lane vector summing its window's taps,
+// unrolled. A dense one on a plain input with few taps (the image's first conv: 3 channels x
+// 3 x 3) has the same form over (c, kh, kw), each tap an input scalar broadcast against 16
+// output channels' weights. The taps inside the input depend on the pixel only near the borders, so
+// the rows and the columns split into ranges with one tap set each (tapRanges), and every range is
+// a branch-free loop whose lane loop is one vector of FMAs (the tap weights are loop-invariant
+// vectors, hoisted).
+kir::Kernel directConvBlocked(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
+  const Node &n = *g.anchor;
+  std::map<const Value *, kir::BufferP> byValue;
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "direct_conv";
+  k.params = groupParams(g, byValue);
+  GroupExpr gx(g, byValue);
+  const Value *x = n.operand(0), *w = n.operand(1), *result = n.result();
+  requireShapePreservingEpilogue(g, result);
+  size_t extras = static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
+  bool hasBias = n.numOperands() == 3 + extras;
+  const auto &xs = x->type().shape, &os = result->type().shape;
+  const auto &ks = n.ints("kernel_shape"), &st = n.ints("strides"), &pd = n.ints("pads"),
+             &dl = n.ints("dilations");
+  int64_t H = xs[2], W = xs[3], OH = os[2], OW = os[3], KH = ks[0], KW = ks[1];
+  bool depthwise = n.i("depthwise") != 0;
+  int64_t C = depthwise ? 1 : xs[1]; // input channels per output channel
+  int64_t R = std::clamp<int64_t>(knobs.get("rows", 1), 1, OH);
+  k.threads = 1;
+  k.knobs = {{"rows", R}};
+  auto problem = std::make_shared<DirectConvProblem>();
+  problem->pixels = OH * OW;
+  problem->taps = C * KH * KW;
+  problem->width = OW;
+  problem->kernelTaps = KH * KW;
+  problem->stride = st[1];
+  problem->inputRows = H;
+  problem->inputWidth = W;
+  problem->blocked = true;
+  k.problem = problem;
+  k.grid = {{"n", xs[0]}, {"cb", os[1]}, {"rb", ceilDiv(OH, R)}};
+  k.body.push_back(kir::comment(cat(depthwise ? "depthwise conv " : "conv ", x->type().str(), " * ",
+                                    w->type().str(), ": one 16-lane vector per pixel, ",
+                                    C * KH * KW, " taps unrolled; ", R, " rows per block")));
+  E zero(int64_t(0)), nIdx = ivar("n"), cb = ivar("cb"), oh = ivar("oh"), ow = ivar("ow"),
+                      l = ivar("l");
+  E r0 = ivar("rb") * E(R);
+  std::vector<StmtP> body;
+  for (const TapRange &rows : tapRanges(OH, KH, st[0], dl[0], pd[0], H))
+    for (const TapRange &cols : tapRanges(OW, KW, st[1], dl[1], pd[1], W)) {
+      E acc = f32(0.0);
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t kh : rows.taps)
+          for (int64_t kw : cols.taps) {
+            E ih = oh * E(st[0]) + E(kh * dl[0] - pd[0]),
+              iw = ow * E(st[1]) + E(kw * dl[1] - pd[1]);
+            acc = acc + (depthwise ? asF32(gx.at(x, {nIdx, cb, ih, iw, l})) *
+                                         asF32(gx.at(w, {cb, E(kh), E(kw), l}))
+                                   : asF32(gx.at(x, {nIdx, E(c), ih, iw})) *
+                                         asF32(gx.at(w, {E((c * KH + kh) * KW + kw),
+                                                         cb * E(int64_t(16)) + l})));
+          }
+      if (hasBias)
+        acc = acc + asF32(gx.at(n.operand(2), {cb * E(int64_t(16)) + l}));
+      std::vector<StmtP> fin = {kir::decl("y0", DType::F32, acc)};
+      std::string cur = "y0";
+      Contraction c;
+      c.outShape = os;
+      splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
+      Index out = {nIdx, cb, oh, ow, l};
+      auto steps = applySteps(c, gx, out, cur);
+      fin.insert(fin.end(), steps.begin(), steps.end());
+      auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
+      fin.insert(fin.end(), stores.begin(), stores.end());
+      StmtP lanes = vectorLoop("l", zero, E(int64_t(16)), fin);
+      StmtP colLoop = kir::forLoop("ow", E(cols.lo), E(cols.hi - cols.lo), {lanes});
+      // This range's rows inside the block's.
+      E lo = kir::max(E(rows.lo), r0), hi = kir::min(E(rows.hi), r0 + E(R));
+      body.push_back(kir::forLoop("oh", lo, hi - lo, {colLoop}));
+    }
+  k.body.push_back(kir::region(k.threadVar, body));
+  return k;
+}
+
 // Direct 2-D conv on the host over a zero-padded copy of each input plane, for narrow rows
 // (where the row form's loops are mostly scalar remainders): block (n, oc) copies plane ic into
 // stride x stride phase planes (planeGeom; one plane at stride 1) with the pads as zeros, and
@@ -1070,9 +1314,12 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
 
 kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   AICF_CHECK(g.anchor != nullptr &&
-                 (g.anchor->op() == Op::Conv || g.anchor->op() == Op::ConvTranspose),
+                 (g.anchor->op() == Op::Conv || g.anchor->op() == Op::ConvTranspose ||
+                  g.anchor->op() == Op::BlockedConv),
              "direct_conv needs a conv anchor (group ", g.id, ")");
   const Node &n = *g.anchor;
+  if (n.op() == Op::BlockedConv)
+    return directConvBlocked(g, name, knobs);
   bool transpose = n.op() == Op::ConvTranspose;
   if (!transpose && !isGpuPlan(knobs)) {
     // The plane form where it applies (2-D, equal strides); the row form otherwise.
@@ -1181,7 +1428,8 @@ public:
   const char *name() const override { return "tiled_contraction"; }
   bool lowers(const Node *a) const override {
     return a && (a->op() == Op::MatMul || a->op() == Op::Gemm ||
-                 (a->op() == Op::Conv && a->i("group") == 1));
+                 (a->op() == Op::Conv && a->i("group") == 1) ||
+                 (a->op() == Op::BlockedConv && !directBlockedConv(*a)));
   }
   std::optional<MemProperty> requiredProperty() const override {
     return MemProperty::TileCompatibleCompute;
@@ -1297,7 +1545,7 @@ public:
   int64_t rereadBytes(const KernelGroup &g, const kir::Kernel &k) const override {
     const Node *a = g.anchor;
     const ContractionProblem &p = problemOf<ContractionProblem>(k);
-    if (a && (a->op() == Op::MatMul || a->op() == Op::Gemm)) {
+    if (a && (a->op() == Op::MatMul || a->op() == Op::Gemm || a->op() == Op::BlockedConv)) {
       int64_t aBytes = a->operand(0)->type().bytes(), bBytes = a->operand(1)->type().bytes();
       return aBytes * (ceilDiv(p.N, knobOf(k, "BN")) - 1) +
              bBytes * (ceilDiv(p.M, knobOf(k, "BM")) - 1);

@@ -23,6 +23,11 @@ const Recipe &streamingAttentionRecipe();
 const Recipe &tiledContractionRecipe();
 const Recipe &directConvRecipe();
 
+// A blocked_conv the direct_conv recipe lowers (its taps unrolled per 16-lane pixel vector):
+// depthwise, or dense on a plain input with at most kMaxDirectBlockedTaps taps per output.
+constexpr int64_t kMaxDirectBlockedTaps = 32;
+bool directBlockedConv(const Node &n);
+
 // The build functions the objects call.
 kir::Kernel recipePointwise(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const Knobs &k);
@@ -141,6 +146,7 @@ struct FlatLoopProblem : kir::ProblemFacts {
 };
 struct ReductionProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // output elements; reduced elements per output
+  bool columns = false;      // host column form: 16 outputs per block, one vector state
 };
 struct NormProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // rows; elements one state summarises
@@ -165,6 +171,7 @@ struct DirectConvProblem : kir::ProblemFacts {
   int64_t kernelTaps = 1;        // taps per input channel
   int64_t stride = 1;            // the last dim's stride
   int64_t inputRows = 1, inputWidth = 1; // an input plane's rows (outer dims) and width
+  bool blocked = false;                  // a depthwise blocked_conv: one 16-lane vector per pixel
 };
 
 } // namespace aicf

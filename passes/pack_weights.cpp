@@ -10,10 +10,11 @@
 // micro-kernel where they lie (kir.h, mma_tile views). The interpreter, the verifier and every
 // other reader see ordinary ops, so the rewrite is checked like any other.
 //
-// Which contractions: matmul and gemm whose B is an f32 rank-2 weight with at least 32 columns
-// (narrower ones would be mostly padding). gemm's transB is applied while packing. A weight read
-// by several contractions is packed once. Only the compile driver runs this pass, for host plans
-// (driver/compile.cpp, stage pack-weights); GPU kernels stage B tiles through shared memory.
+// Which contractions: matmul, gemm and dense blocked_conv whose B is an f32 rank-2 weight with at
+// least 32 columns (narrower ones would be mostly padding). gemm's transB is applied while packing.
+// A weight read by several contractions is packed once. Only the compile driver runs this pass, for
+// host plans (driver/compile.cpp, stage pack-weights); GPU kernels stage B tiles through shared
+// memory.
 #include "passes/passes.h"
 
 #include "ir/graph.h"
@@ -38,7 +39,9 @@ public:
     std::map<std::pair<const Value *, bool>, Value *> packed; // (weight, transposed) -> view
     bool changed = false;
     for (Node *n : g.nodes()) {
-      if (n->op() != Op::MatMul && n->op() != Op::Gemm)
+      bool blockedConv =
+          n->op() == Op::BlockedConv && n->i("depthwise") == 0 && n->i("blocked_input") != 0;
+      if (n->op() != Op::MatMul && n->op() != Op::Gemm && !blockedConv)
         continue;
       Value *w = n->operand(1);
       bool trans = n->op() == Op::Gemm && n->i("transB") != 0;

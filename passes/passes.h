@@ -13,6 +13,7 @@ std::unique_ptr<Pass> createFoldConstantsPass(); // fold-constants
 std::unique_ptr<Pass> createCsePass();           // cse
 std::unique_ptr<Pass> createSimplifyPass();      // simplify
 std::unique_ptr<Pass> createPackWeightsPass();   // pack-weights
+std::unique_ptr<Pass> createBlockChannelsPass(); // block-channels
 std::unique_ptr<Pass> createDcePass();           // dce
 // Pattern detection -> semantic ops
 std::unique_ptr<Pass> createDetectLayerNormPass(); // detect-layer-norm

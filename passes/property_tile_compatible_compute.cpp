@@ -38,6 +38,13 @@ bool gemmDims(const Node &n, int64_t &m, int64_t &nn, int64_t &k) {
       k *= b.shape[d];
     return true;
   }
+  case Op::BlockedConv: // pixels x blocked channels, K = the weight's rows
+    if (n.i("depthwise"))
+      return false;
+    m = out.shape[2] * out.shape[3];
+    nn = out.shape[1] * out.shape[4];
+    k = b.shape[0];
+    return true;
   default: return false;
   }
 }

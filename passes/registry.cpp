@@ -41,6 +41,8 @@ const PassEntry kPasses[] = {
     {"annotate-properties", createAnnotatePropertiesPass},
     // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
     {"pack-weights", createPackWeightsPass},
+    // A host plan's conv layout: the compile driver runs it for host plans (block_channels.cpp)
+    {"block-channels", createBlockChannelsPass},
 };
 
 } // namespace

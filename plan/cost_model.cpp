@@ -53,6 +53,12 @@ int64_t estimateFlops(const KernelGroup &grp) {
       flops += 2 * numel * (n->i("transA") ? a.shape[0] : a.shape[1]);
       break;
     }
+    case Op::BlockedConv: { // w [K, 16 OCB], or depthwise [CB, KH, KW, 16]
+      const auto &ks = n->ints("kernel_shape");
+      int64_t per = n->i("depthwise") ? ks[0] * ks[1] : n->operand(1)->type().shape[0];
+      flops += 2 * numel * per;
+      break;
+    }
     case Op::Conv:
     case Op::ConvTranspose: {
       const TensorType &w = n->operand(1)->type();
@@ -322,7 +328,10 @@ LayoutCost layoutFoldCost(const Hardware &hw, const LayoutRead &read) {
   double per = elem;
   if (!dims.empty()) {
     per = bytesPerElement(m, dims[0], elem, transaction);
-    bool tiled = read.reader->info().has(CONTRACT) || read.reader->op() == Op::Attention;
+    // Tile copies can walk either of the two innermost dims; a blocked conv reads its input's
+    // 16 lanes innermost, whatever the map.
+    bool tiled = (read.reader->info().has(CONTRACT) && read.reader->op() != Op::BlockedConv) ||
+                 read.reader->op() == Op::Attention;
     if (tiled && dims.size() > 1)
       per = std::min(per, bytesPerElement(m, dims[1], elem, transaction));
   }

@@ -1,0 +1,330 @@
+// block-channels: a host plan's convolution chains on the channel-blocked layout
+// [N, C/16, H, W, 16] (issue 18), the layout ONNX Runtime's MLAS and oneDNN run CNNs in.
+//
+// Why: in NCHW a pointwise conv over a 7x7 map is a GEMM with 49 columns, a depthwise conv
+// vectorises over a 7- or 14-wide row, and either leaves most of a 16-lane vector idle. With 16
+// channels in the innermost dim every conv vectorises across channels whatever the spatial size:
+// a dense conv is a GEMM with pixels as rows and channels as 16-wide columns (the input's lanes
+// are A's k), a depthwise conv and a global pool are 16-lane vector loops.
+//
+// The rewrite, in graph order (ORT's NCHWc transformer has the same shape):
+//   * a 2-D f32 conv with constant weights, group 1 or depthwise, becomes blocked_conv (its
+//     weight re-laid at compile time, zero rows and columns for the padded lanes; the bias, the
+//     epilogue and its operands carried over, per-channel constants re-laid to [1, CB, 1, 1, 16]);
+//     its input is the blocked form of x when there is one, x itself for a dense conv with at
+//     most 8 channels (the image: padding 3 channels to 16 would waste 5x the work), else x
+//     reordered (to_blocked);
+//   * an elementwise op whose operands are blocked values, scalars or per-channel constants
+//     runs on the blocked values, when the op keeps finite values finite (the padded lanes stay
+//     finite, which the zero weights of the next conv need: 0 * inf is NaN);
+//   * a global average / max pool of a blocked value is a reduce_mean / reduce_max over its
+//     spatial axes; a channel concat of blocked values whose channels are multiples of 16 is a
+//     concat of the blocks.
+// Every other reader of a converted value reads it back through from_blocked (a transpose,
+// reshape and slice: layout ops that fold into the reader, lower/fusion.cpp rule 0); the
+// original nodes are then dead. Reorders into the layout (to_blocked: pad, reshape, transpose)
+// are written once by their producer or a data-movement kernel.
+//
+// The interpreter runs blocked_conv by its definition, so the rewritten graph is checked like
+// any other (tests/unit/test_block_channels.cpp compares it with the original). Only the
+// compile driver runs this pass, for host plans (driver/compile.cpp, stage block-channels);
+// aicfc --no-block-channels turns it off.
+#include "passes/passes.h"
+
+#include "ir/epilogue.h"
+#include "ir/graph.h"
+#include "support/int_math.h"
+
+#include <map>
+
+namespace aicf {
+
+namespace {
+
+constexpr int64_t kLanes = 16;
+
+// Elementwise ops that map finite values to finite values (so padded lanes stay harmless).
+bool keepsFinite(Op op) {
+  switch (op) {
+  case Op::Identity:
+  case Op::Neg:
+  case Op::Abs:
+  case Op::Relu:
+  case Op::Clip:
+  case Op::Sigmoid:
+  case Op::HardSigmoid:
+  case Op::HardSwish:
+  case Op::Silu:
+  case Op::Gelu:
+  case Op::Tanh:
+  case Op::LeakyRelu:
+  case Op::Elu:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Min:
+  case Op::Max: return true;
+  default: return false;
+  }
+}
+
+class BlockChannels : public Pass {
+public:
+  const char *name() const override { return "block-channels"; }
+  const char *summary() const override {
+    return "run host conv chains on the channel-blocked layout [N, C/16, H, W, 16]";
+  }
+
+  bool run(Graph &g, PassContext &) override {
+    g_ = &g;
+    blocked_.clear();
+    reordered_.clear();
+    order_.clear();
+    bool changed = false;
+    for (Node *n : g.nodes()) {
+      Value *b = nullptr;
+      if (n->op() == Op::Conv)
+        b = convertConv(*n);
+      else if (n->op() == Op::GlobalAvgPool || n->op() == Op::GlobalMaxPool)
+        b = convertGlobalPool(*n);
+      else if (n->op() == Op::Concat)
+        b = convertConcat(*n);
+      else if (n->info().has(EW) && n->numResults() == 1)
+        b = convertElementwise(*n);
+      if (!b)
+        continue;
+      blocked_[n->result()] = {b, n->result()->type().shape[1]};
+      order_.push_back(n->result());
+      changed = true;
+    }
+    if (!changed)
+      return false;
+    // Readers left on the plain layout (and graph outputs) read the blocked values back; the
+    // converted nodes then have no readers.
+    for (Value *v : order_)
+      if (g.hasUses(v))
+        g.replaceAllUsesWith(v,
+                             fromBlocked(blocked_[v].value, blocked_[v].channels, v->def()->loc));
+    g.sortTopologically();
+    g.removeDeadCode();
+    return true;
+  }
+
+private:
+  struct Blocked {
+    Value *value = nullptr; // [N, CB, H, W, 16]
+    int64_t channels = 0;   // C of the plain value
+  };
+  Graph *g_ = nullptr;
+  std::map<Value *, Blocked> blocked_;
+  std::vector<Value *> order_; // the keys of blocked_ in graph order (deterministic output)
+  std::map<Value *, Value *> reordered_; // plain value -> its to_blocked
+
+  static bool plain4d(const Value *v) {
+    return v->type().dtype == DType::F32 && v->type().isStatic() && v->type().rank() == 4;
+  }
+  static int64_t blocks(int64_t c) { return ceilDiv(c, kLanes); }
+
+  Value *addWeight(const Value *like, const std::string &suffix, TensorType t,
+                   const std::function<void(float *)> &fill) {
+    auto data = std::make_shared<Tensor>(std::move(t));
+    float *d = data->data<float>();
+    std::fill(d, d + data->type().numel(), 0.0f);
+    fill(d);
+    Value *w = g_->addWeight(like->name() + suffix, data);
+    w->loc = like->loc;
+    return w;
+  }
+
+  // x [N, C, H, W] as [N, CB, H, W, 16], padded lanes zero.
+  Value *toBlocked(Value *x, const Location &loc) {
+    if (auto it = blocked_.find(x); it != blocked_.end())
+      return it->second.value;
+    Value *&r = reordered_[x];
+    if (r)
+      return r;
+    const std::vector<int64_t> &s = x->type().shape;
+    int64_t cb = blocks(s[1]);
+    Value *v = x;
+    if (s[1] % kLanes != 0)
+      v = g_->createNode(Op::Pad, {v},
+                         {{"pads", std::vector<int64_t>{0, 0, 0, 0, 0, cb * kLanes - s[1], 0, 0}}},
+                         loc)
+              ->result();
+    v = g_->createNode(Op::Reshape, {v},
+                       {{"shape", std::vector<int64_t>{s[0], cb, kLanes, s[2], s[3]}}}, loc)
+            ->result();
+    r = g_->createNode(Op::Transpose, {v}, {{"perm", std::vector<int64_t>{0, 1, 3, 4, 2}}}, loc)
+            ->result();
+    return r;
+  }
+
+  // The plain [N, C, H, W] value of blocked `b`.
+  Value *fromBlocked(Value *b, int64_t channels, const Location &loc) {
+    const std::vector<int64_t> &s = b->type().shape;
+    Value *v =
+        g_->createNode(Op::Transpose, {b}, {{"perm", std::vector<int64_t>{0, 1, 4, 2, 3}}}, loc)
+            ->result();
+    v = g_->createNode(Op::Reshape, {v},
+                       {{"shape", std::vector<int64_t>{s[0], s[1] * kLanes, s[2], s[3]}}}, loc)
+            ->result();
+    if (channels != s[1] * kLanes)
+      v = g_->createNode(Op::Slice, {v},
+                         {{"starts", std::vector<int64_t>{0}},
+                          {"ends", std::vector<int64_t>{channels}},
+                          {"axes", std::vector<int64_t>{1}},
+                          {"steps", std::vector<int64_t>{1}}},
+                         loc)
+              ->result();
+    return v;
+  }
+
+  // An operand of an op on blocked values whose result is `out` ([N, C, H, W]): its blocked
+  // form, itself (a scalar), a per-channel constant re-laid, or null when none fits.
+  Value *blockedOperand(Value *v, const std::vector<int64_t> &out) {
+    if (auto it = blocked_.find(v); it != blocked_.end())
+      return it->second.channels == out[1] ? it->second.value : nullptr;
+    const TensorType &t = v->type();
+    if (!t.isStatic() || t.dtype != DType::F32)
+      return nullptr;
+    if (t.numel() == 1 && t.rank() <= 4)
+      return v;
+    // Per channel: [C, 1, 1] or [1, C, 1, 1] (any leading ones), a constant.
+    std::vector<int64_t> s = t.shape;
+    while (s.size() < 4)
+      s.insert(s.begin(), 1);
+    if (!v->isWeight() || !v->hasData() || t.rank() < 3 ||
+        s != std::vector<int64_t>{1, out[1], 1, 1})
+      return nullptr;
+    int64_t cb = blocks(out[1]);
+    const float *src = v->data()->data<float>();
+    return addWeight(v, ".blocked", TensorType(DType::F32, {1, cb, 1, 1, kLanes}),
+                     [&](float *d) { std::copy(src, src + out[1], d); });
+  }
+
+  Value *convertConv(Node &n) {
+    Value *x = n.operand(0), *w = n.operand(1);
+    if (!plain4d(x) || !plain4d(n.result()) || !w->isWeight() || !w->hasData() ||
+        w->type().dtype != DType::F32)
+      return nullptr;
+    const std::vector<int64_t> &xs = x->type().shape, &ws = w->type().shape,
+                               &os = n.result()->type().shape;
+    int64_t C = xs[1], M = os[1], G = n.i("group"), KH = ws[2], KW = ws[3];
+    bool depthwise = G > 1 && G == C && M == C;
+    if (G != 1 && !depthwise)
+      return nullptr;
+    std::vector<std::string> epi = n.strs("epilogue");
+    for (const EpilogueStep &s : epilogueSteps(epi))
+      if (!keepsFinite(s.op))
+        return nullptr;
+    size_t firstExtra = n.numOperands() - static_cast<size_t>(epilogueOperandCount(epi));
+    bool hasBias = firstExtra == 3;
+    std::vector<Value *> extras;
+    for (size_t i = firstExtra; i < n.numOperands(); ++i) {
+      Value *e = n.operand(i);
+      Value *be = blockedOperand(e, os);
+      if (!be && plain4d(e) && e->type().shape == os)
+        be = toBlocked(e, n.loc);
+      if (!be)
+        return nullptr;
+      extras.push_back(be);
+    }
+    bool blockedIn = depthwise || blocked_.count(x) || C > 8;
+    Value *xin = blockedIn ? toBlocked(x, n.loc) : x;
+    int64_t CB = blocks(C), OB = blocks(M);
+    const float *src = w->data()->data<float>();
+    Value *wb;
+    if (depthwise) // w [C, 1, KH, KW] -> [CB, KH, KW, 16]
+      wb = addWeight(w, ".blocked", TensorType(DType::F32, {CB, KH, KW, kLanes}), [&](float *d) {
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t t = 0; t < KH * KW; ++t)
+            d[((c / kLanes) * KH * KW + t) * kLanes + c % kLanes] = src[c * KH * KW + t];
+      });
+    else { // w [M, C, KH, KW] -> [K, 16 OB], k over (block, kh, kw, lane) or (c, kh, kw)
+      int64_t rows = (blockedIn ? CB * kLanes : C) * KH * KW, cols = OB * kLanes;
+      wb = addWeight(w, ".blocked", TensorType(DType::F32, {rows, cols}), [&](float *d) {
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t t = 0; t < KH * KW; ++t) {
+              int64_t k =
+                  blockedIn ? ((c / kLanes) * KH * KW + t) * kLanes + c % kLanes : c * KH * KW + t;
+              d[k * cols + m] = src[(m * C + c) * KH * KW + t];
+            }
+      });
+    }
+    std::vector<Value *> ops = {xin, wb};
+    if (hasBias) {
+      Value *b = n.operand(2);
+      if (!b->isWeight() || !b->hasData())
+        return nullptr;
+      const float *bs = b->data()->data<float>();
+      ops.push_back(addWeight(b, ".blocked", TensorType(DType::F32, {OB * kLanes}),
+                              [&](float *d) { std::copy(bs, bs + M, d); }));
+    }
+    ops.insert(ops.end(), extras.begin(), extras.end());
+    AttrMap attrs = {{"kernel_shape", std::vector<int64_t>{KH, KW}},
+                     {"strides", n.ints("strides")},
+                     {"pads", n.ints("pads")},
+                     {"dilations", n.ints("dilations")},
+                     {"depthwise", int64_t(depthwise ? 1 : 0)},
+                     {"blocked_input", int64_t(blockedIn ? 1 : 0)},
+                     {"epilogue", epi}};
+    Node *bc = g_->createNode(Op::BlockedConv, ops, attrs, n.loc);
+    bc->props = n.props;
+    bc->certificates = n.certificates;
+    return bc->result();
+  }
+
+  Value *convertElementwise(Node &n) {
+    if (!keepsFinite(n.op()) || !plain4d(n.result()))
+      return nullptr;
+    const std::vector<int64_t> &out = n.result()->type().shape;
+    bool anyBlocked = false;
+    std::vector<Value *> ops;
+    for (Value *v : n.operands()) {
+      auto it = blocked_.find(v);
+      if (it != blocked_.end() && v->type().shape != out)
+        return nullptr; // a blocked operand broadcast to a larger shape: not channel-wise
+      anyBlocked = anyBlocked || it != blocked_.end();
+      Value *b = blockedOperand(v, out);
+      if (!b)
+        return nullptr;
+      ops.push_back(b);
+    }
+    if (!anyBlocked)
+      return nullptr;
+    return g_->createNode(n.op(), ops, n.attrs, n.loc)->result();
+  }
+
+  Value *convertGlobalPool(Node &n) {
+    auto it = blocked_.find(n.operand(0));
+    if (it == blocked_.end())
+      return nullptr;
+    Op op = n.op() == Op::GlobalAvgPool ? Op::ReduceMean : Op::ReduceMax;
+    return g_
+        ->createNode(op, {it->second.value},
+                     {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(1)}}, n.loc)
+        ->result();
+  }
+
+  Value *convertConcat(Node &n) {
+    if (n.i("axis") != 1 || !plain4d(n.result()))
+      return nullptr;
+    std::vector<Value *> ops;
+    for (Value *v : n.operands()) {
+      auto it = blocked_.find(v);
+      if (it == blocked_.end() || it->second.channels % kLanes != 0)
+        return nullptr;
+      ops.push_back(it->second.value);
+    }
+    return g_->createNode(Op::Concat, ops, {{"axis", int64_t(1)}}, n.loc)->result();
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createBlockChannelsPass() {
+  return std::make_unique<BlockChannels>();
+}
+
+} // namespace aicf
