@@ -442,7 +442,9 @@ StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_
   s->ldb = v.ldb;
   s->bPanel = v.bPanel;
   s->bPanelStride = v.bPanelStride;
-  s->aBlockStride = v.aBlockStride;
+  s->aBlocks = v.aBlocks;
+  if (!v.aBlocks.empty())
+    s->indices.push_back(v.firstBlock);
   return s;
 }
 

@@ -189,9 +189,10 @@ struct Stmt {
   // C[t][i][j] += sum over kk < k of A[row i][kk] * B[kk][col j].
   // Operand views (one-thread host tiles, `views` set): A and B are then read where they lie,
   // in any buffer (a kernel parameter), instead of from staged tiles:
-  //   A[i][kk] = a[indices[0] + i * lda + kk], or, with aBlockStride (a channel-blocked input:
-  //              k in blocks of 16 lanes, aBlockStride apart), a[indices[0] + i * lda +
-  //              (kk / 16) * aBlockStride + kk % 16];
+  //   A[i][kk] = a[indices[0] + i * lda + kk], or, with aBlocks = {s0, s1, s2, n1, n2} (a
+  //              channel-blocked conv input: k in blocks of 16 lanes, block b = indices[5] +
+  //              kk / 16 as (b0, b1, b2) over (*, n1, n2)), a[indices[0] + i * lda + b0 s0 +
+  //              b1 s1 + b2 s2 + kk % 16];
   //   B[kk][j] = b[indices[1] + kk * ldb + j] when bPanel == 0, or, B stored in panels of
   //              bPanel columns (a weight packed at compile time), b[indices[1] +
   //              (j / bPanel) * bPanelStride + kk * bPanel + j % bPanel];
@@ -201,7 +202,8 @@ struct Stmt {
   BufferP a, b, c;
   int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
   bool views = false;
-  int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0, aBlockStride = 0;
+  int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
+  std::vector<int64_t> aBlocks; // empty, or {s0, s1, s2, n1, n2}
 };
 
 // The scalars declared outside For loop `loop` that its body accumulates (`x = x + e`,
@@ -228,11 +230,12 @@ StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, 
               int64_t tn);
 // An mma_tile reading its operands through views (see Stmt): A at aOffset with row stride lda,
 // B at bOffset with row stride ldb (bPanel == 0) or in panels of bPanel columns, bPanelStride
-// apart; A's k in blocks of 16, aBlockStride apart, when that is set; rows, cols and depth are
-// the valid rows, columns and K step.
+// apart; A's k in blocks of 16 at the offsets aBlocks gives (see Stmt), the first firstBlock,
+// when aBlocks is set; rows, cols and depth are the valid rows, columns and K step.
 struct MmaViews {
-  E aOffset, bOffset, rows, cols, depth;
-  int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0, aBlockStride = 0;
+  E aOffset, bOffset, rows, cols, depth, firstBlock;
+  int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
+  std::vector<int64_t> aBlocks;
 };
 StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
                    int64_t tn, const MmaViews &v);

@@ -21,7 +21,9 @@
 //                 '(' 'm' '=' INT ',' 'n' '=' INT ',' 'k' '=' INT ',' 'tm' '=' INT ',' 'tn' '=' INT
 //                 [',' 'rows' '=' expr ',' 'cols' '=' expr ',' 'depth' '=' expr] ')'
 //                 (the views and the valid extents: all or none)
-//   aview    := '[' 'at' '=' expr ',' 'ld' '=' INT [',' 'block_stride' '=' INT] ']'
+//   aview    := '[' 'at' '=' expr ',' 'ld' '=' INT
+//               [',' 'blocks' '=' '[' INT ',' INT ',' INT ',' INT ',' INT ']' ',' 'first' '=' expr]
+//               ']'
 //   bview    := '[' 'at' '=' expr ',' ('ld' '=' INT | 'panels' '=' INT ',' 'panel_stride' '=' INT)
 //               ']'
 //   range    := NAME 'in' expr '..' expr ['step' INT]      (begin .. begin + extent)
@@ -834,8 +836,17 @@ private:
       field("ld");
       views.lda = parseInt("an integer");
       if (accept(Tok::Comma)) {
-        field("block_stride");
-        views.aBlockStride = parseInt("an integer");
+        field("blocks");
+        expect(Tok::LBracket, "'[' and the block strides");
+        for (int i = 0; i < 5; ++i) {
+          if (i)
+            expect(Tok::Comma, "','");
+          views.aBlocks.push_back(parseInt("an integer"));
+        }
+        expect(Tok::RBracket, "']' after the block strides");
+        expect(Tok::Comma, "','");
+        field("first");
+        views.firstBlock = parseExpr();
       }
       expect(Tok::RBracket, "']' after A's view");
     }

@@ -242,15 +242,20 @@ public:
       std::string sizes = "(m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
                           ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
                           ", tn = " + std::to_string(s.tn);
-      if (!s.views || s.indices.size() != 5) {
+      if (!s.views || s.indices.size() != (s.aBlocks.empty() ? 5u : 6u)) {
         line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + " x " + nm(s.b) + " " + sizes + ")");
         return;
       }
       std::string bView = s.bPanel ? "panels = " + std::to_string(s.bPanel) +
                                          ", panel_stride = " + std::to_string(s.bPanelStride)
                                    : "ld = " + std::to_string(s.ldb);
-      std::string aBlocks =
-          s.aBlockStride ? ", block_stride = " + std::to_string(s.aBlockStride) : "";
+      std::string aBlocks;
+      if (!s.aBlocks.empty()) {
+        aBlocks = ", blocks = [";
+        for (size_t i = 0; i < s.aBlocks.size(); ++i)
+          aBlocks += (i ? ", " : "") + std::to_string(s.aBlocks[i]);
+        aBlocks += "], first = " + ex(s.indices[5]);
+      }
       line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) +
                     ", ld = " + std::to_string(s.lda) + aBlocks + "] x " + nm(s.b) +
                     "[at = " + ex(s.indices[1]) + ", " + bView + "] " + sizes +

@@ -482,7 +482,7 @@ private:
     };
     if (s.views) {
       // Views read f32 buffers where they lie, one thread owning the whole tile.
-      if (s.indices.size() != 5 ||
+      if (s.indices.size() != (s.aBlocks.empty() ? 5u : 6u) ||
           std::any_of(s.indices.begin(), s.indices.end(), [](const E &e) { return !e; })) {
         err("mma_tile: a view needs A's and B's offsets, the valid rows, columns and depth");
         return;
@@ -498,7 +498,9 @@ private:
           err("mma_tile: a view reads f32 buffers, got " + describe(*b));
       if (k_.threads != 1 || s.tm != s.m || s.tn != s.n)
         err("mma_tile: views need one thread owning the whole tile");
-      if (s.lda < 1 || s.aBlockStride < 0 || (s.bPanel == 0 && s.ldb < 1) ||
+      if (!s.aBlocks.empty() && (s.aBlocks.size() != 5 || s.aBlocks[3] < 1 || s.aBlocks[4] < 1))
+        err("mma_tile: A's blocks need {s0, s1, s2, n1 >= 1, n2 >= 1}");
+      if (s.lda < 1 || (s.bPanel == 0 && s.ldb < 1) ||
           (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % s.bPanel != 0 || s.bPanelStride < 1)))
         err("mma_tile: bad view strides (lda " + std::to_string(s.lda) + ", ldb " +
             std::to_string(s.ldb) + ", panels " + std::to_string(s.bPanel) + " x " +

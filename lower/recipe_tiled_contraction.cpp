@@ -80,6 +80,14 @@ struct Contraction {
   // Optional (host): the output index of row `row` and column 16 q + l, for a column walk in
   // groups of 16 lanes whose stores are contiguous (a blocked conv's channel blocks).
   std::function<Index(const Index &b, E row, E q, E l)> outLanes;
+  // Optional (host, a k x k blocked conv): A read in place from a band the block fills first,
+  // zero-padded so that every tap of every row of the tile lies inside it: `bandFill(b, band)`
+  // fills the shared buffer of shape `band`; A (row, k) is then at row * bandLd + the offset of
+  // k's block of 16 (kir.h mma_tile aBlocks = bandBlocks) + k % 16.
+  int64_t kAlign = 8; // host K steps a multiple of this (16: A read in blocks of 16 lanes)
+  std::vector<int64_t> band, bandBlocks;
+  int64_t bandLd = 0;
+  std::function<StmtP(const Index &b, const kir::BufferP &band)> bandFill;
   double alpha = 1.0;
   std::vector<std::function<E(const Index &out)>> addTerms;  // leading additive epilogue terms
   std::vector<std::pair<EpilogueStep, const Value *>> steps; // the rest of the epilogue
@@ -396,7 +404,7 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
 // padding) on a blocked input reads A in place: pixel p, k at (k / 16) * block + p * 16 + k % 16
 // (aBlockView); other convs stage A tiles, the tap's padding read as zero. The output walks
 // its columns 16 lanes at a time: channel block q, lane l at [n, q, oh, ow, l].
-Contraction blockedConvSpec(const Node &n, const GroupExpr &gx) {
+Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host) {
   Contraction c;
   const Value *x = n.operand(0), *w = n.operand(1);
   const auto &epi = n.strs("epilogue");
@@ -449,6 +457,7 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx) {
     };
   }
   c.bAt = [&gx, w](const Index &, E k, E col) { return asF32(gx.at(w, {k, col})); };
+  c.kAlign = blocked ? 16 : 8;
   c.outIndex = [O](const Index &bi, E row, E col) {
     Index p = unflat(O, row);
     return Index{bi[0], col / E(int64_t(16)), p[0], p[1], col % E(int64_t(16))};
@@ -457,6 +466,51 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx) {
     Index p = unflat(O, row);
     return Index{bi[0], q, p[0], p[1], l};
   };
+  if (host && blocked && !pointwise) {
+    // Band form: one output row per batch entry (n, oh), its pixels the rows; the block copies
+    // the KH input rows the row's taps read, for every input block, into a band [CB, KH, Wp,
+    // 16] with the padding as zeros, so tap (kh, kw) of pixel ow reads band column ow s + kw d
+    // and A's rows are s * 16 floats apart.
+    int64_t CB = xs[1], KH = ks[0], KW = ks[1], OW = os[3];
+    int64_t Wp = (OW - 1) * st[1] + (KW - 1) * dl[1] + 1;
+    c.batch = {xs[0], os[2]};
+    c.M = OW;
+    c.aAt = nullptr;
+    c.aRowDecls = nullptr;
+    c.aValid = nullptr;
+    c.band = {CB, KH, Wp, 16};
+    c.bandBlocks = {KH * Wp * 16, Wp * 16, dl[1] * 16, KH, KW};
+    c.bandLd = st[1] * 16;
+    int64_t lo = std::min(Wp, pd[1]), hi = std::min(Wp, pd[1] + W);
+    c.bandFill = [&gx, x, CB, KH, Wp, H, lo, hi, st, pd, dl](const Index &bi,
+                                                             const kir::BufferP &band) {
+      E zero(int64_t(0)), icb = ivar("bcb"), kh = ivar("bkh"), wp = ivar("bwp"), l = ivar("bl");
+      auto fill = [&](int64_t from, int64_t to, std::function<E()> value) {
+        return kir::forLoop("bwp", E(from), E(to - from),
+                            {vectorLoop("bl", zero, E(int64_t(16)),
+                                        {kir::store(band, {icb, kh, wp, l}, value())})});
+      };
+      E ih = ivar("bih");
+      auto zeros = [] { return f32(0.0); };
+      std::vector<StmtP> inside;
+      if (lo > 0)
+        inside.push_back(fill(0, lo, zeros));
+      inside.push_back(fill(lo, hi, [&] {
+        return asF32(gx.at(x, {bi[0], icb, ih, wp - E(pd[1]), l}));
+      }));
+      if (hi < Wp)
+        inside.push_back(fill(hi, Wp, zeros));
+      std::vector<StmtP> row = {
+          kir::decl("bih", DType::I64, bi[1] * E(st[0]) - E(pd[0]) + kh * E(dl[0])),
+          kir::ifThen((ih >= zero) && (ih < E(H)), inside, {fill(0, Wp, zeros)})};
+      return kir::forLoop("bcb", zero, E(CB), {kir::forLoop("bkh", zero, E(KH), row)});
+    };
+    c.outIndex = [](const Index &bi, E row, E col) {
+      return Index{bi[0], col / E(int64_t(16)), bi[1], row, col % E(int64_t(16))};
+    };
+    c.outLanes = [](const Index &bi, E row, E q, E l) { return Index{bi[0], q, bi[1], row, l}; };
+    c.what += cat(", one output row per block from a band of ", KH, " input rows");
+  }
   if (hasBias) {
     const Value *bias = n.operand(2);
     c.addTerms.push_back([&gx, bias](const Index &out) {
@@ -507,7 +561,7 @@ Tiles chooseTiles(const Contraction &c, const Knobs &knobs) {
     };
     t.BM = knobs.get("BM", balanced(c.M, 128, 8));
     t.BN = knobs.get("BN", balanced(c.N, 256, c.N >= 32 ? 32 : 16));
-    t.BK = knobs.get("BK", balanced(c.K, 128, 8));
+    t.BK = knobs.get("BK", balanced(c.K, 128, c.kAlign));
     t.TM = knobs.get("TM", t.BM);
     t.TN = knobs.get("TN", t.BN);
   }
@@ -754,6 +808,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   problem->N = c.N;
   problem->K = c.K;
   problem->batch = product(c.batch);
+  problem->kAlign = c.kAlign;
+  problem->band = static_cast<bool>(c.bandFill);
   k.problem = problem;
   k.knobs = {{"BM", tl.BM}, {"BN", tl.BN}, {"BK", tl.BK},
              {"TM", tl.TM}, {"TN", tl.TN}, {"threads", tl.threads}};
@@ -774,7 +830,23 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   int64_t aBlock = 0; // A's k blocks of 16 this far apart (aBlockView), when read in place
   std::optional<PanelView> bView;
   std::optional<RowView> bRow;
-  if (!isGpuPlan(knobs) && tl.threads == 1) {
+  kir::BufferP band;
+  if (c.bandFill) {
+    AICF_CHECK(!isGpuPlan(knobs) && tl.threads == 1 && tl.BK % 16 == 0,
+               "tiled_contraction: the band form needs a host tile of one thread and BK a "
+               "multiple of 16 (BK ",
+               tl.BK, ")");
+    band = std::make_shared<kir::Buffer>(
+        kir::Buffer{"band", DType::F32, c.band, kir::Scope::Shared, kir::Role::Temp});
+  }
+  if (!isGpuPlan(knobs) && tl.threads == 1 && band) {
+    aView = RowView{band, E(int64_t(0)), c.bandLd};
+    bView = bPanelView(c, bi);
+    if (bView && tl.BN % bView->panel != 0)
+      bView.reset();
+    if (!bView)
+      bRow = bRowView(c, bi);
+  } else if (!isGpuPlan(knobs) && tl.threads == 1) {
     aView = aRowView(c, bi);
     // A in k blocks of 16 (a blocked conv's input): each K step starts on a block.
     if (!aView && tl.BK % 16 == 0)
@@ -799,6 +871,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   auto C = std::make_shared<kir::Buffer>(
       kir::Buffer{"C", DType::F32, {tl.threads, tl.TM, tl.TN}, kir::Scope::Local, kir::Role::Temp});
   k.allocs = {};
+  if (band)
+    k.allocs.push_back(band);
   if (!aView)
     k.allocs.push_back(As);
   if (!bView && !bRow)
@@ -861,11 +935,18 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     if (aView || bView || bRow) {
       // A view has no zero padding: the last row, column and K tiles pass their valid extents.
       kir::MmaViews v;
-      v.aOffset = !aView   ? E(int64_t(0))
-                  : aBlock ? aView->base + m0 * E(aView->ld) + (k0 / E(int64_t(16))) * E(aBlock)
-                           : aView->base + m0 * E(aView->ld) + k0;
+      v.aOffset = !aView           ? E(int64_t(0))
+                  : aBlock || band ? aView->base + m0 * E(aView->ld)
+                                   : aView->base + m0 * E(aView->ld) + k0;
       v.lda = aView ? aView->ld : tl.BK;
-      v.aBlockStride = aBlock;
+      if (aBlock) { // the K step's first block of 16 lanes
+        v.aBlocks = {aBlock, 0, 0, 1, 1};
+        v.firstBlock = k0 / E(int64_t(16));
+      }
+      if (band) {
+        v.aBlocks = c.bandBlocks;
+        v.firstBlock = k0 / E(int64_t(16));
+      }
       v.bOffset =
           bView  ? bView->base + (n0 / E(bView->panel)) * E(bView->stride) + k0 * E(bView->panel)
           : bRow ? bRow->base + k0 * E(bRow->ld) + n0
@@ -889,6 +970,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
       update.push_back(kir::barrier());
     }
   }
+  if (band)
+    k.body.push_back(kir::region(t, {c.bandFill(bi, band)}));
   k.body.push_back(kir::reduce("k0", E(int64_t(0)), E(c.K), init, update, tl.BK));
 
   // Additive terms (and alpha) as a self-update of the accumulator, which FuseReductionEpilogue
@@ -974,7 +1057,7 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
   case Op::MatMul: c = matmulSpec(n, gx, !isGpuPlan(knobs)); break;
   case Op::Gemm: c = gemmSpec(n, gx); break;
   case Op::Conv: c = convSpec(n, gx); break;
-  case Op::BlockedConv: c = blockedConvSpec(n, gx); break;
+  case Op::BlockedConv: c = blockedConvSpec(n, gx, !isGpuPlan(knobs)); break;
   default:
     throw InternalError(cat("tiled_contraction cannot lower ", n.name(), " (", n.where(), ")"));
   }
@@ -1458,12 +1541,12 @@ public:
         bns.insert(balanced(N, t, 16));
       }
       for (int64_t t : {64, 128, 256})
-        bks.insert(balanced(K, t, 8));
+        bks.insert(balanced(K, t, p.kAlign));
       // Operands read in place (mma_tile views) have no tile copy to keep small: the whole K
       // in one step keeps each accumulator block in registers across it.
       if (p.aInPlace && p.bPanels)
         for (int64_t t : {512, 1024})
-          bks.insert(balanced(K, t, 8));
+          bks.insert(balanced(K, t, p.kAlign));
       for (int64_t bm : bms)
         for (int64_t bn : bns)
           for (int64_t bk : bks)

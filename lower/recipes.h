@@ -162,6 +162,8 @@ struct ContractionProblem : kir::ProblemFacts {
   // Host tiles reading an operand where it lies (mma_tile views): A's rows in place, B in the
   // column panels of a packed weight. No tile copy is made for such an operand.
   bool aInPlace = false, bPanels = false, bInPlace = false;
+  int64_t kAlign = 8; // K steps a multiple of this (16: A in blocks of 16 lanes)
+  bool band = false;  // a k x k blocked conv reading A from the band its block fills
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element

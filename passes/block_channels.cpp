@@ -35,6 +35,7 @@
 #include "ir/graph.h"
 #include "support/int_math.h"
 
+#include <algorithm>
 #include <map>
 
 namespace aicf {
@@ -179,23 +180,33 @@ private:
     return v;
   }
 
-  // An operand of an op on blocked values whose result is `out` ([N, C, H, W]): its blocked
-  // form, itself (a scalar), a per-channel constant re-laid, or null when none fits.
-  Value *blockedOperand(Value *v, const std::vector<int64_t> &out) {
-    if (auto it = blocked_.find(v); it != blocked_.end())
-      return it->second.channels == out[1] ? it->second.value : nullptr;
+  // How an operand of an op on blocked values whose result is `out` ([N, C, H, W]) is read:
+  // as its blocked form, as itself (a scalar), as a per-channel constant re-laid, or not at all.
+  enum class Operand { None, Blocked, Scalar, PerChannel };
+  Operand operandKind(const Value *v, const std::vector<int64_t> &out) const {
+    if (auto it = blocked_.find(const_cast<Value *>(v)); it != blocked_.end())
+      return it->second.channels == out[1] ? Operand::Blocked : Operand::None;
     const TensorType &t = v->type();
     if (!t.isStatic() || t.dtype != DType::F32)
-      return nullptr;
+      return Operand::None;
     if (t.numel() == 1 && t.rank() <= 4)
-      return v;
+      return Operand::Scalar;
     // Per channel: [C, 1, 1] or [1, C, 1, 1] (any leading ones), a constant.
     std::vector<int64_t> s = t.shape;
     while (s.size() < 4)
       s.insert(s.begin(), 1);
     if (!v->isWeight() || !v->hasData() || t.rank() < 3 ||
         s != std::vector<int64_t>{1, out[1], 1, 1})
-      return nullptr;
+      return Operand::None;
+    return Operand::PerChannel;
+  }
+  // That operand (operandKind must not be None).
+  Value *blockedOperand(Value *v, const std::vector<int64_t> &out) {
+    Operand kind = operandKind(v, out);
+    if (kind == Operand::Blocked)
+      return blocked_.at(v).value;
+    if (kind == Operand::Scalar)
+      return v;
     int64_t cb = blocks(out[1]);
     const float *src = v->data()->data<float>();
     return addWeight(v, ".blocked", TensorType(DType::F32, {1, cb, 1, 1, kLanes}),
@@ -219,17 +230,25 @@ private:
         return nullptr;
     size_t firstExtra = n.numOperands() - static_cast<size_t>(epilogueOperandCount(epi));
     bool hasBias = firstExtra == 3;
+    if (hasBias && (!n.operand(2)->isWeight() || !n.operand(2)->hasData()))
+      return nullptr;
+    for (size_t i = firstExtra; i < n.numOperands(); ++i) {
+      const Value *e = n.operand(i);
+      if (operandKind(e, os) == Operand::None && !(plain4d(e) && e->type().shape == os))
+        return nullptr;
+    }
+    bool blockedIn = depthwise || blocked_.count(x) || C > 8;
+    // A dense conv on a plain input runs as unrolled taps (lower/recipes.h's limit): the
+    // image's first conv when it is small (3 x 3 x 3); a larger one (resnet's 7 x 7) stays NCHW.
+    if (!depthwise && !blockedIn && C * KH * KW > 32)
+      return nullptr;
+    // Decided: from here on the graph changes.
     std::vector<Value *> extras;
     for (size_t i = firstExtra; i < n.numOperands(); ++i) {
       Value *e = n.operand(i);
-      Value *be = blockedOperand(e, os);
-      if (!be && plain4d(e) && e->type().shape == os)
-        be = toBlocked(e, n.loc);
-      if (!be)
-        return nullptr;
-      extras.push_back(be);
+      extras.push_back(operandKind(e, os) != Operand::None ? blockedOperand(e, os)
+                                                           : toBlocked(e, n.loc));
     }
-    bool blockedIn = depthwise || blocked_.count(x) || C > 8;
     Value *xin = blockedIn ? toBlocked(x, n.loc) : x;
     int64_t CB = blocks(C), OB = blocks(M);
     const float *src = w->data()->data<float>();
@@ -255,8 +274,6 @@ private:
     std::vector<Value *> ops = {xin, wb};
     if (hasBias) {
       Value *b = n.operand(2);
-      if (!b->isWeight() || !b->hasData())
-        return nullptr;
       const float *bs = b->data()->data<float>();
       ops.push_back(addWeight(b, ".blocked", TensorType(DType::F32, {OB * kLanes}),
                               [&](float *d) { std::copy(bs, bs + M, d); }));
@@ -280,19 +297,19 @@ private:
       return nullptr;
     const std::vector<int64_t> &out = n.result()->type().shape;
     bool anyBlocked = false;
-    std::vector<Value *> ops;
-    for (Value *v : n.operands()) {
-      auto it = blocked_.find(v);
-      if (it != blocked_.end() && v->type().shape != out)
-        return nullptr; // a blocked operand broadcast to a larger shape: not channel-wise
-      anyBlocked = anyBlocked || it != blocked_.end();
-      Value *b = blockedOperand(v, out);
-      if (!b)
+    for (const Value *v : n.operands()) {
+      Operand kind = operandKind(v, out);
+      // (A blocked operand has out's channels; it may broadcast over N, H and W, as the SE's
+      // [N, C, 1, 1] scale does, which its blocked [N, CB, 1, 1, 16] form does the same way.)
+      if (kind == Operand::None)
         return nullptr;
-      ops.push_back(b);
+      anyBlocked = anyBlocked || kind == Operand::Blocked;
     }
     if (!anyBlocked)
       return nullptr;
+    std::vector<Value *> ops;
+    for (Value *v : n.operands())
+      ops.push_back(blockedOperand(v, out));
     return g_->createNode(n.op(), ops, n.attrs, n.loc)->result();
   }
 

@@ -179,13 +179,20 @@ inline void *aicf_alloc(size_t bytes) {
 typedef float aicf_v16f __attribute__((vector_size(64)));
 typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
 
+// A's k in blocks of 16 lanes (a channel-blocked conv input, kir.h mma_tile views): block
+// b0 + kk / 16 = (b0', b1, b2) over (*, n1, n2) starts at b0' s0 + b1 s1 + b2 s2; n1 == 0: k
+// contiguous.
+struct aicf_kblocks {
+  int64_t b0, s0, s1, s2, n1, n2;
+  int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
+};
+
 // The mma_tile micro-kernel: C[MR x 16*NV] (row stride ldc) += A[MR x K] (lda) * B[K x 16*NV]
 // (ldb), the C block held in MR*NV vector registers across the whole k loop. KB: A's k in
-// blocks of 16, akb floats apart (a channel-blocked conv input: element (i, k) at
-// i * lda + (k / 16) * akb + k % 16).
+// blocks of 16 (aicf_kblocks): element (i, k) at i * lda + kb.at(kb.b0 + k / 16) + k % 16.
 template <int MR, int NV, bool KB>
 inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__restrict A,
-                           int64_t lda, int64_t akb, const float *__restrict B, int64_t ldb,
+                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
                            int64_t K) {
   aicf_v16f acc[MR][NV];
 #pragma GCC unroll 16
@@ -195,7 +202,7 @@ inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__rest
       acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
   if constexpr (KB) {
     for (int64_t k0 = 0; k0 < K; k0 += 16) {
-      const float *__restrict Ab = A + (k0 >> 4) * akb;
+      const float *__restrict Ab = A + kb.at(kb.b0 + (k0 >> 4));
       const float *__restrict Bb = B + k0 * ldb;
       const int64_t kn = K - k0 < 16 ? K - k0 : 16;
       for (int64_t kk = 0; kk < kn; ++kk) {
@@ -236,31 +243,31 @@ inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__rest
 
 template <int NV, bool KB>
 inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restrict A,
-                          int64_t lda, int64_t akb, const float *__restrict B, int64_t ldb,
+                          int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
                           int64_t tm, int64_t K) {
   constexpr int64_t MR = AICF_MMA_MR;
   int64_t i = 0;
   for (; i + MR <= tm; i += MR)
-    aicf_mma_block<MR, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, akb, B, ldb, K);
+    aicf_mma_block<MR, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
   for (; i + 4 <= tm; i += 4)
-    aicf_mma_block<4, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, akb, B, ldb, K);
+    aicf_mma_block<4, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
   if (tm - i >= 2) {
-    aicf_mma_block<2, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, akb, B, ldb, K);
+    aicf_mma_block<2, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
     i += 2;
   }
   if (tm - i >= 1)
-    aicf_mma_block<1, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, akb, B, ldb, K);
+    aicf_mma_block<1, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
 }
 
-// One column panel over tm rows; akb != 0: A's k in blocks of 16, akb floats apart.
+// One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks).
 template <int NV>
 inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__restrict A,
-                           int64_t lda, int64_t akb, const float *__restrict B, int64_t ldb,
+                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
                            int64_t tm, int64_t K) {
-  if (akb)
-    aicf_mma_rows<NV, true>(C, ldc, A, lda, akb, B, ldb, tm, K);
+  if (kb.n1)
+    aicf_mma_rows<NV, true>(C, ldc, A, lda, kb, B, ldb, tm, K);
   else
-    aicf_mma_rows<NV, false>(C, ldc, A, lda, 0, B, ldb, tm, K);
+    aicf_mma_rows<NV, false>(C, ldc, A, lda, kb, B, ldb, tm, K);
 }
 
 // One thread's tile: C[tm x tn] (ldc) += A[tm x K] (lda) * B[K x tn] (ldb), tn % 16 == 0.
@@ -268,7 +275,7 @@ inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__rest
 // fits the per-thread pack buffer) so it stays in L1 while every row block streams over it.
 inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restrict A,
                          int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
-                         int64_t tn, int64_t K, int64_t akb = 0) {
+                         int64_t tn, int64_t K, aicf_kblocks kb = {0, 0, 0, 0, 0, 0}) {
   constexpr int64_t NR = 16 * AICF_MMA_NV, kPack = AICF_MMA_PACK;
   alignas(64) static thread_local float pack[kPack > 0 ? kPack : 1];
   int64_t j = 0;
@@ -281,7 +288,7 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
       panel = pack;
       ld = NR;
     }
-    aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, akb, panel, ld, tm, K);
+    aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, kb, panel, ld, tm, K);
   }
   // 16-float tail panels, packed too: unpacked, each row block re-reads B rows a stride apart.
   for (; j < tn; j += 16) {
@@ -293,7 +300,7 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
       panel = pack;
       ld = 16;
     }
-    aicf_mma_panel<1>(C + j, ldc, A, lda, akb, panel, ld, tm, K);
+    aicf_mma_panel<1>(C + j, ldc, A, lda, kb, panel, ld, tm, K);
   }
 }
 
@@ -303,10 +310,11 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
 template <int NV>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
                                 int64_t lda, const float *__restrict B, int64_t panelStride,
-                                int64_t tm, int64_t tn, int64_t K, int64_t akb = 0) {
+                                int64_t tm, int64_t tn, int64_t K,
+                                aicf_kblocks kb = {0, 0, 0, 0, 0, 0}) {
   constexpr int64_t NR = 16 * NV;
   for (int64_t j = 0; j < tn; j += NR)
-    aicf_mma_panel<NV>(C + j, ldc, A, lda, akb, B + (j / NR) * panelStride, NR, tm, K);
+    aicf_mma_panel<NV>(C + j, ldc, A, lda, kb, B + (j / NR) * panelStride, NR, tm, K);
 }
 
 } // namespace
@@ -518,8 +526,13 @@ private:
     if (s.views) { // one thread, operands read where they lie (kir.h)
       std::string at = a + " + (" + ex(s.indices[0]) + "), " + n(s.lda) + ", " + b + " + (" +
                        ex(s.indices[1]) + "), ";
-      std::string sizes = ex(s.indices[2]) + ", " + ex(s.indices[3]) + ", " + ex(s.indices[4]) +
-                          (s.aBlockStride ? ", " + n(s.aBlockStride) : std::string()) + ");";
+      std::string sizes =
+          ex(s.indices[2]) + ", " + ex(s.indices[3]) + ", " + ex(s.indices[4]) +
+          (s.aBlocks.empty() ? std::string()
+                             : ", aicf_kblocks{" + ex(s.indices[5]) + ", " + n(s.aBlocks[0]) +
+                                   ", " + n(s.aBlocks[1]) + ", " + n(s.aBlocks[2]) + ", " +
+                                   n(s.aBlocks[3]) + ", " + n(s.aBlocks[4]) + "}") +
+          ");";
       if (s.bPanel)
         line(ind, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) + ">(" + c + ", " +
                       n(s.tn) + ", " + at + n(s.bPanelStride) + ", " + sizes);

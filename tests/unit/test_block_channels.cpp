@@ -1,7 +1,8 @@
 // block-channels (passes/block_channels.cpp): a conv chain on the channel-blocked layout computes
 // what the NCHW graph computes. One small network covers every rewrite: the image's 3-channel
 // first conv (a dense blocked_conv on a plain input), pointwise convs with bias and relu6,
-// a depthwise conv at stride 2 with padding, a dense 3x3 conv on a blocked input, channel counts
+// a depthwise conv at stride 2 with padding, a dense 3x3 conv on a blocked input (the band
+// form), channel counts
 // that are not multiples of 16 (24, 40: padded lanes), squeeze-and-excitation (global pool,
 // 1x1 convs, hard_sigmoid, a broadcast mul), a residual add, a channel concat of 32 + 32 and a
 // global pool read back through from_blocked. Checked (1) in the interpreter, rewritten graph
