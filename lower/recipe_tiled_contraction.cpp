@@ -86,6 +86,9 @@ struct Contraction {
   // k's block of 16 (kir.h mma_tile aBlocks = bandBlocks) + k % 16.
   int64_t kAlign = 8; // host K steps a multiple of this (16: A read in blocks of 16 lanes)
   std::vector<int64_t> band, bandBlocks;
+  // Optional: whether tile row `row` is an output (the band form's padded grid computes a few
+  // that are not); the final region stores only those.
+  std::function<E(const Index &b, E row)> rowValid;
   int64_t bandLd = 0;
   std::function<StmtP(const Index &b, const kir::BufferP &band)> bandFill;
   double alpha = 1.0;
@@ -467,28 +470,42 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host) {
     return Index{bi[0], q, p[0], p[1], l};
   };
   if (host && blocked && !pointwise) {
-    // Band form: one output row per batch entry (n, oh), its pixels the rows; the block copies
-    // the KH input rows the row's taps read, for every input block, into a band [CB, KH, Wp,
-    // 16] with the padding as zeros, so tap (kh, kw) of pixel ow reads band column ow s + kw d
-    // and A's rows are s * 16 floats apart.
-    int64_t CB = xs[1], KH = ks[0], KW = ks[1], OW = os[3];
-    int64_t Wp = (OW - 1) * st[1] + (KW - 1) * dl[1] + 1;
-    c.batch = {xs[0], os[2]};
-    c.M = OW;
+    // Band form: R output rows per batch entry (n, rb); the block first copies the input rows
+    // those rows' taps read, for every input block, into a band [CB, BR, Wp, 16] with the
+    // padding as zeros, so that tap (kh, kw) of every pixel lies inside it.
+    //  * R = 1 (any stride): the band holds the KH tap rows of output row oh, Wp = (OW - 1) s +
+    //    (KW - 1) d + 1 columns; pixel ow is A's row ow, s * 16 floats apart; tap (kh, kw) reads
+    //    band row kh, column ow s + kw d.
+    //  * R > 1 (stride 1, rows of at most 5 pixels, which alone would give the micro-kernel
+    //    row blocks of at most 5 accumulator rows; from 7 pixels on one row is faster, the
+    //    grid's unused columns costing more: resnet18's 7 x 7 layer4 runs 2.7 ms at R = 1 and
+    //    3.0 ms at R = 7, its 14 x 14 layer3 2.3 and 2.8 ms at R = 1 and 4): the band holds the BR
+    //    = R + (KH - 1) d consecutive input rows, Wp = OW + (KW - 1) d wide, and A's rows are the
+    //    padded grid f = r Wp + ow, 16 floats apart: tap (kh, kw) reads band row r + kh d, column
+    //    ow + kw d. The grid's columns ow >= OW (and rows past OH) are computed and not stored.
+    int64_t CB = xs[1], KH = ks[0], KW = ks[1], OH = os[2], OW = os[3];
+    bool unit = st[0] == 1 && st[1] == 1;
+    int64_t R = 1;
+    if (unit && OW <= 5)
+      R = std::clamp<int64_t>(ceilDiv(64, OW + (KW - 1) * dl[1]), 1, OH);
+    int64_t Wp = R > 1 ? OW + (KW - 1) * dl[1] : (OW - 1) * st[1] + (KW - 1) * dl[1] + 1;
+    int64_t BR = R > 1 ? R + (KH - 1) * dl[0] : KH;
+    c.batch = {xs[0], ceilDiv(OH, R)};
+    c.M = R > 1 ? R * Wp : OW;
     c.aAt = nullptr;
     c.aRowDecls = nullptr;
     c.aValid = nullptr;
-    c.band = {CB, KH, Wp, 16};
-    c.bandBlocks = {KH * Wp * 16, Wp * 16, dl[1] * 16, KH, KW};
-    c.bandLd = st[1] * 16;
+    c.band = {CB, BR, Wp, 16};
+    c.bandBlocks = {BR * Wp * 16, (R > 1 ? dl[0] : 1) * Wp * 16, dl[1] * 16, KH, KW};
+    c.bandLd = R > 1 ? 16 : st[1] * 16;
     int64_t lo = std::min(Wp, pd[1]), hi = std::min(Wp, pd[1] + W);
-    c.bandFill = [&gx, x, CB, KH, Wp, H, lo, hi, st, pd, dl](const Index &bi,
-                                                             const kir::BufferP &band) {
-      E zero(int64_t(0)), icb = ivar("bcb"), kh = ivar("bkh"), wp = ivar("bwp"), l = ivar("bl");
+    c.bandFill = [&gx, x, CB, BR, Wp, H, lo, hi, st, pd, dl, R](const Index &bi,
+                                                                const kir::BufferP &band) {
+      E zero(int64_t(0)), icb = ivar("bcb"), br = ivar("bbr"), wp = ivar("bwp"), l = ivar("bl");
       auto fill = [&](int64_t from, int64_t to, std::function<E()> value) {
         return kir::forLoop("bwp", E(from), E(to - from),
                             {vectorLoop("bl", zero, E(int64_t(16)),
-                                        {kir::store(band, {icb, kh, wp, l}, value())})});
+                                        {kir::store(band, {icb, br, wp, l}, value())})});
       };
       E ih = ivar("bih");
       auto zeros = [] { return f32(0.0); };
@@ -500,16 +517,32 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host) {
       }));
       if (hi < Wp)
         inside.push_back(fill(hi, Wp, zeros));
+      E first = R > 1 ? bi[1] * E(R) - E(pd[0]) + br : bi[1] * E(st[0]) - E(pd[0]) + br * E(dl[0]);
       std::vector<StmtP> row = {
-          kir::decl("bih", DType::I64, bi[1] * E(st[0]) - E(pd[0]) + kh * E(dl[0])),
+          kir::decl("bih", DType::I64, first),
           kir::ifThen((ih >= zero) && (ih < E(H)), inside, {fill(0, Wp, zeros)})};
-      return kir::forLoop("bcb", zero, E(CB), {kir::forLoop("bkh", zero, E(KH), row)});
+      return kir::forLoop("bcb", zero, E(CB), {kir::forLoop("bbr", zero, E(BR), row)});
     };
-    c.outIndex = [](const Index &bi, E row, E col) {
-      return Index{bi[0], col / E(int64_t(16)), bi[1], row, col % E(int64_t(16))};
-    };
-    c.outLanes = [](const Index &bi, E row, E q, E l) { return Index{bi[0], q, bi[1], row, l}; };
-    c.what += cat(", one output row per block from a band of ", KH, " input rows");
+    if (R > 1) {
+      c.outIndex = [R, Wp](const Index &bi, E row, E col) {
+        return Index{bi[0], col / E(int64_t(16)), bi[1] * E(R) + row / E(Wp), row % E(Wp),
+                     col % E(int64_t(16))};
+      };
+      c.outLanes = [R, Wp](const Index &bi, E row, E q, E l) {
+        return Index{bi[0], q, bi[1] * E(R) + row / E(Wp), row % E(Wp), l};
+      };
+      c.rowValid = [R, Wp, OW, OH](const Index &bi, E row) {
+        E ok = row % E(Wp) < E(OW);
+        return OH % R ? ok && (bi[1] * E(R) + row / E(Wp) < E(OH)) : ok;
+      };
+    } else {
+      c.outIndex = [](const Index &bi, E row, E col) {
+        return Index{bi[0], col / E(int64_t(16)), bi[1], row, col % E(int64_t(16))};
+      };
+      c.outLanes = [](const Index &bi, E row, E q, E l) { return Index{bi[0], q, bi[1], row, l}; };
+    }
+    c.what += cat(", ", R, " output row", R > 1 ? "s" : "", " per block from a band of ", BR, " x ",
+                  Wp, " input pixels");
   }
   if (hasBias) {
     const Value *bias = n.operand(2);
@@ -888,7 +921,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   E i = ivar("i"), j = ivar("j");
   E row = m0 + (tv / E(colTiles)) * E(tl.TM) + i;
   E col = n0 + (tv % E(colTiles)) * E(tl.TN) + j;
-  E inside = allOf({c.M % tl.BM ? row < E(c.M) : E(), c.N % tl.BN ? col < E(c.N) : E()});
+  E inside = allOf({c.M % tl.BM ? row < E(c.M) : E(), c.N % tl.BN ? col < E(c.N) : E(),
+                    c.rowValid ? c.rowValid(bi, row) : E()});
   auto overTile = [&](std::vector<StmtP> body, bool guarded) {
     std::vector<StmtP> inner =
         guarded && static_cast<bool>(inside) ? std::vector<StmtP>{kir::ifThen(inside, body)} : body;

@@ -246,6 +246,27 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restr
                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
                           int64_t tm, int64_t K) {
   constexpr int64_t MR = AICF_MMA_MR;
+  if constexpr (KB) {
+    // A blocked conv's rows (a 14- or 49-pixel map): blocks of equal height up to 8, 7 + 7
+    // rather than 8 + 4 + 2, so every pass over the B panel fills most accumulators.
+    constexpr int64_t MB = MR < 8 ? MR : 8;
+    const int64_t nb = (tm + MB - 1) / MB, per = nb ? (tm + nb - 1) / nb : 0;
+    for (int64_t i = 0; i < tm; i += per) {
+      float *__restrict Ci = C + i * ldc;
+      const float *__restrict Ai = A + i * lda;
+      switch (tm - i < per ? tm - i : per) {
+      case 8: aicf_mma_block<8, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      case 7: aicf_mma_block<7, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      case 6: aicf_mma_block<6, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      case 5: aicf_mma_block<5, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      case 4: aicf_mma_block<4, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      case 3: aicf_mma_block<3, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      case 2: aicf_mma_block<2, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      default: aicf_mma_block<1, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
+      }
+    }
+    return;
+  }
   int64_t i = 0;
   for (; i + MR <= tm; i += MR)
     aicf_mma_block<MR, NV, KB>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
