@@ -493,17 +493,32 @@ std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
   const auto &ks = ctx.node.ints("kernel_shape"), &st = ctx.node.ints("strides"),
              &pd = ctx.node.ints("pads"), &dl = ctx.node.ints("dilations");
   bool includePad = !isMax && ctx.node.i("count_include_pad") != 0;
-  size_t S = x.shape().size() - 2;
-  std::vector<int64_t> I(x.shape().begin() + 2, x.shape().end()),
-      O(ot.shape.begin() + 2, ot.shape.end());
+  bool blocked = ctx.node.i("blocked") != 0; // [N, CB, spatial..., 16]: planes are the lanes
+  size_t S = x.shape().size() - (blocked ? 3 : 2);
+  std::vector<int64_t> I(x.shape().begin() + 2, x.shape().begin() + 2 + static_cast<long>(S)),
+      O(ot.shape.begin() + 2, ot.shape.begin() + 2 + static_cast<long>(S));
   int64_t inPlane = 1, outPlane = 1, kerN = 1;
   for (size_t d = 0; d < S; ++d) {
     inPlane *= I[d];
     outPlane *= O[d];
     kerN *= ks[d];
   }
-  int64_t planes = x.shape()[0] * x.shape()[1];
+  int64_t planes = x.shape()[0] * x.shape()[1] * (blocked ? 16 : 1);
   std::vector<double> xv = x.toDoubles();
+  // Blocked: lane l of block b is plane 16 b + l, element e of it at (b * plane + e) * 16 + l.
+  auto lanesToPlanes = [](std::vector<double> &v, int64_t blocks, int64_t plane, bool back) {
+    std::vector<double> t(v.size());
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t e = 0; e < plane; ++e)
+        for (int64_t l = 0; l < 16; ++l) {
+          size_t blockedAt = static_cast<size_t>((b * plane + e) * 16 + l),
+                 planeAt = static_cast<size_t>((b * 16 + l) * plane + e);
+          (back ? t[blockedAt] : t[planeAt]) = back ? v[planeAt] : v[blockedAt];
+        }
+    v.swap(t);
+  };
+  if (blocked)
+    lanesToPlanes(xv, planes / 16, inPlane, false);
   std::vector<float> out(static_cast<size_t>(planes * outPlane));
 #pragma omp parallel for if (planes * outPlane * kerN > 65536)
   for (int64_t pl = 0; pl < planes; ++pl) {
@@ -545,6 +560,11 @@ std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
         o[d] = 0;
       }
     }
+  }
+  if (blocked) {
+    std::vector<double> ov(out.begin(), out.end());
+    lanesToPlanes(ov, planes / 16, outPlane, true);
+    std::copy(ov.begin(), ov.end(), out.begin());
   }
   return {fromFloats(out, ot)};
 }

@@ -475,9 +475,11 @@ std::vector<TensorType> inferAttention(InferCtx &ctx) {
 
 std::vector<TensorType> inferPool(InferCtx &ctx) {
   const TensorType &x = ctx.operand(0);
-  if (x.rank() < 3)
-    ctx.fail(cat(ctx.info().name, " needs x [N,C,...], got ", x.str()));
-  size_t spatial = static_cast<size_t>(x.rank() - 2);
+  bool blocked = ctx.i("blocked") != 0;
+  if (x.rank() < (blocked ? 4 : 3) || (blocked && x.shape.back() != 16))
+    ctx.fail(cat(ctx.info().name, " needs x ", blocked ? "[N,CB,...,16]" : "[N,C,...]", ", got ",
+                 x.str()));
+  size_t spatial = static_cast<size_t>(x.rank() - (blocked ? 3 : 2));
   checkWindowAttrs(ctx, spatial, true);
   const auto &ks = ctx.ints("kernel_shape"), &st = ctx.ints("strides"), &dl = ctx.ints("dilations"),
              &pd = ctx.ints("pads");
@@ -485,6 +487,8 @@ std::vector<TensorType> inferPool(InferCtx &ctx) {
   for (size_t s = 0; s < spatial; ++s)
     out.push_back(windowOut(ctx, x.shape[2 + s], ks[s], st[s], dl[s], pd[s], pd[spatial + s],
                             ctx.i("ceil_mode") != 0));
+  if (blocked)
+    out.push_back(16);
   return {TensorType(x.dtype, out)};
 }
 

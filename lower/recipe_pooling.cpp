@@ -25,7 +25,7 @@ using kir::E;
 
 // The max_pool plane form (maxPoolPlane) applies: 2-D, equal strides.
 bool maxPoolPlaneLegal(const Node &a) {
-  return a.op() == Op::MaxPool && a.operand(0)->type().shape.size() == 4 &&
+  return a.op() == Op::MaxPool && a.i("blocked") == 0 && a.operand(0)->type().shape.size() == 4 &&
          a.ints("strides")[0] == a.ints("strides")[1];
 }
 
@@ -187,6 +187,80 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
 // each window tap into a grid of outputs with one unit-stride vector loop (no bounds checks,
 // no gathers). A -inf tap leaves the running max as it is, so each output sees the same
 // updates in the same order as the row form (an empty window stays -inf there too).
+// The host form of a channel-blocked 2-D pool (blocked = 1, [N, CB, H, W, 16]): block (n, cb,
+// rows of R output rows); each output pixel is one 16-lane vector folding its window's taps,
+// unrolled. The rows and columns split into ranges with one set of taps inside the input
+// (recipe::tapRanges), so every range is a branch-free loop, and an average's divisor is a
+// constant per range. Same taps in the same order (kh, then kw) as the interpreter.
+kir::Kernel poolingBlocked(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
+  const Node &a = *g.anchor;
+  bool isMax = a.op() == Op::MaxPool;
+  bool includePad = !isMax && a.i("count_include_pad") != 0;
+  const Value *x = a.operand(0), *res = a.result(0);
+  const std::vector<int64_t> &xs = x->type().shape, &os = res->type().shape;
+  const auto &ks = a.ints("kernel_shape"), &st = a.ints("strides"), &pd = a.ints("pads"),
+             &dl = a.ints("dilations");
+  AICF_CHECK(xs.size() == 5, a.where(), ": a blocked pool is 2-D here, got ", x->type().str());
+  int64_t OH = os[2], OW = os[3];
+  int64_t R = std::clamp<int64_t>(knobs.get("rows", 1), 1, OH);
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "pooling";
+  std::map<const Value *, kir::BufferP> byValue;
+  k.params = groupParams(g, byValue);
+  GroupExpr ge(g, byValue);
+  k.grid = {{"n", xs[0]}, {"cb", xs[1]}, {"rb", ceilDiv(OH, R)}};
+  k.threads = 1;
+  k.knobs = {{"rows", R}};
+  auto problem = std::make_shared<FlatLoopProblem>();
+  problem->n = product(os);
+  problem->taps = ks[0] * ks[1];
+  problem->rows = OH * xs[0] * xs[1];
+  problem->stride = st[1];
+  problem->blocked = true;
+  k.problem = problem;
+  k.body.push_back(kir::comment(cat(a.name(), " on 16-lane channel blocks: one vector per pixel, ",
+                                    ks[0] * ks[1], " taps unrolled; ", R, " rows per block")));
+  E nIdx = kir::var("n"), cb = kir::var("cb"), oh = kir::var("oh"), ow = kir::var("ow"),
+    l = kir::var("l");
+  E r0 = kir::var("rb") * E(R);
+  std::vector<kir::StmtP> body;
+  for (const recipe::TapRange &rows :
+       recipe::tapRanges(OH, ks[0], st[0], dl[0], pd[0], xs[2], pd[2]))
+    for (const recipe::TapRange &cols :
+         recipe::tapRanges(OW, ks[1], st[1], dl[1], pd[1], xs[3], pd[3])) {
+      // The running value is a scalar assigned per tap (the max update reads it three times:
+      // nested as one expression it would grow exponentially with the taps).
+      std::vector<kir::StmtP> fold = {
+          kir::decl("acc", DType::F32, kir::fconst(isMax ? -INFINITY : 0.0))};
+      E acc = kir::var("acc", DType::F32);
+      for (int64_t kh : rows.taps)
+        for (int64_t kw : cols.taps) {
+          E v = ge.at(x, {nIdx, cb, oh * E(st[0]) + E(kh * dl[0] - pd[0]),
+                          ow * E(st[1]) + E(kw * dl[1] - pd[1]), l});
+          if (v->type != DType::F32)
+            v = kir::cast(v, DType::F32);
+          fold.push_back(kir::assign("acc", isMax ? flatloop::nanMaxUpdate(acc, v) : acc + v));
+        }
+      int64_t count = includePad ? rows.padded * cols.padded
+                                 : static_cast<int64_t>(rows.taps.size() * cols.taps.size());
+      E value = acc;
+      if (!isMax)
+        value = count ? acc / kir::fconst(double(count)) : kir::fconst(NAN);
+      else if (count == 0)
+        value = kir::fconst(-INFINITY);
+      std::vector<kir::StmtP> stores =
+          storeGroupOutputs(g, ge, res, value, {nIdx, cb, oh, ow, l}, "o");
+      fold.insert(fold.end(), stores.begin(), stores.end());
+      kir::StmtP lanes = recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)), fold);
+      kir::StmtP colLoop = kir::forLoop("ow", E(cols.lo), E(cols.hi - cols.lo), {lanes});
+      E lo = kir::max(E(rows.lo), r0), hi = kir::min(E(rows.hi), r0 + E(R));
+      body.push_back(kir::forLoop("oh", lo, hi - lo, {colLoop}));
+    }
+  k.body.push_back(kir::region(k.threadVar, body));
+  return k;
+}
+
 kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
   const Node &a = *g.anchor;
   const Value *x = a.operand(0);
@@ -260,6 +334,8 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
   using kir::E;
   AICF_CHECK(g.anchor && (g.anchor->op() == Op::MaxPool || g.anchor->op() == Op::AvgPool),
              "pooling recipe on group ", g.id, " (", g.kind, ")");
+  if (!isGpuPlan(knobs) && g.anchor->i("blocked") != 0)
+    return poolingBlocked(g, name, knobs);
   if (!isGpuPlan(knobs))
     return knobs.get("plane", 0) != 0 && maxPoolPlaneLegal(*g.anchor) ? maxPoolPlane(g, name)
                                                                       : poolingRows(g, name, knobs);
@@ -387,6 +463,13 @@ public:
     auto loop = [lanes](int64_t len, double perVector) {
       return hostLoopCycles(len, lanes, perVector);
     };
+    if (p.blocked) { // per pixel one vector: a load and a max / add per tap, ~6 of overhead
+      s.flops = double(flops);
+      s.vectorShare = 0.5;
+      s.scalarCycles = double(knobOf(k, "rows", 1)) * double(p.n / std::max<int64_t>(p.rows, 1)) /
+                       16.0 * (double(p.taps) + 6.0);
+      return s;
+    }
     double strided = p.stride > 1 ? 4.0 : 1.5;
     int64_t width = p.n / std::max<int64_t>(p.rows, 1);
     s.flops = double(flops);

@@ -46,6 +46,26 @@ std::pair<int64_t, int64_t> insideRange(int64_t outputs, int64_t stride, int64_t
   return {lo, std::clamp(hi, lo, outputs)};
 }
 
+std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int64_t dil,
+                                int64_t pad, int64_t limit, int64_t padEnd) {
+  std::vector<TapRange> out;
+  for (int64_t o = 0; o < count; ++o) {
+    std::vector<int64_t> set;
+    int64_t padded = 0;
+    for (int64_t t = 0; t < taps; ++t) {
+      int64_t i = o * stride + t * dil - pad;
+      if (i >= 0 && i < limit)
+        set.push_back(t);
+      padded += i >= -pad && i < limit + padEnd ? 1 : 0;
+    }
+    if (out.empty() || out.back().taps != set || out.back().padded != padded)
+      out.push_back(TapRange{o, o + 1, set, padded});
+    else
+      out.back().hi = o + 1;
+  }
+  return out;
+}
+
 PhasePlanes phasePlanes(const std::vector<int64_t> &in, const std::vector<int64_t> &pads,
                         const std::vector<int64_t> &out, const std::vector<int64_t> &kernel,
                         const std::vector<int64_t> &dil, int64_t stride) {

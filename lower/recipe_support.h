@@ -38,6 +38,19 @@ kir::E allOf(const std::vector<kir::E> &conds);
 std::pair<int64_t, int64_t> insideRange(int64_t outputs, int64_t stride, int64_t offset,
                                         int64_t limit);
 
+// The ranges of consecutive outputs o in [0, count) over which the window taps t in [0, taps)
+// whose input o * stride + t * dil - pad lies in [0, limit) stay the same set (possibly
+// empty), and so does `padded`, the number of taps inside [-pad, limit + padEnd) (an average
+// pool's count_include_pad count): at most 2 taps + 1 ranges. Host blocked conv and pooling
+// unroll each range's taps.
+struct TapRange {
+  int64_t lo = 0, hi = 0;
+  std::vector<int64_t> taps;
+  int64_t padded = 0;
+};
+std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int64_t dil,
+                                int64_t pad, int64_t limit, int64_t padEnd = 0);
+
 // A 2-D window op's input seen as stride x stride phase planes (host conv / max-pool plane
 // forms): the zero- (or -inf-) padded input, widened where needed so every window lies inside
 // it (ceil_mode pooling), is split into phases of Hq x Wq, phase (a, b) holding padded element

@@ -1237,31 +1237,6 @@ bool directBlockedConv(const Node &n) {
 
 namespace {
 
-// The ranges of consecutive outputs o in [0, count) over which the set of window taps t in
-// [0, taps) whose input o * stride + t * dil - pad lies in [0, limit) stays the same, each with
-// that set (possibly empty): at most 2 taps + 1 ranges.
-struct TapRange {
-  int64_t lo = 0, hi = 0;
-  std::vector<int64_t> taps;
-};
-std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int64_t dil,
-                                int64_t pad, int64_t limit) {
-  std::vector<TapRange> out;
-  for (int64_t o = 0; o < count; ++o) {
-    std::vector<int64_t> set;
-    for (int64_t t = 0; t < taps; ++t) {
-      int64_t i = o * stride + t * dil - pad;
-      if (i >= 0 && i < limit)
-        set.push_back(t);
-    }
-    if (out.empty() || out.back().taps != set)
-      out.push_back(TapRange{o, o + 1, set});
-    else
-      out.back().hi = o + 1;
-  }
-  return out;
-}
-
 // A depthwise blocked_conv on the host (ir/ops.def; passes/block_channels.cpp): block (n, cb,
 // rows of R output rows); each output pixel is one 16-lane vector summing its window's taps,
 // unrolled. A dense one on a plain input with few taps (the image's first conv: 3 channels x

@@ -143,6 +143,7 @@ struct FlatLoopProblem : kir::ProblemFacts {
   int64_t stride = 1;            // pooling: the last dim's stride
   int64_t plane = 0, padded = 0; // max_pool plane form: output grid, floats per phase plane,
   int64_t planeRows = 0;         // and output rows per plane
+  bool blocked = false;          // pooling on channel blocks: one 16-lane vector per pixel
 };
 struct ReductionProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // output elements; reduced elements per output

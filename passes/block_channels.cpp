@@ -17,9 +17,9 @@
 //   * an elementwise op whose operands are blocked values, scalars or per-channel constants
 //     runs on the blocked values, when the op keeps finite values finite (the padded lanes stay
 //     finite, which the zero weights of the next conv need: 0 * inf is NaN);
-//   * a global average / max pool of a blocked value is a reduce_mean / reduce_max over its
-//     spatial axes; a channel concat of blocked values whose channels are multiples of 16 is a
-//     concat of the blocks.
+//   * a max / average pool of a blocked value pools its blocks (blocked = 1); a global average
+//     / max pool is a reduce_mean / reduce_max over the spatial axes; a channel concat of blocked
+//     values whose channels are multiples of 16 is a concat of the blocks.
 // Every other reader of a converted value reads it back through from_blocked (a transpose,
 // reshape and slice: layout ops that fold into the reader, lower/fusion.cpp rule 0); the
 // original nodes are then dead. Reorders into the layout (to_blocked: pad, reshape, transpose)
@@ -88,6 +88,8 @@ public:
         b = convertConv(*n);
       else if (n->op() == Op::GlobalAvgPool || n->op() == Op::GlobalMaxPool)
         b = convertGlobalPool(*n);
+      else if (n->op() == Op::MaxPool || n->op() == Op::AvgPool)
+        b = convertPool(*n);
       else if (n->op() == Op::Concat)
         b = convertConcat(*n);
       else if (n->info().has(EW) && n->numResults() == 1)
@@ -322,6 +324,15 @@ private:
         ->createNode(op, {it->second.value},
                      {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(1)}}, n.loc)
         ->result();
+  }
+
+  Value *convertPool(Node &n) {
+    auto it = blocked_.find(n.operand(0));
+    if (it == blocked_.end() || !plain4d(n.result()))
+      return nullptr;
+    AttrMap attrs = n.attrs;
+    attrs["blocked"] = int64_t(1);
+    return g_->createNode(n.op(), {it->second.value}, attrs, n.loc)->result();
   }
 
   Value *convertConcat(Node &n) {

@@ -5,7 +5,8 @@
 // form), channel counts
 // that are not multiples of 16 (24, 40: padded lanes), squeeze-and-excitation (global pool,
 // 1x1 convs, hard_sigmoid, a broadcast mul), a residual add, a channel concat of 32 + 32 and a
-// global pool read back through from_blocked. Checked (1) in the interpreter, rewritten graph
+// global pool read back through from_blocked; a max pool and an average pool (count_include_pad)
+// on blocks. Checked (1) in the interpreter, rewritten graph
 // against original, and (2) compiled for the host and run through the runtime against the
 // interpreter: |got - want| <= 1e-4 + 1e-4 |want|.
 #include "driver/compile.h"
@@ -41,7 +42,8 @@ const char *kNet = R"(graph @blocks(%x: f32[1,3,20,20]) -> (%y: f32[1,64,1,1]) {
   %b3 = weight f32[32]
   %w4 = weight f32[32,40,1,1]
   %c0 = conv(%x, %w0, %b0) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], epilogue = ["relu"]}
-  %c1 = conv(%c0, %w1, %b1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  %mp = max_pool(%c0) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  %c1 = conv(%mp, %w1, %b1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
   %r1 = clip(%c1) {min = 0.0, max = 6.0}
   %d = conv(%r1, %wd, %bd) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 40, epilogue = ["hard_swish"]}
   %p = global_avg_pool(%d)
@@ -51,7 +53,8 @@ const char *kNet = R"(graph @blocks(%x: f32[1,3,20,20]) -> (%y: f32[1,64,1,1]) {
   %se = mul(%d, %g)
   %c2 = conv(%se, %w2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
   %res = add(%c2, %d)
-  %c3 = conv(%res, %w3, %b3) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  %ap = avg_pool(%res) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], count_include_pad = 1}
+  %c3 = conv(%ap, %w3, %b3) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
   %c4 = conv(%res, %w4) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
   %cat = concat(%c3, %c4) {axis = 1}
   %y = global_avg_pool(%cat)
@@ -96,11 +99,13 @@ TEST_CASE("block-channels: the blocked graph interprets to the original's output
   pm.add(createPass("block-channels"));
   PassContext ctx;
   REQUIRE(pm.run(*g, ctx));
-  int blocked = 0, convs = 0;
+  int blocked = 0, convs = 0, pools = 0;
   for (const Node *n : g->nodes()) {
     blocked += n->op() == Op::BlockedConv;
     convs += n->op() == Op::Conv;
+    pools += (n->op() == Op::MaxPool || n->op() == Op::AvgPool) && n->i("blocked") == 1;
   }
+  CHECK(pools == 2);
   CHECK(blocked == 8); // every conv, the SE's 1 x 1 convs included
   CHECK(convs == 0);
   checkClose(interpret(*g, in).at(0), want);
