@@ -65,7 +65,7 @@ public:
     collapse();
 
     flatloop::Schedule s = flatloop::schedule(knobs_, n);
-    flatloop::build(k, n, s, [&](E i) { return element(i); });
+    flatloop::build(k, n, s, [&](E i) { return element(i, k, s); });
     return k;
   }
 
@@ -171,7 +171,7 @@ private:
     }
   }
 
-  std::vector<kir::StmtP> element(E i) {
+  std::vector<kir::StmtP> element(E i, const kir::Kernel &k, const flatloop::Schedule &s) {
     std::vector<int64_t> cshape;
     for (const auto &grp : groups_) {
       int64_t e = 1;
@@ -180,6 +180,14 @@ private:
       cshape.push_back(e);
     }
     cidx_ = cshape.size() <= 1 ? std::vector<E>(cshape.size(), i) : unflatIndex(cshape, i);
+    // Host, the vector width dividing the innermost collapsed dim: a vector's elements differ
+    // in that dim alone, so the index is unflattened once from the vector's first element and
+    // the lane added (a broadcast operand's index then has no division per lane: the
+    // squeeze-excitation scale [N, CB, 1, 1, 16] over a blocked [N, CB, H, W, 16]).
+    if (cshape.size() > 1 && !isGpuPlan(knobs_) && s.vec > 1 && cshape.back() % s.vec == 0) {
+      cidx_ = unflatIndex(cshape, flatloop::vectorStart(k, s));
+      cidx_.back() = cidx_.back() + flatloop::lane();
+    }
     cache_.clear();
     std::vector<kir::StmtP> out;
     // Every full-shape node result once, in graph order.
