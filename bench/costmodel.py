@@ -76,6 +76,9 @@ def main():
     ap.add_argument("--hardware", default=os.path.join(ROOT, "bench", "host-1core.yaml"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", nargs="*")
+    ap.add_argument("--model-dirs", nargs="*",
+                    help="folders of <name>/model.onnx (default: testdata/models, and bench/models "
+                         "when `make bench` has exported the torchvision networks there)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "costmodel.md"))
     ap.add_argument("--no-cuda", action="store_true")
     a = ap.parse_args()
@@ -83,8 +86,17 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = dict(os.environ, AICF_HOST_HARDWARE=a.hardware)
-    mroot = os.path.join(ROOT, "testdata", "models")
-    models = a.models or sorted(os.listdir(mroot))
+    dirs = a.model_dirs or [d for d in (os.path.join(ROOT, "testdata", "models"),
+                                        os.path.join(ROOT, "bench", "models")) if os.path.isdir(d)]
+    where = {}  # model name -> its folder's parent
+    for d in dirs:
+        for m in sorted(os.listdir(d)):
+            if os.path.exists(os.path.join(d, m, "model.onnx")):
+                where.setdefault(m, d)
+    if not os.path.isdir(os.path.join(ROOT, "bench", "models")):
+        print("note: bench/models is missing; `make bench` exports the torchvision networks there")
+    models = a.models or sorted(where)
+    mdir = lambda m: os.path.join(where[m], m)
     ranks = [int(r) for r in a.ranks.split(",")]
     schedules = [("rank%d" % r, ["--candidate-rank", str(r)]) for r in ranks]
     schedules.append(("default", ["--schedule", "default"]))
@@ -94,8 +106,8 @@ def main():
     for m in models:
         for name, flags in schedules:
             out = os.path.join(work, m, name)
-            sh([f"{a.build}/aicfc", os.path.join(mroot, m, "model.onnx"), "-o", out] + flags +
-               model_args(os.path.join(mroot, m)), env=env)
+            sh([f"{a.build}/aicfc", os.path.join(mdir(m), "model.onnx"), "-o", out] + flags +
+               model_args(mdir(m)), env=env)
             plans[(m, name)] = yaml.safe_load(open(os.path.join(out, "plan.yaml")))
     hw_line = plans[(models[0], "rank0")]["hardware"]
     # Attention lowered both ways, where the materialised form is offered.
@@ -106,8 +118,8 @@ def main():
     for m in attn_models:
         for name, flags in attn_schedules:
             out = os.path.join(work, m, name)
-            sh([f"{a.build}/aicfc", os.path.join(mroot, m, "model.onnx"), "-o", out] + flags +
-               model_args(os.path.join(mroot, m)), env=env)
+            sh([f"{a.build}/aicfc", os.path.join(mdir(m), "model.onnx"), "-o", out] + flags +
+               model_args(mdir(m)), env=env)
             plans[(m, name)] = yaml.safe_load(open(os.path.join(out, "plan.yaml")))
 
     # Measure in interleaved rounds; keep each step's fastest.
@@ -195,6 +207,31 @@ def main():
             lines.append(f"| {m} | {choice} | {plans[(m, 'attn_streaming')]['predicted_time_us']:.1f} | "
                          f"{total('attn_streaming'):.1f} | {plans[(m, 'attn_materialized')]['predicted_time_us']:.1f} | "
                          f"{total('attn_materialized'):.1f} |")
+    # Issue 18's criterion on the chosen plan: the steps that make up 90% of each model's
+    # measured time (largest first), and the share of that time in steps predicted within 30%.
+    lines += ["", "## Predicted vs measured step times, chosen plan (rank 0)", "",
+              "Of the steps that make up 90% of the measured time (largest first): the share of that "
+              "time in steps whose prediction is within 30% of the measurement.", "",
+              "| model | predicted total (us) | measured total (us) | predicted/measured | "
+              "steps in the 90% | time within 30% | worst step (predicted / measured us) |",
+              "|---|---|---|---|---|---|---|"]
+    for m in models:
+        p = plans[(m, "rank0")]
+        pairs = [(st["hints"]["predicted"]["time_us"], med[(m, "rank0", s)], st["kind_id"])
+                 for s, st in enumerate(p["steps"]) if st["kind_id"] and (m, "rank0", s) in med]
+        if not pairs:
+            continue
+        tot_p, tot_m = sum(x[0] for x in pairs), sum(x[1] for x in pairs)
+        top, acc = [], 0.0
+        for x in sorted(pairs, key=lambda x: -x[1]):
+            if acc >= 0.9 * tot_m:
+                break
+            top.append(x)
+            acc += x[1]
+        ok = sum(x[1] for x in top if abs(x[0] - x[1]) <= 0.3 * x[1])
+        worst = max(top, key=lambda x: abs(x[0] - x[1]) / x[1])
+        lines.append(f"| {m} | {tot_p:.0f} | {tot_m:.0f} | {tot_p / tot_m:.2f} | {len(top)} | "
+                     f"{100 * ok / acc:.0f}% | {worst[2]} {worst[0]:.0f} / {worst[1]:.0f} |")
     lines += ["", "## Per kernel (within-kernel Spearman; schedules: predicted / measured us)", "",
               "| model | step | kernel | schedules | Spearman | predicted | measured |", "|---|---|---|---|---|---|---|"]
     for (key, n, r) in within:
@@ -211,8 +248,8 @@ def main():
             errs, rel, worst = [], [], ("", 0)
             for m in models:
                 out = os.path.join(work, m, "cuda_" + arch)
-                sh([f"{a.build}/aicfc", os.path.join(mroot, m, "model.onnx"), "-o", out, "--target", "cuda:" + arch]
-                   + model_args(os.path.join(mroot, m)))
+                sh([f"{a.build}/aicfc", os.path.join(mdir(m), "model.onnx"), "-o", out, "--target", "cuda:" + arch]
+                   + model_args(mdir(m)))
                 p = yaml.safe_load(open(os.path.join(out, "plan.yaml")))
                 for st in p["steps"]:
                     h = st["hints"]

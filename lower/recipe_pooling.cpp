@@ -464,7 +464,7 @@ public:
       return hostLoopCycles(len, lanes, perVector);
     };
     if (p.blocked) { // per pixel one vector: a load and a max / add per tap, ~6 of overhead
-      s.flops = double(flops);
+      s.flops = 0;   // (the taps are the work: counted here once)
       s.vectorShare = 0.5;
       s.scalarCycles = double(knobOf(k, "rows", 1)) * double(p.n / std::max<int64_t>(p.rows, 1)) /
                        16.0 * (double(p.taps) + 6.0);
