@@ -930,8 +930,27 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
                                         {kir::forLoop("j", E(int64_t(0)), E(tl.TN), inner)})});
   };
 
-  // The reduction over K tiles.
-  std::vector<StmtP> init = {overTile({kir::store(C, {tv, i, j}, f32(0.0))}, false)};
+  // Host, a blocked conv: columns walked 16 lanes at a time (q: the channel block), so the
+  // output's stores and the bias / residual loads are 16-float vectors.
+  bool blockLanes = !isGpuPlan(knobs) && c.outLanes && tl.TN % 16 == 0 && tl.BN % 16 == 0;
+  E q = ivar("nt") * E(tl.BN / 16) + (tv % E(colTiles)) * E(tl.TN / 16) + ivar("jo");
+  auto overLanes = [&](const std::vector<StmtP> &body, bool guarded) {
+    std::vector<StmtP> lane = {
+        kir::decl("j", DType::I64, ivar("jo") * E(int64_t(16)) + ivar("jl"))};
+    if (guarded && static_cast<bool>(inside))
+      lane.push_back(kir::ifThen(inside, body));
+    else
+      lane.insert(lane.end(), body.begin(), body.end());
+    return kir::region(
+        t, {kir::forLoop("i", E(int64_t(0)), E(tl.TM),
+                         {kir::forLoop("jo", E(int64_t(0)), E(tl.TN / 16),
+                                       {kir::forLoop("jl", E(int64_t(0)), E(int64_t(16)), lane, 1,
+                                                     kir::Stmt::LoopKind::Vectorized)})})});
+  };
+  // The reduction over K tiles. (The init walks the tile as the additive terms' self-update
+  // does, so FuseReductionEpilogue can move those terms into it.)
+  std::vector<StmtP> zero = {kir::store(C, {tv, i, j}, f32(0.0))};
+  std::vector<StmtP> init = {blockLanes ? overLanes(zero, false) : overTile(zero, false)};
   std::vector<StmtP> update;
   {
     auto aValid = [&](E r, E cc) {
@@ -1010,24 +1029,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
 
   // Additive terms (and alpha) as a self-update of the accumulator, which FuseReductionEpilogue
   // (the driver's Kernel IR pipeline, kir/kir_pass.h) moves into the init.
-  // Host, a blocked conv: columns walked 16 lanes at a time (q: the channel block), so the
-  // output's stores and the bias / residual loads are 16-float vectors.
-  bool blockLanes = !isGpuPlan(knobs) && c.outLanes && tl.TN % 16 == 0 && tl.BN % 16 == 0;
-  E q = ivar("nt") * E(tl.BN / 16) + (tv % E(colTiles)) * E(tl.TN / 16) + ivar("jo");
   Index out = blockLanes ? c.outLanes(bi, row, q, ivar("jl")) : c.outIndex(bi, row, col);
-  auto overLanes = [&](const std::vector<StmtP> &body) {
-    std::vector<StmtP> lane = {
-        kir::decl("j", DType::I64, ivar("jo") * E(int64_t(16)) + ivar("jl"))};
-    if (static_cast<bool>(inside))
-      lane.push_back(kir::ifThen(inside, body));
-    else
-      lane.insert(lane.end(), body.begin(), body.end());
-    return kir::region(
-        t, {kir::forLoop("i", E(int64_t(0)), E(tl.TM),
-                         {kir::forLoop("jo", E(int64_t(0)), E(tl.TN / 16),
-                                       {kir::forLoop("jl", E(int64_t(0)), E(int64_t(16)), lane, 1,
-                                                     kir::Stmt::LoopKind::Vectorized)})})});
-  };
   bool alphaInFinal = true;
   if (!c.addTerms.empty()) {
     E gsum;
@@ -1038,7 +1040,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
       accv = f32(c.alpha) * accv;
     alphaInFinal = false;
     std::vector<StmtP> upd = {kir::store(C, {tv, i, j}, accv + gsum)};
-    k.body.push_back(blockLanes ? overLanes(upd) : overTile(upd, true));
+    k.body.push_back(blockLanes ? overLanes(upd, true) : overTile(upd, true));
   }
 
   // The final region: the remaining epilogue steps, the fused elementwise nodes, the stores.
@@ -1068,7 +1070,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   }
   auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out, "", storeAt);
   fin.insert(fin.end(), stores.begin(), stores.end());
-  k.body.push_back(lanes || blockLanes ? overLanes(fin) : overTile(fin, true));
+  k.body.push_back(lanes || blockLanes ? overLanes(fin, true) : overTile(fin, true));
   return k;
 }
 
