@@ -115,15 +115,14 @@ void inKernelOrder(std::vector<AttentionDecision> &decisions, const Partition &p
 
 // ---- The stages, in the order compileStages() runs them ----------------------------------------
 
-// Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before
-// pack-weights so that the blocked convs' weights are packed like any GEMM's, on a copy of the
-// graph under a pass manager (verified). GPU plans keep NCHW.
-void blockChannels(CompileState &s) {
-  if (s.hw.gpu || !s.opts.blockChannels)
+// A host plan's layout pass, on a copy of the graph under a pass manager (verified); the copy
+// replaces the graph when the pass changed it.
+void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
+  if (s.hw.gpu || !enabled)
     return;
   std::unique_ptr<Graph> copy = s.graph->clone();
   PassManager pm;
-  pm.add(createPass("block-channels"));
+  pm.add(createPass(pass));
   PassContext ctx;
   ctx.target = s.target;
   if (!pm.run(*copy, ctx))
@@ -132,22 +131,18 @@ void blockChannels(CompileState &s) {
   s.graph = s.model.graph.get();
 }
 
+// Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before
+// pack-weights so that the blocked convs' weights are packed like any GEMM's. GPU plans keep
+// NCHW.
+void blockChannels(CompileState &s) {
+  runHostLayoutPass(s, "block-channels", s.opts.blockChannels);
+}
+
 // Host plans: constant GEMM weights in the micro-kernel's column panels (passes/pack_weights.cpp),
-// on a copy of the graph under a pass manager (verified), before the partition so that the
-// panel views fold into the contractions like any layout op. GPU plans keep the weights as
-// they are.
+// before the partition so that the panel views fold into the contractions like any layout op.
+// GPU plans keep the weights as they are.
 void packWeights(CompileState &s) {
-  if (s.hw.gpu || !s.opts.packWeights)
-    return;
-  std::unique_ptr<Graph> copy = s.graph->clone();
-  PassManager pm;
-  pm.add(createPass("pack-weights"));
-  PassContext ctx;
-  ctx.target = s.target;
-  if (!pm.run(*copy, ctx))
-    return;
-  s.model.graph = std::move(copy);
-  s.graph = s.model.graph.get();
+  runHostLayoutPass(s, "pack-weights", s.opts.packWeights);
 }
 
 // Kernel groups: which nodes become one kernel (lower/fusion.h), with the cost model deciding

@@ -1125,6 +1125,23 @@ std::vector<StmtP> convOutputStores(const KernelGroup &g, GroupExpr &gx, const N
   return fin;
 }
 
+// The start every host direct-conv form shares: the kernel named, its params (filling
+// `byValue`), the fused epilogue checked to keep the conv's shape.
+kir::Kernel directConvKernel(const KernelGroup &g, const std::string &name,
+                             std::map<const Value *, kir::BufferP> &byValue) {
+  requireShapePreservingEpilogue(g, g.anchor->result());
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "direct_conv";
+  k.params = groupParams(g, byValue);
+  return k;
+}
+
+// Whether a conv's operands include a bias (beyond x, w and the epilogue's extras).
+bool convHasBias(const Node &n) {
+  return n.numOperands() == 3 + static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
+}
+
 // Direct conv on the host, one output row (n, oc, o_0 .. o_{S-2}) at a time, `rows` rows per
 // block: the row's accumulators live in an [OW] tile; for each input channel of the group, each
 // outer tap whose input row exists (one check per row) and each tap kw of the last dim, the
@@ -1136,16 +1153,11 @@ std::vector<StmtP> convOutputStores(const KernelGroup &g, GroupExpr &gx, const N
 kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   const Node &n = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "direct_conv";
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = directConvKernel(g, name, byValue);
   GroupExpr gx(g, byValue);
-  const Value *x = n.operand(0), *w = n.operand(1), *result = n.result();
-  requireShapePreservingEpilogue(g, result);
+  const Value *x = n.operand(0), *w = n.operand(1);
   ConvGeom geo = convGeom(n);
-  size_t extras = static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
-  bool hasBias = n.numOperands() == 3 + extras;
+  bool hasBias = convHasBias(n);
   size_t S = geo.S;
   int64_t Cg = geo.C / geo.G, Mg = geo.M / geo.G;
   int64_t OW = geo.O[S - 1], IW = geo.I[S - 1], KW = geo.Kd[S - 1], sw = geo.strides[S - 1],
@@ -1250,15 +1262,10 @@ namespace {
 kir::Kernel directConvBlocked(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   const Node &n = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "direct_conv";
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = directConvKernel(g, name, byValue);
   GroupExpr gx(g, byValue);
   const Value *x = n.operand(0), *w = n.operand(1), *result = n.result();
-  requireShapePreservingEpilogue(g, result);
-  size_t extras = static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
-  bool hasBias = n.numOperands() == 3 + extras;
+  bool hasBias = convHasBias(n);
   const auto &xs = x->type().shape, &os = result->type().shape;
   const auto &ks = n.ints("kernel_shape"), &st = n.ints("strides"), &pd = n.ints("pads"),
              &dl = n.ints("dilations");
@@ -1335,18 +1342,13 @@ kir::Kernel directConvBlocked(const KernelGroup &g, const std::string &name, con
 kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   const Node &n = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "direct_conv";
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = directConvKernel(g, name, byValue);
   GroupExpr gx(g, byValue);
-  const Value *x = n.operand(0), *w = n.operand(1), *result = n.result();
-  requireShapePreservingEpilogue(g, result);
+  const Value *x = n.operand(0), *w = n.operand(1);
   ConvGeom geo = convGeom(n);
   AICF_CHECK(geo.S == 2 && geo.strides[0] == geo.strides[1], "direct_conv plane form needs a 2-D ",
              "conv with equal strides (", n.where(), ")");
-  size_t extras = static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
-  bool hasBias = n.numOperands() == 3 + extras;
+  bool hasBias = convHasBias(n);
   int64_t Cg = geo.C / geo.G, Mg = geo.M / geo.G;
   int64_t IH = geo.I[0], IW = geo.I[1], OH = geo.O[0], OW = geo.O[1], KH = geo.Kd[0],
           KW = geo.Kd[1], dh = geo.dil[0], dw = geo.dil[1], pt = geo.pads[0], pl = geo.pads[1];
