@@ -12,14 +12,17 @@
 //     weight re-laid at compile time, zero rows and columns for the padded lanes; the bias, the
 //     epilogue and its operands carried over, per-channel constants re-laid to [1, CB, 1, 1, 16]);
 //     its input is the blocked form of x when there is one, x itself for a dense conv with at
-//     most 8 channels (the image: padding 3 channels to 16 would waste 5x the work), else x
-//     reordered (to_blocked);
+//     most 8 channels and 32 taps (the image: padding 3 channels to 16 would waste 5x the work;
+//     a larger one, resnet's 7 x 7, stays NCHW), else x reordered (to_blocked) when its
+//     channels are a multiple of 16 (otherwise the conv stays NCHW: the pad kernel the reorder
+//     would need costs more than the layout saves, ShuffleNet's branches after each shuffle);
 //   * an elementwise op whose operands are blocked values, scalars or per-channel constants
 //     runs on the blocked values, when the op keeps finite values finite (the padded lanes stay
 //     finite, which the zero weights of the next conv need: 0 * inf is NaN);
 //   * a max / average pool of a blocked value pools its blocks (blocked = 1); a global average
-//     / max pool is a reduce_mean / reduce_max over the spatial axes; a channel concat of blocked
-//     values whose channels are multiples of 16 is a concat of the blocks.
+//     / max pool is a reduce_mean / reduce_max over the spatial axes, and a reduce_mean / sum /
+//     max / min over axes [2, 3] reduces the blocks too (its result read back); a channel
+//     concat of blocked values whose channels are multiples of 16 is a concat of the blocks.
 // Every other reader of a converted value reads it back through from_blocked (a transpose,
 // reshape and slice: layout ops that fold into the reader, lower/fusion.cpp rule 0); the
 // original nodes are then dead. Reorders into the layout (to_blocked: pad, reshape, transpose)
@@ -90,7 +93,10 @@ public:
         b = convertGlobalPool(*n);
       else if (n->op() == Op::MaxPool || n->op() == Op::AvgPool)
         b = convertPool(*n);
-      else if (n->op() == Op::Concat)
+      else if (spatialReduction(*n)) {
+        replaceSpatialReduction(*n);
+        changed = true;
+      } else if (n->op() == Op::Concat)
         b = convertConcat(*n);
       else if (n->info().has(EW) && n->numResults() == 1)
         b = convertElementwise(*n);
@@ -234,12 +240,21 @@ private:
     bool hasBias = firstExtra == 3;
     if (hasBias && (!n.operand(2)->isWeight() || !n.operand(2)->hasData()))
       return nullptr;
+    // A plain value enters the layout through to_blocked; one whose channels are no multiple
+    // of 16 would need a pad kernel there (ShuffleNet's 58- and 116-channel branches after
+    // each channel shuffle: 1.1x ORT in NCHW, 1.24x blocked), so such a conv stays NCHW.
+    auto reorderable = [&](const Value *v) {
+      return blocked_.count(const_cast<Value *>(v)) || v->type().shape[1] % kLanes == 0;
+    };
     for (size_t i = firstExtra; i < n.numOperands(); ++i) {
       const Value *e = n.operand(i);
-      if (operandKind(e, os) == Operand::None && !(plain4d(e) && e->type().shape == os))
+      if (operandKind(e, os) == Operand::None &&
+          !(plain4d(e) && e->type().shape == os && reorderable(e)))
         return nullptr;
     }
     bool blockedIn = depthwise || blocked_.count(x) || C > 8;
+    if (blockedIn && !reorderable(x))
+      return nullptr;
     // A dense conv on a plain input runs as unrolled taps (lower/recipes.h's limit): the
     // image's first conv when it is small (3 x 3 x 3); a larger one (resnet's 7 x 7) stays NCHW.
     if (!depthwise && !blockedIn && C * KH * KW > 32)
@@ -333,6 +348,26 @@ private:
     AttrMap attrs = n.attrs;
     attrs["blocked"] = int64_t(1);
     return g_->createNode(n.op(), {it->second.value}, attrs, n.loc)->result();
+  }
+
+  // A reduce_mean / sum / max / min of a blocked value over its spatial axes (a global pool
+  // spelled as a reduction, keepdims 0 or 1).
+  bool spatialReduction(const Node &n) const {
+    bool reduce = n.op() == Op::ReduceMean || n.op() == Op::ReduceSum || n.op() == Op::ReduceMax ||
+                  n.op() == Op::ReduceMin;
+    return reduce && blocked_.count(n.operand(0)) && n.ints("axes") == std::vector<int64_t>{2, 3};
+  }
+  // Reduces the blocks (the column form: 16 channels a vector) and reads the result back.
+  void replaceSpatialReduction(Node &n) {
+    const Blocked &b = blocked_.at(n.operand(0));
+    Value *r =
+        g_->createNode(n.op(), {b.value},
+                       {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(1)}}, n.loc)
+            ->result();
+    Value *v = fromBlocked(r, b.channels, n.loc);
+    if (n.i("keepdims") == 0)
+      v = g_->createNode(Op::Reshape, {v}, {{"shape", n.result()->type().shape}}, n.loc)->result();
+    g_->replaceAllUsesWith(n.result(), v);
   }
 
   Value *convertConcat(Node &n) {
