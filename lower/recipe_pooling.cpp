@@ -224,39 +224,35 @@ kir::Kernel poolingBlocked(const KernelGroup &g, const std::string &name, const 
   E nIdx = kir::var("n"), cb = kir::var("cb"), oh = kir::var("oh"), ow = kir::var("ow"),
     l = kir::var("l");
   E r0 = kir::var("rb") * E(R);
-  std::vector<kir::StmtP> body;
-  for (const recipe::TapRange &rows :
-       recipe::tapRanges(OH, ks[0], st[0], dl[0], pd[0], xs[2], pd[2]))
-    for (const recipe::TapRange &cols :
-         recipe::tapRanges(OW, ks[1], st[1], dl[1], pd[1], xs[3], pd[3])) {
-      // The running value is a scalar assigned per tap (the max update reads it three times:
-      // nested as one expression it would grow exponentially with the taps).
-      std::vector<kir::StmtP> fold = {
-          kir::decl("acc", DType::F32, kir::fconst(isMax ? -INFINITY : 0.0))};
-      E acc = kir::var("acc", DType::F32);
-      for (int64_t kh : rows.taps)
-        for (int64_t kw : cols.taps) {
-          E v = ge.at(x, {nIdx, cb, oh * E(st[0]) + E(kh * dl[0] - pd[0]),
-                          ow * E(st[1]) + E(kw * dl[1] - pd[1]), l});
-          if (v->type != DType::F32)
-            v = kir::cast(v, DType::F32);
-          fold.push_back(kir::assign("acc", isMax ? flatloop::nanMaxUpdate(acc, v) : acc + v));
-        }
-      int64_t count = includePad ? rows.padded * cols.padded
-                                 : static_cast<int64_t>(rows.taps.size() * cols.taps.size());
-      E value = acc;
-      if (!isMax)
-        value = count ? acc / kir::fconst(double(count)) : kir::fconst(NAN);
-      else if (count == 0)
-        value = kir::fconst(-INFINITY);
-      std::vector<kir::StmtP> stores =
-          storeGroupOutputs(g, ge, res, value, {nIdx, cb, oh, ow, l}, "o");
-      fold.insert(fold.end(), stores.begin(), stores.end());
-      kir::StmtP lanes = recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)), fold);
-      kir::StmtP colLoop = kir::forLoop("ow", E(cols.lo), E(cols.hi - cols.lo), {lanes});
-      E lo = kir::max(E(rows.lo), r0), hi = kir::min(E(rows.hi), r0 + E(R));
-      body.push_back(kir::forLoop("oh", lo, hi - lo, {colLoop}));
-    }
+  auto pixel = [&](const recipe::TapRange &rows, const recipe::TapRange &cols) {
+    // The running value is a scalar assigned per tap (the max update reads it three times:
+    // nested as one expression it would grow exponentially with the taps).
+    std::vector<kir::StmtP> fold = {
+        kir::decl("acc", DType::F32, kir::fconst(isMax ? -INFINITY : 0.0))};
+    E acc = kir::var("acc", DType::F32);
+    for (int64_t kh : rows.taps)
+      for (int64_t kw : cols.taps) {
+        E v = ge.at(x, {nIdx, cb, oh * E(st[0]) + E(kh * dl[0] - pd[0]),
+                        ow * E(st[1]) + E(kw * dl[1] - pd[1]), l});
+        if (v->type != DType::F32)
+          v = kir::cast(v, DType::F32);
+        fold.push_back(kir::assign("acc", isMax ? flatloop::nanMaxUpdate(acc, v) : acc + v));
+      }
+    int64_t count = includePad ? rows.padded * cols.padded
+                               : static_cast<int64_t>(rows.taps.size() * cols.taps.size());
+    E value = acc;
+    if (!isMax)
+      value = count ? acc / kir::fconst(double(count)) : kir::fconst(NAN);
+    else if (count == 0)
+      value = kir::fconst(-INFINITY);
+    std::vector<kir::StmtP> stores =
+        storeGroupOutputs(g, ge, res, value, {nIdx, cb, oh, ow, l}, "o");
+    fold.insert(fold.end(), stores.begin(), stores.end());
+    return fold;
+  };
+  std::vector<kir::StmtP> body = recipe::tapRangeWalk(
+      recipe::tapRanges(OH, ks[0], st[0], dl[0], pd[0], xs[2], pd[2]),
+      recipe::tapRanges(OW, ks[1], st[1], dl[1], pd[1], xs[3], pd[3]), r0, R, pixel);
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }
@@ -334,7 +330,7 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
   using kir::E;
   AICF_CHECK(g.anchor && (g.anchor->op() == Op::MaxPool || g.anchor->op() == Op::AvgPool),
              "pooling recipe on group ", g.id, " (", g.kind, ")");
-  if (!isGpuPlan(knobs) && g.anchor->i("blocked") != 0)
+  if (g.anchor->i("blocked") != 0) // (one thread per block on a GPU plan too: correct, not tuned)
     return poolingBlocked(g, name, knobs);
   if (!isGpuPlan(knobs))
     return knobs.get("plane", 0) != 0 && maxPoolPlaneLegal(*g.anchor) ? maxPoolPlane(g, name)

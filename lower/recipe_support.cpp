@@ -66,6 +66,21 @@ std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int
   return out;
 }
 
+std::vector<kir::StmtP> tapRangeWalk(
+    const std::vector<TapRange> &rows, const std::vector<TapRange> &cols, kir::E r0, int64_t R,
+    const std::function<std::vector<kir::StmtP>(const TapRange &, const TapRange &)> &pixel) {
+  using kir::E;
+  std::vector<kir::StmtP> body;
+  for (const TapRange &rr : rows)
+    for (const TapRange &cr : cols) {
+      kir::StmtP lanes = vectorLoop("l", E(int64_t(0)), E(int64_t(16)), pixel(rr, cr));
+      kir::StmtP colLoop = kir::forLoop("ow", E(cr.lo), E(cr.hi - cr.lo), {lanes});
+      E lo = kir::max(E(rr.lo), r0), hi = kir::min(E(rr.hi), r0 + E(R));
+      body.push_back(kir::forLoop("oh", lo, hi - lo, {colLoop}));
+    }
+  return body;
+}
+
 PhasePlanes phasePlanes(const std::vector<int64_t> &in, const std::vector<int64_t> &pads,
                         const std::vector<int64_t> &out, const std::vector<int64_t> &kernel,
                         const std::vector<int64_t> &dil, int64_t stride) {

@@ -51,6 +51,15 @@ struct TapRange {
 std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int64_t dil,
                                 int64_t pad, int64_t limit, int64_t padEnd = 0);
 
+// The walk of a 2-D window op on channel blocks (host blocked conv and pooling): for every
+// range of output rows (`rows`) and of output columns (`cols`) with one tap set each,
+// `pixel(rowRange, colRange)` gives one pixel's body over the loop variables oh, ow and the
+// lane l; emitted as a loop over oh (the range clipped to the block's rows [r0, r0 + R)), one
+// over ow, and a 16-lane vector loop over l.
+std::vector<kir::StmtP> tapRangeWalk(
+    const std::vector<TapRange> &rows, const std::vector<TapRange> &cols, kir::E r0, int64_t R,
+    const std::function<std::vector<kir::StmtP>(const TapRange &, const TapRange &)> &pixel);
+
 // A 2-D window op's input seen as stride x stride phase planes (host conv / max-pool plane
 // forms): the zero- (or -inf-) padded input, widened where needed so every window lies inside
 // it (ceil_mode pooling), is split into phases of Hq x Wq, phase (a, b) holding padded element

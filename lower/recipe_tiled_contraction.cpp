@@ -1292,39 +1292,35 @@ kir::Kernel directConvBlocked(const KernelGroup &g, const std::string &name, con
   E zero(int64_t(0)), nIdx = ivar("n"), cb = ivar("cb"), oh = ivar("oh"), ow = ivar("ow"),
                       l = ivar("l");
   E r0 = ivar("rb") * E(R);
-  std::vector<StmtP> body;
-  for (const TapRange &rows : tapRanges(OH, KH, st[0], dl[0], pd[0], H))
-    for (const TapRange &cols : tapRanges(OW, KW, st[1], dl[1], pd[1], W)) {
-      E acc = f32(0.0);
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t kh : rows.taps)
-          for (int64_t kw : cols.taps) {
-            E ih = oh * E(st[0]) + E(kh * dl[0] - pd[0]),
-              iw = ow * E(st[1]) + E(kw * dl[1] - pd[1]);
-            acc = acc + (depthwise ? asF32(gx.at(x, {nIdx, cb, ih, iw, l})) *
-                                         asF32(gx.at(w, {cb, E(kh), E(kw), l}))
-                                   : asF32(gx.at(x, {nIdx, E(c), ih, iw})) *
-                                         asF32(gx.at(w, {E((c * KH + kh) * KW + kw),
-                                                         cb * E(int64_t(16)) + l})));
-          }
-      if (hasBias)
-        acc = acc + asF32(gx.at(n.operand(2), {cb * E(int64_t(16)) + l}));
-      std::vector<StmtP> fin = {kir::decl("y0", DType::F32, acc)};
-      std::string cur = "y0";
-      Contraction c;
-      c.outShape = os;
-      splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
-      Index out = {nIdx, cb, oh, ow, l};
-      auto steps = applySteps(c, gx, out, cur);
-      fin.insert(fin.end(), steps.begin(), steps.end());
-      auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
-      fin.insert(fin.end(), stores.begin(), stores.end());
-      StmtP lanes = vectorLoop("l", zero, E(int64_t(16)), fin);
-      StmtP colLoop = kir::forLoop("ow", E(cols.lo), E(cols.hi - cols.lo), {lanes});
-      // This range's rows inside the block's.
-      E lo = kir::max(E(rows.lo), r0), hi = kir::min(E(rows.hi), r0 + E(R));
-      body.push_back(kir::forLoop("oh", lo, hi - lo, {colLoop}));
-    }
+  auto pixel = [&](const TapRange &rows, const TapRange &cols) {
+    E acc = f32(0.0);
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t kh : rows.taps)
+        for (int64_t kw : cols.taps) {
+          E ih = oh * E(st[0]) + E(kh * dl[0] - pd[0]), iw = ow * E(st[1]) + E(kw * dl[1] - pd[1]);
+          acc =
+              acc +
+              (depthwise
+                   ? asF32(gx.at(x, {nIdx, cb, ih, iw, l})) * asF32(gx.at(w, {cb, E(kh), E(kw), l}))
+                   : asF32(gx.at(x, {nIdx, E(c), ih, iw})) *
+                         asF32(gx.at(w, {E((c * KH + kh) * KW + kw), cb * E(int64_t(16)) + l})));
+        }
+    if (hasBias)
+      acc = acc + asF32(gx.at(n.operand(2), {cb * E(int64_t(16)) + l}));
+    std::vector<StmtP> fin = {kir::decl("y0", DType::F32, acc)};
+    std::string cur = "y0";
+    Contraction c;
+    c.outShape = os;
+    splitEpilogue(n, hasBias ? 3 : 2, gx, false, c);
+    Index out = {nIdx, cb, oh, ow, l};
+    auto steps = applySteps(c, gx, out, cur);
+    fin.insert(fin.end(), steps.begin(), steps.end());
+    auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
+    fin.insert(fin.end(), stores.begin(), stores.end());
+    return fin;
+  };
+  std::vector<StmtP> body = tapRangeWalk(tapRanges(OH, KH, st[0], dl[0], pd[0], H),
+                                         tapRanges(OW, KW, st[1], dl[1], pd[1], W), r0, R, pixel);
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }

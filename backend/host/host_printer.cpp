@@ -200,38 +200,24 @@ inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__rest
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
       acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
-  if constexpr (KB) {
-    for (int64_t k0 = 0; k0 < K; k0 += 16) {
-      const float *__restrict Ab = A + kb.at(kb.b0 + (k0 >> 4));
-      const float *__restrict Bb = B + k0 * ldb;
-      const int64_t kn = K - k0 < 16 ? K - k0 : 16;
-      for (int64_t kk = 0; kk < kn; ++kk) {
-        aicf_v16f b[NV];
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j)
-          b[j] = *reinterpret_cast<const aicf_v16fu *>(Bb + kk * ldb + 16 * j);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
-          const float a = Ab[i * lda + kk];
-#pragma GCC unroll 4
-          for (int j = 0; j < NV; ++j)
-            acc[i][j] += a * b[j];
-        }
-      }
-    }
-    K = 0;
-  }
-  for (int64_t kk = 0; kk < K; ++kk) {
-    aicf_v16f b[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      b[j] = *reinterpret_cast<const aicf_v16fu *>(B + kk * ldb + 16 * j);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const float a = A[i * lda + kk];
+  // K in steps: blocks of 16 for a blocked A (each at its own offset), else one step of K.
+  const int64_t step = KB ? 16 : K;
+  for (int64_t k0 = 0; k0 < K; k0 += step) {
+    const float *__restrict Ab = KB ? A + kb.at(kb.b0 + (k0 >> 4)) : A;
+    const float *__restrict Bb = B + k0 * ldb;
+    const int64_t kn = K - k0 < step ? K - k0 : step;
+    for (int64_t kk = 0; kk < kn; ++kk) {
+      aicf_v16f b[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j)
-        acc[i][j] += a * b[j];
+        b[j] = *reinterpret_cast<const aicf_v16fu *>(Bb + kk * ldb + 16 * j);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const float a = Ab[i * lda + kk];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j)
+          acc[i][j] += a * b[j];
+      }
     }
   }
 #pragma GCC unroll 16
