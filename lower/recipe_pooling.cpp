@@ -23,6 +23,16 @@ namespace {
 
 using kir::E;
 
+// The start every pooling form shares: the kernel named, its params (filling `byValue`).
+kir::Kernel poolingKernel(const KernelGroup &g, const std::string &name,
+                          std::map<const Value *, kir::BufferP> &byValue) {
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = "pooling";
+  k.params = groupParams(g, byValue);
+  return k;
+}
+
 // The max_pool plane form (maxPoolPlane) applies: 2-D, equal strides.
 bool maxPoolPlaneLegal(const Node &a) {
   return a.op() == Op::MaxPool && a.i("blocked") == 0 && a.operand(0)->type().shape.size() == 4 &&
@@ -54,11 +64,8 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
   int64_t rows = product(rowShape);
   int64_t R = std::clamp<int64_t>(knobs.get("rows", 1), 1, rows);
 
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "pooling";
   std::map<const Value *, kir::BufferP> byValue;
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = poolingKernel(g, name, byValue);
   GroupExpr ge(g, byValue);
   k.grid = {{"b", ceilDiv(rows, R)}};
   k.threadVar = "t";
@@ -203,11 +210,8 @@ kir::Kernel poolingBlocked(const KernelGroup &g, const std::string &name, const 
   AICF_CHECK(xs.size() == 5, a.where(), ": a blocked pool is 2-D here, got ", x->type().str());
   int64_t OH = os[2], OW = os[3];
   int64_t R = std::clamp<int64_t>(knobs.get("rows", 1), 1, OH);
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "pooling";
   std::map<const Value *, kir::BufferP> byValue;
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = poolingKernel(g, name, byValue);
   GroupExpr ge(g, byValue);
   k.grid = {{"n", xs[0]}, {"cb", xs[1]}, {"rb", ceilDiv(OH, R)}};
   k.threads = 1;
@@ -271,11 +275,8 @@ kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
   recipe::PhasePlanes pg = recipe::phasePlanes({IH, IW}, pd, {OH, OW}, ks, dl, st[0]);
   int64_t s = pg.st, Wq = pg.Wq, F = pg.F, phase = pg.phase;
 
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "pooling";
   std::map<const Value *, kir::BufferP> byValue;
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = poolingKernel(g, name, byValue);
   GroupExpr ge(g, byValue);
   k.grid = {{"b", xs[0] * xs[1]}};
   k.threadVar = "t";
@@ -347,11 +348,8 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
   AICF_CHECK(ks.size() == S && st.size() == S && dl.size() == S && pd.size() == 2 * S, a.where(),
              ": pooling attributes do not match rank ", xs.size());
 
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "pooling";
   std::map<const Value *, kir::BufferP> byValue;
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = poolingKernel(g, name, byValue);
   GroupExpr ge(g, byValue);
   int64_t n = 1;
   for (int64_t d : os)

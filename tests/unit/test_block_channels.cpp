@@ -63,17 +63,22 @@ const char *kNet = R"(graph @blocks(%x: f32[1,3,20,20]) -> (%y: f32[1,64]) {
 }
 )";
 
-std::unique_ptr<Graph> network() {
-  std::unique_ptr<Graph> g = parseGraph(kNet, "blocks.mcir");
-  std::mt19937 rng(5);
+// Every weight of `g` (zero-filled by the parser) set to seeded values in [-0.5, 0.5).
+void fillWeights(Graph &g, unsigned seed) {
+  std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  for (Value *w : g->weights()) {
+  for (Value *w : g.weights()) {
     auto t = std::make_shared<Tensor>(w->type());
     float *d = t->data<float>();
     for (int64_t i = 0; i < t->numel(); ++i)
       d[i] = dist(rng);
     w->setData(t);
   }
+}
+
+std::unique_ptr<Graph> network() {
+  std::unique_ptr<Graph> g = parseGraph(kNet, "blocks.mcir");
+  fillWeights(*g, 5);
   return g;
 }
 
@@ -90,16 +95,21 @@ void checkClose(const Tensor &got, const Tensor &want) {
   CHECK_MESSAGE(bad == 0, bad, " elements outside tolerance");
 }
 
+// Runs the pass on `g` under a pass manager (which verifies the result); whether it changed it.
+bool blockChannels(Graph &g) {
+  PassManager pm;
+  pm.add(createPass("block-channels"));
+  PassContext ctx;
+  return pm.run(g, ctx);
+}
+
 } // namespace
 
 TEST_CASE("block-channels: the blocked graph interprets to the original's outputs") {
   std::unique_ptr<Graph> g = network();
   std::vector<Tensor> in = randomInputs(*g, 3);
   Tensor want = interpret(*g, in).at(0);
-  PassManager pm;
-  pm.add(createPass("block-channels"));
-  PassContext ctx;
-  REQUIRE(pm.run(*g, ctx));
+  REQUIRE(blockChannels(*g));
   int blocked = 0, convs = 0, pools = 0;
   for (const Node *n : g->nodes()) {
     blocked += n->op() == Op::BlockedConv;
@@ -149,10 +159,7 @@ TEST_CASE("block-channels: blocked ops written as IR lower on host and GPU plans
   std::unique_ptr<Graph> g = network();
   std::vector<Tensor> in = randomInputs(*g, 6);
   Tensor want = interpret(*g, in).at(0);
-  PassManager pm;
-  pm.add(createPass("block-channels"));
-  PassContext ctx;
-  REQUIRE(pm.run(*g, ctx));
+  REQUIRE(blockChannels(*g));
   CompileOptions gpu;
   gpu.planFor = Target::parseSpec("cuda:sm_80");
   compileRunCheck(*g, gpu, in.at(0), want);
@@ -166,14 +173,7 @@ TEST_CASE("block-channels: blocked ops written as IR lower on host and GPU plans
 }
 )",
                  "big.mcir");
-  std::mt19937 rng(9);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  for (Value *w : big->weights()) {
-    auto t = std::make_shared<Tensor>(w->type());
-    for (int64_t i = 0; i < t->numel(); ++i)
-      t->data<float>()[i] = dist(rng);
-    w->setData(t);
-  }
+  fillWeights(*big, 9);
   std::vector<Tensor> bin = randomInputs(*big, 7);
   Tensor bwant = interpret(*big, bin).at(0);
   for (const char *plan : {"cpu", "cuda:sm_80"}) {
