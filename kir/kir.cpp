@@ -443,6 +443,7 @@ StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_
   s->bPanel = v.bPanel;
   s->bPanelStride = v.bPanelStride;
   s->aBlocks = v.aBlocks;
+  s->aGroups = v.aGroups;
   if (!v.aBlocks.empty())
     s->indices.push_back(v.firstBlock);
   return s;

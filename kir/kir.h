@@ -189,10 +189,13 @@ struct Stmt {
   // C[t][i][j] += sum over kk < k of A[row i][kk] * B[kk][col j].
   // Operand views (one-thread host tiles, `views` set): A and B are then read where they lie,
   // in any buffer (a kernel parameter), instead of from staged tiles:
-  //   A[i][kk] = a[indices[0] + i * lda + kk], or, with aBlocks = {s0, s1, s2, n1, n2} (a
-  //              channel-blocked conv input: k in blocks of 16 lanes, block b = indices[5] +
-  //              kk / 16 as (b0, b1, b2) over (*, n1, n2)), a[indices[0] + i * lda + b0 s0 +
-  //              b1 s1 + b2 s2 + kk % 16];
+  //   A[i][kk] = a[indices[0] + i * lda + kk], or, with aBlocks = {s0, s1, s2, n1, n2, L} (a
+  //              conv input: k in blocks of L contiguous floats, the 16 lanes of a channel
+  //              block or a kernel row's KW taps of a plain input; block b = indices[5] + kk /
+  //              L as (b0, b1, b2) over (*, n1, n2)), a[indices[0] + i * lda + b0 s0 + b1 s1 +
+  //              b2 s2 + kk % L]; with aGroups = {G, gs} as well (a blocked conv's
+  //              tile of several output rows, each G pixels wide), row i starts at (i / G) gs +
+  //              (i % G) lda instead of i lda;
   //   B[kk][j] = b[indices[1] + kk * ldb + j] when bPanel == 0, or, B stored in panels of
   //              bPanel columns (a weight packed at compile time), b[indices[1] +
   //              (j / bPanel) * bPanelStride + kk * bPanel + j % bPanel];
@@ -203,7 +206,8 @@ struct Stmt {
   int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
   bool views = false;
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
-  std::vector<int64_t> aBlocks; // empty, or {s0, s1, s2, n1, n2}
+  std::vector<int64_t> aBlocks; // empty, or {s0, s1, s2, n1, n2, L}
+  std::vector<int64_t> aGroups; // empty, or {G, gs} (with aBlocks only)
 };
 
 // The scalars declared outside For loop `loop` that its body accumulates (`x = x + e`,
@@ -230,12 +234,13 @@ StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, 
               int64_t tn);
 // An mma_tile reading its operands through views (see Stmt): A at aOffset with row stride lda,
 // B at bOffset with row stride ldb (bPanel == 0) or in panels of bPanel columns, bPanelStride
-// apart; A's k in blocks of 16 at the offsets aBlocks gives (see Stmt), the first firstBlock,
-// when aBlocks is set; rows, cols and depth are the valid rows, columns and K step.
+// apart; A's k in blocks of L at the offsets aBlocks gives (see Stmt), the first firstBlock,
+// when aBlocks is set, and A's rows in groups of G, gs apart, when aGroups = {G, gs} is; rows,
+// cols and depth are the valid rows, columns and K step.
 struct MmaViews {
   E aOffset, bOffset, rows, cols, depth, firstBlock;
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
-  std::vector<int64_t> aBlocks;
+  std::vector<int64_t> aBlocks, aGroups;
 };
 StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
                    int64_t tn, const MmaViews &v);

@@ -838,7 +838,7 @@ private:
       if (accept(Tok::Comma)) {
         field("blocks");
         expect(Tok::LBracket, "'[' and the block strides");
-        for (int i = 0; i < 5; ++i) {
+        for (int i = 0; i < 6; ++i) {
           if (i)
             expect(Tok::Comma, "','");
           views.aBlocks.push_back(parseInt("an integer"));
@@ -847,6 +847,14 @@ private:
         expect(Tok::Comma, "','");
         field("first");
         views.firstBlock = parseExpr();
+        if (accept(Tok::Comma)) {
+          field("groups");
+          expect(Tok::LBracket, "'[' and the row group size and stride");
+          views.aGroups.push_back(parseInt("an integer"));
+          expect(Tok::Comma, "','");
+          views.aGroups.push_back(parseInt("an integer"));
+          expect(Tok::RBracket, "']' after the row groups");
+        }
       }
       expect(Tok::RBracket, "']' after A's view");
     }

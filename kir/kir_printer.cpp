@@ -255,6 +255,9 @@ public:
         for (size_t i = 0; i < s.aBlocks.size(); ++i)
           aBlocks += (i ? ", " : "") + std::to_string(s.aBlocks[i]);
         aBlocks += "], first = " + ex(s.indices[5]);
+        if (s.aGroups.size() == 2)
+          aBlocks += ", groups = [" + std::to_string(s.aGroups[0]) + ", " +
+                     std::to_string(s.aGroups[1]) + "]";
       }
       line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) +
                     ", ld = " + std::to_string(s.lda) + aBlocks + "] x " + nm(s.b) +

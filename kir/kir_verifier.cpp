@@ -498,8 +498,12 @@ private:
           err("mma_tile: a view reads f32 buffers, got " + describe(*b));
       if (k_.threads != 1 || s.tm != s.m || s.tn != s.n)
         err("mma_tile: views need one thread owning the whole tile");
-      if (!s.aBlocks.empty() && (s.aBlocks.size() != 5 || s.aBlocks[3] < 1 || s.aBlocks[4] < 1))
-        err("mma_tile: A's blocks need {s0, s1, s2, n1 >= 1, n2 >= 1}");
+      if (!s.aBlocks.empty() &&
+          (s.aBlocks.size() != 6 || s.aBlocks[3] < 1 || s.aBlocks[4] < 1 || s.aBlocks[5] < 1))
+        err("mma_tile: A's blocks need {s0, s1, s2, n1 >= 1, n2 >= 1, L >= 1}");
+      if (!s.aGroups.empty() &&
+          (s.aBlocks.empty() || s.aGroups.size() != 2 || s.aGroups[0] < 1 || s.aGroups[1] < 1))
+        err("mma_tile: A's row groups need A's blocks and {G >= 1, stride >= 1}");
       if (s.lda < 1 || (s.bPanel == 0 && s.ldb < 1) ||
           (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % s.bPanel != 0 || s.bPanelStride < 1)))
         err("mma_tile: bad view strides (lda " + std::to_string(s.lda) + ", ldb " +

@@ -229,18 +229,30 @@ kir::Kernel poolingBlocked(const KernelGroup &g, const std::string &name, const 
     l = kir::var("l");
   E r0 = kir::var("rb") * E(R);
   auto pixel = [&](const recipe::TapRange &rows, const recipe::TapRange &cols) {
-    // The running value is a scalar assigned per tap (the max update reads it three times:
-    // nested as one expression it would grow exponentially with the taps).
+    // The running value is a scalar assigned per tap. Max keeps two: the plain maximum (x >
+    // acc ? x : acc, one vmaxps, which skips a NaN x) and the first NaN seen (nan stays NaN
+    // once it is, else takes x); a NaN among the taps wins at the end. Three vector ops per tap
+    // where the NaN-propagating update (flatloop::nanMaxUpdate) takes six: resnet18's 3 x 3 / 2
+    // pool 0.30 -> 0.19 ms. Same result as the interpreter's, that first NaN included.
     std::vector<kir::StmtP> fold = {
         kir::decl("acc", DType::F32, kir::fconst(isMax ? -INFINITY : 0.0))};
-    E acc = kir::var("acc", DType::F32);
+    E acc = kir::var("acc", DType::F32), nan = kir::var("first_nan", DType::F32);
+    if (isMax)
+      fold.push_back(kir::decl("first_nan", DType::F32, kir::fconst(0.0)));
     for (int64_t kh : rows.taps)
       for (int64_t kw : cols.taps) {
         E v = ge.at(x, {nIdx, cb, oh * E(st[0]) + E(kh * dl[0] - pd[0]),
                         ow * E(st[1]) + E(kw * dl[1] - pd[1]), l});
         if (v->type != DType::F32)
           v = kir::cast(v, DType::F32);
-        fold.push_back(kir::assign("acc", isMax ? flatloop::nanMaxUpdate(acc, v) : acc + v));
+        if (isMax) {
+          fold.push_back(kir::decl(cat("x", kh, "_", kw), DType::F32, v));
+          E xv = kir::var(cat("x", kh, "_", kw), DType::F32);
+          fold.push_back(kir::assign("acc", kir::select(xv > acc, xv, acc)));
+          fold.push_back(kir::assign("first_nan", kir::select(flatloop::isNaN(nan), nan, xv)));
+        } else {
+          fold.push_back(kir::assign("acc", acc + v));
+        }
       }
     int64_t count = includePad ? rows.padded * cols.padded
                                : static_cast<int64_t>(rows.taps.size() * cols.taps.size());
@@ -249,6 +261,8 @@ kir::Kernel poolingBlocked(const KernelGroup &g, const std::string &name, const 
       value = count ? acc / kir::fconst(double(count)) : kir::fconst(NAN);
     else if (count == 0)
       value = kir::fconst(-INFINITY);
+    else
+      value = kir::select(flatloop::isNaN(nan), nan, acc);
     std::vector<kir::StmtP> stores =
         storeGroupOutputs(g, ge, res, value, {nIdx, cb, oh, ow, l}, "o");
     fold.insert(fold.end(), stores.begin(), stores.end());

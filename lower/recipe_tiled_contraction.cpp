@@ -90,7 +90,14 @@ struct Contraction {
   // that are not); the final region stores only those.
   std::function<E(const Index &b, E row)> rowValid;
   int64_t bandLd = 0;
-  std::function<StmtP(const Index &b, const kir::BufferP &band)> bandFill;
+  // The band form's row groups (kir.h mma_tile aGroups): a tile's rows are whole output rows of
+  // bandGroups[0] pixels, each bandGroups[1] floats on in the band; BM a multiple of the row
+  // (defaultBM the recipe's default). Without groups the band serves one batch entry.
+  std::vector<int64_t> bandGroups;
+  int64_t defaultBM = 0;
+  int64_t bandBytes0 = 0, bandRowBytes = 0; // the band of a one-row tile, and per extra row
+  // Fills the band for the tile starting at row m0.
+  std::function<StmtP(const Index &b, E m0, const kir::BufferP &band)> bandFill;
   double alpha = 1.0;
   std::vector<std::function<E(const Index &out)>> addTerms;  // leading additive epilogue terms
   std::vector<std::pair<EpilogueStep, const Value *>> steps; // the rest of the epilogue
@@ -407,7 +414,7 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
 // padding) on a blocked input reads A in place: pixel p, k at (k / 16) * block + p * 16 + k % 16
 // (aBlockView); other convs stage A tiles, the tap's padding read as zero. The output walks
 // its columns 16 lanes at a time: channel block q, lane l at [n, q, oh, ow, l].
-Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host) {
+Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const Knobs &knobs) {
   Contraction c;
   const Value *x = n.operand(0), *w = n.operand(1);
   const auto &epi = n.strs("epilogue");
@@ -469,40 +476,70 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host) {
     Index p = unflat(O, row);
     return Index{bi[0], q, p[0], p[1], l};
   };
-  if (host && blocked && !pointwise) {
-    // Band form: R output rows per batch entry (n, rb); the block first copies the input rows
-    // those rows' taps read, for every input block, into a band [CB, BR, Wp, 16] with the
-    // padding as zeros, so that tap (kh, kw) of every pixel lies inside it.
-    //  * R = 1 (any stride): the band holds the KH tap rows of output row oh, Wp = (OW - 1) s +
-    //    (KW - 1) d + 1 columns; pixel ow is A's row ow, s * 16 floats apart; tap (kh, kw) reads
-    //    band row kh, column ow s + kw d.
-    //  * R > 1 (stride 1, rows of at most 5 pixels, which alone would give the micro-kernel
-    //    row blocks of at most 5 accumulator rows; from 7 pixels on one row is faster, the
-    //    grid's unused columns costing more: resnet18's 7 x 7 layer4 runs 2.7 ms at R = 1 and
-    //    3.0 ms at R = 7, its 14 x 14 layer3 2.3 and 2.8 ms at R = 1 and 4): the band holds the BR
-    //    = R + (KH - 1) d consecutive input rows, Wp = OW + (KW - 1) d wide, and A's rows are the
-    //    padded grid f = r Wp + ow, 16 floats apart: tap (kh, kw) reads band row r + kh d, column
-    //    ow + kw d. The grid's columns ow >= OW (and rows past OH) are computed and not stored.
+  // A plain input's band (the image's first conv, resnet's 7 x 7 / 2 on 3 channels) keeps
+  // NCHW rows: k = (c, kh, kw) is read in blocks of one kernel row's KW contiguous taps.
+  bool plainBand = host && !blocked && dl[1] == 1 && !(st[0] == 1 && st[1] == 1 && os[3] <= 5);
+  if (host && (blocked || plainBand) && !pointwise) {
+    // Band form: a tile's block first copies the input rows its output rows' taps read, for
+    // every input block, into a band [CB, BR, Wp, 16] with the padding as zeros, so that tap
+    // (kh, kw) of every pixel lies inside it, and the micro-kernel reads A from the band.
+    //  * Row groups (the usual form): a tile is R whole output rows (BM = R OW, the cost
+    //    model's knob). The band holds the BR = (R - 1) s + (KH - 1) d + 1 input rows they
+    //    read, Wp = (OW - 1) s + (KW - 1) d + 1 columns; pixel (r, ow) is A's row r OW + ow at
+    //    band row r s, column ow s (mma_tile groups of OW rows, s Wp 16 floats apart, s 16
+    //    within a group); tap (kh, kw) adds band row kh d, column kw d. More rows per tile
+    //    re-read the weights fewer times (resnet18's 7 x 7 layer4: 9.4 MB of weights streamed
+    //    once per output row at R = 1) and copy each input row fewer times.
+    //  * Padded grid (stride 1, rows of at most 5 pixels, which alone would give the
+    //    micro-kernel row blocks of at most 5 accumulator rows): the band holds BR = R + (KH -
+    //    1) d consecutive input rows, Wp = OW + (KW - 1) d wide, and A's rows are the padded grid
+    //    f = r Wp + ow, 16 floats apart, cut into blocks of 8 across the rows: tap (kh, kw)
+    //    reads band row r + kh d, column ow + kw d. The grid's columns ow >= OW (and rows past
+    //    OH) are computed and not stored.
+    //  * A plain input (row groups only): the band [C, BR, Wp] holds plain rows; k's block
+    //    (c, kh) starts at c BR Wp + kh d Wp and holds the KW taps of that kernel row.
     int64_t CB = xs[1], KH = ks[0], KW = ks[1], OH = os[2], OW = os[3];
-    bool unit = st[0] == 1 && st[1] == 1;
+    bool grid = blocked && st[0] == 1 && st[1] == 1 && OW <= 5;
     int64_t R = 1;
-    if (unit && OW <= 5)
+    if (grid) {
       R = std::clamp<int64_t>(ceilDiv(64, OW + (KW - 1) * dl[1]), 1, OH);
-    int64_t Wp = R > 1 ? OW + (KW - 1) * dl[1] : (OW - 1) * st[1] + (KW - 1) * dl[1] + 1;
-    int64_t BR = R > 1 ? R + (KH - 1) * dl[0] : KH;
-    c.batch = {xs[0], ceilDiv(OH, R)};
-    c.M = R > 1 ? R * Wp : OW;
+    } else {
+      // R = 1 by default (one output row per tile); the cost model weighs more.
+      c.defaultBM = OW;
+      int64_t bm = knobs.get("BM", c.defaultBM);
+      AICF_CHECK(bm > 0 && bm % OW == 0, "blocked conv ", n.where(),
+                 ": the band form's row tile BM must be whole output rows of ", OW, " pixels (BM ",
+                 bm, ")");
+      R = std::min(bm / OW, OH);
+    }
+    int64_t Wp = grid ? OW + (KW - 1) * dl[1] : (OW - 1) * st[1] + (KW - 1) * dl[1] + 1;
+    int64_t BR = grid ? R + (KH - 1) * dl[0] : (R - 1) * st[0] + (KH - 1) * dl[0] + 1;
     c.aAt = nullptr;
     c.aRowDecls = nullptr;
     c.aValid = nullptr;
-    c.band = {CB, BR, Wp, 16};
-    c.bandBlocks = {BR * Wp * 16, (R > 1 ? dl[0] : 1) * Wp * 16, dl[1] * 16, KH, KW};
-    c.bandLd = R > 1 ? 16 : st[1] * 16;
+    int64_t lanes = blocked ? 16 : 1;
+    c.band = {CB, BR, Wp, lanes};
+    c.bandBlocks = blocked
+                       ? std::vector<int64_t>{BR * Wp * 16, dl[0] * Wp * 16, dl[1] * 16, KH, KW, 16}
+                       : std::vector<int64_t>{BR * Wp, dl[0] * Wp, 0, KH, 1, KW};
+    c.kAlign = blocked ? 16 : KW;
+    c.bandLd = grid ? 16 : st[1] * lanes;
+    if (grid) {
+      c.batch = {xs[0], ceilDiv(OH, R)};
+      c.M = R * Wp;
+    } else {
+      c.bandGroups = {OW, st[0] * Wp * lanes};
+      c.bandBytes0 = CB * ((KH - 1) * dl[0] + 1) * Wp * lanes * 4;
+      c.bandRowBytes = CB * st[0] * Wp * lanes * 4;
+    }
     int64_t lo = std::min(Wp, pd[1]), hi = std::min(Wp, pd[1] + W);
-    c.bandFill = [&gx, x, CB, BR, Wp, H, lo, hi, st, pd, dl, R](const Index &bi,
-                                                                const kir::BufferP &band) {
+    c.bandFill = [&gx, x, CB, BR, Wp, H, OW, lo, hi, st, pd, R, grid,
+                  lanes](const Index &bi, E m0, const kir::BufferP &band) {
       E zero(int64_t(0)), icb = ivar("bcb"), br = ivar("bbr"), wp = ivar("bwp"), l = ivar("bl");
       auto fill = [&](int64_t from, int64_t to, std::function<E()> value) {
+        if (lanes == 1) // plain rows: the columns are the vector loop
+          return vectorLoop("bwp", E(from), E(to),
+                            {kir::store(band, {icb, br, wp, zero}, value())});
         return kir::forLoop("bwp", E(from), E(to - from),
                             {vectorLoop("bl", zero, E(int64_t(16)),
                                         {kir::store(band, {icb, br, wp, l}, value())})});
@@ -513,17 +550,20 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host) {
       if (lo > 0)
         inside.push_back(fill(0, lo, zeros));
       inside.push_back(fill(lo, hi, [&] {
-        return asF32(gx.at(x, {bi[0], icb, ih, wp - E(pd[1]), l}));
+        Index at = lanes == 1 ? Index{bi[0], icb, ih, wp - E(pd[1])}
+                              : Index{bi[0], icb, ih, wp - E(pd[1]), l};
+        return asF32(gx.at(x, at));
       }));
       if (hi < Wp)
         inside.push_back(fill(hi, Wp, zeros));
-      E first = R > 1 ? bi[1] * E(R) - E(pd[0]) + br : bi[1] * E(st[0]) - E(pd[0]) + br * E(dl[0]);
+      // The tile's first output row times the stride, less the padding, then band row br.
+      E first = grid ? bi[1] * E(R) - E(pd[0]) + br : m0 / E(OW) * E(st[0]) - E(pd[0]) + br;
       std::vector<StmtP> row = {
           kir::decl("bih", DType::I64, first),
           kir::ifThen((ih >= zero) && (ih < E(H)), inside, {fill(0, Wp, zeros)})};
       return kir::forLoop("bcb", zero, E(CB), {kir::forLoop("bbr", zero, E(BR), row)});
     };
-    if (R > 1) {
+    if (grid) {
       c.outIndex = [R, Wp](const Index &bi, E row, E col) {
         return Index{bi[0], col / E(int64_t(16)), bi[1] * E(R) + row / E(Wp), row % E(Wp),
                      col % E(int64_t(16))};
@@ -535,14 +575,12 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host) {
         E ok = row % E(Wp) < E(OW);
         return OH % R ? ok && (bi[1] * E(R) + row / E(Wp) < E(OH)) : ok;
       };
+      c.what += cat(", ", R, " output rows per block from a padded band of ", BR, " x ", Wp,
+                    " input pixels");
     } else {
-      c.outIndex = [](const Index &bi, E row, E col) {
-        return Index{bi[0], col / E(int64_t(16)), bi[1], row, col % E(int64_t(16))};
-      };
-      c.outLanes = [](const Index &bi, E row, E q, E l) { return Index{bi[0], q, bi[1], row, l}; };
+      c.what += cat(", ", R, " output row", R > 1 ? "s" : "", " per tile from a band of ", BR,
+                    " x ", Wp, " input pixels");
     }
-    c.what += cat(", ", R, " output row", R > 1 ? "s" : "", " per block from a band of ", BR, " x ",
-                  Wp, " input pixels");
   }
   if (hasBias) {
     const Value *bias = n.operand(2);
@@ -592,7 +630,7 @@ Tiles chooseTiles(const Contraction &c, const Knobs &knobs) {
       int64_t tiles = ceilDiv(std::max<int64_t>(d, 1), maxTile);
       return roundUp(ceilDiv(std::max<int64_t>(d, 1), tiles), align);
     };
-    t.BM = knobs.get("BM", balanced(c.M, 128, 8));
+    t.BM = knobs.get("BM", c.defaultBM ? c.defaultBM : balanced(c.M, 128, 8));
     t.BN = knobs.get("BN", balanced(c.N, 256, c.N >= 32 ? 32 : 16));
     t.BK = knobs.get("BK", balanced(c.K, 128, c.kAlign));
     t.TM = knobs.get("TM", t.BM);
@@ -843,6 +881,13 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   problem->batch = product(c.batch);
   problem->kAlign = c.kAlign;
   problem->band = static_cast<bool>(c.bandFill);
+  if (!c.bandGroups.empty()) {
+    problem->rowGroup = c.bandGroups[0];
+    problem->rowGroups = c.M / c.bandGroups[0];
+    problem->bandBytes0 = c.bandBytes0;
+    problem->bandRowBytes = c.bandRowBytes;
+    problem->bBytes = n.operand(1)->type().bytes();
+  }
   k.problem = problem;
   k.knobs = {{"BM", tl.BM}, {"BN", tl.BN}, {"BK", tl.BK},
              {"TM", tl.TM}, {"TN", tl.TN}, {"threads", tl.threads}};
@@ -865,10 +910,10 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   std::optional<RowView> bRow;
   kir::BufferP band;
   if (c.bandFill) {
-    AICF_CHECK(!isGpuPlan(knobs) && tl.threads == 1 && tl.BK % 16 == 0,
+    AICF_CHECK(!isGpuPlan(knobs) && tl.threads == 1 && tl.BK % c.bandBlocks[5] == 0,
                "tiled_contraction: the band form needs a host tile of one thread and BK a "
-               "multiple of 16 (BK ",
-               tl.BK, ")");
+               "multiple of its k blocks (BK ",
+               tl.BK, ", blocks of ", c.bandBlocks[5], ")");
     band = std::make_shared<kir::Buffer>(
         kir::Buffer{"band", DType::F32, c.band, kir::Scope::Shared, kir::Role::Temp});
   }
@@ -988,17 +1033,20 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     if (aView || bView || bRow) {
       // A view has no zero padding: the last row, column and K tiles pass their valid extents.
       kir::MmaViews v;
-      v.aOffset = !aView           ? E(int64_t(0))
-                  : aBlock || band ? aView->base + m0 * E(aView->ld)
-                                   : aView->base + m0 * E(aView->ld) + k0;
+      // (A band of row groups is the tile's own: its first row is the band's start.)
+      v.aOffset = !aView                          ? E(int64_t(0))
+                  : band && !c.bandGroups.empty() ? aView->base
+                  : aBlock || band                ? aView->base + m0 * E(aView->ld)
+                                                  : aView->base + m0 * E(aView->ld) + k0;
       v.lda = aView ? aView->ld : tl.BK;
       if (aBlock) { // the K step's first block of 16 lanes
-        v.aBlocks = {aBlock, 0, 0, 1, 1};
+        v.aBlocks = {aBlock, 0, 0, 1, 1, 16};
         v.firstBlock = k0 / E(int64_t(16));
       }
       if (band) {
         v.aBlocks = c.bandBlocks;
-        v.firstBlock = k0 / E(int64_t(16));
+        v.aGroups = c.bandGroups;
+        v.firstBlock = k0 / E(c.bandBlocks[5]);
       }
       v.bOffset =
           bView  ? bView->base + (n0 / E(bView->panel)) * E(bView->stride) + k0 * E(bView->panel)
@@ -1024,7 +1072,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     }
   }
   if (band)
-    k.body.push_back(kir::region(t, {c.bandFill(bi, band)}));
+    k.body.push_back(kir::region(t, {c.bandFill(bi, m0, band)}));
   k.body.push_back(kir::reduce("k0", E(int64_t(0)), E(c.K), init, update, tl.BK));
 
   // Additive terms (and alpha) as a self-update of the accumulator, which FuseReductionEpilogue
@@ -1093,7 +1141,7 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
   case Op::MatMul: c = matmulSpec(n, gx, !isGpuPlan(knobs)); break;
   case Op::Gemm: c = gemmSpec(n, gx); break;
   case Op::Conv: c = convSpec(n, gx); break;
-  case Op::BlockedConv: c = blockedConvSpec(n, gx, !isGpuPlan(knobs)); break;
+  case Op::BlockedConv: c = blockedConvSpec(n, gx, !isGpuPlan(knobs), knobs); break;
   default:
     throw InternalError(cat("tiled_contraction cannot lower ", n.name(), " (", n.where(), ")"));
   }
@@ -1541,8 +1589,18 @@ public:
       // One thread owns a tile; the micro-kernel packs B panels. Tiles from balanced splits of
       // each dimension: the A block (BM x BK) should live in L2, the B panel in L1 / L2.
       std::set<int64_t> bms, bns, bks;
-      for (int64_t t : {32, 64, 128, 256})
-        bms.insert(balanced(M, t, 8));
+      if (p.rowGroup) {
+        // A band form's tiles are whole output rows: 1, 2, 4, ... rows or the whole image, in
+        // balanced tiles, while the band a tile fills stays within half of L2.
+        for (int64_t r : {1, 2, 4, 8, 16, 32, 64}) {
+          int64_t rows = ceilDiv(p.rowGroups, ceilDiv(p.rowGroups, std::min(r, p.rowGroups)));
+          if (rows == 1 || p.bandBytes0 + (rows - 1) * p.bandRowBytes <= hw.l2Bytes / 2)
+            bms.insert(rows * p.rowGroup);
+        }
+      } else {
+        for (int64_t t : {32, 64, 128, 256})
+          bms.insert(balanced(M, t, 8));
+      }
       // Column tiles aligned to 32, and to 16 (the micro-kernel's panel width) where that
       // pads less (N = 196 pixels: one tile of 208 rather than 224).
       for (int64_t t : {64, 128, 256, 512}) {
@@ -1629,6 +1687,20 @@ public:
     // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.
     double bCopy = p.bPanels ? 0.0 : p.bInPlace ? 0.2 : 0.45;
     s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;
+    if (p.rowGroup) {
+      // The band form of R = BM / OW output rows per tile (resnet18's 14 x 14 layer3, 2.36 MB
+      // of weights: 2.33 ms at R = 1, 2.16 ms at R = 2..14; its 56 x 56 layer1, whose 147 KB
+      // of weights stay in L2: 2.10 ms at every R):
+      //  * each tile fills its band, ~0.1 cycles per float (vector copies);
+      //  * each row of tiles streams the whole weight once; beyond L2 its first pass over each
+      //    k step's panel waits on L3, about half of that stream at L3 bandwidth.
+      int64_t R = std::max<int64_t>(1, BM / p.rowGroup);
+      double tiles = double(B * ceilDiv(M, BM) * ceilDiv(N, BN));
+      s.scalarCycles += 0.1 * tiles * double(p.bandBytes0 + (R - 1) * p.bandRowBytes) / 4.0;
+      if (p.bBytes > hw.l2Bytes / 2)
+        s.scalarCycles += double(p.bBytes) * double(B * ceilDiv(M, BM)) /
+                          (2.0 * std::max(1.0, hw.l3BytesPerCycle));
+    }
     return s;
   }
   // A is re-read per column of output tiles, B per row of them: an implicit-GEMM conv (rows =

@@ -165,6 +165,10 @@ struct ContractionProblem : kir::ProblemFacts {
   bool aInPlace = false, bPanels = false, bInPlace = false;
   int64_t kAlign = 8; // K steps a multiple of this (16: A in blocks of 16 lanes)
   bool band = false;  // a k x k blocked conv reading A from the band its block fills
+  // The band's row-group form: tiles of whole output rows of `rowGroup` pixels (BM a multiple),
+  // `rowGroups` output rows per image; the band a tile of R rows fills holds bandBytes0 + (R -
+  // 1) bandRowBytes; the weight (B) holds bBytes.
+  int64_t rowGroup = 0, rowGroups = 0, bandBytes0 = 0, bandRowBytes = 0, bBytes = 0;
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element

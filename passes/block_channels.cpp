@@ -12,9 +12,9 @@
 //     weight re-laid at compile time, zero rows and columns for the padded lanes; the bias, the
 //     epilogue and its operands carried over, per-channel constants re-laid to [1, CB, 1, 1, 16]);
 //     its input is the blocked form of x when there is one, x itself for a dense conv with at
-//     most 8 channels and 32 taps (the image: padding 3 channels to 16 would waste 5x the work;
-//     a larger one, resnet's 7 x 7, stays NCHW), else x reordered (to_blocked) when its
-//     channels are a multiple of 16 (otherwise the conv stays NCHW: the pad kernel the reorder
+//     most 8 channels (the image: padding 3 channels to 16 would waste 5x the work; the conv
+//     reads its plain rows, lower/recipe_tiled_contraction.cpp), else x reordered (to_blocked) when
+//     its channels are a multiple of 16 (otherwise the conv stays NCHW: the pad kernel the reorder
 //     would need costs more than the layout saves, ShuffleNet's branches after each shuffle);
 //   * an elementwise op whose operands are blocked values, scalars or per-channel constants
 //     runs on the blocked values, when the op keeps finite values finite (the padded lanes stay
@@ -254,10 +254,6 @@ private:
     }
     bool blockedIn = depthwise || blocked_.count(x) || C > 8;
     if (blockedIn && !reorderable(x))
-      return nullptr;
-    // A dense conv on a plain input runs as unrolled taps (lower/recipes.h's limit): the
-    // image's first conv when it is small (3 x 3 x 3); a larger one (resnet's 7 x 7) stays NCHW.
-    if (!depthwise && !blockedIn && C * KH * KW > 32)
       return nullptr;
     // Decided: from here on the graph changes.
     std::vector<Value *> extras;

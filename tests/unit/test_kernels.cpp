@@ -799,6 +799,78 @@ TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
   }
 }
 
+// The host band forms of a k x k blocked_conv (lower/recipe_tiled_contraction.cpp), each row tile
+// forced by BM = R x OW, against the interpreter: blocked inputs at stride 1 (bias and relu
+// fused), stride 2 and dilation 2, and a plain 3-channel input read in kernel rows (7 x 7 / 2),
+// all with 9-pixel output rows; R = 1, 2, 3 (the last tile of 7 rows partial) and 7. Every conv
+// must take the row-group form (mma_tile groups = [9, ...]).
+TEST_CASE("kernels: host blocked conv band tiles of several output rows match the interpreter") {
+  const char *text =
+      R"(graph @band(%x: f32[1,2,7,9,16], %x2: f32[1,2,11,17,16], %z: f32[1,3,14,18], %w: f32[288,32], %wz: f32[147,32], %b: f32[32]) -> (%y1: f32[1,2,7,9,16], %y2: f32[1,2,6,9,16], %y3: f32[1,2,7,9,16], %y4: f32[1,2,7,9,16]) {
+  %y1 = blocked_conv(%x, %w, %b) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]} : f32[1,2,7,9,16]
+  %y2 = blocked_conv(%x2, %w) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 1} : f32[1,2,6,9,16]
+  %y3 = blocked_conv(%x, %w) {kernel_shape = [3, 3], strides = [1, 1], pads = [2, 2, 2, 2], dilations = [2, 2], blocked_input = 1} : f32[1,2,7,9,16]
+  %y4 = blocked_conv(%z, %wz, %b) {kernel_shape = [7, 7], strides = [2, 2], pads = [3, 3, 3, 3], dilations = [1, 1], blocked_input = 0} : f32[1,2,7,9,16]
+  return %y1, %y2, %y3, %y4
+}
+)";
+  ScratchDir scratch;
+  std::unique_ptr<Graph> g = parseGraph(text, "band_forms.mcir");
+  Partition part = partitionGraph(*g);
+  std::map<const Value *, Tensor> vals = interpretAll(*g, randomInputs(*g, 91));
+  for (int64_t rows : {1, 2, 3, 7}) {
+    CAPTURE(rows);
+    Knobs knobs;
+    knobs.planFor = Target::parseSpec("cpu");
+    knobs.values = {{"BM", 9 * rows}, {"BN", 32}};
+    Lowered low = lowerAll(part, knobs, cat("r", rows, "_"));
+    REQUIRE(low.skipped == 0);
+    int grouped = 0;
+    for (const kir::Kernel &k : low.kernels)
+      grouped += kir::printKernel(k).find("groups = [9, ") != std::string::npos ? 1 : 0;
+    CHECK(grouped == 4);
+    std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, cat("band", rows));
+    CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+  }
+}
+
+// The blocked max pool's fold (lower/recipe_pooling.cpp: a plain maximum plus the first NaN
+// seen) against the interpreter's NaN-propagating max, on an input with NaN, +inf and -inf at
+// scattered positions, including windows where a NaN comes after larger values and where every
+// tap is -inf.
+TEST_CASE("kernels: host blocked max pool propagates NaN and infinities like the interpreter") {
+  const char *text = R"(graph @mp(%x: f32[1,2,6,7,16]) -> (%y: f32[1,2,3,4,16]) {
+  %y = max_pool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], blocked = 1} : f32[1,2,3,4,16]
+  return %y
+}
+)";
+  ScratchDir scratch;
+  std::unique_ptr<Graph> g = parseGraph(text, "blocked_max_pool.mcir");
+  Partition part = partitionGraph(*g);
+  std::vector<Tensor> in = randomInputs(*g, 13);
+  float *x = in.at(0).data<float>();
+  int64_t n = in.at(0).numel();
+  for (int64_t i = 0; i < n; i += 37)
+    x[i] = std::nanf("");
+  for (int64_t i = 5; i < n; i += 53)
+    x[i] = INFINITY;
+  for (int64_t i = 11; i < n; i += 41)
+    x[i] = -INFINITY;
+  for (int64_t i = 0; i < 7 * 16; i += 16) // lane 0 of block 0's first row: all -inf
+    x[i] = -INFINITY;
+  std::map<const Value *, Tensor> vals = interpretAll(*g, in);
+  const Tensor &want = vals.at(g->outputs().at(0));
+  int nans = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    nans += std::isnan(want.getDouble(i)) ? 1 : 0;
+  CHECK(nans > 0);
+  Knobs knobs;
+  knobs.planFor = Target::parseSpec("cpu");
+  Lowered low = lowerAll(part, knobs, "mp_");
+  std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, "blocked_max_pool");
+  CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+}
+
 // The host reduction's lane forms, each forced by its vec knob, on the reduction cases: one lane
 // (the strided per-thread fold and block_reduce), 5 lanes (a partial last chunk everywhere), 16
 // and 64 (more lanes than some rows have elements: clamped).
