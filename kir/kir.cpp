@@ -446,6 +446,10 @@ StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_
   s->aGroups = v.aGroups;
   if (!v.aBlocks.empty())
     s->indices.push_back(v.firstBlock);
+  if (v.bPanel != 0 && static_cast<bool>(v.bFirstCol)) {
+    s->bFirstCol = true;
+    s->indices.push_back(v.bFirstCol);
+  }
   return s;
 }
 

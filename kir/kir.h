@@ -198,16 +198,21 @@ struct Stmt {
   //              (i % G) lda instead of i lda;
   //   B[kk][j] = b[indices[1] + kk * ldb + j] when bPanel == 0, or, B stored in panels of
   //              bPanel columns (a weight packed at compile time), b[indices[1] +
-  //              (j / bPanel) * bPanelStride + kk * bPanel + j % bPanel];
+  //              (j' / bPanel) * bPanelStride + kk * bPanel + j' % bPanel] with j' = j + c0, c0
+  //              the tile's first column inside its first panel (bFirstCol: the last index, a
+  //              multiple of 16; 0 without it);
   // and only rows i < indices[2], columns j < indices[3] and kk < indices[4] take part (the
   // tile's valid rows, columns and K step: a view has no zero padding to read; columns stay a
-  // multiple of the panel, whose padding is zeros).
+  // multiple of 16, the panel's padding being zeros; a tile of panels starts on a panel).
   BufferP a, b, c;
   int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
   bool views = false;
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
   std::vector<int64_t> aBlocks; // empty, or {s0, s1, s2, n1, n2, L}
   std::vector<int64_t> aGroups; // empty, or {G, gs} (with aBlocks only)
+  bool bFirstCol = false;       // panels: indices ends with c0
+  // The indices a view carries: offsets, extents, then A's first block and B's c0 if set.
+  size_t viewIndices() const { return 5 + (aBlocks.empty() ? 0 : 1) + (bFirstCol ? 1 : 0); }
 };
 
 // The scalars declared outside For loop `loop` that its body accumulates (`x = x + e`,
@@ -239,6 +244,7 @@ StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, 
 // cols and depth are the valid rows, columns and K step.
 struct MmaViews {
   E aOffset, bOffset, rows, cols, depth, firstBlock;
+  E bFirstCol; // panels: the tile's first column inside the first panel (unset: 0)
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
   std::vector<int64_t> aBlocks, aGroups;
 };

@@ -22,10 +22,10 @@
 //                 [',' 'rows' '=' expr ',' 'cols' '=' expr ',' 'depth' '=' expr] ')'
 //                 (the views and the valid extents: all or none)
 //   aview    := '[' 'at' '=' expr ',' 'ld' '=' INT
-//               [',' 'blocks' '=' '[' INT ',' INT ',' INT ',' INT ',' INT ']' ',' 'first' '=' expr]
-//               ']'
-//   bview    := '[' 'at' '=' expr ',' ('ld' '=' INT | 'panels' '=' INT ',' 'panel_stride' '=' INT)
-//               ']'
+//               [',' 'blocks' '=' '[' INT ',' INT ',' INT ',' INT ',' INT ',' INT ']' ','
+//                'first' '=' expr [',' 'groups' '=' '[' INT ',' INT ']']] ']'
+//   bview    := '[' 'at' '=' expr ',' ('ld' '=' INT | 'panels' '=' INT ',' 'panel_stride' '=' INT
+//               [',' 'first' '=' expr]) ']'
 //   range    := NAME 'in' expr '..' expr ['step' INT]      (begin .. begin + extent)
 //   combine  := 'let' NAME '=' expr  |  FIELD ':' DTYPE '=' expr   (field i's merged value)
 //   expr     := binary expressions with C precedence: || && (== !=) (< <= > >=) (+ -) (* / %),
@@ -871,6 +871,10 @@ private:
         expect(Tok::Comma, "','");
         field("panel_stride");
         views.bPanelStride = parseInt("an integer");
+        if (accept(Tok::Comma)) {
+          field("first");
+          views.bFirstCol = parseExpr();
+        }
       } else {
         field("ld");
         views.ldb = parseInt("an integer");

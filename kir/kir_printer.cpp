@@ -242,12 +242,13 @@ public:
       std::string sizes = "(m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
                           ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
                           ", tn = " + std::to_string(s.tn);
-      if (!s.views || s.indices.size() != (s.aBlocks.empty() ? 5u : 6u)) {
+      if (!s.views || s.indices.size() != s.viewIndices()) {
         line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + " x " + nm(s.b) + " " + sizes + ")");
         return;
       }
       std::string bView = s.bPanel ? "panels = " + std::to_string(s.bPanel) +
-                                         ", panel_stride = " + std::to_string(s.bPanelStride)
+                                         ", panel_stride = " + std::to_string(s.bPanelStride) +
+                                         (s.bFirstCol ? ", first = " + ex(s.indices.back()) : "")
                                    : "ld = " + std::to_string(s.ldb);
       std::string aBlocks;
       if (!s.aBlocks.empty()) {

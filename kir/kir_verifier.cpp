@@ -482,7 +482,7 @@ private:
     };
     if (s.views) {
       // Views read f32 buffers where they lie, one thread owning the whole tile.
-      if (s.indices.size() != (s.aBlocks.empty() ? 5u : 6u) ||
+      if (s.indices.size() != s.viewIndices() || (s.bFirstCol && !s.bPanel) ||
           std::any_of(s.indices.begin(), s.indices.end(), [](const E &e) { return !e; })) {
         err("mma_tile: a view needs A's and B's offsets, the valid rows, columns and depth");
         return;
@@ -505,7 +505,7 @@ private:
           (s.aBlocks.empty() || s.aGroups.size() != 2 || s.aGroups[0] < 1 || s.aGroups[1] < 1))
         err("mma_tile: A's row groups need A's blocks and {G >= 1, stride >= 1}");
       if (s.lda < 1 || (s.bPanel == 0 && s.ldb < 1) ||
-          (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % s.bPanel != 0 || s.bPanelStride < 1)))
+          (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % 16 != 0 || s.bPanelStride < 1)))
         err("mma_tile: bad view strides (lda " + std::to_string(s.lda) + ", ldb " +
             std::to_string(s.ldb) + ", panels " + std::to_string(s.bPanel) + " x " +
             std::to_string(s.bPanelStride) + ")");

@@ -917,10 +917,15 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     band = std::make_shared<kir::Buffer>(
         kir::Buffer{"band", DType::F32, c.band, kir::Scope::Shared, kir::Role::Temp});
   }
+  // Packed panels serve column tiles of any multiple of 16: a tile may start or end inside a
+  // panel (mma_tile's first column; mobilenet_v2's 144-channel expansions: one tile of 144
+  // rather than 160, the bias still folded into the init; its 160-channel projections: two of
+  // 80 rather than a staged copy of B).
+  auto panelTiles = [&](const std::optional<PanelView> &pv) { return pv && tl.BN % 16 == 0; };
   if (!isGpuPlan(knobs) && tl.threads == 1 && band) {
     aView = RowView{band, E(int64_t(0)), c.bandLd};
     bView = bPanelView(c, bi);
-    if (bView && tl.BN % bView->panel != 0)
+    if (!panelTiles(bView))
       bView.reset();
     if (!bView)
       bRow = bRowView(c, bi);
@@ -933,7 +938,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
         aBlock = blk->block;
       }
     bView = bPanelView(c, bi);
-    if (bView && tl.BN % bView->panel != 0)
+    if (!panelTiles(bView))
       bView.reset();
     if (!bView)
       bRow = bRowView(c, bi);
@@ -1054,6 +1059,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
                  : E(int64_t(0));
       v.ldb = bView ? 0 : bRow ? bRow->ld : tl.BN;
       v.bPanel = bView ? bView->panel : 0;
+      if (bView && tl.BN % bView->panel != 0)
+        v.bFirstCol = n0 % E(bView->panel);
       v.bPanelStride = bView ? bView->stride : 0;
       v.rows = aView && c.M % tl.BM ? kir::min(E(tl.BM), E(c.M) - m0) : E(tl.BM);
       v.cols = bView && ceilDiv(c.N, tl.BN) * tl.BN > bView->cols

@@ -344,10 +344,18 @@ template <int NV>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
                                 int64_t lda, const float *__restrict B, int64_t panelStride,
                                 int64_t tm, int64_t tn, int64_t K,
-                                aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}) {
+                                aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}, int64_t c0 = 0) {
   constexpr int64_t NR = 16 * NV;
-  for (int64_t j = 0; j < tn; j += NR)
-    aicf_mma_panel<NV>(C + j, ldc, A, lda, kb, B + (j / NR) * panelStride, NR, tm, K);
+  int64_t j = 0;
+  // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a time,
+  // their rows NR apart; whole panels in between.
+  for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
+    aicf_mma_panel<1>(C + j, ldc, A, lda, kb, B + c0 + j, NR, tm, K);
+  for (; j + NR <= tn; j += NR)
+    aicf_mma_panel<NV>(C + j, ldc, A, lda, kb, B + (c0 + j) / NR * panelStride, NR, tm, K);
+  for (; j < tn; j += 16)
+    aicf_mma_panel<1>(C + j, ldc, A, lda, kb,
+                      B + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, K);
 }
 
 } // namespace
@@ -569,6 +577,9 @@ private:
                      (s.aGroups.size() == 2 ? ", " + n(s.aGroups[0]) + ", " + n(s.aGroups[1])
                                             : std::string()) +
                      "}") +
+          (s.bFirstCol ? (s.aBlocks.empty() ? ", aicf_kblocks{0, 0, 0, 0, 0, 0, 16}, " : ", ") +
+                             ex(s.indices.back())
+                       : std::string()) +
           ");";
       if (s.bPanel)
         line(ind, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) + ">(" + c + ", " +

@@ -42,6 +42,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include <unistd.h>
@@ -830,6 +831,55 @@ TEST_CASE("kernels: host blocked conv band tiles of several output rows match th
       grouped += kir::printKernel(k).find("groups = [9, ") != std::string::npos ? 1 : 0;
     CHECK(grouped == 4);
     std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, cat("band", rows));
+    CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+  }
+}
+
+// Weights packed in 32-column panels (pack-weights) read by column tiles of any multiple of 16
+// (kir.h mma_tile: a tile may start or end inside a panel), for a pointwise blocked_conv (A read
+// in place) and a 3 x 3 one (the band form), N = 80: tiles of 16 (every other one starting
+// mid-panel), 48 (the second starting at column 16 of panel 1 and ending in the padding) and 80
+// (one tile ending mid-panel), against the interpreter.
+TEST_CASE(
+    "kernels: packed-weight column tiles starting or ending inside a panel match the interpreter") {
+  const char *text =
+      R"(graph @cols(%x: f32[1,2,5,6,16]) -> (%y1: f32[1,5,5,6,16], %y2: f32[1,5,5,6,16]) {
+  %w = weight f32[32,80]
+  %w3 = weight f32[288,80]
+  %b = weight f32[80]
+  %y1 = blocked_conv(%x, %w, %b) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
+  %y2 = blocked_conv(%x, %w3) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 1}
+  return %y1, %y2
+}
+)";
+  ScratchDir scratch;
+  std::unique_ptr<Graph> g = parseGraph(text, "panel_columns.mcir");
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  for (Value *w : g->weights()) {
+    auto t = std::make_shared<Tensor>(w->type());
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->data<float>()[i] = dist(rng);
+    w->setData(t);
+  }
+  std::vector<Tensor> in = randomInputs(*g, 5);
+  PassManager pm;
+  pm.add(createPass("pack-weights"));
+  PassContext ctx;
+  REQUIRE(pm.run(*g, ctx));
+  Partition part = partitionGraph(*g);
+  std::map<const Value *, Tensor> vals = interpretAll(*g, in);
+  for (int64_t bn : {16, 48, 80}) {
+    CAPTURE(bn);
+    Knobs knobs;
+    knobs.planFor = Target::parseSpec("cpu");
+    knobs.values = {{"BN", bn}};
+    Lowered low = lowerAll(part, knobs, cat("n", bn, "_"));
+    int panels = 0;
+    for (const kir::Kernel &k : low.kernels)
+      panels += kir::printKernel(k).find("panels = 32") != std::string::npos ? 1 : 0;
+    CHECK(panels == 2);
+    std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, cat("cols", bn));
     CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
   }
 }
