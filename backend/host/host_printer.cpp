@@ -184,10 +184,38 @@ typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
 // over (*, n1, n2) starts at b0' s0 + b1 s1 + b2 s2; n1 == 0: k contiguous.
 // g != 0: A's rows in groups of g, gs apart (a blocked conv's tile of several output rows of g
 // pixels each): row i starts at (i / g) gs + (i % g) lda.
+// offs: the offsets of blocks b0, b0 + 1, ... (aicf_kblock_chunks fills it per call).
 struct aicf_kblocks {
   int64_t b0, s0, s1, s2, n1, n2, L = 16, g = 0, gs = 0;
+  const int64_t *offs = nullptr;
   int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
 };
+
+// Runs f(kb', k0, kc) over K in chunks whose block offsets fit a table on the stack (kb' =
+// kb with offs set), so that the micro-kernel looks each block's offset up: divided out per
+// block they cost resnet18's 56 x 56 convs 9% where GCC kept the micro-kernel out of line,
+// and stepped through (b1, b2) the branches made GCC spill the accumulators around every block
+// (its 7 x 7 stem, blocks of 7 taps). Without blocks (n1 == 0): f(kb, 0, K).
+#ifndef AICF_KBLOCK_TABLE
+#define AICF_KBLOCK_TABLE 256
+#endif
+template <typename F>
+inline void aicf_kblock_chunks(aicf_kblocks kb, int64_t K, F &&f) {
+  if (kb.n1 == 0) {
+    f(kb, int64_t(0), K);
+    return;
+  }
+  int64_t offs[AICF_KBLOCK_TABLE];
+  const int64_t span = AICF_KBLOCK_TABLE * kb.L;
+  for (int64_t k0 = 0; k0 < K; k0 += span) {
+    const int64_t kc = K - k0 < span ? K - k0 : span, nb = (kc + kb.L - 1) / kb.L;
+    for (int64_t i = 0; i < nb; ++i)
+      offs[i] = kb.at(kb.b0 + k0 / kb.L + i);
+    aicf_kblocks sub = kb;
+    sub.offs = offs;
+    f(sub, k0, kc);
+  }
+}
 
 // The mma_tile micro-kernel: C[MR x 16*NV] (row stride ldc) += A[MR x K] (lda) * B[K x 16*NV]
 // (ldb), the C block held in MR*NV vector registers across the whole k loop. KB: A's k in
@@ -202,29 +230,12 @@ inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__rest
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
       acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
-  // K in steps: blocks of L for a blocked A (each at its own offset), else one step of K. The
-  // block offsets are stepped, not divided out per block: GCC may keep this function out of
-  // line, where kb's counts are not literals (divisions per block ran resnet18's 56 x 56
-  // convs 9% slower).
+  // K in steps: blocks of L for a blocked A (each at the offset kb.offs gives), else one step
+  // of K.
   const int64_t step = KB ? kb.L : K;
-  int64_t off = 0, q1 = 0, q2 = 0;
-  if (KB) {
-    off = kb.at(kb.b0);
-    q1 = kb.b0 / kb.n2 % kb.n1;
-    q2 = kb.b0 % kb.n2;
-  }
-  for (int64_t k0 = 0; k0 < K; k0 += step) {
-    const float *__restrict Ab = A + off;
-    if (KB) { // the next block: (b0', b1, b2) + 1 over (*, n1, n2)
-      if (++q2 < kb.n2) {
-        off += kb.s2;
-      } else if (q2 = 0, ++q1 < kb.n1) {
-        off += kb.s1 - (kb.n2 - 1) * kb.s2;
-      } else {
-        q1 = 0;
-        off += kb.s0 - (kb.n1 - 1) * kb.s1 - (kb.n2 - 1) * kb.s2;
-      }
-    }
+  const int64_t *__restrict offs = kb.offs;
+  for (int64_t k0 = 0, blk = 0; k0 < K; k0 += step, ++blk) {
+    const float *__restrict Ab = KB ? A + offs[blk] : A;
     const float *__restrict Bb = B + k0 * ldb;
     const int64_t kn = K - k0 < step ? K - k0 : step;
     for (int64_t kk = 0; kk < kn; ++kk) {
@@ -306,9 +317,9 @@ inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__rest
 // One thread's tile: C[tm x tn] (ldc) += A[tm x K] (lda) * B[K x tn] (ldb), tn % 16 == 0.
 // Column panels of 16*AICF_MMA_NV floats; each B panel is first packed contiguously (when it
 // fits the per-thread pack buffer) so it stays in L1 while every row block streams over it.
-inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restrict A,
-                         int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
-                         int64_t tn, int64_t K, aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}) {
+inline void aicf_mma_f32_k(float *__restrict C, int64_t ldc, const float *__restrict A,
+                           int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                           int64_t tn, int64_t K, aicf_kblocks kb) {
   constexpr int64_t NR = 16 * AICF_MMA_NV, kPack = AICF_MMA_PACK;
   alignas(64) static thread_local float pack[kPack > 0 ? kPack : 1];
   int64_t j = 0;
@@ -336,6 +347,13 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
     aicf_mma_panel<1>(C + j, ldc, A, lda, kb, panel, ld, tm, K);
   }
 }
+inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restrict A,
+                         int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                         int64_t tn, int64_t K, aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}) {
+  aicf_kblock_chunks(kb, K, [&](aicf_kblocks kbc, int64_t k0, int64_t kc) {
+    aicf_mma_f32_k(C, ldc, A, lda, B + k0 * ldb, ldb, tm, tn, kc, kbc);
+  });
+}
 
 // B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
 // time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
@@ -346,16 +364,20 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
                                 int64_t tm, int64_t tn, int64_t K,
                                 aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}, int64_t c0 = 0) {
   constexpr int64_t NR = 16 * NV;
-  int64_t j = 0;
-  // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a time,
-  // their rows NR apart; whole panels in between.
-  for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
-    aicf_mma_panel<1>(C + j, ldc, A, lda, kb, B + c0 + j, NR, tm, K);
-  for (; j + NR <= tn; j += NR)
-    aicf_mma_panel<NV>(C + j, ldc, A, lda, kb, B + (c0 + j) / NR * panelStride, NR, tm, K);
-  for (; j < tn; j += 16)
-    aicf_mma_panel<1>(C + j, ldc, A, lda, kb,
-                      B + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, K);
+  aicf_kblock_chunks(kb, K, [&](aicf_kblocks kc_, int64_t k0, int64_t kc) {
+    const float *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
+    const float *__restrict Ak = A;
+    int64_t j = 0;
+    // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a
+    // time, their rows NR apart; whole panels in between.
+    for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
+      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + c0 + j, NR, tm, kc);
+    for (; j + NR <= tn; j += NR)
+      aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kc_, Bk + (c0 + j) / NR * panelStride, NR, tm, kc);
+    for (; j < tn; j += 16)
+      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_,
+                        Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, kc);
+  });
 }
 
 } // namespace
