@@ -222,6 +222,30 @@ std::unique_ptr<LoadedLibrary> buildLibrary(const std::vector<kir::Kernel> &kern
   return std::make_unique<LoadedLibrary>(so.string());
 }
 
+// Lowers every group of `part` for the host plan with the knob values `values`, builds the
+// kernels into `dir` (library `lib`) and checks every group against the interpreter's `vals`;
+// returns the kernels for further checks.
+Lowered checkHostKnobs(const Partition &part, const std::map<const Value *, Tensor> &vals,
+                       const std::map<std::string, int64_t> &values, const fs::path &dir,
+                       const std::string &lib) {
+  Knobs knobs;
+  knobs.planFor = Target::parseSpec("cpu");
+  knobs.values = values;
+  Lowered low = lowerAll(part, knobs, lib + "_");
+  REQUIRE(low.skipped == 0);
+  std::unique_ptr<LoadedLibrary> built = buildLibrary(low.kernels, dir, lib);
+  CHECK(checkGroups(part, low, *built, vals) == static_cast<int>(part.groups.size()));
+  return low;
+}
+
+// How many of `low`'s kernels print `text` in their Kernel IR.
+int kernelsPrinting(const Lowered &low, const std::string &text) {
+  int n = 0;
+  for (const kir::Kernel &k : low.kernels)
+    n += kir::printKernel(k).find(text) != std::string::npos ? 1 : 0;
+  return n;
+}
+
 // ---- models
 // --------------------------------------------------------------------------------------
 
@@ -783,11 +807,7 @@ TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
   const std::map<std::string, int64_t> forms[] = {{{"rows", 1}}, {{"rows", 4}}, {{"plane", 1}}};
   for (size_t f = 0; f < std::size(forms); ++f) {
     CAPTURE(f);
-    Knobs knobs;
-    knobs.planFor = Target::parseSpec("cpu");
-    knobs.values = forms[f];
-    Lowered low = lowerAll(part, knobs, cat("f", f, "_"));
-    REQUIRE(low.skipped == 0);
+    Lowered low = checkHostKnobs(part, vals, forms[f], scratch.path, cat("forms", f));
     int planes = 0;
     for (const kir::Kernel &k : low.kernels)
       planes += k.knobs.count("plane") ? 1 : 0;
@@ -795,8 +815,6 @@ TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
     // one with strides [2, 1]) and the three max_pools (ceil_mode windows past the input's end
     // included), not the avg_pool.
     CHECK(planes == (f == 2 ? 8 : 0));
-    std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, cat("forms", f));
-    CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
   }
 }
 
@@ -821,17 +839,9 @@ TEST_CASE("kernels: host blocked conv band tiles of several output rows match th
   std::map<const Value *, Tensor> vals = interpretAll(*g, randomInputs(*g, 91));
   for (int64_t rows : {1, 2, 3, 7}) {
     CAPTURE(rows);
-    Knobs knobs;
-    knobs.planFor = Target::parseSpec("cpu");
-    knobs.values = {{"BM", 9 * rows}, {"BN", 32}};
-    Lowered low = lowerAll(part, knobs, cat("r", rows, "_"));
-    REQUIRE(low.skipped == 0);
-    int grouped = 0;
-    for (const kir::Kernel &k : low.kernels)
-      grouped += kir::printKernel(k).find("groups = [9, ") != std::string::npos ? 1 : 0;
-    CHECK(grouped == 4);
-    std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, cat("band", rows));
-    CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+    Lowered low =
+        checkHostKnobs(part, vals, {{"BM", 9 * rows}, {"BN", 32}}, scratch.path, cat("band", rows));
+    CHECK(kernelsPrinting(low, "groups = [9, ") == 4);
   }
 }
 
@@ -871,16 +881,8 @@ TEST_CASE(
   std::map<const Value *, Tensor> vals = interpretAll(*g, in);
   for (int64_t bn : {16, 48, 80}) {
     CAPTURE(bn);
-    Knobs knobs;
-    knobs.planFor = Target::parseSpec("cpu");
-    knobs.values = {{"BN", bn}};
-    Lowered low = lowerAll(part, knobs, cat("n", bn, "_"));
-    int panels = 0;
-    for (const kir::Kernel &k : low.kernels)
-      panels += kir::printKernel(k).find("panels = 32") != std::string::npos ? 1 : 0;
-    CHECK(panels == 2);
-    std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, cat("cols", bn));
-    CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+    Lowered low = checkHostKnobs(part, vals, {{"BN", bn}}, scratch.path, cat("cols", bn));
+    CHECK(kernelsPrinting(low, "panels = 32") == 2);
   }
 }
 
@@ -914,11 +916,7 @@ TEST_CASE("kernels: host blocked max pool propagates NaN and infinities like the
   for (int64_t i = 0; i < want.numel(); ++i)
     nans += std::isnan(want.getDouble(i)) ? 1 : 0;
   CHECK(nans > 0);
-  Knobs knobs;
-  knobs.planFor = Target::parseSpec("cpu");
-  Lowered low = lowerAll(part, knobs, "mp_");
-  std::unique_ptr<LoadedLibrary> lib = buildLibrary(low.kernels, scratch.path, "blocked_max_pool");
-  CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+  checkHostKnobs(part, vals, {}, scratch.path, "blocked_max_pool");
 }
 
 // The host reduction's lane forms, each forced by its vec knob, on the reduction cases: one lane
@@ -937,14 +935,7 @@ TEST_CASE("kernels: host reduction lane counts match the interpreter") {
     std::map<const Value *, Tensor> vals = interpretAll(*g, randomInputs(*g, 99));
     for (int64_t vec : {1, 5, 16, 64}) {
       CAPTURE(vec);
-      Knobs knobs;
-      knobs.planFor = Target::parseSpec("cpu");
-      knobs.values = {{"vec", vec}};
-      Lowered low = lowerAll(part, knobs, cat("v", vec, "_"));
-      REQUIRE(low.skipped == 0);
-      std::unique_ptr<LoadedLibrary> lib =
-          buildLibrary(low.kernels, scratch.path, cat(caseName, "_v", vec));
-      CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
+      checkHostKnobs(part, vals, {{"vec", vec}}, scratch.path, cat(caseName, "_v", vec));
     }
   }
 }
