@@ -54,22 +54,25 @@ public:
     int64_t threads = std::max<int64_t>(1, k.threads);
     const DirectConvProblem &p = problemOf<DirectConvProblem>(k);
     if (p.blocked) {
-      // Per pixel one 16-lane vector: an FMA and an input load per tap, ~1.4 cycles (the
-      // weights stay in registers), ~8 cycles of loop, bias and store, and the epilogue's
-      // steps (an exponential and a division for sigmoid / silu / gelu / tanh / elu: ~20).
-      // Fitted on MobileNet-V2 (3 x 3 depthwise with relu6: ~22 cycles a pixel; the 27-tap
-      // first conv: ~43) and EfficientNet-B0 (depthwise with silu: ~38). The taps are all of
-      // the work: the FLOP term would count them twice.
+      // Per pixel one 16-lane vector: an FMA and an input load per tap, ~2 cycles for a
+      // depthwise conv (one chain of FMAs; the weights stay in registers), ~1.3 for a dense
+      // one (4 interleaved sums), ~11 cycles of loop, bias and store, and the epilogue's steps
+      // (an exponential and a division for sigmoid / silu / gelu / tanh / elu: ~28). Fitted on
+      // MobileNet-V2 (3 x 3 depthwise with relu6: ~31 cycles a pixel), EfficientNet-B0
+      // (depthwise with silu: ~53) and the bundled cnn (its 27-tap first conv: ~45), in cycles
+      // of the clock the core really runs (bench-costmodel's calibration; first fitted
+      // against the VM's nominal 2.6 GHz, 1.4x fewer). The taps are all of the work: the FLOP
+      // term would count them twice.
       double epilogue = 0;
       for (const EpilogueStep &st : epilogueSteps(*g.anchor)) {
         bool transcendental = st.op == Op::Sigmoid || st.op == Op::Silu || st.op == Op::Gelu ||
                               st.op == Op::Tanh || st.op == Op::Elu;
-        epilogue += transcendental ? 20.0 : 1.0;
+        epilogue += transcendental ? 28.0 : 1.4;
       }
       s.flops = 0;
       s.vectorShare = 0.5;
-      s.scalarCycles =
-          double(knobOf(k, "rows", 1)) * double(p.width) * (1.4 * double(p.taps) + 8.0 + epilogue);
+      s.scalarCycles = double(knobOf(k, "rows", 1)) * double(p.width) *
+                       ((p.taps > p.kernelTaps ? 1.3 : 2.0) * double(p.taps) + 11.0 + epilogue);
       return s;
     }
     if (p.width > 0 && !hw.gpu) {
