@@ -97,62 +97,15 @@ int main() {
 
 
 def calibrate_host(work):
-    """A one-core hardware description of this machine with the clock the FMA pipes really run
-    at. The description aicfc detects takes /proc/cpuinfo's clock (a VM reports the nominal
-    2.6 GHz of an AMD EPYC whose core boosts to ~3.7 GHz: every compute-bound step was predicted
-    1.4x too slow). Here the clock is measured: one core's FMA peak over (lanes x 2 x FMA pipes),
-    with the same rule for the pipes as target/hardware.cpp (AMD family 25 retires one 512-bit
-    FMA per cycle). Caches and vector width as aicfc detects them."""
-    info = {}
-    for line in open("/proc/cpuinfo"):
-        if ":" in line:
-            k, v = line.split(":", 1)
-            info.setdefault(k.strip(), v.strip())
-    flags = info.get("flags", "").split()
-    bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
-    fma = 1 if bits == 512 and info.get("vendor_id") == "AuthenticAMD" and info.get("cpu family") == "25" else 2
-    caches = {}
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    for d in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        if not d.startswith("index"):
-            continue
-        rd = lambda f: open(os.path.join(base, d, f)).read().strip()
-        if rd("type") == "Instruction":
-            continue
-        size = rd("size")
-        mult = 1024 * 1024 if size.endswith("M") else 1024 if size.endswith("K") else 1
-        caches[rd("level")] = int(size.rstrip("KM")) * mult
+    """One core's measured FMA peak (GFLOP/s). aicfc's host detection takes /proc/cpuinfo's clock
+    (a VM reports the nominal 2.6 GHz of an AMD EPYC whose core boosts to ~3.7 GHz: every
+    compute-bound step was predicted 1.4x too slow); AICF_HOST_PEAK_GFLOPS hands it this
+    measurement, from which it sets the clock the FMA pipes really run at (target/hardware.cpp)."""
     src = os.path.join(work, "peak.cpp")
     exe = os.path.join(work, "peak")
     open(src, "w").write(PEAK_SRC)
     sh(["g++", "-O2", "-march=native", "-o", exe, src])
-    peak = float(sh([exe]).split()[0])
-    ghz = peak / (bits // 32 * 2 * fma) / 1e9
-    path = os.path.join(work, "host-calibrated.yaml")
-    with open(path, "w") as f:
-        f.write(f"""# Written by bench/costmodel.py (calibrate_host): this machine, one core, measured FMA peak
-# {peak / 1e9:.1f} GFLOP/s = {bits // 32} lanes x 2 x {fma} FMA pipe(s) x {ghz:.2f} GHz.
-name: host-calibrated
-description: {info.get("model name", "host")}
-kind: cpu
-arch: x86-64
-memory:
-  bandwidth_gbs: 20
-cpu:
-  cores: 1
-  ghz: {ghz:.2f}
-  vector_bits: {bits}
-  fma_units: {fma}
-  l1d_bytes: {caches.get("1", 32768)}
-  l2_bytes: {caches.get("2", 1048576)}
-  l3_bytes: {caches.get("3", 33554432)}
-  l1_bytes_per_cycle: 128
-  l2_bytes_per_cycle: 48
-  l3_bytes_per_cycle: 16
-launch_overhead_us: 0.5
-cost: {{alpha: 1.0, beta: 1.0, gamma: 1.0, delta: 0.9, min_occupancy: 0.0}}
-""")
-    return path, peak
+    return float(sh([exe]).split()[0]) / 1e9
 
 
 def main():
@@ -163,9 +116,9 @@ def main():
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved measurement rounds (the fastest is kept)")
     ap.add_argument("--hardware", default="calibrate",
-                    help="the host description to plan for: 'calibrate' (default: this machine, "
-                         "one core, its clock measured) or a YAML file (bench/host-1core.yaml: "
-                         "the Xeon bench machine as published)")
+                    help="the host description to plan for: 'calibrate' (default: this machine "
+                         "as aicfc detects it, one core, its clock from a measured FMA peak) or "
+                         "a YAML file (bench/host-1core.yaml: the Xeon bench machine as published)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", nargs="*")
     ap.add_argument("--model-dirs", nargs="*",
@@ -177,11 +130,14 @@ def main():
     work = os.path.join(ROOT, "bench", "work", "costmodel")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    calibration = ""
     if a.hardware == "calibrate":
-        a.hardware, peak = calibrate_host(work)
-        calibration = f" (calibrated: one core's FMA peak measured at {peak / 1e9:.1f} GFLOP/s)"
-    env = dict(os.environ, AICF_HOST_HARDWARE=a.hardware)
+        peak = calibrate_host(work)
+        env = dict(os.environ, AICF_HOST_PEAK_GFLOPS=f"{peak:.1f}", AICF_HOST_CORES="1")
+        env.pop("AICF_HOST_HARDWARE", None)
+        hw_how = "the host as aicfc detects it, calibrated by bench/costmodel.py"
+    else:
+        env = dict(os.environ, AICF_HOST_HARDWARE=a.hardware)
+        hw_how = f"`AICF_HOST_HARDWARE={os.path.relpath(a.hardware, ROOT)}`"
     dirs = a.model_dirs or [d for d in (os.path.join(ROOT, "testdata", "models"),
                                         os.path.join(ROOT, "bench", "models")) if os.path.isdir(d)]
     where = {}  # model name -> its folder's parent
@@ -265,7 +221,7 @@ def main():
 
     lines = ["# Cost-model benchmark (host)", "",
              f"Generated by `make bench-costmodel` (bench/costmodel.py) on {time.strftime('%Y-%m-%d %H:%M')}.", "",
-             f"- Hardware description: {hw_line} (`AICF_HOST_HARDWARE={os.path.relpath(a.hardware, ROOT)}`){calibration}; "
+             f"- Hardware description: {hw_line} ({hw_how}); "
              f"runs with {a.threads} thread(s).",
              f"- Load average at end: {' / '.join('%.2f' % x for x in os.getloadavg())}.",
              f"- Schedules per model: the cost model's choice (rank 0), the candidates ranked {a.ranks} "

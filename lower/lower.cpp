@@ -74,6 +74,15 @@ kir::Kernel lowerGroup(const KernelGroup &g, const std::string &name, const Knob
   return selectRecipe(g).recipe->build(g, name, knobs);
 }
 
+kir::Kernel startKernel(const KernelGroup &g, const std::string &name, const std::string &recipe,
+                        std::map<const Value *, kir::BufferP> &byValue) {
+  kir::Kernel k;
+  k.name = name;
+  k.recipe = recipe;
+  k.params = groupParams(g, byValue);
+  return k;
+}
+
 std::vector<kir::BufferP> groupParams(const KernelGroup &g,
                                       std::map<const Value *, kir::BufferP> &byValue) {
   std::vector<kir::BufferP> params;

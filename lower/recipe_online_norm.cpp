@@ -66,10 +66,7 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   AICF_CHECK(g.anchor != nullptr, "online_norm needs an anchor (group ", g.id, ")");
   const Node &n = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "online_norm";
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = startKernel(g, name, "online_norm", byValue);
   GroupExpr gx(g, byValue);
 
   const Value *x = n.operand(0);

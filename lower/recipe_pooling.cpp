@@ -26,11 +26,7 @@ using kir::E;
 // The start every pooling form shares: the kernel named, its params (filling `byValue`).
 kir::Kernel poolingKernel(const KernelGroup &g, const std::string &name,
                           std::map<const Value *, kir::BufferP> &byValue) {
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "pooling";
-  k.params = groupParams(g, byValue);
-  return k;
+  return startKernel(g, name, "pooling", byValue);
 }
 
 // The max_pool plane form (maxPoolPlane) applies: 2-D, equal strides.

@@ -516,11 +516,8 @@ kir::Kernel columnReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, 
 kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   AICF_CHECK(g.anchor, "reduction recipe needs an anchor (group ", g.id, ")");
   const Node &a = *g.anchor;
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "reduction";
   std::map<const Value *, kir::BufferP> byValue;
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = startKernel(g, name, "reduction", byValue);
   GroupExpr ge(g, byValue);
   if (a.op() == Op::InstanceNorm)
     return instanceNorm(g, knobs, std::move(k), ge);

@@ -95,10 +95,7 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
              "streaming_attention needs an attention anchor (group ", g.id, ")");
   const Node &n = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "streaming_attention";
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = startKernel(g, name, "streaming_attention", byValue);
   GroupExpr gx(g, byValue);
 
   const Value *q = n.operand(0), *kv = n.operand(1), *v = n.operand(2);

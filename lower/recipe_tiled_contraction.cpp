@@ -1185,11 +1185,7 @@ std::vector<StmtP> convOutputStores(const KernelGroup &g, GroupExpr &gx, const N
 kir::Kernel directConvKernel(const KernelGroup &g, const std::string &name,
                              std::map<const Value *, kir::BufferP> &byValue) {
   requireShapePreservingEpilogue(g, g.anchor->result());
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "direct_conv";
-  k.params = groupParams(g, byValue);
-  return k;
+  return startKernel(g, name, "direct_conv", byValue);
 }
 
 // Whether a conv's operands include a bias (beyond x, w and the epilogue's extras).
@@ -1489,10 +1485,7 @@ kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, cons
                                                     : directConvRows(g, name, knobs);
   }
   std::map<const Value *, kir::BufferP> byValue;
-  kir::Kernel k;
-  k.name = name;
-  k.recipe = "direct_conv";
-  k.params = groupParams(g, byValue);
+  kir::Kernel k = startKernel(g, name, "direct_conv", byValue);
   GroupExpr gx(g, byValue);
   const Value *x = n.operand(0), *w = n.operand(1), *result = n.result();
   requireShapePreservingEpilogue(g, result);

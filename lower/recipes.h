@@ -42,6 +42,10 @@ kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, cons
 // with the values' dtypes and shapes, roles In/Out, and a name -> buffer map.
 std::vector<kir::BufferP> groupParams(const KernelGroup &g,
                                       std::map<const Value *, kir::BufferP> &byValue);
+// The start every recipe's kernel shares: named, labelled with `recipe`, its params from
+// groupParams (filling `byValue`).
+kir::Kernel startKernel(const KernelGroup &g, const std::string &name, const std::string &recipe,
+                        std::map<const Value *, kir::BufferP> &byValue);
 
 // --- typed knobs: one struct per recipe; absent fields take the recipe's defaults for the
 // plan target (computed by its build from the problem). knobsToMap / knobsFromMap convert to

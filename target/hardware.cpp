@@ -665,6 +665,24 @@ Hardware detectHostHardware(const std::string &sysRoot) {
     for (size_t i = 0; i < fallbacks.size(); ++i)
       h.source += (i ? ", " : "") + fallbacks[i];
   }
+  // Measured figures (make bench-costmodel's calibration) over the detected ones. The clock a
+  // VM reports is its nominal one (2.6 GHz for an AMD EPYC core that boosts to 3.7):
+  // AICF_HOST_PEAK_GFLOPS, one core's measured FMA peak, sets the clock the FMA pipes really run
+  // at (peak / (lanes x 2 x pipes)); AICF_HOST_CORES, the cores to plan for.
+  if (const char *env = std::getenv("AICF_HOST_PEAK_GFLOPS"); env && *env) {
+    double gflops = 0;
+    if (!parseDouble(env, gflops) || gflops <= 0)
+      throw UserError(cat("AICF_HOST_PEAK_GFLOPS=", env, ": expected a positive number"));
+    h.ghz = gflops / double(h.vectorLanesF32() * 2 * h.fmaUnits);
+    h.source += cat("; clock from AICF_HOST_PEAK_GFLOPS=", env);
+  }
+  if (const char *env = std::getenv("AICF_HOST_CORES"); env && *env) {
+    int64_t cores = 0;
+    if (!parseInt(env, cores) || cores <= 0)
+      throw UserError(cat("AICF_HOST_CORES=", env, ": expected a positive integer"));
+    h.cores = cores;
+    h.source += cat("; cores from AICF_HOST_CORES=", env);
+  }
   finishCpu(h);
   return h;
 }

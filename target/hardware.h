@@ -88,7 +88,9 @@ Hardware builtinHardware(const std::string &name); // UserError listing the name
 // The host: host.yaml's defaults, overridden by what `sysRoot` (normally "/") reveals
 // (/sys/devices/system/cpu/cpu0/cache/index*/, cpufreq, /proc/cpuinfo; cores from
 // sched_getaffinity when sysRoot is "/", else from /proc/cpuinfo's processor lines), then by
-// the file named in AICF_HOST_HARDWARE when set. `source` records what was detected.
+// the file named in AICF_HOST_HARDWARE when set. Without that file, AICF_HOST_PEAK_GFLOPS (one
+// core's measured FMA peak) sets the clock and AICF_HOST_CORES the cores (bench-costmodel's
+// calibration). `source` records what was detected and what was set.
 Hardware detectHostHardware(const std::string &sysRoot = "/");
 
 } // namespace aicf

@@ -37,24 +37,30 @@ std::string errorOf(const std::function<void()> &f) {
   return "(no error)";
 }
 
-// Sets (or unsets, with nullopt) AICF_HOST_HARDWARE for one scope, restoring what was there:
-// a test run may set it for the golden tests.
-struct HostHardwareEnv {
+// Sets NAME to VALUE (unsets with nullopt) for one scope, restoring what was there.
+struct ScopedEnv {
+  std::string name;
   std::optional<std::string> saved;
-  explicit HostHardwareEnv(const std::optional<std::string> &value) {
-    if (const char *old = std::getenv("AICF_HOST_HARDWARE"))
+  ScopedEnv(std::string n, const std::optional<std::string> &value) : name(std::move(n)) {
+    if (const char *old = std::getenv(name.c_str()))
       saved = old;
     if (value)
-      setenv("AICF_HOST_HARDWARE", value->c_str(), 1);
+      setenv(name.c_str(), value->c_str(), 1);
     else
-      unsetenv("AICF_HOST_HARDWARE");
+      unsetenv(name.c_str());
   }
-  ~HostHardwareEnv() {
+  ~ScopedEnv() {
     if (saved)
-      setenv("AICF_HOST_HARDWARE", saved->c_str(), 1);
+      setenv(name.c_str(), saved->c_str(), 1);
     else
-      unsetenv("AICF_HOST_HARDWARE");
+      unsetenv(name.c_str());
   }
+};
+
+// AICF_HOST_HARDWARE for one scope (a test run may set it for the golden tests).
+struct HostHardwareEnv : ScopedEnv {
+  explicit HostHardwareEnv(const std::optional<std::string> &value)
+      : ScopedEnv("AICF_HOST_HARDWARE", value) {}
 };
 
 // A fresh directory under the system temp dir, removed at scope exit.
@@ -423,6 +429,31 @@ TEST_CASE("hardware: host detection falls back where files are missing") {
   CHECK(real.vectorBits >= 128);
   CHECK(real.l1dBytes > 0);
   CHECK(real.source.rfind(kDetected, 0) == 0);
+}
+
+// bench-costmodel's calibration: the fake tree's AVX2 core (8 lanes, 2 FMA pipes) measured at
+// 48 GFLOP/s runs at 48 / (8 x 2 x 2) = 1.5 GHz; one core planned for.
+TEST_CASE("hardware: AICF_HOST_PEAK_GFLOPS and AICF_HOST_CORES set the detected clock and cores") {
+  HostHardwareEnv env(std::nullopt);
+  {
+    ScopedEnv peak("AICF_HOST_PEAK_GFLOPS", std::string("48")), cores("AICF_HOST_CORES", "1");
+    Hardware h = detectHostHardware((kTargets / "fake_sys").string());
+    CHECK(h.ghz == doctest::Approx(1.5));
+    CHECK(h.cores == 1);
+    CHECK(h.peakFlops() == doctest::Approx(48e9));
+    CHECK(h.source == std::string(kDetected) +
+                          "; clock from AICF_HOST_PEAK_GFLOPS=48; cores from AICF_HOST_CORES=1");
+  }
+  {
+    ScopedEnv peak("AICF_HOST_PEAK_GFLOPS", std::string("fast"));
+    CHECK(errorOf([] { detectHostHardware((kTargets / "fake_sys").string()); }) ==
+          "AICF_HOST_PEAK_GFLOPS=fast: expected a positive number");
+  }
+  {
+    ScopedEnv cores("AICF_HOST_CORES", std::string("0"));
+    CHECK(errorOf([] { detectHostHardware((kTargets / "fake_sys").string()); }) ==
+          "AICF_HOST_CORES=0: expected a positive integer");
+  }
 }
 
 TEST_CASE("hardware: AICF_HOST_HARDWARE replaces detection") {
