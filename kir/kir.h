@@ -204,6 +204,20 @@ struct Stmt {
   // and only rows i < indices[2], columns j < indices[3] and kk < indices[4] take part (the
   // tile's valid rows, columns and K step: a view has no zero padding to read; columns stay a
   // multiple of 16, the panel's padding being zeros; a tile of panels starts on a panel).
+  // Fused init and epilogue (views only, tn a multiple of 16; FuseMmaTileEpilogue,
+  // kir/fuse_mma_tile_epilogue.h): when `fused`, the tile's per-element init and epilogue ride
+  // on the accumulation. `init` (the statement's init list) is run for each element (i, j = jo
+  // * 16 + jl) of the valid rows and columns before the accumulation when `first` holds, and
+  // must store C[t, i, j]; `body` (the epilogue) is run for each such element after it when
+  // `last` holds, and reads C[t, i, j] (only there: C is accessed at [t, i, j] only, each body
+  // starting with `var j: i64 = jo * 16 + jl`). The variables t (the thread var), i, jo and jl
+  // are bound there. Elements outside the valid rows and columns get neither, so an epilogue's
+  // stores carry the guards that keep them off those elements (FuseMmaTileEpilogue checks it).
+  // `first` and `last` are the enclosing reduction's first and last K steps. Exactly: if
+  // (first) init; C += A x B; if (last) epilogue, elementwise. The host printer runs both on
+  // the micro-kernel's registers; no pass over C remains.
+  bool fused = false;
+  E first, last;
   BufferP a, b, c;
   int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
   bool views = false;

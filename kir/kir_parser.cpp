@@ -21,6 +21,9 @@
 //                 '(' 'm' '=' INT ',' 'n' '=' INT ',' 'k' '=' INT ',' 'tm' '=' INT ',' 'tn' '=' INT
 //                 [',' 'rows' '=' expr ',' 'cols' '=' expr ',' 'depth' '=' expr] ')'
 //                 (the views and the valid extents: all or none)
+//                 ['fused' 'first' '=' expr ',' 'last' '=' expr
+//                  '{' 'init' '{' {stmt} '}' 'epilogue' '{' {stmt} '}' '}']
+//                 (views only; t, i, jo and jl bound in both bodies)
 //   aview    := '[' 'at' '=' expr ',' 'ld' '=' INT
 //               [',' 'blocks' '=' '[' INT ',' INT ',' INT ',' INT ',' INT ',' INT ']' ','
 //                'first' '=' expr [',' 'groups' '=' '[' INT ',' INT ']']] ']'
@@ -902,8 +905,28 @@ private:
       views.depth = parseExpr();
     }
     expect(Tok::RParen, "')' after the tile sizes");
-    if (hasViews)
-      return mmaTileViews(c, a, b, v[0], v[1], v[2], v[3], v[4], views);
+    if (hasViews) {
+      StmtP s = mmaTileViews(c, a, b, v[0], v[1], v[2], v[3], v[4], views);
+      if (atKeyword("fused")) {
+        // fused first = expr, last = expr { init { .. } epilogue { .. } }: t (the thread var),
+        // i, jo and jl bound in both bodies (kir.h).
+        consume();
+        s->fused = true;
+        field("first");
+        s->first = parseExpr();
+        expect(Tok::Comma, "','");
+        field("last");
+        s->last = parseExpr();
+        expect(Tok::LBrace, "'{' and the fused init");
+        const std::vector<std::string> vars = {threadVar_, "i", "jo", "jl"};
+        expectIdent("init");
+        s->init = parseBlock("'{' after 'init'", true, vars);
+        expectIdent("epilogue");
+        s->body = parseBlock("'{' after 'epilogue'", true, vars);
+        expect(Tok::RBrace, "'}' after the fused epilogue");
+      }
+      return s;
+    }
     return mmaTile(c, a, b, v[0], v[1], v[2], v[3], v[4]);
   }
 

@@ -1,6 +1,7 @@
 // See kir_pass.h. The registry and the default Kernel IR pipeline are listed here, once.
 #include "kir/kir_pass.h"
 
+#include "kir/fuse_mma_tile_epilogue.h"
 #include "kir/fuse_reduction_epilogue.h"
 #include "support/diagnostics.h"
 
@@ -27,6 +28,22 @@ public:
   }
 };
 
+// FuseMmaTileEpilogue (fuse_mma_tile_epilogue.h) as a pass: every view mma_tile's reduction is
+// a candidate, noted and annotated with its outcome.
+class FuseMmaTileEpiloguePass : public KernelPass {
+public:
+  const char *name() const override { return "fuse-mma-tile-epilogue"; }
+  const char *summary() const override {
+    return "run a host tile's init and epilogue on the micro-kernel's registers";
+  }
+  bool run(Kernel &k, std::vector<std::string> &notes) override {
+    std::vector<MmaTileEpilogueOutcome> r = fuseMmaTileEpilogue(k);
+    for (const MmaTileEpilogueOutcome &o : r)
+      notes.push_back(o.text());
+    return !r.empty();
+  }
+};
+
 } // namespace
 
 bool KernelPassManager::run(Kernel &k, std::vector<std::string> *notes) const {
@@ -50,11 +67,13 @@ bool KernelPassManager::run(Kernel &k, std::vector<std::string> *notes) const {
 std::unique_ptr<KernelPass> createKernelPass(const std::string &name) {
   if (name == "fuse-reduction-epilogue")
     return std::make_unique<FuseReductionEpiloguePass>();
+  if (name == "fuse-mma-tile-epilogue")
+    return std::make_unique<FuseMmaTileEpiloguePass>();
   return nullptr;
 }
 
 std::vector<std::string> allKernelPassNames() {
-  return {"fuse-reduction-epilogue"};
+  return {"fuse-reduction-epilogue", "fuse-mma-tile-epilogue"};
 }
 
 bool runDefaultKernelPipeline(Kernel &k, std::vector<std::string> *notes) {
@@ -68,6 +87,10 @@ void buildDefaultKernelPipeline(KernelPassManager &pm) {
   // self-update of the accumulator after the reduction; moving them into the reduction's init
   // saves a pass over the output tile. The pass leaves every other kernel as it is.
   pm.add(createKernelPass("fuse-reduction-epilogue"));
+  // Then a host tile's remaining init (the bias FuseReductionEpilogue moved there) and its
+  // epilogue (activation, residual, the output's store) go into the mma_tile, which runs them
+  // on the micro-kernel's registers instead of as passes over the C tile.
+  pm.add(createKernelPass("fuse-mma-tile-epilogue"));
 }
 
 } // namespace aicf::kir

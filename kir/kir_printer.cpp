@@ -260,11 +260,24 @@ public:
           aBlocks += ", groups = [" + std::to_string(s.aGroups[0]) + ", " +
                      std::to_string(s.aGroups[1]) + "]";
       }
-      line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) +
-                    ", ld = " + std::to_string(s.lda) + aBlocks + "] x " + nm(s.b) +
-                    "[at = " + ex(s.indices[1]) + ", " + bView + "] " + sizes +
-                    ", rows = " + ex(s.indices[2]) + ", cols = " + ex(s.indices[3]) +
-                    ", depth = " + ex(s.indices[4]) + ")");
+      std::string head = "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) +
+                         ", ld = " + std::to_string(s.lda) + aBlocks + "] x " + nm(s.b) +
+                         "[at = " + ex(s.indices[1]) + ", " + bView + "] " + sizes +
+                         ", rows = " + ex(s.indices[2]) + ", cols = " + ex(s.indices[3]) +
+                         ", depth = " + ex(s.indices[4]) + ")";
+      if (!s.fused) {
+        line(ind, head);
+        return;
+      }
+      // The fused init and epilogue (t, i, jo and jl bound inside: kir.h).
+      line(ind, head + " fused first = " + ex(s.first) + ", last = " + ex(s.last) + " {");
+      line(ind + 1, "init {");
+      block(ind + 2, s.init);
+      line(ind + 1, "}");
+      line(ind + 1, "epilogue {");
+      block(ind + 2, s.body);
+      line(ind + 1, "}");
+      line(ind, "}");
       return;
     }
     case Stmt::Kind::Reduce:

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -524,6 +525,96 @@ private:
     if (s.m % s.tm == 0 && s.n % s.tn == 0 && (s.m / s.tm) * (s.n / s.tn) != k_.threads)
       err("mma_tile: (m/tm)*(n/tn) = " + std::to_string((s.m / s.tm) * (s.n / s.tn)) +
           " thread tiles for " + std::to_string(k_.threads) + " threads");
+    if (s.fused)
+      fusedBodies(s);
+    else if (!s.init.empty() || !s.body.empty() || s.first || s.last)
+      err("mma_tile: an init or epilogue body without `fused`");
+  }
+
+  // A fused init and epilogue (kir.h): per-element code over (t, i, jo, jl), run as if inside
+  // the thread region, C accessed only at its element [t, i, j], j = jo * 16 + jl.
+  void fusedBodies(const Stmt &s) {
+    if (!s.views || s.tn % 16 != 0) {
+      err("mma_tile: a fused init and epilogue need views and tn a multiple of 16");
+      return;
+    }
+    for (const E *e : {&s.first, &s.last}) {
+      if (!*e) {
+        err("mma_tile: fused without its first and last conditions");
+        return;
+      }
+      expr(e->get());
+      if ((*e)->type != DType::Bool)
+        err(std::string("mma_tile: a fused first / last condition has type ") +
+            dtypeName((*e)->type) + ", expected bool");
+    }
+    auto elementBody = [&](const std::vector<StmtP> &stmts, const char *what, bool init) {
+      const Stmt *d = stmts.empty() ? nullptr : stmts.front().get();
+      if (!d || d->kind != Stmt::Kind::Decl || d->var != "j" ||
+          printExpr(d->value) != "jo * 16 + jl") {
+        err(std::string("mma_tile: the fused ") + what +
+            " must start with var j: i64 = jo * 16 + jl");
+        return;
+      }
+      // C's element only (the init stores it; an epilogue may update it before reading it).
+      int cStores = 0;
+      bool bad = false;
+      std::function<void(const ExprP &)> loads = [&](const ExprP &e) {
+        if (!e)
+          return;
+        if (e->kind == Expr::Kind::Load && e->buf == s.c && !atElement(e->args))
+          bad = true;
+        for (const ExprP &a : e->args)
+          loads(a);
+      };
+      std::function<void(const std::vector<StmtP> &)> walk = [&](const std::vector<StmtP> &l) {
+        for (const StmtP &x : l) {
+          for (const E *e : {&x->begin, &x->extent, &x->value, &x->cond})
+            loads(e->get());
+          for (const E &e : x->indices)
+            loads(e.get());
+          if (x->kind == Stmt::Kind::Store && x->buf == s.c) {
+            ++cStores;
+            std::vector<ExprP> idx;
+            for (const E &e : x->indices)
+              idx.push_back(e.get());
+            bad |= !atElement(idx);
+          }
+          if (x->kind == Stmt::Kind::Region || x->kind == Stmt::Kind::MmaTile ||
+              x->kind == Stmt::Kind::BlockReduce || x->kind == Stmt::Kind::Barrier ||
+              x->kind == Stmt::Kind::Reduce)
+            err(std::string("mma_tile: the fused ") + what + " holds a " +
+                (x->kind == Stmt::Kind::Region ? "region" : "block-level statement"));
+          walk(x->body);
+          walk(x->elseBody);
+        }
+      };
+      walk(stmts);
+      if (bad)
+        err(std::string("mma_tile: the fused ") + what + " accesses " + s.c->name +
+            " other than at its element [" + k_.threadVar + ", i, j]");
+      if (init && cStores == 0)
+        err("mma_tile: the fused init does not store " + s.c->name);
+      bool saved = inRegion_;
+      inRegion_ = true;
+      scopes_.emplace_back();
+      scopes_.back()[k_.threadVar] = {DType::I64, VarKind::Thread, true};
+      for (const char *v : {"i", "jo", "jl"})
+        define(v, {DType::I64, VarKind::Loop, true});
+      body(stmts, false);
+      scopes_.pop_back();
+      inRegion_ = saved;
+    };
+    elementBody(s.init, "init", true);
+    elementBody(s.body, "epilogue", false);
+  }
+
+  bool atElement(const std::vector<ExprP> &idx) const {
+    auto isVar = [](const ExprP &e, const std::string &v) {
+      return e && e->kind == Expr::Kind::Var && e->var == v;
+    };
+    return idx.size() == 3 && isVar(idx[0], k_.threadVar) && isVar(idx[1], "i") &&
+           isVar(idx[2], "j");
   }
 };
 

@@ -997,10 +997,28 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
                                        {kir::forLoop("jl", E(int64_t(0)), E(int64_t(16)), lane, 1,
                                                      kir::Stmt::LoopKind::Vectorized)})})});
   };
-  // The reduction over K tiles. (The init walks the tile as the additive terms' self-update
-  // does, so FuseReductionEpilogue can move those terms into it.)
+  // The output element of the thread's accumulator element (i, j).
+  Index out = blockLanes ? c.outLanes(bi, row, q, ivar("jl")) : c.outIndex(bi, row, col);
+  // Host: an output stored through a layout op whose 16-column groups land contiguously (a
+  // head split's transpose: column h * 64 + d to [.., h, s, d]) walks its columns 16 at a
+  // time, the store index computed per group and the lane added, so the store is a vector
+  // store rather than a scatter with a division per lane (LLaMA q / k / v projections).
+  std::optional<std::vector<IndexExpr>> lanes;
+  if (!isGpuPlan(knobs) && !blockLanes && n.op() != Op::Conv && tl.TN % 16 == 0 &&
+      tl.BN % 16 == 0 && g.outputs.size() == 1 && !c.outShape.empty() &&
+      out.size() == c.outShape.size() && c.outShape.back() == c.N)
+    lanes = laneSplitStore(g, g.outputs.front());
+  // The init, the additive terms' self-update and the final region all walk the tile the same
+  // way (16 lanes at a time or not), so FuseReductionEpilogue can move the terms into the init
+  // and FuseMmaTileEpilogue the init and the final region into the mma_tile.
+  bool byLanes = blockLanes || lanes.has_value();
+  auto overC = [&](std::vector<StmtP> body, bool guarded) {
+    return byLanes ? overLanes(body, guarded) : overTile(std::move(body), guarded);
+  };
+
+  // The reduction over K tiles.
   std::vector<StmtP> zero = {kir::store(C, {tv, i, j}, f32(0.0))};
-  std::vector<StmtP> init = {blockLanes ? overLanes(zero, false) : overTile(zero, false)};
+  std::vector<StmtP> init = {overC(zero, false)};
   std::vector<StmtP> update;
   {
     auto aValid = [&](E r, E cc) {
@@ -1084,7 +1102,6 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
 
   // Additive terms (and alpha) as a self-update of the accumulator, which FuseReductionEpilogue
   // (the driver's Kernel IR pipeline, kir/kir_pass.h) moves into the init.
-  Index out = blockLanes ? c.outLanes(bi, row, q, ivar("jl")) : c.outIndex(bi, row, col);
   bool alphaInFinal = true;
   if (!c.addTerms.empty()) {
     E gsum;
@@ -1095,7 +1112,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
       accv = f32(c.alpha) * accv;
     alphaInFinal = false;
     std::vector<StmtP> upd = {kir::store(C, {tv, i, j}, accv + gsum)};
-    k.body.push_back(blockLanes ? overLanes(upd, true) : overTile(upd, true));
+    k.body.push_back(overC(upd, true));
   }
 
   // The final region: the remaining epilogue steps, the fused elementwise nodes, the stores.
@@ -1106,16 +1123,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   std::vector<StmtP> fin = {kir::decl("acc", DType::F32, accv)};
   auto steps = applySteps(c, gx, out, cur);
   fin.insert(fin.end(), steps.begin(), steps.end());
-  // Host: an output stored through a layout op whose 16-column groups land contiguously (a
-  // head split's transpose: column h * 64 + d to [.., h, s, d]) walks its columns 16 at a
-  // time, the store index computed per group and the lane added, so the store is a vector
-  // store rather than a scatter with a division per lane (LLaMA q / k / v projections).
   std::map<const Value *, std::vector<E>> storeAt;
-  std::optional<std::vector<IndexExpr>> lanes;
-  if (!isGpuPlan(knobs) && !blockLanes && n.op() != Op::Conv && tl.TN % 16 == 0 &&
-      tl.BN % 16 == 0 && g.outputs.size() == 1 && !c.outShape.empty() &&
-      out.size() == c.outShape.size() && c.outShape.back() == c.N)
-    lanes = laneSplitStore(g, g.outputs.front());
   if (lanes) {
     Index dims(out.begin(), out.end() - 1);
     dims.push_back(ivar("nt") * E(tl.BN / 16) + (tv % E(colTiles)) * E(tl.TN / 16) + ivar("jo"));
@@ -1125,7 +1133,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   }
   auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out, "", storeAt);
   fin.insert(fin.end(), stores.begin(), stores.end());
-  k.body.push_back(lanes || blockLanes ? overLanes(fin, true) : overTile(fin, true));
+  k.body.push_back(overC(fin, true));
   return k;
 }
 

@@ -218,6 +218,25 @@ std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP>
   std::vector<int64_t> strides = stridesOf(dims);
   E off(int64_t(0));
   for (size_t i = first; i < idx.size(); ++i) {
+    // Adjacent dims indexed [a / W, a % W] with strides W * s and s (a flat pixel index split
+    // into a row and a column of a W-wide map) are a * s: (a / W) W + a % W = a for C's
+    // division, so the offset needs no division at all (joinIndexDigits: host only).
+    const ExprP &q = idx[i];
+    const ExprP *r = i + 1 < idx.size() ? &idx[i + 1] : nullptr;
+    auto isBin = [](const ExprP &e, kir::BinOp op) {
+      return e && e->kind == Expr::Kind::Binary && e->bop == op &&
+             e->args[1]->kind == Expr::Kind::Int && e->args[1]->ival > 0;
+    };
+    if (d.joinIndexDigits && r && isBin(q, kir::BinOp::Div) && isBin(*r, kir::BinOp::Mod) &&
+        q->args[1]->ival == (*r)->args[1]->ival && kir::exprEqual(q->args[0], (*r)->args[0]) &&
+        strides[i - first] == q->args[1]->ival * strides[i + 1 - first]) {
+      E term = E(q->args[0]) * E(strides[i + 1 - first]);
+      off = off->kind == Expr::Kind::Int && off->ival == 0
+                ? term
+                : kir::binary(kir::BinOp::Add, off, term);
+      ++i;
+      continue;
+    }
     E term = E(idx[i]) * E(strides[i - first]);
     if (d.joinIndexDigits)
       off = off + term;
@@ -281,7 +300,7 @@ void Uses::stmts(const std::vector<StmtP> &ss) {
 }
 
 void Uses::stmt(const Stmt &s) {
-  for (const E *e : {&s.begin, &s.extent, &s.value, &s.cond})
+  for (const E *e : {&s.begin, &s.extent, &s.value, &s.cond, &s.first, &s.last})
     expr(e->get());
   size_t first = d_.localPerThread && s.buf && s.buf->scope == Scope::Local ? 1 : 0;
   for (size_t i = first; i < s.indices.size(); ++i)

@@ -28,9 +28,11 @@ struct Dialect {
   const char *absFloat, *absOther; // abs of a float / of another type ("<T>" appended if
   bool absOtherTemplated;          // absOtherTemplated)
   const char *powF32, *powF64, *fmodF32, *sigmoid;
-  // Whether elemRef re-joins the digits of a flattened tile index (kir.cpp operator+: As[e / 32,
-  // e % 32] -> As[e]). Off for CUDA: ptxas spilled 4 bytes at 40 registers on the LLaMA block's
-  // k7_matmul (sm_90) with the joined shared-memory index and none without it.
+  // Whether elemRef re-joins the digits of a flattened index (kir.cpp operator+: As[e / 32,
+  // e % 32] -> As[e]; a pixel split over a map W wide: [p / W, p % W] -> p W). Off for CUDA:
+  // ptxas spilled 4 bytes at 40 registers on the LLaMA block's k7_matmul (sm_90) with the
+  // joined shared-memory index and none without it (and 40 on a BERT layer's attention with
+  // the pixel form).
   bool joinIndexDigits;
 };
 

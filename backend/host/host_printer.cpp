@@ -27,6 +27,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -217,19 +219,43 @@ inline void aicf_kblock_chunks(aicf_kblocks kb, int64_t K, F &&f) {
   }
 }
 
-// The mma_tile micro-kernel: C[MR x 16*NV] (row stride ldc) += A[MR x K] (lda) * B[K x 16*NV]
-// (ldb), the C block held in MR*NV vector registers across the whole k loop. KB: A's k in
-// blocks of L (aicf_kblocks): element (i, k) at i * lda + kb.at(kb.b0 + k / L) + k % L.
+// A tile's fused init and epilogue (kir.h mma_tile init / epilogue). Unfused (aicf_unfused),
+// the accumulators start from C and end in C. Fused (aicf_fuse), on the reduction's first K step
+// each accumulator vector starts from init(i, j, v) (v: the 16 floats of the tile's row i,
+// columns j .. j + 15) instead of C, and on its last step goes to epi(i, j, v) instead of C: the
+// bias, the activation and the output's store happen on the registers, not as passes over the
+// C tile (a 16 -> 96 pointwise conv's K of 16 left those passes a third of its time).
+// R = aicf_rows<S...>: the row-block heights the tile's blocks take, NVs the block widths (bit
+// NV: NV vectors; the printer knows both from the tile's shape). Those get a micro-kernel of
+// their own with the init and epilogue inlined; any other block runs the shared micro-kernel
+// on a block buffer between out-of-line init and epilogue calls. (Inlined into every height
+// and width, the fused kernels multiplied the C++ compile time by ten.)
+template <int... S>
+struct aicf_rows {};
+struct aicf_unfused {
+  static constexpr bool fused = false;
+  bool first = false, last = false;
+};
+template <int NVs, typename I, typename F, typename R>
+struct aicf_fused {
+  static constexpr bool fused = true;
+  static constexpr int nvs = NVs; // bit NV: blocks NV vectors wide get their own micro-kernels
+  using rows = R;
+  bool first, last;
+  I init;
+  F epi;
+};
+template <int NVs, int... S, typename I, typename F>
+inline aicf_fused<NVs, I, F, aicf_rows<S...>> aicf_fuse(bool first, bool last, I init, F epi) {
+  return {first, last, init, epi};
+}
+
+// The micro-kernel's k loop: acc[MR][NV] += A[MR x K] (lda) * B[K x 16*NV] (ldb). KB: A's k
+// in blocks of L (aicf_kblocks): element (i, k) at i * lda + kb.at(kb.b0 + k / L) + k % L.
 template <int MR, int NV, bool KB>
-inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__restrict A,
-                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
-                           int64_t K) {
-  aicf_v16f acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
+inline __attribute__((always_inline)) void
+aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, aicf_kblocks kb,
+             const float *__restrict B, int64_t ldb, int64_t K) {
   // K in steps: blocks of L for a blocked A (each at the offset kb.offs gives), else one step
   // of K.
   const int64_t step = KB ? kb.L : K;
@@ -252,11 +278,27 @@ inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__rest
       }
     }
   }
+}
+
+// The mma_tile micro-kernel: Co[MR x 16*NV] (row stride ldo) = Ci (row stride ldi) + A[MR x K]
+// (lda) * B[K x 16*NV] (ldb), the block held in MR*NV vector registers across the whole k loop
+// (Ci = Co = the C tile, or a fused block's buffer).
+template <int MR, int NV, bool KB>
+inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
+                           const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                           const float *__restrict B, int64_t ldb, int64_t K) {
+  aicf_v16f acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
-      *reinterpret_cast<aicf_v16fu *>(C + i * ldc + 16 * j) = acc[i][j];
+      acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(Ci + i * ldi + 16 * j);
+  aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      *reinterpret_cast<aicf_v16fu *>(Co + i * ldo + 16 * j) = acc[i][j];
 }
 
 // A dense A's block, kept out of line: GCC otherwise inlines it into some kernels, where the
@@ -264,74 +306,217 @@ inline void aicf_mma_block(float *__restrict C, int64_t ldc, const float *__rest
 // blocked A's block stays inline (its table walk is cheap there; resnet18 runs 1% slower
 // with it out of line).
 template <int MR, int NV>
-__attribute__((noinline)) void aicf_mma_block_dense(float *__restrict C, int64_t ldc,
-                                                    const float *__restrict A, int64_t lda,
-                                                    aicf_kblocks kb, const float *__restrict B,
-                                                    int64_t ldb, int64_t K) {
-  aicf_mma_block<MR, NV, false>(C, ldc, A, lda, kb, B, ldb, K);
+__attribute__((noinline)) void aicf_mma_block_dense(const float *Ci, int64_t ldi, float *Co,
+                                                    int64_t ldo, const float *__restrict A,
+                                                    int64_t lda, aicf_kblocks kb,
+                                                    const float *__restrict B, int64_t ldb,
+                                                    int64_t K) {
+  aicf_mma_block<MR, NV, false>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
 }
 
+// The fused micro-kernel of one row-block height (C at the block, (i0, j0) its place in the
+// tile): init and epilogue on the registers.
+template <int MR, int NV, bool KB, typename X>
+inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const float *__restrict A,
+                                 int64_t lda, aicf_kblocks kb, const float *__restrict B,
+                                 int64_t ldb, int64_t K, const X &x, int64_t i0, int64_t j0) {
+  aicf_v16f acc[MR][NV];
+  if (x.first) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        alignas(64) float v[16];
+        x.init(i0 + i, j0 + 16 * j, v);
+        acc[i][j] = *reinterpret_cast<const aicf_v16f *>(v);
+      }
+  } else {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
+  }
+  aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+  if (x.last) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        alignas(64) float v[16];
+        *reinterpret_cast<aicf_v16f *>(v) = acc[i][j];
+        x.epi(i0 + i, j0 + 16 * j, v);
+      }
+  } else {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        *reinterpret_cast<aicf_v16fu *>(C + i * ldc + 16 * j) = acc[i][j];
+  }
+}
+template <int MR, int NV, typename X>
+__attribute__((noinline)) void
+aicf_mma_block_fused_dense(float *__restrict C, int64_t ldc, const float *__restrict A, int64_t lda,
+                           aicf_kblocks kb, const float *__restrict B, int64_t ldb, int64_t K,
+                           const X &x, int64_t i0, int64_t j0) {
+  aicf_mma_block_fused<MR, NV, false>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+}
+
+// The init (Init) or the epilogue of a block of rows x nv vectors at the tile's row i0, column
+// j0, held in buf (row stride 16 * nv): the path of a height without its own micro-kernel.
+template <bool Init, typename X>
+__attribute__((noinline)) void aicf_fused_block(const X &x, int64_t i0, int64_t j0, int64_t rows,
+                                                int64_t nv, float *__restrict buf) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t v = 0; v < nv; ++v) {
+      if constexpr (Init)
+        x.init(i0 + r, j0 + 16 * v, buf + (r * nv + v) * 16);
+      else
+        x.epi(i0 + r, j0 + 16 * v, buf + (r * nv + v) * 16);
+    }
+}
+
+// The shared micro-kernel for a block of mr rows (C at the block; Ci / Co where it reads and
+// writes the accumulators).
 template <int NV, bool KB>
+inline void aicf_mma_shared(int64_t mr, const float *Ci, int64_t ldi, float *Co, int64_t ldo,
+                            const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                            const float *__restrict B, int64_t ldb, int64_t K) {
+  if constexpr (KB) {
+    switch (mr) {
+    case 8: aicf_mma_block<8, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 7: aicf_mma_block<7, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 6: aicf_mma_block<6, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 5: aicf_mma_block<5, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 4: aicf_mma_block<4, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 3: aicf_mma_block<3, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 2: aicf_mma_block<2, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    default: aicf_mma_block<1, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    }
+  } else if (mr == AICF_MMA_MR) {
+    aicf_mma_block_dense<AICF_MMA_MR, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  } else if (mr == 4) {
+    aicf_mma_block_dense<4, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  } else if (mr == 2) {
+    aicf_mma_block_dense<2, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  } else {
+    aicf_mma_block_dense<1, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  }
+}
+
+// A fused block of mr rows: its height's own micro-kernel when R lists it, else the shared one
+// on a block buffer.
+template <int NV, bool KB, typename X>
+inline void aicf_mma_fused_rows(aicf_rows<>, int64_t mr, float *__restrict C, int64_t ldc,
+                                const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                                const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                                int64_t i0, int64_t j0) {
+  alignas(64) float buf[(AICF_MMA_MR > 8 ? AICF_MMA_MR : 8) * 16 * NV];
+  const float *Ci = C;
+  float *Co = x.last ? buf : C;
+  int64_t ldi = ldc, ldo = x.last ? 16 * NV : ldc;
+  if (x.first) {
+    aicf_fused_block<true>(x, i0, j0, mr, NV, buf);
+    Ci = buf;
+    ldi = 16 * NV;
+  }
+  aicf_mma_shared<NV, KB>(mr, Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  if (x.last)
+    aicf_fused_block<false>(x, i0, j0, mr, NV, buf);
+}
+template <int NV, bool KB, typename X, int S0, int... S>
+inline void aicf_mma_fused_rows(aicf_rows<S0, S...>, int64_t mr, float *__restrict C, int64_t ldc,
+                                const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                                const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                                int64_t i0, int64_t j0) {
+  if constexpr (!(X::nvs & (1 << NV))) {
+    aicf_mma_fused_rows<NV, KB>(aicf_rows<>(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  } else if (mr != S0) {
+    aicf_mma_fused_rows<NV, KB>(aicf_rows<S...>(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  } else if constexpr (KB) {
+    aicf_mma_block_fused<S0, NV, KB>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  } else {
+    aicf_mma_block_fused_dense<S0, NV>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  }
+}
+
+// One block of mr rows at the tile's row i0, column j0 (C at the block), through x.
+template <int NV, bool KB, typename X>
+inline void aicf_mma_rowblock(int64_t mr, float *__restrict C, int64_t ldc,
+                              const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                              const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                              int64_t i0, int64_t j0) {
+  if constexpr (X::fused)
+    aicf_mma_fused_rows<NV, KB>(typename X::rows(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  else
+    aicf_mma_shared<NV, KB>(mr, C, ldc, C, ldc, A, lda, kb, B, ldb, K);
+}
+
+template <int NV, bool KB, typename X>
 inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restrict A,
                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
-                          int64_t tm, int64_t K) {
+                          int64_t tm, int64_t K, const X &x, int64_t i0, int64_t j0) {
   constexpr int64_t MR = AICF_MMA_MR;
   if constexpr (KB) {
     // A blocked conv's rows (a 14- or 49-pixel map): blocks of equal height up to 8, 7 + 7
     // rather than 8 + 4 + 2, so every pass over the B panel fills most accumulators.
     constexpr int64_t MB = MR < 8 ? MR : 8;
     const int64_t nb = (tm + MB - 1) / MB, per = nb ? (tm + nb - 1) / nb : 0;
-    for (int64_t i = 0; i < tm; i += per) {
-      float *__restrict Ci = C + i * ldc;
-      const float *__restrict Ai = A + i * lda;
-      switch (tm - i < per ? tm - i : per) {
-      case 8: aicf_mma_block<8, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      case 7: aicf_mma_block<7, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      case 6: aicf_mma_block<6, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      case 5: aicf_mma_block<5, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      case 4: aicf_mma_block<4, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      case 3: aicf_mma_block<3, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      case 2: aicf_mma_block<2, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      default: aicf_mma_block<1, NV, KB>(Ci, ldc, Ai, lda, kb, B, ldb, K); break;
-      }
-    }
+    for (int64_t i = 0; i < tm; i += per)
+      aicf_mma_rowblock<NV, KB>(tm - i < per ? tm - i : per, C + i * ldc, ldc, A + i * lda, lda,
+                                kb, B, ldb, K, x, i0 + i, j0);
     return;
   }
   int64_t i = 0;
   for (; i + MR <= tm; i += MR)
-    aicf_mma_block_dense<MR, NV>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
+    aicf_mma_rowblock<NV, KB>(MR, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
+                              j0);
   for (; i + 4 <= tm; i += 4)
-    aicf_mma_block_dense<4, NV>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
+    aicf_mma_rowblock<NV, KB>(4, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
+                              j0);
   if (tm - i >= 2) {
-    aicf_mma_block_dense<2, NV>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
+    aicf_mma_rowblock<NV, KB>(2, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
+                              j0);
     i += 2;
   }
   if (tm - i >= 1)
-    aicf_mma_block_dense<1, NV>(C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K);
+    aicf_mma_rowblock<NV, KB>(1, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
+                              j0);
 }
 
 // One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks), kb.g != 0:
 // its rows in groups, each group its own run of row blocks over the same (L1-resident) panel.
-template <int NV>
+template <int NV, typename X>
 inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__restrict A,
-                                    int64_t lda, aicf_kblocks kb, const float *__restrict B,
-                                    int64_t ldb, int64_t tm, int64_t K) {
+                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
+                           int64_t tm, int64_t K, const X &x, int64_t j0) {
   if (!kb.n1)
-    aicf_mma_rows<NV, false>(C, ldc, A, lda, kb, B, ldb, tm, K);
+    aicf_mma_rows<NV, false>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
   else if (!kb.g)
-    aicf_mma_rows<NV, true>(C, ldc, A, lda, kb, B, ldb, tm, K);
+    aicf_mma_rows<NV, true>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
   else
     for (int64_t i = 0; i < tm; i += kb.g)
       aicf_mma_rows<NV, true>(C + i * ldc, ldc, A + i / kb.g * kb.gs, lda, kb, B, ldb,
-                              tm - i < kb.g ? tm - i : kb.g, K);
+                              tm - i < kb.g ? tm - i : kb.g, K, x, i, j0);
+}
+
+// x for the K chunk [k0, k0 + kc) of a step of K: first and last only at the step's ends.
+template <typename X>
+inline X aicf_chunk(const X &x, int64_t k0, int64_t kc, int64_t K) {
+  X c = x;
+  c.first = x.first && k0 == 0;
+  c.last = x.last && k0 + kc == K;
+  return c;
 }
 
 // One thread's tile: C[tm x tn] (ldc) += A[tm x K] (lda) * B[K x tn] (ldb), tn % 16 == 0.
 // Column panels of 16*AICF_MMA_NV floats; each B panel is first packed contiguously (when it
 // fits the per-thread pack buffer) so it stays in L1 while every row block streams over it.
+template <typename X>
 inline void aicf_mma_f32_k(float *__restrict C, int64_t ldc, const float *__restrict A,
                            int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
-                           int64_t tn, int64_t K, aicf_kblocks kb) {
+                           int64_t tn, int64_t K, aicf_kblocks kb, const X &x) {
   constexpr int64_t NR = 16 * AICF_MMA_NV, kPack = AICF_MMA_PACK;
   alignas(64) static thread_local float pack[kPack > 0 ? kPack : 1];
   int64_t j = 0;
@@ -344,7 +529,7 @@ inline void aicf_mma_f32_k(float *__restrict C, int64_t ldc, const float *__rest
       panel = pack;
       ld = NR;
     }
-    aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, kb, panel, ld, tm, K);
+    aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, kb, panel, ld, tm, K, x, j);
   }
   // 16-float tail panels, packed too: unpacked, each row block re-reads B rows a stride apart.
   for (; j < tn; j += 16) {
@@ -356,39 +541,44 @@ inline void aicf_mma_f32_k(float *__restrict C, int64_t ldc, const float *__rest
       panel = pack;
       ld = 16;
     }
-    aicf_mma_panel<1>(C + j, ldc, A, lda, kb, panel, ld, tm, K);
+    aicf_mma_panel<1>(C + j, ldc, A, lda, kb, panel, ld, tm, K, x, j);
   }
 }
+template <typename X = aicf_unfused>
 inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restrict A,
                          int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
-                         int64_t tn, int64_t K, aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}) {
+                         int64_t tn, int64_t K, aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16},
+                         const X &x = X()) {
   aicf_kblock_chunks(kb, K, [&](aicf_kblocks kbc, int64_t k0, int64_t kc) {
-    aicf_mma_f32_k(C, ldc, A, lda, B + k0 * ldb, ldb, tm, tn, kc, kbc);
+    aicf_mma_f32_k(C, ldc, A, lda, B + k0 * ldb, ldb, tm, tn, kc, kbc, aicf_chunk(x, k0, kc, K));
   });
 }
 
 // B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
 // time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
 // micro-kernel streams each panel as it lies, with no staging copy.
-template <int NV>
+template <int NV, typename X = aicf_unfused>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
                                 int64_t lda, const float *__restrict B, int64_t panelStride,
                                 int64_t tm, int64_t tn, int64_t K,
-                                aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}, int64_t c0 = 0) {
+                                aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}, int64_t c0 = 0,
+                                const X &x = X()) {
   constexpr int64_t NR = 16 * NV;
   aicf_kblock_chunks(kb, K, [&](aicf_kblocks kc_, int64_t k0, int64_t kc) {
     const float *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
     const float *__restrict Ak = A;
+    const X xc = aicf_chunk(x, k0, kc, K);
     int64_t j = 0;
     // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a
     // time, their rows NR apart; whole panels in between.
     for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
-      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + c0 + j, NR, tm, kc);
+      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + c0 + j, NR, tm, kc, xc, j);
     for (; j + NR <= tn; j += NR)
-      aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kc_, Bk + (c0 + j) / NR * panelStride, NR, tm, kc);
+      aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kc_, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
+                         xc, j);
     for (; j < tn; j += 16)
       aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_,
-                        Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, kc);
+                        Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, kc, xc, j);
   });
 }
 
@@ -590,6 +780,240 @@ private:
     line(ind, "}");
   }
 
+  // A fused mma_tile (kir.h): its init and epilogue as lambdas over one accumulator vector (the
+  // tile's row i, columns j .. j + 15 as aicf_v[jl]), which the micro-kernel calls on its
+  // registers (the prelude's aicf_fuse); `at` and `sizes` are the unfused call's arguments.
+  void fusedMmaTile(int ind, const Stmt &s, const std::string &at, std::string sizes) {
+    auto n = [](int64_t v) { return std::to_string(v) + "L"; };
+    sizes.resize(sizes.size() - 2);        // the unfused call's ");"
+    if (s.aBlocks.empty() && !s.bFirstCol) // (with bFirstCol the unfused call passes them)
+      sizes += ", aicf_kblocks{0, 0, 0, 0, 0, 0, 16}";
+    if (s.bPanel && !s.bFirstCol)
+      sizes += ", 0";
+    auto v = std::make_shared<Buffer>();
+    v->name = "aicf_v";
+    v->shape = {16};
+    line(ind, "{");
+    lambda(ind + 1, "aicf_init", s.init, s.c, v);
+    lambda(ind + 1, "aicf_epi", s.body, s.c, v);
+    std::string heights;
+    for (int64_t h : rowBlockHeights(s))
+      heights += (heights.empty() ? "" : ", ") + std::to_string(h);
+    // The block widths: the panel's (the micro-kernel's default 2 vectors for B rows), and
+    // single vectors where a tile starts or ends inside a panel.
+    int64_t nv = s.bPanel ? s.bPanel / 16 : 2;
+    bool tails = s.bFirstCol || s.tn % (16 * nv) != 0;
+    std::string x = "aicf_fuse<" + std::to_string((1 << nv) | (tails ? 2 : 0)) + ", " + heights +
+                    ">(" + ex(s.first) + ", " + ex(s.last) + ", aicf_init, aicf_epi));";
+    if (s.bPanel)
+      line(ind + 1, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) + ">(" + s.c->name +
+                        ", " + n(s.tn) + ", " + at + n(s.bPanelStride) + ", " + sizes + ", " + x);
+    else
+      line(ind + 1, "aicf_mma_f32(" + s.c->name + ", " + n(s.tn) + ", " + at + n(s.ldb) + ", " +
+                        sizes + ", " + x);
+    line(ind, "}");
+  }
+
+  // The row-block heights the prelude's aicf_mma_rows gives the tile's valid rows over the
+  // grid (runs of G rows with row groups): blocks of equal height up to 8 for a blocked A, else
+  // 8s, then 4, 2 and 1 (the default AICF_MMA_MR); those that hold at least an eighth of the
+  // rows (the rest, a ragged tile's last block, take the shared micro-kernel), tallest first.
+  std::vector<int64_t> rowBlockHeights(const Stmt &s) const {
+    std::map<int64_t, int64_t> rowsOf; // height -> rows it covers
+    auto blocks = [&](int64_t r, int64_t times) {
+      if (!s.aBlocks.empty()) {
+        int64_t nb = (r + 7) / 8, per = (r + nb - 1) / nb;
+        rowsOf[per] += times * (nb - 1) * per;
+        rowsOf[r - (nb - 1) * per] += times * (r - (nb - 1) * per);
+        return;
+      }
+      int64_t i = 0;
+      for (; i + 8 <= r; i += 8)
+        rowsOf[8] += times * 8;
+      for (; i + 4 <= r; i += 4)
+        rowsOf[4] += times * 4;
+      if (r - i >= 2) {
+        rowsOf[2] += times * 2;
+        i += 2;
+      }
+      if (r - i >= 1)
+        rowsOf[1] += times;
+    };
+    for (const auto &[rows, tiles] : validRows(s)) {
+      if (s.aGroups.size() != 2) {
+        blocks(rows, tiles);
+        continue;
+      }
+      int64_t g = s.aGroups[0];
+      blocks(std::min(rows, g), tiles * std::max<int64_t>(1, rows / g));
+      if (rows > g && rows % g != 0)
+        blocks(rows % g, tiles);
+    }
+    int64_t total = 0;
+    for (const auto &[h, rows] : rowsOf)
+      total += rows;
+    std::vector<int64_t> out;
+    for (auto it = rowsOf.rbegin(); it != rowsOf.rend(); ++it)
+      if (it->second * 8 >= total)
+        out.push_back(it->first);
+    return out;
+  }
+
+  // Every value the tile's valid rows (indices[2]) take over the grid (a ragged last tile's
+  // min(BM, M - m0)), with how many tiles take it; {tm: 1} when the expression needs more than
+  // the grid axes.
+  std::map<int64_t, int64_t> validRows(const Stmt &s) const {
+    std::map<std::string, int64_t> env;
+    std::map<int64_t, int64_t> out;
+    std::function<bool(size_t)> sweep = [&](size_t axis) {
+      if (axis == k_.grid.size()) {
+        std::optional<int64_t> v = evalInt(s.indices[2].get(), env);
+        if (!v || *v < 1 || *v > s.tm)
+          return false;
+        ++out[*v];
+        return true;
+      }
+      const auto &[name, extent] = k_.grid[axis];
+      bool used = mentions(s.indices[2].get(), name);
+      for (int64_t i = 0; i < (used ? extent : 1); ++i) {
+        env[name] = i;
+        if (!sweep(axis + 1))
+          return false;
+      }
+      return true;
+    };
+    if (!sweep(0))
+      return {{s.tm, 1}};
+    return out;
+  }
+
+  static std::optional<int64_t> evalInt(const ExprP &e, const std::map<std::string, int64_t> &env) {
+    if (!e)
+      return std::nullopt;
+    if (e->kind == Expr::Kind::Int)
+      return e->ival;
+    if (e->kind == Expr::Kind::Var) {
+      auto it = env.find(e->var);
+      return it == env.end() ? std::nullopt : std::optional<int64_t>(it->second);
+    }
+    if (e->kind != Expr::Kind::Binary)
+      return std::nullopt;
+    std::optional<int64_t> a = evalInt(e->args[0], env), b = evalInt(e->args[1], env);
+    if (!a || !b)
+      return std::nullopt;
+    switch (e->bop) {
+    case BinOp::Add: return *a + *b;
+    case BinOp::Sub: return *a - *b;
+    case BinOp::Mul: return *a * *b;
+    case BinOp::Div: return *b ? std::optional<int64_t>(*a / *b) : std::nullopt;
+    case BinOp::Mod: return *b ? std::optional<int64_t>(*a % *b) : std::nullopt;
+    case BinOp::Min: return std::min(*a, *b);
+    case BinOp::Max: return std::max(*a, *b);
+    default: return std::nullopt;
+    }
+  }
+
+  void lambda(int ind, const std::string &name, const std::vector<StmtP> &body, const BufferP &c,
+              const BufferP &v) {
+    std::vector<StmtP> elem = elementBody(body, c, v);
+    line(ind, "auto " + name +
+                  " = [&]([[maybe_unused]] int64_t i, int64_t aicf_j, float *__restrict aicf_v) {");
+    line(ind + 1, "[[maybe_unused]] const int64_t " + k_.threadVar + " = 0;");
+    line(ind + 1, "const int64_t jo = aicf_j / 16;");
+    // A guard that does not depend on the lane (a ragged tile's row < M) is tested once per
+    // vector, outside the lane loop: inside, GCC 12 vectorised the loop into gathers and
+    // scatters.
+    size_t d = !elem.empty() && elem[0]->kind == Stmt::Kind::Decl && elem[0]->var == "j";
+    if (elem.size() == d + 1 && elem[d]->kind == Stmt::Kind::If &&
+        !mentions(elem[d]->cond.get(), "jl") && !mentions(elem[d]->cond.get(), "j")) {
+      const Stmt &g = *elem[d];
+      auto lanes = [&](int in, const std::vector<StmtP> &body) {
+        std::vector<StmtP> b(elem.begin(), elem.begin() + static_cast<std::ptrdiff_t>(d));
+        b.insert(b.end(), body.begin(), body.end());
+        laneLoop(in, b);
+      };
+      line(ind + 1, "if (" + ex(g.cond) + ") {");
+      lanes(ind + 2, g.body);
+      if (!g.elseBody.empty()) {
+        line(ind + 1, "} else {");
+        lanes(ind + 2, g.elseBody);
+      }
+      line(ind + 1, "}");
+    } else {
+      laneLoop(ind + 1, elem);
+    }
+    line(ind, "};");
+  }
+
+  void laneLoop(int ind, const std::vector<StmtP> &body) {
+    line(0, "#pragma GCC ivdep");
+    line(ind, "for (int64_t jl = 0L; jl < 16L; ++jl) {");
+    block(ind + 1, body);
+    line(ind, "}");
+  }
+
+  // The element body with C[t, i, j] read and written as v[jl], and `var j` dropped when
+  // nothing else reads j.
+  static std::vector<StmtP> elementBody(const std::vector<StmtP> &body, const BufferP &c,
+                                        const BufferP &v) {
+    std::function<ExprP(const ExprP &)> sub = [&](const ExprP &e) -> ExprP {
+      if (!e)
+        return e;
+      if (e->kind == Expr::Kind::Load && e->buf == c)
+        return load(v, {var("jl")}).get();
+      std::vector<ExprP> args;
+      bool changed = false;
+      for (const ExprP &a : e->args) {
+        args.push_back(sub(a));
+        changed |= args.back() != a;
+      }
+      if (!changed)
+        return e;
+      auto x = std::make_shared<Expr>(*e);
+      x->args = std::move(args);
+      return x;
+    };
+    bool usesJ = false;
+    std::function<std::vector<StmtP>(const std::vector<StmtP> &)> clone =
+        [&](const std::vector<StmtP> &l) {
+          std::vector<StmtP> out;
+          for (const StmtP &s : l) {
+            auto x = std::make_shared<Stmt>(*s);
+            for (E *e : {&x->begin, &x->extent, &x->value, &x->cond})
+              *e = sub(e->get());
+            for (E &e : x->indices)
+              e = sub(e.get());
+            if (x->kind == Stmt::Kind::Store && x->buf == c) {
+              x->buf = v;
+              x->indices = {var("jl")};
+            }
+            x->body = clone(s->body);
+            x->elseBody = clone(s->elseBody);
+            for (const E *e : {&x->begin, &x->extent, &x->value, &x->cond})
+              usesJ |= mentions(e->get(), "j");
+            for (const E &e : x->indices)
+              usesJ |= mentions(e.get(), "j");
+            out.push_back(x);
+          }
+          return out;
+        };
+    std::vector<StmtP> out = clone(body);
+    if (!usesJ && !out.empty() && out.front()->kind == Stmt::Kind::Decl && out.front()->var == "j")
+      out.erase(out.begin());
+    return out;
+  }
+
+  static bool mentions(const ExprP &e, const std::string &name) {
+    if (!e)
+      return false;
+    if (e->kind == Expr::Kind::Var && e->var == name)
+      return true;
+    for (const ExprP &a : e->args)
+      if (mentions(a, name))
+        return true;
+    return false;
+  }
+
   void mmaTile(int ind, const Stmt &s) override {
     auto n = [](int64_t v) { return std::to_string(v) + "L"; };
     int64_t colTiles = s.n / s.tn;
@@ -615,6 +1039,10 @@ private:
                              ex(s.indices.back())
                        : std::string()) +
           ");";
+      if (s.fused) {
+        fusedMmaTile(ind, s, at, sizes);
+        return;
+      }
       if (s.bPanel)
         line(ind, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) + ">(" + c + ", " +
                       n(s.tn) + ", " + at + n(s.bPanelStride) + ", " + sizes);

@@ -26,6 +26,8 @@
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "kir/fuse_mma_tile_epilogue.h"
+#include "kir/fuse_reduction_epilogue.h"
 #include "kir/kir_pass.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
@@ -883,6 +885,152 @@ TEST_CASE(
     CAPTURE(bn);
     Lowered low = checkHostKnobs(part, vals, {{"BN", bn}}, scratch.path, cat("cols", bn));
     CHECK(kernelsPrinting(low, "panels = 32") == 2);
+  }
+}
+
+// FuseMmaTileEpilogue (kir/fuse_mma_tile_epilogue.h) on pointwise blocked_convs of K = 48 (bias
+// and relu then a residual add; a hard_swish without bias) and of K = 16 (relu; A one block,
+// read without block offsets), each with the init and the epilogue on the micro-kernel's
+// registers, against the interpreter: one K step of 48 or three of 16 (the init on the first
+// step only, the epilogue on the last), over whole row tiles (BM = 30 of 30 pixels) and ragged
+// ones (16 + 14: the guarded epilogue on the valid rows only), columns in tiles of the whole N
+// or of 16 (starting mid-panel), B read as rows (N = 32) and in packed panels (N = 48).
+TEST_CASE("kernels: fused mma_tile init and epilogue match the interpreter") {
+  const char *text =
+      R"(graph @fused(%x: f32[1,3,5,6,16], %r: f32[1,2,5,6,16], %x1: f32[1,1,5,6,16]) -> (%y1: f32[1,2,5,6,16], %y2: f32[1,2,5,6,16], %y3: f32[1,3,5,6,16]) {
+  %w = weight f32[48,32]
+  %w2 = weight f32[48,32]
+  %w3 = weight f32[16,48]
+  %b = weight f32[32]
+  %y1 = blocked_conv(%x, %w, %b, %r) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu", "add"]}
+  %y2 = blocked_conv(%x, %w2) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["hard_swish"]}
+  %y3 = blocked_conv(%x1, %w3) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
+  return %y1, %y2, %y3
+}
+)";
+  ScratchDir scratch;
+  std::unique_ptr<Graph> g = parseGraph(text, "fused_tile.mcir");
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  for (Value *w : g->weights()) {
+    auto t = std::make_shared<Tensor>(w->type());
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->data<float>()[i] = dist(rng);
+    w->setData(t);
+  }
+  PassManager pm;
+  pm.add(createPass("pack-weights"));
+  PassContext ctx;
+  REQUIRE(pm.run(*g, ctx));
+  Partition part = partitionGraph(*g);
+  std::map<const Value *, Tensor> vals = interpretAll(*g, randomInputs(*g, 12));
+  // (BN = 16 starts every other tile of %y3's 32-column weight panels mid-panel.)
+  const std::vector<std::map<std::string, int64_t>> forms = {{{"BM", 30}, {"BK", 48}},
+                                                             {{"BM", 16}, {"BK", 48}, {"BN", 16}},
+                                                             {{"BM", 30}, {"BK", 16}},
+                                                             {{"BM", 16}, {"BK", 16}, {"BN", 16}}};
+  for (size_t f = 0; f < forms.size(); ++f) {
+    CAPTURE(f);
+    Lowered low = checkHostKnobs(part, vals, forms[f], scratch.path, cat("fused", f));
+    CHECK(kernelsPrinting(low, "FuseMmaTileEpilogue(C): applied") == 3);
+    CHECK(kernelsPrinting(
+              low, cat("fused first = k0 == 0, last = k0 + ", forms[f].at("BK"), " >= 48 {")) == 2);
+    CHECK(kernelsPrinting(low, "panels = 32") == 1); // %y3 (one panel of 32 reads as rows)
+  }
+}
+
+// FuseMmaTileEpilogue's rejections, each on a lowered pointwise blocked_conv changed to break
+// one condition (the kernel is otherwise left as it was, its reason noted).
+TEST_CASE("kernels: FuseMmaTileEpilogue rejects what it cannot fuse, with the reason") {
+  const char *text = R"(graph @rej(%x: f32[1,1,5,6,16]) -> (%y: f32[1,2,5,6,16]) {
+  %w = weight f32[16,32]
+  %b = weight f32[32]
+  %y = blocked_conv(%x, %w, %b) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
+  return %y
+}
+)";
+  std::unique_ptr<Graph> g = parseGraph(text, "fuse_rejects.mcir");
+  Partition part = partitionGraph(*g);
+  REQUIRE(part.groups.size() == 1);
+  Knobs knobs;
+  knobs.planFor = Target::parseSpec("cpu");
+  knobs.values = {{"BM", 16}};
+  auto lowered = [&] {
+    kir::Kernel k = lowerGroup(part.groups[0], "k0", knobs);
+    REQUIRE(fuseReductionEpilogue(k, false).applied());
+    return k;
+  };
+  auto outcome = [](kir::Kernel &k) {
+    std::vector<MmaTileEpilogueOutcome> o = fuseMmaTileEpilogue(k);
+    REQUIRE(o.size() == 1);
+    CHECK(kir::verifyKernel(k).empty());
+    return o[0];
+  };
+  auto finalRegion = [](kir::Kernel &k) -> kir::StmtP & {
+    for (size_t i = k.body.size(); i-- > 0;)
+      if (k.body[i]->kind == kir::Stmt::Kind::Region)
+        return k.body[i];
+    FAIL("no region");
+    return k.body[0];
+  };
+  {
+    kir::Kernel k = lowered();
+    MmaTileEpilogueOutcome o = outcome(k);
+    CHECK(o.applied);
+    CHECK(o.text() ==
+          "FuseMmaTileEpilogue(C): applied: the init and the epilogue run on the micro-kernel's "
+          "registers");
+  }
+  { // the verifier holds a fused mma_tile to its element and its conditions
+    kir::Kernel k = lowered();
+    REQUIRE(outcome(k).applied);
+    kir::Stmt *mma = nullptr;
+    for (kir::StmtP &s : k.body)
+      if (s->kind == kir::Stmt::Kind::Reduce)
+        mma = s->update[0].get();
+    REQUIRE(mma);
+    REQUIRE(mma->fused);
+    std::vector<kir::StmtP> epi = mma->body;
+    mma->body.push_back(
+        kir::store(mma->c, {kir::var("t"), kir::var("i"), kir::E(int64_t(0))}, kir::fconst(1.0)));
+    CHECK(joined(kir::verifyKernel(k)) ==
+          "kernel k0: mma_tile: the fused epilogue accesses C other than at its element [t, i, j]");
+    mma->body = epi;
+    mma->last = kir::E();
+    CHECK(joined(kir::verifyKernel(k)) ==
+          "kernel k0: mma_tile: fused without its first and last conditions");
+  }
+  { // C read again after the epilogue, past a comment
+    kir::Kernel k = lowered();
+    kir::StmtP again = std::make_shared<kir::Stmt>(*finalRegion(k));
+    k.body.push_back(kir::comment("again"));
+    k.body.push_back(again);
+    MmaTileEpilogueOutcome o = outcome(k);
+    CHECK_FALSE(o.applied);
+    CHECK(o.reason == "C is used outside the reduction and its epilogue");
+  }
+  { // the ragged tile's (30 = 16 + 14 rows) epilogue with its guard taken off
+    kir::Kernel k = lowered();
+    kir::StmtP &fin = finalRegion(k);
+    std::vector<kir::StmtP> &elem = fin->body[0]->body[0]->body[0]->body;
+    REQUIRE(elem.back()->kind == kir::Stmt::Kind::If);
+    std::vector<kir::StmtP> then = elem.back()->body;
+    elem.pop_back();
+    elem.insert(elem.end(), then.begin(), then.end());
+    MmaTileEpilogueOutcome o = outcome(k);
+    CHECK_FALSE(o.applied);
+    CHECK(o.reason == "a ragged tile's epilogue stores without a guard");
+  }
+  { // an init that does not walk the tile 16 lanes at a time
+    kir::Kernel k = lowered();
+    for (kir::StmtP &s : k.body)
+      if (s->kind == kir::Stmt::Kind::Reduce)
+        s->init[0]->body[0]->body[0]->body[0]->loop = kir::Stmt::LoopKind::Serial;
+    MmaTileEpilogueOutcome o = outcome(k);
+    CHECK_FALSE(o.applied);
+    CHECK(o.reason == "the init does not walk the tile 16 lanes at a time");
+    CHECK(kir::printKernel(k).find("# FuseMmaTileEpilogue(C): rejected: the init does not walk") !=
+          std::string::npos);
   }
 }
 
