@@ -1312,12 +1312,12 @@ namespace {
 
 // A depthwise blocked_conv on the host (ir/ops.def; passes/block_channels.cpp): block (n, cb,
 // rows of R output rows); each output pixel is one 16-lane vector summing its window's taps,
-// unrolled. A dense one on a plain input with few taps (the image's first conv: 3 channels x
-// 3 x 3) has the same form over (c, kh, kw), each tap an input scalar broadcast against 16
-// output channels' weights. The taps inside the input depend on the pixel only near the borders, so
-// the rows and the columns split into ranges with one tap set each (tapRanges), and every range is
-// a branch-free loop whose lane loop is one vector of FMAs (the tap weights are loop-invariant
-// vectors, hoisted).
+// unrolled. A dense one on a plain input with few taps (kMaxDirectBlockedTaps: a grayscale
+// image's 3 x 3 first conv) has the same form over (c, kh, kw), each tap an input scalar
+// broadcast against 16 output channels' weights. The taps inside the input depend on the pixel only
+// near the borders, so the rows and the columns split into ranges with one tap set each
+// (tapRanges), and every range is a branch-free loop whose lane loop is one vector of FMAs (the tap
+// weights are loop-invariant vectors, hoisted).
 kir::Kernel directConvBlocked(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   const Node &n = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
@@ -1692,8 +1692,8 @@ public:
     //    A tile and one packed B panel, BK x 32) as that set leaves L1;
     //  * each tile gathers and packs its B tile (BK x BN) once per k step: ~0.45 cycles per
     //    element, so B is re-packed once per row of tiles (the dominant knob effect: BM);
-    //  * A tile copies are contiguous rows (vectorised): negligible; narrow n tiles (under two
-    //    vectors) leave lanes idle.
+    //  * A tile copies are contiguous rows (vectorised): negligible; narrow n tiles (under one
+    //    vector) leave lanes idle.
     //  * operands read in place (mma_tile views): A's working set is the micro-kernel's row
     //    block (8 rows), not a staged tile; B in packed panels is not gathered at all.
     //  * every k step re-enters the micro-kernel once per 8 x 32 accumulator block, which loads
@@ -1703,7 +1703,10 @@ public:
     //    large tiles cost what the smaller B panel saves.
     int64_t aRows = p.aInPlace ? 8 : BM;
     double wsKiB = double(4 * (aRows * BK + BK * 32)) / 1024.0;
-    s.vectorShare = 0.89 * std::min(1.0, double(BN) / double(2 * lanes)) / (1.0 + 0.00056 * wsKiB);
+    // A tile one vector wide runs the 8 x 1 micro-kernel, ~0.8 of the 8 x 2 one's rate (it
+    // loads a broadcast per FMA; mobilenet_v2's 32 -> 16 projection: 150 us, 85 GFLOP/s).
+    double narrow = BN >= 2 * lanes ? 1.0 : BN >= lanes ? 0.82 : double(BN) / double(2 * lanes);
+    s.vectorShare = 0.89 * narrow / (1.0 + 0.00056 * wsKiB);
     double microCalls = double(kSteps * ceilDiv(TM, 8) * ceilDiv(TN, 32));
     // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.
     double bCopy = p.bPanels ? 0.0 : p.bInPlace ? 0.2 : 0.45;
