@@ -240,6 +240,18 @@ Lowered checkHostKnobs(const Partition &part, const std::map<const Value *, Tens
   return low;
 }
 
+// Gives every weight of `g` values uniform in [-0.5, 0.5) from `seed`.
+void randomWeights(Graph &g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  for (Value *w : g.weights()) {
+    auto t = std::make_shared<Tensor>(w->type());
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->data<float>()[i] = dist(rng);
+    w->setData(t);
+  }
+}
+
 // How many of `low`'s kernels print `text` in their Kernel IR.
 int kernelsPrinting(const Lowered &low, const std::string &text) {
   int n = 0;
@@ -866,14 +878,7 @@ TEST_CASE(
 )";
   ScratchDir scratch;
   std::unique_ptr<Graph> g = parseGraph(text, "panel_columns.mcir");
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  for (Value *w : g->weights()) {
-    auto t = std::make_shared<Tensor>(w->type());
-    for (int64_t i = 0; i < t->numel(); ++i)
-      t->data<float>()[i] = dist(rng);
-    w->setData(t);
-  }
+  randomWeights(*g, 3);
   std::vector<Tensor> in = randomInputs(*g, 5);
   PassManager pm;
   pm.add(createPass("pack-weights"));
@@ -910,14 +915,7 @@ TEST_CASE("kernels: fused mma_tile init and epilogue match the interpreter") {
 )";
   ScratchDir scratch;
   std::unique_ptr<Graph> g = parseGraph(text, "fused_tile.mcir");
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  for (Value *w : g->weights()) {
-    auto t = std::make_shared<Tensor>(w->type());
-    for (int64_t i = 0; i < t->numel(); ++i)
-      t->data<float>()[i] = dist(rng);
-    w->setData(t);
-  }
+  randomWeights(*g, 11);
   PassManager pm;
   pm.add(createPass("pack-weights"));
   PassContext ctx;
