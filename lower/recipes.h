@@ -177,6 +177,9 @@ struct ContractionProblem : kir::ProblemFacts {
   // `rowGroups` output rows per image; the band a tile of R rows fills holds bandBytes0 + (R -
   // 1) bandRowBytes; the weight (B) holds bBytes.
   int64_t rowGroup = 0, rowGroups = 0, bandBytes0 = 0, bandRowBytes = 0, bBytes = 0;
+  // The tile's init and epilogue ride on the micro-kernel (FuseMmaTileEpilogue will fuse
+  // them): a single K step never stores the C tile.
+  bool fusedTile = false;
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element
