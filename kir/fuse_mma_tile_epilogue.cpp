@@ -17,6 +17,10 @@ using kir::ExprP;
 using kir::Stmt;
 using kir::StmtP;
 
+using kir::forEachExpr;
+using kir::forEachStmt;
+using kir::ownExprs;
+
 namespace {
 
 struct Rejected {
@@ -52,36 +56,6 @@ const std::vector<StmtP> *laneElement(const StmtP &s, const Stmt &mma, const std
       kir::printExpr(body[0]->value) != "jo * 16 + jl")
     return nullptr;
   return &body;
-}
-
-void forEachExpr(const ExprP &e, const std::function<void(const Expr &)> &fn) {
-  if (!e)
-    return;
-  fn(*e);
-  for (const ExprP &a : e->args)
-    forEachExpr(a, fn);
-}
-
-void forEachStmt(const std::vector<StmtP> &l, const std::function<void(const Stmt &)> &fn) {
-  for (const StmtP &s : l) {
-    fn(*s);
-    forEachStmt(s->body, fn);
-    forEachStmt(s->elseBody, fn);
-    forEachStmt(s->init, fn);
-    forEachStmt(s->update, fn);
-  }
-}
-
-// Every expression a statement holds directly.
-std::vector<const kir::E *> ownExprs(const Stmt &s) {
-  std::vector<const kir::E *> es = {&s.begin, &s.extent, &s.value, &s.cond, &s.first, &s.last};
-  for (const kir::E &e : s.indices)
-    es.push_back(&e);
-  for (const auto &[name, e] : s.combiner.lets)
-    es.push_back(&e);
-  for (const kir::E &e : s.combiner.merged)
-    es.push_back(&e);
-  return es;
 }
 
 // Whether every access to C in the element body is at [t, i, j].

@@ -85,16 +85,6 @@ bool isZero(const E &e) {
 
 // ---- statement utilities ------------------------------------------------------------------------
 
-// Every expression a statement holds directly (not its children's).
-std::vector<E> ownExprs(const Stmt &s) {
-  std::vector<E> es = {s.begin, s.extent, s.value, s.cond};
-  es.insert(es.end(), s.indices.begin(), s.indices.end());
-  for (const auto &[name, e] : s.combiner.lets)
-    es.push_back(e);
-  es.insert(es.end(), s.combiner.merged.begin(), s.combiner.merged.end());
-  return es;
-}
-
 // The child statement lists of a statement, in execution order.
 std::vector<std::vector<StmtP> *> childLists(Stmt &s) {
   if (s.kind == Stmt::Kind::Reduce)
@@ -114,8 +104,8 @@ void forEachStmt(const StmtP &s, const std::function<void(Stmt &)> &fn) {
 int readsIn(const StmtP &s, const kir::BufferP &b) {
   int n = 0;
   forEachStmt(s, [&](Stmt &x) {
-    for (const E &e : ownExprs(x))
-      n += countLoads(e, b);
+    for (const E *pe : kir::ownExprs(x))
+      n += countLoads(*pe, b);
     if (x.kind == Stmt::Kind::MmaTile && (x.a == b || x.b == b))
       ++n;
     if (x.kind == Stmt::Kind::BlockReduce)
@@ -191,8 +181,8 @@ bool findFirstRead(std::vector<StmtP> &list, Stmt *owner, bool inElse, size_t fr
     out.path.push_back({owner, &list, i, inElse});
     Stmt &s = *list[i];
     bool own = false;
-    for (const E &e : ownExprs(s))
-      own |= countLoads(e, b) > 0;
+    for (const E *pe : kir::ownExprs(s))
+      own |= countLoads(*pe, b) > 0;
     own |= (s.kind == Stmt::Kind::MmaTile && (s.a == b || s.b == b)) ||
            (s.kind == Stmt::Kind::BlockReduce &&
             std::find(s.src.begin(), s.src.end(), b) != s.src.end());
@@ -333,8 +323,8 @@ void checkUpdate(Stmt &r, const kir::BufferP &acc) {
         throw Rejected{cat("the update overwrites ", acc->name, " with a block_reduce")};
       if (x.kind == Stmt::Kind::MmaTile && x.c == acc)
         return;
-      for (const E &e : ownExprs(x))
-        if (countLoads(e, acc))
+      for (const E *pe : kir::ownExprs(x))
+        if (countLoads(*pe, acc))
           throw Rejected{
               cat("the update reads ", acc->name, " outside its accumulation (", kindWord(x), ")")};
       if (x.kind == Stmt::Kind::MmaTile && (x.a == acc || x.b == acc))

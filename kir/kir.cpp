@@ -302,8 +302,6 @@ StmtP seq(std::vector<StmtP> body) {
   return s;
 }
 
-namespace {
-
 bool readsVar(const ExprP &e, const std::string &v) {
   if (!e)
     return false;
@@ -315,7 +313,34 @@ bool readsVar(const ExprP &e, const std::string &v) {
   return false;
 }
 
-} // namespace
+void forEachExpr(const ExprP &e, const std::function<void(const Expr &)> &fn) {
+  if (!e)
+    return;
+  fn(*e);
+  for (const ExprP &a : e->args)
+    forEachExpr(a, fn);
+}
+
+std::vector<const E *> ownExprs(const Stmt &s) {
+  std::vector<const E *> es = {&s.begin, &s.extent, &s.value, &s.cond, &s.first, &s.last};
+  for (const E &e : s.indices)
+    es.push_back(&e);
+  for (const auto &[name, e] : s.combiner.lets)
+    es.push_back(&e);
+  for (const E &e : s.combiner.merged)
+    es.push_back(&e);
+  return es;
+}
+
+void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const Stmt &)> &fn) {
+  for (const StmtP &s : list) {
+    fn(*s);
+    forEachStmt(s->body, fn);
+    forEachStmt(s->elseBody, fn);
+    forEachStmt(s->init, fn);
+    forEachStmt(s->update, fn);
+  }
+}
 
 std::optional<std::vector<LoopReduction>> loopReductions(const Stmt &loop) {
   std::vector<LoopReduction> out;

@@ -18,6 +18,7 @@
 #include "ir/types.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -237,6 +238,17 @@ struct LoopReduction {
   BinOp op = BinOp::Add;
 };
 std::optional<std::vector<LoopReduction>> loopReductions(const Stmt &loop);
+
+// Walkers the Kernel IR passes and printers share.
+// Whether `e` reads variable `v`.
+bool readsVar(const ExprP &e, const std::string &v);
+// fn on `e` and every subexpression, pre-order.
+void forEachExpr(const ExprP &e, const std::function<void(const Expr &)> &fn);
+// The expressions a statement holds directly (not its children's): bounds, value, condition,
+// indices, an mma_tile's first / last, a combiner's lets and merged fields.
+std::vector<const E *> ownExprs(const Stmt &s);
+// fn on every statement of `list` and below (body, else, init and update lists), pre-order.
+void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const Stmt &)> &fn);
 
 // Statement builders.
 StmtP seq(std::vector<StmtP> body);

@@ -559,37 +559,24 @@ private:
       // C's element only (the init stores it; an epilogue may update it before reading it).
       int cStores = 0;
       bool bad = false;
-      std::function<void(const ExprP &)> loads = [&](const ExprP &e) {
-        if (!e)
-          return;
-        if (e->kind == Expr::Kind::Load && e->buf == s.c && !atElement(e->args))
-          bad = true;
-        for (const ExprP &a : e->args)
-          loads(a);
-      };
-      std::function<void(const std::vector<StmtP> &)> walk = [&](const std::vector<StmtP> &l) {
-        for (const StmtP &x : l) {
-          for (const E *e : {&x->begin, &x->extent, &x->value, &x->cond})
-            loads(e->get());
-          for (const E &e : x->indices)
-            loads(e.get());
-          if (x->kind == Stmt::Kind::Store && x->buf == s.c) {
-            ++cStores;
-            std::vector<ExprP> idx;
-            for (const E &e : x->indices)
-              idx.push_back(e.get());
-            bad |= !atElement(idx);
-          }
-          if (x->kind == Stmt::Kind::Region || x->kind == Stmt::Kind::MmaTile ||
-              x->kind == Stmt::Kind::BlockReduce || x->kind == Stmt::Kind::Barrier ||
-              x->kind == Stmt::Kind::Reduce)
-            err(std::string("mma_tile: the fused ") + what + " holds a " +
-                (x->kind == Stmt::Kind::Region ? "region" : "block-level statement"));
-          walk(x->body);
-          walk(x->elseBody);
+      forEachStmt(stmts, [&](const Stmt &x) {
+        for (const E *e : ownExprs(x))
+          forEachExpr(e->get(), [&](const Expr &l) {
+            bad |= l.kind == Expr::Kind::Load && l.buf == s.c && !atElement(l.args);
+          });
+        if (x.kind == Stmt::Kind::Store && x.buf == s.c) {
+          ++cStores;
+          std::vector<ExprP> idx;
+          for (const E &e : x.indices)
+            idx.push_back(e.get());
+          bad |= !atElement(idx);
         }
-      };
-      walk(stmts);
+        if (x.kind == Stmt::Kind::Region || x.kind == Stmt::Kind::MmaTile ||
+            x.kind == Stmt::Kind::BlockReduce || x.kind == Stmt::Kind::Barrier ||
+            x.kind == Stmt::Kind::Reduce)
+          err(std::string("mma_tile: the fused ") + what + " holds a " +
+              (x.kind == Stmt::Kind::Region ? "region" : "block-level statement"));
+      });
       if (bad)
         err(std::string("mma_tile: the fused ") + what + " accesses " + s.c->name +
             " other than at its element [" + k_.threadVar + ", i, j]");

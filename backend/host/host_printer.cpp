@@ -893,7 +893,7 @@ private:
         return true;
       }
       const auto &[name, extent] = k_.grid[axis];
-      bool used = mentions(s.indices[2].get(), name);
+      bool used = readsVar(s.indices[2].get(), name);
       for (int64_t i = 0; i < (used ? extent : 1); ++i) {
         env[name] = i;
         if (!sweep(axis + 1))
@@ -944,7 +944,7 @@ private:
     // scatters.
     size_t d = !elem.empty() && elem[0]->kind == Stmt::Kind::Decl && elem[0]->var == "j";
     if (elem.size() == d + 1 && elem[d]->kind == Stmt::Kind::If &&
-        !mentions(elem[d]->cond.get(), "jl") && !mentions(elem[d]->cond.get(), "j")) {
+        !readsVar(elem[d]->cond.get(), "jl") && !readsVar(elem[d]->cond.get(), "j")) {
       const Stmt &g = *elem[d];
       auto lanes = [&](int in, const std::vector<StmtP> &body) {
         std::vector<StmtP> b(elem.begin(), elem.begin() + static_cast<std::ptrdiff_t>(d));
@@ -1009,9 +1009,9 @@ private:
             x->body = clone(s->body);
             x->elseBody = clone(s->elseBody);
             for (const E *e : {&x->begin, &x->extent, &x->value, &x->cond})
-              usesJ |= mentions(e->get(), "j");
+              usesJ |= readsVar(e->get(), "j");
             for (const E &e : x->indices)
-              usesJ |= mentions(e.get(), "j");
+              usesJ |= readsVar(e.get(), "j");
             out.push_back(x);
           }
           return out;
@@ -1043,17 +1043,6 @@ private:
       if (transcendental(s->body) || transcendental(s->elseBody))
         return true;
     }
-    return false;
-  }
-
-  static bool mentions(const ExprP &e, const std::string &name) {
-    if (!e)
-      return false;
-    if (e->kind == Expr::Kind::Var && e->var == name)
-      return true;
-    for (const ExprP &a : e->args)
-      if (mentions(a, name))
-        return true;
     return false;
   }
 

@@ -556,16 +556,7 @@ void runFamily(const std::string &family) {
 
 // ---- structural checks --------------------------------------------------------------------------
 
-void forEachStmt(const std::vector<kir::StmtP> &list,
-                 const std::function<void(const kir::Stmt &)> &fn) {
-  for (const kir::StmtP &s : list) {
-    fn(*s);
-    forEachStmt(s->body, fn);
-    forEachStmt(s->elseBody, fn);
-    forEachStmt(s->init, fn);
-    forEachStmt(s->update, fn);
-  }
-}
+using kir::forEachStmt;
 
 const Built &builtNamed(const std::string &caseName, const std::string &tag) {
   for (const Built &b : suite().built)
