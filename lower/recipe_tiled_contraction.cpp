@@ -855,13 +855,21 @@ std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
     return std::nullopt;
   E at = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
   auto lin = flatOffset(at, {"aicf_kk", "aicf_col"});
-  if (!lin || lin->coef.size() != 3 || at->buf->shape.size() != 3)
+  if (!lin || at->buf->shape.size() != 3)
     return std::nullopt;
   const std::vector<int64_t> &shape = at->buf->shape;
   int64_t nr = shape[2], stride = shape[1] * nr;
   std::string col = kir::exprStr(ivar("aicf_col"));
-  if (nr % 16 != 0 || shape[1] != c.K || lin->coef["aicf_kk"] != nr ||
-      lin->coef[cat("d:", col, ":", nr)] != stride || lin->coef[cat("m:", col, ":", nr)] != 1)
+  auto coef = [&](const std::string &term) {
+    auto it = lin->coef.find(term);
+    return it == lin->coef.end() ? int64_t(0) : it->second;
+  };
+  if (nr % 16 != 0 || shape[1] != c.K || coef("aicf_kk") != nr)
+    return std::nullopt;
+  // One panel (N = NR) folds to rows of NR floats: col / NR is 0.
+  bool onePanel = shape[0] == 1 && lin->coef.size() == 2 && coef("aicf_col") == 1;
+  if (!onePanel && (lin->coef.size() != 3 || coef(cat("d:", col, ":", nr)) != stride ||
+                    coef(cat("m:", col, ":", nr)) != 1))
     return std::nullopt;
   return PanelView{at->buf, lin->rest, nr, stride, shape[0] * nr};
 }
@@ -943,8 +951,23 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     if (!bView)
       bRow = bRowView(c, bi);
   }
+  // A blocked A's B in rows exactly one panel wide (ld = N = 32 or 64: a stem's [147, 64]
+  // weight, which pack-weights leaves as it is, its bytes already that panel) is read as the
+  // panel: the 7 x 64 micro-kernel on resnet18's 7 x 7 stem, 2.61 -> 2.15 ms (ORT 2.25).
+  auto onePanel = [&](const std::optional<RowView> &r) -> std::optional<PanelView> {
+    if (!r || (!band && !aBlock) || r->ld != c.N || (c.N != 32 && c.N != 64))
+      return std::nullopt;
+    return PanelView{r->buf, r->base, c.N, c.K * c.N, c.N};
+  };
+  if (std::optional<PanelView> pv = onePanel(bRow); pv && tl.BN == c.N) {
+    bView = pv;
+    bRow.reset();
+  }
   problem->aInPlace = aView.has_value();
   problem->bPanels = bView.has_value();
+  if (!isGpuPlan(knobs) && aView)
+    if (std::optional<PanelView> pv = bView ? bView : bPanelView(c, bi))
+      problem->bPanelWidth = pv->panel;
   problem->bInPlace = bRow.has_value();
 
   auto As = std::make_shared<kir::Buffer>(
@@ -1629,7 +1652,13 @@ public:
       }
       // Column tiles aligned to 32, and to 16 (the micro-kernel's panel width) where that
       // pads less (N = 196 pixels: one tile of 208 rather than 224).
+      // Panels 64 wide (a blocked conv's weight, N a multiple of 64): whole panels, so that
+      // every block is the 7 x 64 micro-kernel.
       for (int64_t t : {64, 128, 256, 512}) {
+        if (p.bPanelWidth == 64) {
+          bns.insert(balanced(N, t, 64));
+          continue;
+        }
         bns.insert(balanced(N, t, N >= 32 ? 32 : 16));
         bns.insert(balanced(N, t, 16));
       }
@@ -1706,13 +1735,18 @@ public:
     //    and stores it back: ~100 cycles a call (fitted on GPT-2's c_proj, K = 1024, on one
     //    AMD EPYC core: BK = 64 / 128 / 256 ran 0.63 / 0.61 / 0.60 ms), so short k steps on
     //    large tiles cost what the smaller B panel saves.
-    int64_t aRows = p.aInPlace ? 8 : BM;
+    //  * a blocked conv's B in 64-wide panels runs 7 x 64 blocks (28 accumulators) at ~5% more
+    //    than the 8 x 32 rate (half the passes over the panel per row of A; resnet18's 64-channel
+    //    3 x 3 convs 2.14 -> 2.03 ms).
+    bool wide = p.bPanels && p.bPanelWidth == 64 && BN % 64 == 0;
+    int64_t blockRows = wide ? 7 : 8, blockCols = wide ? 64 : 32;
+    int64_t aRows = p.aInPlace ? blockRows : BM;
     double wsKiB = double(4 * (aRows * BK + BK * 32)) / 1024.0;
     // A tile one vector wide runs the 8 x 1 micro-kernel, ~0.8 of the 8 x 2 one's rate (it
     // loads a broadcast per FMA; mobilenet_v2's 32 -> 16 projection: 150 us, 85 GFLOP/s).
     double narrow = BN >= 2 * lanes ? 1.0 : BN >= lanes ? 0.82 : double(BN) / double(2 * lanes);
-    s.vectorShare = 0.89 * narrow / (1.0 + 0.00056 * wsKiB);
-    double microCalls = double(kSteps * ceilDiv(TM, 8) * ceilDiv(TN, 32));
+    s.vectorShare = (wide ? 0.935 : 0.89) * narrow / (1.0 + 0.00056 * wsKiB);
+    double microCalls = double(kSteps * ceilDiv(TM, blockRows) * ceilDiv(TN, blockCols));
     // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.
     double bCopy = p.bPanels ? 0.0 : p.bInPlace ? 0.2 : 0.45;
     s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;

@@ -171,8 +171,9 @@ struct ContractionProblem : kir::ProblemFacts {
   // Host tiles reading an operand where it lies (mma_tile views): A's rows in place, B in the
   // column panels of a packed weight. No tile copy is made for such an operand.
   bool aInPlace = false, bPanels = false, bInPlace = false;
-  int64_t kAlign = 8; // K steps a multiple of this (16: A in blocks of 16 lanes)
-  bool band = false;  // a k x k blocked conv reading A from the band its block fills
+  int64_t bPanelWidth = 0; // B's packed panel width (32 or 64 floats), whatever the tile; 0: none
+  int64_t kAlign = 8;      // K steps a multiple of this (16: A in blocks of 16 lanes)
+  bool band = false;       // a k x k blocked conv reading A from the band its block fills
   // The band's row-group form: tiles of whole output rows of `rowGroup` pixels (BM a multiple),
   // `rowGroups` output rows per image; the band a tile of R rows fills holds bandBytes0 + (R -
   // 1) bandRowBytes; the weight (B) holds bBytes.

@@ -471,6 +471,12 @@ inline void aicf_mma_rowblock(int64_t mr, float *__restrict C, int64_t ldc,
     aicf_mma_shared<NV, KB>(mr, C, ldc, C, ldc, A, lda, kb, B, ldb, K);
 }
 
+// The tallest row block of a blocked A's micro-kernel NV vectors wide (the host printer's
+// rowBlockHeights mirrors it).
+constexpr int64_t aicf_kb_rows(int nv, int64_t mr) {
+  return nv >= 4 ? (mr < 7 ? mr : 7) : (mr < 8 ? mr : 8);
+}
+
 template <int NV, bool KB, typename X>
 inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restrict A,
                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
@@ -478,8 +484,9 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restr
   constexpr int64_t MR = AICF_MMA_MR;
   if constexpr (KB) {
     // A blocked conv's rows (a 14- or 49-pixel map): blocks of equal height up to 8, 7 + 7
-    // rather than 8 + 4 + 2, so every pass over the B panel fills most accumulators.
-    constexpr int64_t MB = MR < 8 ? MR : 8;
+    // rather than 8 + 4 + 2, so every pass over the B panel fills most accumulators; up to 7
+    // for a 4-vector panel (28 accumulators).
+    constexpr int64_t MB = aicf_kb_rows(NV, MR);
     const int64_t nb = (tm + MB - 1) / MB, per = nb ? (tm + nb - 1) / nb : 0;
     for (int64_t i = 0; i < tm; i += per)
       aicf_mma_rowblock<NV, KB>(tm - i < per ? tm - i : per, C + i * ldc, ldc, A + i * lda, lda,
@@ -814,12 +821,12 @@ private:
     line(ind, "{");
     lambda(ind + 1, "aicf_init", s.init, s.c, v);
     lambda(ind + 1, "aicf_epi", s.body, s.c, v);
-    std::string heights;
-    for (int64_t h : rowBlockHeights(s))
-      heights += (heights.empty() ? "" : ", ") + std::to_string(h);
     // The block widths: the panel's (the micro-kernel's default 2 vectors for B rows), and
     // single vectors where a tile starts or ends inside a panel.
     int64_t nv = s.bPanel ? s.bPanel / 16 : 2;
+    std::string heights;
+    for (int64_t h : rowBlockHeights(s, nv))
+      heights += (heights.empty() ? "" : ", ") + std::to_string(h);
     bool tails = s.bFirstCol || s.tn % (16 * nv) != 0;
     std::string x = "aicf_fuse<" + std::to_string((1 << nv) | (tails ? 2 : 0)) + ", " +
                     (transcendental(s.init) || transcendental(s.body) ? "true" : "false") + ", " +
@@ -834,14 +841,16 @@ private:
   }
 
   // The row-block heights the prelude's aicf_mma_rows gives the tile's valid rows over the
-  // grid (runs of G rows with row groups): blocks of equal height up to 8 for a blocked A, else
-  // 8s, then 4, 2 and 1 (the default AICF_MMA_MR); those that hold at least an eighth of the
-  // rows (the rest, a ragged tile's last block, take the shared micro-kernel), tallest first.
-  std::vector<int64_t> rowBlockHeights(const Stmt &s) const {
-    std::map<int64_t, int64_t> rowsOf; // height -> rows it covers
+  // grid (runs of G rows with row groups): blocks of equal height up to 8 (7 when nv = 4) for a
+  // blocked A, else 8s, then 4, 2 and 1 (the default AICF_MMA_MR); those that hold at least an
+  // eighth of the rows (the rest, a ragged tile's last block, take the shared micro-kernel),
+  // tallest first.
+  std::vector<int64_t> rowBlockHeights(const Stmt &s, int64_t nv) const {
+    std::map<int64_t, int64_t> rowsOf;  // height -> rows it covers
+    const int64_t mb = nv >= 4 ? 7 : 8; // the prelude's aicf_kb_rows
     auto blocks = [&](int64_t r, int64_t times) {
       if (!s.aBlocks.empty()) {
-        int64_t nb = (r + 7) / 8, per = (r + nb - 1) / nb;
+        int64_t nb = (r + mb - 1) / mb, per = (r + nb - 1) / nb;
         rowsOf[per] += times * (nb - 1) * per;
         rowsOf[r - (nb - 1) * per] += times * (r - (nb - 1) * per);
         return;

@@ -859,6 +859,45 @@ TEST_CASE("kernels: host blocked conv band tiles of several output rows match th
   }
 }
 
+// Blocked convs whose N is a multiple of 64 run 7 x 64 micro-kernel blocks (four vectors, 28
+// accumulators) over 64-column panels: a 3 x 3 conv on the band form (one panel, bias, relu and
+// a residual add on the registers; 14-pixel rows in blocks of 7), a pointwise conv of N = 128
+// (two panels, A read in place, 70 pixels in blocks of 7) and a 7 x 7 / 2 stem on a plain
+// 3-channel input whose unpacked [147, 64] weight is read as its one panel. Against the
+// interpreter with the cost model's knobs and with row tiles of 28 pixels (ragged for the
+// pointwise conv: 28 + 28 + 14).
+TEST_CASE("kernels: blocked convs on 64-column panels (7 x 64 blocks) match the interpreter") {
+  const char *text =
+      R"(graph @wide(%x: f32[1,2,5,14,16], %r: f32[1,4,5,14,16], %z: f32[1,3,10,28]) -> (%y1: f32[1,4,5,14,16], %y2: f32[1,8,5,14,16], %y3: f32[1,4,5,14,16]) {
+  %w = weight f32[288,64]
+  %w2 = weight f32[32,128]
+  %wz = weight f32[147,64]
+  %b = weight f32[64]
+  %y1 = blocked_conv(%x, %w, %b, %r) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 1, epilogue = ["relu", "add"]}
+  %y2 = blocked_conv(%x, %w2) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
+  %y3 = blocked_conv(%z, %wz, %b) {kernel_shape = [7, 7], strides = [2, 2], pads = [3, 3, 3, 3], dilations = [1, 1], blocked_input = 0, epilogue = ["relu"]}
+  return %y1, %y2, %y3
+}
+)";
+  ScratchDir scratch;
+  std::unique_ptr<Graph> g = parseGraph(text, "wide_panels.mcir");
+  randomWeights(*g, 21);
+  std::vector<Tensor> in = randomInputs(*g, 22);
+  PassManager pm;
+  pm.add(createPass("pack-weights"));
+  PassContext ctx;
+  REQUIRE(pm.run(*g, ctx));
+  Partition part = partitionGraph(*g);
+  std::map<const Value *, Tensor> vals = interpretAll(*g, in);
+  const std::vector<std::map<std::string, int64_t>> forms = {{}, {{"BM", 28}}};
+  for (size_t f = 0; f < forms.size(); ++f) {
+    CAPTURE(f);
+    Lowered low = checkHostKnobs(part, vals, forms[f], scratch.path, cat("wide", f));
+    CHECK(kernelsPrinting(low, "panels = 64") == 3);
+    CHECK(kernelsPrinting(low, "FuseMmaTileEpilogue(C): applied") == 3);
+  }
+}
+
 // Weights packed in 32-column panels (pack-weights) read by column tiles of any multiple of 16
 // (kir.h mma_tile: a tile may start or end inside a panel), for a pointwise blocked_conv (A read
 // in place) and a 3 x 3 one (the band form), N = 80: tiles of 16 (every other one starting
@@ -899,18 +938,21 @@ TEST_CASE(
 // registers, against the interpreter: one K step of 48 or three of 16 (the init on the first
 // step only, the epilogue on the last), over whole row tiles (BM = 30 of 30 pixels) and ragged
 // ones (16 + 14: the guarded epilogue on the valid rows only), columns in tiles of the whole N
-// or of 16 (starting mid-panel), B read as rows (N = 32) and in packed panels (N = 48).
+// or of 16 (starting mid-panel), B in packed panels (one of N = 32, two for N = 48) and read
+// as rows (N = 16, too narrow to pack).
 TEST_CASE("kernels: fused mma_tile init and epilogue match the interpreter") {
   const char *text =
-      R"(graph @fused(%x: f32[1,3,5,6,16], %r: f32[1,2,5,6,16], %x1: f32[1,1,5,6,16]) -> (%y1: f32[1,2,5,6,16], %y2: f32[1,2,5,6,16], %y3: f32[1,3,5,6,16]) {
+      R"(graph @fused(%x: f32[1,3,5,6,16], %r: f32[1,2,5,6,16], %x1: f32[1,1,5,6,16]) -> (%y1: f32[1,2,5,6,16], %y2: f32[1,2,5,6,16], %y3: f32[1,3,5,6,16], %y4: f32[1,1,5,6,16]) {
   %w = weight f32[48,32]
   %w2 = weight f32[48,32]
   %w3 = weight f32[16,48]
+  %w4 = weight f32[48,16]
   %b = weight f32[32]
   %y1 = blocked_conv(%x, %w, %b, %r) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu", "add"]}
   %y2 = blocked_conv(%x, %w2) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["hard_swish"]}
   %y3 = blocked_conv(%x1, %w3) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
-  return %y1, %y2, %y3
+  %y4 = blocked_conv(%x, %w4) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
+  return %y1, %y2, %y3, %y4
 }
 )";
   ScratchDir scratch;
@@ -930,10 +972,10 @@ TEST_CASE("kernels: fused mma_tile init and epilogue match the interpreter") {
   for (size_t f = 0; f < forms.size(); ++f) {
     CAPTURE(f);
     Lowered low = checkHostKnobs(part, vals, forms[f], scratch.path, cat("fused", f));
-    CHECK(kernelsPrinting(low, "FuseMmaTileEpilogue(C): applied") == 3);
+    CHECK(kernelsPrinting(low, "FuseMmaTileEpilogue(C): applied") == 4);
     CHECK(kernelsPrinting(
-              low, cat("fused first = k0 == 0, last = k0 + ", forms[f].at("BK"), " >= 48 {")) == 2);
-    CHECK(kernelsPrinting(low, "panels = 32") == 1); // %y3 (one panel of 32 reads as rows)
+              low, cat("fused first = k0 == 0, last = k0 + ", forms[f].at("BK"), " >= 48 {")) == 3);
+    CHECK(kernelsPrinting(low, "panels = 32") == 3); // all but %y4, whose B is read as rows
   }
 }
 
