@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -75,14 +76,26 @@ struct Step {
   size_t numInputs = 0;
 };
 
-// 64-byte aligned storage.
+// 64-byte aligned storage. A buffer of 2 MiB or more (the weights, the arena) is 2 MiB aligned
+// and asked for transparent huge pages (Debian's default THP mode is `madvise`): the kernels
+// stream tens of MB of weights per run, and on 4 KiB pages every 4 KiB of them costs a TLB miss
+// (resnet18 at one thread on an AMD EPYC: 34.9-36.8 -> 33.2-34.8 ms, interleaved runs). Where
+// the kernel refuses, the pages stay small.
 struct Aligned {
   void *ptr = nullptr;
   explicit Aligned(size_t bytes) {
-    size_t rounded = bytes > SIZE_MAX - 63 ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
-    ptr = rounded ? std::aligned_alloc(64, rounded) : nullptr;
+    constexpr size_t kHuge = size_t(2) << 20;
+    size_t rounded = bytes > SIZE_MAX - kHuge ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
+    bool huge = rounded >= kHuge;
+    if (huge)
+      rounded = (rounded + kHuge - 1) / kHuge * kHuge;
+    ptr = rounded ? std::aligned_alloc(huge ? kHuge : 64, rounded) : nullptr;
     if (!ptr)
       throw Error(cat("cannot allocate ", bytes, " bytes"));
+#ifdef MADV_HUGEPAGE
+    if (huge)
+      madvise(ptr, rounded, MADV_HUGEPAGE);
+#endif
     std::memset(ptr, 0, rounded);
   }
   ~Aligned() { std::free(ptr); }
