@@ -138,6 +138,13 @@ void blockChannels(CompileState &s) {
   runHostLayoutPass(s, "block-channels", s.opts.blockChannels);
 }
 
+// Host plans: a per-channel scale (squeeze-and-excitation) before a pointwise blocked_conv folded
+// into its weight rows (passes/fold_channel_scale.cpp), on the blocked_convs block-channels made
+// and before pack-weights (the scaled weight is computed at run time, so it is not packed).
+void foldChannelScale(CompileState &s) {
+  runHostLayoutPass(s, "fold-channel-scale", s.opts.blockChannels);
+}
+
 // Host plans: constant GEMM weights in the micro-kernel's column panels (passes/pack_weights.cpp),
 // before the partition so that the panel views fold into the contractions like any layout op.
 // GPU plans keep the weights as they are.
@@ -388,6 +395,7 @@ void printSource(CompileState &s) {
 const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
       {"block-channels", blockChannels},
+      {"fold-channel-scale", foldChannelScale},
       {"pack-weights", packWeights},
       {"partition", partition},
       {"choose-attention", chooseAttention},

@@ -9,12 +9,13 @@
 namespace aicf {
 
 // Canonicalisation
-std::unique_ptr<Pass> createFoldConstantsPass(); // fold-constants
-std::unique_ptr<Pass> createCsePass();           // cse
-std::unique_ptr<Pass> createSimplifyPass();      // simplify
-std::unique_ptr<Pass> createPackWeightsPass();   // pack-weights
-std::unique_ptr<Pass> createBlockChannelsPass(); // block-channels
-std::unique_ptr<Pass> createDcePass();           // dce
+std::unique_ptr<Pass> createFoldConstantsPass();    // fold-constants
+std::unique_ptr<Pass> createCsePass();              // cse
+std::unique_ptr<Pass> createSimplifyPass();         // simplify
+std::unique_ptr<Pass> createPackWeightsPass();      // pack-weights
+std::unique_ptr<Pass> createBlockChannelsPass();    // block-channels
+std::unique_ptr<Pass> createFoldChannelScalePass(); // fold-channel-scale
+std::unique_ptr<Pass> createDcePass();              // dce
 // Pattern detection -> semantic ops
 std::unique_ptr<Pass> createDetectLayerNormPass(); // detect-layer-norm
 std::unique_ptr<Pass> createDetectRmsNormPass();   // detect-rms-norm

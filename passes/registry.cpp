@@ -43,6 +43,9 @@ const PassEntry kPasses[] = {
     {"pack-weights", createPackWeightsPass},
     // A host plan's conv layout: the compile driver runs it for host plans (block_channels.cpp)
     {"block-channels", createBlockChannelsPass},
+    // ... and a squeeze-and-excitation scale folded into the next pointwise blocked_conv
+    // (fold_channel_scale.cpp), after block-channels
+    {"fold-channel-scale", createFoldChannelScalePass},
 };
 
 } // namespace

@@ -183,3 +183,45 @@ TEST_CASE("block-channels: blocked ops written as IR lower on host and GPU plans
     compileRunCheck(*big, opts, bin.at(0), bwant);
   }
 }
+
+// Squeeze-and-excitation on a 12 x 12 map: the scale before the projection folds into the
+// projection's weight rows (fold-channel-scale, a compile stage after block-channels): no mul
+// of the activation remains, the projection reads a weight computed at run time, and the
+// compiled network matches the interpreter.
+TEST_CASE("block-channels: a squeeze-and-excitation scale folds into the projection's weight") {
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @se(%x: f32[1,32,12,12]) -> (%y: f32[1,16,12,12]) {
+  %wd = weight f32[32,1,3,3]
+  %ws1 = weight f32[8,32,1,1]
+  %bs1 = weight f32[8]
+  %ws2 = weight f32[32,8,1,1]
+  %bs2 = weight f32[32]
+  %w2 = weight f32[16,32,1,1]
+  %b2 = weight f32[16]
+  %d = conv(%x, %wd) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 32, epilogue = ["silu"]}
+  %p = global_avg_pool(%d)
+  %s1 = conv(%p, %ws1, %bs1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], epilogue = ["relu"]}
+  %s2 = conv(%s1, %ws2, %bs2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  %g = sigmoid(%s2)
+  %se = mul(%d, %g)
+  %y = conv(%se, %w2, %b2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  return %y
+}
+)",
+                                        "se.mcir");
+  fillWeights(*g, 13);
+  std::vector<Tensor> in = randomInputs(*g, 14);
+  Tensor want = interpret(*g, in).at(0);
+  CompileOptions opts;
+  CompiledModel cm = buildModel(*g, opts);
+  int bigMuls = 0, scaledWeights = 0; // muls of the activation; muls making a conv's weight
+  for (const Node *n : cm.graph->nodes()) {
+    if (n->op() != Op::Mul)
+      continue;
+    bigMuls += n->result()->type().numel() > 32 * 16;
+    for (const Node *u : cm.graph->users(n->result()))
+      scaledWeights += u->op() == Op::BlockedConv && u->operand(1) == n->result();
+  }
+  CHECK(bigMuls == 0);
+  CHECK(scaledWeights == 1);
+  compileRunCheck(*g, opts, in.at(0), want);
+}
