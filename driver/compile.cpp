@@ -383,8 +383,10 @@ void printSource(CompileState &s) {
   }
   m.source = printHostSource(m.kernels);
   m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n#include <omp.h>\n";
+  m.source += "#if AICF_IN_PART(0)\n"; // (in the first part of a parallel build)
   m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + layout + "\"; }\n";
   m.source += "extern \"C\" void aicf_set_num_threads(int n) { omp_set_num_threads(n); }\n";
+  m.source += "#endif\n";
 }
 
 } // namespace

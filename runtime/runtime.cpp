@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <sys/mman.h>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -28,6 +27,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <sys/mman.h>
 #include <vector>
 
 namespace {
@@ -98,7 +98,9 @@ struct Aligned {
 #endif
     std::memset(ptr, 0, rounded);
   }
-  ~Aligned() { std::free(ptr); }
+  ~Aligned() {
+    std::free(ptr);
+  }
   Aligned(const Aligned &) = delete;
   Aligned &operator=(const Aligned &) = delete;
 };

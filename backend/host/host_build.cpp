@@ -8,9 +8,14 @@
 #include "runtime/isa_features.h"
 #include "support/diagnostics.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <exception>
 #include <fcntl.h>
 #include <fstream>
 #include <map>
@@ -19,12 +24,28 @@
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
 extern char **environ;
 
 namespace aicf {
+
+namespace {
+
+// The parts a generated source asks to be compiled in (host_printer.cpp: `#define AICF_PARTS P`
+// near its top); 1 for any other source.
+int sourceParts(const std::string &source) {
+  const std::string key = "\n#define AICF_PARTS ";
+  size_t at = source.find(key);
+  if (at == std::string::npos || at > 4096)
+    return 1;
+  int p = std::atoi(source.c_str() + at + key.size());
+  return std::clamp(p, 1, 64);
+}
+
+} // namespace
 
 std::string compileHostSource(const std::string &source, const std::string &cppPath,
                               const std::string &soPath, const HostBuildOptions &opts) {
@@ -37,13 +58,62 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
     if (!f)
       throw UserError(cat(cppPath, ": write failed"));
   }
-  std::vector<std::string> argv = {
-      opts.compiler, "-std=c++17", "-O3", "-fopenmp", "-fPIC", "-shared", "-march=" + opts.cpuArch};
+  std::vector<std::string> argv = {opts.compiler, "-std=c++17", "-O3",
+                                   "-fopenmp",    "-fPIC",      "-march=" + opts.cpuArch};
   std::istringstream extra(opts.extraFlags);
   for (std::string flag; extra >> flag;)
     argv.push_back(flag);
-  argv.insert(argv.end(), {"-o", soPath, cppPath});
-  return runOrThrow(argv, "host compile");
+  int parts = sourceParts(source);
+  if (parts <= 1) {
+    argv.insert(argv.end(), {"-shared", "-o", soPath, cppPath});
+    return runOrThrow(argv, "host compile");
+  }
+  // A parallel build: each part (-DAICF_PART=p) to an object file beside the library, as many
+  // at once as the machine has hardware threads, then one link in part order (so the library's
+  // bytes do not depend on which part finished first). The objects are removed either way.
+  std::vector<std::string> objs, outputs(static_cast<size_t>(parts));
+  for (int p = 0; p < parts; ++p)
+    objs.push_back(cat(soPath, ".part", p, ".o"));
+  struct RemoveObjects {
+    const std::vector<std::string> &objs;
+    ~RemoveObjects() {
+      for (const std::string &o : objs)
+        std::remove(o.c_str());
+    }
+  } removeObjects{objs};
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int p; (p = next++) < parts;) {
+      std::vector<std::string> a = argv;
+      a.insert(a.end(), {"-c", cat("-DAICF_PART=", p), "-o", objs[size_t(p)], cppPath});
+      try {
+        outputs[size_t(p)] = runOrThrow(a, cat("host compile (part ", p, " of ", parts, ")"));
+      } catch (...) {
+        errors[size_t(p)] = std::current_exception();
+      }
+    }
+  };
+  int jobs = std::clamp(int(std::thread::hardware_concurrency()), 1, parts);
+  std::vector<std::thread> threads;
+  for (int j = 1; j < jobs; ++j)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::exception_ptr &e : errors)
+    if (e)
+      std::rethrow_exception(e);
+  std::vector<std::string> link = {opts.compiler, "-fopenmp", "-shared"};
+  std::istringstream linkExtra(opts.extraFlags);
+  for (std::string flag; linkExtra >> flag;)
+    link.push_back(flag);
+  link.insert(link.end(), {"-o", soPath});
+  link.insert(link.end(), objs.begin(), objs.end());
+  std::string all;
+  for (const std::string &o : outputs)
+    all += o;
+  return all + runOrThrow(link, "host link");
 }
 
 const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,

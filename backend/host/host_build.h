@@ -18,7 +18,9 @@ struct HostBuildOptions {
   std::string extraFlags;
 };
 
-// Writes `source` to `cppPath` and compiles it to `soPath`. Returns the compiler's output.
+// Writes `source` to `cppPath` and compiles it to `soPath`. Returns the compiler's output. A
+// generated source that declares parts (`#define AICF_PARTS P`, host_printer.cpp) is compiled
+// as P translation units at once (-DAICF_PART=p, one thread per hardware thread) and linked.
 std::string compileHostSource(const std::string &source, const std::string &cppPath,
                               const std::string &soPath, const HostBuildOptions &opts = {});
 

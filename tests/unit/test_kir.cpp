@@ -606,6 +606,40 @@ TEST_CASE("host build: compiler and loader errors") {
                        doctest::Contains("no kernel symbol no_such_kernel"), UserError);
 }
 
+// A source that declares parts (`#define AICF_PARTS 3`, as the host printer writes for large
+// models) is compiled as three translation units at once and linked: every part's kernel is in
+// the library, the part objects are gone afterwards, and a part that fails names itself.
+TEST_CASE("host build: a source in parts compiles in parallel into one library") {
+  TempDir dir;
+  std::string src = "// parts\n#define AICF_PARTS 3\n#ifdef AICF_PART\n#define AICF_IN_PART(p) "
+                    "(AICF_PART == (p))\n#else\n#define AICF_IN_PART(p) 1\n#endif\n";
+  for (int p = 0; p < 3; ++p)
+    src += cat("#if AICF_IN_PART(", p, ")\nextern \"C\" void k", p,
+               "(void *const *a) { *static_cast<float *>(a[0]) = ", p + 1, ".0f; }\n#endif\n");
+  compileHostSource(src, dir.file("parts.cpp"), dir.file("parts.so"));
+  {
+    LoadedLibrary lib(dir.file("parts.so"));
+    for (int p = 0; p < 3; ++p) {
+      float out = 0;
+      void *args[] = {&out};
+      lib.kernel(cat("k", p))(args);
+      CHECK(out == float(p + 1));
+    }
+  }
+  for (int p = 0; p < 3; ++p)
+    CHECK_FALSE(std::filesystem::exists(dir.file(cat("parts.so.part", p, ".o"))));
+  std::string bad = src;
+  bad.replace(bad.find("2.0f"), 4, "2.0f +");
+  try {
+    compileHostSource(bad, dir.file("bad_parts.cpp"), dir.file("bad_parts.so"));
+    FAIL("expected a UserError");
+  } catch (const UserError &e) {
+    CHECK(std::string(e.what()).find("host compile (part 1 of 3) failed") != std::string::npos);
+  }
+  for (int p = 0; p < 3; ++p)
+    CHECK_FALSE(std::filesystem::exists(dir.file(cat("bad_parts.so.part", p, ".o"))));
+}
+
 TEST_CASE("host kernels: elementwise math, conversions, integer div/mod, round") {
   const int64_t n = 8 * 32;
   std::vector<float> X(n), Y(n), S(n), N(n);
