@@ -253,15 +253,9 @@ void plan(CompileState &s) {
 // Every lowered kernel is checked (structure, the SIMT rule) before any pass or printer sees
 // it, so an invalid kernel is blamed on its recipe.
 void verifyKernelIr(CompileState &s) {
-  for (const kir::Kernel &k : s.groupKernels) {
-    std::vector<std::string> errs = kir::verifyKernel(k);
-    if (errs.empty())
-      continue;
-    std::string all;
-    for (const std::string &e : errs)
-      all += "\n  " + e;
-    throw InternalError(cat("recipe ", k.recipe, " built an invalid kernel ", k.name, ":", all));
-  }
+  for (const kir::Kernel &k : s.groupKernels)
+    if (std::string all = kir::verifyKernelText(k); !all.empty())
+      throw InternalError(cat("recipe ", k.recipe, " built an invalid kernel ", k.name, ":", all));
 }
 
 // The Kernel IR pipeline (kir/kir_pass.h: FuseReductionEpilogue) on every kernel, verified after

@@ -323,5 +323,8 @@ std::string printExpr(const E &e);
 
 // Checks structure and the SIMT rule; returns every violation as "kernel NAME: message".
 std::vector<std::string> verifyKernel(const Kernel &k);
+// verifyKernel's violations as one text, each on its own indented line ("\n  kernel NAME: ...");
+// empty when the kernel is valid (for the error the compile driver and the printers throw).
+std::string verifyKernelText(const Kernel &k);
 
 } // namespace aicf::kir

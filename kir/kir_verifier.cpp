@@ -611,4 +611,11 @@ std::vector<std::string> verifyKernel(const Kernel &k) {
   return Verifier(k).run();
 }
 
+std::string verifyKernelText(const Kernel &k) {
+  std::string all;
+  for (const std::string &e : verifyKernel(k))
+    all += "\n  " + e;
+  return all;
+}
+
 } // namespace aicf::kir

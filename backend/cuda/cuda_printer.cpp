@@ -461,13 +461,8 @@ std::string printCudaSource(const std::vector<kir::Kernel> &kernels, const Targe
      << " kernel(s). Do not edit.\n";
   os << kPrelude;
   for (const kir::Kernel &k : kernels) {
-    std::vector<std::string> errs = kir::verifyKernel(k);
-    if (!errs.empty()) {
-      std::string all;
-      for (const std::string &e : errs)
-        all += "\n  " + e;
+    if (std::string all = kir::verifyKernelText(k); !all.empty())
       throwInternal(__FILE__, __LINE__, "CUDA printer: invalid kernel" + all);
-    }
     os << "\n";
     KernelPrinter(k, os, target.hw.smemStaticMax).print();
   }

@@ -1148,13 +1148,8 @@ std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
   std::vector<size_t> weight;
   size_t total = 0;
   for (const kir::Kernel &k : kernels) {
-    std::vector<std::string> errs = kir::verifyKernel(k);
-    if (!errs.empty()) {
-      std::string all;
-      for (const std::string &e : errs)
-        all += "\n  " + e;
+    if (std::string all = kir::verifyKernelText(k); !all.empty())
       throwInternal(__FILE__, __LINE__, "host printer: invalid kernel" + all);
-    }
     std::ostringstream ks;
     KernelPrinter(k, ks).print();
     texts.push_back(ks.str());
