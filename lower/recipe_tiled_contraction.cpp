@@ -1658,8 +1658,8 @@ public:
       // mobilenet_v3's 96 -> 576 convs with hard-swish, 55 us in tiles of 288, 93 in 320 + 256).
       for (int64_t t : {64, 128, 256, 512}) {
         if (p.bPanelWidth == 64) {
-          for (int64_t bn = 64; bn <= std::max<int64_t>(t, 64); bn += 64)
-            if (N % bn == 0 && bn <= t)
+          for (int64_t bn = 64; bn <= t; bn += 64)
+            if (N % bn == 0)
               bns.insert(bn);
           continue;
         }

@@ -252,6 +252,28 @@ void randomWeights(Graph &g, unsigned seed) {
   }
 }
 
+// A hand-written graph with seeded weights, its constant GEMM weights packed (pack-weights) and
+// partitioned, and every value interpreted on seeded inputs: the set-up of the packed-weight
+// kernel tests. The graph owns what the partition and the values point into.
+struct PackedCase {
+  std::unique_ptr<Graph> g;
+  Partition part;
+  std::map<const Value *, Tensor> vals;
+};
+PackedCase packedCase(const char *text, const char *file, unsigned weightSeed, unsigned inputSeed) {
+  PackedCase c;
+  c.g = parseGraph(text, file);
+  randomWeights(*c.g, weightSeed);
+  std::vector<Tensor> in = randomInputs(*c.g, inputSeed);
+  PassManager pm;
+  pm.add(createPass("pack-weights"));
+  PassContext ctx;
+  REQUIRE(pm.run(*c.g, ctx));
+  c.part = partitionGraph(*c.g);
+  c.vals = interpretAll(*c.g, in);
+  return c;
+}
+
 // How many of `low`'s kernels print `text` in their Kernel IR.
 int kernelsPrinting(const Lowered &low, const std::string &text) {
   int n = 0;
@@ -880,19 +902,11 @@ TEST_CASE("kernels: blocked convs on 64-column panels (7 x 64 blocks) match the 
 }
 )";
   ScratchDir scratch;
-  std::unique_ptr<Graph> g = parseGraph(text, "wide_panels.mcir");
-  randomWeights(*g, 21);
-  std::vector<Tensor> in = randomInputs(*g, 22);
-  PassManager pm;
-  pm.add(createPass("pack-weights"));
-  PassContext ctx;
-  REQUIRE(pm.run(*g, ctx));
-  Partition part = partitionGraph(*g);
-  std::map<const Value *, Tensor> vals = interpretAll(*g, in);
+  PackedCase c = packedCase(text, "wide_panels.mcir", 21, 22);
   const std::vector<std::map<std::string, int64_t>> forms = {{}, {{"BM", 28}}};
   for (size_t f = 0; f < forms.size(); ++f) {
     CAPTURE(f);
-    Lowered low = checkHostKnobs(part, vals, forms[f], scratch.path, cat("wide", f));
+    Lowered low = checkHostKnobs(c.part, c.vals, forms[f], scratch.path, cat("wide", f));
     CHECK(kernelsPrinting(low, "panels = 64") == 3);
     CHECK(kernelsPrinting(low, "FuseMmaTileEpilogue(C): applied") == 3);
   }
@@ -916,18 +930,10 @@ TEST_CASE(
 }
 )";
   ScratchDir scratch;
-  std::unique_ptr<Graph> g = parseGraph(text, "panel_columns.mcir");
-  randomWeights(*g, 3);
-  std::vector<Tensor> in = randomInputs(*g, 5);
-  PassManager pm;
-  pm.add(createPass("pack-weights"));
-  PassContext ctx;
-  REQUIRE(pm.run(*g, ctx));
-  Partition part = partitionGraph(*g);
-  std::map<const Value *, Tensor> vals = interpretAll(*g, in);
+  PackedCase c = packedCase(text, "panel_columns.mcir", 3, 5);
   for (int64_t bn : {16, 48, 80}) {
     CAPTURE(bn);
-    Lowered low = checkHostKnobs(part, vals, {{"BN", bn}}, scratch.path, cat("cols", bn));
+    Lowered low = checkHostKnobs(c.part, c.vals, {{"BN", bn}}, scratch.path, cat("cols", bn));
     CHECK(kernelsPrinting(low, "panels = 32") == 2);
   }
 }
@@ -956,14 +962,7 @@ TEST_CASE("kernels: fused mma_tile init and epilogue match the interpreter") {
 }
 )";
   ScratchDir scratch;
-  std::unique_ptr<Graph> g = parseGraph(text, "fused_tile.mcir");
-  randomWeights(*g, 11);
-  PassManager pm;
-  pm.add(createPass("pack-weights"));
-  PassContext ctx;
-  REQUIRE(pm.run(*g, ctx));
-  Partition part = partitionGraph(*g);
-  std::map<const Value *, Tensor> vals = interpretAll(*g, randomInputs(*g, 12));
+  PackedCase c = packedCase(text, "fused_tile.mcir", 11, 12);
   // (BN = 16 starts every other tile of %y3's 32-column weight panels mid-panel.)
   const std::vector<std::map<std::string, int64_t>> forms = {{{"BM", 30}, {"BK", 48}},
                                                              {{"BM", 16}, {"BK", 48}, {"BN", 16}},
@@ -971,7 +970,7 @@ TEST_CASE("kernels: fused mma_tile init and epilogue match the interpreter") {
                                                              {{"BM", 16}, {"BK", 16}, {"BN", 16}}};
   for (size_t f = 0; f < forms.size(); ++f) {
     CAPTURE(f);
-    Lowered low = checkHostKnobs(part, vals, forms[f], scratch.path, cat("fused", f));
+    Lowered low = checkHostKnobs(c.part, c.vals, forms[f], scratch.path, cat("fused", f));
     CHECK(kernelsPrinting(low, "FuseMmaTileEpilogue(C): applied") == 4);
     CHECK(kernelsPrinting(
               low, cat("fused first = k0 == 0, last = k0 + ", forms[f].at("BK"), " >= 48 {")) == 3);
