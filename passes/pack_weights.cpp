@@ -15,8 +15,8 @@
 // Panel width: 64 for a blocked conv whose N is a multiple of 64 (its micro-kernel then holds a
 // 7 x 64 accumulator block, 28 of the 32 vector registers, and streams each panel half as
 // often as 8 x 32 blocks do: resnet18's 64-channel 3 x 3 convs 2.14 -> 2.03 ms on one AMD EPYC
-// core, ORT 2.04), else 32 (8 x 32 blocks; GEMMs' row blocks are contiguous rows of A, where
-// 8 x 32 measured as fast).
+// core, ORT 2.04), else 32 (8 x 32 blocks: matmul / gemm read A as contiguous rows, a path whose
+// row blocks are sized for 2-vector panels; wider panels there are untried).
 // A weight read by several contractions is packed once. Only the compile driver runs this pass, for
 // host plans (driver/compile.cpp, stage pack-weights); GPU kernels stage B tiles through shared
 // memory.
