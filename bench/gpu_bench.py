@@ -6,8 +6,12 @@ one with a GPU:
 
   gpu_bench.py compile --build build --out DIR     # aicfc --target cuda:sm_90 for every case
   gpu_bench.py run --build build --out DIR         # on the GPU machine: check, then time
+  gpu_bench.py check --build build --out DIR       # on the GPU machine: compile every testdata
+                                                   # model with reference outputs, check both ways
 
-A case is a testdata model at its bundled shape, or a dynamic one bound to a larger shape. `run`
+A case is a testdata model at its bundled shape, a dynamic one bound to a larger shape, or one of
+the torchvision networks that `make bench` exports into bench/models (1x3x224x224, PyTorch's
+outputs as the reference; skipped where not exported). `run`
 makes each case's inputs (the bundled .npy files, or seeded random ones), takes the reference
 outputs (PyTorch's bundled ones, else ONNX Runtime's CPU provider), checks aicf's outputs with
 and without CUDA Graph replay (`aicf-run --reference`), then times, alternating in rounds:
@@ -34,48 +38,122 @@ import time
 import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-MODELS = os.path.join(ROOT, "testdata", "models")
 TARGET = "cuda:sm_90"
 
-# (case name, model folder, extra aicfc flags binding dynamic dims, ORT-side input shapes)
+# (case name, model folder under ROOT, extra aicfc flags binding dynamic dims, ORT-side input
+# shapes: None means the folder's bundled inputs/ and outputs/)
 CASES = [
-    ("mlp_op13", "mlp_op13", [], None),
-    ("cnn_op13", "cnn_op13", [], None),
-    ("gpt2_block_op17", "gpt2_block_op17", [], None),
-    ("bert_layer_op17", "bert_layer_op17", [], None),
-    ("vit_block_op17", "vit_block_op17", [], None),
-    ("llama_block_op17", "llama_block_op17", [], None),
-    ("mlp_b65536", "mlp_dyn_op13", ["--shape", "x=65536x64"], {"x": (65536, 64)}),
-    ("gpt2_b64_s128", "gpt2_block_dyn_op17", ["--dim", "batch=64", "--dim", "seq=128"],
-     {"x": (64, 128, 128)}),
-    ("bert_b64_s128", "bert_layer_dyn_op13", ["--dim", "batch=64", "--dim", "seq=128"],
+    ("mlp_op13", "testdata/models/mlp_op13", [], None),
+    ("cnn_op13", "testdata/models/cnn_op13", [], None),
+    ("gpt2_block_op17", "testdata/models/gpt2_block_op17", [], None),
+    ("bert_layer_op17", "testdata/models/bert_layer_op17", [], None),
+    ("vit_block_op17", "testdata/models/vit_block_op17", [], None),
+    ("llama_block_op17", "testdata/models/llama_block_op17", [], None),
+    ("mlp_b65536", "testdata/models/mlp_dyn_op13", ["--shape", "x=65536x64"], {"x": (65536, 64)}),
+    ("gpt2_b64_s128", "testdata/models/gpt2_block_dyn_op17",
+     ["--dim", "batch=64", "--dim", "seq=128"], {"x": (64, 128, 128)}),
+    ("bert_b64_s128", "testdata/models/bert_layer_dyn_op13",
+     ["--dim", "batch=64", "--dim", "seq=128"],
      {"hidden": (64, 128, 128), "attention_mask": (64, 128)}),
-]
+] + [(n, "bench/models/" + n, [], None) for n in (
+    "resnet18", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x1_0", "squeezenet1_1",
+    "efficientnet_b0")]
 
 
 def log(*a):
     print("[gpu-bench]", *a, file=sys.stderr, flush=True)
 
 
-def compile_all(args):
-    os.makedirs(args.out, exist_ok=True)
-    for name, folder, flags, _ in CASES:
-        if args.only and name not in args.only:
+def hardware(args):
+    return ["--hardware", "h200"] if args.target.startswith("cuda") else []
+
+
+def selected(args):
+    """The cases asked for whose model exists (bench/models is filled by `make bench` only)."""
+    for case in CASES:
+        if args.only and case[0] not in args.only:
             continue
-        dst = os.path.join(args.out, name)
-        cmd = [os.path.join(args.build, "aicfc"), os.path.join(MODELS, folder, "model.onnx"),
-               "--target", TARGET, "--hardware", "h200", "-o", dst] + flags
-        t0 = time.time()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        log(f"{name}: aicfc rc={r.returncode} in {time.time() - t0:.1f} s")
-        if r.returncode != 0:
-            log(r.stderr.strip())
+        if not os.path.isfile(os.path.join(ROOT, case[1], "model.onnx")):
+            log(f"{case[0]}: {case[1]}/model.onnx not found, skipped")
+            continue
+        yield case
+
+
+def compile_many(jobs, todo):
+    """Runs the (name, aicfc command) pairs, `jobs` at a time; returns {name: (rc, stderr)}."""
+    done, running, pending = {}, [], list(todo)
+    while pending or running:
+        while pending and len(running) < jobs:
+            name, cmd = pending.pop(0)
+            running.append((name, time.time(), subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        name, t0, p = running.pop(0)
+        _, err = p.communicate()
+        log(f"{name}: aicfc rc={p.returncode} in {time.time() - t0:.1f} s")
+        done[name] = (p.returncode, err.strip())
+    return done
+
+
+def aicfc_cmd(args, model, out, flags):
+    return ([os.path.join(args.build, "aicfc"), model, "--target", args.target, "-o", out] +
+            hardware(args) + flags)
+
+
+def compile_all(args):
+    """aicfc --target cuda:sm_90 for every case, args.jobs compiles at a time."""
+    os.makedirs(args.out, exist_ok=True)
+    todo = [(name, aicfc_cmd(args, os.path.join(ROOT, folder, "model.onnx"),
+                             os.path.join(args.out, name), flags))
+            for name, folder, flags, _ in selected(args)]
+    for name, (rc, err) in compile_many(args.jobs, todo).items():
+        if rc != 0:
+            log(f"{name}: {err}")
+
+
+def check_all(args):
+    """Every testdata model that has reference outputs, compiled for the GPU (its args.txt binds
+    the dynamic dims) and run with and without CUDA Graph replay against those outputs."""
+    folders = sorted(os.path.dirname(os.path.join(dp, "model.onnx"))
+                     for dp, _, files in os.walk(os.path.join(ROOT, "testdata"))
+                     if "model.onnx" in files and os.path.isdir(os.path.join(dp, "outputs")))
+    cases = []
+    for src in folders:
+        name = os.path.relpath(src, os.path.join(ROOT, "testdata")).replace("/", "_")
+        args_txt = os.path.join(src, "args.txt")
+        flags = open(args_txt).read().split() if os.path.isfile(args_txt) else []
+        cases.append((name, src, os.path.join(args.out, "check", name), flags))
+    built = compile_many(args.jobs, [(n, aicfc_cmd(args, os.path.join(src, "model.onnx"), out, f))
+                                     for n, src, out, f in cases])
+    rows = []
+    for name, src, out, _ in cases:
+        rc, err = built[name]
+        if rc != 0:
+            rows.append((name, f"aicfc rc={rc}: {err[-300:]}"))
+            continue
+        ref = ["--reference", os.path.join(src, "outputs"), "--rtol", "1e-3", "--atol", "1e-3"]
+        results = []
+        for extra in ([], ["--no-cuda-graph"]):
+            rc, o = aicf_run(args, out, src, ref + extra)
+            errs = re.findall(r"max abs error ([0-9.e+-]+)", o)
+            results.append(("ok" if rc == 0 else f"FAIL rc={rc}") +
+                           (f" (max abs err {max(float(e) for e in errs):.2g})" if errs else ""))
+            if rc != 0:
+                log(f"{name} {' '.join(extra)}: {o[-1500:]}")
+        rows.append((name, " / ".join(results)))
+        log(f"{name}: {rows[-1][1]}")
+    print("| model | graph replay / step by step |")
+    print("|---|---|")
+    for name, res in rows:
+        print(f"| {name} | {res} |")
+    failed = [n for n, res in rows if "ok" not in res or "FAIL" in res]
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} models match their references")
+    return 1 if failed else 0
 
 
 def make_inputs(name, folder, shapes, io_dir):
     """The case's inputs as .npy files in io_dir/inputs, and reference outputs in io_dir/outputs."""
     import onnx
-    src = os.path.join(MODELS, folder)
+    src = os.path.join(ROOT, folder)
     ins, outs = os.path.join(io_dir, "inputs"), os.path.join(io_dir, "outputs")
     os.makedirs(ins, exist_ok=True)
     os.makedirs(outs, exist_ok=True)
@@ -188,9 +266,7 @@ def time_fn(fn, reps):
 
 def run_all(args):
     rows = []
-    for name, folder, _, shapes in CASES:
-        if args.only and name not in args.only:
-            continue
+    for name, folder, _, shapes in selected(args):
         out = os.path.join(args.out, name)
         io_dir = os.path.join(args.out, name + ".io")
         row = {"case": name}
@@ -211,7 +287,7 @@ def run_all(args):
         with open(os.path.join(args.out, name + ".profile.txt"), "w") as f:
             f.write(prof + "\n")
         try:
-            oc = OrtCase(os.path.join(MODELS, folder, "model.onnx"), io_dir)
+            oc = OrtCase(os.path.join(ROOT, folder, "model.onnx"), io_dir)
             row["ort_graph_error"] = oc.graph_error
         except Exception as e:  # noqa: BLE001 - the row says why
             oc = None
@@ -264,14 +340,17 @@ def print_table(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["compile", "run"])
+    ap.add_argument("phase", choices=["compile", "run", "check"])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--target", default=TARGET, help="cpu dry-runs this script without a GPU")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiles at a time")
     args = ap.parse_args()
-    (compile_all if args.phase == "compile" else run_all)(args)
+    phases = {"compile": compile_all, "run": run_all, "check": check_all}
+    sys.exit(phases[args.phase](args) or 0)
 
 
 if __name__ == "__main__":
