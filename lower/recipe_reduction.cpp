@@ -513,6 +513,59 @@ kir::Kernel columnReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, 
   return k;
 }
 
+// The GPU thread form (see recipeReduction): thread t of block `row` owns output
+// o = row * threads + t and folds its reduced elements j = 0, 1, ... in order (the
+// interpreter's order) into a state of its own. Outputs next to each other are next to each
+// other in the input too (the innermost dim is kept), so a warp's loads are coalesced.
+kir::Kernel threadReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, const Algebra &alg,
+                            const std::vector<int64_t> &xs, const std::vector<int> &reduced,
+                            const std::vector<int64_t> &keptShape,
+                            const std::vector<int64_t> &redShape, const Knobs &knobs) {
+  const Node &a = *g.anchor;
+  const Value *x = a.operand(0), *res = a.result(0);
+  int64_t rows = prod(keptShape), count = prod(redShape);
+  k.threads = std::min(knobs.get("threads", 256), roundUp(rows, 32));
+  k.knobs = {{"threads", k.threads}};
+  auto problem = std::make_shared<ReductionProblem>();
+  problem->rows = rows;
+  problem->len = count;
+  problem->perThread = true;
+  k.problem = problem;
+  k.grid = {{"row", ceilDiv(rows, k.threads)}};
+  auto acc = std::make_shared<kir::Buffer>(
+      kir::Buffer{"acc", alg.fields[0].second, {k.threads}, kir::Scope::Local, kir::Role::Temp});
+  k.allocs = {acc};
+  E t = kir::var(k.threadVar), o = kir::var("o", DType::I64), j = kir::var("j");
+  E loaded = kir::load(acc, {t});
+  E xv = ge.at(
+      x, operandIndex(xs.size(), reduced, unflatIndex(keptShape, o), unflatIndex(redShape, j)));
+  std::vector<kir::StmtP> fold = {
+      kir::store(acc, {t}, alg.init[0]),
+      kir::forLoop("j", E(int64_t(0)), E(count),
+                   {kir::store(acc, {t}, alg.update({loaded}, xv, j)[0])})};
+  std::vector<kir::StmtP> stores =
+      storeGroupOutputs(g, ge, res, alg.finalize({loaded}), unflatIndex(res->type().shape, o), "o");
+  fold.insert(fold.end(), stores.begin(), stores.end());
+  std::vector<kir::StmtP> body = {
+      kir::comment(cat(a.name(), " over ", count, " elements, one output per thread")),
+      kir::decl("o", DType::I64, kir::var("row") * E(k.threads) + t)};
+  if (rows % k.threads == 0)
+    body.insert(body.end(), fold.begin(), fold.end());
+  else
+    body.push_back(kir::ifThen(o < E(rows), fold));
+  k.body.push_back(kir::region(k.threadVar, body));
+  return k;
+}
+
+// A GPU reduction of a few elements per output along outer axes (split-k's partial sums: [S,
+// M, N] over S) reads them with one thread per output, not one block per output.
+bool threadFormFits(const std::vector<int64_t> &xs, const std::vector<int> &reduced, int64_t count,
+                    int64_t rows, const Algebra &alg) {
+  int rank = static_cast<int>(xs.size());
+  return alg.fields.size() == 1 && count > 0 && count <= 64 && rows >= 32 && !reduced.empty() &&
+         reduced.back() != rank - 1;
+}
+
 kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   AICF_CHECK(g.anchor, "reduction recipe needs an anchor (group ", g.id, ")");
   const Node &a = *g.anchor;
@@ -565,6 +618,8 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
       reduced.back() != rank - 1 && xs.back() % 16 == 0 && x->type().dtype == DType::F32 &&
       a.result()->type().dtype == DType::F32)
     return columnReduction(g, std::move(k), ge, alg, xs, reduced, keptShape, redShape);
+  if (isGpuPlan(knobs) && !isArg && threadFormFits(xs, reduced, count, rows, alg))
+    return threadReduction(g, std::move(k), ge, alg, xs, reduced, keptShape, redShape, knobs);
   k.threads = reductionThreads(knobs, count);
   k.knobs["threads"] = k.threads;
   if (!isGpuPlan(knobs))
@@ -636,6 +691,11 @@ public:
   std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
     int64_t len = problemOf<ReductionProblem>(d).len;
     std::vector<KnobSet> out;
+    if (hw.gpu && problemOf<ReductionProblem>(d).perThread) {
+      for (int64_t t : {64, 128, 256})
+        out.push_back(knobsToMap(FlatLoopKnobs{t, std::nullopt}));
+      return out;
+    }
     if (hw.gpu) {
       for (int64_t t : {32, 64, 128, 256, 512})
         if (t == 32 || t / 2 < len)
@@ -657,6 +717,13 @@ public:
       s.flops = double(flops);
       s.vectorShare = 0.5;
       s.scalarCycles = 1.5 * double(p.len) + 20.0;
+      return s;
+    }
+    if (p.perThread) { // a serial fold of len elements per thread
+      CostShape s;
+      s.flops = double(flops);
+      s.vectorShare = 0.5;
+      s.chainSteps = double(p.len);
       return s;
     }
     return rowStateShape(k, hw, flops, p.len, false, false, 0.0);

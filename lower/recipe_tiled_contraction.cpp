@@ -248,6 +248,17 @@ struct ConvGeom {
   size_t S = 0;
 };
 
+// A conv whose groups are wide enough to be contractions of their own (group 1, or at least 8
+// input and 8 output channels per group: ResNeXt / RegNet blocks, and split-k's partial convs);
+// narrower groups (depthwise) are direct convs.
+bool denseGroups(const Node &n) {
+  int64_t G = n.i("group");
+  if (G == 1)
+    return true;
+  const auto &ws = n.operand(1)->type().shape;
+  return ws.size() >= 3 && ws[1] >= 8 && ws[0] / G >= 8;
+}
+
 ConvGeom convGeom(const Node &n) {
   ConvGeom g;
   const auto &xs = n.operand(0)->type().shape, &ws = n.operand(1)->type().shape,
@@ -272,21 +283,29 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
   const auto &epi = n.strs("epilogue");
   bool hasBias = n.numOperands() == 3 + static_cast<size_t>(epilogueOperandCount(epi));
   ConvGeom geo = convGeom(n);
-  AICF_CHECK(geo.G == 1, "tiled_contraction handles conv with group 1 only (", n.where(), ")");
+  AICF_CHECK(denseGroups(n), "tiled_contraction needs groups of 8 or more channels (", n.where(),
+             ")");
+  // A grouped conv is a batch of G contractions: batch index (n, g), rows the group's Mg output
+  // channels, k over its Cg input channels and the taps.
+  const int64_t G = geo.G, Mg = geo.M / G, Cg = geo.C / G;
   c.outShape = n.result()->type().shape;
-  c.batch = {geo.N};
-  c.M = geo.M;
+  c.batch = G == 1 ? std::vector<int64_t>{geo.N} : std::vector<int64_t>{geo.N, G};
+  c.M = Mg;
   c.N = product(geo.O);
-  std::vector<int64_t> kDims = {geo.C};
+  // The group's first output and input channel (0 for group 1).
+  auto firstOut = [G, Mg](const Index &b) { return G == 1 ? E(int64_t(0)) : b[1] * E(Mg); };
+  auto firstIn = [G, Cg](const Index &b) { return G == 1 ? E(int64_t(0)) : b[1] * E(Cg); };
+  std::vector<int64_t> kDims = {Cg};
   kDims.insert(kDims.end(), geo.Kd.begin(), geo.Kd.end());
   c.K = product(kDims);
-  c.what = cat("conv ", x->type().str(), " * ", w->type().str(), " as implicit GEMM (M = ", c.M,
-               " channels, N = ", c.N, " pixels, K = ", c.K, ")");
+  c.what =
+      cat("conv ", x->type().str(), " * ", w->type().str(), " as implicit GEMM (M = ", c.M,
+          " channels, N = ", c.N, " pixels, K = ", c.K, G == 1 ? "" : cat(", ", G, " groups"), ")");
   // The weight [M, C, k...] is row-major, so (row, k) reads it at row * K + k: unflattening k
   // into (ci, kp...) with flat / stride % extent lets the printer re-join the digits, and the
   // host tiles then read A in place (aRowView) instead of gathering it column by column.
-  c.aAt = [&gx, w, kDims](const Index &, E row, E k) {
-    return asF32(gx.at(w, concat({row}, unflatIndex(kDims, k))));
+  c.aAt = [&gx, w, kDims, firstOut](const Index &b, E row, E k) {
+    return asF32(gx.at(w, concat({firstOut(b) + row}, unflatIndex(kDims, k))));
   };
   // B[k, col] = x[n, ci, i...] with (ci, kp...) = k over [C, Kd...], (op...) = col over O and
   // i_d = op_d s_d - pad_d + kp_d dil_d; the decompositions are declared as scalars.
@@ -306,8 +325,8 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
                                 ivar(cat("kp", i)) * E(geo.dil[i])));
     return d;
   };
-  c.bAt = [&gx, x, geo](const Index &bi, E, E) {
-    Index idx = {bi[0], ivar("ci")};
+  c.bAt = [&gx, x, geo, firstIn](const Index &bi, E, E) {
+    Index idx = {bi[0], firstIn(bi) + ivar("ci")};
     for (size_t d = 0; d < geo.S; ++d)
       idx.push_back(ivar(cat("ip", d)));
     return asF32(gx.at(x, idx));
@@ -316,8 +335,8 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
   // last output axis, so the input positions are affine in it (contiguous for stride 1) and the
   // loop vectorises; only index arithmetic per output row remains outside it.
   int64_t K = c.K, N = c.N;
-  c.bHostCopy = [&gx, x, geo, kDims, K, N, decls = c.bRowDecls](const Index &bi, E k0, E n0,
-                                                                const kir::BufferP &Bs) {
+  c.bHostCopy = [&gx, x, geo, kDims, K, N, firstIn,
+                 decls = c.bRowDecls](const Index &bi, E k0, E n0, const kir::BufferP &Bs) {
     int64_t BK = Bs->shape[0], BN = Bs->shape[1];
     size_t S = geo.S;
     int64_t OWL = geo.O[S - 1], orows = N / OWL;
@@ -351,7 +370,7 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
         "owhi", DType::I64,
         kir::min(E(OWL), kir::select(E(IW) - off <= zero, zero, (E(IW + sw - 1) - off) / E(sw)))));
     in.push_back(ow * E(sw) + off);
-    Index xi = concat({bi[0], ivar("ci")}, in);
+    Index xi = concat({bi[0], firstIn(bi) + ivar("ci")}, in);
     std::vector<StmtP> inner = {kir::store(Bs, {br, orow * E(OWL) + ow - n0}, asF32(gx.at(x, xi)))};
     E owBegin = kir::max(ivar("owlo"), n0 - orow * E(OWL));
     E owEnd = kir::min(ivar("owhi"), n0 + E(BN) - orow * E(OWL));
@@ -393,12 +412,12 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
     c.bColDecls = nullptr;
     c.bHostCopy = nullptr;
     c.bValid = nullptr;
-    c.bAt = [&gx, x, geo](const Index &bi, E k, E col) {
-      return asF32(gx.at(x, concat({bi[0], k}, unflatIndex(geo.O, col))));
+    c.bAt = [&gx, x, geo, firstIn](const Index &bi, E k, E col) {
+      return asF32(gx.at(x, concat({bi[0], firstIn(bi) + k}, unflatIndex(geo.O, col))));
     };
   }
-  c.outIndex = [geo](const Index &bi, E row, E col) {
-    return concat({bi[0], row}, unflat(geo.O, col));
+  c.outIndex = [geo, firstOut](const Index &bi, E row, E col) {
+    return concat({bi[0], firstOut(bi) + row}, unflat(geo.O, col));
   };
   if (hasBias) {
     const Value *bias = n.operand(2);
@@ -1171,7 +1190,7 @@ kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name
                                    const Knobs &knobs) {
   AICF_CHECK(g.anchor != nullptr, "tiled_contraction needs an anchor (group ", g.id, ")");
   const Node &n = *g.anchor;
-  if (n.op() == Op::ConvTranspose || (n.op() == Op::Conv && n.i("group") != 1) ||
+  if (n.op() == Op::ConvTranspose || (n.op() == Op::Conv && !denseGroups(n)) ||
       directBlockedConv(n))
     return recipeDirectConv(g, name, knobs);
   std::map<const Value *, kir::BufferP> byValue;
@@ -1617,7 +1636,7 @@ public:
   const char *name() const override { return "tiled_contraction"; }
   bool lowers(const Node *a) const override {
     return a && (a->op() == Op::MatMul || a->op() == Op::Gemm ||
-                 (a->op() == Op::Conv && a->i("group") == 1) ||
+                 (a->op() == Op::Conv && denseGroups(*a)) ||
                  (a->op() == Op::BlockedConv && !directBlockedConv(*a)));
   }
   std::optional<MemProperty> requiredProperty() const override {

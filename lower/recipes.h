@@ -156,6 +156,7 @@ struct FlatLoopProblem : kir::ProblemFacts {
 struct ReductionProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // output elements; reduced elements per output
   bool columns = false;      // host column form: 16 outputs per block, one vector state
+  bool perThread = false;    // GPU thread form: one output per thread, a serial fold
 };
 struct NormProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // rows; elements one state summarises
