@@ -96,7 +96,7 @@ def compile_many(jobs, todo):
 
 def aicfc_cmd(args, model, out, flags):
     return ([os.path.join(args.build, "aicfc"), model, "--target", args.target, "-o", out] +
-            hardware(args) + flags)
+            hardware(args) + flags + (args.aicfc_arg or []))
 
 
 def compile_all(args):
@@ -347,6 +347,8 @@ def main():
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--target", default=TARGET, help="cpu dry-runs this script without a GPU")
+    ap.add_argument("--aicfc-arg", action="append",
+                    help="an extra aicfc flag for every compile (repeatable): --aicfc-arg=--no-split-k")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiles at a time")
     args = ap.parse_args()
     phases = {"compile": compile_all, "run": run_all, "check": check_all}

@@ -45,6 +45,7 @@ struct Flags {
   std::string attention = "cost";
   bool noPackWeights = false;
   bool noBlockChannels = false;
+  bool noSplitK = false;
 };
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
@@ -157,6 +158,7 @@ int compile(const Flags &flags) {
   copts.attention = flags.attention;
   copts.packWeights = !flags.noPackWeights;
   copts.blockChannels = !flags.noBlockChannels;
+  copts.splitK = !flags.noSplitK;
   CompiledModel cm = buildModel(*g, copts);
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
   // beside the estimates).
@@ -219,6 +221,9 @@ int main(int argc, char **argv) {
   app.add_flag("--no-block-channels", flags.noBlockChannels,
                "host plans: keep conv chains in NCHW instead of the channel-blocked layout "
                "[N, C/16, H, W, 16] (for comparisons)");
+  app.add_flag("--no-split-k", flags.noSplitK,
+               "GPU plans: never compute a contraction as partial contractions over K slices "
+               "(for comparisons)");
   app.add_option("--attention", flags.attention,
                  "cost: streaming or materialised attention by the cost model; streaming; "
                  "materialized (where exact)")

@@ -15,6 +15,7 @@
 #include "plan/cost_model.h"
 #include "plan/memory_plan.h"
 #include "plan/planner.h"
+#include "plan/split_k_choice.h"
 #include "support/diagnostics.h"
 #include "support/output_folder.h"
 
@@ -187,6 +188,34 @@ void chooseAttention(CompileState &s) {
     s.model.plan.attention.push_back(std::move(d));
   }
   if (!materialized)
+    return;
+  s.model.graph = std::move(copy);
+  s.graph = s.model.graph.get();
+  partition(s);
+}
+
+// GPU plans: a contraction whose output fills few blocks and whose K is deep is computed in K
+// slices where the cost model prices that lower (passes/split_k.h); decided on the partition
+// above like attention, then the graph is partitioned again. After choose-attention, so the
+// materialised attention's matmuls are priced too.
+void splitK(CompileState &s) {
+  if (!s.hw.gpu || !s.opts.splitK)
+    return;
+  std::unique_ptr<Graph> copy = s.graph->clone();
+  PlannerOptions best = s.planner;
+  best.rank = 0; // a structural choice: made on each alternative's best schedules
+  std::vector<SplitKDecision> decisions;
+  SplitKOptions so;
+  so.cost = splitKCostFn(s.hw, best);
+  so.decisions = &decisions;
+  PassManager pm;
+  pm.add(createSplitKPass(std::move(so)));
+  pm.add(createPass("annotate-properties"));
+  PassContext ctx;
+  ctx.target = s.target;
+  bool split = pm.run(*copy, ctx);
+  s.model.plan.splitK = std::move(decisions);
+  if (!split)
     return;
   s.model.graph = std::move(copy);
   s.graph = s.model.graph.get();
@@ -395,6 +424,7 @@ const std::vector<CompileStage> &compileStages() {
       {"pack-weights", packWeights},
       {"partition", partition},
       {"choose-attention", chooseAttention},
+      {"split-k", splitK},
       {"describe-plan", describePlan},
       {"value-buffers", valueBuffers},
       {"plan", plan},
@@ -558,6 +588,17 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     os << "   attention " << d.node << ": " << (d.materialized ? "materialised" : "streaming")
        << " (streaming " << us(d.streamingUs, d.streamingWhy) << "; materialised "
        << us(d.materializedUs, "not offered: " + d.materializedWhy) << ")\n";
+  }
+  for (const SplitKDecision &d : p.splitK) {
+    std::string priced;
+    for (const auto &[n, us] : d.splits) {
+      std::snprintf(line, sizeof line, "%d: %.3g us", n, us);
+      priced += (priced.empty() ? "" : ", ") + std::string(line);
+    }
+    std::snprintf(line, sizeof line, "%.3g us", d.unsplitUs);
+    os << "   split-k " << d.node << ": "
+       << (d.chosen > 1 ? cat(d.chosen, " slices") : std::string("not split")) << " (unsplit "
+       << line << "; " << priced << ")\n";
   }
   for (const RematDecision &d : p.remat) {
     std::string vals;

@@ -47,6 +47,9 @@ struct CompileOptions {
   // Host plans run conv chains on the channel-blocked layout (passes/block_channels.cpp);
   // aicfc --no-block-channels keeps NCHW (for comparisons).
   bool blockChannels = true;
+  // GPU plans: deep contractions with few output tiles computed in K slices where the cost
+  // model prices it lower (passes/split_k.h); aicfc --no-split-k turns it off (comparisons).
+  bool splitK = true;
 };
 
 struct CompiledModel {

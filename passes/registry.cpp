@@ -38,6 +38,9 @@ const PassEntry kPasses[] = {
     // A codegen choice on the graph: the compile driver runs it with the planner's cost callback
     // after the default pipeline, then annotate-properties again (passes/choose_attention.h)
     {"choose-attention", createChooseAttentionPass},
+    // Likewise, for GPU plans: deep contractions with few output tiles in K slices
+    // (passes/split_k.h)
+    {"split-k", createSplitKPass},
     {"annotate-properties", createAnnotatePropertiesPass},
     // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
     {"pack-weights", createPackWeightsPass},

@@ -9,25 +9,6 @@ namespace aicf {
 
 namespace {
 
-// Sum of the planned kernels' costs of `g`, or -1 with `why` when a kernel fits no schedule.
-double planCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts, std::string *why) {
-  FusionOptions fo;
-  fo.rematCost = rematCostFor(hw);
-  Partition part = partitionGraph(g, fo);
-  double total = 0;
-  for (size_t i = 0; i < part.groups.size(); ++i) {
-    PlanDecision d;
-    try {
-      planKernel(part.groups[i], cat("m", i), hw, opts, &d);
-    } catch (const UserError &e) {
-      *why = e.what();
-      return -1;
-    }
-    total += d.chosen.cost.timeUs;
-  }
-  return total;
-}
-
 // Costs both lowerings of the attention group `g` (anchor: an attention node).
 AttentionCost costAttention(const KernelGroup &g, const Hardware &hw, const PlannerOptions &opts,
                             bool offerMaterialized) {
@@ -51,7 +32,7 @@ AttentionCost costAttention(const KernelGroup &g, const Hardware &hw, const Plan
     Node *copy = scratch.addNode(Op::Attention, ops, {a.result()->type()}, a.attrs, a.loc);
     scratch.addOutput(emitMaterializedAttention(scratch, *copy, copy));
     scratch.eraseNode(copy);
-    d.materializedUs = planCost(scratch, hw, opts, &d.materializedWhy);
+    d.materializedUs = plannedGraphCost(scratch, hw, opts, &d.materializedWhy);
   }
   return d;
 }

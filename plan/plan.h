@@ -8,6 +8,7 @@
 #include "ir/types.h"
 #include "lower/fusion.h"
 #include "plan/attention_choice.h"
+#include "plan/split_k_choice.h"
 #include "target/target.h"
 
 #include <cstdint>
@@ -122,6 +123,7 @@ struct Plan {
   std::vector<RematDecision> remat; // store-or-recompute decisions of the fusion (fusion.h)
   std::vector<LayoutFoldRecord> layoutFolds; // fold-or-materialise decisions of the fusion
   std::vector<AttentionDecision> attention;  // streaming or materialised (attention_choice.h)
+  std::vector<SplitKDecision> splitK;        // contractions priced in K slices (split_k.h)
 
   const PlanBuffer *buffer(const std::string &id) const;
   void writeYaml(std::ostream &os) const;

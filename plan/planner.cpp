@@ -155,4 +155,23 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   return std::move(all[pick].k);
 }
 
+double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
+                        std::string *why) {
+  FusionOptions fo;
+  fo.rematCost = rematCostFor(hw);
+  Partition part = partitionGraph(g, fo);
+  double total = 0;
+  for (size_t i = 0; i < part.groups.size(); ++i) {
+    PlanDecision d;
+    try {
+      planKernel(part.groups[i], cat("m", i), hw, opts, &d);
+    } catch (const UserError &e) {
+      *why = e.what();
+      return -1;
+    }
+    total += d.chosen.cost.timeUs;
+  }
+  return total;
+}
+
 } // namespace aicf

@@ -52,6 +52,12 @@ struct PlanDecision {
 kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hardware &hw,
                        const PlannerOptions &opts, PlanDecision *decision);
 
+// The summed planned time of every kernel of graph `g` (partitioned as the compile driver does),
+// or -1 with the planner's reason in `why` when a kernel fits no schedule. The structural choices
+// (attention's form, split-k) price their alternatives on scratch graphs with it.
+double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
+                        std::string *why);
+
 // "BM=64 BN=128 BK=32" (knobs in name order).
 std::string knobsText(const KnobSet &knobs);
 

@@ -1,0 +1,166 @@
+// split-k (passes/split_k.h) and the kernels it relies on: on a GPU plan a deep contraction with
+// few output tiles is computed as partial contractions over K slices (a grouped conv, a batched
+// matmul) and a per-output sum that applies the bias and the epilogue. The plans are built for
+// the GPU and run here through the host printer (the SIMT rule), against the interpreter:
+// |got - want| <= 1e-4 + 1e-4 |want| (the slices' partial sums reassociate the k sum). Also:
+// grouped convs of wide groups lower as tiled contractions on both plans, depthwise ones stay
+// direct convs.
+#include "driver/compile.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "runtime/aicf_runtime.h"
+#include "support/diagnostics.h"
+#include "target/target.h"
+#include "tests/unit/test_files.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace aicf;
+
+namespace {
+
+// A 3 x 3 conv over 256 channels on a 4 x 4 map (K = 2304, 64 x 16 outputs: one 32 x 32 tile
+// per 32 channels) with bias, residual and relu; a classifier gemm (K = 512, B stored
+// transposed) with C and tanh; a matmul with a unit batch dim.
+const char *kNet =
+    R"(graph @deep(%x: f32[1,256,4,4], %r: f32[1,64,4,4], %a: f32[1,512], %m: f32[1,2,384]) -> (%y: f32[1,64,4,4], %z: f32[1,100], %p: f32[1,2,48]) {
+  %w = weight f32[64,256,3,3]
+  %b = weight f32[64]
+  %v = weight f32[100,512]
+  %c = weight f32[100]
+  %u = weight f32[384,48]
+  %y = conv(%x, %w, %b, %r) {pads = [1, 1, 1, 1], strides = [1, 1], dilations = [1, 1], group = 1, epilogue = ["add", "relu"]}
+  %z = gemm(%a, %v, %c) {transB = 1, epilogue = ["tanh"]}
+  %p = matmul(%m, %u)
+  return %y, %z, %p
+}
+)";
+
+void fillWeights(Graph &g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  for (Value *w : g.weights()) {
+    auto t = std::make_shared<Tensor>(w->type());
+    float *d = t->data<float>();
+    for (int64_t i = 0; i < t->numel(); ++i)
+      d[i] = dist(rng);
+    w->setData(t);
+  }
+}
+
+void checkClose(const Tensor &got, const Tensor &want) {
+  REQUIRE(got.numel() == want.numel());
+  int64_t bad = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double err = std::fabs(got.getDouble(i) - want.getDouble(i));
+    worst = std::max(worst, err);
+    bad += err <= 1e-4 + 1e-4 * std::fabs(want.getDouble(i)) ? 0 : 1;
+  }
+  MESSAGE("max abs error ", worst);
+  CHECK_MESSAGE(bad == 0, bad, " elements outside tolerance");
+}
+
+// Compiles `g` with `opts`, runs it through the runtime on `in` and checks every output against
+// the interpreter's; returns the compiled model.
+CompiledModel compileRunCheck(const Graph &g, const CompileOptions &opts,
+                              const std::vector<Tensor> &in) {
+  std::vector<Tensor> want = interpret(g, in);
+  CompiledModel cm = buildModel(g, opts);
+  std::string out = (test_files::scratchDir("aicf_split_k_") / "net").string();
+  writeArtifacts(g, cm, opts, out);
+  aicf_model *m = aicf_open(out.c_str());
+  REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
+  std::vector<Tensor> got;
+  std::vector<const void *> ip;
+  std::vector<void *> op;
+  for (const Tensor &t : in)
+    ip.push_back(t.raw());
+  for (const Tensor &t : want)
+    got.emplace_back(t.type());
+  for (Tensor &t : got)
+    op.push_back(t.raw());
+  REQUIRE_MESSAGE(aicf_run(m, ip.data(), op.data()) == 0, aicf_last_error());
+  aicf_close(m);
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    checkClose(got[i], want[i]);
+  }
+  return cm;
+}
+
+int countOps(const Graph &g, Op op) {
+  int n = 0;
+  for (const Node *x : g.nodes())
+    n += x->op() == op;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("split-k: a GPU plan computes deep contractions in K slices, matching the interpreter") {
+  std::unique_ptr<Graph> g = parseGraph(kNet, "deep.mcir");
+  fillWeights(*g, 11);
+  std::vector<Tensor> in = randomInputs(*g, 12);
+  CompileOptions gpu;
+  gpu.planFor = Target::parseSpec("cuda:sm_90");
+  CompiledModel cm = compileRunCheck(*g, gpu, in);
+  // Every contraction priced; the conv and the gemm are split (each fills a handful of the
+  // H100's 132 SMs unsplit), and their sums are reductions of the GPU's thread form.
+  REQUIRE(cm.plan.splitK.size() == 3);
+  for (const SplitKDecision &d : cm.plan.splitK) {
+    CAPTURE(d.node);
+    CHECK(d.unsplitUs > 0);
+    CHECK(!d.splits.empty());
+  }
+  CHECK(cm.plan.splitK[0].chosen > 1);
+  CHECK(cm.plan.splitK[1].chosen > 1);
+  REQUIRE(cm.graph != nullptr);
+  CHECK(countOps(*cm.graph, Op::ReduceSum) >= 2);
+  bool grouped = false;
+  for (const Node *n : cm.graph->nodes())
+    grouped = grouped || (n->op() == Op::Conv && n->i("group") == cm.plan.splitK[0].chosen);
+  CHECK(grouped);
+  int threadForm = 0;
+  for (const kir::Kernel &k : cm.kernels)
+    threadForm += k.recipe == "reduction" && k.grid.size() == 1 && k.threads > 1;
+  CHECK(threadForm >= 2);
+
+  // --no-split-k, and host plans, keep every contraction whole.
+  CompileOptions off = gpu;
+  off.splitK = false;
+  CompiledModel whole = compileRunCheck(*g, off, in);
+  CHECK(whole.plan.splitK.empty());
+  CompiledModel host = buildModel(*g, CompileOptions{});
+  CHECK(host.plan.splitK.empty());
+}
+
+TEST_CASE("split-k: grouped convs of wide groups are tiled contractions on host and GPU plans") {
+  std::unique_ptr<Graph> g =
+      parseGraph(R"(graph @groups(%x: f32[2,64,9,9]) -> (%y: f32[2,32,5,5], %d: f32[2,64,9,9]) {
+  %w = weight f32[32,16,3,3]
+  %b = weight f32[32]
+  %wd = weight f32[64,1,3,3]
+  %y = conv(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2], dilations = [1, 1], group = 4, epilogue = ["relu"]}
+  %d = conv(%x, %wd) {pads = [1, 1, 1, 1], strides = [1, 1], dilations = [1, 1], group = 64}
+  return %y, %d
+}
+)",
+                 "groups.mcir");
+  fillWeights(*g, 13);
+  std::vector<Tensor> in = randomInputs(*g, 14);
+  for (const char *plan : {"cpu", "cuda:sm_90"}) {
+    CAPTURE(plan);
+    CompileOptions opts;
+    opts.planFor = Target::parseSpec(plan);
+    opts.blockChannels = false; // the NCHW convs themselves
+    CompiledModel cm = compileRunCheck(*g, opts, in);
+    std::vector<std::string> recipes;
+    for (const kir::Kernel &k : cm.kernels)
+      recipes.push_back(k.recipe);
+    CHECK(recipes == std::vector<std::string>{"tiled_contraction", "direct_conv"});
+  }
+}
