@@ -412,6 +412,12 @@ private:
     line(ind, "}");
   }
 
+  // Each k step is a rank-1 update of the thread's tm x tn accumulators from a column of A's
+  // tile and a row of B's. Shared-memory offsets are 32-bit (tiles are far below 2^31 floats)
+  // and the k loop is unrolled by 4, so the address arithmetic folds into the loads. With f32
+  // tiles whose k extent is a multiple of 4, four k steps share 128-bit loads: a float4 of A per
+  // row (A's tile is row-major, [m, k]) and float4s of B's rows where tn is a multiple of 4 (the
+  // thread's columns start at a multiple of tn). Same products, same k order per accumulator.
   void mmaTile(int ind, const Stmt &s) override {
     AICF_CHECK(!s.views, "cuda printer: mma_tile operand views are a host-plan form (", k_.name,
                ")");
@@ -419,30 +425,68 @@ private:
     line(ind, "{ // mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
                   " (m = " + num(s.m) + ", n = " + num(s.n) + ", k = " + num(s.k) +
                   ", tm = " + num(s.tm) + ", tn = " + num(s.tn) + ")");
-    line(ind + 1, "const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / " +
-                      intLiteral(colTiles) + " * " + intLiteral(s.tm) +
-                      ", aicf_c0 = static_cast<int64_t>(threadIdx.x) % " + intLiteral(colTiles) +
-                      " * " + intLiteral(s.tn) + ";");
-    line(ind + 1, "for (int64_t aicf_k = 0; aicf_k < " + intLiteral(s.k) + "; ++aicf_k) {");
+    line(ind + 1, "const int aicf_r0 = static_cast<int>(threadIdx.x) / " + num(colTiles) + " * " +
+                      num(s.tm) + ", aicf_c0 = static_cast<int>(threadIdx.x) % " + num(colTiles) +
+                      " * " + num(s.tn) + ";");
+    bool f32 = s.a->dtype == DType::F32 && s.b->dtype == DType::F32 &&
+               s.a->scope == Scope::Shared && s.b->scope == Scope::Shared;
+    if (f32 && s.k % 4 == 0) {
+      bool bVec = s.tn % 4 == 0 && s.n % 4 == 0;
+      line(ind + 1, "for (int aicf_k = 0; aicf_k < " + num(s.k) + "; aicf_k += 4) {");
+      line(ind + 2, "float4 aicf_a[" + num(s.tm) + "];");
+      line(0, "#pragma unroll");
+      line(ind + 2, "for (int aicf_i = 0; aicf_i < " + num(s.tm) + "; ++aicf_i)");
+      line(ind + 3, "aicf_a[aicf_i] = *reinterpret_cast<const float4 *>(&" + s.a->name +
+                        "[(aicf_r0 + aicf_i) * " + num(s.k) + " + aicf_k]);");
+      line(0, "#pragma unroll");
+      line(ind + 2, "for (int aicf_q = 0; aicf_q < 4; ++aicf_q) {");
+      line(ind + 3, "float aicf_b[" + num(s.tn) + "];");
+      std::string row = "(aicf_k + aicf_q) * " + num(s.n) + " + aicf_c0";
+      if (bVec) {
+        line(0, "#pragma unroll");
+        line(ind + 3, "for (int aicf_j = 0; aicf_j < " + num(s.tn) + "; aicf_j += 4)");
+        line(ind + 4, "*reinterpret_cast<float4 *>(&aicf_b[aicf_j]) = "
+                      "*reinterpret_cast<const float4 *>(&" +
+                          s.b->name + "[" + row + " + aicf_j]);");
+      } else {
+        line(0, "#pragma unroll");
+        line(ind + 3, "for (int aicf_j = 0; aicf_j < " + num(s.tn) + "; ++aicf_j)");
+        line(ind + 4, "aicf_b[aicf_j] = " + s.b->name + "[" + row + " + aicf_j];");
+      }
+      line(0, "#pragma unroll");
+      line(ind + 3, "for (int aicf_i = 0; aicf_i < " + num(s.tm) + "; ++aicf_i) {");
+      line(ind + 4, "const float aicf_ai = aicf_q == 0 ? aicf_a[aicf_i].x : aicf_q == 1 ? "
+                    "aicf_a[aicf_i].y : aicf_q == 2 ? aicf_a[aicf_i].z : aicf_a[aicf_i].w;");
+      line(0, "#pragma unroll");
+      line(ind + 4, "for (int aicf_j = 0; aicf_j < " + num(s.tn) + "; ++aicf_j)");
+      line(ind + 5,
+           s.c->name + "[aicf_i * " + num(s.tn) + " + aicf_j] += aicf_ai * aicf_b[aicf_j];");
+      line(ind + 3, "}");
+      line(ind + 2, "}");
+      line(ind + 1, "}");
+      line(ind, "}");
+      return;
+    }
+    line(0, "#pragma unroll 4");
+    line(ind + 1, "for (int aicf_k = 0; aicf_k < " + num(s.k) + "; ++aicf_k) {");
     line(ind + 2, "float aicf_a[" + num(s.tm) + "], aicf_b[" + num(s.tn) + "];");
     line(0, "#pragma unroll");
-    line(ind + 2, "for (int64_t aicf_i = 0; aicf_i < " + intLiteral(s.tm) + "; ++aicf_i)");
-    line(ind + 3, "aicf_a[aicf_i] = " +
-                      widen(s.a->dtype,
-                            s.a->name + "[(aicf_r0 + aicf_i) * " + intLiteral(s.k) + " + aicf_k]") +
-                      ";");
+    line(ind + 2, "for (int aicf_i = 0; aicf_i < " + num(s.tm) + "; ++aicf_i)");
+    line(ind + 3,
+         "aicf_a[aicf_i] = " +
+             widen(s.a->dtype, s.a->name + "[(aicf_r0 + aicf_i) * " + num(s.k) + " + aicf_k]") +
+             ";");
     line(0, "#pragma unroll");
-    line(ind + 2, "for (int64_t aicf_j = 0; aicf_j < " + intLiteral(s.tn) + "; ++aicf_j)");
-    line(ind + 3, "aicf_b[aicf_j] = " +
-                      widen(s.b->dtype,
-                            s.b->name + "[aicf_k * " + intLiteral(s.n) + " + aicf_c0 + aicf_j]") +
-                      ";");
+    line(ind + 2, "for (int aicf_j = 0; aicf_j < " + num(s.tn) + "; ++aicf_j)");
+    line(ind + 3,
+         "aicf_b[aicf_j] = " +
+             widen(s.b->dtype, s.b->name + "[aicf_k * " + num(s.n) + " + aicf_c0 + aicf_j]") + ";");
     line(0, "#pragma unroll");
-    line(ind + 2, "for (int64_t aicf_i = 0; aicf_i < " + intLiteral(s.tm) + "; ++aicf_i)");
+    line(ind + 2, "for (int aicf_i = 0; aicf_i < " + num(s.tm) + "; ++aicf_i)");
     line(0, "#pragma unroll");
-    line(ind + 3, "for (int64_t aicf_j = 0; aicf_j < " + intLiteral(s.tn) + "; ++aicf_j)");
-    line(ind + 4, s.c->name + "[aicf_i * " + intLiteral(s.tn) +
-                      " + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];");
+    line(ind + 3, "for (int aicf_j = 0; aicf_j < " + num(s.tn) + "; ++aicf_j)");
+    line(ind + 4,
+         s.c->name + "[aicf_i * " + num(s.tn) + " + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];");
     line(ind + 1, "}");
     line(ind, "}");
   }

@@ -86,20 +86,26 @@ extern "C" __global__ void __launch_bounds__(256) k0_gemm(const float *__restric
     }
     __syncthreads();
     { // mma_tile C += As x Bs (m = 32, n = 32, k = 32, tm = 2, tn = 2)
-      const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / 16L * 2L, aicf_c0 = static_cast<int64_t>(threadIdx.x) % 16L * 2L;
-      for (int64_t aicf_k = 0; aicf_k < 32L; ++aicf_k) {
-        float aicf_a[2], aicf_b[2];
+      const int aicf_r0 = static_cast<int>(threadIdx.x) / 16 * 2, aicf_c0 = static_cast<int>(threadIdx.x) % 16 * 2;
+      for (int aicf_k = 0; aicf_k < 32; aicf_k += 4) {
+        float4 aicf_a[2];
 #pragma unroll
-        for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
-          aicf_a[aicf_i] = As[(aicf_r0 + aicf_i) * 32L + aicf_k];
+        for (int aicf_i = 0; aicf_i < 2; ++aicf_i)
+          aicf_a[aicf_i] = *reinterpret_cast<const float4 *>(&As[(aicf_r0 + aicf_i) * 32 + aicf_k]);
 #pragma unroll
-        for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
-          aicf_b[aicf_j] = Bs[aicf_k * 32L + aicf_c0 + aicf_j];
+        for (int aicf_q = 0; aicf_q < 4; ++aicf_q) {
+          float aicf_b[2];
 #pragma unroll
-        for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
+          for (int aicf_j = 0; aicf_j < 2; ++aicf_j)
+            aicf_b[aicf_j] = Bs[(aicf_k + aicf_q) * 32 + aicf_c0 + aicf_j];
 #pragma unroll
-          for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
-            C[aicf_i * 2L + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];
+          for (int aicf_i = 0; aicf_i < 2; ++aicf_i) {
+            const float aicf_ai = aicf_q == 0 ? aicf_a[aicf_i].x : aicf_q == 1 ? aicf_a[aicf_i].y : aicf_q == 2 ? aicf_a[aicf_i].z : aicf_a[aicf_i].w;
+#pragma unroll
+            for (int aicf_j = 0; aicf_j < 2; ++aicf_j)
+              C[aicf_i * 2 + aicf_j] += aicf_ai * aicf_b[aicf_j];
+          }
+        }
       }
     }
     __syncthreads();
@@ -163,20 +169,26 @@ extern "C" __global__ void __launch_bounds__(256) k1_gemm(const float *__restric
     }
     __syncthreads();
     { // mma_tile C += As x Bs (m = 32, n = 32, k = 32, tm = 2, tn = 2)
-      const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / 16L * 2L, aicf_c0 = static_cast<int64_t>(threadIdx.x) % 16L * 2L;
-      for (int64_t aicf_k = 0; aicf_k < 32L; ++aicf_k) {
-        float aicf_a[2], aicf_b[2];
+      const int aicf_r0 = static_cast<int>(threadIdx.x) / 16 * 2, aicf_c0 = static_cast<int>(threadIdx.x) % 16 * 2;
+      for (int aicf_k = 0; aicf_k < 32; aicf_k += 4) {
+        float4 aicf_a[2];
 #pragma unroll
-        for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
-          aicf_a[aicf_i] = As[(aicf_r0 + aicf_i) * 32L + aicf_k];
+        for (int aicf_i = 0; aicf_i < 2; ++aicf_i)
+          aicf_a[aicf_i] = *reinterpret_cast<const float4 *>(&As[(aicf_r0 + aicf_i) * 32 + aicf_k]);
 #pragma unroll
-        for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
-          aicf_b[aicf_j] = Bs[aicf_k * 32L + aicf_c0 + aicf_j];
+        for (int aicf_q = 0; aicf_q < 4; ++aicf_q) {
+          float aicf_b[2];
 #pragma unroll
-        for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
+          for (int aicf_j = 0; aicf_j < 2; ++aicf_j)
+            aicf_b[aicf_j] = Bs[(aicf_k + aicf_q) * 32 + aicf_c0 + aicf_j];
 #pragma unroll
-          for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
-            C[aicf_i * 2L + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];
+          for (int aicf_i = 0; aicf_i < 2; ++aicf_i) {
+            const float aicf_ai = aicf_q == 0 ? aicf_a[aicf_i].x : aicf_q == 1 ? aicf_a[aicf_i].y : aicf_q == 2 ? aicf_a[aicf_i].z : aicf_a[aicf_i].w;
+#pragma unroll
+            for (int aicf_j = 0; aicf_j < 2; ++aicf_j)
+              C[aicf_i * 2 + aicf_j] += aicf_ai * aicf_b[aicf_j];
+          }
+        }
       }
     }
     __syncthreads();
@@ -243,20 +255,26 @@ extern "C" __global__ void __launch_bounds__(256) k2_gemm(const float *__restric
     }
     __syncthreads();
     { // mma_tile C += As x Bs (m = 32, n = 32, k = 32, tm = 2, tn = 2)
-      const int64_t aicf_r0 = static_cast<int64_t>(threadIdx.x) / 16L * 2L, aicf_c0 = static_cast<int64_t>(threadIdx.x) % 16L * 2L;
-      for (int64_t aicf_k = 0; aicf_k < 32L; ++aicf_k) {
-        float aicf_a[2], aicf_b[2];
+      const int aicf_r0 = static_cast<int>(threadIdx.x) / 16 * 2, aicf_c0 = static_cast<int>(threadIdx.x) % 16 * 2;
+      for (int aicf_k = 0; aicf_k < 32; aicf_k += 4) {
+        float4 aicf_a[2];
 #pragma unroll
-        for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
-          aicf_a[aicf_i] = As[(aicf_r0 + aicf_i) * 32L + aicf_k];
+        for (int aicf_i = 0; aicf_i < 2; ++aicf_i)
+          aicf_a[aicf_i] = *reinterpret_cast<const float4 *>(&As[(aicf_r0 + aicf_i) * 32 + aicf_k]);
 #pragma unroll
-        for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
-          aicf_b[aicf_j] = Bs[aicf_k * 32L + aicf_c0 + aicf_j];
+        for (int aicf_q = 0; aicf_q < 4; ++aicf_q) {
+          float aicf_b[2];
 #pragma unroll
-        for (int64_t aicf_i = 0; aicf_i < 2L; ++aicf_i)
+          for (int aicf_j = 0; aicf_j < 2; ++aicf_j)
+            aicf_b[aicf_j] = Bs[(aicf_k + aicf_q) * 32 + aicf_c0 + aicf_j];
 #pragma unroll
-          for (int64_t aicf_j = 0; aicf_j < 2L; ++aicf_j)
-            C[aicf_i * 2L + aicf_j] += aicf_a[aicf_i] * aicf_b[aicf_j];
+          for (int aicf_i = 0; aicf_i < 2; ++aicf_i) {
+            const float aicf_ai = aicf_q == 0 ? aicf_a[aicf_i].x : aicf_q == 1 ? aicf_a[aicf_i].y : aicf_q == 2 ? aicf_a[aicf_i].z : aicf_a[aicf_i].w;
+#pragma unroll
+            for (int aicf_j = 0; aicf_j < 2; ++aicf_j)
+              C[aicf_i * 2 + aicf_j] += aicf_ai * aicf_b[aicf_j];
+          }
+        }
       }
     }
     __syncthreads();
