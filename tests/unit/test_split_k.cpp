@@ -11,14 +11,14 @@
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 #include "target/target.h"
+#include "tests/unit/graph_checks.h"
 #include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
-#include <cmath>
-#include <random>
-
 using namespace aicf;
+using graph_checks::checkClose;
+using graph_checks::fillWeights;
 
 namespace {
 
@@ -38,31 +38,6 @@ const char *kNet =
   return %y, %z, %p
 }
 )";
-
-void fillWeights(Graph &g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  for (Value *w : g.weights()) {
-    auto t = std::make_shared<Tensor>(w->type());
-    float *d = t->data<float>();
-    for (int64_t i = 0; i < t->numel(); ++i)
-      d[i] = dist(rng);
-    w->setData(t);
-  }
-}
-
-void checkClose(const Tensor &got, const Tensor &want) {
-  REQUIRE(got.numel() == want.numel());
-  int64_t bad = 0;
-  double worst = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double err = std::fabs(got.getDouble(i) - want.getDouble(i));
-    worst = std::max(worst, err);
-    bad += err <= 1e-4 + 1e-4 * std::fabs(want.getDouble(i)) ? 0 : 1;
-  }
-  MESSAGE("max abs error ", worst);
-  CHECK_MESSAGE(bad == 0, bad, " elements outside tolerance");
-}
 
 // Compiles `g` with `opts`, runs it through the runtime on `in` and checks every output against
 // the interpreter's; returns the compiled model.
