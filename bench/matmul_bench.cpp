@@ -16,11 +16,11 @@
 #include "kir/kir.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
+#include "runtime/thread_pool.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 
 #include <CLI/CLI.hpp>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -148,7 +148,6 @@ int run(const Flags &f) {
     std::vector<float> C(f.m * f.n);
     void *args[] = {A.data(), B.data(), C.data()};
 
-    omp_set_num_threads(1);
     fn(args);
     // Check every 7th row against a double reference (|A|, |B| < 1, f32 accumulation).
     double maxErr = 0;
@@ -165,13 +164,27 @@ int run(const Flags &f) {
       throw UserError(cat("wrong result: max abs error ", maxErr));
 
     const double flops = 2.0 * f.m * f.n * f.k;
+    // As the runtime runs a step: the grid's blocks in chunks on a pool of `threads`.
+    int64_t blocks = 1;
+    for (const auto &[axis, extent] : kernel.grid)
+      blocks *= extent;
+    struct Call {
+      LoadedLibrary::KernelFn fn;
+      void *const *args;
+      int64_t blocks;
+      static void chunk(void *self, int64_t c) {
+        const Call &k = *static_cast<const Call *>(self);
+        k.fn.fn(k.args, c, c + 1);
+      }
+    } call{fn, args, blocks};
     for (int threads : {1, 2}) {
-      omp_set_num_threads(threads);
-      fn(args); // warm-up
+      aicf::rt::ThreadPool pool(threads);
+      auto run = [&] { pool.run(blocks, &Call::chunk, &call); };
+      run(); // warm-up
       std::vector<double> secs;
       for (int r = 0; r < f.reps; ++r) {
         auto t0 = std::chrono::steady_clock::now();
-        fn(args);
+        run();
         secs.push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }

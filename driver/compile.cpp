@@ -332,6 +332,13 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   st.bytes = cost.bytes;
   st.flops = cost.flops;
   st.timeUs = cost.timeUs;
+  if (!s.target.gpu()) {
+    int64_t blocks = 1;
+    for (int64_t e : st.grid)
+      blocks *= e;
+    // A GPU plan run here (--plan-for) has no host cost: its blocks in up to 64 chunks.
+    st.chunks = s.hw.gpu ? std::min<int64_t>(blocks, 64) : hostChunks(s.hw, blocks, cost.timeUs);
+  }
   if (s.hw.gpu) {
     st.occupancy = cost.occupancy.fraction;
     st.registers = cost.registers;
@@ -405,10 +412,12 @@ void printSource(CompileState &s) {
     return;
   }
   m.source = printHostSource(m.kernels);
-  m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n#include <omp.h>\n";
+  m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n";
   m.source += "#if AICF_IN_PART(0)\n"; // (in the first part of a parallel build)
   m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + layout + "\"; }\n";
-  m.source += "extern \"C\" void aicf_set_num_threads(int n) { omp_set_num_threads(n); }\n";
+  // Kernel ABI 2: NAME(args, lo, hi) runs blocks [lo, hi) (ABI 1 kernels ran the whole grid
+  // in an OpenMP region); the runtime refuses a folder without this marker.
+  m.source += "extern \"C\" int aicf_host_abi(void) { return 2; }\n";
   m.source += "#endif\n";
 }
 

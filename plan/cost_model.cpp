@@ -346,4 +346,12 @@ LayoutCostFn layoutCostFor(const Hardware &hw) {
   return [&hw](const LayoutRead &r) { return layoutFoldCost(hw, r); };
 }
 
+int64_t hostChunks(const Hardware &hw, int64_t blocks, double timeUs) {
+  double work = timeUs * double(std::max<int64_t>(1, hw.cores)); // one core's time
+  if (blocks <= 1 || work < kHostSerialUs)
+    return 1;
+  int64_t chunks = static_cast<int64_t>(std::ceil(work / kHostChunkUs));
+  return std::clamp<int64_t>(chunks, 1, std::min<int64_t>(blocks, 0xffff));
+}
+
 } // namespace aicf

@@ -78,6 +78,15 @@ RematCost rematerializationCost(const Hardware &hw, int64_t inBytes, int64_t out
 // The fusion's cost callback for `hw` (the description must outlive the callback).
 RematCostFn rematCostFor(const Hardware &hw);
 
+// Host plans: into how many chunks the runtime's thread pool (runtime/thread_pool.h) cuts a step
+// of `blocks` blocks predicted to take `timeUs` on `hw` (all its cores). Each chunk holds about
+// kHostChunkUs of one core's work: a claim and a call cost well under a microsecond, and small
+// chunks let the other threads take a descheduled thread's share. At most one chunk per block;
+// a step under kHostSerialUs of work runs whole on the calling thread, since waking a worker
+// would cost more than it saves (plan.yaml launch.chunks).
+inline constexpr double kHostChunkUs = 10.0, kHostSerialUs = 10.0;
+int64_t hostChunks(const Hardware &hw, int64_t blocks, double timeUs);
+
 // Fold or materialise a layout op (lower/fusion.h, rule 0), for one read of its result. A read
 // through the map costs what its stride wastes: each element read pulls a transaction (a host
 // cache line, a GPU sector: uncoalesced) of min(stride, transaction) bytes instead of its own

@@ -58,6 +58,7 @@ struct PlanStep {
   std::map<std::string, std::string> attrs; // typed text (the graph attributes, printed)
   std::vector<int64_t> grid;
   int64_t threads = 1;
+  int64_t chunks = 0; // host plans: the pool's chunks for the grid's blocks (cost_model.h)
   int64_t sharedBytes = 0;
   bool inPlace = false; // an output shares an input's storage
   std::vector<std::string> properties;

@@ -57,8 +57,10 @@ int aicf_num_outputs(const aicf_model *m);
 int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out);
 int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out);
 
-/* Threads used by the kernels (OpenMP), 1 to AICF_MAX_THREADS; 0 on success, 1 (with a message)
- * for a count outside that range. No effect on cuda plans. */
+/* cpu plans: the threads that run the model's steps, the calling thread included (the model's
+ * own pool; default: the machine's hardware threads), 1 to AICF_MAX_THREADS; 0 on success, 1
+ * (with a message) for a count outside that range. Takes effect at the next aicf_run; not to be
+ * called while a run of the same model is in flight. No effect on cuda plans. */
 #define AICF_MAX_THREADS 1024
 int aicf_set_num_threads(aicf_model *m, int n);
 

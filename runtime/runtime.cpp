@@ -7,6 +7,7 @@
 #include "runtime/aicf_runtime.h"
 #include "runtime/cudart.h"
 #include "runtime/isa_features.h"
+#include "runtime/thread_pool.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -28,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <sys/mman.h>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -65,12 +67,15 @@ struct Buffer {
   int storage = -1; // buffer whose memory this one uses (itself unless an alias)
 };
 
-using KernelFn = void (*)(void *const *);
+// Host kernel ABI 2 (aicf_host_abi): the blocks [lo, hi) of the kernel's flattened grid.
+using KernelFn = void (*)(void *const *, int64_t, int64_t);
 using LaunchFn = int (*)(void *const *, aicf::rt::CudaStream); // returns a cudaError_t
 
 struct Step {
   std::string kind, symbol;
   KernelFn fn = nullptr;     // cpu plans
+  int64_t blocks = 1;        // cpu plans: the grid's blocks (launch.grid)
+  int64_t chunks = 1;        // cpu plans: how many pieces the thread pool runs them in
   LaunchFn launch = nullptr; // cuda plans; neither for a built-in copy step
   std::vector<int> args;     // buffer indices: inputs then outputs
   size_t numInputs = 0;
@@ -151,10 +156,14 @@ struct aicf_model {
   std::unique_ptr<Aligned> weights, arena;
   int64_t weightsBytes = 0, arenaBytes = 0;
   void *so = nullptr;
-  void (*setThreads)(int) = nullptr;
+  // cpu plans: the thread count (aicf_set_num_threads; default: the hardware threads) and the
+  // pool, made on the first run after the count is set.
+  int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::unique_ptr<aicf::rt::ThreadPool> pool;
   std::vector<void *> ptrs; // per buffer, filled per run
   ~aicf_model() {
-    dev.reset(); // device memory and graphs go before the kernels' library
+    pool.reset(); // the workers stop before the kernels' library goes
+    dev.reset();  // device memory and graphs go before the kernels' library
     if (so)
       dlclose(so);
   }
@@ -318,24 +327,6 @@ void checkIsa(const YAML::Node &target, const std::string &dir) {
   throw MachineError(cat("folder ", dir, " needs ", missing,
                          ", which this CPU lacks (compiled with --cpu-arch ", arch,
                          "; recompile it with a --cpu-arch this CPU supports, e.g. x86-64-v2)"));
-}
-
-// libmodel.so brings in the OpenMP runtime (libgomp), whose worker threads outlive each parallel
-// region and wait inside its code. When the model is the only user of libgomp (a C program that
-// links just the aicf runtime), dlclose(libmodel.so) would unmap libgomp under those live threads:
-// SIGSEGV in aicf_close or at exit. So once a model has loaded an OpenMP runtime, it stays for the
-// life of the process (RTLD_NOLOAD: nothing new is loaded; RTLD_NODELETE: never unloaded). That is
-// one library and its idle thread pool, which the next model reuses, however many folders are
-// opened and closed. RTLD_NODELETE on libmodel.so instead would keep every folder's code mapped
-// forever, and make a recompiled folder at the same path load its old library again.
-void pinOpenMpRuntime() {
-  static std::mutex mu;
-  static const char *const names[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so"};
-  static bool pinned[std::size(names)] = {};
-  std::lock_guard<std::mutex> lock(mu);
-  for (size_t i = 0; i < std::size(names); ++i)
-    if (!pinned[i] && dlopen(names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
-      pinned[i] = true; // the handle is kept: a reference for the life of the process
 }
 
 int64_t align64(int64_t n) {
@@ -510,11 +501,16 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
   m.so = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m.so)
     throw Error(cat("cannot load ", soPath, ": ", dlerror()));
-  pinOpenMpRuntime();
   auto layoutFn = reinterpret_cast<const char *(*)()>(dlsym(m.so, "aicf_layout"));
-  m.setThreads = reinterpret_cast<void (*)(int)>(dlsym(m.so, "aicf_set_num_threads"));
-  if (!layoutFn || (!m.cuda && !m.setThreads))
+  if (!layoutFn)
     throw Error(cat(soPath, " is not an aicf model library"));
+  if (!m.cuda) {
+    auto abi = reinterpret_cast<int (*)()>(dlsym(m.so, "aicf_host_abi"));
+    if (!abi || abi() != 2)
+      throw Error(cat(soPath, " was built for another host kernel interface (",
+                      abi ? cat("ABI ", abi()) : std::string("no aicf_host_abi"),
+                      ", this runtime runs ABI 2): compile the model again with this aicfc"));
+  }
   std::string layout;
   for (const YAML::Node &s : needSequence(plan["steps"], "steps")) {
     Step st;
@@ -548,6 +544,15 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
       st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
       if (!st.fn)
         throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
+      // The grid's blocks (a kernel without grid axes is one block) and the pool's chunks.
+      YAML::Node launch = need(s, "launch", what);
+      for (const YAML::Node &e :
+           needSequence(need(launch, "grid", what + ": launch"), what + ": launch.grid"))
+        if (__builtin_mul_overflow(st.blocks, toInt(e, what + ": launch.grid extent", 1, kMaxDim),
+                                   &st.blocks))
+          throw Error(cat(what, ": launch.grid overflows"));
+      st.chunks = readInt(launch, "chunks", what + ": launch", 1,
+                          std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks));
     }
     if (st.fn || st.launch) {
       layout += st.symbol + ":";
@@ -640,9 +645,22 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// One step's call for the pool: chunk c runs blocks [blocks c / chunks, blocks (c + 1) / chunks).
+struct StepCall {
+  KernelFn fn;
+  void *const *args;
+  int64_t blocks, chunks;
+  static void run(void *self, int64_t c) {
+    const StepCall &s = *static_cast<const StepCall *>(self);
+    s.fn(s.args, s.blocks * c / s.chunks, s.blocks * (c + 1) / s.chunks);
+  }
+};
+
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
   bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
                static_cast<char *>(m.arena->ptr));
+  if (!m.pool || m.pool->threads() != m.threads)
+    m.pool = std::make_unique<aicf::rt::ThreadPool>(m.threads);
   std::vector<void *> args;
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const Step &st = m.steps[s];
@@ -654,7 +672,8 @@ void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, dou
       args.clear();
       for (int a : st.args)
         args.push_back(m.ptrs[a]);
-      st.fn(args.data());
+      StepCall call{st.fn, args.data(), st.blocks, st.chunks};
+      m.pool->run(st.chunks, &StepCall::run, &call);
     }
     if (times)
       times[s] = secondsSince(t0);
@@ -842,8 +861,7 @@ int aicf_set_num_threads(aicf_model *m, int n) {
   // (alloca): an absurd count overflows it. Refused rather than clamped, so the caller knows.
   if (n < 1 || n > AICF_MAX_THREADS)
     return fail(cat("aicf_set_num_threads: ", n, " threads; expected 1 to ", AICF_MAX_THREADS));
-  if (m->setThreads) // cuda plans: no host threads to set
-    m->setThreads(n);
+  m->threads = n; // cpu plans: the next run uses a pool of n threads; no effect on cuda plans
   return 0;
 }
 int aicf_set_cuda_graph(aicf_model *m, int enabled) {

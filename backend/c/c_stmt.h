@@ -29,8 +29,11 @@ protected:
   std::string forHead(const kir::Stmt &s) const;
   // "// kernel NAME (recipe): grid(axis: extent, ...) block(t: threads)" and a newline.
   void kernelComment();
-  // "[[maybe_unused]] " unless the kernel body uses the buffer.
+  // "[[maybe_unused]] " unless the kernel body uses the buffer / the variable.
   std::string maybeUnused(const kir::BufferP &b) const;
+  std::string maybeUnusedVar(const std::string &v) const {
+    return uses_.vars.count(v) ? "" : "[[maybe_unused]] ";
+  }
 
   virtual void block(int ind, const std::vector<kir::StmtP> &body);
   void stmt(int ind, const kir::Stmt &s);

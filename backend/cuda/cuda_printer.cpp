@@ -275,10 +275,6 @@ private:
     return std::string(b->role == Role::In ? "const " : "") + storageType(b->dtype);
   }
 
-  std::string maybeUnusedVar(const std::string &v) const {
-    return uses_.vars.count(v) ? "" : "[[maybe_unused]] ";
-  }
-
   void printLauncher(const GridMap &gm, int64_t dynamic) {
     os_ << "extern \"C\" int aicf_launch_" << k_.name
         << "(void *const *args, cudaStream_t aicf_stream) {\n";

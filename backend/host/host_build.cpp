@@ -58,8 +58,10 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
     if (!f)
       throw UserError(cat(cppPath, ": write failed"));
   }
-  std::vector<std::string> argv = {opts.compiler, "-std=c++17", "-O3",
-                                   "-fopenmp",    "-fPIC",      "-march=" + opts.cpuArch};
+  // -fopenmp-simd: the `omp simd` loop pragmas only; the kernels own no threads (the runtime's
+  // pool runs them), so libmodel.so needs no OpenMP runtime.
+  std::vector<std::string> argv = {opts.compiler,   "-std=c++17", "-O3",
+                                   "-fopenmp-simd", "-fPIC",      "-march=" + opts.cpuArch};
   std::istringstream extra(opts.extraFlags);
   for (std::string flag; extra >> flag;)
     argv.push_back(flag);
@@ -104,7 +106,7 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
   for (const std::exception_ptr &e : errors)
     if (e)
       std::rethrow_exception(e);
-  std::vector<std::string> link = {opts.compiler, "-fopenmp", "-shared"};
+  std::vector<std::string> link = {opts.compiler, "-shared"};
   std::istringstream linkExtra(opts.extraFlags);
   for (std::string flag; linkExtra >> flag;)
     link.push_back(flag);
@@ -168,7 +170,7 @@ LoadedLibrary::KernelFn LoadedLibrary::kernel(const std::string &name) const {
     const char *msg = dlerror();
     throw UserError(cat(path_, ": no kernel symbol ", name, msg ? std::string(": ") + msg : ""));
   }
-  return reinterpret_cast<KernelFn>(sym);
+  return KernelFn{reinterpret_cast<void (*)(void *const *, int64_t, int64_t)>(sym)};
 }
 
 } // namespace aicf

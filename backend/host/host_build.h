@@ -6,6 +6,7 @@
 
 #include "support/process.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,14 +32,21 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
 const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
                                                 const std::string &compiler = "c++");
 
-// A loaded shared object; symbols are `void NAME(void *const *args)` kernel entries.
+// A loaded shared object whose symbols are host kernels (kernel ABI 2, host_printer.cpp):
+// `void NAME(void *const *args, int64_t lo, int64_t hi)` runs blocks [lo, hi) of its grid, hi
+// clamped to the grid's size.
 class LoadedLibrary {
 public:
   explicit LoadedLibrary(const std::string &soPath); // UserError if it cannot be loaded
   ~LoadedLibrary();
   LoadedLibrary(const LoadedLibrary &) = delete;
   LoadedLibrary &operator=(const LoadedLibrary &) = delete;
-  using KernelFn = void (*)(void *const *args);
+  // A kernel called on its whole grid, on the calling thread (the runtime's pool splits a step
+  // into block ranges; tests and tools run kernels whole).
+  struct KernelFn {
+    void (*fn)(void *const *args, int64_t lo, int64_t hi) = nullptr;
+    void operator()(void *const *args) const { fn(args, 0, INT64_MAX); }
+  };
   KernelFn kernel(const std::string &name) const; // UserError if missing
 
 private:

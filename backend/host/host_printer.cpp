@@ -1,12 +1,13 @@
 // The host C++ printer (printHostSource, DESIGN.md §4): spells verified Kernel IR as C++17 for
-// g++ -O3 -fopenmp -march=native, adding no logic of its own:
-//   * each kernel is   extern "C" void NAME(void *const *args)   with args[i] cast to a typed
-//     __restrict pointer for params[i] (const for `in` params);
-//   * grid axes -> `#pragma omp for collapse(n) schedule(static)` inside an omp parallel block
-//     (so that large on-chip buffers can be allocated once per OpenMP thread);
+// g++ -O3 -fopenmp-simd -march=native, adding no logic of its own:
+//   * each kernel is   extern "C" void NAME(void *const *args, int64_t lo, int64_t hi)   with
+//     args[i] cast to a typed __restrict pointer for params[i] (const for `in` params);
+//   * grid axes -> one loop over the blocks [lo, hi) of the flattened grid (row-major over the
+//     axes), each axis unflattened from the block index: the runtime's thread pool hands out
+//     the chunks of a step (runtime/thread_pool.h), the kernel owns no threads;
 //   * shared / local buffers -> alignas(64) stack arrays (local ones [threads][...] flattened),
 //     or, above 64 KiB (or once 256 KiB of stack is used), a 64-byte aligned heap buffer per
-//     OpenMP thread, freed at the end of the call;
+//     call (one chunk of blocks), freed at its end;
 //   * a region -> a loop over thread ids; a barrier -> a comment (regions already run in order);
 //     block_reduce -> a sequential merge of src[0..threads) with the combiner; mma_tile -> the
 //     register-blocked GCC-vector micro-kernel in the prelude when the thread tile allows
@@ -673,7 +674,8 @@ public:
 
   void print() {
     kernelComment();
-    os_ << "extern \"C\" void " << k_.name << "(void *const *args) {\n";
+    os_ << "extern \"C\" void " << k_.name
+        << "(void *const *args, [[maybe_unused]] int64_t lo, [[maybe_unused]] int64_t hi) {\n";
     if (k_.params.empty())
       line(1, "(void)args;");
     for (size_t i = 0; i < k_.params.size(); ++i) {
@@ -682,7 +684,7 @@ public:
       line(1, maybeUnused(b) + T + " *__restrict " + b->name + " = static_cast<" + T + " *>(args[" +
                   std::to_string(i) + "]);");
     }
-    // Split on-chip buffers between the stack (per block) and the heap (per OpenMP thread).
+    // Split on-chip buffers between the stack (per block) and the heap (per call).
     std::vector<BufferP> onStack, onHeap;
     int64_t stackBytes = 0;
     for (const BufferP &b : k_.allocs) {
@@ -696,8 +698,6 @@ public:
     }
     int ind = 1;
     bool parallel = !k_.grid.empty();
-    if (parallel)
-      line(0, "#pragma omp parallel");
     line(ind, "{");
     ++ind;
     for (const BufferP &b : onHeap) {
@@ -706,13 +706,23 @@ public:
                     " *>(aicf_alloc(" + std::to_string(b->numel()) + " * sizeof(" + T + ")));");
     }
     if (parallel) {
-      line(0, "#pragma omp for collapse(" + std::to_string(k_.grid.size()) + ") schedule(static)");
+      int64_t stride = 1;
+      for (const auto &[axis, extent] : k_.grid)
+        stride *= extent;
+      line(ind, "const int64_t aicf_end = hi < " + intLiteral(stride) +
+                    " ? hi : " + intLiteral(stride) + ";");
+      line(ind, "for (int64_t aicf_blk = lo < 0L ? 0L : lo; aicf_blk < aicf_end; ++aicf_blk) {");
+      ++ind;
       for (size_t i = 0; i < k_.grid.size(); ++i) {
         const auto &[axis, extent] = k_.grid[i];
-        line(ind, "for (int64_t " + axis + " = 0; " + axis + " < " + intLiteral(extent) + "; ++" +
-                      axis + ")" + (i + 1 == k_.grid.size() ? " {" : ""));
+        stride /= extent;
+        std::string e = "aicf_blk";
+        if (stride > 1)
+          e = e + " / " + intLiteral(stride);
+        if (i > 0)
+          e = "(" + e + ") % " + intLiteral(extent);
+        line(ind, maybeUnusedVar(axis) + "const int64_t " + axis + " = " + e + ";");
       }
-      ++ind;
     }
     for (const BufferP &b : onStack)
       line(ind, maybeUnused(b) + "alignas(64) " + storageType(b->dtype) + " " + b->name + "[" +

@@ -1,9 +1,10 @@
 /* A plain C user of the aicf runtime, linked with -laicf_runtime only (no OpenMP): opens compiled
- * folders, runs each on a stored input, compares with the stored reference output, and closes
- * them, in the patterns a server uses (one after another, the same folder twice at once, two
- * folders at once, closed in either order). Regression test for aicf_close unloading libgomp
- * under its live worker threads (SIGSEGV). After each close it sleeps, so that a worker thread
- * left spinning in unmapped code (OMP_WAIT_POLICY=active, set by the test) faults before exit.
+ * folders, runs each on a stored input with a pool of 4 threads, compares with the stored
+ * reference output, and closes them, in the patterns a server uses (one after another, the same
+ * folder twice at once, two folders at once, closed in either order). aicf_close must stop the
+ * model's pool before unloading its libmodel.so: after each close the program sleeps, so that a
+ * worker left running in unmapped code faults before exit (the OpenMP build once did), and a
+ * worker that never stops hangs the close.
  *
  * usage: aicf_c_api_test FOLDER INPUT.npy REFERENCE.npy [FOLDER INPUT.npy REFERENCE.npy]...
  * Each folder has one f32 input and one f32 output. Prints "ok" and exits 0 on success. */
@@ -68,6 +69,8 @@ static aicf_model *openChecked(const Case *c) {
     die(c->dir, "expected one f32 input and one f32 output");
   if (in.bytes != c->inBytes || out.bytes != c->outBytes)
     die(c->dir, "the .npy sizes differ from the folder's tensors");
+  if (aicf_set_num_threads(m, 4) != 0)
+    die("aicf_set_num_threads", aicf_last_error());
   return m;
 }
 

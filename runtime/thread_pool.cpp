@@ -1,0 +1,156 @@
+// See thread_pool.h.
+#include "runtime/thread_pool.h"
+
+#include <chrono>
+#include <climits>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace aicf::rt {
+
+namespace {
+
+constexpr uint64_t pack(uint32_t gen, int64_t chunks, int64_t next) {
+  return (uint64_t(gen) << 32) | (uint64_t(chunks) << 16) | uint64_t(next);
+}
+constexpr uint32_t genOf(uint64_t w) {
+  return uint32_t(w >> 32);
+}
+constexpr int64_t chunksOf(uint64_t w) {
+  return int64_t((w >> 16) & 0xffff);
+}
+constexpr int64_t nextOf(uint64_t w) {
+  return int64_t(w & 0xffff);
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Blocks while *word == expected (returns at once if it differs: the kernel compares under its
+// lock, so a change made before the call is never missed); wakes every thread blocked on word.
+void futexWait(std::atomic<uint32_t> &word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+void futexWakeAll(std::atomic<uint32_t> &word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+// How long an idle worker, and a caller waiting for the last chunks, spin before blocking:
+// consecutive steps of a run follow each other within microseconds.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+} // namespace
+
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                  std::atomic<uint32_t>::is_always_lock_free,
+              "futex words must be plain 32-bit integers");
+
+ThreadPool::ThreadPool(int threads) {
+  // Each worker starts from the generation of the pool's creation, not from what it reads once
+  // its thread runs: a job posted, or the pool destroyed, before it starts is still a change.
+  uint32_t initial = gen_.load();
+  for (int i = 1; i < threads; ++i)
+    workers_.emplace_back([this, initial] { work(initial); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  gen_.fetch_add(1); // the value the workers wait on changes: none can block again
+  futexWakeAll(gen_);
+  for (std::thread &t : workers_)
+    t.join();
+}
+
+void ThreadPool::runChunks(uint32_t gen) {
+  for (;;) {
+    uint64_t w = job_.load(std::memory_order_acquire);
+    int64_t chunk = -1;
+    while (genOf(w) == gen && nextOf(w) < chunksOf(w)) {
+      if (job_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+        chunk = nextOf(w);
+        break;
+      }
+    }
+    if (chunk < 0)
+      return; // another job, or every chunk of this one claimed
+    uint32_t total = uint32_t(chunksOf(w));
+    fn_(ctx_, chunk);
+    // seq_cst with the caller's callerAsleep_ store: either it sees the count, or this sees it
+    // asleep and wakes it.
+    if (done_.fetch_add(1) + 1 == total && callerAsleep_.load() != 0)
+      futexWakeAll(done_);
+  }
+}
+
+void ThreadPool::work(uint32_t seen) {
+  for (;;) {
+    if (stop_.load())
+      return;
+    uint32_t g = gen_.load(std::memory_order_acquire);
+    if (g == seen) {
+      auto until = std::chrono::steady_clock::now() + kSpin;
+      while ((g = gen_.load(std::memory_order_acquire)) == seen &&
+             std::chrono::steady_clock::now() < until)
+        cpuRelax();
+      if (g == seen) {
+        // seq_cst with the caller's gen_ store: either it sees a sleeper and wakes it, or the
+        // futex sees the new generation and does not block.
+        sleepers_.fetch_add(1);
+        futexWait(gen_, seen);
+        sleepers_.fetch_sub(1);
+        continue;
+      }
+    }
+    seen = g;
+    if (stop_.load())
+      return;
+    if (!paused_.load(std::memory_order_acquire))
+      runChunks(g);
+  }
+}
+
+void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
+  if (chunks <= 0)
+    return;
+  if (workers_.empty() || chunks == 1 || chunks > kMaxChunks) {
+    for (int64_t c = 0; c < chunks; ++c)
+      fn(ctx, c);
+    return;
+  }
+  fn_ = fn;
+  ctx_ = ctx;
+  done_.store(0, std::memory_order_relaxed);
+  uint32_t gen = ++lastGen_;
+  if (gen == 0) // 0 is the pool's initial job word: never a live generation
+    gen = ++lastGen_;
+  job_.store(pack(gen, chunks, 0), std::memory_order_release);
+  gen_.store(gen);
+  if (sleepers_.load() > 0)
+    futexWakeAll(gen_);
+  runChunks(gen); // the caller works too
+  uint32_t total = uint32_t(chunks);
+  uint32_t d = done_.load(std::memory_order_acquire);
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  while (d != total && std::chrono::steady_clock::now() < until) {
+    cpuRelax();
+    d = done_.load(std::memory_order_acquire);
+  }
+  while (d != total) {
+    callerAsleep_.store(1);
+    d = done_.load();
+    if (d != total)
+      futexWait(done_, d);
+    callerAsleep_.store(0);
+    d = done_.load(std::memory_order_acquire);
+  }
+}
+
+} // namespace aicf::rt
