@@ -64,6 +64,11 @@ int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out);
 #define AICF_MAX_THREADS 1024
 int aicf_set_num_threads(aicf_model *m, int n);
 
+/* cpu plans: enabled != 0 pins the pool's workers, worker i to the i-th CPU the process may run
+ * on after the first (the calling thread is left as it is); 0 (the default) lets the OS place
+ * them. Takes effect at the next aicf_run. 0 on success. No effect on cuda plans. */
+int aicf_set_thread_affinity(aicf_model *m, int enabled);
+
 /* cuda plans: enabled != 0 (the default) captures the steps into a CUDA Graph on the first run
  * and replays it afterwards; 0 launches every step on each run (and drops a captured graph).
  * No effect on cpu plans. 0 on success. */

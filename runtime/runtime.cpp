@@ -159,6 +159,7 @@ struct aicf_model {
   // cpu plans: the thread count (aicf_set_num_threads; default: the hardware threads) and the
   // pool, made on the first run after the count is set.
   int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  bool pinThreads = false; // aicf_set_thread_affinity
   std::unique_ptr<aicf::rt::ThreadPool> pool;
   std::vector<void *> ptrs; // per buffer, filled per run
   ~aicf_model() {
@@ -659,8 +660,10 @@ struct StepCall {
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
   bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
                static_cast<char *>(m.arena->ptr));
-  if (!m.pool || m.pool->threads() != m.threads)
-    m.pool = std::make_unique<aicf::rt::ThreadPool>(m.threads);
+  if (!m.pool || m.pool->threads() != m.threads || m.pool->pinned() != m.pinThreads) {
+    m.pool.reset();
+    m.pool = std::make_unique<aicf::rt::ThreadPool>(m.threads, m.pinThreads);
+  }
   std::vector<void *> args;
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const Step &st = m.steps[s];
@@ -862,6 +865,12 @@ int aicf_set_num_threads(aicf_model *m, int n) {
   if (n < 1 || n > AICF_MAX_THREADS)
     return fail(cat("aicf_set_num_threads: ", n, " threads; expected 1 to ", AICF_MAX_THREADS));
   m->threads = n; // cpu plans: the next run uses a pool of n threads; no effect on cuda plans
+  return 0;
+}
+int aicf_set_thread_affinity(aicf_model *m, int enabled) {
+  if (!m)
+    return fail("aicf_set_thread_affinity: null model");
+  m->pinThreads = enabled != 0;
   return 0;
 }
 int aicf_set_cuda_graph(aicf_model *m, int enabled) {

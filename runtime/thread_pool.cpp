@@ -5,6 +5,8 @@
 #include <climits>
 
 #include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,12 +54,28 @@ static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
                   std::atomic<uint32_t>::is_always_lock_free,
               "futex words must be plain 32-bit integers");
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, bool pin) : pinned_(pin) {
   // Each worker starts from the generation of the pool's creation, not from what it reads once
   // its thread runs: a job posted, or the pool destroyed, before it starts is still a change.
   uint32_t initial = gen_.load();
-  for (int i = 1; i < threads; ++i)
+  std::vector<int> cpus;
+  if (pin) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set))
+          cpus.push_back(c);
+  }
+  for (int i = 1; i < threads; ++i) {
     workers_.emplace_back([this, initial] { work(initial); });
+    if (!cpus.empty()) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[size_t(i) % cpus.size()], &one);
+      pthread_setaffinity_np(workers_.back().native_handle(), sizeof one, &one);
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

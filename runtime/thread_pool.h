@@ -20,8 +20,11 @@ namespace aicf::rt {
 
 class ThreadPool {
 public:
-  // `threads` in all, the caller included: threads - 1 workers (none for 1).
-  explicit ThreadPool(int threads);
+  // `threads` in all, the caller included: threads - 1 workers (none for 1). With `pin`, worker
+  // i runs only on the (i + 1)-th CPU of the process's affinity set (wrapping around); the
+  // calling thread is left as it is.
+  explicit ThreadPool(int threads, bool pin = false);
+  bool pinned() const { return pinned_; }
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
@@ -51,6 +54,7 @@ private:
   std::atomic<int> callerAsleep_{0}; // the caller is blocked on done_
   std::atomic<bool> stop_{false}, paused_{false};
   uint32_t lastGen_ = 0; // the caller's
+  bool pinned_ = false;
   // Read by a worker only after it has claimed a chunk of the job they belong to, which cannot
   // finish (so the caller cannot replace them) before that chunk has.
   ChunkFn fn_ = nullptr;

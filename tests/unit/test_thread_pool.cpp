@@ -98,3 +98,14 @@ TEST_CASE("thread pool: destroyed right after creation or after one run, it stop
     }
   }
 }
+
+// Pinned workers (aicf_set_thread_affinity) run the same chunks.
+TEST_CASE("thread pool: pinned workers run every chunk exactly once") {
+  ThreadPool pool(3, /*pin=*/true);
+  CHECK(pool.pinned());
+  for (int r = 0; r < 50; ++r) {
+    Counts c{100};
+    pool.run(100, &Counts::chunk, &c);
+    checkOnce(c);
+  }
+}
