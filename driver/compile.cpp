@@ -159,67 +159,75 @@ void partition(CompileState &s) {
   s.part = partitionGraph(*s.graph, s.fusion);
 }
 
-// Streaming or materialised attention: the choose-attention graph pass (passes/
-// choose_attention.h) priced by the planner (plan/attention_choice.h). It runs on a copy of the
-// graph under a pass manager, which verifies it; annotate-properties then gives the new nodes
-// their properties. The copy is kept, and partitioned again, only when an attention was
-// materialised; the caller's graph never changes.
-void chooseAttention(CompileState &s) {
-  if (!hasAttention(*s.graph))
-    return;
-  std::unique_ptr<Graph> copy = s.graph->clone();
+// The planner's options for a structural choice (attention's form, split-k): each alternative
+// priced on its best schedules, whatever --candidate-rank asks of the kernels.
+PlannerOptions structuralChoice(const CompileState &s) {
   PlannerOptions best = s.planner;
-  best.rank = 0; // a structural choice: made on each alternative's best schedules
-  std::vector<AttentionDecision> decisions;
-  ChooseAttentionOptions co;
-  co.policy = attentionPolicy(s.opts.attention);
-  co.cost = attentionCostFn(s.hw, best);
-  co.decisions = &decisions;
+  best.rank = 0;
+  return best;
+}
+
+// Runs `pass` (a graph pass priced by the planner) on a copy of the graph under a pass manager,
+// which verifies it, then annotate-properties, which gives the new nodes their properties. The
+// caller's graph never changes; adoptGraph makes the copy the one the kernels are built from.
+std::unique_ptr<Graph> runPricedPass(const CompileState &s, std::unique_ptr<Pass> pass) {
+  std::unique_ptr<Graph> copy = s.graph->clone();
   PassManager pm;
-  pm.add(createChooseAttentionPass(std::move(co)));
+  pm.add(std::move(pass));
   pm.add(createPass("annotate-properties"));
   PassContext ctx;
   ctx.target = s.target; // the properties as the default pipeline annotated them
   pm.run(*copy, ctx);
+  return copy;
+}
+
+// The rewritten copy becomes the graph, partitioned again.
+void adoptGraph(CompileState &s, std::unique_ptr<Graph> copy) {
+  s.model.graph = std::move(copy);
+  s.graph = s.model.graph.get();
+  partition(s);
+}
+
+// Streaming or materialised attention: the choose-attention graph pass (passes/
+// choose_attention.h) priced by the planner (plan/attention_choice.h). The copy is kept only
+// when an attention was materialised.
+void chooseAttention(CompileState &s) {
+  if (!hasAttention(*s.graph))
+    return;
+  std::vector<AttentionDecision> decisions;
+  ChooseAttentionOptions co;
+  co.policy = attentionPolicy(s.opts.attention);
+  co.cost = attentionCostFn(s.hw, structuralChoice(s));
+  co.decisions = &decisions;
+  std::unique_ptr<Graph> copy = runPricedPass(s, createChooseAttentionPass(std::move(co)));
   inKernelOrder(decisions, s.part, *s.graph);
   bool materialized = false;
   for (AttentionDecision &d : decisions) {
     materialized = materialized || d.materialized;
     s.model.plan.attention.push_back(std::move(d));
   }
-  if (!materialized)
-    return;
-  s.model.graph = std::move(copy);
-  s.graph = s.model.graph.get();
-  partition(s);
+  if (materialized)
+    adoptGraph(s, std::move(copy));
 }
 
 // GPU plans: a contraction whose output fills few blocks and whose K is deep is computed in K
-// slices where the cost model prices that lower (passes/split_k.h); decided on the partition
-// above like attention, then the graph is partitioned again. After choose-attention, so the
-// materialised attention's matmuls are priced too.
+// slices where the cost model prices that lower (passes/split_k.h, plan/split_k_choice.h);
+// decided on the partition above like attention. After choose-attention, so the materialised
+// attention's matmuls are priced too. The copy is kept only when a contraction was split.
 void splitK(CompileState &s) {
   if (!s.hw.gpu || !s.opts.splitK)
     return;
-  std::unique_ptr<Graph> copy = s.graph->clone();
-  PlannerOptions best = s.planner;
-  best.rank = 0; // a structural choice: made on each alternative's best schedules
   std::vector<SplitKDecision> decisions;
   SplitKOptions so;
-  so.cost = splitKCostFn(s.hw, best);
+  so.cost = splitKCostFn(s.hw, structuralChoice(s));
   so.decisions = &decisions;
-  PassManager pm;
-  pm.add(createSplitKPass(std::move(so)));
-  pm.add(createPass("annotate-properties"));
-  PassContext ctx;
-  ctx.target = s.target;
-  bool split = pm.run(*copy, ctx);
+  std::unique_ptr<Graph> copy = runPricedPass(s, createSplitKPass(std::move(so)));
+  bool split = false;
+  for (const SplitKDecision &d : decisions)
+    split = split || d.chosen > 1;
   s.model.plan.splitK = std::move(decisions);
-  if (!split)
-    return;
-  s.model.graph = std::move(copy);
-  s.graph = s.model.graph.get();
-  partition(s);
+  if (split)
+    adoptGraph(s, std::move(copy));
 }
 
 // plan.yaml's header: what the plan was made for, and the partition's store-or-recompute
