@@ -96,16 +96,11 @@ Value *reshape(Graph &g, Value *v, std::vector<int64_t> shape, const Location &l
 } // namespace
 
 std::vector<int> splitKCounts(const Node &n) {
+  // C: the split dimension (a conv's input channels, a gemm's or matmul's K).
   int64_t C = splitDim(n);
-  if (C == 0)
+  // The weight (conv W, gemm / matmul B) is regrouped at compile time: it must be constant.
+  if (C == 0 || !n.operand(1)->isWeight() || !n.operand(1)->hasData())
     return {};
-  if (n.op() == Op::Gemm || n.op() == Op::MatMul) {
-    const Value *b = n.operand(1);
-    if (!b->isWeight() || !b->hasData())
-      return {}; // B is re-sliced at compile time
-  } else if (!n.operand(1)->isWeight() || !n.operand(1)->hasData()) {
-    return {}; // the conv weight is regrouped at compile time
-  }
   int64_t taps = 1;
   if (n.op() == Op::Conv) {
     const auto &w = n.operand(1)->type().shape;

@@ -24,7 +24,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -646,14 +645,16 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// One step's call for the pool: chunk c runs blocks [blocks c / chunks, blocks (c + 1) / chunks).
+// One step's call for the pool: the blocks in `chunks` runs differing by at most one block, the
+// first blocks % chunks of them one longer (no product that could overflow for any grid).
 struct StepCall {
   KernelFn fn;
   void *const *args;
   int64_t blocks, chunks;
+  int64_t start(int64_t c) const { return c * (blocks / chunks) + std::min(c, blocks % chunks); }
   static void run(void *self, int64_t c) {
     const StepCall &s = *static_cast<const StepCall *>(self);
-    s.fn(s.args, s.blocks * c / s.chunks, s.blocks * (c + 1) / s.chunks);
+    s.fn(s.args, s.start(c), s.start(c + 1));
   }
 };
 
@@ -860,8 +861,9 @@ int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out) {
 int aicf_set_num_threads(aicf_model *m, int n) {
   if (!m)
     return fail("aicf_set_num_threads: null model");
-  // libgomp keeps per-thread start data on the stack of the thread that opens a parallel region
-  // (alloca): an absurd count overflows it. Refused rather than clamped, so the caller knows.
+  // Each thread beyond the caller is a pool worker the next run starts: an absurd count is
+  // refused rather than clamped, so the caller knows. (Should the OS refuse a worker, that run
+  // fails with the system's message and the model stays usable.)
   if (n < 1 || n > AICF_MAX_THREADS)
     return fail(cat("aicf_set_num_threads: ", n, " threads; expected 1 to ", AICF_MAX_THREADS));
   m->threads = n; // cpu plans: the next run uses a pool of n threads; no effect on cuda plans

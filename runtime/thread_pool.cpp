@@ -67,23 +67,33 @@ ThreadPool::ThreadPool(int threads, bool pin) : pinned_(pin) {
         if (CPU_ISSET(c, &set))
           cpus.push_back(c);
   }
-  for (int i = 1; i < threads; ++i) {
-    workers_.emplace_back([this, initial] { work(initial); });
-    if (!cpus.empty()) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpus[size_t(i) % cpus.size()], &one);
-      pthread_setaffinity_np(workers_.back().native_handle(), sizeof one, &one);
+  try {
+    for (int i = 1; i < threads; ++i) {
+      workers_.emplace_back([this, initial] { work(initial); });
+      if (!cpus.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[size_t(i) % cpus.size()], &one);
+        pthread_setaffinity_np(workers_.back().native_handle(), sizeof one, &one);
+      }
     }
+  } catch (...) { // the OS refused a thread: stop the ones started, then report it
+    stopWorkers();
+    throw;
   }
 }
 
 ThreadPool::~ThreadPool() {
+  stopWorkers();
+}
+
+void ThreadPool::stopWorkers() {
   stop_.store(true);
   gen_.fetch_add(1); // the value the workers wait on changes: none can block again
   futexWakeAll(gen_);
   for (std::thread &t : workers_)
     t.join();
+  workers_.clear();
 }
 
 void ThreadPool::runChunks(uint32_t gen) {

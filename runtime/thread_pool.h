@@ -43,6 +43,7 @@ public:
 
 private:
   void work(uint32_t seen);
+  void stopWorkers();
   void runChunks(uint32_t gen);
 
   // The current job, one word so that a worker's claim is one compare-and-swap that also checks
