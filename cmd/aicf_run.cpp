@@ -46,7 +46,7 @@ struct Flags {
   int bench = 0;
   int threads = 0;
   bool benchGiven = false, threadsGiven = false;
-  bool pinThreads = false;
+  bool pinThreads = false, fixedThreads = false;
   bool profile = false;
   bool noCudaGraph = false;
   bool deviceIo = false;
@@ -362,6 +362,8 @@ int runFolder(const Flags &flags) {
     throw UserError(aicf_last_error());
   if (flags.pinThreads && aicf_set_thread_affinity(m.get(), 1) != 0)
     throw UserError(aicf_last_error());
+  if (flags.fixedThreads && aicf_set_adaptive_threads(m.get(), 0) != 0)
+    throw UserError(aicf_last_error());
   if (flags.noCudaGraph && aicf_set_cuda_graph(m.get(), 0) != 0)
     throw UserError(aicf_last_error());
   auto runOnce = [&](double *steps) {
@@ -431,12 +433,11 @@ int run(const Flags &flags) {
     throw UserError("--device-io times runs: give --bench N too", 1);
   if (fs::is_directory(flags.model))
     return runFolder(flags);
-  if (flags.bench > 0 || flags.threads > 0 || flags.pinThreads || flags.profile ||
-      flags.noCudaGraph || flags.deviceIo)
-    throw UserError(
-        "--bench, --threads, --pin-threads, --profile, --no-cuda-graph and --device-io apply to "
-        "compiled output folders",
-        1);
+  if (flags.bench > 0 || flags.threads > 0 || flags.pinThreads || flags.fixedThreads ||
+      flags.profile || flags.noCudaGraph || flags.deviceIo)
+    throw UserError("--bench, --threads, --pin-threads, --fixed-threads, --profile, "
+                    "--no-cuda-graph and --device-io apply to compiled output folders",
+                    1);
   std::unique_ptr<Graph> g = loadModel(flags);
   std::vector<Tensor> inputs = loadInputs(*g, flags);
 
@@ -476,6 +477,9 @@ int main(int argc, char **argv) {
   app.add_option("--threads", flags.threads, "folder: threads the kernels use (1 to 1024)");
   app.add_flag("--pin-threads", flags.pinThreads,
                "cpu folder: pin the pool's worker threads to CPUs (off by default)");
+  app.add_flag("--fixed-threads", flags.fixedThreads,
+               "cpu folder: always use every thread, even while workers stall steps (by default "
+               "the pool runs with fewer for a while)");
   app.add_flag("--profile", flags.profile,
                "folder: per-step time table (step, kind, ms, share, the plan's predicted ms)");
   app.add_flag("--no-cuda-graph", flags.noCudaGraph,

@@ -158,7 +158,8 @@ struct aicf_model {
   // cpu plans: the thread count (aicf_set_num_threads; default: the hardware threads) and the
   // pool, made on the first run after the count is set.
   int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  bool pinThreads = false; // aicf_set_thread_affinity
+  bool pinThreads = false;     // aicf_set_thread_affinity
+  bool adaptiveThreads = true; // aicf_set_adaptive_threads
   std::unique_ptr<aicf::rt::ThreadPool> pool;
   std::vector<void *> ptrs; // per buffer, filled per run
   ~aicf_model() {
@@ -661,9 +662,10 @@ struct StepCall {
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
   bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
                static_cast<char *>(m.arena->ptr));
-  if (!m.pool || m.pool->threads() != m.threads || m.pool->pinned() != m.pinThreads) {
+  if (!m.pool || m.pool->threads() != m.threads || m.pool->pinned() != m.pinThreads ||
+      m.pool->adaptive() != m.adaptiveThreads) {
     m.pool.reset();
-    m.pool = std::make_unique<aicf::rt::ThreadPool>(m.threads, m.pinThreads);
+    m.pool = std::make_unique<aicf::rt::ThreadPool>(m.threads, m.pinThreads, m.adaptiveThreads);
   }
   std::vector<void *> args;
   for (size_t s = 0; s < m.steps.size(); ++s) {
@@ -873,6 +875,12 @@ int aicf_set_thread_affinity(aicf_model *m, int enabled) {
   if (!m)
     return fail("aicf_set_thread_affinity: null model");
   m->pinThreads = enabled != 0;
+  return 0;
+}
+int aicf_set_adaptive_threads(aicf_model *m, int enabled) {
+  if (!m)
+    return fail("aicf_set_adaptive_threads: null model");
+  m->adaptiveThreads = enabled != 0;
   return 0;
 }
 int aicf_set_cuda_graph(aicf_model *m, int enabled) {

@@ -1,6 +1,7 @@
 // See thread_pool.h.
 #include "runtime/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 
@@ -48,13 +49,50 @@ void futexWakeAll(std::atomic<uint32_t> &word) {
 // consecutive steps of a run follow each other within microseconds.
 constexpr auto kSpin = std::chrono::microseconds(50);
 
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 } // namespace
+
+int TeamPolicy::active(int64_t now) {
+  if (active_ < full_ && now >= until_) { // time up: try the whole team again
+    active_ = full_;
+    stallSum_ = timeSum_ = 0;
+  }
+  return active_;
+}
+
+void TeamPolicy::observe(int64_t now, int64_t ranNs, int64_t waitNs, int64_t meanChunkNs) {
+  int64_t stall = waitNs - 2 * meanChunkNs - p_.graceNs;
+  if (stall > 0)
+    stallSum_ += stall;
+  timeSum_ += ranNs;
+  if (active_ > 0 && stallSum_ >= p_.minStallNs &&
+      double(stallSum_) >= p_.stallShare * double(timeSum_)) {
+    active_ /= 2;
+    until_ = now + backoff_;
+    backoff_ = std::min(2 * backoff_, p_.backoffMaxNs);
+    stallSum_ = timeSum_ = 0;
+    return;
+  }
+  if (timeSum_ >= p_.windowNs) {
+    if (active_ == full_) // a whole window with the full team and few stalls: trust it again
+      backoff_ = p_.backoffMinNs;
+    stallSum_ /= 2;
+    timeSum_ /= 2;
+  }
+}
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
                   std::atomic<uint32_t>::is_always_lock_free,
               "futex words must be plain 32-bit integers");
 
-ThreadPool::ThreadPool(int threads, bool pin) : pinned_(pin) {
+ThreadPool::ThreadPool(int threads, bool pin, bool adaptive, TeamPolicy::Params params)
+    : pinned_(pin), adaptive_(adaptive), policy_(std::max(0, threads - 1), params) {
+  active_.store(std::max(0, threads - 1));
   // Each worker starts from the generation of the pool's creation, not from what it reads once
   // its thread runs: a job posted, or the pool destroyed, before it starts is still a change.
   uint32_t initial = gen_.load();
@@ -69,7 +107,7 @@ ThreadPool::ThreadPool(int threads, bool pin) : pinned_(pin) {
   }
   try {
     for (int i = 1; i < threads; ++i) {
-      workers_.emplace_back([this, initial] { work(initial); });
+      workers_.emplace_back([this, i, initial] { work(i, initial); });
       if (!cpus.empty()) {
         cpu_set_t one;
         CPU_ZERO(&one);
@@ -89,15 +127,17 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::stopWorkers() {
   stop_.store(true);
-  gen_.fetch_add(1); // the value the workers wait on changes: none can block again
+  gen_.fetch_add(1); // the values the workers wait on change: none can block again
   futexWakeAll(gen_);
+  park_.fetch_add(1);
+  futexWakeAll(park_);
   for (std::thread &t : workers_)
     t.join();
   workers_.clear();
 }
 
-void ThreadPool::runChunks(uint32_t gen) {
-  for (;;) {
+int64_t ThreadPool::runChunks(uint32_t gen) {
+  for (int64_t ran = 0;; ++ran) {
     uint64_t w = job_.load(std::memory_order_acquire);
     int64_t chunk = -1;
     while (genOf(w) == gen && nextOf(w) < chunksOf(w)) {
@@ -108,7 +148,7 @@ void ThreadPool::runChunks(uint32_t gen) {
       }
     }
     if (chunk < 0)
-      return; // another job, or every chunk of this one claimed
+      return ran; // another job, or every chunk of this one claimed
     uint32_t total = uint32_t(chunksOf(w));
     fn_(ctx_, chunk);
     // seq_cst with the caller's callerAsleep_ store: either it sees the count, or this sees it
@@ -118,10 +158,24 @@ void ThreadPool::runChunks(uint32_t gen) {
   }
 }
 
-void ThreadPool::work(uint32_t seen) {
+void ThreadPool::setActive(int n) {
+  int was = active_.exchange(n);
+  if (n > was) { // wake the parked workers; seq_cst with their active_ check, as for gen_
+    park_.fetch_add(1);
+    futexWakeAll(park_);
+  }
+}
+
+void ThreadPool::work(int index, uint32_t seen) {
   for (;;) {
     if (stop_.load())
       return;
+    if (index > active_.load()) { // not in the team for now: block until it grows
+      uint32_t p = park_.load();
+      if (index > active_.load() && !stop_.load())
+        futexWait(park_, p);
+      continue;
+    }
     uint32_t g = gen_.load(std::memory_order_acquire);
     if (g == seen) {
       auto until = std::chrono::steady_clock::now() + kSpin;
@@ -140,7 +194,7 @@ void ThreadPool::work(uint32_t seen) {
     seen = g;
     if (stop_.load())
       return;
-    if (!paused_.load(std::memory_order_acquire))
+    if (!paused_.load(std::memory_order_acquire) && index <= active_.load())
       runChunks(g);
   }
 }
@@ -148,7 +202,12 @@ void ThreadPool::work(uint32_t seen) {
 void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
   if (chunks <= 0)
     return;
-  if (workers_.empty() || chunks == 1 || chunks > kMaxChunks) {
+  if (adaptive_ && !workers_.empty()) {
+    int n = policy_.active(nowNs());
+    if (n != active_.load(std::memory_order_relaxed))
+      setActive(n);
+  }
+  if (active_.load(std::memory_order_relaxed) == 0 || chunks == 1 || chunks > kMaxChunks) {
     for (int64_t c = 0; c < chunks; ++c)
       fn(ctx, c);
     return;
@@ -163,7 +222,9 @@ void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
   gen_.store(gen);
   if (sleepers_.load() > 0)
     futexWakeAll(gen_);
-  runChunks(gen); // the caller works too
+  int64_t t0 = adaptive_ ? nowNs() : 0;
+  int64_t mine = runChunks(gen); // the caller works too
+  int64_t t1 = adaptive_ ? nowNs() : 0;
   uint32_t total = uint32_t(chunks);
   uint32_t d = done_.load(std::memory_order_acquire);
   auto until = std::chrono::steady_clock::now() + kSpin;
@@ -178,6 +239,11 @@ void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
       futexWait(done_, d);
     callerAsleep_.store(0);
     d = done_.load(std::memory_order_acquire);
+  }
+  if (adaptive_) {
+    int64_t t2 = nowNs();
+    // (A caller that ran no chunk has no measure of their size: no evidence of a stall.)
+    policy_.observe(t2, t2 - t0, t2 - t1, mine > 0 ? (t1 - t0) / mine : t2 - t1);
   }
 }
 

@@ -9,6 +9,13 @@
 // Idle workers spin briefly for the next job (consecutive steps follow within microseconds),
 // then block on a futex: nothing spins between runs. (Raw futex calls rather than
 // std::atomic::wait: libstdc++ 12's notify_all lost a wake-up of a worker blocked in wait().)
+//
+// A descheduled worker still stalls the step whose chunk it holds, for up to the OS's time
+// slice (milliseconds, against chunks of ~10 us). On a machine shared with busy processes that
+// happens on most steps, so the pool watches for it (TeamPolicy): when the caller's waits for
+// chunks held by workers add up to a real share of the time, the pool runs with half the
+// workers (none, for two threads) for a while, then tries the full team again, backing off
+// exponentially while the stalls persist.
 #pragma once
 
 #include <atomic>
@@ -18,18 +25,56 @@
 
 namespace aicf::rt {
 
+// How many of a pool's workers take part, from what the caller measured on each run. Pure (times
+// are given, in nanoseconds) so that tests can drive it.
+class TeamPolicy {
+public:
+  struct Params {
+    int64_t graceNs = 30'000;       // of a wait beyond twice the caller's mean chunk time
+    int64_t minStallNs = 1'000'000; // stalls below this never shrink the team
+    double stallShare = 0.10;       // ... nor stalls below this share of the time run
+    int64_t windowNs = 100'000'000; // the sums decay (halve) past this much time run
+    int64_t backoffMinNs = 50'000'000, backoffMaxNs = 2'000'000'000;
+  };
+  TeamPolicy(int workers, Params p) : p_(p), full_(workers), active_(workers) {
+    backoff_ = p_.backoffMinNs;
+  }
+  TeamPolicy(int workers) : TeamPolicy(workers, Params{}) {}
+
+  // The workers the next run may use, at time now (a reduced team is restored once its time
+  // is up).
+  int active(int64_t now);
+  // One run that ended at time now, ranNs long, after which the caller (once it found no chunk
+  // left to claim) waited waitNs for the workers' last chunks; its own chunks took meanChunkNs
+  // on average. The wait beyond twice that (plus a grace) is a stall: a worker that was not
+  // running while it held a chunk.
+  void observe(int64_t now, int64_t ranNs, int64_t waitNs, int64_t meanChunkNs);
+  int full() const { return full_; }
+  int64_t backoffNs() const { return backoff_; }
+
+private:
+  Params p_;
+  int full_, active_;
+  int64_t stallSum_ = 0, timeSum_ = 0, backoff_, until_ = 0;
+};
+
 class ThreadPool {
 public:
   // `threads` in all, the caller included: threads - 1 workers (none for 1). With `pin`, worker
   // i runs only on the (i + 1)-th CPU of the process's affinity set (wrapping around); the
   // calling thread is left as it is.
-  explicit ThreadPool(int threads, bool pin = false);
+  // With `adaptive`, a TeamPolicy shrinks the team while workers stall runs (see above).
+  explicit ThreadPool(int threads, bool pin = false, bool adaptive = true,
+                      TeamPolicy::Params params = {});
   bool pinned() const { return pinned_; }
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  bool adaptive() const { return adaptive_; }
+  // The workers that took part in the last run (threads() - 1 unless the policy shrank the team).
+  int activeWorkers() const { return active_.load(std::memory_order_relaxed); }
 
   // Calls fn(ctx, c) once for every chunk c in [0, chunks), on the calling thread and the
   // workers, and returns when all have returned. fn must not throw. One run at a time per pool.
@@ -42,9 +87,10 @@ public:
   void pauseWorkers(bool paused) { paused_.store(paused, std::memory_order_release); }
 
 private:
-  void work(uint32_t seen);
+  void work(int index, uint32_t seen);
   void stopWorkers();
-  void runChunks(uint32_t gen);
+  int64_t runChunks(uint32_t gen); // returns how many chunks this thread ran
+  void setActive(int n);
 
   // The current job, one word so that a worker's claim is one compare-and-swap that also checks
   // the job is still the one it woke for: generation (32 bits) | chunks (16) | next chunk (16).
@@ -54,8 +100,11 @@ private:
   std::atomic<int> sleepers_{0};     // workers blocked on gen_
   std::atomic<int> callerAsleep_{0}; // the caller is blocked on done_
   std::atomic<bool> stop_{false}, paused_{false};
-  uint32_t lastGen_ = 0; // the caller's
-  bool pinned_ = false;
+  std::atomic<int> active_{0};    // workers 1..active_ take jobs; the others wait on park_
+  std::atomic<uint32_t> park_{0}; // changes when the team grows or the pool stops (futex)
+  uint32_t lastGen_ = 0;          // the caller's
+  bool pinned_ = false, adaptive_ = true;
+  TeamPolicy policy_;
   // Read by a worker only after it has claimed a chunk of the job they belong to, which cannot
   // finish (so the caller cannot replace them) before that chunk has.
   ChunkFn fn_ = nullptr;
