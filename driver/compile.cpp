@@ -13,6 +13,7 @@
 #include "passes/pass.h"
 #include "plan/attention_choice.h"
 #include "plan/cost_model.h"
+#include "plan/dispatch_groups.h"
 #include "plan/memory_plan.h"
 #include "plan/planner.h"
 #include "plan/split_k_choice.h"
@@ -409,6 +410,12 @@ void memoryPlan(CompileState &s) {
   planMemory(s.model.plan, s.buffers);
 }
 
+// Host plans: consecutive independent steps become one dispatch of the thread pool
+// (plan/dispatch_groups.h). After the memory plan, since independence is decided on the arena.
+void dispatchGroups(CompileState &s) {
+  groupDispatches(s.model.plan, s.hw);
+}
+
 // The source: the kernels through the target's printer, then the runtime ABI's entry points.
 void printSource(CompileState &s) {
   CompiledModel &m = s.model;
@@ -450,6 +457,7 @@ const std::vector<CompileStage> &compileStages() {
       {"plan-steps", planSteps},
       {"check-candidate-rank", checkCandidateRank},
       {"memory-plan", memoryPlan},
+      {"dispatch-groups", dispatchGroups},
       {"print", printSource},
   };
   return stages;

@@ -217,6 +217,8 @@ void Plan::writeYaml(std::ostream &os) const {
       y << YAML::Key << "dynamic_shared_bytes" << YAML::Value << s.dynamicSharedBytes;
     if (s.chunks > 0)
       y << YAML::Key << "chunks" << YAML::Value << s.chunks;
+    if (s.group >= 0)
+      y << YAML::Key << "group" << YAML::Value << s.group;
     y << YAML::EndMap;
     y << YAML::Key << "constraints" << YAML::Value << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "in_place" << YAML::Value << s.inPlace;

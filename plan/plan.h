@@ -59,6 +59,7 @@ struct PlanStep {
   std::vector<int64_t> grid;
   int64_t threads = 1;
   int64_t chunks = 0; // host plans: the pool's chunks for the grid's blocks (cost_model.h)
+  int group = -1;     // host plans: the first step of its dispatch group (dispatch_groups.h)
   int64_t sharedBytes = 0;
   bool inPlace = false; // an output shares an input's storage
   std::vector<std::string> properties;

@@ -75,6 +75,8 @@ struct Step {
   KernelFn fn = nullptr;     // cpu plans
   int64_t blocks = 1;        // cpu plans: the grid's blocks (launch.grid)
   int64_t chunks = 1;        // cpu plans: how many pieces the thread pool runs them in
+  int group = -1;            // cpu plans: launch.group, the first step of its dispatch group
+  size_t groupEnd = 0;       // on a group's first step: one past its last step
   LaunchFn launch = nullptr; // cuda plans; neither for a built-in copy step
   std::vector<int> args;     // buffer indices: inputs then outputs
   size_t numInputs = 0;
@@ -386,6 +388,48 @@ void openDevice(aicf_model &m) {
 
 // Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
 // checks its kernels against the steps.
+// Dispatch groups (launch.group, plan/dispatch_groups.h): consecutive kernel steps, each
+// naming the group's first step, that share no memory one writes (their chunks run together,
+// in any order, with no join between them). Sets groupEnd on each group's first step.
+void checkGroups(aicf_model &m) {
+  // Whether steps a and b touch common memory that one of them writes.
+  auto conflict = [&](const Step &a, const Step &b) {
+    auto overlaps = [&](int x, int y) {
+      const Buffer &p = m.buffers[m.buffers[x].storage], &q = m.buffers[m.buffers[y].storage];
+      if (p.kind == "weight" || q.kind == "weight")
+        return false; // read-only
+      if (p.kind == "arena" && q.kind == "arena")
+        return p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes;
+      return &p == &q;
+    };
+    for (const auto &[w, o] : {std::pair{&a, &b}, std::pair{&b, &a}})
+      for (size_t i = w->numInputs; i < w->args.size(); ++i)
+        for (int other : o->args)
+          if (overlaps(w->args[i], other))
+            return true;
+    return false;
+  };
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    Step &st = m.steps[i];
+    if (st.group < 0)
+      continue;
+    std::string what = "step " + st.symbol;
+    size_t first = static_cast<size_t>(st.group);
+    if (first > i || m.steps[first].group != st.group ||
+        (i > first && m.steps[i - 1].group != st.group))
+      throw Error(cat(what, ": launch.group ", st.group,
+                      " does not name the first of consecutive steps of its group"));
+    for (size_t j = first; j < i; ++j)
+      if (conflict(m.steps[j], st))
+        throw Error(cat(what, ": launch.group ", st.group, ": it shares memory with step ",
+                        m.steps[j].symbol, " of its group, which one of them writes"));
+    m.steps[first].groupEnd = i + 1;
+  }
+  for (const Step &st : m.steps)
+    if (st.group >= 0 && m.steps[size_t(st.group)].groupEnd == size_t(st.group) + 1)
+      throw Error(cat("step ", st.symbol, ": launch.group ", st.group, " has one step"));
+}
+
 void loadPlan(aicf_model &m, const YAML::Node &plan) {
   if (!plan.IsMap() || !plan["schema"] || !plan["schema"].IsScalar() ||
       plan["schema"].Scalar() != "aicf-plan/1")
@@ -554,6 +598,9 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
           throw Error(cat(what, ": launch.grid overflows"));
       st.chunks = readInt(launch, "chunks", what + ": launch", 1,
                           std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks));
+      if (launch["group"])
+        st.group = static_cast<int>(
+            readInt(launch, "group", what + ": launch", 0, static_cast<int64_t>(m.steps.size())));
     }
     if (st.fn || st.launch) {
       layout += st.symbol + ":";
@@ -563,6 +610,7 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
     }
     m.steps.push_back(st);
   }
+  checkGroups(m);
   // The argument count and byte size of every kernel call, as libmodel.so was compiled for.
   if (layout != layoutFn())
     throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
@@ -659,6 +707,19 @@ struct StepCall {
   }
 };
 
+// A dispatch group's call: chunk c of the group is chunk c - firstChunk[i] of its step i.
+struct GroupCall {
+  const StepCall *calls;
+  const int64_t *firstChunk; // per step, then the total
+  static void run(void *self, int64_t c) {
+    const GroupCall &g = *static_cast<const GroupCall *>(self);
+    size_t i = 0;
+    while (c >= g.firstChunk[i + 1])
+      ++i;
+    StepCall::run(const_cast<StepCall *>(&g.calls[i]), c - g.firstChunk[i]);
+  }
+};
+
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
   bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
                static_cast<char *>(m.arena->ptr));
@@ -667,9 +728,34 @@ void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, dou
     m.pool.reset();
     m.pool = std::make_unique<aicf::rt::ThreadPool>(m.threads, m.pinThreads, m.adaptiveThreads);
   }
+  m.pool->beginRun();
   std::vector<void *> args;
+  std::vector<StepCall> calls;
+  std::vector<int64_t> firstChunk;
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const Step &st = m.steps[s];
+    // A dispatch group's steps in one pool run; a profiled run times each step on its own.
+    if (st.groupEnd > s + 1 && !times) {
+      size_t end = st.groupEnd, numArgs = 0;
+      for (size_t i = s; i < end; ++i)
+        numArgs += m.steps[i].args.size();
+      args.resize(numArgs); // filled in place below: the calls keep pointers into it
+      calls.clear();
+      firstChunk.assign(1, 0);
+      void **a = args.data();
+      for (size_t i = s; i < end; ++i) {
+        const Step &g = m.steps[i];
+        for (size_t k = 0; k < g.args.size(); ++k)
+          a[k] = m.ptrs[g.args[k]];
+        calls.push_back(StepCall{g.fn, a, g.blocks, g.chunks});
+        firstChunk.push_back(firstChunk.back() + g.chunks);
+        a += g.args.size();
+      }
+      GroupCall call{calls.data(), firstChunk.data()};
+      m.pool->run(firstChunk.back(), &GroupCall::run, &call);
+      s = end - 1;
+      continue;
+    }
     auto t0 = std::chrono::steady_clock::now();
     if (!st.fn) {
       std::memmove(m.ptrs[st.args[1]], m.ptrs[st.args[0]],
@@ -684,6 +770,7 @@ void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, dou
     if (times)
       times[s] = secondsSince(t0);
   }
+  m.pool->endRun();
 }
 
 // Enqueues the steps on stream s in plan order; with times, waits for each step and records its

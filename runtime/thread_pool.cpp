@@ -57,30 +57,60 @@ int64_t nowNs() {
 
 } // namespace
 
-int TeamPolicy::active(int64_t now) {
-  if (active_ < full_ && now >= until_) { // time up: try the whole team again
-    active_ = full_;
-    stallSum_ = timeSum_ = 0;
+int TeamPolicy::beginRun(int64_t now) {
+  if (trialLeft_ == 0 && team_ != full_ && now >= until_ &&
+      recent_.size() == size_t(p_.trialRuns)) { // the small team's time is up: try the whole
+    trialTeam_ = full_;
+    trialLeft_ = p_.trialRuns;
+    trialSum_ = 0;
   }
-  return active_;
+  return trialLeft_ > 0 ? trialTeam_ : team_;
 }
 
-void TeamPolicy::observe(int64_t now, int64_t ranNs, int64_t waitNs, int64_t meanChunkNs) {
+void TeamPolicy::endRun(int64_t now, int64_t runNs) {
+  if (trialLeft_ > 0) {
+    trialSum_ += runNs;
+    if (--trialLeft_ == 0)
+      decide(now);
+    return;
+  }
+  if (recent_.size() < size_t(p_.trialRuns))
+    recent_.push_back(runNs);
+  else
+    recent_[recentNext_] = runNs;
+  recentNext_ = (recentNext_ + 1) % size_t(p_.trialRuns);
+  // The whole team stalls: try the small one (unless a trial kept the whole team lately).
+  if (team_ == full_ && small_ < full_ && now >= until_ && recent_.size() == size_t(p_.trialRuns) &&
+      stallSum_ >= p_.minStallNs && double(stallSum_) >= p_.stallShare * double(timeSum_)) {
+    trialTeam_ = small_;
+    trialLeft_ = p_.trialRuns;
+    trialSum_ = 0;
+  }
+}
+
+void TeamPolicy::decide(int64_t now) {
+  int64_t steady = 0;
+  for (int64_t r : recent_)
+    steady += r;
+  double trial = double(trialSum_) / p_.trialRuns, kept = double(steady) / double(recent_.size());
+  int small = trialTeam_ == full_ ? team_ : trialTeam_;
+  double smallMean = trialTeam_ == full_ ? kept : trial,
+         fullMean = trialTeam_ == full_ ? trial : kept;
+  int choice = smallMean < p_.keepFull * fullMean ? small : full_;
+  hold_ = choice == team_ ? std::min(2 * hold_, p_.holdMaxNs) : p_.holdMinNs;
+  team_ = choice;
+  until_ = now + hold_;
+  recent_.clear();
+  recentNext_ = 0;
+  stallSum_ = timeSum_ = 0;
+}
+
+void TeamPolicy::observe(int64_t ranNs, int64_t waitNs, int64_t meanChunkNs) {
   int64_t stall = waitNs - 2 * meanChunkNs - p_.graceNs;
   if (stall > 0)
     stallSum_ += stall;
   timeSum_ += ranNs;
-  if (active_ > 0 && stallSum_ >= p_.minStallNs &&
-      double(stallSum_) >= p_.stallShare * double(timeSum_)) {
-    active_ /= 2;
-    until_ = now + backoff_;
-    backoff_ = std::min(2 * backoff_, p_.backoffMaxNs);
-    stallSum_ = timeSum_ = 0;
-    return;
-  }
   if (timeSum_ >= p_.windowNs) {
-    if (active_ == full_) // a whole window with the full team and few stalls: trust it again
-      backoff_ = p_.backoffMinNs;
     stallSum_ /= 2;
     timeSum_ /= 2;
   }
@@ -166,6 +196,22 @@ void ThreadPool::setActive(int n) {
   }
 }
 
+void ThreadPool::beginRun() {
+  if (!adaptive_ || workers_.empty())
+    return;
+  runStart_ = nowNs();
+  int n = policy_.beginRun(runStart_);
+  if (n != active_.load(std::memory_order_relaxed))
+    setActive(n);
+}
+
+void ThreadPool::endRun() {
+  if (!adaptive_ || workers_.empty())
+    return;
+  int64_t now = nowNs();
+  policy_.endRun(now, now - runStart_);
+}
+
 void ThreadPool::work(int index, uint32_t seen) {
   for (;;) {
     if (stop_.load())
@@ -202,11 +248,6 @@ void ThreadPool::work(int index, uint32_t seen) {
 void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
   if (chunks <= 0)
     return;
-  if (adaptive_ && !workers_.empty()) {
-    int n = policy_.active(nowNs());
-    if (n != active_.load(std::memory_order_relaxed))
-      setActive(n);
-  }
   if (active_.load(std::memory_order_relaxed) == 0 || chunks == 1 || chunks > kMaxChunks) {
     for (int64_t c = 0; c < chunks; ++c)
       fn(ctx, c);
@@ -243,7 +284,7 @@ void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
   if (adaptive_) {
     int64_t t2 = nowNs();
     // (A caller that ran no chunk has no measure of their size: no evidence of a stall.)
-    policy_.observe(t2, t2 - t0, t2 - t1, mine > 0 ? (t1 - t0) / mine : t2 - t1);
+    policy_.observe(t2 - t0, t2 - t1, mine > 0 ? (t1 - t0) / mine : t2 - t1);
   }
 }
 

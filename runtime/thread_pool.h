@@ -12,10 +12,12 @@
 //
 // A descheduled worker still stalls the step whose chunk it holds, for up to the OS's time
 // slice (milliseconds, against chunks of ~10 us). On a machine shared with busy processes that
-// happens on most steps, so the pool watches for it (TeamPolicy): when the caller's waits for
-// chunks held by workers add up to a real share of the time, the pool runs with half the
-// workers (none, for two threads) for a while, then tries the full team again, backing off
-// exponentially while the stalls persist.
+// can happen on most steps, and then fewer threads run the model faster; or the scheduler may
+// still give the whole team enough CPU that it wins despite the stalls. Which one holds is
+// measured, not guessed (TeamPolicy): when stalls add up to a real share of the time, the next
+// runs try half the workers (none, for two threads), and the team whose runs were faster is kept
+// for a while; then the other is tried again, backing off exponentially while the choice stands.
+// An idle machine sees no stalls and never pays for a trial.
 #pragma once
 
 #include <atomic>
@@ -25,37 +27,50 @@
 
 namespace aicf::rt {
 
-// How many of a pool's workers take part, from what the caller measured on each run. Pure (times
-// are given, in nanoseconds) so that tests can drive it.
+// How many of a pool's workers take part in each run. Pure (times are given, in nanoseconds) so
+// that tests can drive it. Per dispatch it sums the stalls (observe); per run (beginRun /
+// endRun) it picks the team: the steady choice, or a trial of the other team, trialRuns long,
+// whose mean run time is compared with the steady team's last trialRuns runs.
 class TeamPolicy {
 public:
   struct Params {
     int64_t graceNs = 30'000;       // of a wait beyond twice the caller's mean chunk time
-    int64_t minStallNs = 1'000'000; // stalls below this never shrink the team
-    double stallShare = 0.10;       // ... nor stalls below this share of the time run
-    int64_t windowNs = 100'000'000; // the sums decay (halve) past this much time run
-    int64_t backoffMinNs = 50'000'000, backoffMaxNs = 2'000'000'000;
+    int64_t minStallNs = 1'000'000; // stalls below this never start a trial
+    double stallShare = 0.10;       // ... nor stalls below this share of the time dispatched
+    int64_t windowNs = 100'000'000; // the stall sums decay (halve) past this much time
+    int trialRuns = 5;
+    double keepFull = 0.95; // the smaller team must be this much faster (mean) to be chosen
+    int64_t holdMinNs = 100'000'000, holdMaxNs = 2'000'000'000; // a choice stands this long
   };
-  TeamPolicy(int workers, Params p) : p_(p), full_(workers), active_(workers) {
-    backoff_ = p_.backoffMinNs;
-  }
-  TeamPolicy(int workers) : TeamPolicy(workers, Params{}) {}
+  TeamPolicy(int workers, Params p)
+      : p_(p), full_(workers), small_(workers / 2), team_(workers), hold_(p.holdMinNs) {}
+  explicit TeamPolicy(int workers) : TeamPolicy(workers, Params{}) {}
 
-  // The workers the next run may use, at time now (a reduced team is restored once its time
-  // is up).
-  int active(int64_t now);
-  // One run that ended at time now, ranNs long, after which the caller (once it found no chunk
-  // left to claim) waited waitNs for the workers' last chunks; its own chunks took meanChunkNs
-  // on average. The wait beyond twice that (plus a grace) is a stall: a worker that was not
-  // running while it held a chunk.
-  void observe(int64_t now, int64_t ranNs, int64_t waitNs, int64_t meanChunkNs);
+  // The workers for the run starting at time now.
+  int beginRun(int64_t now);
+  // That run ended at time now, runNs long.
+  void endRun(int64_t now, int64_t runNs);
+  // One dispatch, ranNs long, after which the caller (once it found no chunk left to claim)
+  // waited waitNs for the workers' last chunks; its own chunks took meanChunkNs on average.
+  // The wait beyond twice that (plus a grace) is a stall: a worker that was not running while
+  // it held a chunk.
+  void observe(int64_t ranNs, int64_t waitNs, int64_t meanChunkNs);
+
   int full() const { return full_; }
-  int64_t backoffNs() const { return backoff_; }
+  int team() const { return team_; } // the steady choice
+  bool trying() const { return trialLeft_ > 0; }
+  int64_t holdNs() const { return hold_; }
 
 private:
+  void decide(int64_t now);
   Params p_;
-  int full_, active_;
-  int64_t stallSum_ = 0, timeSum_ = 0, backoff_, until_ = 0;
+  int full_, small_, team_;
+  int trialTeam_ = 0, trialLeft_ = 0;
+  int64_t trialSum_ = 0;
+  std::vector<int64_t> recent_; // the steady team's last runs (up to trialRuns)
+  size_t recentNext_ = 0;
+  int64_t stallSum_ = 0, timeSum_ = 0;
+  int64_t hold_, until_ = 0; // no trial before until_
 };
 
 class ThreadPool {
@@ -73,8 +88,12 @@ public:
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
   bool adaptive() const { return adaptive_; }
-  // The workers that took part in the last run (threads() - 1 unless the policy shrank the team).
+  // The workers that take part (threads() - 1 unless the policy chose fewer).
   int activeWorkers() const { return active_.load(std::memory_order_relaxed); }
+  // Around each run of a model (a sequence of run() calls): the adaptive pool picks its team at
+  // the start and times the run at the end. Without them the team stays whole.
+  void beginRun();
+  void endRun();
 
   // Calls fn(ctx, c) once for every chunk c in [0, chunks), on the calling thread and the
   // workers, and returns when all have returned. fn must not throw. One run at a time per pool.
@@ -105,6 +124,7 @@ private:
   uint32_t lastGen_ = 0;          // the caller's
   bool pinned_ = false, adaptive_ = true;
   TeamPolicy policy_;
+  int64_t runStart_ = 0;
   // Read by a worker only after it has claimed a chunk of the job they belong to, which cannot
   // finish (so the caller cannot replace them) before that chunk has.
   ChunkFn fn_ = nullptr;

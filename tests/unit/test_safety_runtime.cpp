@@ -230,3 +230,31 @@ TEST_CASE("safety runtime: thread counts outside 1..AICF_MAX_THREADS are refused
   CHECK(aicf_set_num_threads(nullptr, 2) == 1);
   aicf_close(m);
 }
+
+// Dispatch groups (launch.group): steps that run together must be consecutive, name their first
+// step, and share no memory one of them writes; an edited plan that breaks this would race.
+TEST_CASE("safety runtime: dispatch groups are checked") {
+  const std::string k0 = "grid: [1, 2], block: [1], shared_bytes: 0, chunks: 1}";
+  const std::string k1 = "grid: [1, 1], block: [1], shared_bytes: 0, chunks: 1}";
+  auto grouped = [&](const std::string &name, const std::string &g0, const std::string &g1) {
+    fs::path p = tampered(name, k0, g0.empty() ? k0 : k0.substr(0, k0.size() - 1) + g0 + "}");
+    std::string plan = readAll(p / "plan.yaml");
+    size_t at = plan.find(k1);
+    REQUIRE(at != std::string::npos);
+    if (!g1.empty())
+      plan.replace(at, k1.size(), k1.substr(0, k1.size() - 1) + g1 + "}");
+    writeAll(p / "plan.yaml", plan);
+    return p;
+  };
+  // k1 reads what k0 writes.
+  fs::path p = grouped("group_conflict", ", group: 0", ", group: 0");
+  CHECK(openError(p) == planError(p, "step k1_gemm: launch.group 0: it shares memory with step "
+                                     "k0_gemm of its group, which one of them writes"));
+  p = grouped("group_not_first", "", ", group: 0");
+  CHECK(openError(p) == planError(p, "step k1_gemm: launch.group 0 does not name the first of "
+                                     "consecutive steps of its group"));
+  p = grouped("group_of_one", "", ", group: 1");
+  CHECK(openError(p) == planError(p, "step k1_gemm: launch.group 1 has one step"));
+  p = grouped("group_ahead", ", group: 1", "");
+  CHECK(openError(p) == planError(p, "step k0_gemm: launch: group 1 must be <= 0"));
+}

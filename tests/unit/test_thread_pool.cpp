@@ -111,65 +111,84 @@ TEST_CASE("thread pool: pinned workers run every chunk exactly once") {
   }
 }
 
-// TeamPolicy, driven with given times (ns): what shrinks the team, for how long, and how the
-// back-off grows while stalls persist and resets once a whole window runs clean.
-TEST_CASE("thread pool: the team policy shrinks on stalls, restores after the back-off") {
+// TeamPolicy, driven with given times (ns): stalls start a trial of the small team, the faster
+// team (by mean run time) is kept, a choice stands for a hold time that doubles while trials
+// confirm it, and an idle machine (no stalls) never pays for a trial.
+TEST_CASE("thread pool: the team policy tries the small team on stalls and keeps the faster") {
   using aicf::rt::TeamPolicy;
   constexpr int64_t ms = 1'000'000, us = 1'000;
-  TeamPolicy p(3); // defaults: grace 30 us, 1 ms and 10% of time, window 100 ms, back-off 50 ms+
+  TeamPolicy p(3); // small team: 1 worker; 5-run trials; hold 100 ms, doubling up to 2 s
   int64_t t = 0;
-  CHECK(p.active(t) == 3);
-  // Waits explained by the chunks' size (and the grace) never count, however many there are.
-  for (int i = 0; i < 1000; ++i)
-    p.observe(t += 200 * us, 200 * us, 60 * us, 20 * us);
-  CHECK(p.active(t) == 3);
-  // Stalls under 10% of the time run do not shrink the team either ...
-  for (int i = 0; i < 40; ++i)
-    p.observe(t += 1 * ms, 1 * ms, 20 * us + 50 * us, 10 * us); // 40 us stall each: 4%
-  CHECK(p.active(t) == 3);
-  // ... stalls of 2 ms in 5 ms runs do, once they are 10% of the (decaying) time run: half the
-  // workers (rounded down), for the back-off.
+  // One run: `dispatches` of 1 ms, each with `stallUs` of stall beyond the chunks' size.
+  auto run = [&](int64_t runNs, int64_t stallUs = 0, int dispatches = 4) {
+    int team = p.beginRun(t);
+    for (int d = 0; d < dispatches; ++d)
+      p.observe(1 * ms, 10 * us + 30 * us + stallUs * us, 5 * us);
+    t += runNs;
+    p.endRun(t, runNs);
+    return team;
+  };
+  // Idle: waits explained by the chunks' size never start a trial, however long it runs.
+  for (int i = 0; i < 500; ++i)
+    REQUIRE(run(4 * ms, 0) == 3);
+  // Stalls under 10% of the time dispatched do not either ...
+  for (int i = 0; i < 100; ++i)
+    REQUIRE(run(4 * ms, 50) == 3);
+  // ... stalls of 300 us per 1 ms dispatch do: five runs with the small team.
   int runs = 0;
-  while (p.active(t) == 3 && runs < 20) {
-    p.observe(t += 5 * ms, 5 * ms, 2 * ms + 50 * us, 10 * us);
+  while (!p.trying() && runs < 20) {
+    run(4 * ms, 300);
     ++runs;
   }
-  CHECK(runs > 1); // one stall was not 10% of the time run so far
-  CHECK(runs < 10);
-  CHECK(p.active(t) == 1);
-  CHECK(p.backoffNs() == 100 * ms); // doubled for the next time
-  CHECK(p.active(t + 49 * ms) == 1);
-  // Persisting stalls shrink it further, to none (and double the back-off again).
-  p.observe(t += 5 * ms, 5 * ms, 3 * ms, 10 * us);
-  CHECK(p.active(t) == 0);
-  CHECK(p.backoffNs() == 200 * ms);
-  // Time up: the whole team again; a stall at once (the sums restart) shrinks it for 200 ms.
-  t += 100 * ms;
-  CHECK(p.active(t) == 3);
-  p.observe(t += 4 * ms, 4 * ms, 2 * ms, 10 * us);
-  CHECK(p.active(t) == 1);
-  CHECK(p.active(t + 199 * ms) == 1);
-  CHECK(p.active(t + 200 * ms) == 3);
-  t += 200 * ms;
-  // A clean window with the whole team resets the back-off to its minimum.
-  for (int i = 0; i < 120; ++i) {
-    REQUIRE(p.active(t) == 3);
-    p.observe(t += 1 * ms, 1 * ms, 10 * us, 10 * us);
+  REQUIRE(p.trying());
+  for (int i = 0; i < 5; ++i)
+    CHECK(run(3 * ms) == 1); // faster than the whole team's 4 ms
+  CHECK_FALSE(p.trying());
+  CHECK(p.team() == 1);
+  CHECK(p.holdNs() == 100 * ms); // the choice changed: the minimum hold
+  // The small team stands for the hold; then the whole team is tried again (five runs).
+  int64_t held = t;
+  while (t < held + 100 * ms)
+    REQUIRE(run(3 * ms) == 1);
+  for (int i = 0; i < 5; ++i)
+    CHECK(run(5 * ms, 300) == 3); // still slower: the small team is kept, for twice as long
+  CHECK(p.team() == 1);
+  CHECK(p.holdNs() == 200 * ms);
+  held = t;
+  while (t < held + 200 * ms)
+    REQUIRE(run(3 * ms) == 1);
+  // Now the whole team is faster (the load went away): it is chosen, with the minimum hold.
+  for (int i = 0; i < 5; ++i)
+    CHECK(run(2 * ms) == 3);
+  CHECK(p.team() == 3);
+  CHECK(p.holdNs() == 100 * ms);
+  // Stalls, but the whole team stays faster than the small one (less than 5% slower counts as
+  // not faster): kept, and no new trial during its hold however much it stalls.
+  while (!p.trying())
+    run(2 * ms, 300);
+  for (int i = 0; i < 5; ++i)
+    CHECK(run(int64_t(1.95 * ms)) == 1);
+  CHECK(p.team() == 3);
+  CHECK(p.holdNs() == 200 * ms);
+  held = t;
+  while (t < held + 190 * ms) {
+    REQUIRE(run(2 * ms, 300) == 3);
+    REQUIRE_FALSE(p.trying());
   }
-  CHECK(p.backoffNs() == 50 * ms);
-  // The back-off never grows past its maximum (2 s).
-  for (int i = 0; i < 20; ++i) {
-    t += 3'000 * ms;
-    REQUIRE(p.active(t) == 3);
-    p.observe(t += 4 * ms, 4 * ms, 2 * ms, 10 * us);
+  // The hold never grows past its maximum (2 s).
+  for (int i = 0; i < 10; ++i) {
+    while (!p.trying())
+      run(2 * ms, 300);
+    for (int k = 0; k < 5; ++k)
+      run(3 * ms);
   }
-  CHECK(p.backoffNs() == 2'000 * ms);
+  CHECK(p.holdNs() == 2'000 * ms);
 }
 
 // The pool itself: a worker that holds its chunk for milliseconds (as one the OS descheduled
-// would) shrinks the team; runs then complete on the caller alone, and the workers come back
-// once the back-off is over (shortened here).
-TEST_CASE("thread pool: workers that stall runs are left out for a while, then used again") {
+// would) makes the whole team slower than the caller alone; the pool finds that out and runs
+// on the caller alone, and a fixed pool (adaptive = false) keeps every worker.
+TEST_CASE("thread pool: workers that stall runs are left out once the caller alone is faster") {
   struct Slow {
     std::thread::id caller = std::this_thread::get_id();
     std::atomic<int> onWorkers{0};
@@ -178,39 +197,40 @@ TEST_CASE("thread pool: workers that stall runs are left out for a while, then u
       if (std::this_thread::get_id() != s.caller) {
         s.onWorkers.fetch_add(1);
         std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      } else { // ~20 us of work: the worker has time to wake and claim a chunk
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+        while (std::chrono::steady_clock::now() < until) {
+        }
       }
     }
   };
-  aicf::rt::TeamPolicy::Params params;
-  params.backoffMinNs = 30'000'000; // 30 ms
-  ThreadPool pool(2, false, true, params);
+  ThreadPool pool(2);
   CHECK(pool.adaptive());
   CHECK(pool.activeWorkers() == 1);
   Slow s;
-  for (int r = 0; r < 200 && pool.activeWorkers() == 1; ++r)
-    pool.run(64, &Slow::chunk, &s);
+  // A run of four dispatches; stalls start a trial, after which the caller alone is chosen.
+  auto run = [&](ThreadPool &p, Slow &sl) {
+    p.beginRun();
+    for (int d = 0; d < 4; ++d)
+      p.run(64, &Slow::chunk, &sl);
+    p.endRun();
+  };
+  for (int r = 0; r < 40 && pool.activeWorkers() == 1; ++r)
+    run(pool, s);
   REQUIRE(s.onWorkers.load() > 0);
   CHECK(pool.activeWorkers() == 0);
-  // While the team is shrunk, the caller runs every chunk.
+  // While so, the caller runs every chunk.
+  pool.beginRun();
   Counts c(300);
   pool.run(300, &Counts::chunk, &c);
+  pool.endRun();
   checkOnce(c);
   CHECK(c.onOtherThreads.load() == 0);
-  // After the back-off, runs have the whole team again. (A run on a loaded machine may itself
-  // see a stall and shrink the team anew: a few tries.)
-  for (int r = 0; r < 20 && pool.activeWorkers() == 0; ++r) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(40));
-    Counts d(300);
-    pool.run(300, &Counts::chunk, &d);
-    checkOnce(d);
-  }
-  CHECK(pool.activeWorkers() == 1);
 
-  // A fixed pool (adaptive = false) keeps every worker, stalls or not.
   ThreadPool fixed(2, false, false);
   CHECK_FALSE(fixed.adaptive());
   Slow f;
-  for (int r = 0; r < 20; ++r)
-    fixed.run(64, &Slow::chunk, &f);
+  for (int r = 0; r < 10; ++r)
+    run(fixed, f);
   CHECK(fixed.activeWorkers() == 1);
 }
