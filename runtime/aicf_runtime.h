@@ -69,10 +69,11 @@ int aicf_set_num_threads(aicf_model *m, int n);
  * them. Takes effect at the next aicf_run. 0 on success. No effect on cuda plans. */
 int aicf_set_thread_affinity(aicf_model *m, int enabled);
 
-/* cpu plans: enabled != 0 (the default) lets the pool run with fewer workers for a while when
- * its workers keep stalling steps (descheduled by the OS while they hold a step's last chunks,
- * as on a machine shared with busy processes), then try them all again; 0 always uses all the
- * threads set. Takes effect at the next aicf_run. 0 on success. No effect on cuda plans. */
+/* cpu plans: enabled != 0 (the default) lets the pool choose its team by measurement: when its
+ * workers keep stalling steps (descheduled by the OS while they hold a step's last chunks, as on
+ * a machine shared with busy processes), a few runs use half the workers, and whichever team ran
+ * faster is kept for a while, then checked again. 0 always uses all the threads set. Takes
+ * effect at the next aicf_run. 0 on success. No effect on cuda plans. */
 int aicf_set_adaptive_threads(aicf_model *m, int enabled);
 
 /* cuda plans: enabled != 0 (the default) captures the steps into a CUDA Graph on the first run
