@@ -386,8 +386,6 @@ void openDevice(aicf_model &m) {
   m.weights.reset();
 }
 
-// Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
-// checks its kernels against the steps.
 // Dispatch groups (launch.group, plan/dispatch_groups.h): consecutive kernel steps, each
 // naming the group's first step, that share no memory one writes (their chunks run together,
 // in any order, with no join between them). Sets groupEnd on each group's first step.
@@ -430,6 +428,8 @@ void checkGroups(aicf_model &m) {
       throw Error(cat("step ", st.symbol, ": launch.group ", st.group, " has one step"));
 }
 
+// Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
+// checks its kernels against the steps.
 void loadPlan(aicf_model &m, const YAML::Node &plan) {
   if (!plan.IsMap() || !plan["schema"] || !plan["schema"].IsScalar() ||
       plan["schema"].Scalar() != "aicf-plan/1")
