@@ -475,20 +475,25 @@ class BusyLoad:
             p.wait()
 
 
-def time_interleaved(engines, warmup, reps):
-    """engines: {key: engine}; round-robin, rotating the order each round. Per engine: (median,
-    p90, mean) in ms."""
+def time_interleaved(engines, warmup, reps, min_seconds=0.0):
+    """engines: {key: engine}; round-robin, rotating the order each round, for at least `reps`
+    rounds and at least `min_seconds` (a model of a few microseconds gets thousands of rounds:
+    a few dozen would time one scheduler slice, and under load whether a busy process happened to
+    run in it). Per engine: (median, p90, mean) in ms."""
     keys = list(engines)
     for k in keys:
         for _ in range(warmup):
             engines[k].run()
     ts = {k: [] for k in keys}
-    for r in range(reps):
+    start = time.perf_counter()
+    r = 0
+    while r < reps or (time.perf_counter() - start < min_seconds and r < 200000):
         order = keys[r % len(keys):] + keys[: r % len(keys)]
         for k in order:
             t0 = time.perf_counter()
             engines[k].run()
             ts[k].append(time.perf_counter() - t0)
+        r += 1
     return {k: (float(np.median(v)) * 1e3, float(np.percentile(v, 90)) * 1e3, float(np.mean(v)) * 1e3)
             for k, v in ts.items()}
 
@@ -539,6 +544,8 @@ def main():
                          "(comma-separated; '' for idle only)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--min-seconds", type=float, default=1.0,
+                    help="each timing goes on past --reps rounds until this many seconds have passed")
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--workdir", default=os.path.join(ROOT, "bench", "work"))
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results.md"))
@@ -649,12 +656,12 @@ def main():
                 except Exception as ex:  # noqa: BLE001
                     row["err"][k] = "run failed: " + short(ex)
                     del engines[k]
-            for k, v in time_interleaved(engines, a.warmup, a.reps).items():
+            for k, v in time_interleaved(engines, a.warmup, a.reps, a.min_seconds).items():
                 row["lat"][(k, t)] = v
             for n in loads:
                 log(f"{name}: timing, {t} thread(s), {n} busy process(es)")
                 with BusyLoad(n):
-                    for k, v in time_interleaved(engines, 2, a.reps).items():
+                    for k, v in time_interleaved(engines, 2, a.reps, a.min_seconds).items():
                         row.setdefault("lat_load", {})[(k, t, n)] = v
         # cross-check: aicf alone in its own process (aicf-run --bench), same inputs
         row["standalone"] = {}
@@ -718,7 +725,8 @@ def render(rows, threads, status, mi, load0, load1, started, a, loads=()):
              + (" — **the machine was loaded by other work**: absolute numbers are noisy; "
                 "the interleaving keeps the ratios fair." if max(load0[0], load1[0]) > 0.5 * mi["cores"] else "."))
     L.append(f"- Timing: one process, all engines on identical inputs, {a.warmup} warm-up runs each, then "
-             f"{a.reps} rounds interleaved round-robin (order rotated each round); median / p90 in ms. "
+             f"{a.reps} rounds interleaved round-robin (order rotated each round), or more, until "
+             f"{a.min_seconds:g} s have passed; median / p90 in ms. "
              "aicf runs through the runtime C API (libaicf_runtime.so, ctypes).")
     L.append("- Peers: " + "; ".join(
         f"{PEER_NAMES[p]} " + (f"{v}" if ok else f"**unavailable** ({v})") for p, (ok, v) in status.items()) + ".")
@@ -775,8 +783,8 @@ def render(rows, threads, status, mi, load0, load1, started, a, loads=()):
     if loads:
         L.append("## Under competing load (median / p90, ms)\n")
         L.append("The same engines while N busy processes (`while :; do :; done`) compete for the "
-                 f"{os.cpu_count()} cores, started before and killed after each timing, as many reps as "
-                 "idle. T2/T1: an engine's 2-thread time over its 1-thread time under the same load "
+                 f"{os.cpu_count()} cores, started before and killed after each timing, as many rounds as "
+                 "idle (at least as many, and as long). T2/T1: an engine's 2-thread time over its 1-thread time under the same load "
                  "(issue 19 asks <= 1.3 for aicf), by median and by mean. Both, because under a "
                  "time-sliced load a run's latency is bimodal (whether the scheduler ran a busy "
                  "process in the middle of it): the median of a few dozen runs can flip between "

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -47,7 +48,7 @@ void futexWakeAll(std::atomic<uint32_t> &word) {
 
 // How long an idle worker, and a caller waiting for the last chunks, spin before blocking:
 // consecutive steps of a run follow each other within microseconds.
-constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSpin = std::chrono::microseconds(50), kNoSpin = std::chrono::microseconds(0);
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -57,12 +58,34 @@ int64_t nowNs() {
 
 } // namespace
 
+double TeamPolicy::recentMean(int n) const {
+  if (n <= 0 || recentCount_ < size_t(n))
+    return -1;
+  int64_t sum = 0;
+  for (int i = 1; i <= n; ++i)
+    sum += recent_[(recentNext_ + recent_.size() - size_t(i)) % recent_.size()];
+  return double(sum) / n;
+}
+
+int TeamPolicy::trialLength() const {
+  double mean = recentMean(p_.trialRuns);
+  if (mean < 0)
+    return 0;
+  int64_t runs = int64_t(std::ceil(double(p_.trialMinNs) / std::max(mean, 1.0)));
+  int n = int(std::clamp<int64_t>(runs, p_.trialRuns, int64_t(recent_.size())));
+  return recentCount_ >= size_t(n) ? n : 0;
+}
+
+void TeamPolicy::startTrial(int team, int runs) {
+  trialTeam_ = team;
+  trialLeft_ = trialLen_ = runs;
+  trialSum_ = 0;
+}
+
 int TeamPolicy::beginRun(int64_t now) {
-  if (trialLeft_ == 0 && team_ != full_ && now >= until_ &&
-      recent_.size() == size_t(p_.trialRuns)) { // the small team's time is up: try the whole
-    trialTeam_ = full_;
-    trialLeft_ = p_.trialRuns;
-    trialSum_ = 0;
+  if (trialLeft_ == 0 && team_ != full_ && now >= until_) { // the small team's time is up
+    if (int n = trialLength())
+      startTrial(full_, n);
   }
   return trialLeft_ > 0 ? trialTeam_ : team_;
 }
@@ -74,25 +97,23 @@ void TeamPolicy::endRun(int64_t now, int64_t runNs) {
       decide(now);
     return;
   }
-  if (recent_.size() < size_t(p_.trialRuns))
-    recent_.push_back(runNs);
-  else
-    recent_[recentNext_] = runNs;
-  recentNext_ = (recentNext_ + 1) % size_t(p_.trialRuns);
-  // The whole team stalls: try the small one (unless a trial kept the whole team lately).
-  if (team_ == full_ && small_ < full_ && now >= until_ && recent_.size() == size_t(p_.trialRuns) &&
-      stallSum_ >= p_.minStallNs && double(stallSum_) >= p_.stallShare * double(timeSum_)) {
-    trialTeam_ = small_;
-    trialLeft_ = p_.trialRuns;
-    trialSum_ = 0;
-  }
+  recent_[recentNext_] = runNs;
+  recentNext_ = (recentNext_ + 1) % recent_.size();
+  recentCount_ = std::min(recentCount_ + 1, recent_.size());
+  if (team_ != full_ || small_ >= full_ || now < until_)
+    return;
+  int n = trialLength();
+  if (n == 0)
+    return;
+  // The whole team stalls, or a trial is cheap enough to run on no evidence: try the small one.
+  bool stalls = stallSum_ >= p_.minStallNs && double(stallSum_) >= p_.stallShare * double(timeSum_);
+  bool cheap = double(n) * recentMean(n) <= p_.exploreShare * double(hold_);
+  if (stalls || cheap)
+    startTrial(small_, n);
 }
 
 void TeamPolicy::decide(int64_t now) {
-  int64_t steady = 0;
-  for (int64_t r : recent_)
-    steady += r;
-  double trial = double(trialSum_) / p_.trialRuns, kept = double(steady) / double(recent_.size());
+  double trial = double(trialSum_) / trialLen_, kept = recentMean(trialLen_);
   int small = trialTeam_ == full_ ? team_ : trialTeam_;
   double smallMean = trialTeam_ == full_ ? kept : trial,
          fullMean = trialTeam_ == full_ ? trial : kept;
@@ -100,8 +121,7 @@ void TeamPolicy::decide(int64_t now) {
   hold_ = choice == team_ ? std::min(2 * hold_, p_.holdMaxNs) : p_.holdMinNs;
   team_ = choice;
   until_ = now + hold_;
-  recent_.clear();
-  recentNext_ = 0;
+  recentNext_ = recentCount_ = 0;
   stallSum_ = timeSum_ = 0;
 }
 
@@ -123,6 +143,9 @@ static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
 ThreadPool::ThreadPool(int threads, bool pin, bool adaptive, TeamPolicy::Params params)
     : pinned_(pin), adaptive_(adaptive), policy_(std::max(0, threads - 1), params) {
   active_.store(std::max(0, threads - 1));
+  cpuOf_ = std::make_unique<std::atomic<int>[]>(size_t(std::max(1, threads)));
+  for (int i = 0; i < std::max(1, threads); ++i)
+    cpuOf_[i].store(-1);
   // Each worker starts from the generation of the pool's creation, not from what it reads once
   // its thread runs: a job posted, or the pool destroyed, before it starts is still a change.
   uint32_t initial = gen_.load();
@@ -223,8 +246,12 @@ void ThreadPool::work(int index, uint32_t seen) {
       continue;
     }
     uint32_t g = gen_.load(std::memory_order_acquire);
+    int cpu = sched_getcpu();
+    cpuOf_[index].store(cpu, std::memory_order_relaxed);
     if (g == seen) {
-      auto until = std::chrono::steady_clock::now() + kSpin;
+      // No spin on the caller's CPU: the caller could not post the next job while this spins.
+      auto until = std::chrono::steady_clock::now() +
+                   (cpu >= 0 && cpu == cpuOf_[0].load(std::memory_order_relaxed) ? kNoSpin : kSpin);
       while ((g = gen_.load(std::memory_order_acquire)) == seen &&
              std::chrono::steady_clock::now() < until)
         cpuRelax();
@@ -253,6 +280,8 @@ void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
       fn(ctx, c);
     return;
   }
+  int cpu = sched_getcpu();
+  cpuOf_[0].store(cpu, std::memory_order_relaxed);
   fn_ = fn;
   ctx_ = ctx;
   done_.store(0, std::memory_order_relaxed);
@@ -268,7 +297,11 @@ void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
   int64_t t1 = adaptive_ ? nowNs() : 0;
   uint32_t total = uint32_t(chunks);
   uint32_t d = done_.load(std::memory_order_acquire);
-  auto until = std::chrono::steady_clock::now() + kSpin;
+  // No spin while a worker (maybe the one holding the last chunk) shares this CPU.
+  bool shared = false;
+  for (size_t i = 1; cpu >= 0 && i <= workers_.size(); ++i)
+    shared = shared || cpuOf_[i].load(std::memory_order_relaxed) == cpu;
+  auto until = std::chrono::steady_clock::now() + (shared ? kNoSpin : kSpin);
   while (d != total && std::chrono::steady_clock::now() < until) {
     cpuRelax();
     d = done_.load(std::memory_order_acquire);

@@ -10,6 +10,14 @@
 // then block on a futex: nothing spins between runs. (Raw futex calls rather than
 // std::atomic::wait: libstdc++ 12's notify_all lost a wake-up of a worker blocked in wait().)
 //
+// Spinning pays only while the thread waited for runs on another CPU. The OS sometimes wakes a
+// worker onto the CPU of the caller that posted the job (the other one idle): the worker then
+// holds the CPU for its whole spin while the caller it took it from waits for nothing, and the
+// caller, spinning for a chunk the worker holds, delays it the same way. Measured on a 2-core VM,
+// 2 chunks of 10 us after a 1 ms pause between runs: 15% of the runs took 50 us longer (the
+// spin). So each thread notes the CPU it runs on, and a thread that shares its CPU with the one
+// it waits for blocks at once.
+//
 // A descheduled worker still stalls the step whose chunk it holds, for up to the OS's time
 // slice (milliseconds, against chunks of ~10 us). On a machine shared with busy processes that
 // can happen on most steps, and then fewer threads run the model faster; or the scheduler may
@@ -20,8 +28,10 @@
 // An idle machine sees no stalls and never pays for a trial.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -29,8 +39,15 @@ namespace aicf::rt {
 
 // How many of a pool's workers take part in each run. Pure (times are given, in nanoseconds) so
 // that tests can drive it. Per dispatch it sums the stalls (observe); per run (beginRun /
-// endRun) it picks the team: the steady choice, or a trial of the other team, trialRuns long,
-// whose mean run time is compared with the steady team's last trialRuns runs.
+// endRun) it picks the team: the steady choice, or a trial of the other team, whose mean run
+// time is compared with the steady team's over as many recent runs. A trial is trialRuns long,
+// or more for short runs (enough to last trialMinNs, up to maxTrialRuns): the mean of five
+// 40 us runs is one interrupt away from a wrong choice.
+//
+// Stalls start a trial of the small team. So does nothing, for runs so short that a trial costs
+// at most exploreShare of the hold (in effect runs under 0.2 ms): waking a worker costs about as
+// much as such a model's steps gain from it, it depends on the machine, and short runs leave too
+// little time for stalls to add up to evidence.
 class TeamPolicy {
 public:
   struct Params {
@@ -39,11 +56,15 @@ public:
     double stallShare = 0.10;       // ... nor stalls below this share of the time dispatched
     int64_t windowNs = 100'000'000; // the stall sums decay (halve) past this much time
     int trialRuns = 5;
-    double keepFull = 0.95; // the smaller team must be this much faster (mean) to be chosen
+    int64_t trialMinNs = 1'000'000; // a trial of short runs lasts this long ...
+    int maxTrialRuns = 64;          // ... but no more runs than this
+    double exploreShare = 0.01;     // a trial without stalls costs at most this share of the hold
+    double keepFull = 0.95;         // the smaller team must be this much faster (mean) to be chosen
     int64_t holdMinNs = 100'000'000, holdMaxNs = 2'000'000'000; // a choice stands this long
   };
   TeamPolicy(int workers, Params p)
-      : p_(p), full_(workers), small_(workers / 2), team_(workers), hold_(p.holdMinNs) {}
+      : p_(p), full_(workers), small_(workers / 2), team_(workers),
+        recent_(size_t(std::max(p.trialRuns, p.maxTrialRuns))), hold_(p.holdMinNs) {}
   explicit TeamPolicy(int workers) : TeamPolicy(workers, Params{}) {}
 
   // The workers for the run starting at time now.
@@ -62,13 +83,18 @@ public:
   int64_t holdNs() const { return hold_; }
 
 private:
+  // Mean of the steady team's last n runs, or -1 while fewer have run.
+  double recentMean(int n) const;
+  // How many runs a trial takes, from the steady team's recent runs (0 while too few have run).
+  int trialLength() const;
+  void startTrial(int team, int runs);
   void decide(int64_t now);
   Params p_;
   int full_, small_, team_;
-  int trialTeam_ = 0, trialLeft_ = 0;
+  int trialTeam_ = 0, trialLeft_ = 0, trialLen_ = 0;
   int64_t trialSum_ = 0;
-  std::vector<int64_t> recent_; // the steady team's last runs (up to trialRuns)
-  size_t recentNext_ = 0;
+  std::vector<int64_t> recent_; // a ring of the steady team's last runs
+  size_t recentNext_ = 0, recentCount_ = 0;
   int64_t stallSum_ = 0, timeSum_ = 0;
   int64_t hold_, until_ = 0; // no trial before until_
 };
@@ -121,7 +147,10 @@ private:
   std::atomic<bool> stop_{false}, paused_{false};
   std::atomic<int> active_{0};    // workers 1..active_ take jobs; the others wait on park_
   std::atomic<uint32_t> park_{0}; // changes when the team grows or the pool stops (futex)
-  uint32_t lastGen_ = 0;          // the caller's
+  // The CPU each thread last ran on (sched_getcpu when it last looked for work): [0] the caller,
+  // [i] worker i. A hint for whether to spin; stale values cost only a spin or a block.
+  std::unique_ptr<std::atomic<int>[]> cpuOf_;
+  uint32_t lastGen_ = 0; // the caller's
   bool pinned_ = false, adaptive_ = true;
   TeamPolicy policy_;
   int64_t runStart_ = 0;

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -111,6 +113,28 @@ TEST_CASE("thread pool: pinned workers run every chunk exactly once") {
   }
 }
 
+// Threads that share one CPU (the OS woke a worker onto the caller's CPU; here the test confines
+// the whole pool to one) block instead of spinning against each other: every run still completes
+// with each chunk once, also with pauses between runs, when the workers have gone to sleep.
+TEST_CASE("thread pool: a pool confined to one CPU runs every chunk exactly once") {
+  cpu_set_t was, one;
+  REQUIRE(sched_getaffinity(0, sizeof was, &was) == 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0); // this thread; the workers inherit it
+  {
+    ThreadPool pool(3);
+    for (int r = 0; r < 200; ++r) {
+      Counts c{size_t(2 + r % 7)};
+      pool.run(int64_t(c.hits.size()), &Counts::chunk, &c);
+      checkOnce(c);
+      if (r % 20 == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  REQUIRE(sched_setaffinity(0, sizeof was, &was) == 0);
+}
+
 // TeamPolicy, driven with given times (ns): stalls start a trial of the small team, the faster
 // team (by mean run time) is kept, a choice stands for a hold time that doubles while trials
 // confirm it, and an idle machine (no stalls) never pays for a trial.
@@ -183,6 +207,49 @@ TEST_CASE("thread pool: the team policy tries the small team on stalls and keeps
       run(3 * ms);
   }
   CHECK(p.holdNs() == 2'000 * ms);
+}
+
+// Runs so short that a trial costs at most 1% of the hold are tried on the small team without
+// any stall (in effect under 0.2 ms), for enough runs to last 1 ms; longer runs never are.
+TEST_CASE("thread pool: the team policy tries short runs on the small team without stalls") {
+  using aicf::rt::TeamPolicy;
+  constexpr int64_t ms = 1'000'000, us = 1'000;
+  TeamPolicy p(1); // two threads: the small team is the caller alone
+  int64_t t = 0;
+  auto run = [&](int64_t runNs) {
+    int team = p.beginRun(t);
+    p.observe(runNs, 10 * us, 10 * us); // no stall
+    t += runNs;
+    p.endRun(t, runNs);
+    return team;
+  };
+  // 0.5 ms runs: five of them would cost 2.5 ms, over 1% of the 100 ms hold: never tried.
+  for (int i = 0; i < 2000; ++i)
+    REQUIRE(run(500 * us) == 1);
+  // 50 us runs: once 20 have run (1 ms), 20 runs on the caller alone.
+  p = TeamPolicy(1);
+  t = 0;
+  int before = 0;
+  while (!p.trying() && before < 100) {
+    run(50 * us);
+    ++before;
+  }
+  CHECK(before == 20);
+  for (int i = 0; i < 20; ++i)
+    CHECK(run(40 * us) == 0); // faster alone (the workers cost more to wake than they gain)
+  CHECK(p.team() == 0);
+  CHECK(p.holdNs() == 100 * ms);
+  // After the hold the whole team is tried again, and kept when it is faster.
+  int64_t held = t;
+  while (t < held + 100 * ms)
+    REQUIRE(run(40 * us) == 0);
+  int trial = 0;
+  while (p.trying() || trial == 0) {
+    CHECK(run(30 * us) == 1);
+    ++trial;
+  }
+  CHECK(trial == 25); // 1 ms of the caller's 40 us runs
+  CHECK(p.team() == 1);
 }
 
 // The pool itself: a worker that holds its chunk for milliseconds (as one the OS descheduled
