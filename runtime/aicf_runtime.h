@@ -71,8 +71,9 @@ int aicf_set_thread_affinity(aicf_model *m, int enabled);
 
 /* cpu plans: enabled != 0 (the default) lets the pool choose its team by measurement: when its
  * workers keep stalling steps (descheduled by the OS while they hold a step's last chunks, as on
- * a machine shared with busy processes), a few runs use half the workers, and whichever team ran
- * faster is kept for a while, then checked again. 0 always uses all the threads set. Takes
+ * a machine shared with busy processes), or when runs are so short (under ~0.2 ms) that trying
+ * costs next to nothing, a few runs use half the workers, and whichever team ran faster is kept
+ * for a while, then checked again. 0 always uses all the threads set. Takes
  * effect at the next aicf_run. 0 on success. No effect on cuda plans. */
 int aicf_set_adaptive_threads(aicf_model *m, int enabled);
 

@@ -297,9 +297,9 @@ void ThreadPool::run(int64_t chunks, ChunkFn fn, void *ctx) {
   int64_t t1 = adaptive_ ? nowNs() : 0;
   uint32_t total = uint32_t(chunks);
   uint32_t d = done_.load(std::memory_order_acquire);
-  // No spin while a worker (maybe the one holding the last chunk) shares this CPU.
+  // No spin while a worker of the team (maybe the one holding the last chunk) shares this CPU.
   bool shared = false;
-  for (size_t i = 1; cpu >= 0 && i <= workers_.size(); ++i)
+  for (int i = 1, n = active_.load(std::memory_order_relaxed); cpu >= 0 && i <= n; ++i)
     shared = shared || cpuOf_[i].load(std::memory_order_relaxed) == cpu;
   auto until = std::chrono::steady_clock::now() + (shared ? kNoSpin : kSpin);
   while (d != total && std::chrono::steady_clock::now() < until) {

@@ -25,7 +25,8 @@
 // measured, not guessed (TeamPolicy): when stalls add up to a real share of the time, the next
 // runs try half the workers (none, for two threads), and the team whose runs were faster is kept
 // for a while; then the other is tried again, backing off exponentially while the choice stands.
-// An idle machine sees no stalls and never pays for a trial.
+// An idle machine sees no stalls and never pays for a trial, unless its runs are so short that
+// a trial costs next to nothing (TeamPolicy).
 #pragma once
 
 #include <algorithm>
