@@ -478,8 +478,8 @@ int main(int argc, char **argv) {
   app.add_flag("--pin-threads", flags.pinThreads,
                "cpu folder: pin the pool's worker threads to CPUs (off by default)");
   app.add_flag("--fixed-threads", flags.fixedThreads,
-               "cpu folder: always use every thread (by default, while workers stall steps, the "
-               "pool tries fewer and keeps the faster)");
+               "cpu folder: always use every thread (by default, while workers stall steps or runs "
+               "are under ~0.2 ms, the pool tries fewer and keeps the faster)");
   app.add_flag("--profile", flags.profile,
                "folder: per-step time table (step, kind, ms, share, the plan's predicted ms)");
   app.add_flag("--no-cuda-graph", flags.noCudaGraph,
