@@ -42,6 +42,25 @@ struct CostShape {
   double scalarCycles = 0; // host: scalar work per block that does not vectorise (cycles)
 };
 
+// Operand re-reads beyond each param once: `memory` come again from where the data lives (they
+// count in the plan's bytes moved), `cached` from a cache that keeps the operand between uses.
+struct Rereads {
+  int64_t memory = 0;
+  int64_t cached = 0;
+};
+
+// The re-reads of an operand of `bytes` split into `slices` equal slices (a GEMM's row panels,
+// attention's heads), each used by `uses` consecutive blocks of a launch of `blocks` (each use
+// after the first a re-read), next to a block working set of `set` bytes. Host: a slice stays
+// in a core's L2 between uses when it fits there beside the working set, and the blocks go to
+// the cores in contiguous chunks, so a slice is read from memory once per core its run of uses
+// touches (1 + (uses - 1) cores / blocks of them on average). GPU: the slices' blocks run
+// concurrently across the SMs, and the re-reads hit the device L2 when the whole operand fits
+// in half of it. `spread`: the uses are spread over the launch (every `blocks / uses`-th block:
+// a GEMM's B, used once per row of tiles): then each core touching a slice holds it at once.
+Rereads rereadsOf(const Hardware &hw, int64_t bytes, int64_t slices, int64_t uses, int64_t blocks,
+                  int64_t set, bool spread = false);
+
 class Recipe {
 public:
   virtual ~Recipe() = default;
@@ -84,11 +103,13 @@ public:
   // group's FLOPs.
   virtual CostShape costShape(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw,
                               int64_t flops) const = 0;
-  // Bytes re-read beyond each param once (tile re-reads that stream from memory).
-  virtual int64_t rereadBytes(const KernelGroup &g, const kir::Kernel &k) const {
+  // Bytes re-read beyond each param once by the kernel's tiling (A per column of output tiles,
+  // K and V per query tile...), split by where they come from on `hw` (rereadsOf below).
+  virtual Rereads rereads(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw) const {
     (void)g;
     (void)k;
-    return 0;
+    (void)hw;
+    return {};
   }
   // Registers per thread on a GPU (calibrated against ptxas; bench-costmodel reports the error).
   virtual int64_t registers(const kir::Kernel &k) const = 0;

@@ -21,6 +21,32 @@ const std::vector<const Recipe *> &recipeRegistry() {
   return registry;
 }
 
+Rereads rereadsOf(const Hardware &hw, int64_t bytes, int64_t slices, int64_t uses, int64_t blocks,
+                  int64_t set, bool spread) {
+  Rereads r;
+  if (uses <= 1 || bytes <= 0)
+    return r;
+  int64_t all = bytes * (uses - 1);
+  slices = std::max<int64_t>(1, slices);
+  double slice = double(bytes) / double(slices);
+  bool resident = hw.gpu ? 2.0 * double(bytes) <= double(hw.l2Bytes)
+                         : slice + double(set) <= double(hw.l2Bytes);
+  if (!resident) {
+    r.memory = all;
+    return r;
+  }
+  // Reads of each slice from memory: once per core that uses it (GPU: once).
+  double cores = double(std::max<int64_t>(1, hw.cores)), n = double(uses);
+  double copies = hw.gpu ? 1.0
+                  : spread
+                      ? std::min(n, cores)
+                      : std::min(n, 1.0 + (n - 1.0) * cores / double(std::max<int64_t>(1, blocks)));
+  copies = std::min(n, std::max(1.0, copies));
+  r.memory = std::llround(double(bytes) * (copies - 1.0));
+  r.cached = all - r.memory;
+  return r;
+}
+
 kir::Kernel labelled(kir::Kernel k, const char *label) {
   if (k.recipe.empty())
     k.recipe = label;

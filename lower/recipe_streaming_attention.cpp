@@ -357,12 +357,42 @@ public:
                       int64_t flops) const override {
     CostShape s;
     s.flops = double(flops);
-    int64_t lanes = std::max<int64_t>(1, hw.gpu ? 1 : hw.vectorLanesF32());
     int64_t threads = std::max<int64_t>(1, k.threads);
     const AttentionProblem &p = problemOf<AttentionProblem>(k);
     int64_t B = p.batch, Sq = p.Sq, Sk = p.Sk, D = p.D, Dv = p.Dv;
     int64_t BR = knobOf(k, "BR", 1), BC = knobOf(k, "BC", 1);
     int64_t nQT = ceilDiv(Sq, BR), nKT = ceilDiv(Sk, BC);
+    if (!hw.gpu) {
+      // Host, fitted on a sweep of all nine (BR, BC) of the GPT-2 block (causal), the ViT and
+      // BERT layers and the LLaMA block (each 8 heads of 64 x 64) on one AMD EPYC core at one
+      // thread (mean error 3%, worst 10%; the old form erred by 40-60%), scaled by 1.29, what
+      // the same runs' GEMMs took against their prediction, so that attention ranks against the
+      // kernels it would be replaced by. Per head, in the model's cycles:
+      //  * ~11 cycles per score of every tile pair computed (the two products, the exponential,
+      //    the masking): the products' FLOPs at 78% of the FMA peak;
+      //  * ~0.83 cycles per float of every K / V tile row staged (ksT transposed, vs copied),
+      //    once per (query tile, key tile): a small BR re-stages K and V for fewer rows;
+      //  * ~43 cycles per (query row, key tile): the running max, the rescale of the row's
+      //    output, the loop set-up.
+      // Causal query tiles see ceil((min(q0 + BR, Sq) + Sk - Sq) / BC) key tiles, the kernel's
+      // loop bound. The old form (30% of peak, 150 cycles per row and key tile plus a 40-cycle
+      // chain) priced these heads at 1.6x their time, so choose-attention materialised the ViT
+      // and LLaMA attention, 5-6% slower end to end.
+      double tilePairs = 0;
+      for (int64_t qt = 0; qt < nQT; ++qt)
+        tilePairs += double(
+            p.causal
+                ? std::clamp<int64_t>(ceilDiv(std::min(Sq, (qt + 1) * BR) + Sk - Sq, BC), 0, nKT)
+                : nKT);
+      int64_t lanes = std::max<int64_t>(1, hw.vectorLanesF32());
+      s.flops = double(B) * tilePairs * double(BR * BC) * double(2 * D + 2 * Dv + 20);
+      s.vectorShare = 0.78 * std::min(1.0, double(BC) / double(lanes));
+      s.scalarCycles =
+          tilePairs * (double(BC) * 0.83 * double(D + Dv) + double(BR) * 43.0) / double(nQT);
+      s.rereadSet = 4 * (BR * D + D * BC + BC * Dv + BR * BC);
+      s.serialTiles = nKT;
+      return s;
+    }
     double pairs = double(nQT * nKT);
     if (p.causal)
       pairs = double(nQT) * (double(nKT) + 1.0) / 2.0;
@@ -370,25 +400,26 @@ public:
     // rescaling of the output rows by exp(m_old - m_new).
     double perPair = double(BR * BC) * double(2 * D + 2 * Dv + 20) + double(BR * (Dv + 20));
     s.flops = double(B) * pairs * perPair;
-    s.rereadBytes = 0; // K / V re-reads are in rereadBytes() (they stream from memory)
+    s.rereadBytes = 0; // K / V re-reads are in rereads()
     s.rereadSet = 4 * (BR * D + D * BC + BC * Dv + BR * BC);
     s.serialTiles = nKT;
-    s.vectorShare = hw.gpu ? 0.35 : 0.3 * std::min(1.0, double(BC) / double(lanes));
-    // The online-softmax state (m, l) of each row is a dependency chain across key tiles; on
-    // the host each (row, key tile) also pays ~150 cycles of scalar bookkeeping (the running
-    // max, the rescale factor, the loop set-up; measured on the GPT-2 block: BC 16 vs 64).
+    s.vectorShare = 0.35;
+    // The online-softmax state (m, l) of each row is a dependency chain across key tiles.
     double tilesPerRow = pairs / double(nQT);
     s.chainSteps = tilesPerRow * double(BR) / double(threads);
     s.chainCycles = 40;
-    if (!hw.gpu)
-      s.scalarCycles = tilesPerRow * double(BR) * 150.0;
     return s;
   }
-  // K and V are re-read per query tile.
-  int64_t rereadBytes(const KernelGroup &g, const kir::Kernel &k) const override {
+  // K and V are re-read per query tile: each head's K and V by the consecutive query tiles of
+  // that head (grid (b, qt)).
+  Rereads rereads(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw) const override {
     const Node *a = g.anchor;
+    const AttentionProblem &p = problemOf<AttentionProblem>(k);
+    int64_t BR = knobOf(k, "BR"), BC = knobOf(k, "BC", 1);
     int64_t kv = a->operand(1)->type().bytes() + a->operand(2)->type().bytes();
-    return kv * (ceilDiv(problemOf<AttentionProblem>(k).Sq, knobOf(k, "BR")) - 1);
+    int64_t nQT = ceilDiv(p.Sq, BR);
+    int64_t set = 4 * (BR * p.D + p.D * BC + BC * p.Dv + BR * BC);
+    return rereadsOf(hw, kv, p.batch, nQT, p.batch * nQT, set);
   }
   // The score row, the output row and the query row per owned row.
   int64_t registers(const kir::Kernel &k) const override {

@@ -1797,21 +1797,32 @@ public:
   }
   // A is re-read per column of output tiles, B per row of them: an implicit-GEMM conv (rows =
   // output channels, columns = output pixels) re-reads its weights per column tile of pixels
-  // and its input per row tile of channels.
-  int64_t rereadBytes(const KernelGroup &g, const kir::Kernel &k) const override {
+  // and its input per row tile of channels. The grid runs (b, mt, nt) with nt innermost: a row
+  // panel of A serves consecutive blocks, a column panel of B every nt-th one, so B stays in
+  // the cache between uses only when the whole of it does, beside A's panel.
+  Rereads rereads(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw) const override {
     const Node *a = g.anchor;
     const ContractionProblem &p = problemOf<ContractionProblem>(k);
-    if (a && (a->op() == Op::MatMul || a->op() == Op::Gemm || a->op() == Op::BlockedConv)) {
-      int64_t aBytes = a->operand(0)->type().bytes(), bBytes = a->operand(1)->type().bytes();
-      return aBytes * (ceilDiv(p.N, knobOf(k, "BN")) - 1) +
-             bBytes * (ceilDiv(p.M, knobOf(k, "BM")) - 1);
-    }
-    if (a && a->op() == Op::Conv) {
-      int64_t xBytes = a->operand(0)->type().bytes(), wBytes = a->operand(1)->type().bytes();
-      return wBytes * (ceilDiv(p.N, knobOf(k, "BN")) - 1) +
-             xBytes * (ceilDiv(p.M, knobOf(k, "BM")) - 1);
-    }
-    return 0;
+    bool gemm = a && (a->op() == Op::MatMul || a->op() == Op::Gemm || a->op() == Op::BlockedConv);
+    if (!gemm && !(a && a->op() == Op::Conv))
+      return {};
+    // The operand seen as A (rows) and as B (columns): a conv's weight and input.
+    int64_t aBytes = a->operand(gemm ? 0 : 1)->type().bytes();
+    int64_t bBytes = a->operand(gemm ? 1 : 0)->type().bytes();
+    int64_t BM = knobOf(k, "BM"), BN = knobOf(k, "BN"), BK = knobOf(k, "BK", 1);
+    int64_t mt = ceilDiv(p.M, BM), nt = ceilDiv(p.N, BN), batch = std::max<int64_t>(1, p.batch);
+    int64_t blocks = batch * mt * nt;
+    int64_t set = 4 * (BM * BK + BK * BN + BM * BN);
+    // Slices: A's row panels (of every batch entry A holds), B per batch entry it holds.
+    auto entries = [&](int64_t bytes, int64_t perEntry) {
+      return perEntry > 0 && bytes % perEntry == 0 ? std::clamp<int64_t>(bytes / perEntry, 1, batch)
+                                                   : int64_t(1);
+    };
+    int64_t aSlices = entries(aBytes, 4 * p.M * p.K) * mt;
+    int64_t bSlices = entries(bBytes, 4 * p.K * p.N);
+    Rereads ra = rereadsOf(hw, aBytes, aSlices, nt, blocks, set);
+    Rereads rb = rereadsOf(hw, bBytes, bSlices, mt, blocks, set + aBytes / aSlices, true);
+    return {ra.memory + rb.memory, ra.cached + rb.cached};
   }
   // The accumulator tile and its operand fragments.
   int64_t registers(const kir::Kernel &k) const override {

@@ -91,7 +91,7 @@ int64_t estimateFlops(const KernelGroup &grp) {
 }
 
 int64_t predictedBytes(const KernelGroup &grp, const Recipe &recipe, const kir::Kernel &k,
-                       int64_t *compulsory) {
+                       const Hardware &hw, int64_t *compulsory) {
   int64_t once = 0;
   for (const Value *v : grp.inputs)
     once += v->type().bytes();
@@ -99,7 +99,7 @@ int64_t predictedBytes(const KernelGroup &grp, const Recipe &recipe, const kir::
     once += v->type().bytes();
   if (compulsory)
     *compulsory = once;
-  return once + recipe.rereadBytes(grp, k);
+  return once + recipe.rereads(grp, k, hw).memory;
 }
 
 Occupancy cudaOccupancy(const Hardware &hw, int64_t threads, int64_t regsPerThread,
@@ -150,13 +150,16 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
                           const Hardware &hw) {
   KernelCost c;
   c.flops = estimateFlops(g);
-  c.bytes = predictedBytes(g, recipe, k, &c.lowerBoundBytes);
+  c.bytes = predictedBytes(g, recipe, k, hw, &c.lowerBoundBytes);
   c.sharedBytes = sharedBytesOf(k);
   CostShape s = recipe.costShape(g, k, hw, c.flops);
   int64_t blocks = gridBlocks(k);
   int64_t threads = std::max<int64_t>(1, k.threads);
   const CostCoefficients &w = hw.cost;
-  double rereadBytes = double(c.bytes - c.lowerBoundBytes) + s.rereadBytes;
+  // Every re-read is priced at the cache's bandwidth (the tiles keep what they re-read close),
+  // whether or not the operand stays there between uses (which decides the bytes moved).
+  double rereadBytes =
+      double(c.bytes - c.lowerBoundBytes) + double(recipe.rereads(g, k, hw).cached) + s.rereadBytes;
   double compulsory = double(c.lowerBoundBytes);
 
   if (hw.gpu) {

@@ -44,11 +44,12 @@ Occupancy cudaOccupancy(const Hardware &hw, int64_t threads, int64_t regsPerThre
 
 // Floating-point operations of a group (transcendentals weighted by their instruction cost).
 int64_t estimateFlops(const KernelGroup &g);
-// Bytes moved with the re-reads the kernel's tiling implies (the recipe's rereadBytes: A per
-// column of output tiles, B per row of them; K and V per query tile); `compulsory` receives
-// each param once.
+// Bytes moved on `hw`: each param once plus the re-reads the kernel's tiling implies that come
+// from memory (the recipe's rereads: A per column of output tiles, B per row of them; K and V
+// per query tile; those a cache keeps between uses are not moved again); `compulsory`
+// receives each param once.
 int64_t predictedBytes(const KernelGroup &g, const Recipe &recipe, const kir::Kernel &k,
-                       int64_t *compulsory = nullptr);
+                       const Hardware &hw, int64_t *compulsory = nullptr);
 
 struct KernelCost {
   int64_t bytes = 0;           // predicted traffic, re-reads included

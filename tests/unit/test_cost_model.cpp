@@ -182,10 +182,44 @@ TEST_CASE("planner: the host plan's traffic includes tile re-reads") {
   int64_t BM = k.knobs.at("BM"), BN = k.knobs.at("BN");
   int64_t rereads =
       4 * 512 * 512 * ((1024 + BN - 1) / BN - 1) + 4 * 512 * 1024 * ((512 + BM - 1) / BM - 1);
-  CHECK(c.bytes == c.lowerBoundBytes + rereads);
+  // Every re-read is either moved again or served by the cache; B (2 MiB, re-read once per row
+  // of tiles) does not stay in a 2 MiB L2 beside A's panel, so its re-reads are moved.
+  Rereads r = tiledContractionRecipe().rereads(grp, k, host);
+  CHECK(r.memory + r.cached == rereads);
+  CHECK(r.memory >= 4 * 512 * 1024 * ((512 + BM - 1) / BM - 1));
+  CHECK(c.bytes == c.lowerBoundBytes + r.memory);
   CHECK(c.flops == 2LL * 512 * 512 * 1024);
   CHECK(c.timeUs > 0);
   CHECK(c.occupancy.blocksPerSm == 0); // host: no occupancy
+}
+
+TEST_CASE("cost model: re-reads a cache keeps between uses are not moved again") {
+  Hardware host = loadHardwareFile(AICF_TESTDATA "/targets/ci-host.yaml"); // 2 cores, 2 MiB L2
+  REQUIRE(host.cores == 2);
+  REQUIRE(host.l2Bytes == 2 * 1024 * 1024);
+  // 8 heads of 32 KiB, each read by 2 consecutive blocks of 16: resident; the 16 blocks go to
+  // the 2 cores in chunks of 8, so a head's 2 uses touch 1 + 1 x 2 / 16 cores on average.
+  Rereads r = rereadsOf(host, 8 * 32768, 8, 2, 16, 65536);
+  CHECK(r.memory == 32768);
+  CHECK(r.cached == 8 * 32768 - 32768);
+  // A 3 MiB slice never stays: every re-read is moved.
+  r = rereadsOf(host, 3 << 20, 1, 4, 4, 65536);
+  CHECK(r.memory == 3 * (3 << 20));
+  CHECK(r.cached == 0);
+  // Uses spread over the launch (a GEMM's B): once per core that holds it.
+  r = rereadsOf(host, 1 << 20, 1, 4, 16, 65536, true);
+  CHECK(r.memory == 1 << 20);
+  CHECK(r.cached == 2 << 20);
+  // One use: nothing is re-read.
+  r = rereadsOf(host, 1 << 20, 1, 1, 16, 65536);
+  CHECK(r.memory + r.cached == 0);
+  // GPU: the re-reads hit the device L2 when the whole operand fits in half of it.
+  Hardware h100 = builtinHardware("h100");
+  r = rereadsOf(h100, 1 << 20, 4, 3, 64, 65536);
+  CHECK(r.memory == 0);
+  CHECK(r.cached == 2 << 20);
+  r = rereadsOf(h100, h100.l2Bytes, 4, 3, 64, 65536);
+  CHECK(r.memory == 2 * h100.l2Bytes);
 }
 
 TEST_CASE("planner: a kernel no candidate fits is an error naming the node") {
