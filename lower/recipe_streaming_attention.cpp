@@ -389,7 +389,7 @@ public:
       s.vectorShare = 0.78 * std::min(1.0, double(BC) / double(lanes));
       s.scalarCycles =
           tilePairs * (double(BC) * 0.83 * double(D + Dv) + double(BR) * 43.0) / double(nQT);
-      s.rereadSet = 4 * (BR * D + D * BC + BC * Dv + BR * BC);
+      s.rereadSet = tileSet(k);
       s.serialTiles = nKT;
       return s;
     }
@@ -401,7 +401,7 @@ public:
     double perPair = double(BR * BC) * double(2 * D + 2 * Dv + 20) + double(BR * (Dv + 20));
     s.flops = double(B) * pairs * perPair;
     s.rereadBytes = 0; // K / V re-reads are in rereads()
-    s.rereadSet = 4 * (BR * D + D * BC + BC * Dv + BR * BC);
+    s.rereadSet = tileSet(k);
     s.serialTiles = nKT;
     s.vectorShare = 0.35;
     // The online-softmax state (m, l) of each row is a dependency chain across key tiles.
@@ -415,11 +415,9 @@ public:
   Rereads rereads(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw) const override {
     const Node *a = g.anchor;
     const AttentionProblem &p = problemOf<AttentionProblem>(k);
-    int64_t BR = knobOf(k, "BR"), BC = knobOf(k, "BC", 1);
     int64_t kv = a->operand(1)->type().bytes() + a->operand(2)->type().bytes();
-    int64_t nQT = ceilDiv(p.Sq, BR);
-    int64_t set = 4 * (BR * p.D + p.D * BC + BC * p.Dv + BR * BC);
-    return rereadsOf(hw, kv, p.batch, nQT, p.batch * nQT, set);
+    int64_t nQT = ceilDiv(p.Sq, knobOf(k, "BR"));
+    return rereadsOf(hw, kv, p.batch, nQT, p.batch * nQT, tileSet(k));
   }
   // The score row, the output row and the query row per owned row.
   int64_t registers(const kir::Kernel &k) const override {
@@ -428,6 +426,14 @@ public:
     return 32 + tm * (2 * knobOf(k, "BC", 1) + p.Dv + p.D);
   }
   double loadsInFlight() const override { return 8.0; }
+
+private:
+  // The block's tiles: Q (BR x D), K^T (D x BC), V (BC x Dv) and the scores (BR x BC).
+  static int64_t tileSet(const kir::Kernel &k) {
+    const AttentionProblem &p = problemOf<AttentionProblem>(k);
+    int64_t BR = knobOf(k, "BR", 1), BC = knobOf(k, "BC", 1);
+    return 4 * (BR * p.D + p.D * BC + BC * p.Dv + BR * BC);
+  }
 };
 
 } // namespace

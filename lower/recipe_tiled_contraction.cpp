@@ -1735,7 +1735,7 @@ public:
     s.flops = double(flops) - exact + padded; // epilogue FLOPs stay as they are
     int64_t kSteps = ceilDiv(K, BK);
     s.serialTiles = kSteps;
-    s.rereadSet = 4 * (BM * BK + BK * BN + BM * BN);
+    s.rereadSet = tileSet(k);
     if (hw.gpu) {
       // The accumulator tile stays in registers; FMAs per shared-memory load of the register
       // tile: TM·TN / (TM + TN); four or more keep the FMA pipes fed.
@@ -1809,10 +1809,8 @@ public:
     // The operand seen as A (rows) and as B (columns): a conv's weight and input.
     int64_t aBytes = a->operand(gemm ? 0 : 1)->type().bytes();
     int64_t bBytes = a->operand(gemm ? 1 : 0)->type().bytes();
-    int64_t BM = knobOf(k, "BM"), BN = knobOf(k, "BN"), BK = knobOf(k, "BK", 1);
-    int64_t mt = ceilDiv(p.M, BM), nt = ceilDiv(p.N, BN), batch = std::max<int64_t>(1, p.batch);
-    int64_t blocks = batch * mt * nt;
-    int64_t set = 4 * (BM * BK + BK * BN + BM * BN);
+    int64_t mt = ceilDiv(p.M, knobOf(k, "BM")), nt = ceilDiv(p.N, knobOf(k, "BN"));
+    int64_t batch = std::max<int64_t>(1, p.batch), blocks = batch * mt * nt, set = tileSet(k);
     // Slices: A's row panels (of every batch entry A holds), B per batch entry it holds.
     auto entries = [&](int64_t bytes, int64_t perEntry) {
       return perEntry > 0 && bytes % perEntry == 0 ? std::clamp<int64_t>(bytes / perEntry, 1, batch)
@@ -1838,6 +1836,11 @@ public:
   }
 
 private:
+  // The block's tiles: A (BM x BK), B (BK x BN) and the accumulator (BM x BN).
+  static int64_t tileSet(const kir::Kernel &k) {
+    int64_t BM = knobOf(k, "BM", 1), BN = knobOf(k, "BN", 1), BK = knobOf(k, "BK", 1);
+    return 4 * (BM * BK + BK * BN + BM * BN);
+  }
   // Tile of at most `maxTile` that splits `d` into equal tiles, rounded up to `align` (132 rows
   // with maxTile 128: two tiles of 72, not 128 + 4).
   static int64_t balanced(int64_t d, int64_t maxTile, int64_t align) {

@@ -91,7 +91,7 @@ int64_t estimateFlops(const KernelGroup &grp) {
 }
 
 int64_t predictedBytes(const KernelGroup &grp, const Recipe &recipe, const kir::Kernel &k,
-                       const Hardware &hw, int64_t *compulsory) {
+                       const Hardware &hw, int64_t *compulsory, Rereads *rereads) {
   int64_t once = 0;
   for (const Value *v : grp.inputs)
     once += v->type().bytes();
@@ -99,7 +99,10 @@ int64_t predictedBytes(const KernelGroup &grp, const Recipe &recipe, const kir::
     once += v->type().bytes();
   if (compulsory)
     *compulsory = once;
-  return once + recipe.rereads(grp, k, hw).memory;
+  Rereads r = recipe.rereads(grp, k, hw);
+  if (rereads)
+    *rereads = r;
+  return once + r.memory;
 }
 
 Occupancy cudaOccupancy(const Hardware &hw, int64_t threads, int64_t regsPerThread,
@@ -150,7 +153,8 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
                           const Hardware &hw) {
   KernelCost c;
   c.flops = estimateFlops(g);
-  c.bytes = predictedBytes(g, recipe, k, hw, &c.lowerBoundBytes);
+  Rereads rereads;
+  c.bytes = predictedBytes(g, recipe, k, hw, &c.lowerBoundBytes, &rereads);
   c.sharedBytes = sharedBytesOf(k);
   CostShape s = recipe.costShape(g, k, hw, c.flops);
   int64_t blocks = gridBlocks(k);
@@ -158,8 +162,7 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
   const CostCoefficients &w = hw.cost;
   // Every re-read is priced at the cache's bandwidth (the tiles keep what they re-read close),
   // whether or not the operand stays there between uses (which decides the bytes moved).
-  double rereadBytes =
-      double(c.bytes - c.lowerBoundBytes) + double(recipe.rereads(g, k, hw).cached) + s.rereadBytes;
+  double rereadBytes = double(rereads.memory + rereads.cached) + s.rereadBytes;
   double compulsory = double(c.lowerBoundBytes);
 
   if (hw.gpu) {

@@ -47,9 +47,10 @@ int64_t estimateFlops(const KernelGroup &g);
 // Bytes moved on `hw`: each param once plus the re-reads the kernel's tiling implies that come
 // from memory (the recipe's rereads: A per column of output tiles, B per row of them; K and V
 // per query tile; those a cache keeps between uses are not moved again); `compulsory`
-// receives each param once.
+// receives each param once, `rereads` the recipe's re-reads (moved and cached).
 int64_t predictedBytes(const KernelGroup &g, const Recipe &recipe, const kir::Kernel &k,
-                       const Hardware &hw, int64_t *compulsory = nullptr);
+                       const Hardware &hw, int64_t *compulsory = nullptr,
+                       Rereads *rereads = nullptr);
 
 struct KernelCost {
   int64_t bytes = 0;           // predicted traffic, re-reads included
