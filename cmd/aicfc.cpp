@@ -43,6 +43,7 @@ struct Flags {
   std::string schedule = "cost";
   int candidateRank = 0;
   std::string attention = "cost";
+  std::string rowNorms = "cost";
   bool noPackWeights = false;
   bool noBlockChannels = false;
   bool noSplitK = false;
@@ -156,6 +157,7 @@ int compile(const Flags &flags) {
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
+  copts.rowNorms = flags.rowNorms;
   copts.packWeights = !flags.noPackWeights;
   copts.blockChannels = !flags.noBlockChannels;
   copts.splitK = !flags.noSplitK;
@@ -228,6 +230,11 @@ int main(int argc, char **argv) {
                  "cost: streaming or materialised attention by the cost model; streaming; "
                  "materialized (where exact)")
       ->check(CLI::IsMember({"cost", "streaming", "materialized"}))
+      ->capture_default_str();
+  app.add_option("--row-norms", flags.rowNorms,
+                 "a layer_norm / rms_norm read only as GEMMs' left operand: cost: recomputed "
+                 "in their A reads when the cost model prices that lower; fold; store")
+      ->check(CLI::IsMember({"cost", "fold", "store"}))
       ->capture_default_str();
   app.add_option("--candidate-rank", flags.candidateRank,
                  "take each kernel's N-th cheapest feasible schedule (cost-model benchmarks)")

@@ -346,7 +346,9 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
     for (int64_t e : st.grid)
       blocks *= e;
     // A GPU plan run here (--plan-for) has no host cost: its blocks in up to 64 chunks.
-    st.chunks = s.hw.gpu ? std::min<int64_t>(blocks, 64) : hostChunks(s.hw, blocks, cost.timeUs);
+    st.chunks = s.hw.gpu      ? std::min<int64_t>(blocks, 64)
+                : cost.serial ? 1
+                              : hostChunks(s.hw, blocks, cost.timeUs);
   }
   if (s.hw.gpu) {
     st.occupancy = cost.occupancy.fraction;
@@ -471,6 +473,10 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
   planner.planFor = planFor;
   planner.schedule = o.schedule;
   planner.rank = o.rank;
+  fusion.kernelCost = kernelCostFor(hw, planner);
+  fusion.rowNorms = o.rowNorms == "fold"    ? FusionOptions::RowNorms::Fold
+                    : o.rowNorms == "store" ? FusionOptions::RowNorms::Store
+                                            : FusionOptions::RowNorms::Cost;
 }
 
 CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
@@ -629,6 +635,13 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     std::string vals;
     for (const std::string &v : d.values)
       vals += (vals.empty() ? "" : ", ") + v;
+    if (!d.what.empty()) { // a row norm (fusion rule 7): both sides are whole kernels' times
+      std::snprintf(line, sizeof line, "%.3g us vs the norm's kernel and theirs %.3g us",
+                    d.recomputeUs, d.storeUs);
+      os << "   " << (d.recomputed ? "recomputed" : "stored") << " " << d.what << " -> " << vals
+         << " in the A reads of its " << d.consumers << " reader kernel(s): " << line << "\n";
+      continue;
+    }
     std::snprintf(line, sizeof line, "%.3g us vs store + reload %.3g us", d.recomputeUs, d.storeUs);
     os << "   " << (d.recomputed ? "recomputed" : "stored") << " " << vals << " (read by "
        << d.consumers << " kernels): recompute " << line << "\n";

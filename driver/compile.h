@@ -41,6 +41,10 @@ struct CompileOptions {
   // --attention: "cost" (streaming or materialised, whichever the cost model prices lower),
   // "streaming", or "materialized" (where the materialised form is exact; streaming elsewhere).
   std::string attention = "cost";
+  // --row-norms: a layer_norm / rms_norm read only as contractions' A (lower/fusion.h rule 7):
+  // "cost" (recomputed in the readers' A reads when the planner prices that lower), "fold"
+  // (always, where legal) or "store" (always a kernel of its own).
+  std::string rowNorms = "cost";
   // Host plans: constant GEMM weights packed into the micro-kernel's column panels
   // (passes/pack_weights.cpp); aicfc --no-pack-weights turns it off (for comparisons).
   bool packWeights = true;

@@ -46,6 +46,13 @@
 //     groups, all of which inline operands, none through a view and none a graph output, is
 //     copied into every consumer when the cost model prices recomputing it there below storing
 //     it once and reloading it in each; its nodes then belong to several groups.
+//  7. Row norms (with a kernel cost function). A layer_norm or rms_norm over the last axis whose
+//     result is read only as contractions' A along that axis (ir/norm_readers.h), certified
+//     rematerializable_intermediate, is copied with the reshapes between into every reader's
+//     group when the planner prices those kernels (each computing its tile rows' statistics and
+//     normalising A as it stages it) below the norm's kernel plus the readers' kernels as they
+//     are; the decision is recorded with both times (Partition::remat). The norm's result is
+//     then never stored: its write and the readers' reads of it leave the plan.
 //  6. Size cap. No group grows past FusionOptions::maxGroupNodes nodes (by rules 3-5): a very
 //     long elementwise chain becomes a sequence of kernels of at most that many nodes, each a
 //     round trip through memory that costs little next to its work, and each a function the
@@ -59,10 +66,13 @@
 // algorithm with a heap.
 #include "lower/fusion.h"
 
+#include "ir/norm_readers.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <queue>
 #include <set>
@@ -162,6 +172,8 @@ public:
     foldPrologues();
     if (opts_.rematCost)
       rematerialize(p);
+    if (opts_.kernelCost && opts_.rowNorms != FusionOptions::RowNorms::Store)
+      foldRowNorms(p);
     finish(p);
     return p;
   }
@@ -712,34 +724,121 @@ private:
     }
     AICF_CHECK(order.size() == live.size(), "fusion produced a cyclic group graph");
     for (int gi : order) {
-      const Group &grp = groups_[gi];
-      KernelGroup kg;
-      kg.id = static_cast<int>(p.groups.size());
-      kg.anchor = grp.anchor;
-      kg.kind = grp.anchor ? grp.anchor->name() : "fused_elementwise";
-      kg.nodes = grp.nodes;
-      std::unordered_set<const Value *> seen;
-      for (const Node *m : grp.nodes)
-        for (Value *o : m->operands()) {
-          if (o->def() && contains(gi, o->def()))
-            continue;
-          if (seen.insert(o).second)
-            kg.inputs.push_back(o);
+      p.groups.push_back(kernelGroup(gi));
+      p.groups.back().id = static_cast<int>(p.groups.size()) - 1;
+    }
+    // Views copied into their readers' groups (rule 7) are no aliases of their own any more.
+    p.views.erase(std::remove_if(p.views.begin(), p.views.end(),
+                                 [&](const Node *v) { return recomputed_.count(v) > 0; }),
+                  p.views.end());
+  }
+
+  // Group gi as a kernel group (nodes in graph order, its inputs and outputs); id 0.
+  KernelGroup kernelGroup(int gi) const {
+    const Group &grp = groups_[gi];
+    KernelGroup kg;
+    kg.anchor = grp.anchor;
+    kg.kind = grp.anchor ? grp.anchor->name() : "fused_elementwise";
+    kg.nodes = grp.nodes;
+    std::sort(kg.nodes.begin(), kg.nodes.end(),
+              [&](const Node *a, const Node *b) { return idx(a) < idx(b); });
+    std::unordered_set<const Value *> seen;
+    for (const Node *m : kg.nodes)
+      for (Value *o : m->operands()) {
+        if (o->def() && contains(gi, o->def()))
+          continue;
+        if (seen.insert(o).second)
+          kg.inputs.push_back(o);
+      }
+    for (const Node *m : kg.nodes)
+      for (Value *r : m->results())
+        if (!recomputed_.count(m) && !floating(m) && neededOutside(r, gi)) {
+          kg.outputs.push_back(r);
+          if (auto it = sinkOf_.find(r); it != sinkOf_.end())
+            kg.storeThrough.push_back({r, it->second.first, it->second.second});
         }
-      for (const Node *m : grp.nodes)
-        for (Value *r : m->results())
-          if (!recomputed_.count(m) && !floating(m) && neededOutside(r, gi)) {
-            kg.outputs.push_back(r);
-            if (auto it = sinkOf_.find(r); it != sinkOf_.end())
-              kg.storeThrough.push_back({r, it->second.first, it->second.second});
-          }
-      p.groups.push_back(std::move(kg));
+    return kg;
+  }
+
+  // Rule 7: row norms recomputed in the contractions reading them, where that is cheaper.
+  void foldRowNorms(Partition &p) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      Group &grp = groups_[gi];
+      Node *n = grp.anchor;
+      if (!grp.alive || !n || grp.nodes.size() != 1 ||
+          !n->props.has(MemProperty::RematerializableIntermediate) || !isRowNorm(*n))
+        continue;
+      std::optional<RowNormReaders> rd = rowNormReaders(g_, *n, nullptr);
+      if (!rd)
+        continue;
+      // Each reader's group takes the norm and the reshapes on its own path.
+      std::vector<int> cons;
+      std::map<int, std::vector<Node *>> moved;
+      bool ok = true;
+      for (size_t i = 0; i < rd->contractions.size(); ++i) {
+        int cg = groupOf_[idx(rd->contractions[i])];
+        ok = ok && cg >= 0 && groups_[cg].alive && groups_[cg].anchor == rd->contractions[i];
+        if (!ok)
+          break;
+        if (std::find(cons.begin(), cons.end(), cg) == cons.end()) {
+          cons.push_back(cg);
+          moved[cg].push_back(n);
+        }
+        for (const Node *v : rd->views[i])
+          if (std::find(moved[cg].begin(), moved[cg].end(), v) == moved[cg].end())
+            moved[cg].push_back(const_cast<Node *>(v));
+      }
+      for (int c : cons)
+        ok = ok && !full(c, moved[c].size());
+      if (!ok || cons.empty())
+        continue;
+      auto price = [&](int g) {
+        attachFolded(g);
+        double us = opts_.kernelCost(kernelGroup(g));
+        return std::isfinite(us) ? us : std::numeric_limits<double>::infinity();
+      };
+      RematDecision d;
+      d.what = cat(n->name(), " ", n->where());
+      d.values.push_back(n->result()->name().empty() ? cat("%", n->result()->id())
+                                                     : n->result()->name());
+      d.consumers = static_cast<int>(cons.size());
+      d.storeUs = price(static_cast<int>(gi));
+      // Tentatively copy the norm and its reshapes into every reader's group.
+      std::vector<std::vector<Node *>> before;
+      std::set<std::pair<int, int>> copiesBefore = copies_;
+      for (int c : cons) {
+        d.storeUs += price(c);
+        before.push_back(groups_[c].nodes);
+      }
+      std::set<Node *> all;
+      for (int c : cons)
+        for (Node *m : moved[c]) {
+          groups_[c].nodes.push_back(m);
+          copies_.insert({c, idx(m)});
+          all.insert(m);
+        }
+      recomputed_.insert(all.begin(), all.end());
+      d.recomputeUs = 0;
+      for (int c : cons)
+        d.recomputeUs += price(c);
+      d.recomputed = opts_.rowNorms == FusionOptions::RowNorms::Fold || d.recomputeUs < d.storeUs;
+      p.remat.push_back(d);
+      if (!d.recomputed) { // put everything back
+        for (size_t i = 0; i < cons.size(); ++i)
+          groups_[cons[i]].nodes = before[i];
+        copies_ = copiesBefore;
+        for (Node *m : all)
+          recomputed_.erase(m);
+        continue;
+      }
+      grp.nodes.clear();
+      grp.alive = false;
     }
   }
 
   const Graph &g_;
   FusionOptions opts_;
-  std::set<const Node *> recomputed_; // nodes copied into several consumer groups
+  std::set<const Node *> recomputed_; // nodes copied into several consumer groups (rules 5, 7)
   std::vector<Node *> nodes_;
   std::unordered_map<const Node *, int> index_;
   std::unordered_map<const Value *, std::vector<Node *>> users_;

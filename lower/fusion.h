@@ -50,6 +50,8 @@ struct KernelGroup {
 
 // One store-or-recompute decision for an elementwise group read by several groups.
 struct RematDecision {
+  std::string what;                // "" (an elementwise group), or the norm node recomputed in
+                                   // its readers' A reads (rule 7): "layer_norm <name>"
   std::vector<std::string> values; // the group's output values
   int consumers = 0;
   double storeUs = 0, recomputeUs = 0;
@@ -103,6 +105,10 @@ struct RematCost {
 using RematCostFn = std::function<RematCost(const KernelGroup &probe, int64_t inBytes,
                                             int64_t outBytes, int consumers)>;
 
+// The predicted time of one candidate kernel group (the planner's best schedule for it; +inf
+// when none fits). A callback keeps the partition below the planner in the layering.
+using KernelCostFn = std::function<double(const KernelGroup &)>;
+
 struct FusionOptions {
   // With a cost function (the planner's, plan/cost_model.h), shared elementwise groups are
   // recomputed in their consumers when that is cheaper; without one they are always stored
@@ -111,6 +117,13 @@ struct FusionOptions {
   // With a cost function, a layout op is folded into its readers only when that costs less than
   // materialising it; without one, every foldable layout op is folded.
   LayoutCostFn layoutCost;
+  // With a cost function, a row norm read only as contractions' A (rule 7) is recomputed in
+  // their kernels when their planned times beat the norm's kernel plus theirs as they are;
+  // without one, it is always a kernel of its own.
+  KernelCostFn kernelCost;
+  // Rule 7's policy: priced (the default), always folded where legal (still priced for the
+  // record), or never.
+  enum class RowNorms { Cost, Fold, Store } rowNorms = RowNorms::Cost;
   // Off: every layout op is a kernel (and every reshape a view), as before issue 17.
   bool foldLayout = true;
   // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise

@@ -893,8 +893,92 @@ std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
   return PanelView{at->buf, lin->rest, nr, stride, shape[0] * nr};
 }
 
+// The row norm folded into the group's A read (lower/fusion.h rule 7), or null.
+const Node *foldedRowNorm(const KernelGroup &g) {
+  for (const Node *m : g.nodes)
+    if (m != g.anchor && (m->op() == Op::LayerNorm || m->op() == Op::RmsNorm))
+      return m;
+  return nullptr;
+}
+
+// A row norm read as A (lower/fusion.h rule 7, ir/norm_readers.h): the tile's rows' statistics
+// first, two passes over each row of the raw A (the norm's input seen through A's reshapes): the
+// mean, then the centred sum of squares (rms_norm: the sum of squares), into shared buffers
+// `nm` / `nr` (mean and 1 / sqrt(var + eps)) of one entry per tile row; rows over threads. Then
+// A reads the norm's result as (x - mean) * rstd * gamma + beta from two scalars each tile row
+// declares (pn_mu, pn_rs): A is staged, never read in place.
+std::vector<StmtP> rowNormPrologue(const Node &norm, GroupExpr &gx, Contraction &c, const Tiles &tl,
+                                   const Index &bi, E m0, const std::string &t,
+                                   std::vector<kir::BufferP> &allocs) {
+  const Value *x = norm.operand(0), *y = norm.result();
+  const std::vector<int64_t> xs = x->type().shape;
+  const int64_t K = xs.back();
+  const bool layer = norm.op() == Op::LayerNorm;
+  const double eps = norm.f("epsilon");
+  auto mean = std::make_shared<kir::Buffer>(
+      kir::Buffer{"nm", DType::F32, {tl.BM}, kir::Scope::Shared, kir::Role::Temp});
+  auto rstd = std::make_shared<kir::Buffer>(
+      kir::Buffer{"nr", DType::F32, {tl.BM}, kir::Scope::Shared, kir::Role::Temp});
+  if (layer)
+    allocs.push_back(mean);
+  allocs.push_back(rstd);
+  // The statistics read the raw rows.
+  gx.substitute(y, [&gx, x](const Index &idx) { return asF32(gx.at(x, idx)); });
+  E r = ivar("nr_r"), row = m0 + r, kk = ivar("nr_k");
+  std::vector<StmtP> body;
+  E K_ = f32(double(K));
+  if (layer) {
+    body.push_back(kir::decl("ns", DType::F32, f32(0.0)));
+    body.push_back(vectorLoop("nr_k", E(int64_t(0)), E(K),
+                              {kir::assign("ns", fvar("ns") + c.aAt(bi, row, kk))}));
+    body.push_back(kir::decl("nmu", DType::F32, fvar("ns") / K_));
+    body.push_back(kir::decl("nv", DType::F32, f32(0.0)));
+    body.push_back(vectorLoop("nr_k", E(int64_t(0)), E(K),
+                              {kir::decl("nd", DType::F32, c.aAt(bi, row, kk) - fvar("nmu")),
+                               kir::assign("nv", fvar("nv") + fvar("nd") * fvar("nd"))}));
+    body.push_back(kir::store(mean, {r}, fvar("nmu")));
+  } else {
+    body.push_back(kir::decl("nv", DType::F32, f32(0.0)));
+    body.push_back(vectorLoop("nr_k", E(int64_t(0)), E(K),
+                              {kir::decl("nd", DType::F32, c.aAt(bi, row, kk)),
+                               kir::assign("nv", fvar("nv") + fvar("nd") * fvar("nd"))}));
+  }
+  body.push_back(
+      kir::store(rstd, {r}, f32(1.0) / kir::unary(kir::UnOp::Sqrt, fvar("nv") / K_ + f32(eps))));
+  std::vector<StmtP> guarded =
+      c.M % tl.BM ? std::vector<StmtP>{kir::ifThen(row < E(c.M), body)} : body;
+  std::vector<StmtP> out = {
+      kir::comment(cat(norm.name(), " %", y->name().empty() ? cat(y->id()) : y->name(),
+                       " folded into A's rows (fusion rule 7): ", layer ? "mean and " : "",
+                       "1 / sqrt(", layer ? "var" : "mean square",
+                       " + eps) per tile row, A normalised as it is staged")),
+      kir::region(t, {kir::forLoop("nr_r", ivar(t), E(tl.BM) - ivar(t), guarded, tl.threads)}),
+      kir::barrier()};
+  // A reads the normalised rows.
+  const Value *gamma = norm.numOperands() > 1 ? norm.operand(1) : nullptr;
+  const Value *beta = layer && norm.numOperands() > 2 ? norm.operand(2) : nullptr;
+  gx.substitute(y, [&gx, x, xs, gamma, beta, layer](const Index &idx) {
+    E v = asF32(gx.at(x, idx));
+    v = layer ? (v - fvar("pn_mu")) * fvar("pn_rs") : v * fvar("pn_rs");
+    if (gamma)
+      v = v * asF32(gx.at(gamma, broadcastIndex(gamma->type().shape, xs, idx)));
+    if (beta)
+      v = v + asF32(gx.at(beta, broadcastIndex(beta->type().shape, xs, idx)));
+    return v;
+  });
+  auto rowDecls = c.aRowDecls;
+  c.aRowDecls = [rowDecls, mean, rstd, m0, layer](E rowAbs) {
+    std::vector<StmtP> d = rowDecls ? rowDecls(rowAbs) : std::vector<StmtP>{};
+    if (layer)
+      d.push_back(kir::decl("pn_mu", DType::F32, kir::load(mean, {rowAbs - m0})));
+    d.push_back(kir::decl("pn_rs", DType::F32, kir::load(rstd, {rowAbs - m0})));
+    return d;
+  };
+  return out;
+}
+
 kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knobs &knobs,
-                       kir::Kernel k, GroupExpr &gx, const Contraction &c) {
+                       kir::Kernel k, GroupExpr &gx, Contraction c) {
   const Node &n = *g.anchor;
   const Value *result = n.result();
   requireShapePreservingEpilogue(g, result);
@@ -926,6 +1010,12 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   k.grid.emplace_back("nt", ceilDiv(c.N, tl.BN));
   Index bi = c.batch.empty() ? Index{} : unflat(c.batch, ivar("b"));
   E m0 = ivar("mt") * E(tl.BM), n0 = ivar("nt") * E(tl.BN), k0 = ivar("k0");
+  std::vector<kir::BufferP> normAllocs;
+  std::vector<StmtP> normPrologue;
+  if (const Node *norm = foldedRowNorm(g)) {
+    normPrologue = rowNormPrologue(*norm, gx, c, tl, bi, m0, k.threadVar, normAllocs);
+    problem->normRows = true;
+  }
 
   // Host tiles of one thread read an operand where it lies when they can (kir.h, mma_tile
   // views): A when its rows are contiguous in k at a fixed row stride, B when it is a weight
@@ -995,7 +1085,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
       kir::Buffer{"Bs", DType::F32, {tl.BK, tl.BN}, kir::Scope::Shared, kir::Role::Temp});
   auto C = std::make_shared<kir::Buffer>(
       kir::Buffer{"C", DType::F32, {tl.threads, tl.TM, tl.TN}, kir::Scope::Local, kir::Role::Temp});
-  k.allocs = {};
+  k.allocs = normAllocs;
   if (band)
     k.allocs.push_back(band);
   if (!aView)
@@ -1145,6 +1235,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   }
   if (band)
     k.body.push_back(kir::region(t, {c.bandFill(bi, m0, band)}));
+  k.body.insert(k.body.end(), normPrologue.begin(), normPrologue.end());
   k.body.push_back(kir::reduce("k0", E(int64_t(0)), E(c.K), init, update, tl.BK));
 
   // Additive terms (and alpha) as a self-update of the accumulator, which FuseReductionEpilogue
@@ -1631,6 +1722,12 @@ namespace {
 // holds (partial results accumulate, a tile's working set fits on chip). For matmul and gemm it
 // is also the generic lowering (no other recipe lowers them; the planner only keeps tiles that
 // fit); a conv whose certificate fails goes to direct_conv. Knobs: ContractionKnobs.
+// Host cycles per element of a block's A rows for a row norm folded into A, beyond its FLOPs:
+// the two statistics passes and the normalising tile copy. Fitted on one core of an AMD EPYC
+// (issue 17): the folded GEMMs of the GPT-2, ViT and LLaMA blocks ran 8-13 us slower than
+// their plain forms per 64 K elements of block rows (0.35-1.0 cycles per element, ~0.5 mean).
+constexpr double kNormRowCycles = 0.5;
+
 class TiledContractionRecipe final : public Recipe {
 public:
   const char *name() const override { return "tiled_contraction"; }
@@ -1736,6 +1833,15 @@ public:
     int64_t kSteps = ceilDiv(K, BK);
     s.serialTiles = kSteps;
     s.rereadSet = tileSet(k);
+    // A row norm folded into A: every block reads its BM rows of A twice for their statistics
+    // and normalises each element it stages (~3 FLOPs each, beside the product's 2 K per
+    // output element).
+    double normElems = p.normRows ? double(BM * K) : 0.0; // per block
+    s.flops += 6.0 * normElems * double(B * ceilDiv(M, BM) * ceilDiv(N, BN));
+    // On a GPU each thread walks its rows' two passes serially before the first tile: about
+    // two tile steps' worth of latency (unmeasured: the GPU path has not run on a GPU yet).
+    if (hw.gpu && p.normRows)
+      s.serialTiles += 2;
     if (hw.gpu) {
       // The accumulator tile stays in registers; FMAs per shared-memory load of the register
       // tile: TM·TN / (TM + TN); four or more keep the FMA pipes fed.
@@ -1763,7 +1869,9 @@ public:
     //    3 x 3 convs 2.14 -> 2.03 ms).
     bool wide = p.bPanels && p.bPanelWidth == 64 && BN % 64 == 0;
     int64_t blockRows = wide ? 7 : 8, blockCols = wide ? 64 : 32;
-    int64_t aRows = p.aInPlace ? blockRows : BM;
+    // A normalised by a folded row norm is staged one row block ahead of the micro-kernel's
+    // use; measured, it runs as A in place does, plus its passes (kNormRowCycles).
+    int64_t aRows = p.aInPlace || p.normRows ? blockRows : BM;
     double wsKiB = double(4 * (aRows * BK + BK * 32)) / 1024.0;
     // A tile one vector wide runs the 8 x 1 micro-kernel, ~0.8 of the 8 x 2 one's rate (it
     // loads a broadcast per FMA; mobilenet_v2's 32 -> 16 projection: 150 us, 85 GFLOP/s).
@@ -1773,6 +1881,8 @@ public:
     // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.
     double bCopy = p.bPanels ? 0.0 : p.bInPlace ? 0.2 : 0.45;
     s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;
+    // The folded norm's passes and its staging copy of A, per element of the block's rows.
+    s.scalarCycles += kNormRowCycles * normElems;
     // A fused tile (the init and epilogue on the micro-kernel's registers) touches its C tile
     // only between K steps: each step after the first stores and reloads it, ~1 cycle a float
     // (squeezenet's 512 -> 1000 classifier conv, K = 512: 2.04 ms in four steps, 1.74 ms in

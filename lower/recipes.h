@@ -179,6 +179,9 @@ struct ContractionProblem : kir::ProblemFacts {
   // `rowGroups` output rows per image; the band a tile of R rows fills holds bandBytes0 + (R -
   // 1) bandRowBytes; the weight (B) holds bBytes.
   int64_t rowGroup = 0, rowGroups = 0, bandBytes0 = 0, bandRowBytes = 0, bBytes = 0;
+  // A row norm folded into A (lower/fusion.h rule 7): each block computes its tile rows'
+  // statistics over K first and stages A normalised.
+  bool normRows = false;
   // The tile's init and epilogue ride on the micro-kernel (FuseMmaTileEpilogue will fuse
   // them): a single K step never stores the C tile.
   bool fusedTile = false;

@@ -147,6 +147,42 @@ int64_t sharedBytesOf(const kir::Kernel &k) {
   return s;
 }
 
+// The host terms of a kernel's cost on `cores` cores (evaluateKernel).
+void hostTerms(KernelCost &c, const CostShape &s, const Recipe &recipe, const Hardware &hw,
+               int64_t blocks, double compulsory, double rereadBytes, int64_t cores) {
+  const CostCoefficients &w = hw.cost;
+  double perCore = double(blocks) / double(cores);
+  double busiest = std::ceil(perCore);
+  c.parallelism = blocks >= cores ? perCore / busiest : perCore;
+  double busy = double(std::min(blocks, cores));
+  double hz = hw.ghz * 1e9;
+  // Where the compulsory bytes come from: the caches of the busy cores if they fit (the
+  // previous kernel just wrote them), else L3, else DRAM.
+  double l2 = double(hw.l2Bytes) * busy, l3 = double(hw.l3Bytes);
+  double bwCompulsory = compulsory <= l2   ? hw.l2BytesPerCycle * hz * busy
+                        : compulsory <= l3 ? hw.l3BytesPerCycle * hz * busy
+                                           : hw.dramBytesPerSec;
+  double bwReread = double(s.rereadSet) <= double(hw.l1dBytes)  ? hw.l1BytesPerCycle * hz * busy
+                    : double(s.rereadSet) <= double(hw.l2Bytes) ? hw.l2BytesPerCycle * hz * busy
+                                                                : hw.l3BytesPerCycle * hz * busy;
+  c.trafficUs = 1e6 * (compulsory / bwCompulsory + rereadBytes / bwReread);
+  double peakCore = hz * double(hw.vectorLanesF32()) * 2.0 * double(hw.fmaUnits);
+  c.computeUs =
+      1e6 * s.flops / (peakCore * s.vectorShare * double(cores) * std::max(c.parallelism, 1e-9)) +
+      1e6 * busiest * s.scalarCycles / hz;
+  // Serial chains: each core walks its blocks' chains one after another.
+  double chainUs = 1e6 * busiest * s.chainSteps * s.chainCycles / hz;
+  // Dispatch (OpenMP fork / join), ~0.5 cycles of set-up per block (measured: flat loops
+  // take the same time at 16 or 1 element per block), and the serial chains, which the
+  // out-of-order core overlaps with the throughput work only in part (max + half the min
+  // fits the layer-norm thread sweep above).
+  c.latencyUs = hw.launchUs + 1e6 * busiest * 0.5 / hz + std::max(0.0, chainUs - c.computeUs) +
+                0.5 * std::min(chainUs, c.computeUs);
+  for (std::string &v : recipe.hostViolations(s, hw))
+    c.violations.push_back(std::move(v));
+  c.overlapUs = w.delta * std::min(c.trafficUs, c.computeUs);
+}
+
 } // namespace
 
 KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir::Kernel &k,
@@ -220,37 +256,16 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
     c.overlapUs =
         w.delta * std::min(1.0, c.occupancy.fraction / 0.25) * std::min(c.trafficUs, c.computeUs);
   } else {
-    int64_t cores = std::max<int64_t>(1, hw.cores);
-    double perCore = double(blocks) / double(cores);
-    double busiest = std::ceil(perCore);
-    c.parallelism = blocks >= cores ? perCore / busiest : perCore;
-    double busy = double(std::min(blocks, cores));
-    double hz = hw.ghz * 1e9;
-    // Where the compulsory bytes come from: the caches of the busy cores if they fit (the
-    // previous kernel just wrote them), else L3, else DRAM.
-    double l2 = double(hw.l2Bytes) * busy, l3 = double(hw.l3Bytes);
-    double bwCompulsory = compulsory <= l2   ? hw.l2BytesPerCycle * hz * busy
-                          : compulsory <= l3 ? hw.l3BytesPerCycle * hz * busy
-                                             : hw.dramBytesPerSec;
-    double bwReread = double(s.rereadSet) <= double(hw.l1dBytes)  ? hw.l1BytesPerCycle * hz * busy
-                      : double(s.rereadSet) <= double(hw.l2Bytes) ? hw.l2BytesPerCycle * hz * busy
-                                                                  : hw.l3BytesPerCycle * hz * busy;
-    c.trafficUs = 1e6 * (compulsory / bwCompulsory + rereadBytes / bwReread);
-    double peakCore = hz * double(hw.vectorLanesF32()) * 2.0 * double(hw.fmaUnits);
-    c.computeUs =
-        1e6 * s.flops / (peakCore * s.vectorShare * double(cores) * std::max(c.parallelism, 1e-9)) +
-        1e6 * busiest * s.scalarCycles / hz;
-    // Serial chains: each core walks its blocks' chains one after another.
-    double chainUs = 1e6 * busiest * s.chainSteps * s.chainCycles / hz;
-    // Dispatch (OpenMP fork / join), ~0.5 cycles of set-up per block (measured: flat loops
-    // take the same time at 16 or 1 element per block), and the serial chains, which the
-    // out-of-order core overlaps with the throughput work only in part (max + half the min
-    // fits the layer-norm thread sweep above).
-    c.latencyUs = hw.launchUs + 1e6 * busiest * 0.5 / hz + std::max(0.0, chainUs - c.computeUs) +
-                  0.5 * std::min(chainUs, c.computeUs);
-    for (std::string &v : recipe.hostViolations(s, hw))
-      c.violations.push_back(std::move(v));
-    c.overlapUs = w.delta * std::min(c.trafficUs, c.computeUs);
+    hostTerms(c, s, recipe, hw, blocks, compulsory, rereadBytes, std::max<int64_t>(1, hw.cores));
+    // A step with less work than kHostSerialUs runs whole on the calling thread (hostChunks):
+    // priced on one core (the RMSNorm of LLaMA's block, 128 x 256: 4 us predicted over two
+    // cores, 15-17 us measured at one thread and at two).
+    double t = w.alpha * c.trafficUs + c.computeUs + w.beta * c.latencyUs - c.overlapUs;
+    if (hw.cores > 1 && t * double(hw.cores) < kHostSerialUs) {
+      c.violations.clear();
+      hostTerms(c, s, recipe, hw, blocks, compulsory, rereadBytes, 1);
+      c.serial = true;
+    }
   }
   c.timeUs = w.alpha * c.trafficUs + c.computeUs + w.beta * c.latencyUs + w.gamma * c.spillUs -
              c.overlapUs;

@@ -64,6 +64,9 @@ struct KernelCost {
   // Terms, in microseconds (before the coefficients), and the total cost.
   double trafficUs = 0, computeUs = 0, latencyUs = 0, spillUs = 0, overlapUs = 0;
   double timeUs = 0;
+  // Host: less than kHostSerialUs of work, so the step runs whole on the calling thread
+  // (hostChunks) and is priced on one core.
+  bool serial = false;
   std::vector<std::string> violations; // why the candidate cannot run; empty when it fits
   bool feasible() const { return violations.empty(); }
 };

@@ -147,6 +147,8 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
     for (const RematDecision &d : remat) {
       y << YAML::Flow << YAML::BeginMap;
+      if (!d.what.empty())
+        y << YAML::Key << "norm" << YAML::Value << d.what;
       y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
       y << YAML::Key << "consumers" << YAML::Value << d.consumers;
       y << YAML::Key << "recompute_us" << YAML::Value << d.recomputeUs;

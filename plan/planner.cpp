@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace aicf {
 
@@ -23,6 +24,8 @@ namespace {
 // them: the host model's step-time predictions scatter by ~10% around the measurements, and
 // candidates of one kernel often differ by less (bench/costmodel.md).
 constexpr double kDefaultMargin = 0.03;
+// Predicted times this close (a share of the best) are a tie: the model's resolution is coarser.
+constexpr double kTieShare = 1e-3;
 
 // The term that separates two candidates most, as words for the explain output.
 std::string whyCheaper(const KernelCost &a, const KernelCost &b) {
@@ -120,6 +123,22 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
       return cx < cy;
     return all[x].c.knobs < all[y].c.knobs;
   });
+  // Candidates the model cannot tell apart (within kTieShare of the best) are ranked by the
+  // bytes they move, then by their knobs: where time does not decide, memory traffic does
+  // (GPT-2's c_fc with its norm folded: BM = 128 reads its 1 MB weight once, BM = 64 twice, at
+  // the same predicted time).
+  if (ok.size() > 1) {
+    double best = effective(ok[0]);
+    size_t ties = 1;
+    while (ties < ok.size() && effective(ok[ties]) <= best * (1.0 + kTieShare))
+      ++ties;
+    std::stable_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(ties),
+                     [&](size_t x, size_t y) {
+                       if (all[x].c.cost.bytes != all[y].c.cost.bytes)
+                         return all[x].c.cost.bytes < all[y].c.cost.bytes;
+                       return all[x].c.knobs < all[y].c.knobs;
+                     });
+  }
   size_t pick = 0; // the defaults when schedule == "default"
   if (opts.schedule != "default")
     pick = ok[std::min<size_t>(static_cast<size_t>(std::max(opts.rank, 0)), ok.size() - 1)];
@@ -138,11 +157,12 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
       d.reason = cat("the defaults are within ", static_cast<int>(kDefaultMargin * 100),
                      "% of the best prediction (", knobsText(r.knobs), ": ", fmtUs(r.cost.timeUs),
                      " us): kept");
-    else if (delta < 0)
+    else if (delta < 0 && opts.rank > 0)
       d.reason = cat("rank ", opts.rank, " by request; the best is ", knobsText(r.knobs));
-    else if (delta <= 1e-3 * d.chosen.cost.timeUs)
-      d.reason = cat("ties with ", knobsText(r.knobs), " (", fmtUs(r.cost.timeUs),
-                     " us); the smaller knobs win");
+    else if (delta <= kTieShare * d.chosen.cost.timeUs)
+      d.reason =
+          cat("ties with ", knobsText(r.knobs), " (", fmtUs(r.cost.timeUs), " us); ",
+              r.cost.bytes != d.chosen.cost.bytes ? "fewer bytes win" : "the smaller knobs win");
     else
       d.reason = cat("beats ", knobsText(r.knobs), " by ", fmtUs(delta), " us (",
                      fmtUs(100.0 * delta / d.chosen.cost.timeUs),
@@ -159,6 +179,7 @@ double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions
                         std::string *why) {
   FusionOptions fo;
   fo.rematCost = rematCostFor(hw);
+  fo.kernelCost = kernelCostFor(hw, opts);
   Partition part = partitionGraph(g, fo);
   double total = 0;
   for (size_t i = 0; i < part.groups.size(); ++i) {
@@ -172,6 +193,20 @@ double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions
     total += d.chosen.cost.timeUs;
   }
   return total;
+}
+
+KernelCostFn kernelCostFor(const Hardware &hw, const PlannerOptions &opts) {
+  PlannerOptions best = opts;
+  best.rank = 0;
+  return [&hw, best](const KernelGroup &g) {
+    PlanDecision d;
+    try {
+      planKernel(g, "probe", hw, best, &d);
+    } catch (const UserError &) {
+      return std::numeric_limits<double>::infinity();
+    }
+    return d.chosen.cost.timeUs;
+  };
 }
 
 } // namespace aicf

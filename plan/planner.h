@@ -58,6 +58,11 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
 double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
                         std::string *why);
 
+// The fusion's kernel cost callback (lower/fusion.h, rule 7): a candidate group's planned time
+// on its best schedule (whatever rank `opts` asks of the kernels), +inf when none fits. `hw`
+// must outlive it.
+KernelCostFn kernelCostFor(const Hardware &hw, const PlannerOptions &opts);
+
 // "BM=64 BN=128 BK=32" (knobs in name order).
 std::string knobsText(const KnobSet &knobs);
 

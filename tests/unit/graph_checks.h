@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests that build a graph from IR text, run it compiled and compare
 // with the interpreter: seeded weights (the parser zero-fills them) and the element-wise
-// tolerance check |got - want| <= 1e-4 + 1e-4 |want|.
+// tolerance check |got - want| <= 1e-4 + 1e-4 |want|; the partition tests' names of nodes'
+// results and of values, comma-separated.
 #pragma once
 
 #include "ir/graph.h"
@@ -10,8 +11,24 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace aicf::graph_checks {
+
+inline std::string names(const std::vector<Node *> &nodes) {
+  std::string s;
+  for (const Node *n : nodes)
+    s += (s.empty() ? "" : ",") + n->result(0)->name();
+  return s;
+}
+
+inline std::string names(const std::vector<Value *> &vals) {
+  std::string s;
+  for (const Value *v : vals)
+    s += (s.empty() ? "" : ",") + v->name();
+  return s;
+}
 
 // Every weight of `g` set to seeded values in [-0.5, 0.5).
 inline void fillWeights(Graph &g, unsigned seed) {

@@ -128,6 +128,57 @@ TEST_CASE("artifacts: materialised attention matches the references (host and GP
   }
 }
 
+TEST_CASE("artifacts: row norms folded into their GEMMs' A reads match the references") {
+  // Issue 17, fusion rule 7: GPT-2's and ViT's layer_norms and LLaMA's rms_norms (the first
+  // read by three projections) recomputed in the readers' tiles, forced on the host plan and
+  // on the H100 plan (run through the host printer; without split-k, whose K slices read A in
+  // pieces, so no norm folds there): no norm kernel remains, the decisions are recorded with
+  // both prices, and the plan moves fewer bytes than with the norms stored.
+  for (std::string name : {"gpt2_block_op17", "vit_block_op17", "llama_block_op17"}) {
+    fs::path dir = fs::path(AICF_TESTDATA) / "models" / name;
+    std::unique_ptr<Graph> g = testing::pipelineGraph(dir);
+    for (std::string planFor : {"cpu", "cuda:sm_90"}) {
+      CAPTURE(name);
+      CAPTURE(planFor);
+      auto compile = [&](const char *rowNorms) {
+        CompileOptions opts;
+        opts.planFor = Target::parseSpec(planFor);
+        opts.rowNorms = rowNorms;
+        opts.splitK = false;
+        return buildModel(*g, opts);
+      };
+      auto bytes = [](const CompiledModel &cm) {
+        int64_t b = 0;
+        for (const PlanStep &st : cm.plan.steps)
+          b += st.bytes;
+        return b;
+      };
+      CompiledModel stored = compile("store"), folded = compile("fold");
+      std::vector<int> readers; // per folded norm, in graph order
+      for (const RematDecision &d : folded.plan.remat)
+        if (!d.what.empty()) {
+          readers.push_back(d.consumers);
+          CHECK(d.recomputed);
+          CHECK(d.recomputeUs > 0);
+          CHECK(d.storeUs > 0);
+        }
+      CHECK(readers ==
+            (name == "llama_block_op17" ? std::vector<int>{3, 2} : std::vector<int>{1, 1}));
+      CHECK(stored.plan.remat.size() + 2 == folded.plan.remat.size());
+      for (const PlanStep &st : folded.plan.steps)
+        CHECK((st.kind != "layer_norm" && st.kind != "rms_norm"));
+      CHECK(bytes(folded) < bytes(stored));
+      fs::path out = scratch() / cat(name, "_row_norms_", planFor == "cpu" ? "cpu" : "gpu");
+      CompileOptions opts;
+      opts.planFor = Target::parseSpec(planFor);
+      opts.rowNorms = "fold";
+      opts.splitK = false;
+      writeArtifacts(*g, folded, opts, out.string());
+      runAndCompare(out, dir);
+    }
+  }
+}
+
 TEST_CASE("artifacts: every testdata model compiles for the host and matches its references") {
   for (const fs::path &dir : modelDirs()) {
     CAPTURE(dir.filename().string());

@@ -1,6 +1,7 @@
 // Layout folding in the partition (lower/fusion.h, rule 0; issue 17): which layout ops fold into
 // their readers, the groups that hold them, the maps recorded with each decision, the cases that
 // must materialise, and the cost model's fold-or-materialise price (plan/cost_model.h).
+#include "graph_checks.h"
 #include "ir/parser.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
@@ -15,22 +16,9 @@
 #include <algorithm>
 
 using namespace aicf;
+using aicf::graph_checks::names;
 
 namespace {
-
-std::string names(const std::vector<Node *> &nodes) {
-  std::string s;
-  for (const Node *n : nodes)
-    s += (s.empty() ? "" : ",") + n->result(0)->name();
-  return s;
-}
-
-std::string names(const std::vector<Value *> &vals) {
-  std::string s;
-  for (const Value *v : vals)
-    s += (s.empty() ? "" : ",") + v->name();
-  return s;
-}
 
 const LayoutDecision &decisionFor(const Partition &p, const std::string &result) {
   for (const LayoutDecision &d : p.layout)

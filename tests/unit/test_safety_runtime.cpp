@@ -234,15 +234,19 @@ TEST_CASE("safety runtime: thread counts outside 1..AICF_MAX_THREADS are refused
 // Dispatch groups (launch.group): steps that run together must be consecutive, name their first
 // step, and share no memory one of them writes; an edited plan that breaks this would race.
 TEST_CASE("safety runtime: dispatch groups are checked") {
-  const std::string k0 = "grid: [1, 2], block: [1], shared_bytes: 0, chunks: 1}";
-  const std::string k1 = "grid: [1, 1], block: [1], shared_bytes: 0, chunks: 1}";
-  auto grouped = [&](const std::string &name, const std::string &g0, const std::string &g1) {
-    fs::path p = tampered(name, k0, g0.empty() ? k0 : k0.substr(0, k0.size() - 1) + g0 + "}");
-    std::string plan = readAll(p / "plan.yaml");
-    size_t at = plan.find(k1);
+  // Adds `g` (", group: N") to the launch of step `kind` in plan text `plan`.
+  auto addGroup = [](std::string &plan, const std::string &kind, const std::string &g) {
+    size_t at = plan.find("kind_id: " + kind);
     REQUIRE(at != std::string::npos);
-    if (!g1.empty())
-      plan.replace(at, k1.size(), k1.substr(0, k1.size() - 1) + g1 + "}");
+    at = plan.find("chunks: 1}", at);
+    REQUIRE(at != std::string::npos);
+    plan.insert(at + std::string("chunks: 1").size(), g);
+  };
+  auto grouped = [&](const std::string &name, const std::string &g0, const std::string &g1) {
+    fs::path p = tampered(name, "kind_id: k0_gemm", "kind_id: k0_gemm");
+    std::string plan = readAll(p / "plan.yaml");
+    addGroup(plan, "k0_gemm", g0);
+    addGroup(plan, "k1_gemm", g1);
     writeAll(p / "plan.yaml", plan);
     return p;
   };
