@@ -46,6 +46,11 @@
 //     groups, all of which inline operands, none through a view and none a graph output, is
 //     copied into every consumer when the cost model prices recomputing it there below storing
 //     it once and reloading it in each; its nodes then belong to several groups.
+//  6. Size cap. No group grows past FusionOptions::maxGroupNodes nodes (by rules 3-5): a very
+//     long elementwise chain becomes a sequence of kernels of at most that many nodes, each a
+//     round trip through memory that costs little next to its work, and each a function the
+//     host compiler optimises in bounded time (g++'s CFG cleanup grows quadratically with the
+//     selects of one loop body). The cut chain's kernels are identical, so codegen emits one.
 //  7. Row norms (with a kernel cost function). A layer_norm or rms_norm over the last axis whose
 //     result is read only as contractions' A along that axis (ir/norm_readers.h), certified
 //     rematerializable_intermediate, is copied with the reshapes between into every reader's
@@ -53,11 +58,6 @@
 //     normalising A as it stages it) below the norm's kernel plus the readers' kernels as they
 //     are; the decision is recorded with both times (Partition::remat). The norm's result is
 //     then never stored: its write and the readers' reads of it leave the plan.
-//  6. Size cap. No group grows past FusionOptions::maxGroupNodes nodes (by rules 3-5): a very
-//     long elementwise chain becomes a sequence of kernels of at most that many nodes, each a
-//     round trip through memory that costs little next to its work, and each a function the
-//     host compiler optimises in bounded time (g++'s CFG cleanup grows quadratically with the
-//     selects of one loop body). The cut chain's kernels are identical, so codegen emits one.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
 // Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
@@ -70,9 +70,7 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
-#include <limits>
 #include <map>
 #include <queue>
 #include <set>
@@ -794,8 +792,7 @@ private:
         continue;
       auto price = [&](int g) {
         attachFolded(g);
-        double us = opts_.kernelCost(kernelGroup(g));
-        return std::isfinite(us) ? us : std::numeric_limits<double>::infinity();
+        return opts_.kernelCost(kernelGroup(g));
       };
       RematDecision d;
       d.what = cat(n->name(), " ", n->where());

@@ -1718,16 +1718,16 @@ kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, cons
 
 namespace {
 
-// Requires: a matmul, gemm or group-1 conv anchor whose tile_compatible_compute certificate
-// holds (partial results accumulate, a tile's working set fits on chip). For matmul and gemm it
-// is also the generic lowering (no other recipe lowers them; the planner only keeps tiles that
-// fit); a conv whose certificate fails goes to direct_conv. Knobs: ContractionKnobs.
 // Host cycles per element of a block's A rows for a row norm folded into A, beyond its FLOPs:
 // the two statistics passes and the normalising tile copy. Fitted on one core of an AMD EPYC
 // (issue 17): the folded GEMMs of the GPT-2, ViT and LLaMA blocks ran 8-13 us slower than
 // their plain forms per 64 K elements of block rows (0.35-1.0 cycles per element, ~0.5 mean).
 constexpr double kNormRowCycles = 0.5;
 
+// Requires: a matmul, gemm or group-1 conv anchor whose tile_compatible_compute certificate
+// holds (partial results accumulate, a tile's working set fits on chip). For matmul and gemm it
+// is also the generic lowering (no other recipe lowers them; the planner only keeps tiles that
+// fit); a conv whose certificate fails goes to direct_conv. Knobs: ContractionKnobs.
 class TiledContractionRecipe final : public Recipe {
 public:
   const char *name() const override { return "tiled_contraction"; }
