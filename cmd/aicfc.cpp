@@ -44,6 +44,7 @@ struct Flags {
   int candidateRank = 0;
   std::string attention = "cost";
   std::string rowNorms = "cost";
+  std::string chains = "cost";
   bool noPackWeights = false;
   bool noBlockChannels = false;
   bool noSplitK = false;
@@ -158,6 +159,7 @@ int compile(const Flags &flags) {
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
   copts.rowNorms = flags.rowNorms;
+  copts.chains = flags.chains;
   copts.packWeights = !flags.noPackWeights;
   copts.blockChannels = !flags.noBlockChannels;
   copts.splitK = !flags.noSplitK;
@@ -235,6 +237,12 @@ int main(int argc, char **argv) {
                  "a layer_norm / rms_norm read only as GEMMs' left operand: cost: recomputed "
                  "in their A reads when the cost model prices that lower; fold; store")
       ->check(CLI::IsMember({"cost", "fold", "store"}))
+      ->capture_default_str();
+  app.add_option("--chain-contractions", flags.chains,
+                 "a matmul / gemm read only as another's left operand (an MLP's two "
+                 "projections): cost: one chained kernel, the intermediate never stored, when "
+                 "the cost model prices it lower; fuse; store")
+      ->check(CLI::IsMember({"cost", "fuse", "store"}))
       ->capture_default_str();
   app.add_option("--candidate-rank", flags.candidateRank,
                  "take each kernel's N-th cheapest feasible schedule (cost-model benchmarks)")

@@ -477,6 +477,9 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
   fusion.rowNorms = o.rowNorms == "fold"    ? FusionOptions::RowNorms::Fold
                     : o.rowNorms == "store" ? FusionOptions::RowNorms::Store
                                             : FusionOptions::RowNorms::Cost;
+  fusion.chains = o.chains == "fuse"    ? FusionOptions::Chains::Fuse
+                  : o.chains == "store" ? FusionOptions::Chains::Store
+                                        : FusionOptions::Chains::Cost;
 }
 
 CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
@@ -635,6 +638,12 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     std::string vals;
     for (const std::string &v : d.values)
       vals += (vals.empty() ? "" : ", ") + v;
+    if (d.kind == RematDecision::Kind::Chain) { // fusion rule 8: whole kernels' times
+      std::snprintf(line, sizeof line, "%.3g us vs two kernels %.3g us", d.recomputeUs, d.storeUs);
+      os << "   " << (d.recomputed ? "chained" : "not chained") << " " << d.what << " (" << vals
+         << " " << (d.recomputed ? "never stored" : "stored") << "): one kernel " << line << "\n";
+      continue;
+    }
     if (!d.what.empty()) { // a row norm (fusion rule 7): both sides are whole kernels' times
       std::snprintf(line, sizeof line, "%.3g us vs the norm's kernel and theirs %.3g us",
                     d.recomputeUs, d.storeUs);

@@ -45,6 +45,10 @@ struct CompileOptions {
   // "cost" (recomputed in the readers' A reads when the planner prices that lower), "fold"
   // (always, where legal) or "store" (always a kernel of its own).
   std::string rowNorms = "cost";
+  // --chain-contractions: a contraction read only as another's A (lower/fusion.h rule 8): "cost"
+  // (one chained kernel when the planner prices it lower), "fuse" (always, where legal) or
+  // "store" (always two kernels, the intermediate stored).
+  std::string chains = "cost";
   // Host plans: constant GEMM weights packed into the micro-kernel's column panels
   // (passes/pack_weights.cpp); aicfc --no-pack-weights turns it off (for comparisons).
   bool packWeights = true;

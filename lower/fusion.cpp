@@ -58,6 +58,14 @@
 //     normalising A as it stages it) below the norm's kernel plus the readers' kernels as they
 //     are; the decision is recorded with both times (Partition::remat). The norm's result is
 //     then never stored: its write and the readers' reads of it leave the plan.
+//  8. Chained contractions (with a kernel cost function). A matmul / gemm (transA 0, f32)
+//     whose result (its epilogue applied) is read only as the A operand of another matmul /
+//     gemm with a rank-2 B, in a group of its own (plus what rule 7 copied in: a row norm and
+//     its reshapes), is merged into the reader's group when the planner prices the merged
+//     kernel (lower/recipe_chained_contraction.cpp: each row tile computes the hidden rows one
+//     tile at a time and multiplies them into its output tile at once) below the two kernels;
+//     the decision is recorded with both times (Partition::remat, kind Chain). The hidden
+//     result is then never stored: an MLP's [M, H] activation leaves the plan.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
 // Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
@@ -70,6 +78,7 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <queue>
@@ -172,6 +181,8 @@ public:
       rematerialize(p);
     if (opts_.kernelCost && opts_.rowNorms != FusionOptions::RowNorms::Store)
       foldRowNorms(p);
+    if (opts_.kernelCost && opts_.chains != FusionOptions::Chains::Store)
+      chainContractions(p);
     finish(p);
     return p;
   }
@@ -737,6 +748,8 @@ private:
     KernelGroup kg;
     kg.anchor = grp.anchor;
     kg.kind = grp.anchor ? grp.anchor->name() : "fused_elementwise";
+    if (auto it = chained_.find(gi); it != chained_.end())
+      kg.chained = it->second;
     kg.nodes = grp.nodes;
     std::sort(kg.nodes.begin(), kg.nodes.end(),
               [&](const Node *a, const Node *b) { return idx(a) < idx(b); });
@@ -833,9 +846,84 @@ private:
     }
   }
 
+  // Rule 8: whether n can be either end of a chain (a contraction the chained recipe reads as
+  // rows: matmul with a rank-2 B, gemm without transA; f32).
+  static bool chainable(const Node &n) {
+    if ((n.op() != Op::Gemm && n.op() != Op::MatMul) || n.numResults() != 1 || n.numOperands() < 2)
+      return false;
+    if (n.result()->type().dtype != DType::F32 || n.operand(0)->type().dtype != DType::F32 ||
+        n.operand(1)->type().dtype != DType::F32)
+      return false;
+    if (n.op() == Op::Gemm)
+      return n.i("transA") == 0;
+    return n.op() == Op::MatMul && n.operand(0)->type().shape.size() >= 2 &&
+           n.operand(1)->type().shape.size() == 2;
+  }
+
+  // Rule 8: contractions read only as another contraction's A merged into its group, where the
+  // planner prices that lower.
+  void chainContractions(Partition &p) {
+    for (size_t g2 = 0; g2 < groups_.size(); ++g2) {
+      Node *c2 = groups_[g2].anchor;
+      if (!groups_[g2].alive || !c2 || chained_.count(static_cast<int>(g2)) || !chainable(*c2))
+        continue;
+      Value *a = c2->operand(0);
+      Node *c1 = a->def();
+      if (!c1 || !chainable(*c1) || outputs_.count(a) || usersOf(a).size() != 1 ||
+          std::count(c2->operands().begin(), c2->operands().end(), a) != 1)
+        continue;
+      int g1 = groupOf_[idx(c1)];
+      if (g1 < 0 || g1 == static_cast<int>(g2) || !groups_[g1].alive || groups_[g1].anchor != c1 ||
+          chained_.count(g1))
+        continue;
+      // The first group holds c1 and what rule 7 or rule 0 copied into it, nothing it owns.
+      bool alone = std::all_of(groups_[g1].nodes.begin(), groups_[g1].nodes.end(), [&](Node *m) {
+        return m == c1 || copies_.count({g1, idx(m)}) > 0;
+      });
+      if (!alone || full(static_cast<int>(g2), groups_[g1].nodes.size()))
+        continue;
+      auto price = [&](int g) {
+        attachFolded(g);
+        return opts_.kernelCost(kernelGroup(g));
+      };
+      RematDecision d;
+      d.kind = RematDecision::Kind::Chain;
+      d.what = cat(c1->name(), " ", c1->where(), " -> ", c2->name(), " ", c2->where());
+      d.values.push_back(a->name().empty() ? cat("%", a->id()) : a->name());
+      d.consumers = 1;
+      d.storeUs = price(g1) + price(static_cast<int>(g2));
+      // Tentatively merge the first group into the second.
+      std::vector<Node *> before = groups_[g2].nodes;
+      std::set<std::pair<int, int>> copiesBefore = copies_;
+      for (Node *m : groups_[g1].nodes) {
+        groups_[g2].nodes.push_back(m);
+        if (copies_.count({g1, idx(m)}))
+          copies_.insert({static_cast<int>(g2), idx(m)});
+      }
+      groupOf_[idx(c1)] = static_cast<int>(g2);
+      chained_[static_cast<int>(g2)] = c1;
+      d.recomputeUs = price(static_cast<int>(g2));
+      d.recomputed = std::isfinite(d.recomputeUs) &&
+                     (opts_.chains == FusionOptions::Chains::Fuse || d.recomputeUs < d.storeUs);
+      p.remat.push_back(d);
+      if (!d.recomputed) { // put everything back
+        groups_[g2].nodes = before;
+        copies_ = copiesBefore;
+        groupOf_[idx(c1)] = g1;
+        chained_.erase(static_cast<int>(g2));
+        continue;
+      }
+      Group &grp1 = groups_[g1];
+      grp1.nodes.clear();
+      grp1.alive = false;
+      groups_[g2].minIdx = std::min(groups_[g2].minIdx, idx(c1));
+    }
+  }
+
   const Graph &g_;
   FusionOptions opts_;
-  std::set<const Node *> recomputed_; // nodes copied into several consumer groups (rules 5, 7)
+  std::map<int, const Node *> chained_; // rule 8: group -> the contraction chained into it
+  std::set<const Node *> recomputed_;   // nodes copied into several consumer groups (rules 5, 7)
   std::vector<Node *> nodes_;
   std::unordered_map<const Node *, int> index_;
   std::unordered_map<const Value *, std::vector<Node *>> users_;

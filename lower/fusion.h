@@ -40,6 +40,11 @@ struct KernelGroup {
     IndexMap map; // domain: value's shape; range: into's
   };
   std::vector<StoreThrough> storeThrough;
+  // Rule 8 (fusion.cpp): the contraction whose result, through its epilogue, is the anchor
+  // contraction's left operand A, computed inside this group one row tile at a time and never
+  // stored (a chained contraction: an MLP's up-projection feeding its down-projection); null
+  // for every other group.
+  const Node *chained = nullptr;
   const StoreThrough *storedThrough(const Value *v) const {
     for (const StoreThrough &s : storeThrough)
       if (s.value == v)
@@ -50,8 +55,14 @@ struct KernelGroup {
 
 // One store-or-recompute decision for an elementwise group read by several groups.
 struct RematDecision {
+  // What was decided: an elementwise group read by several groups (rule 5), a row norm
+  // recomputed in its readers' A reads (rule 7), or a contraction chained into the one reading
+  // its result as A (rule 8: recomputeUs is then the fused kernel's time, storeUs the two
+  // kernels').
+  enum class Kind { Elementwise, RowNorm, Chain } kind = Kind::Elementwise;
   std::string what;                // "" (an elementwise group), or the norm node recomputed in
-                                   // its readers' A reads (rule 7): "layer_norm <name>"
+                                   // its readers' A reads (rule 7): "layer_norm <name>", or the
+                                   // chain (rule 8): "gemm <c1> -> gemm <c2>"
   std::vector<std::string> values; // the group's output values
   int consumers = 0;
   double storeUs = 0, recomputeUs = 0;
@@ -124,6 +135,10 @@ struct FusionOptions {
   // Rule 7's policy: priced (the default), always folded where legal (still priced for the
   // record), or never.
   enum class RowNorms { Cost, Fold, Store } rowNorms = RowNorms::Cost;
+  // Rule 8's policy (with a kernel cost function): a contraction read only as another's A is
+  // chained into it when the planner prices the fused kernel lower (Cost), always where legal
+  // (Fuse, still priced for the record), or never (Store).
+  enum class Chains { Cost, Fuse, Store } chains = Chains::Cost;
   // Off: every layout op is a kernel (and every reshape a view), as before issue 17.
   bool foldLayout = true;
   // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise

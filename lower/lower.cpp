@@ -36,7 +36,7 @@ RecipeSelection selectRecipe(const KernelGroup &g) {
   const Node *a = g.anchor;
   std::string failed; // the first failed certificate condition among the recipes that lower a
   for (const Recipe *r : recipeRegistry()) {
-    if (!r->lowers(a))
+    if (!r->lowersGroup(g))
       continue;
     std::optional<MemProperty> p = r->requiredProperty();
     std::string why;
@@ -58,7 +58,7 @@ RecipeSelection selectRecipe(const KernelGroup &g) {
   // A required property failed and no later recipe lowers the anchor without it: the family's
   // generic lowering, with the condition that sent it there.
   for (const Recipe *r : recipeRegistry())
-    if (r->lowers(a) && r->genericFallback())
+    if (r->lowersGroup(g) && r->genericFallback())
       return {r, cat("generic form: ", failed), true};
   if (!failed.empty())
     throw UserError(

@@ -72,6 +72,10 @@ public:
   // Op facts: whether the recipe can lower a group with this anchor (nullptr: a group of
   // elementwise nodes only).
   virtual bool lowers(const Node *anchor) const = 0;
+  // Group facts: whether the recipe lowers group `g` as partitioned. A group holding a chained
+  // contraction (KernelGroup::chained, lower/fusion.h rule 8) is lowered only by the recipe
+  // that says so; every other recipe lowers by its anchor alone.
+  virtual bool lowersGroup(const KernelGroup &g) const { return !g.chained && lowers(g.anchor); }
   // The memory property the anchor's certificate must establish; nullopt: none (the recipe
   // lowers by op facts alone).
   virtual std::optional<MemProperty> requiredProperty() const { return std::nullopt; }

@@ -14,9 +14,9 @@ namespace aicf {
 
 const std::vector<const Recipe *> &recipeRegistry() {
   static const std::vector<const Recipe *> registry = {
-      &pointwiseRecipe(),        &reductionRecipe(),  &poolingRecipe(),
-      &dataMovementRecipe(),     &onlineNormRecipe(), &streamingAttentionRecipe(),
-      &tiledContractionRecipe(), &directConvRecipe(),
+      &pointwiseRecipe(),          &reductionRecipe(),        &poolingRecipe(),
+      &dataMovementRecipe(),       &onlineNormRecipe(),       &streamingAttentionRecipe(),
+      &chainedContractionRecipe(), &tiledContractionRecipe(), &directConvRecipe(),
   };
   return registry;
 }

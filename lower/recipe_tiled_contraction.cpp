@@ -26,6 +26,7 @@
 // o + pad - k dil is a multiple of the stride inside the input), adds the bias and applies the
 // epilogue.
 #include "kir/fuse_reduction_epilogue.h"
+#include "lower/contraction.h"
 #include "lower/recipe_support.h"
 #include "lower/recipes.h"
 
@@ -41,7 +42,7 @@ using kir::E;
 using kir::StmtP;
 using namespace recipe;
 
-namespace {
+namespace contraction {
 
 E f32(double v) {
   return kir::fconst(v, DType::F32);
@@ -52,57 +53,6 @@ E fvar(const std::string &name) {
 E ivar(const std::string &name) {
   return kir::var(name, DType::I64);
 }
-
-using Index = std::vector<E>;
-
-// One contraction as the recipe sees it.
-struct Contraction {
-  std::string what;           // for the kernel's comment
-  std::vector<int64_t> batch; // output batch dims (flattened into grid axis b)
-  int64_t M = 1, N = 1, K = 1;
-  std::function<E(const Index &b, E row, E k)> aAt; // A element, row < M and k < K
-  // Optional scalars the A load needs per k (host copies walk k outside the rows for it).
-  std::function<std::vector<StmtP>(E k)> aKDecls;
-  // Optional: scalars the A load needs per row (declared once per tile row), and whether the
-  // element exists (a blocked conv's padding reads as zero).
-  std::function<std::vector<StmtP>(E row)> aRowDecls;
-  std::function<E(const Index &b, E row, E k)> aValid;
-  std::function<E(const Index &b, E k, E col)> bAt;    // B element, k < K and col < N
-  std::function<E(const Index &b, E k, E col)> bValid; // optional: the element exists (conv)
-  // Optional scalars the B gather needs, declared once per k (per tile row) and once per col:
-  // the host copy walks rows outside columns, so per-k index arithmetic leaves the inner loop.
-  std::function<std::vector<StmtP>(E k)> bRowDecls;
-  std::function<std::vector<StmtP>(E col)> bColDecls;
-  // Optional: the whole B tile copy for one thread (host plans), given the batch index, k0, n0
-  // and the tile; replaces the element-wise copy when the operand has a cheaper walk.
-  std::function<StmtP(const Index &b, E k0, E n0, const kir::BufferP &Bs)> bHostCopy;
-  std::function<Index(const Index &b, E row, E col)> outIndex;
-  // Optional (host): the output index of row `row` and column 16 q + l, for a column walk in
-  // groups of 16 lanes whose stores are contiguous (a blocked conv's channel blocks).
-  std::function<Index(const Index &b, E row, E q, E l)> outLanes;
-  // Optional (host, a k x k blocked conv): A read in place from a band the block fills first,
-  // zero-padded so that every tap of every row of the tile lies inside it: `bandFill(b, band)`
-  // fills the shared buffer of shape `band`; A (row, k) is then at row * bandLd + the offset of
-  // k's block of 16 (kir.h mma_tile aBlocks = bandBlocks) + k % 16.
-  int64_t kAlign = 8; // host K steps a multiple of this (16: A read in blocks of 16 lanes)
-  std::vector<int64_t> band, bandBlocks;
-  // Optional: whether tile row `row` is an output (the band form's padded grid computes a few
-  // that are not); the final region stores only those.
-  std::function<E(const Index &b, E row)> rowValid;
-  int64_t bandLd = 0;
-  // The band form's row groups (kir.h mma_tile aGroups): a tile's rows are whole output rows of
-  // bandGroups[0] pixels, each bandGroups[1] floats on in the band; BM a multiple of the row
-  // (defaultBM the recipe's default). Without groups the band serves one batch entry.
-  std::vector<int64_t> bandGroups;
-  int64_t defaultBM = 0;
-  int64_t bandBytes0 = 0, bandRowBytes = 0; // the band of a one-row tile, and per extra row
-  // Fills the band for the tile starting at row m0.
-  std::function<StmtP(const Index &b, E m0, const kir::BufferP &band)> bandFill;
-  double alpha = 1.0;
-  std::vector<std::function<E(const Index &out)>> addTerms;  // leading additive epilogue terms
-  std::vector<std::pair<EpilogueStep, const Value *>> steps; // the rest of the epilogue
-  std::vector<int64_t> outShape;
-};
 
 // An extra epilogue operand broadcast to the output, at output index `out`.
 std::function<E(const Index &)> broadcastTerm(const GroupExpr &gx, const Value *v,
@@ -626,10 +576,6 @@ std::vector<StmtP> applySteps(const Contraction &c, const GroupExpr &gx, const I
   return body;
 }
 
-struct Tiles {
-  int64_t BM, BN, BK, TM, TN, threads;
-};
-
 Tiles chooseTiles(const Contraction &c, const Knobs &knobs) {
   Tiles t{};
   if (isGpuPlan(knobs)) {
@@ -674,9 +620,8 @@ Tiles chooseTiles(const Contraction &c, const Knobs &knobs) {
 StmtP tileCopy(const kir::BufferP &dst, int64_t rows, int64_t cols, int64_t threads,
                const std::string &t, const std::string &tag, const std::function<E(E r, E c)> &src,
                const std::function<E(E r, E c)> &valid,
-               const std::function<std::vector<StmtP>(E r)> &rowDecls = nullptr,
-               const std::function<std::vector<StmtP>(E c)> &colDecls = nullptr,
-               bool colOuter = false) {
+               const std::function<std::vector<StmtP>(E r)> &rowDecls,
+               const std::function<std::vector<StmtP>(E c)> &colDecls, bool colOuter) {
   auto body = [&](E r, E c) {
     std::vector<StmtP> b = colDecls ? colDecls(c) : std::vector<StmtP>{};
     E ok = valid ? valid(r, c) : E();
@@ -813,12 +758,6 @@ std::optional<Linear> flatOffset(const E &load, const std::set<std::string> &var
   return out;
 }
 
-// A seen in place: element (row, k) at base + row * lda + k of a kernel parameter.
-struct RowView {
-  kir::BufferP buf;
-  E base; // at row 0, k 0
-  int64_t ld = 0;
-};
 std::optional<RowView> aRowView(const Contraction &c, const Index &bi) {
   if (c.aKDecls || c.aRowDecls || c.aValid)
     return std::nullopt;
@@ -862,13 +801,6 @@ std::optional<RowView> bRowView(const Contraction &c, const Index &bi) {
   return RowView{at->buf, lin->rest, lin->coef["aicf_kk"]};
 }
 
-// B in the column panels of a packed weight (passes/pack_weights.cpp): element (k, col) at
-// base + (col / NR) * stride + k * NR + col % NR of a [P, K, NR] parameter.
-struct PanelView {
-  kir::BufferP buf;
-  E base;
-  int64_t panel = 0, stride = 0, cols = 0; // cols: P * NR, the padded width
-};
 std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
   if (c.bRowDecls || c.bColDecls || c.bHostCopy || c.bValid)
     return std::nullopt;
@@ -1275,7 +1207,9 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   return k;
 }
 
-} // namespace
+} // namespace contraction
+
+using namespace contraction;
 
 kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name,
                                    const Knobs &knobs) {

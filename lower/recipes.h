@@ -21,6 +21,7 @@ const Recipe &dataMovementRecipe();
 const Recipe &onlineNormRecipe();
 const Recipe &streamingAttentionRecipe();
 const Recipe &tiledContractionRecipe();
+const Recipe &chainedContractionRecipe();
 const Recipe &directConvRecipe();
 
 // A blocked_conv the direct_conv recipe lowers (its taps unrolled per 16-lane pixel vector):
@@ -40,6 +41,7 @@ kir::Kernel recipeDataMovement(const KernelGroup &g, const std::string &name, co
 kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name, const Knobs &k);
+kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, const Knobs &k);
 
 // Shared by recipes: the kernel's param buffers for the group (inputs then outputs), created
@@ -143,6 +145,20 @@ struct ContractionKnobs {
   }
 };
 
+// chained_contraction: row tile BM, hidden tile BH, the first product's k step BK, thread
+// tile TM x TN of the hidden tile (threads follows; the output's thread tile is TM x N2 TN / BH).
+struct ChainKnobs {
+  std::optional<int64_t> BM, BH, BK, TM, TN, threads;
+  static std::array<KnobField<ChainKnobs>, 6> fields() {
+    return {{{"BM", &ChainKnobs::BM},
+             {"BH", &ChainKnobs::BH},
+             {"BK", &ChainKnobs::BK},
+             {"TM", &ChainKnobs::TM},
+             {"TN", &ChainKnobs::TN},
+             {"threads", &ChainKnobs::threads}}};
+  }
+};
+
 // --- typed problem descriptions (Kernel::problem), set by each build ---
 struct FlatLoopProblem : kir::ProblemFacts {
   int64_t n = 1;                 // elements of the flat loop
@@ -185,6 +201,15 @@ struct ContractionProblem : kir::ProblemFacts {
   // The tile's init and epilogue ride on the micro-kernel (FuseMmaTileEpilogue will fuse
   // them): a single K step never stores the C tile.
   bool fusedTile = false;
+};
+// Y = epi2(epi1(X W1) W2): X [batch, M, K1], W1 [K1, H], W2 [H, N2].
+struct ChainProblem : kir::ProblemFacts {
+  int64_t M = 1, K1 = 1, H = 1, N2 = 1, batch = 1;
+  int64_t w1Bytes = 0, w2Bytes = 0, xBytes = 0;
+  bool normRows = false; // a row norm folded into X (rule 7): statistics per block, X staged
+  bool aInPlace = false; // host: X's rows read where they lie
+  bool b1Views = false;  // host: W1 read in place (packed panels or rows)
+  bool b2Views = false;  // host: W2 read in place
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element

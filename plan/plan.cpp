@@ -148,7 +148,8 @@ void Plan::writeYaml(std::ostream &os) const {
     for (const RematDecision &d : remat) {
       y << YAML::Flow << YAML::BeginMap;
       if (!d.what.empty())
-        y << YAML::Key << "norm" << YAML::Value << d.what;
+        y << YAML::Key << (d.kind == RematDecision::Kind::Chain ? "chain" : "norm") << YAML::Value
+          << d.what;
       y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
       y << YAML::Key << "consumers" << YAML::Value << d.consumers;
       y << YAML::Key << "recompute_us" << YAML::Value << d.recomputeUs;

@@ -179,6 +179,46 @@ TEST_CASE("artifacts: row norms folded into their GEMMs' A reads match the refer
   }
 }
 
+TEST_CASE("artifacts: chained MLP projections match the references") {
+  // Issue 17, fusion rule 8: GPT-2's, ViT's and BERT's up-projection computed inside the
+  // down-projection's kernel (the hidden activation never stored), forced on the host plan and
+  // on the H100 plan (run through the host printer; without split-k, which splits GPT-2's
+  // down-projection over K on the GPU): one contraction kernel fewer, the decision recorded with
+  // both prices, and the outputs match PyTorch's.
+  for (std::string name : {"gpt2_block_op17", "vit_block_op17", "bert_layer_op13"}) {
+    fs::path dir = fs::path(AICF_TESTDATA) / "models" / name;
+    std::unique_ptr<Graph> g = testing::pipelineGraph(dir);
+    for (std::string planFor : {"cpu", "cuda:sm_90"}) {
+      CAPTURE(name);
+      CAPTURE(planFor);
+      CompileOptions opts;
+      opts.planFor = Target::parseSpec(planFor);
+      opts.splitK = false;
+      opts.chains = "store";
+      CompiledModel stored = buildModel(*g, opts);
+      opts.chains = "fuse";
+      CompiledModel chained = buildModel(*g, opts);
+      int chains = 0;
+      for (const RematDecision &d : chained.plan.remat)
+        if (d.kind == RematDecision::Kind::Chain) {
+          CHECK(d.recomputed);
+          CHECK(d.recomputeUs > 0);
+          CHECK(d.storeUs > 0);
+          ++chains;
+        }
+      CHECK(chains == 1);
+      CHECK(chained.plan.steps.size() + 1 == stored.plan.steps.size());
+      int recipes = 0;
+      for (const kir::Kernel &k : chained.kernels)
+        recipes += k.recipe == "chained_contraction";
+      CHECK(recipes == 1);
+      fs::path out = scratch() / cat(name, "_chains_", planFor == "cpu" ? "cpu" : "gpu");
+      writeArtifacts(*g, chained, opts, out.string());
+      runAndCompare(out, dir);
+    }
+  }
+}
+
 TEST_CASE("artifacts: every testdata model compiles for the host and matches its references") {
   for (const fs::path &dir : modelDirs()) {
     CAPTURE(dir.filename().string());

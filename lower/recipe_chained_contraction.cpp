@@ -1,0 +1,520 @@
+// The chained_contraction recipe (DESIGN.md §3 tile_compatible_compute; lower/fusion.h rule 8):
+// Y = epi2(epi1(X W1) W2) in one kernel, the hidden rows epi1(X W1) computed one [BM, BH] tile
+// at a time and consumed at once, never written to memory. It is an MLP's up-projection and
+// down-projection (CUTLASS calls it a back-to-back GEMM); FlashAttention's loop without the
+// softmax rescale. The hidden activation (GPT-2: 512 KB written and read again) leaves the plan.
+//
+//   grid (b: batch, mt: M / BM)  block (t: threads)
+//   [a row norm folded into X (rule 7): the tile rows' statistics; host: X's rows staged
+//    normalised once per block (xs)]
+//   region t { O = 0 }                                  -- the [BM, N2] output tile, local
+//   for ht in [0, H / BH):                              -- hidden tiles, h0 = ht BH
+//     region t { Hc = 0 }
+//     for k0 in [0, K1) step BK: [stage X, W1 tiles; barrier]; mma_tile(Hc += X x W1[.., h0..])
+//     region t { hs[r, j] = epi1(Hc[r, j]) }            -- c1's epilogue and the nodes to c2's A
+//     [GPU: region t { w2s = W2[h0.., :] }]; barrier
+//     mma_tile(O += hs x W2[h0.., :]); barrier
+//   region t { Y[...] = epi2(O) }                       -- c2's epilogue and its fused nodes
+//
+// Both products are block-level mma_tile collectives over the same threads: thread t owns TM
+// rows of the row tile, TN hidden columns of Hc and N2 TN / BH output columns of O. The host
+// plan (one thread) reads X, W1 and W2 where they lie (kir.h mma_tile views: the packed
+// panels of pack-weights) and hs from its stack tile; the GPU plan stages every operand tile
+// in shared memory. Exactness: each output sums its hidden terms in hidden-tile order, and each
+// hidden value sums its K1 terms as the plain contraction does (FP order of the second sum
+// changes only by the tile split: "reassociated").
+//
+// Knobs: BM, BH, BK, TM, TN (threads follows).
+#include "lower/contraction.h"
+#include "lower/recipe_support.h"
+#include "lower/recipes.h"
+
+#include "ir/graph.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace aicf {
+
+using namespace recipe;
+using namespace contraction;
+
+namespace {
+
+kir::BufferP tile(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {
+  return std::make_shared<kir::Buffer>(
+      kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp});
+}
+
+Contraction specOf(const Node &n, const GroupExpr &gx, bool host) {
+  switch (n.op()) {
+  case Op::MatMul: return matmulSpec(n, gx, host);
+  case Op::Gemm: return gemmSpec(n, gx);
+  default:
+    throw InternalError(cat("chained_contraction cannot lower ", n.name(), " (", n.where(), ")"));
+  }
+}
+
+struct ChainTiles {
+  int64_t BM, BH, BK, TM, TN, TN2, threads;
+  int64_t N2p; // the output tile's width: N2, or on the host N2 rounded up to whole 16-float
+               // vectors (the micro-kernel's column unit; the columns past N2 are zeros)
+};
+
+ChainTiles chooseChainTiles(const Contraction &c1, const Contraction &c2, const Knobs &knobs) {
+  ChainTiles t{};
+  int64_t H = c1.N, N2 = c2.N;
+  if (isGpuPlan(knobs)) {
+    t.BM = knobs.get("BM", c1.M > 16 ? 32 : 16);
+    t.BH = knobs.get("BH", 16);
+    t.BK = knobs.get("BK", 16);
+    t.TM = knobs.get("TM", std::max<int64_t>(1, t.BM / 16));
+    // The output's thread tile (N2 TN / BH columns) must be whole.
+    t.TN = knobs.get("TN", t.BH / std::gcd(N2, t.BH));
+  } else {
+    t.BM = knobs.get("BM", std::min<int64_t>(roundUp(c1.M, 8), 64));
+    t.BH = knobs.get("BH", std::min<int64_t>(roundUp(H, 32), 128));
+    t.BK = knobs.get("BK", roundUp(c1.K, 8));
+    t.TM = knobs.get("TM", t.BM);
+    t.TN = knobs.get("TN", t.BH);
+  }
+  AICF_CHECK(t.BM > 0 && t.BH > 0 && t.BK > 0 && t.TM > 0 && t.TN > 0 && t.BM % t.TM == 0 &&
+                 t.BH % t.TN == 0 && (N2 * t.TN) % t.BH == 0,
+             "chained_contraction: bad tile knobs BM ", t.BM, " BH ", t.BH, " BK ", t.BK, " TM ",
+             t.TM, " TN ", t.TN, " (N2 ", N2, ")");
+  t.threads = (t.BM / t.TM) * (t.BH / t.TN);
+  t.TN2 = isGpuPlan(knobs) ? N2 * t.TN / t.BH : roundUp(N2, 16);
+  t.N2p = t.TN2 * (t.BH / t.TN);
+  if (knobs.values.count("threads"))
+    AICF_CHECK(knobs.get("threads", 0) == t.threads,
+               "chained_contraction: threads must be (BM/TM)(BH/TN) = ", t.threads);
+  return t;
+}
+
+// The host's in-place B view at (k0, n0) for a tile of `cols` columns and `depth` rows, or
+// false when B has no view (it is then staged).
+struct BView {
+  std::optional<PanelView> panel;
+  std::optional<RowView> row;
+  explicit operator bool() const { return panel || row; }
+  const kir::BufferP &buf() const { return panel ? panel->buf : row->buf; }
+  void into(kir::MmaViews &v, E k0, E n0, int64_t tileCols, int64_t N) const {
+    if (panel) {
+      v.bOffset = panel->base + (n0 / E(panel->panel)) * E(panel->stride) + k0 * E(panel->panel);
+      v.ldb = 0;
+      v.bPanel = panel->panel;
+      v.bPanelStride = panel->stride;
+      if (tileCols % panel->panel != 0)
+        v.bFirstCol = n0 % E(panel->panel);
+      v.cols = roundUp(N, tileCols) > panel->cols ? kir::min(E(tileCols), E(panel->cols) - n0)
+                                                  : E(tileCols);
+    } else {
+      v.bOffset = row->base + k0 * E(row->ld) + n0;
+      v.ldb = row->ld;
+      v.cols = N % tileCols ? kir::min(E(tileCols), E(N) - n0) : E(tileCols);
+    }
+  }
+};
+
+BView hostBView(const Contraction &c, const Index &bi, int64_t tileCols) {
+  BView v;
+  v.panel = bPanelView(c, bi);
+  if (v.panel && tileCols % 16 != 0)
+    v.panel.reset();
+  if (!v.panel)
+    v.row = bRowView(c, bi);
+  return v;
+}
+
+} // namespace
+
+kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &name,
+                                     const Knobs &knobs) {
+  AICF_CHECK(g.anchor && g.chained, "chained_contraction needs a chained group (group ", g.id, ")");
+  const Node &n2 = *g.anchor, &n1 = *g.chained;
+  std::map<const Value *, kir::BufferP> byValue;
+  kir::Kernel k = startKernel(g, name, "chained_contraction", byValue);
+  GroupExpr gx(g, byValue);
+  bool gpu = isGpuPlan(knobs);
+  Contraction c1 = specOf(n1, gx, !gpu), c2 = specOf(n2, gx, !gpu);
+  const Value *hidden = n1.result(), *result = n2.result();
+  requireShapePreservingEpilogue(g, result);
+  AICF_CHECK(n2.operand(0) == hidden && c1.batch == c2.batch && c1.M == c2.M && c1.N == c2.K,
+             "chained_contraction: ", n1.name(), " ", hidden->type().str(), " is not ", n2.name(),
+             "'s A (", n2.where(), ")");
+  const int64_t M = c1.M, K1 = c1.K, H = c1.N, N2 = c2.N;
+  ChainTiles tl = chooseChainTiles(c1, c2, knobs);
+  k.threads = tl.threads;
+  k.knobs = {{"BM", tl.BM}, {"BH", tl.BH}, {"BK", tl.BK},
+             {"TM", tl.TM}, {"TN", tl.TN}, {"threads", tl.threads}};
+  auto problem = std::make_shared<ChainProblem>();
+  problem->M = M;
+  problem->K1 = K1;
+  problem->H = H;
+  problem->N2 = N2;
+  problem->batch = product(c1.batch);
+  problem->xBytes = n1.operand(0)->type().bytes();
+  problem->w1Bytes = n1.operand(1)->type().bytes();
+  problem->w2Bytes = n2.operand(1)->type().bytes();
+  k.problem = problem;
+  const std::string &t = k.threadVar;
+  E tv = ivar(t), zero(int64_t(0));
+  if (!c1.batch.empty())
+    k.grid.emplace_back("b", product(c1.batch));
+  k.grid.emplace_back("mt", ceilDiv(M, tl.BM));
+  Index bi = c1.batch.empty() ? Index{} : unflat(c1.batch, ivar("b"));
+  E m0 = ivar("mt") * E(tl.BM), h0 = ivar("ht") * E(tl.BH), k0 = ivar("k0");
+
+  // A folded row norm: the tile rows' statistics first; X is then read normalised (c1.aAt).
+  std::vector<StmtP> prologue;
+  if (const Node *norm = foldedRowNorm(g)) {
+    Tiles nt{tl.BM, tl.BH, tl.BK, tl.TM, tl.TN, tl.threads};
+    prologue = rowNormPrologue(*norm, gx, c1, nt, bi, m0, t, k.allocs);
+    problem->normRows = true;
+  }
+
+  // Host views: X in place (or staged once per block, normalised), W1 and W2 in place.
+  std::optional<RowView> xView;
+  BView w1View, w2View;
+  kir::BufferP xs;
+  if (!gpu) {
+    AICF_CHECK(tl.threads == 1, "chained_contraction: host plans run one thread per block");
+    xView = aRowView(c1, bi);
+    problem->aInPlace = xView.has_value();
+    if (!xView) {
+      xs = tile("xs", {tl.BM, roundUp(K1, tl.BK)}, kir::Scope::Shared);
+      k.allocs.push_back(xs);
+      xView = RowView{xs, zero, roundUp(K1, tl.BK)};
+    }
+    w1View = hostBView(c1, bi, tl.BH);
+    w2View = hostBView(c2, bi, N2);
+    problem->b1Views = static_cast<bool>(w1View);
+    problem->b2Views = static_cast<bool>(w2View);
+  }
+  kir::BufferP As = tile("As", {tl.BM, tl.BK}, kir::Scope::Shared);
+  kir::BufferP Bs = tile("Bs", {tl.BK, tl.BH}, kir::Scope::Shared);
+  kir::BufferP hs = tile("hs", {tl.BM, tl.BH}, kir::Scope::Shared);
+  kir::BufferP w2s = tile("w2s", {tl.BH, tl.N2p}, kir::Scope::Shared);
+  kir::BufferP Hc = tile("Hc", {tl.threads, tl.TM, tl.TN}, kir::Scope::Local);
+  kir::BufferP O = tile("O", {tl.threads, tl.TM, tl.TN2}, kir::Scope::Local);
+  if (gpu || !xView)
+    k.allocs.push_back(As);
+  if (gpu || !w1View)
+    k.allocs.push_back(Bs);
+  k.allocs.push_back(hs);
+  if (gpu || !w2View)
+    k.allocs.push_back(w2s);
+  k.allocs.push_back(Hc);
+  k.allocs.push_back(O);
+
+  k.body.push_back(kir::comment(cat(c1.what, " -> ", c2.what, ": chained, ", tl.BM,
+                                    "-row tiles, hidden in tiles of ", tl.BH,
+                                    " kept on chip (hs), K in steps of ", tl.BK, ", ", tl.TM, "x",
+                                    tl.TN, " / ", tl.TM, "x", tl.TN2, " accumulators per thread")));
+  k.body.insert(k.body.end(), prologue.begin(), prologue.end());
+
+  // Thread t's accumulator elements: rows (t / colTiles) TM + i, hidden columns
+  // (t % colTiles) TN + j, output columns (t % colTiles) TN2 + j.
+  int64_t colTiles = tl.BH / tl.TN;
+  E i = ivar("i"), j = ivar("j");
+  E rowLocal = (tv / E(colTiles)) * E(tl.TM) + i;
+  E row = m0 + rowLocal;
+  auto overTile = [&](int64_t tn, std::vector<StmtP> body) {
+    return kir::region(
+        t, {kir::forLoop("i", zero, E(tl.TM), {kir::forLoop("j", zero, E(tn), std::move(body))})});
+  };
+  auto rowsValid = [&](E r) { return M % tl.BM ? r < E(M) : E(); };
+
+  // Host: X's tile rows staged once (normalised when a norm is folded, or gathered when X is
+  // not a plain row-major read).
+  if (xs)
+    k.body.push_back(
+        kir::region(t, {tileCopy(
+                           xs, tl.BM, roundUp(K1, tl.BK), 1, t, "x",
+                           [&](E r, E cc) { return c1.aAt(bi, m0 + r, cc); },
+                           [&](E r, E cc) {
+                             return allOf({rowsValid(m0 + r), K1 % tl.BK ? cc < E(K1) : E()});
+                           },
+                           c1.aRowDecls ? [&](E r) { return c1.aRowDecls(m0 + r); }
+                                        : std::function<std::vector<StmtP>(E)>())}));
+  k.body.push_back(overTile(tl.TN2, {kir::store(O, {tv, i, j}, f32(0.0))}));
+
+  std::vector<StmtP> hiddenTile;
+  hiddenTile.push_back(overTile(tl.TN, {kir::store(Hc, {tv, i, j}, f32(0.0))}));
+  // The first product over K1.
+  {
+    std::vector<StmtP> step;
+    if (gpu) {
+      auto aValid = [&](E r, E cc) {
+        return allOf({rowsValid(m0 + r), K1 % tl.BK ? k0 + cc < E(K1) : E()});
+      };
+      auto bValid = [&](E r, E cc) {
+        return allOf({K1 % tl.BK ? k0 + r < E(K1) : E(), H % tl.BH ? h0 + cc < E(H) : E()});
+      };
+      step.push_back(
+          kir::region(t, {tileCopy(
+                              As, tl.BM, tl.BK, tl.threads, t, "a",
+                              [&](E r, E cc) { return c1.aAt(bi, m0 + r, k0 + cc); }, aValid,
+                              c1.aRowDecls ? [&](E r) { return c1.aRowDecls(m0 + r); }
+                                           : std::function<std::vector<StmtP>(E)>()),
+                          tileCopy(
+                              Bs, tl.BK, tl.BH, tl.threads, t, "b",
+                              [&](E r, E cc) { return c1.bAt(bi, k0 + r, h0 + cc); }, bValid)}));
+      step.push_back(kir::barrier());
+      step.push_back(kir::mmaTile(Hc, As, Bs, tl.BM, tl.BH, tl.BK, tl.TM, tl.TN));
+      step.push_back(kir::barrier());
+    } else {
+      if (!w1View) {
+        auto bValid = [&](E r, E cc) {
+          return allOf({K1 % tl.BK ? k0 + r < E(K1) : E(), H % tl.BH ? h0 + cc < E(H) : E()});
+        };
+        step.push_back(
+            kir::region(t, {tileCopy(
+                               Bs, tl.BK, tl.BH, 1, t, "b",
+                               [&](E r, E cc) { return c1.bAt(bi, k0 + r, h0 + cc); }, bValid)}));
+      }
+      kir::MmaViews v;
+      v.aOffset = xs ? k0 : xView->base + m0 * E(xView->ld) + k0;
+      v.lda = xView->ld;
+      if (w1View) {
+        w1View.into(v, k0, h0, tl.BH, H);
+      } else {
+        v.bOffset = zero;
+        v.ldb = tl.BH;
+        v.cols = E(tl.BH);
+      }
+      v.rows = !xs && M % tl.BM ? kir::min(E(tl.BM), E(M) - m0) : E(tl.BM);
+      v.depth = K1 % tl.BK ? kir::min(E(tl.BK), E(K1) - k0) : E(tl.BK);
+      step.push_back(kir::mmaTileViews(Hc, xView->buf, w1View ? w1View.buf() : Bs, tl.BM, tl.BH,
+                                       tl.BK, tl.TM, tl.TN, v));
+    }
+    hiddenTile.push_back(kir::forLoop("k0", zero, E(K1), step, tl.BK));
+  }
+  // The hidden tile through c1's epilogue and the nodes between c1 and c2's A, into hs.
+  {
+    E hcol = h0 + (tv % E(colTiles)) * E(tl.TN) + j;
+    Index out1 = c1.outIndex(bi, row, hcol);
+    E acc = kir::load(Hc, {tv, i, j});
+    if (c1.alpha != 1.0)
+      acc = f32(c1.alpha) * acc;
+    for (const auto &term : c1.addTerms)
+      acc = acc + term(out1);
+    std::vector<StmtP> body = {kir::decl("h", DType::F32, acc)};
+    std::string cur = "h";
+    std::vector<StmtP> steps = applySteps(c1, gx, out1, cur);
+    body.insert(body.end(), steps.begin(), steps.end());
+    std::string hv = cur;
+    gx.substitute(hidden, [hv](const Index &) { return fvar(hv); });
+    body.push_back(kir::decl("hn", DType::F32, c2.aAt(bi, row, hcol)));
+    E hsAt = (tv % E(colTiles)) * E(tl.TN) + j;
+    // Rows past M and hidden columns past H hold zeros (the second product may read them).
+    body.push_back(kir::store(hs, {rowLocal, hsAt}, fvar("hn")));
+    if (E ok = allOf({rowsValid(row), H % tl.BH ? hcol < E(H) : E()}))
+      body = {kir::ifThen(ok, body, {kir::store(hs, {rowLocal, hsAt}, f32(0.0))})};
+    std::vector<StmtP> region = {
+        kir::forLoop("i", zero, E(tl.TM), {kir::forLoop("j", zero, E(tl.TN), body)})};
+    if (gpu || !w2View) {
+      auto wValid = [&](E r, E cc) {
+        return allOf({H % tl.BH ? h0 + r < E(H) : E(), tl.N2p != N2 ? cc < E(N2) : E()});
+      };
+      region.push_back(tileCopy(
+          w2s, tl.BH, tl.N2p, tl.threads, t, "w", [&](E r, E cc) { return c2.bAt(bi, h0 + r, cc); },
+          wValid));
+    }
+    hiddenTile.push_back(kir::region(t, region));
+    hiddenTile.push_back(kir::barrier());
+  }
+  // The second product: O += hs x W2[h0.., :].
+  if (gpu) {
+    hiddenTile.push_back(kir::mmaTile(O, hs, w2s, tl.BM, tl.N2p, tl.BH, tl.TM, tl.TN2));
+  } else {
+    kir::MmaViews v;
+    v.aOffset = zero;
+    v.lda = tl.BH;
+    if (w2View) {
+      w2View.into(v, h0, zero, N2, N2);
+    } else {
+      v.bOffset = zero;
+      v.ldb = tl.N2p;
+      v.cols = E(tl.N2p);
+    }
+    v.rows = E(tl.BM);
+    v.depth = H % tl.BH ? kir::min(E(tl.BH), E(H) - h0) : E(tl.BH);
+    hiddenTile.push_back(kir::mmaTileViews(O, hs, w2View ? w2View.buf() : w2s, tl.BM, tl.N2p, tl.BH,
+                                           tl.TM, tl.TN2, v));
+  }
+  hiddenTile.push_back(kir::barrier());
+  k.body.push_back(kir::forLoop("ht", zero, E(ceilDiv(H, tl.BH)), hiddenTile));
+
+  // The output tile through c2's epilogue and the group's fused nodes.
+  {
+    E col = (tv % E(colTiles)) * E(tl.TN2) + j;
+    Index out = c2.outIndex(bi, row, col);
+    E acc = kir::load(O, {tv, i, j});
+    if (c2.alpha != 1.0)
+      acc = f32(c2.alpha) * acc;
+    for (const auto &term : c2.addTerms)
+      acc = acc + term(out);
+    std::vector<StmtP> fin = {kir::decl("acc", DType::F32, acc)};
+    std::string cur = "acc";
+    std::vector<StmtP> steps = applySteps(c2, gx, out, cur);
+    fin.insert(fin.end(), steps.begin(), steps.end());
+    std::vector<StmtP> stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
+    fin.insert(fin.end(), stores.begin(), stores.end());
+    if (E ok = allOf({rowsValid(row), tl.N2p != N2 ? col < E(N2) : E()}))
+      fin = {kir::ifThen(ok, fin)};
+    k.body.push_back(overTile(tl.TN2, fin));
+  }
+  return k;
+}
+
+namespace {
+
+// Requires: a group holding a chained contraction (lower/fusion.h rule 8: a matmul / gemm whose
+// result, through its epilogue, is read only as the anchor contraction's A) whose anchor's
+// tile_compatible_compute certificate holds. No generic form: a chain the planner cannot fit
+// is priced +inf and stays two kernels. Knobs: ChainKnobs.
+class ChainedContractionRecipe final : public Recipe {
+public:
+  const char *name() const override { return "chained_contraction"; }
+  bool lowers(const Node *a) const override {
+    return a && (a->op() == Op::MatMul || a->op() == Op::Gemm);
+  }
+  bool lowersGroup(const KernelGroup &g) const override {
+    return g.chained != nullptr && lowers(g.anchor);
+  }
+  std::optional<MemProperty> requiredProperty() const override {
+    return MemProperty::TileCompatibleCompute;
+  }
+  kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
+    return labelled(recipeChainedContraction(g, n, k), name());
+  }
+  KnobSet canonicalKnobs(const KnobSet &k) const override {
+    return knobsToMap(knobsFromMap<ChainKnobs>(k));
+  }
+  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
+    const ChainProblem &p = problemOf<ChainProblem>(d);
+    std::vector<KnobSet> out;
+    if (!hw.gpu) {
+      // One thread per block; X read whole per step (K1 in one step keeps each micro-kernel
+      // block in registers across it), hidden tiles of whole 32-float panels.
+      std::set<int64_t> bms, bhs;
+      for (int64_t t : {16, 32, 64, 128})
+        bms.insert(roundUp(ceilDiv(p.M, ceilDiv(p.M, t)), 8));
+      for (int64_t t : {32, 64, 128, 256})
+        if (t / 2 < p.H)
+          bhs.insert(std::min(t, roundUp(p.H, 32)));
+      int64_t bk = roundUp(p.K1, 8);
+      for (int64_t bm : bms)
+        for (int64_t bh : bhs)
+          out.push_back(knobsToMap(ChainKnobs{bm, bh, bk, bm, bh, std::nullopt}));
+      return out;
+    }
+    // GPU: the hidden tile and W2's [BH, N2] rows staged in shared memory beside the X and W1
+    // tiles: the tiles must fit the 48 KB of static shared memory.
+    for (int64_t bm : {16, 32, 64})
+      for (int64_t bh : {8, 16, 32})
+        for (int64_t bk : {16, 32})
+          for (int64_t tm : {1, 2, 4})
+            for (int64_t tn : {1, 2, 4}) {
+              if (bm % tm || bh % tn || (p.N2 * tn) % bh || bm / 2 >= std::max<int64_t>(p.M, 16))
+                continue;
+              int64_t threads = (bm / tm) * (bh / tn);
+              int64_t tn2 = p.N2 * tn / bh;
+              int64_t smem = 4 * (bm * bk + bk * bh + bm * bh + bh * p.N2);
+              if (threads < 32 || threads > 256 || tn2 > 64 || smem > 44 * 1024)
+                continue;
+              out.push_back(knobsToMap(ChainKnobs{bm, bh, bk, tm, tn, std::nullopt}));
+            }
+    return out;
+  }
+  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
+                      int64_t flops) const override {
+    CostShape s;
+    const ChainProblem &p = problemOf<ChainProblem>(k);
+    int64_t BM = knobOf(k, "BM", 1), BH = knobOf(k, "BH", 1), BK = knobOf(k, "BK", 1);
+    int64_t TM = knobOf(k, "TM", 1), TN = knobOf(k, "TN", 1);
+    int64_t mt = ceilDiv(p.M, BM), ht = ceilDiv(p.H, BH), blocks = p.batch * mt;
+    double exact = 2.0 * double(p.batch * p.M) * double(p.H) * double(p.K1 + p.N2);
+    double padded = 2.0 * double(blocks * BM) * double(ht * BH) * double(roundUp(p.K1, BK) + p.N2);
+    s.flops = double(flops) - exact + padded;
+    s.rereadSet = tileSet(k);
+    s.serialTiles = ht * (ceilDiv(p.K1, BK) + 1);
+    double normElems = p.normRows ? double(BM * p.K1) : 0.0; // per block
+    s.flops += 6.0 * normElems * double(blocks);
+    if (hw.gpu) {
+      double perLoad = double(TM * TN) / double(TM + TN);
+      s.vectorShare = 0.7 * std::min(1.0, perLoad / 4.0);
+      if (p.normRows)
+        s.serialTiles += 2;
+      return s;
+    }
+    // Host: the tiled contraction's micro-kernel terms (recipe_tiled_contraction.cpp) for both
+    // products: ~89% of peak less ~0.056% per KiB of the working set (the A rows of a
+    // micro-kernel block and one 32-column panel of B), ~100 cycles per micro-kernel call (it
+    // loads its 8 x 32 accumulator block, fills the FMA chains, stores it back): the first
+    // product calls it once per k step and block of the hidden tile, the second once per
+    // hidden tile and block of the output tile, so small hidden tiles pay the output tile's
+    // round trips; B staged (no view) ~0.45 cycles per element copied; the hidden tile's
+    // epilogue is in the group's FLOPs. Not yet fitted on measurements of this kernel.
+    double wsKiB = double(4 * (8 * std::max(BK, BH) + std::max(BK, BH) * 32)) / 1024.0;
+    s.vectorShare = 0.89 / (1.0 + 0.00056 * wsKiB);
+    double calls1 = double(ceilDiv(p.K1, BK) * ceilDiv(BM, 8) * ceilDiv(BH, 32));
+    double calls2 = double(ceilDiv(BM, 8) * ceilDiv(p.N2, 32));
+    double perBlock = double(ht) * 100.0 * (calls1 + calls2);
+    // Each hidden tile's accumulators go through the epilogue into hs: ~1 cycle a float.
+    perBlock += double(ht * BM * BH);
+    if (!p.b1Views)
+      perBlock += 0.45 * double(ht) * double(roundUp(p.K1, BK) * BH);
+    if (!p.b2Views)
+      perBlock += 0.45 * double(ht) * double(BH * p.N2);
+    if (!p.aInPlace)
+      perBlock += 0.1 * double(BM * p.K1);
+    perBlock += 0.5 * normElems; // the folded norm's passes (kNormRowCycles)
+    s.scalarCycles = perBlock * double(blocks);
+    return s;
+  }
+  // Every block reads all of W1 and W2 (each row tile streams the whole hidden dimension); X's
+  // row tile is read once per hidden tile.
+  Rereads rereads(const KernelGroup &, const kir::Kernel &k, const Hardware &hw) const override {
+    const ChainProblem &p = problemOf<ChainProblem>(k);
+    int64_t mt = ceilDiv(p.M, knobOf(k, "BM")), blocks = p.batch * mt;
+    int64_t ht = ceilDiv(p.H, knobOf(k, "BH"));
+    int64_t set = tileSet(k);
+    Rereads w = rereadsOf(hw, p.w1Bytes + p.w2Bytes, 1, blocks, blocks, set, true);
+    Rereads x = rereadsOf(hw, p.xBytes, blocks, ht, blocks, set);
+    return {w.memory + x.memory, w.cached + x.cached};
+  }
+  int64_t registers(const kir::Kernel &k) const override {
+    const ChainProblem &p = problemOf<ChainProblem>(k);
+    int64_t tm = knobOf(k, "TM", 1), tn = knobOf(k, "TN", 1), bh = knobOf(k, "BH", 1);
+    int64_t tn2 = p.N2 * tn / std::max<int64_t>(1, bh);
+    return 34 + tm * tn + tm * tn2 + 2 * (tm + tn);
+  }
+  double loadsInFlight() const override { return 8.0; }
+  std::vector<std::string> hostViolations(const CostShape &s, const Hardware &hw) const override {
+    if (s.rereadSet > hw.l2Bytes)
+      return {cat("tile working set ", s.rereadSet, " bytes > L2 ", hw.l2Bytes, " bytes")};
+    return {};
+  }
+
+private:
+  // The block's tiles: X's rows (BM x K1), the hidden tile with its accumulators (2 BM x BH),
+  // W1's and W2's panels for one hidden tile (K1 x BH, BH x N2) and the output tile (BM x N2).
+  static int64_t tileSet(const kir::Kernel &k) {
+    const ChainProblem &p = problemOf<ChainProblem>(k);
+    int64_t BM = knobOf(k, "BM", 1), BH = knobOf(k, "BH", 1);
+    return 4 * (BM * p.K1 + 2 * BM * BH + p.K1 * BH + BH * p.N2 + BM * p.N2);
+  }
+};
+
+} // namespace
+
+const Recipe &chainedContractionRecipe() {
+  static const ChainedContractionRecipe recipe;
+  return recipe;
+}
+
+} // namespace aicf

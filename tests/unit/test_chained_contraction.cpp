@@ -1,0 +1,246 @@
+// Chained contractions (issue 17; lower/fusion.h rule 8, lower/recipe_chained_contraction.cpp):
+// a matmul / gemm read only as another's A is computed inside the reader's kernel one hidden
+// tile at a time, its result never stored. Which pairs chain (and which do not), the group the
+// chain makes, the cost function's say and the decision recorded with both prices; the chained
+// kernel against the interpreter on the host plan and on the H100 plan (run through the host
+// printer): |got - want| <= 1e-4 + 1e-4 |want| (each output's hidden sum is split by hidden
+// tile: reassociated); and, with nvcc, the GPU plan's kernels.cu through ptxas with no spills.
+// The bundled blocks' chained MLPs are checked against their references by test_artifacts.cpp.
+#include "backend/cuda/cuda_build.h"
+#include "driver/compile.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "lower/fusion.h"
+#include "passes/pass.h"
+#include "runtime/aicf_runtime.h"
+#include "support/diagnostics.h"
+#include "target/target.h"
+#include "tests/unit/graph_checks.h"
+#include "tests/unit/test_files.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <limits>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+using graph_checks::checkClose;
+using graph_checks::fillWeights;
+using graph_checks::names;
+
+namespace {
+
+// An MLP with odd sizes (12 rows per batch, K1 = 40, hidden 72: no 32-wide hidden tile divides
+// it; N2 = 24: no 16-wide panel either) and a residual; a post-norm gemm pair (20 rows, the
+// second B transposed) behind a layer_norm rule 7 folds; a pair whose hidden is also a graph
+// output, which cannot chain.
+const char *kNet =
+    R"(graph @chains(%x: f32[2,12,40], %r: f32[2,12,24], %u: f32[20,48]) -> (%y: f32[2,12,24], %z: f32[20,32], %h3: f32[20,16], %q: f32[20,8]) {
+  %w1 = weight f32[40,72]
+  %b1 = weight f32[72]
+  %w2 = weight f32[72,24]
+  %b2 = weight f32[24]
+  %g = weight f32[48]
+  %be = weight f32[48]
+  %w5 = weight f32[48,64]
+  %c5 = weight f32[64]
+  %w6 = weight f32[32,64]
+  %w7 = weight f32[48,16]
+  %w8 = weight f32[16,8]
+  %h = matmul(%x, %w1, %b1) {epilogue = ["add", "gelu"]} : f32[2,12,72]
+  %y = matmul(%h, %w2, %b2, %r) {epilogue = ["add", "add"]} : f32[2,12,24]
+  %n = layer_norm(%u, %g, %be) {axis = -1, epsilon = 1e-05} : f32[20,48]
+  %h2 = gemm(%n, %w5, %c5) {alpha = 1.0, beta = 1.0, transA = 0, transB = 0, epilogue = ["relu"]} : f32[20,64]
+  %z = gemm(%h2, %w6) {alpha = 0.5, beta = 1.0, transA = 0, transB = 1} : f32[20,32]
+  %h3 = matmul(%u, %w7) : f32[20,16]
+  %q = matmul(%h3, %w8) : f32[20,8]
+  return %y, %z, %h3, %q
+}
+)";
+
+std::unique_ptr<Graph> annotated() {
+  std::unique_ptr<Graph> g = parseGraph(kNet, "chains.mcir");
+  PassManager pm;
+  pm.add(createPass("annotate-properties"));
+  PassContext ctx;
+  pm.run(*g, ctx);
+  return g;
+}
+
+const KernelGroup &groupOf(const Partition &p, const std::string &anchorResult) {
+  for (const KernelGroup &k : p.groups)
+    if (k.anchor && k.anchor->result(0)->name() == anchorResult)
+      return k;
+  FAIL("no group anchored at %" << anchorResult);
+  throw 0;
+}
+
+bool anchored(const Partition &p, const std::string &anchorResult) {
+  for (const KernelGroup &k : p.groups)
+    if (k.anchor && k.anchor->result(0)->name() == anchorResult)
+      return true;
+  return false;
+}
+
+// Compiles `g` with `opts`, runs it through the runtime on `in` and checks every output against
+// the interpreter's.
+CompiledModel compileRunCheck(const Graph &g, const CompileOptions &opts,
+                              const std::vector<Tensor> &in) {
+  std::vector<Tensor> want = interpret(g, in);
+  CompiledModel cm = buildModel(g, opts);
+  static int built = 0;
+  std::string out = (test_files::scratchDir("aicf_chains_") / cat("net", built++)).string();
+  writeArtifacts(g, cm, opts, out);
+  aicf_model *m = aicf_open(out.c_str());
+  REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
+  std::vector<Tensor> got;
+  std::vector<const void *> ip;
+  std::vector<void *> op;
+  for (const Tensor &t : in)
+    ip.push_back(t.raw());
+  for (const Tensor &t : want)
+    got.emplace_back(t.type());
+  for (Tensor &t : got)
+    op.push_back(t.raw());
+  REQUIRE_MESSAGE(aicf_run(m, ip.data(), op.data()) == 0, aicf_last_error());
+  aicf_close(m);
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    checkClose(got[i], want[i]);
+  }
+  return cm;
+}
+
+int chainedKernels(const CompiledModel &cm) {
+  int n = 0;
+  for (const kir::Kernel &k : cm.kernels)
+    n += k.recipe == "chained_contraction";
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("chained contractions: which pairs chain, the group they make, priced and recorded") {
+  std::unique_ptr<Graph> g = annotated();
+  // No cost function: every contraction is a kernel of its own.
+  Partition plain = partitionGraph(*g);
+  CHECK(plain.remat.empty());
+  CHECK(anchored(plain, "h"));
+
+  FusionOptions fo;
+  fo.rowNorms = FusionOptions::RowNorms::Store;
+  fo.kernelCost = [](const KernelGroup &k) {
+    // A chained kernel is priced 15 us, every other one 10.
+    return k.chained ? 15.0 : 10.0;
+  };
+  Partition p = partitionGraph(*g, fo);
+  // Two chains priced (h -> y, h2 -> z); h3 is a graph output: not offered.
+  REQUIRE(p.remat.size() == 2);
+  for (const RematDecision &d : p.remat) {
+    CHECK(d.kind == RematDecision::Kind::Chain);
+    CHECK(d.recomputed);
+    CHECK(d.storeUs == 20.0);
+    CHECK(d.recomputeUs == 15.0);
+    CHECK(d.consumers == 1);
+  }
+  CHECK(p.remat[0].values == std::vector<std::string>{"h"});
+  CHECK(p.remat[0].what.rfind("matmul ", 0) == 0);
+  CHECK(p.remat[0].what.find(" -> matmul ") != std::string::npos);
+  const KernelGroup &y = groupOf(p, "y");
+  REQUIRE(y.chained != nullptr);
+  CHECK(y.chained->result(0)->name() == "h");
+  CHECK(names(y.nodes) == "h,y");
+  CHECK(names(y.inputs) == "x,w1,b1,w2,b2,r");
+  CHECK(names(y.outputs) == "y");
+  CHECK_FALSE(anchored(p, "h"));
+  CHECK(names(groupOf(p, "z").nodes) == "h2,z");
+  // The hidden is a graph output: two kernels.
+  CHECK(groupOf(p, "q").chained == nullptr);
+  CHECK(anchored(p, "h3"));
+
+  // Priced higher: not chained, the partition is the plain one.
+  fo.kernelCost = [](const KernelGroup &k) { return k.chained ? 25.0 : 10.0; };
+  Partition q = partitionGraph(*g, fo);
+  REQUIRE(q.remat.size() == 2);
+  CHECK_FALSE(q.remat[0].recomputed);
+  CHECK(q.remat[0].recomputeUs == 25.0);
+  CHECK(anchored(q, "h"));
+  CHECK(groupOf(q, "y").chained == nullptr);
+  CHECK(names(groupOf(q, "y").inputs) == "h,w2,b2,r");
+  // No schedule fits (+inf): never chained, even when forced.
+  fo.chains = FusionOptions::Chains::Fuse;
+  fo.kernelCost = [](const KernelGroup &k) {
+    return k.chained ? std::numeric_limits<double>::infinity() : 10.0;
+  };
+  CHECK(anchored(partitionGraph(*g, fo), "h"));
+  // The policy forces the chain, or keeps every contraction a kernel.
+  fo.kernelCost = [](const KernelGroup &k) { return k.chained ? 25.0 : 10.0; };
+  CHECK(groupOf(partitionGraph(*g, fo), "y").chained != nullptr);
+  fo.chains = FusionOptions::Chains::Store;
+  Partition s = partitionGraph(*g, fo);
+  CHECK(s.remat.empty());
+  CHECK(anchored(s, "h"));
+  CHECK(anchored(s, "h2"));
+}
+
+TEST_CASE("chained contractions: host and GPU plans match the interpreter, tails and a folded "
+          "norm included") {
+  std::unique_ptr<Graph> g = annotated();
+  fillWeights(*g, 21);
+  std::vector<Tensor> in = randomInputs(*g, 22);
+  for (const char *plan : {"cpu", "cuda:sm_90"}) {
+    CAPTURE(plan);
+    CompileOptions opts;
+    opts.planFor = Target::parseSpec(plan);
+    opts.splitK = false;
+    opts.chains = "fuse";
+    opts.rowNorms = "fold";
+    CompiledModel cm = compileRunCheck(*g, opts, in);
+    CHECK(chainedKernels(cm) == 2);
+    int chains = 0;
+    for (const RematDecision &d : cm.plan.remat)
+      chains += d.kind == RematDecision::Kind::Chain && d.recomputed;
+    CHECK(chains == 2);
+    // No step computes the hidden results on their own.
+    for (const PlanStep &st : cm.plan.steps)
+      for (const std::string &o : st.outputs)
+        CHECK((o != "h" && o != "h2"));
+    // Stored: the same numbers from four contraction kernels.
+    opts.chains = "store";
+    CompiledModel two = compileRunCheck(*g, opts, in);
+    CHECK(chainedKernels(two) == 0);
+  }
+}
+
+TEST_CASE("chained contractions: the GPU plan's kernels build with nvcc, no spills") {
+  if (nvccPath().empty()) {
+    MESSAGE("skipped: nvcc not found (the CUDA target is disabled in this build)");
+    return;
+  }
+  std::unique_ptr<Graph> g = annotated();
+  fillWeights(*g, 21);
+  for (const char *target : {"cuda:sm_80", "cuda:sm_90"}) {
+    CAPTURE(target);
+    CompileOptions opts;
+    opts.target = Target::parse(target);
+    opts.planFor = opts.target;
+    opts.splitK = false;
+    opts.chains = "fuse";
+    CompiledModel cm = buildModel(*g, opts);
+    CHECK(chainedKernels(cm) == 2);
+    fs::path out = test_files::scratchDir("aicf_chains_cuda_") / std::string(target).substr(5);
+    fs::create_directories(out);
+    std::string report;
+    Plan plan = compileCudaModel(cm, out.string(), &report);
+    CHECK_MESSAGE(report.find("warning") == std::string::npos, report);
+    for (const PlanStep &st : plan.steps) {
+      if (st.kindId.empty())
+        continue;
+      CAPTURE(st.kindId);
+      CHECK(st.ptxas.present);
+      CHECK(st.ptxas.spillBytes == 0);
+    }
+  }
+}
