@@ -48,6 +48,8 @@ struct Flags {
   bool noPackWeights = false;
   bool noBlockChannels = false;
   bool noSplitK = false;
+  bool noSplitChains = false;
+  int chainSlices = 0;
 };
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
@@ -163,6 +165,8 @@ int compile(const Flags &flags) {
   copts.packWeights = !flags.noPackWeights;
   copts.blockChannels = !flags.noBlockChannels;
   copts.splitK = !flags.noSplitK;
+  copts.splitChains = !flags.noSplitChains;
+  copts.chainSlices = flags.chainSlices;
   CompiledModel cm = buildModel(*g, copts);
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
   // beside the estimates).
@@ -228,6 +232,14 @@ int main(int argc, char **argv) {
   app.add_flag("--no-split-k", flags.noSplitK,
                "GPU plans: never compute a contraction as partial contractions over K slices "
                "(for comparisons)");
+  app.add_flag("--no-split-chains", flags.noSplitChains,
+               "never compute an MLP's two projections in slices of the hidden dimension "
+               "(for comparisons)");
+  app.add_option("--chain-slices", flags.chainSlices,
+                 "split every chain (an MLP's two projections) this many ways along its hidden "
+                 "dimension where legal (2, 4, 8, 16, 32; 0: the cost model decides)")
+      ->check(CLI::Range(0, 32))
+      ->capture_default_str();
   app.add_option("--attention", flags.attention,
                  "cost: streaming or materialised attention by the cost model; streaming; "
                  "materialized (where exact)")

@@ -12,6 +12,7 @@
 #include "passes/choose_attention.h"
 #include "passes/pass.h"
 #include "plan/attention_choice.h"
+#include "plan/chain_split_choice.h"
 #include "plan/cost_model.h"
 #include "plan/dispatch_groups.h"
 #include "plan/memory_plan.h"
@@ -231,6 +232,33 @@ void splitK(CompileState &s) {
     adoptGraph(s, std::move(copy));
 }
 
+// A chain of two contractions (an MLP's projections) computed in slices of its hidden dimension
+// where the cost model prices that lower (passes/split_chains.h, plan/chain_split_choice.h), so
+// that rule 8's chained kernel has blocks for every core or SM without re-reading the weights.
+// Before pack-weights: the sliced weights ([S, K, N]) are read in place, not packed. The copy is
+// kept only when a chain was split.
+// Host plans only for now: on the GPU plans the model (never run on a GPU) takes 32 slices for
+// ViT's and BERT's MLPs, 25% less predicted time for twice the bytes (the partial outputs); a
+// session with a GPU should measure that first (--chain-slices N forces a count on either).
+void splitChains(CompileState &s) {
+  if (!s.opts.splitChains || s.opts.chains == "store" || (s.hw.gpu && s.opts.chainSlices == 0))
+    return;
+  std::vector<ChainSplitDecision> decisions;
+  SplitChainsOptions so;
+  so.cost = chainSplitCostFn(s.hw, structuralChoice(s), s.opts.splitK);
+  so.decisions = &decisions;
+  so.force = s.opts.chainSlices;
+  std::unique_ptr<Graph> copy = runPricedPass(s, createSplitChainsPass(std::move(so)));
+  bool split = false;
+  for (const ChainSplitDecision &d : decisions)
+    split = split || d.chosen > 1;
+  s.model.plan.splitChains = std::move(decisions);
+  if (split) {
+    s.model.graph = std::move(copy);
+    s.graph = s.model.graph.get();
+  }
+}
+
 // plan.yaml's header: what the plan was made for, and the partition's store-or-recompute
 // decisions.
 void describePlan(CompileState &s) {
@@ -447,6 +475,7 @@ const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
       {"block-channels", blockChannels},
       {"fold-channel-scale", foldChannelScale},
+      {"split-chains", splitChains},
       {"pack-weights", packWeights},
       {"partition", partition},
       {"choose-attention", chooseAttention},
@@ -631,6 +660,17 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     }
     std::snprintf(line, sizeof line, "%.3g us", d.unsplitUs);
     os << "   split-k " << d.node << ": "
+       << (d.chosen > 1 ? cat(d.chosen, " slices") : std::string("not split")) << " (unsplit "
+       << line << "; " << priced << ")\n";
+  }
+  for (const ChainSplitDecision &d : p.splitChains) {
+    std::string priced;
+    for (const auto &[n, us] : d.splits) {
+      std::snprintf(line, sizeof line, "%d: %.3g us", n, us);
+      priced += (priced.empty() ? "" : ", ") + std::string(line);
+    }
+    std::snprintf(line, sizeof line, "%.3g us", d.unsplitUs);
+    os << "   split-chains " << d.node << ": "
        << (d.chosen > 1 ? cat(d.chosen, " slices") : std::string("not split")) << " (unsplit "
        << line << "; " << priced << ")\n";
   }

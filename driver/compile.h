@@ -58,6 +58,11 @@ struct CompileOptions {
   // GPU plans: deep contractions with few output tiles computed in K slices where the cost
   // model prices it lower (passes/split_k.h); aicfc --no-split-k turns it off (comparisons).
   bool splitK = true;
+  // A chain of two contractions (an MLP) computed in slices of its hidden dimension where the
+  // cost model prices it lower (passes/split_chains.h); aicfc --no-split-chains turns it off.
+  bool splitChains = true;
+  // --chain-slices: 0 lets the cost model choose; N > 1 splits every legal chain N ways.
+  int chainSlices = 0;
 };
 
 struct CompiledModel {

@@ -60,12 +60,12 @@
 //     then never stored: its write and the readers' reads of it leave the plan.
 //  8. Chained contractions (with a kernel cost function). A matmul / gemm (transA 0, f32)
 //     whose result (its epilogue applied) is read only as the A operand of another matmul /
-//     gemm with a rank-2 B, in a group of its own (plus what rule 7 copied in: a row norm and
-//     its reshapes), is merged into the reader's group when the planner prices the merged
-//     kernel (lower/recipe_chained_contraction.cpp: each row tile computes the hidden rows one
-//     tile at a time and multiplies them into its output tile at once) below the two kernels;
-//     the decision is recorded with both times (Partition::remat, kind Chain). The hidden
-//     result is then never stored: an MLP's [M, H] activation leaves the plan.
+//     gemm over the same batch (split-chains' slices are a batch), in a group of its own (plus what
+//     rule 7 copied in: a row norm and its reshapes), is merged into the reader's group when the
+//     planner prices the merged kernel (lower/recipe_chained_contraction.cpp: each row tile
+//     computes the hidden rows one tile at a time and multiplies them into its output tile at once)
+//     below the two kernels; the decision is recorded with both times (Partition::remat, kind
+//     Chain). The hidden result is then never stored: an MLP's [M, H] activation leaves the plan.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
 // Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
@@ -808,6 +808,7 @@ private:
         return opts_.kernelCost(kernelGroup(g));
       };
       RematDecision d;
+      d.kind = RematDecision::Kind::RowNorm;
       d.what = cat(n->name(), " ", n->where());
       d.values.push_back(n->result()->name().empty() ? cat("%", n->result()->id())
                                                      : n->result()->name());
@@ -857,7 +858,13 @@ private:
     if (n.op() == Op::Gemm)
       return n.i("transA") == 0;
     return n.op() == Op::MatMul && n.operand(0)->type().shape.size() >= 2 &&
-           n.operand(1)->type().shape.size() == 2;
+           n.operand(1)->type().shape.size() >= 2;
+  }
+
+  // Rule 8: both contractions run over the same batch (the chained kernel's grid).
+  static bool sameBatch(const Node &c1, const Node &c2) {
+    const auto &a = c1.result()->type().shape, &b = c2.result()->type().shape;
+    return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
   }
 
   // Rule 8: contractions read only as another contraction's A merged into its group, where the
@@ -869,7 +876,8 @@ private:
         continue;
       Value *a = c2->operand(0);
       Node *c1 = a->def();
-      if (!c1 || !chainable(*c1) || outputs_.count(a) || usersOf(a).size() != 1 ||
+      if (!c1 || !chainable(*c1) || !sameBatch(*c1, *c2) || outputs_.count(a) ||
+          usersOf(a).size() != 1 ||
           std::count(c2->operands().begin(), c2->operands().end(), a) != 1)
         continue;
       int g1 = groupOf_[idx(c1)];

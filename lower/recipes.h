@@ -206,10 +206,14 @@ struct ContractionProblem : kir::ProblemFacts {
 struct ChainProblem : kir::ProblemFacts {
   int64_t M = 1, K1 = 1, H = 1, N2 = 1, batch = 1;
   int64_t w1Bytes = 0, w2Bytes = 0, xBytes = 0;
+  // The batch entries each operand holds (split-chains' slices: W1 and W2 hold one per slice,
+  // X one per batch entry of its own, broadcast over the slices).
+  int64_t w1Entries = 1, w2Entries = 1, xEntries = 1;
   bool normRows = false; // a row norm folded into X (rule 7): statistics per block, X staged
   bool aInPlace = false; // host: X's rows read where they lie
   bool b1Views = false;  // host: W1 read in place (packed panels or rows)
   bool b2Views = false;  // host: W2 read in place
+  bool b1Rows = false, b2Rows = false; // ... as rows (the micro-kernel packs them as it goes)
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element

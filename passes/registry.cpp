@@ -41,6 +41,8 @@ const PassEntry kPasses[] = {
     // Likewise, for GPU plans: deep contractions with few output tiles in K slices
     // (passes/split_k.h)
     {"split-k", createSplitKPass},
+    // (passes/split_chains.h)
+    {"split-chains", createSplitChainsPass},
     {"annotate-properties", createAnnotatePropertiesPass},
     // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
     {"pack-weights", createPackWeightsPass},

@@ -143,6 +143,21 @@ void Plan::writeYaml(std::ostream &os) const {
     }
     y << YAML::EndSeq;
   }
+  if (!splitChains.empty()) {
+    y << YAML::Key << "split_chains" << YAML::Value << YAML::BeginSeq;
+    for (const ChainSplitDecision &d : splitChains) {
+      y << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "node" << YAML::Value << d.node;
+      y << YAML::Key << "slices" << YAML::Value << d.chosen;
+      y << YAML::Key << "unsplit_us" << YAML::Value << d.unsplitUs;
+      y << YAML::Key << "split_us" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto &[s, us] : d.splits)
+        y << YAML::Key << s << YAML::Value << us;
+      y << YAML::EndMap;
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
   if (!remat.empty()) {
     y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
     for (const RematDecision &d : remat) {

@@ -8,6 +8,7 @@
 #include "ir/types.h"
 #include "lower/fusion.h"
 #include "plan/attention_choice.h"
+#include "plan/chain_split_choice.h"
 #include "plan/split_k_choice.h"
 #include "target/target.h"
 
@@ -123,9 +124,10 @@ struct Plan {
   std::string schedule = "cost";
   double predictedTimeUs = 0;       // sum of the kernels' predicted times
   std::vector<RematDecision> remat; // store-or-recompute decisions of the fusion (fusion.h)
-  std::vector<LayoutFoldRecord> layoutFolds; // fold-or-materialise decisions of the fusion
-  std::vector<AttentionDecision> attention;  // streaming or materialised (attention_choice.h)
-  std::vector<SplitKDecision> splitK;        // contractions priced in K slices (split_k.h)
+  std::vector<LayoutFoldRecord> layoutFolds;   // fold-or-materialise decisions of the fusion
+  std::vector<AttentionDecision> attention;    // streaming or materialised (attention_choice.h)
+  std::vector<SplitKDecision> splitK;          // contractions priced in K slices (split_k.h)
+  std::vector<ChainSplitDecision> splitChains; // chains priced in hidden slices (split_chains.h)
 
   const PlanBuffer *buffer(const std::string &id) const;
   void writeYaml(std::ostream &os) const;

@@ -176,8 +176,9 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
 }
 
 double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
-                        std::string *why) {
+                        std::string *why, FusionOptions::Chains chains) {
   FusionOptions fo;
+  fo.chains = chains;
   fo.rematCost = rematCostFor(hw);
   fo.kernelCost = kernelCostFor(hw, opts);
   Partition part = partitionGraph(g, fo);

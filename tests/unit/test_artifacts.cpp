@@ -156,7 +156,7 @@ TEST_CASE("artifacts: row norms folded into their GEMMs' A reads match the refer
       CompiledModel stored = compile("store"), folded = compile("fold");
       std::vector<int> readers; // per folded norm, in graph order
       for (const RematDecision &d : folded.plan.remat)
-        if (!d.what.empty()) {
+        if (d.kind == RematDecision::Kind::RowNorm) {
           readers.push_back(d.consumers);
           CHECK(d.recomputed);
           CHECK(d.recomputeUs > 0);

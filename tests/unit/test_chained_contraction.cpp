@@ -12,6 +12,7 @@
 #include "ir/parser.h"
 #include "lower/fusion.h"
 #include "passes/pass.h"
+#include "passes/split_chains.h"
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 #include "target/target.h"
@@ -243,4 +244,62 @@ TEST_CASE("chained contractions: the GPU plan's kernels build with nvcc, no spil
       CHECK(st.ptxas.spillBytes == 0);
     }
   }
+}
+
+TEST_CASE("split-chains: which chains split, the split form matches the interpreter chained") {
+  std::unique_ptr<Graph> g = annotated();
+  fillWeights(*g, 23);
+  // y's chain splits (hidden 72: slices of at least 32 hidden columns, so 2 of 36); z's does
+  // not (its gemm scales by alpha 0.5), nor q's (its hidden h3 is a graph output).
+  auto node = [&](const std::string &result) {
+    for (Node *n : g->nodes())
+      if (n->result(0)->name() == result)
+        return n;
+    FAIL("no node computes %" << result);
+    return static_cast<Node *>(nullptr);
+  };
+  CHECK(chainSplitCounts(*g, *node("y")) == std::vector<int>{2});
+  CHECK(chainSplitCounts(*g, *node("z")).empty());
+  CHECK(chainSplitCounts(*g, *node("q")).empty());
+  CHECK(splittableChain(*g, *node("q")) == nullptr);
+  CHECK(splittableChain(*g, *node("z")) == nullptr);
+  CHECK(splittableChain(*g, *node("y")) == node("h"));
+
+  std::vector<Tensor> in = randomInputs(*g, 24);
+  for (const char *plan : {"cpu", "cuda:sm_90"}) {
+    CAPTURE(plan);
+    CompileOptions opts;
+    opts.planFor = Target::parseSpec(plan);
+    opts.splitK = false;
+    opts.chains = "fuse";
+    opts.chainSlices = 2;
+    CompiledModel cm = compileRunCheck(*g, opts, in);
+    REQUIRE(cm.plan.splitChains.size() == 1);
+    for (const ChainSplitDecision &d : cm.plan.splitChains) {
+      CHECK(d.chosen == 2);
+      CHECK(d.unsplitUs > 0);
+      REQUIRE(d.splits.size() == 1);
+      CHECK(d.splits[0].first == 2);
+      CHECK(d.splits[0].second > 0);
+    }
+    // The split pair is one chained kernel over the slices, summed by a reduction (z's chain
+    // one unsplit).
+    REQUIRE(cm.graph != nullptr);
+    int sums = 0;
+    for (const Node *n : cm.graph->nodes())
+      sums += n->op() == Op::ReduceSum;
+    CHECK(sums == 1);
+    CHECK(chainedKernels(cm) == 2);
+  }
+  // Priced by the cost model on the host: the decision is recorded either way.
+  CompileOptions host;
+  CompiledModel priced = buildModel(*g, host);
+  REQUIRE(priced.plan.splitChains.size() == 1);
+  CHECK(priced.plan.splitChains[0].unsplitUs > 0);
+  // --no-split-chains and --chain-contractions store never price it.
+  host.splitChains = false;
+  CHECK(buildModel(*g, host).plan.splitChains.empty());
+  host.splitChains = true;
+  host.chains = "store";
+  CHECK(buildModel(*g, host).plan.splitChains.empty());
 }

@@ -118,10 +118,10 @@ TEST_CASE("compile stages: listed once, in order") {
     CHECK(static_cast<bool>(s.run));
   }
   CHECK(names == std::vector<std::string>{
-                     "block-channels", "fold-channel-scale", "pack-weights", "partition",
-                     "choose-attention", "split-k", "describe-plan", "value-buffers", "plan",
-                     "verify-kernel-ir", "kernel-ir-passes", "plan-steps", "check-candidate-rank",
-                     "memory-plan", "dispatch-groups", "print"});
+                     "block-channels", "fold-channel-scale", "split-chains", "pack-weights",
+                     "partition", "choose-attention", "split-k", "describe-plan", "value-buffers",
+                     "plan", "verify-kernel-ir", "kernel-ir-passes", "plan-steps",
+                     "check-candidate-rank", "memory-plan", "dispatch-groups", "print"});
 }
 
 TEST_CASE("compile stages: run one by one, they give buildModel's result") {
