@@ -97,8 +97,9 @@ Contraction gemmSpec(const Node &n, const GroupExpr &gx);
 
 // Applies the remaining epilogue steps to `cur` (renamed as each step is declared), one scalar
 // per step, at output index `out`.
+// The scalars are named <prefix>1, <prefix>2, ...
 std::vector<StmtP> applySteps(const Contraction &c, const GroupExpr &gx, const Index &out,
-                              std::string &cur);
+                              std::string &cur, const std::string &prefix = "e");
 
 // A tile copy dst[r, c] = src(r, c) (zero where `valid` fails) by all threads: element
 // e = t, t + threads, ... of the row-major tile; one thread walks rows and columns directly.

@@ -59,13 +59,16 @@
 //     are; the decision is recorded with both times (Partition::remat). The norm's result is
 //     then never stored: its write and the readers' reads of it leave the plan.
 //  8. Chained contractions (with a kernel cost function). A matmul / gemm (transA 0, f32)
-//     whose result (its epilogue applied) is read only as the A operand of another matmul /
-//     gemm over the same batch (split-chains' slices are a batch), in a group of its own (plus what
-//     rule 7 copied in: a row norm and its reshapes), is merged into the reader's group when the
-//     planner prices the merged kernel (lower/recipe_chained_contraction.cpp: each row tile
-//     computes the hidden rows one tile at a time and multiplies them into its output tile at once)
-//     below the two kernels; the decision is recorded with both times (Partition::remat, kind
-//     Chain). The hidden result is then never stored: an MLP's [M, H] activation leaves the plan.
+//     whose result (through elementwise nodes of its shape) is read only as the A operand of
+//     another matmul / gemm over the same batch (split-chains' slices are a batch), in a group
+//     of its own (plus what rule 7 copied in: a row norm and its reshapes), is merged into the
+//     reader's group, with any other contraction over the same X that those elementwise nodes
+//     combine with it (SwiGLU's gate beside its up projection), when the planner prices the
+//     merged kernel (lower/recipe_chained_contraction.cpp: each row tile computes the hidden
+//     rows one tile at a time and multiplies them into its output tile at once) clearly below
+//     the kernels it replaces (kChainMargin); the decision is recorded with both times
+//     (Partition::remat, kind Chain). The hidden result is never stored: an MLP's [M, H]
+//     activation leaves the plan.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
 // Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
@@ -815,12 +818,14 @@ private:
       d.consumers = static_cast<int>(cons.size());
       d.storeUs = price(static_cast<int>(gi));
       // Tentatively copy the norm and its reshapes into every reader's group.
+      // (The state to restore is taken after pricing: pricing attaches the folded layout ops
+      // each group reads, as copies, to its nodes.)
       std::vector<std::vector<Node *>> before;
-      std::set<std::pair<int, int>> copiesBefore = copies_;
       for (int c : cons) {
         d.storeUs += price(c);
         before.push_back(groups_[c].nodes);
       }
+      std::set<std::pair<int, int>> copiesBefore = copies_;
       std::set<Node *> all;
       for (int c : cons)
         for (Node *m : moved[c]) {
@@ -867,71 +872,133 @@ private:
     return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
   }
 
-  // Rule 8: contractions read only as another contraction's A merged into its group, where the
-  // planner prices that lower.
+  // Rule 8 chains only when the chained kernel is predicted clearly faster: within the host
+  // model's error on the measured chains (about 3%) the plain kernels stay, since on a multi-core
+  // host every row tile of the chained form streams the whole weights (each core reads them).
+  static constexpr double kChainMargin = 0.97;
+
+  // Rule 8: whether group gi holds contraction c alone (with what rule 7 or rule 0 copied into
+  // it), alive and unchained.
+  bool aloneIn(int gi, const Node *c) const {
+    const Group &grp = groups_[gi];
+    return grp.alive && grp.anchor == c && !chained_.count(gi) &&
+           std::all_of(grp.nodes.begin(), grp.nodes.end(), [&](Node *m) {
+             return m == c || copies_.count({gi, idx(m)}) > 0;
+           });
+  }
+
+  // Rule 8: contractions read only as another contraction's A (directly, or combined by
+  // elementwise nodes: SwiGLU's gate and up projections over the same X) merged into its
+  // group, where the planner prices that lower.
   void chainContractions(Partition &p) {
-    for (size_t g2 = 0; g2 < groups_.size(); ++g2) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      const int g2 = static_cast<int>(gi);
       Node *c2 = groups_[g2].anchor;
-      if (!groups_[g2].alive || !c2 || chained_.count(static_cast<int>(g2)) || !chainable(*c2))
+      if (!groups_[g2].alive || !c2 || chained_.count(g2) || !chainable(*c2))
         continue;
       Value *a = c2->operand(0);
-      Node *c1 = a->def();
-      if (!c1 || !chainable(*c1) || !sameBatch(*c1, *c2) || outputs_.count(a) ||
-          usersOf(a).size() != 1 ||
+      const Node *d = a->def();
+      if (!d || outputs_.count(a) || usersOf(a).size() != 1 ||
           std::count(c2->operands().begin(), c2->operands().end(), a) != 1)
         continue;
-      int g1 = groupOf_[idx(c1)];
-      if (g1 < 0 || g1 == static_cast<int>(g2) || !groups_[g1].alive || groups_[g1].anchor != c1 ||
-          chained_.count(g1))
+      const int gA = groupOf_[idx(d)];
+      if (gA < 0 || gA == g2 || !groups_[gA].alive || chained_.count(gA))
         continue;
-      // The first group holds c1 and what rule 7 or rule 0 copied into it, nothing it owns.
-      bool alone = std::all_of(groups_[g1].nodes.begin(), groups_[g1].nodes.end(), [&](Node *m) {
-        return m == c1 || copies_.count({g1, idx(m)}) > 0;
+      Node *c1 = groups_[gA].anchor;
+      if (!c1 || !chainable(*c1) || !sameBatch(*c1, *c2))
+        continue;
+      // The first group: c1 and elementwise nodes of its result's shape (and copies); A its one
+      // output.
+      const std::vector<int64_t> &hshape = c1->result()->type().shape;
+      bool ok = std::all_of(groups_[gA].nodes.begin(), groups_[gA].nodes.end(), [&](Node *m) {
+        return m == c1 || copies_.count({gA, idx(m)}) > 0 ||
+               (m->info().has(EW) && m->numResults() == 1 && m->result()->type().shape == hshape);
       });
-      if (!alone || full(static_cast<int>(g2), groups_[g1].nodes.size()))
+      KernelGroup kA = kernelGroup(gA);
+      if (!ok || kA.outputs.size() != 1 || kA.outputs[0] != a)
+        continue;
+      // Siblings: contractions over the same X, alone in their groups, read only inside the
+      // first group (a gate beside an up projection).
+      std::vector<int> firsts = {gA};
+      std::vector<const Node *> chain = {c1};
+      for (const Value *in : kA.inputs) {
+        const Node *s = in->def();
+        int gs = s ? groupOf_[idx(s)] : -1;
+        if (gs < 0 || gs == gA || gs == g2 || !chainable(*s) ||
+            std::find(firsts.begin(), firsts.end(), gs) != firsts.end())
+          continue;
+        if (s->operand(0) != c1->operand(0) || s->result()->type().shape != hshape ||
+            !aloneIn(gs, s) || outputs_.count(in))
+          continue;
+        std::vector<const Node *> rs;
+        readers(in, rs);
+        if (!std::all_of(rs.begin(), rs.end(), [&](const Node *u) { return contains(gA, u); }))
+          continue;
+        firsts.push_back(gs);
+        chain.push_back(s);
+      }
+      int merged = 0;
+      for (int f : firsts)
+        merged += static_cast<int>(groups_[f].nodes.size());
+      if (full(g2, static_cast<size_t>(merged)))
         continue;
       auto price = [&](int g) {
         attachFolded(g);
         return opts_.kernelCost(kernelGroup(g));
       };
-      RematDecision d;
-      d.kind = RematDecision::Kind::Chain;
-      d.what = cat(c1->name(), " ", c1->where(), " -> ", c2->name(), " ", c2->where());
-      d.values.push_back(a->name().empty() ? cat("%", a->id()) : a->name());
-      d.consumers = 1;
-      d.storeUs = price(g1) + price(static_cast<int>(g2));
-      // Tentatively merge the first group into the second.
+      RematDecision dec;
+      dec.kind = RematDecision::Kind::Chain;
+      for (const Node *c : chain)
+        dec.what += cat(dec.what.empty() ? "" : " and ", c->name(), " ", c->where());
+      dec.what += cat(" -> ", c2->name(), " ", c2->where());
+      dec.values.push_back(a->name().empty() ? cat("%", a->id()) : a->name());
+      dec.consumers = 1;
+      dec.storeUs = price(g2);
+      for (int f : firsts)
+        dec.storeUs += price(f);
+      // Tentatively merge the first groups into the second.
       std::vector<Node *> before = groups_[g2].nodes;
       std::set<std::pair<int, int>> copiesBefore = copies_;
-      for (Node *m : groups_[g1].nodes) {
-        groups_[g2].nodes.push_back(m);
-        if (copies_.count({g1, idx(m)}))
-          copies_.insert({static_cast<int>(g2), idx(m)});
-      }
-      groupOf_[idx(c1)] = static_cast<int>(g2);
-      chained_[static_cast<int>(g2)] = c1;
-      d.recomputeUs = price(static_cast<int>(g2));
-      d.recomputed = std::isfinite(d.recomputeUs) &&
-                     (opts_.chains == FusionOptions::Chains::Fuse || d.recomputeUs < d.storeUs);
-      p.remat.push_back(d);
-      if (!d.recomputed) { // put everything back
+      std::vector<std::pair<Node *, int>> owners; // (node, its group before)
+      for (int f : firsts)
+        for (Node *m : groups_[f].nodes) {
+          if (std::find(groups_[g2].nodes.begin(), groups_[g2].nodes.end(), m) ==
+              groups_[g2].nodes.end())
+            groups_[g2].nodes.push_back(m);
+          if (copies_.count({f, idx(m)})) {
+            copies_.insert({g2, idx(m)});
+          } else {
+            owners.emplace_back(m, f);
+            groupOf_[idx(m)] = g2;
+          }
+        }
+      chained_[g2] = chain;
+      dec.recomputeUs = price(g2);
+      dec.recomputed =
+          std::isfinite(dec.recomputeUs) && (opts_.chains == FusionOptions::Chains::Fuse ||
+                                             dec.recomputeUs < kChainMargin * dec.storeUs);
+      p.remat.push_back(dec);
+      if (!dec.recomputed) { // put everything back
         groups_[g2].nodes = before;
         copies_ = copiesBefore;
-        groupOf_[idx(c1)] = g1;
-        chained_.erase(static_cast<int>(g2));
+        for (const auto &[m, f] : owners)
+          groupOf_[idx(m)] = f;
+        chained_.erase(g2);
         continue;
       }
-      Group &grp1 = groups_[g1];
-      grp1.nodes.clear();
-      grp1.alive = false;
-      groups_[g2].minIdx = std::min(groups_[g2].minIdx, idx(c1));
+      for (int f : firsts) {
+        groups_[g2].minIdx = std::min(groups_[g2].minIdx, groups_[f].minIdx);
+        groups_[f].nodes.clear();
+        groups_[f].alive = false;
+      }
     }
   }
 
   const Graph &g_;
   FusionOptions opts_;
-  std::map<int, const Node *> chained_; // rule 8: group -> the contraction chained into it
-  std::set<const Node *> recomputed_;   // nodes copied into several consumer groups (rules 5, 7)
+  std::map<int, std::vector<const Node *>> chained_; // rule 8: group -> the contractions
+                                                     // chained into it
+  std::set<const Node *> recomputed_; // nodes copied into several consumer groups (rules 5, 7)
   std::vector<Node *> nodes_;
   std::unordered_map<const Node *, int> index_;
   std::unordered_map<const Value *, std::vector<Node *>> users_;

@@ -40,11 +40,12 @@ struct KernelGroup {
     IndexMap map; // domain: value's shape; range: into's
   };
   std::vector<StoreThrough> storeThrough;
-  // Rule 8 (fusion.cpp): the contraction whose result, through its epilogue, is the anchor
-  // contraction's left operand A, computed inside this group one row tile at a time and never
-  // stored (a chained contraction: an MLP's up-projection feeding its down-projection); null
-  // for every other group.
-  const Node *chained = nullptr;
+  // Rule 8 (fusion.cpp): the contractions whose results, through the group's elementwise nodes,
+  // are the anchor contraction's left operand A, computed inside this group one row tile at a
+  // time and never stored (a chained contraction: an MLP's up-projection feeding its
+  // down-projection; SwiGLU's gate and up projections, both over the same X); empty for every
+  // other group.
+  std::vector<const Node *> chained;
   const StoreThrough *storedThrough(const Value *v) const {
     for (const StoreThrough &s : storeThrough)
       if (s.value == v)

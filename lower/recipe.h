@@ -75,7 +75,9 @@ public:
   // Group facts: whether the recipe lowers group `g` as partitioned. A group holding a chained
   // contraction (KernelGroup::chained, lower/fusion.h rule 8) is lowered only by the recipe
   // that says so; every other recipe lowers by its anchor alone.
-  virtual bool lowersGroup(const KernelGroup &g) const { return !g.chained && lowers(g.anchor); }
+  virtual bool lowersGroup(const KernelGroup &g) const {
+    return g.chained.empty() && lowers(g.anchor);
+  }
   // The memory property the anchor's certificate must establish; nullopt: none (the recipe
   // lowers by op facts alone).
   virtual std::optional<MemProperty> requiredProperty() const { return std::nullopt; }

@@ -132,19 +132,31 @@ BView hostBView(const Contraction &c, const Index &bi, int64_t tileCols) {
 
 kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &name,
                                      const Knobs &knobs) {
-  AICF_CHECK(g.anchor && g.chained, "chained_contraction needs a chained group (group ", g.id, ")");
-  const Node &n2 = *g.anchor, &n1 = *g.chained;
+  AICF_CHECK(g.anchor && !g.chained.empty(), "chained_contraction needs a chained group (group ",
+             g.id, ")");
+  const Node &n2 = *g.anchor;
   std::map<const Value *, kir::BufferP> byValue;
   kir::Kernel k = startKernel(g, name, "chained_contraction", byValue);
   GroupExpr gx(g, byValue);
   bool gpu = isGpuPlan(knobs);
-  Contraction c1 = specOf(n1, gx, !gpu), c2 = specOf(n2, gx, !gpu);
-  const Value *hidden = n1.result(), *result = n2.result();
+  // The first contractions (one, or a gated pair such as SwiGLU's gate and up projections),
+  // all over the same X; c2 reads their results combined by the group's elementwise nodes.
+  std::vector<const Node *> n1s = g.chained;
+  std::vector<Contraction> c1s;
+  for (const Node *n1 : n1s)
+    c1s.push_back(specOf(*n1, gx, !gpu));
+  Contraction &c1 = c1s.front();
+  const Node &n1 = *n1s.front();
+  Contraction c2 = specOf(n2, gx, !gpu);
+  const Value *result = n2.result();
   requireShapePreservingEpilogue(g, result);
-  AICF_CHECK(n2.operand(0) == hidden && c1.batch == c2.batch && c1.M == c2.M && c1.N == c2.K,
-             "chained_contraction: ", n1.name(), " ", hidden->type().str(), " is not ", n2.name(),
-             "'s A (", n2.where(), ")");
+  for (size_t q = 0; q < c1s.size(); ++q)
+    AICF_CHECK(n1s[q]->operand(0) == n1.operand(0) && c1s[q].batch == c2.batch &&
+                   c1s[q].M == c2.M && c1s[q].N == c2.K && c1s[q].K == c1.K,
+               "chained_contraction: ", n1s[q]->name(), " ", n1s[q]->result()->type().str(),
+               " does not feed ", n2.name(), "'s A row for row (", n2.where(), ")");
   const int64_t M = c1.M, K1 = c1.K, H = c1.N, N2 = c2.N;
+  const int64_t Q = static_cast<int64_t>(c1s.size());
   ChainTiles tl = chooseChainTiles(c1, c2, knobs);
   k.threads = tl.threads;
   k.knobs = {{"BM", tl.BM}, {"BH", tl.BH}, {"BK", tl.BK},
@@ -154,9 +166,11 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   problem->K1 = K1;
   problem->H = H;
   problem->N2 = N2;
+  problem->firsts = Q;
   problem->batch = product(c1.batch);
   problem->xBytes = n1.operand(0)->type().bytes();
-  problem->w1Bytes = n1.operand(1)->type().bytes();
+  for (const Node *m : n1s)
+    problem->w1Bytes += m->operand(1)->type().bytes();
   problem->w2Bytes = n2.operand(1)->type().bytes();
   auto entries = [](const Value *v) {
     const auto &s = v->type().shape;
@@ -174,7 +188,8 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   Index bi = c1.batch.empty() ? Index{} : unflat(c1.batch, ivar("b"));
   E m0 = ivar("mt") * E(tl.BM), h0 = ivar("ht") * E(tl.BH), k0 = ivar("k0");
 
-  // A folded row norm: the tile rows' statistics first; X is then read normalised (c1.aAt).
+  // A folded row norm: the tile rows' statistics first; X is then read normalised (c1.aAt; the
+  // first contraction's reads of X stage it for all of them).
   std::vector<StmtP> prologue;
   if (const Node *norm = foldedRowNorm(g)) {
     Tiles nt{tl.BM, tl.BH, tl.BK, tl.TM, tl.TN, tl.threads};
@@ -182,9 +197,10 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
     problem->normRows = true;
   }
 
-  // Host views: X in place (or staged once per block, normalised), W1 and W2 in place.
+  // Host views: X in place (or staged once per block, normalised), the Ws in place.
   std::optional<RowView> xView;
-  BView w1View, w2View;
+  std::vector<BView> w1Views(c1s.size());
+  BView w2View;
   kir::BufferP xs;
   if (!gpu) {
     AICF_CHECK(tl.threads == 1, "chained_contraction: host plans run one thread per block");
@@ -195,30 +211,42 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
       k.allocs.push_back(xs);
       xView = RowView{xs, zero, roundUp(K1, tl.BK)};
     }
-    w1View = hostBView(c1, bi, tl.BH);
+    problem->b1Views = true;
+    for (size_t q = 0; q < c1s.size(); ++q) {
+      w1Views[q] = hostBView(c1s[q], bi, tl.BH);
+      problem->b1Views = problem->b1Views && static_cast<bool>(w1Views[q]);
+      problem->b1Rows = problem->b1Rows || w1Views[q].row.has_value();
+    }
     w2View = hostBView(c2, bi, N2);
-    problem->b1Views = static_cast<bool>(w1View);
     problem->b2Views = static_cast<bool>(w2View);
-    problem->b1Rows = w1View.row.has_value();
     problem->b2Rows = w2View.row.has_value();
   }
+  auto suffix = [&](size_t q) { return Q == 1 ? std::string() : cat(q); };
   kir::BufferP As = tile("As", {tl.BM, tl.BK}, kir::Scope::Shared);
-  kir::BufferP Bs = tile("Bs", {tl.BK, tl.BH}, kir::Scope::Shared);
+  std::vector<kir::BufferP> Bs, Hc;
+  for (size_t q = 0; q < c1s.size(); ++q) {
+    Bs.push_back(tile("Bs" + suffix(q), {tl.BK, tl.BH}, kir::Scope::Shared));
+    Hc.push_back(tile("Hc" + suffix(q), {tl.threads, tl.TM, tl.TN}, kir::Scope::Local));
+  }
   kir::BufferP hs = tile("hs", {tl.BM, tl.BH}, kir::Scope::Shared);
   kir::BufferP w2s = tile("w2s", {tl.BH, tl.N2p}, kir::Scope::Shared);
-  kir::BufferP Hc = tile("Hc", {tl.threads, tl.TM, tl.TN}, kir::Scope::Local);
   kir::BufferP O = tile("O", {tl.threads, tl.TM, tl.TN2}, kir::Scope::Local);
-  if (gpu || !xView)
+  if (gpu)
     k.allocs.push_back(As);
-  if (gpu || !w1View)
-    k.allocs.push_back(Bs);
+  for (size_t q = 0; q < c1s.size(); ++q)
+    if (gpu || !w1Views[q])
+      k.allocs.push_back(Bs[q]);
   k.allocs.push_back(hs);
   if (gpu || !w2View)
     k.allocs.push_back(w2s);
-  k.allocs.push_back(Hc);
+  for (const kir::BufferP &h : Hc)
+    k.allocs.push_back(h);
   k.allocs.push_back(O);
 
-  k.body.push_back(kir::comment(cat(c1.what, " -> ", c2.what, ": chained, ", tl.BM,
+  std::string firsts;
+  for (const Contraction &c : c1s)
+    firsts += (firsts.empty() ? "" : " and ") + c.what;
+  k.body.push_back(kir::comment(cat(firsts, " -> ", c2.what, ": chained, ", tl.BM,
                                     "-row tiles, hidden in tiles of ", tl.BH,
                                     " kept on chip (hs), K in steps of ", tl.BK, ", ", tl.TM, "x",
                                     tl.TN, " / ", tl.TM, "x", tl.TN2, " accumulators per thread")));
@@ -251,71 +279,85 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   k.body.push_back(overTile(tl.TN2, {kir::store(O, {tv, i, j}, f32(0.0))}));
 
   std::vector<StmtP> hiddenTile;
-  hiddenTile.push_back(overTile(tl.TN, {kir::store(Hc, {tv, i, j}, f32(0.0))}));
-  // The first product over K1.
+  {
+    std::vector<StmtP> zeros;
+    for (const kir::BufferP &h : Hc)
+      zeros.push_back(kir::store(h, {tv, i, j}, f32(0.0)));
+    hiddenTile.push_back(overTile(tl.TN, zeros));
+  }
+  // The first products over K1: X's tile staged once per k step for all of them (GPU).
   {
     std::vector<StmtP> step;
+    auto bValid = [&](E r, E cc) {
+      return allOf({K1 % tl.BK ? k0 + r < E(K1) : E(), H % tl.BH ? h0 + cc < E(H) : E()});
+    };
     if (gpu) {
       auto aValid = [&](E r, E cc) {
         return allOf({rowsValid(m0 + r), K1 % tl.BK ? k0 + cc < E(K1) : E()});
       };
-      auto bValid = [&](E r, E cc) {
-        return allOf({K1 % tl.BK ? k0 + r < E(K1) : E(), H % tl.BH ? h0 + cc < E(H) : E()});
-      };
-      step.push_back(
-          kir::region(t, {tileCopy(
-                              As, tl.BM, tl.BK, tl.threads, t, "a",
-                              [&](E r, E cc) { return c1.aAt(bi, m0 + r, k0 + cc); }, aValid,
-                              c1.aRowDecls ? [&](E r) { return c1.aRowDecls(m0 + r); }
-                                           : std::function<std::vector<StmtP>(E)>()),
-                          tileCopy(
-                              Bs, tl.BK, tl.BH, tl.threads, t, "b",
-                              [&](E r, E cc) { return c1.bAt(bi, k0 + r, h0 + cc); }, bValid)}));
+      std::vector<StmtP> copies = {tileCopy(
+          As, tl.BM, tl.BK, tl.threads, t, "a",
+          [&](E r, E cc) { return c1.aAt(bi, m0 + r, k0 + cc); }, aValid,
+          c1.aRowDecls ? [&](E r) { return c1.aRowDecls(m0 + r); }
+                       : std::function<std::vector<StmtP>(E)>())};
+      for (size_t q = 0; q < c1s.size(); ++q) {
+        const Contraction &cq = c1s[q];
+        copies.push_back(tileCopy(
+            Bs[q], tl.BK, tl.BH, tl.threads, t, "b" + suffix(q),
+            [&](E r, E cc) { return cq.bAt(bi, k0 + r, h0 + cc); }, bValid));
+      }
+      step.push_back(kir::region(t, copies));
       step.push_back(kir::barrier());
-      step.push_back(kir::mmaTile(Hc, As, Bs, tl.BM, tl.BH, tl.BK, tl.TM, tl.TN));
+      for (size_t q = 0; q < c1s.size(); ++q)
+        step.push_back(kir::mmaTile(Hc[q], As, Bs[q], tl.BM, tl.BH, tl.BK, tl.TM, tl.TN));
       step.push_back(kir::barrier());
     } else {
-      if (!w1View) {
-        auto bValid = [&](E r, E cc) {
-          return allOf({K1 % tl.BK ? k0 + r < E(K1) : E(), H % tl.BH ? h0 + cc < E(H) : E()});
-        };
-        step.push_back(
-            kir::region(t, {tileCopy(
-                               Bs, tl.BK, tl.BH, 1, t, "b",
-                               [&](E r, E cc) { return c1.bAt(bi, k0 + r, h0 + cc); }, bValid)}));
+      for (size_t q = 0; q < c1s.size(); ++q) {
+        const Contraction &cq = c1s[q];
+        if (!w1Views[q])
+          step.push_back(
+              kir::region(t, {tileCopy(
+                                 Bs[q], tl.BK, tl.BH, 1, t, "b" + suffix(q),
+                                 [&](E r, E cc) { return cq.bAt(bi, k0 + r, h0 + cc); }, bValid)}));
+        kir::MmaViews v;
+        v.aOffset = xs ? k0 : xView->base + m0 * E(xView->ld) + k0;
+        v.lda = xView->ld;
+        if (w1Views[q]) {
+          w1Views[q].into(v, k0, h0, tl.BH, H);
+        } else {
+          v.bOffset = zero;
+          v.ldb = tl.BH;
+          v.cols = E(tl.BH);
+        }
+        v.rows = !xs && M % tl.BM ? kir::min(E(tl.BM), E(M) - m0) : E(tl.BM);
+        v.depth = K1 % tl.BK ? kir::min(E(tl.BK), E(K1) - k0) : E(tl.BK);
+        step.push_back(kir::mmaTileViews(Hc[q], xView->buf, w1Views[q] ? w1Views[q].buf() : Bs[q],
+                                         tl.BM, tl.BH, tl.BK, tl.TM, tl.TN, v));
       }
-      kir::MmaViews v;
-      v.aOffset = xs ? k0 : xView->base + m0 * E(xView->ld) + k0;
-      v.lda = xView->ld;
-      if (w1View) {
-        w1View.into(v, k0, h0, tl.BH, H);
-      } else {
-        v.bOffset = zero;
-        v.ldb = tl.BH;
-        v.cols = E(tl.BH);
-      }
-      v.rows = !xs && M % tl.BM ? kir::min(E(tl.BM), E(M) - m0) : E(tl.BM);
-      v.depth = K1 % tl.BK ? kir::min(E(tl.BK), E(K1) - k0) : E(tl.BK);
-      step.push_back(kir::mmaTileViews(Hc, xView->buf, w1View ? w1View.buf() : Bs, tl.BM, tl.BH,
-                                       tl.BK, tl.TM, tl.TN, v));
     }
     hiddenTile.push_back(kir::forLoop("k0", zero, E(K1), step, tl.BK));
   }
-  // The hidden tile through c1's epilogue and the nodes between c1 and c2's A, into hs.
+  // The hidden tile through the first contractions' epilogues and the nodes between them and
+  // c2's A, into hs.
   {
     E hcol = h0 + (tv % E(colTiles)) * E(tl.TN) + j;
-    Index out1 = c1.outIndex(bi, row, hcol);
-    E acc = kir::load(Hc, {tv, i, j});
-    if (c1.alpha != 1.0)
-      acc = f32(c1.alpha) * acc;
-    for (const auto &term : c1.addTerms)
-      acc = acc + term(out1);
-    std::vector<StmtP> body = {kir::decl("h", DType::F32, acc)};
-    std::string cur = "h";
-    std::vector<StmtP> steps = applySteps(c1, gx, out1, cur);
-    body.insert(body.end(), steps.begin(), steps.end());
-    std::string hv = cur;
-    gx.substitute(hidden, [hv](const Index &) { return fvar(hv); });
+    std::vector<StmtP> body;
+    for (size_t q = 0; q < c1s.size(); ++q) {
+      const Contraction &cq = c1s[q];
+      Index out1 = cq.outIndex(bi, row, hcol);
+      E acc = kir::load(Hc[q], {tv, i, j});
+      if (cq.alpha != 1.0)
+        acc = f32(cq.alpha) * acc;
+      for (const auto &term : cq.addTerms)
+        acc = acc + term(out1);
+      std::string cur = "h" + suffix(q);
+      body.push_back(kir::decl(cur, DType::F32, acc));
+      // Each contraction's epilogue scalars under names of its own.
+      std::vector<StmtP> steps = applySteps(cq, gx, out1, cur, Q == 1 ? "e" : cat("e", q, "_"));
+      body.insert(body.end(), steps.begin(), steps.end());
+      std::string hv = cur;
+      gx.substitute(n1s[q]->result(), [hv](const Index &) { return fvar(hv); });
+    }
     body.push_back(kir::decl("hn", DType::F32, c2.aAt(bi, row, hcol)));
     E hsAt = (tv % E(colTiles)) * E(tl.TN) + j;
     // Rows past M and hidden columns past H hold zeros (the second product may read them).
@@ -392,7 +434,7 @@ public:
     return a && (a->op() == Op::MatMul || a->op() == Op::Gemm);
   }
   bool lowersGroup(const KernelGroup &g) const override {
-    return g.chained != nullptr && lowers(g.anchor);
+    return !g.chained.empty() && lowers(g.anchor);
   }
   std::optional<MemProperty> requiredProperty() const override {
     return MemProperty::TileCompatibleCompute;
@@ -432,7 +474,7 @@ public:
                 continue;
               int64_t threads = (bm / tm) * (bh / tn);
               int64_t tn2 = p.N2 * tn / bh;
-              int64_t smem = 4 * (bm * bk + bk * bh + bm * bh + bh * p.N2);
+              int64_t smem = 4 * (bm * bk + p.firsts * bk * bh + bm * bh + bh * p.N2);
               if (threads < 32 || threads > 256 || tn2 > 64 || smem > 44 * 1024)
                 continue;
               out.push_back(knobsToMap(ChainKnobs{bm, bh, bk, tm, tn, std::nullopt}));
@@ -446,8 +488,9 @@ public:
     int64_t BM = knobOf(k, "BM", 1), BH = knobOf(k, "BH", 1), BK = knobOf(k, "BK", 1);
     int64_t TM = knobOf(k, "TM", 1), TN = knobOf(k, "TN", 1);
     int64_t mt = ceilDiv(p.M, BM), ht = ceilDiv(p.H, BH), blocks = p.batch * mt;
-    double exact = 2.0 * double(p.batch * p.M) * double(p.H) * double(p.K1 + p.N2);
-    double padded = 2.0 * double(blocks * BM) * double(ht * BH) * double(roundUp(p.K1, BK) + p.N2);
+    double exact = 2.0 * double(p.batch * p.M) * double(p.H) * double(p.firsts * p.K1 + p.N2);
+    double padded =
+        2.0 * double(blocks * BM) * double(ht * BH) * double(p.firsts * roundUp(p.K1, BK) + p.N2);
     s.flops = double(flops) - exact + padded;
     s.rereadSet = tileSet(k);
     s.serialTiles = ht * (ceilDiv(p.K1, BK) + 1);
@@ -465,22 +508,26 @@ public:
     // micro-kernel block and one 32-column panel of B), ~100 cycles per micro-kernel call (it
     // loads its 8 x 32 accumulator block, fills the FMA chains, stores it back): the first
     // product calls it once per k step and block of the hidden tile, the second once per
-    // hidden tile and block of the output tile, so small hidden tiles pay the output tile's
-    // round trips. Checked on GPT-2's MLP (one core of this project's Xeon, all 16 candidates,
-    // --candidate-rank): the best chained form ran 1.03x the two plain kernels; predicted 1.03x.
+    // hidden tile and block of the output tile. Measured on this project's Xeon (GPT-2's MLP,
+    // all 16 candidates by --candidate-rank, one thread): the chained forms ran 0.99-1.03x the
+    // two plain kernels; LLaMA's gated MLP 0.95x at two threads, 1.0x at one.
     double wsKiB = double(4 * (8 * std::max(BK, BH) + std::max(BK, BH) * 32)) / 1024.0;
     s.vectorShare = 0.89 / (1.0 + 0.00056 * wsKiB);
-    double calls1 = double(ceilDiv(p.K1, BK) * ceilDiv(BM, 8) * ceilDiv(BH, 32));
+    double calls1 = double(p.firsts * ceilDiv(p.K1, BK) * ceilDiv(BM, 8) * ceilDiv(BH, 32));
     double calls2 = double(ceilDiv(BM, 8) * ceilDiv(p.N2, 32));
-    double perBlock = double(ht) * 100.0 * (calls1 + calls2);
+    // The second product's calls cost ~10 cycles each, not 100: its accumulator blocks stay in
+    // L1 / L2 between the hidden tiles (GPT-2's MLP on one core: hidden tiles of 32 ran 0.0155
+    // ms slower than tiles of 256, for 3584 more calls).
+    double perBlock = double(ht) * (100.0 * calls1 + 10.0 * calls2);
     // Each hidden tile's accumulators go through the epilogue into hs (its FLOPs are the
     // group's): a load and a store, ~0.25 cycles a float.
-    perBlock += 0.25 * double(ht * BM * BH);
+    perBlock += 0.25 * double(p.firsts * ht * BM * BH);
     // B staged (no view) ~0.45 cycles per element copied, read as rows (packed by the
     // micro-kernel as it goes) ~0.2, in packed panels nothing.
     double b1 = !p.b1Views ? 0.45 : p.b1Rows ? 0.2 : 0.0;
     double b2 = !p.b2Views ? 0.45 : p.b2Rows ? 0.2 : 0.0;
-    perBlock += double(ht) * (b1 * double(roundUp(p.K1, BK) * BH) + b2 * double(BH * p.N2));
+    perBlock +=
+        double(ht) * (b1 * double(p.firsts * roundUp(p.K1, BK) * BH) + b2 * double(BH * p.N2));
     if (!p.aInPlace)
       perBlock += 0.1 * double(BM * p.K1);
     perBlock += 0.5 * normElems; // the folded norm's passes (kNormRowCycles)
@@ -507,7 +554,7 @@ public:
     const ChainProblem &p = problemOf<ChainProblem>(k);
     int64_t tm = knobOf(k, "TM", 1), tn = knobOf(k, "TN", 1), bh = knobOf(k, "BH", 1);
     int64_t tn2 = p.N2 * tn / std::max<int64_t>(1, bh);
-    return 34 + tm * tn + tm * tn2 + 2 * (tm + tn);
+    return 34 + p.firsts * tm * tn + tm * tn2 + 2 * (tm + tn);
   }
   double loadsInFlight() const override { return 8.0; }
   std::vector<std::string> hostViolations(const CostShape &s, const Hardware &hw) const override {
@@ -522,7 +569,8 @@ private:
   static int64_t tileSet(const kir::Kernel &k) {
     const ChainProblem &p = problemOf<ChainProblem>(k);
     int64_t BM = knobOf(k, "BM", 1), BH = knobOf(k, "BH", 1);
-    return 4 * (BM * p.K1 + 2 * BM * BH + p.K1 * BH + BH * p.N2 + BM * p.N2);
+    return 4 *
+           (BM * p.K1 + (1 + p.firsts) * BM * BH + p.firsts * p.K1 * BH + BH * p.N2 + BM * p.N2);
   }
 };
 

@@ -563,13 +563,13 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const
 
 // Applies the remaining epilogue steps to `v`, one scalar per step.
 std::vector<StmtP> applySteps(const Contraction &c, const GroupExpr &gx, const Index &out,
-                              std::string &cur) {
+                              std::string &cur, const std::string &prefix) {
   std::vector<StmtP> body;
   for (size_t i = 0; i < c.steps.size(); ++i) {
     const auto &[step, operand] = c.steps[i];
     E opnd = operand ? asF32(gx.at(operand, broadcastIndex(operand->type().shape, c.outShape, out)))
                      : E();
-    std::string next = cat("e", i + 1);
+    std::string next = cat(prefix, i + 1);
     body.push_back(kir::decl(next, DType::F32, epilogueStepExpr(step, fvar(cur), opnd)));
     cur = next;
   }
@@ -806,9 +806,11 @@ std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
     return std::nullopt;
   E at = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
   auto lin = flatOffset(at, {"aicf_kk", "aicf_col"});
-  if (!lin || at->buf->shape.size() != 3)
+  if (!lin || at->buf->shape.size() < 3)
     return std::nullopt;
-  const std::vector<int64_t> &shape = at->buf->shape;
+  // [L.., P, K, NR]: a batched weight's entry (split-chains' slices) starts at the base.
+  const std::vector<int64_t> &full = at->buf->shape;
+  std::vector<int64_t> shape(full.end() - 3, full.end());
   int64_t nr = shape[2], stride = shape[1] * nr;
   std::string col = kir::exprStr(ivar("aicf_col"));
   auto coef = [&](const std::string &term) {

@@ -67,12 +67,18 @@ public:
   }
 
 private:
+  // A rank-2 weight, or for matmul a batched one ([L.., K, N]: split-chains' slices), packed
+  // per batch entry.
   static bool eligible(const Node &n, const Value &w) {
-    if (!w.isWeight() || !w.hasData() || w.type().dtype != DType::F32 || w.type().rank() != 2)
+    if (!w.isWeight() || !w.hasData() || w.type().dtype != DType::F32)
+      return false;
+    size_t rank = static_cast<size_t>(w.type().rank());
+    if (rank != 2 && !(n.op() == Op::MatMul && rank > 2))
       return false;
     if (n.op() == Op::MatMul && n.operand(0)->type().rank() < 2)
       return false;
-    int64_t cols = n.op() == Op::Gemm && n.i("transB") != 0 ? w.type().shape[0] : w.type().shape[1];
+    const auto &shape = w.type().shape;
+    int64_t cols = n.op() == Op::Gemm && n.i("transB") != 0 ? shape[0] : shape[rank - 1];
     return cols >= kPanel;
   }
 
@@ -87,34 +93,48 @@ private:
     return kWidePanel;
   }
 
-  // Wp [P, K, NR] from W ([K, N], or [N, K] when `trans`), and the view of it as [K, N].
+  // Wp [L.., P, K, NR] from W ([L.., K, N], or [N, K] when `trans`), and the view of it as
+  // [L.., K, N]: each batch entry's [K, N] packed on its own.
   static Value *pack(Graph &g, Node &user, Value *w, bool trans, int64_t nr) {
     const Tensor &src = *w->data();
-    int64_t K = trans ? src.shape()[1] : src.shape()[0],
-            N = trans ? src.shape()[0] : src.shape()[1];
+    std::vector<int64_t> lead = src.shape();
+    size_t r = lead.size();
+    int64_t K = trans ? lead[1] : lead[r - 2], N = trans ? lead[0] : lead[r - 1];
+    lead.resize(r - 2);
+    int64_t L = 1;
+    for (int64_t d : lead)
+      L *= d;
     int64_t P = (N + nr - 1) / nr;
-    auto out = std::make_shared<Tensor>(TensorType(DType::F32, {P, K, nr}));
+    std::vector<int64_t> packed = lead;
+    packed.insert(packed.end(), {P, K, nr});
+    auto out = std::make_shared<Tensor>(TensorType(DType::F32, packed));
     const float *s = src.data<float>();
     float *d = out->data<float>();
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t j = 0; j < nr && p * nr + j < N; ++j) {
-          int64_t col = p * nr + j;
-          d[(p * K + k) * nr + j] = trans ? s[col * K + k] : s[k * N + col];
-        }
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t j = 0; j < nr && p * nr + j < N; ++j) {
+            int64_t col = p * nr + j;
+            d[((l * P + p) * K + k) * nr + j] =
+                trans ? s[col * K + k] : s[(l * K + k) * N + col];
+          }
     Value *wp = g.addWeight(w->name() + ".panels", out);
     wp->loc = w->loc;
     Location loc = w->loc;
-    Value *v =
-        g.createNode(Op::Transpose, {wp}, {{"perm", std::vector<int64_t>{1, 0, 2}}}, loc, &user)
-            ->result();
-    v = g.createNode(Op::Reshape, {v}, {{"shape", std::vector<int64_t>{K, P * nr}}}, loc, &user)
-            ->result();
+    std::vector<int64_t> perm;
+    for (size_t i = 0; i < lead.size(); ++i)
+      perm.push_back(static_cast<int64_t>(i));
+    int64_t b = static_cast<int64_t>(lead.size());
+    perm.insert(perm.end(), {b + 1, b, b + 2});
+    std::vector<int64_t> viewShape = lead;
+    viewShape.insert(viewShape.end(), {K, P * nr});
+    Value *v = g.createNode(Op::Transpose, {wp}, {{"perm", perm}}, loc, &user)->result();
+    v = g.createNode(Op::Reshape, {v}, {{"shape", viewShape}}, loc, &user)->result();
     if (P * nr != N)
       v = g.createNode(Op::Slice, {v},
                        {{"starts", std::vector<int64_t>{0}},
                         {"ends", std::vector<int64_t>{N}},
-                        {"axes", std::vector<int64_t>{1}},
+                        {"axes", std::vector<int64_t>{b + 1}},
                         {"steps", std::vector<int64_t>{1}}},
                        loc, &user)
               ->result();

@@ -134,7 +134,7 @@ TEST_CASE("chained contractions: which pairs chain, the group they make, priced 
   fo.rowNorms = FusionOptions::RowNorms::Store;
   fo.kernelCost = [](const KernelGroup &k) {
     // A chained kernel is priced 15 us, every other one 10.
-    return k.chained ? 15.0 : 10.0;
+    return !k.chained.empty() ? 15.0 : 10.0;
   };
   Partition p = partitionGraph(*g, fo);
   // Two chains priced (h -> y, h2 -> z); h3 is a graph output: not offered.
@@ -150,35 +150,35 @@ TEST_CASE("chained contractions: which pairs chain, the group they make, priced 
   CHECK(p.remat[0].what.rfind("matmul ", 0) == 0);
   CHECK(p.remat[0].what.find(" -> matmul ") != std::string::npos);
   const KernelGroup &y = groupOf(p, "y");
-  REQUIRE(y.chained != nullptr);
-  CHECK(y.chained->result(0)->name() == "h");
+  REQUIRE(y.chained.size() == 1);
+  CHECK(y.chained[0]->result(0)->name() == "h");
   CHECK(names(y.nodes) == "h,y");
   CHECK(names(y.inputs) == "x,w1,b1,w2,b2,r");
   CHECK(names(y.outputs) == "y");
   CHECK_FALSE(anchored(p, "h"));
   CHECK(names(groupOf(p, "z").nodes) == "h2,z");
   // The hidden is a graph output: two kernels.
-  CHECK(groupOf(p, "q").chained == nullptr);
+  CHECK(groupOf(p, "q").chained.empty());
   CHECK(anchored(p, "h3"));
 
   // Priced higher: not chained, the partition is the plain one.
-  fo.kernelCost = [](const KernelGroup &k) { return k.chained ? 25.0 : 10.0; };
+  fo.kernelCost = [](const KernelGroup &k) { return !k.chained.empty() ? 25.0 : 10.0; };
   Partition q = partitionGraph(*g, fo);
   REQUIRE(q.remat.size() == 2);
   CHECK_FALSE(q.remat[0].recomputed);
   CHECK(q.remat[0].recomputeUs == 25.0);
   CHECK(anchored(q, "h"));
-  CHECK(groupOf(q, "y").chained == nullptr);
+  CHECK(groupOf(q, "y").chained.empty());
   CHECK(names(groupOf(q, "y").inputs) == "h,w2,b2,r");
   // No schedule fits (+inf): never chained, even when forced.
   fo.chains = FusionOptions::Chains::Fuse;
   fo.kernelCost = [](const KernelGroup &k) {
-    return k.chained ? std::numeric_limits<double>::infinity() : 10.0;
+    return !k.chained.empty() ? std::numeric_limits<double>::infinity() : 10.0;
   };
   CHECK(anchored(partitionGraph(*g, fo), "h"));
   // The policy forces the chain, or keeps every contraction a kernel.
-  fo.kernelCost = [](const KernelGroup &k) { return k.chained ? 25.0 : 10.0; };
-  CHECK(groupOf(partitionGraph(*g, fo), "y").chained != nullptr);
+  fo.kernelCost = [](const KernelGroup &k) { return !k.chained.empty() ? 25.0 : 10.0; };
+  CHECK(!groupOf(partitionGraph(*g, fo), "y").chained.empty());
   fo.chains = FusionOptions::Chains::Store;
   Partition s = partitionGraph(*g, fo);
   CHECK(s.remat.empty());
@@ -302,4 +302,60 @@ TEST_CASE("split-chains: which chains split, the split form matches the interpre
   host.splitChains = true;
   host.chains = "store";
   CHECK(buildModel(*g, host).plan.splitChains.empty());
+}
+
+TEST_CASE("chained contractions: a gated pair (SwiGLU) chains with its sibling, host and GPU") {
+  // gate and up over the same X, combined by silu and mul, read by the down projection: one
+  // kernel computing both hidden tiles, combining them and multiplying into the output tile.
+  // Odd sizes: 20 rows (no 16- or 32-row tile divides it), hidden 40 (no 32-wide tile).
+  std::unique_ptr<Graph> g = parseGraph(
+      R"(graph @swiglu(%x: f32[20,48], %r: f32[20,32]) -> (%y: f32[20,32]) {
+  %wg = weight f32[48,40]
+  %wu = weight f32[48,40]
+  %wd = weight f32[40,32]
+  %gate = matmul(%x, %wg) {epilogue = ["silu"]} : f32[20,40]
+  %up = matmul(%x, %wu) : f32[20,40]
+  %m = mul(%gate, %up) : f32[20,40]
+  %y = matmul(%m, %wd, %r) {epilogue = ["add"]} : f32[20,32]
+  return %y
+}
+)",
+      "swiglu.mcir");
+  {
+    PassManager pm;
+    pm.add(createPass("annotate-properties"));
+    PassContext ctx;
+    pm.run(*g, ctx);
+  }
+  FusionOptions fo;
+  fo.kernelCost = [](const KernelGroup &k) { return !k.chained.empty() ? 15.0 : 10.0; };
+  Partition p = partitionGraph(*g, fo);
+  REQUIRE(p.remat.size() == 1);
+  const RematDecision &d = p.remat[0];
+  CHECK(d.kind == RematDecision::Kind::Chain);
+  CHECK(d.recomputed);
+  CHECK(d.storeUs == 30.0); // three kernels
+  CHECK(d.what.find(" and matmul ") != std::string::npos);
+  CHECK(d.values == std::vector<std::string>{"m"});
+  REQUIRE(p.groups.size() == 1);
+  const KernelGroup &y = p.groups[0];
+  REQUIRE(y.chained.size() == 2);
+  // The mul joined the gate's group (its first operand's): the gate's contraction comes first,
+  // its sibling after it.
+  CHECK(y.chained[0]->result(0)->name() == "gate");
+  CHECK(y.chained[1]->result(0)->name() == "up");
+  CHECK(names(y.nodes) == "gate,up,m,y");
+  CHECK(names(y.outputs) == "y");
+
+  fillWeights(*g, 25);
+  std::vector<Tensor> in = randomInputs(*g, 26);
+  for (const char *plan : {"cpu", "cuda:sm_90"}) {
+    CAPTURE(plan);
+    CompileOptions opts;
+    opts.planFor = Target::parseSpec(plan);
+    opts.chains = "fuse";
+    CompiledModel cm = compileRunCheck(*g, opts, in);
+    CHECK(chainedKernels(cm) == 1);
+    CHECK(cm.plan.steps.size() == 1);
+  }
 }
