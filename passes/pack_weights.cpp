@@ -115,8 +115,7 @@ private:
         for (int64_t k = 0; k < K; ++k)
           for (int64_t j = 0; j < nr && p * nr + j < N; ++j) {
             int64_t col = p * nr + j;
-            d[((l * P + p) * K + k) * nr + j] =
-                trans ? s[col * K + k] : s[(l * K + k) * N + col];
+            d[((l * P + p) * K + k) * nr + j] = trans ? s[col * K + k] : s[(l * K + k) * N + col];
           }
     Value *wp = g.addWeight(w->name() + ".panels", out);
     wp->loc = w->loc;
