@@ -92,7 +92,9 @@ struct PanelView {
   int64_t panel = 0, stride = 0, cols = 0; // cols: P * NR, the padded width
 };
 
-Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host);
+// `flattenBelow`: on the host, a batch over an unbatched B is folded into the rows when A has
+// fewer rows than this per batch entry.
+Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t flattenBelow = 32);
 Contraction gemmSpec(const Node &n, const GroupExpr &gx);
 
 // Applies the remaining epilogue steps to `cur` (renamed as each step is declared), one scalar

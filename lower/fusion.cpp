@@ -66,7 +66,8 @@
 //     combine with it (SwiGLU's gate beside its up projection), when the planner prices the
 //     merged kernel (lower/recipe_chained_contraction.cpp: each row tile computes the hidden
 //     rows one tile at a time and multiplies them into its output tile at once) clearly below
-//     the kernels it replaces (kChainMargin); the decision is recorded with both times
+//     the kernels it replaces, or within the model's error of them and moving fewer bytes
+//     (kChainMargin); the decision is recorded with both times
 //     (Partition::remat, kind Chain). The hidden result is never stored: an MLP's [M, H]
 //     activation leaves the plan.
 // Groups are finally ordered topologically, ties broken by their first node's position.
@@ -808,7 +809,7 @@ private:
         continue;
       auto price = [&](int g) {
         attachFolded(g);
-        return opts_.kernelCost(kernelGroup(g));
+        return opts_.kernelCost(kernelGroup(g)).us;
       };
       RematDecision d;
       d.kind = RematDecision::Kind::RowNorm;
@@ -872,9 +873,11 @@ private:
     return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
   }
 
-  // Rule 8 chains only when the chained kernel is predicted clearly faster: within the host
-  // model's error on the measured chains (about 3%) the plain kernels stay, since on a multi-core
-  // host every row tile of the chained form streams the whole weights (each core reads them).
+  // Rule 8's band of equal times: the host model's error on the measured chains is about 3%.
+  // Within it the form moving fewer bytes wins: on a multi-core host every row tile of the
+  // chained form streams the whole weights (each core reads them: more bytes than the plain
+  // kernels), on one core or a GPU (the weights stay in L2) the chain saves the hidden's round
+  // trip.
   static constexpr double kChainMargin = 0.97;
 
   // Rule 8: whether group gi holds contraction c alone (with what rule 7 or rule 0 copied into
@@ -942,9 +945,12 @@ private:
         merged += static_cast<int>(groups_[f].nodes.size());
       if (full(g2, static_cast<size_t>(merged)))
         continue;
+      int64_t storeBytes = 0;
       auto price = [&](int g) {
         attachFolded(g);
-        return opts_.kernelCost(kernelGroup(g));
+        KernelPrice k = opts_.kernelCost(kernelGroup(g));
+        storeBytes += k.bytes;
+        return k.us;
       };
       RematDecision dec;
       dec.kind = RematDecision::Kind::Chain;
@@ -973,10 +979,15 @@ private:
           }
         }
       chained_[g2] = chain;
-      dec.recomputeUs = price(g2);
-      dec.recomputed =
-          std::isfinite(dec.recomputeUs) && (opts_.chains == FusionOptions::Chains::Fuse ||
-                                             dec.recomputeUs < kChainMargin * dec.storeUs);
+      attachFolded(g2);
+      KernelPrice fused = opts_.kernelCost(kernelGroup(g2));
+      dec.recomputeUs = fused.us;
+      // Clearly faster, or as fast within the model's error and fewer bytes moved.
+      bool fewerBytes = fused.bytes > 0 && storeBytes > 0 && fused.bytes < storeBytes;
+      dec.recomputed = std::isfinite(dec.recomputeUs) &&
+                       (opts_.chains == FusionOptions::Chains::Fuse ||
+                        dec.recomputeUs < kChainMargin * dec.storeUs ||
+                        (fewerBytes && dec.recomputeUs * kChainMargin <= dec.storeUs));
       p.remat.push_back(dec);
       if (!dec.recomputed) { // put everything back
         groups_[g2].nodes = before;

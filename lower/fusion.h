@@ -118,8 +118,14 @@ using RematCostFn = std::function<RematCost(const KernelGroup &probe, int64_t in
                                             int64_t outBytes, int consumers)>;
 
 // The predicted time of one candidate kernel group (the planner's best schedule for it; +inf
-// when none fits). A callback keeps the partition below the planner in the layering.
-using KernelCostFn = std::function<double(const KernelGroup &)>;
+// when none fits) and the bytes that schedule moves (0: not given). A callback keeps the
+// partition below the planner in the layering.
+struct KernelPrice {
+  double us = 0;
+  int64_t bytes = 0;
+  KernelPrice(double t = 0, int64_t b = 0) : us(t), bytes(b) {}
+};
+using KernelCostFn = std::function<KernelPrice(const KernelGroup &)>;
 
 struct FusionOptions {
   // With a cost function (the planner's, plan/cost_model.h), shared elementwise groups are

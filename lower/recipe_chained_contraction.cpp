@@ -33,6 +33,7 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -48,9 +49,12 @@ kir::BufferP tile(const std::string &name, std::vector<int64_t> shape, kir::Scop
       kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp});
 }
 
+// Host: a batch over unbatched weights (an MLP over [B, T, D]) is always folded into the rows,
+// so a row tile spans batch entries and the weights are streamed once per row tile, not once
+// per batch entry and row tile.
 Contraction specOf(const Node &n, const GroupExpr &gx, bool host) {
   switch (n.op()) {
-  case Op::MatMul: return matmulSpec(n, gx, host);
+  case Op::MatMul: return matmulSpec(n, gx, host, std::numeric_limits<int64_t>::max());
   case Op::Gemm: return gemmSpec(n, gx);
   default:
     throw InternalError(cat("chained_contraction cannot lower ", n.name(), " (", n.where(), ")"));
@@ -74,7 +78,8 @@ ChainTiles chooseChainTiles(const Contraction &c1, const Contraction &c2, const 
     // The output's thread tile (N2 TN / BH columns) must be whole.
     t.TN = knobs.get("TN", t.BH / std::gcd(N2, t.BH));
   } else {
-    t.BM = knobs.get("BM", std::min<int64_t>(roundUp(c1.M, 8), 64));
+    // Host: row tiles as tall as fit (every row tile streams the whole weights).
+    t.BM = knobs.get("BM", std::min<int64_t>(roundUp(c1.M, 8), 128));
     t.BH = knobs.get("BH", std::min<int64_t>(roundUp(H, 32), 128));
     t.BK = knobs.get("BK", roundUp(c1.K, 8));
     t.TM = knobs.get("TM", t.BM);
@@ -545,9 +550,14 @@ public:
     int64_t set = tileSet(k);
     int64_t we = std::max<int64_t>(1, std::min(p.w1Entries, p.w2Entries));
     Rereads w = rereadsOf(hw, p.w1Bytes + p.w2Bytes, we, blocks / we, blocks, set, we == 1);
+    // X: each block re-reads its row tile once per hidden tile after the first (from L2 when
+    // it fits beside the tiles: the same core), and the blocks of other slices read it again.
     int64_t xSlices = std::max<int64_t>(1, p.xEntries) * mt;
-    Rereads x = rereadsOf(hw, p.xBytes, xSlices, ht * std::max<int64_t>(1, blocks / xSlices),
-                          blocks, set, blocks > xSlices);
+    int64_t perSlice = std::max<int64_t>(1, blocks / xSlices);
+    Rereads x = rereadsOf(hw, p.xBytes, xSlices, perSlice, blocks, set, perSlice > 1);
+    int64_t within = p.xBytes * perSlice * (ht - 1);
+    bool fits = hw.gpu ? 2 * p.xBytes <= hw.l2Bytes : p.xBytes / xSlices + set <= hw.l2Bytes;
+    (fits ? x.cached : x.memory) += within;
     return {w.memory + x.memory, w.cached + x.cached};
   }
   int64_t registers(const kir::Kernel &k) const override {

@@ -97,7 +97,7 @@ std::vector<int64_t> broadcastBatch(const std::vector<int64_t> &a, const std::ve
   return out;
 }
 
-Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host) {
+Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t flattenBelow) {
   Contraction c;
   const Value *a = n.operand(0), *b = n.operand(1);
   std::vector<int64_t> as = a->type().shape, bs = b->type().shape;
@@ -144,7 +144,8 @@ Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host) {
   // per-batch tiles are as good (measured on the LLaMA MLP, 64 rows: slightly better). Host
   // plans only for now: on sm_80 the row split's index arithmetic costs BERT's projection
   // register spills (the GPU plans have not been measured on a GPU yet).
-  if (host && !aVec && !batch.empty() && product(bBatch) == 1 && aBatch == batch && c.M < 32) {
+  if (host && !aVec && !batch.empty() && product(bBatch) == 1 && aBatch == batch &&
+      c.M < flattenBelow) {
     int64_t m = c.M;
     auto aAt = c.aAt, bAt = c.bAt;
     auto outIndex = c.outIndex;

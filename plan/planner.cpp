@@ -204,9 +204,9 @@ KernelCostFn kernelCostFor(const Hardware &hw, const PlannerOptions &opts) {
     try {
       planKernel(g, "probe", hw, best, &d);
     } catch (const UserError &) {
-      return std::numeric_limits<double>::infinity();
+      return KernelPrice(std::numeric_limits<double>::infinity());
     }
-    return d.chosen.cost.timeUs;
+    return KernelPrice(d.chosen.cost.timeUs, d.chosen.cost.bytes);
   };
 }
 
