@@ -550,6 +550,9 @@ def main():
     ap.add_argument("--min-seconds", type=float, default=1.0,
                     help="each timing goes on past --reps rounds until this many seconds have passed")
     ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--aicfc-args", default="",
+                    help="extra aicfc flags for every model (e.g. '--hardware bench/host-1core.yaml' "
+                         "to time the one-core plan)")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "bench", "work"))
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results.md"))
     ap.add_argument("--plot", default=os.path.join(ROOT, "bench", "latency_ratio.png"))
@@ -591,7 +594,8 @@ def main():
         model = onnx.load(os.path.join(mdir, "model.onnx"))
         log(f"{name}: aicfc")
         try:
-            row["aicf"] = compile_aicf(a.build, mdir, os.path.join(wd, "aicf"), model_args(mdir), cxxbin)
+            row["aicf"] = compile_aicf(a.build, mdir, os.path.join(wd, "aicf"),
+                                       model_args(mdir) + a.aicfc_args.split(), cxxbin)
             cx = row["aicf"]["cxx"]
             row["compile"]["aicf"] = (f"{row['aicf']['wall']:.2f} s (C++ {cx:.2f} s)" if cx > 0 else
                                       f"{row['aicf']['wall']:.2f} s (C++ not seen: `c++` not run via PATH)")
