@@ -45,6 +45,7 @@ struct Flags {
   std::string attention = "cost";
   std::string rowNorms = "cost";
   std::string chains = "cost";
+  std::string normEpilogues = "cost";
   bool noPackWeights = false;
   bool noBlockChannels = false;
   bool noSplitK = false;
@@ -162,6 +163,7 @@ int compile(const Flags &flags) {
   copts.attention = flags.attention;
   copts.rowNorms = flags.rowNorms;
   copts.chains = flags.chains;
+  copts.normEpilogues = flags.normEpilogues;
   copts.packWeights = !flags.noPackWeights;
   copts.blockChannels = !flags.noBlockChannels;
   copts.splitK = !flags.noSplitK;
@@ -254,6 +256,12 @@ int main(int argc, char **argv) {
                  "a matmul / gemm read only as another's left operand (an MLP's two "
                  "projections): cost: one chained kernel, the intermediate never stored, when "
                  "the cost model prices it lower; fuse; store")
+      ->check(CLI::IsMember({"cost", "fuse", "store"}))
+      ->capture_default_str();
+  app.add_option("--norm-epilogues", flags.normEpilogues,
+                 "a layer_norm / rms_norm of a matmul / gemm's output rows (a post-norm): cost: "
+                 "applied in the contraction's tiles (whole rows, host plans) when the cost "
+                 "model prices it lower; fuse; store")
       ->check(CLI::IsMember({"cost", "fuse", "store"}))
       ->capture_default_str();
   app.add_option("--candidate-rank", flags.candidateRank,

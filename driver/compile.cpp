@@ -506,6 +506,9 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
   fusion.rowNorms = o.rowNorms == "fold"    ? FusionOptions::RowNorms::Fold
                     : o.rowNorms == "store" ? FusionOptions::RowNorms::Store
                                             : FusionOptions::RowNorms::Cost;
+  fusion.normEpilogues = o.normEpilogues == "fuse"    ? FusionOptions::NormEpilogues::Fuse
+                         : o.normEpilogues == "store" ? FusionOptions::NormEpilogues::Store
+                                                      : FusionOptions::NormEpilogues::Cost;
   fusion.chains = o.chains == "fuse"    ? FusionOptions::Chains::Fuse
                   : o.chains == "store" ? FusionOptions::Chains::Store
                                         : FusionOptions::Chains::Cost;
@@ -678,6 +681,14 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     std::string vals;
     for (const std::string &v : d.values)
       vals += (vals.empty() ? "" : ", ") + v;
+    if (d.kind == RematDecision::Kind::NormEpilogue) { // fusion rule 9: whole kernels' times
+      std::snprintf(line, sizeof line, "%.3g us vs two kernels %.3g us", d.recomputeUs,
+                    d.storeUs);
+      os << "   " << (d.recomputed ? "applied" : "not applied") << " " << d.what
+         << " as its epilogue (" << vals << " " << (d.recomputed ? "never stored" : "stored")
+         << "): one kernel " << line << "\n";
+      continue;
+    }
     if (d.kind == RematDecision::Kind::Chain) { // fusion rule 8: whole kernels' times
       std::snprintf(line, sizeof line, "%.3g us vs two kernels %.3g us", d.recomputeUs, d.storeUs);
       os << "   " << (d.recomputed ? "chained" : "not chained") << " " << d.what << " (" << vals

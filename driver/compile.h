@@ -49,6 +49,9 @@ struct CompileOptions {
   // (one chained kernel when the planner prices it lower), "fuse" (always, where legal) or
   // "store" (always two kernels, the intermediate stored).
   std::string chains = "cost";
+  // --norm-epilogues: a layer_norm / rms_norm of a contraction's output rows (lower/fusion.h
+  // rule 9): "cost", "fuse" (always, where legal) or "store" (a kernel of its own).
+  std::string normEpilogues = "cost";
   // Host plans: constant GEMM weights packed into the micro-kernel's column panels
   // (passes/pack_weights.cpp); aicfc --no-pack-weights turns it off (for comparisons).
   bool packWeights = true;

@@ -130,4 +130,17 @@ std::vector<StmtP> rowNormPrologue(const Node &norm, GroupExpr &gx, Contraction 
                                    const Index &bi, E m0, const std::string &t,
                                    std::vector<kir::BufferP> &allocs);
 
+// A row norm epilogue (lower/fusion.h rule 9) over an accumulator tile C [threads, TM, TN] whose
+// thread tiles hold whole rows of N columns: `fin` (the per-element statements that computed
+// the anchor's value `cur`) followed by storing the norm's input into C, the rows' statistics,
+// and the normalised rows through the group's stores; `overTile` wraps per-element statements
+// in the tile's (guarded) region. Returns the three regions.
+std::vector<StmtP> normEpilogueRegions(const Node &norm, const KernelGroup &g, GroupExpr &gx,
+                                       const Value *result, const std::string &cur,
+                                       std::vector<StmtP> fin, const kir::BufferP &C, E tv,
+                                       int64_t TM, int64_t N, const Index &out,
+                                       const std::string &t,
+                                       const std::function<StmtP(std::vector<StmtP>)> &overTile,
+                                       std::vector<kir::BufferP> &allocs);
+
 } // namespace aicf::contraction

@@ -56,8 +56,9 @@
 //     rematerializable_intermediate, is copied with the reshapes between into every reader's
 //     group when the planner prices those kernels (each computing its tile rows' statistics and
 //     normalising A as it stages it) below the norm's kernel plus the readers' kernels as they
-//     are; the decision is recorded with both times (Partition::remat). The norm's result is
-//     then never stored: its write and the readers' reads of it leave the plan.
+//     are, or within the model's error of them and moving fewer bytes (kTimeBand); the decision
+//     is recorded with both times (Partition::remat). The norm's result is then never stored:
+//     its write and the readers' reads of it leave the plan.
 //  8. Chained contractions (with a kernel cost function). A matmul / gemm (transA 0, f32)
 //     whose result (through elementwise nodes of its shape) is read only as the A operand of
 //     another matmul / gemm over the same batch (split-chains' slices are a batch), in a group
@@ -67,9 +68,16 @@
 //     merged kernel (lower/recipe_chained_contraction.cpp: each row tile computes the hidden
 //     rows one tile at a time and multiplies them into its output tile at once) clearly below
 //     the kernels it replaces, or within the model's error of them and moving fewer bytes
-//     (kChainMargin); the decision is recorded with both times
+//     (kTimeBand); the decision is recorded with both times
 //     (Partition::remat, kind Chain). The hidden result is never stored: an MLP's [M, H]
 //     activation leaves the plan.
+//  9. Norm epilogues (with a kernel cost function). A layer_norm / rms_norm over the last axis,
+//     alone in its group, whose input is the only output of a contraction group (plain or
+//     chained) and read by nothing else, is applied in that group after the contraction's epilogue:
+//     the tiles hold whole output rows, compute their statistics and store the normalised
+//     rows (BERT's post-LN), when the planner prices it lower (or as fast within the model's
+//     error and fewer bytes); recorded with both times (Partition::remat, kind NormEpilogue).
+//     The un-normalised rows are never stored.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
 // Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
@@ -187,6 +195,8 @@ public:
       foldRowNorms(p);
     if (opts_.kernelCost && opts_.chains != FusionOptions::Chains::Store)
       chainContractions(p);
+    if (opts_.kernelCost && opts_.normEpilogues != FusionOptions::NormEpilogues::Store)
+      foldNormEpilogues(p);
     finish(p);
     return p;
   }
@@ -754,6 +764,8 @@ private:
     kg.kind = grp.anchor ? grp.anchor->name() : "fused_elementwise";
     if (auto it = chained_.find(gi); it != chained_.end())
       kg.chained = it->second;
+    if (auto it = normEpilogue_.find(gi); it != normEpilogue_.end())
+      kg.normEpilogue = it->second;
     kg.nodes = grp.nodes;
     std::sort(kg.nodes.begin(), kg.nodes.end(),
               [&](const Node *a, const Node *b) { return idx(a) < idx(b); });
@@ -807,9 +819,12 @@ private:
         ok = ok && !full(c, moved[c].size());
       if (!ok || cons.empty())
         continue;
+      int64_t bytes = 0; // planned bytes of the kernels priced so far
       auto price = [&](int g) {
         attachFolded(g);
-        return opts_.kernelCost(kernelGroup(g)).us;
+        KernelPrice k = opts_.kernelCost(kernelGroup(g));
+        bytes += k.bytes;
+        return k.us;
       };
       RematDecision d;
       d.kind = RematDecision::Kind::RowNorm;
@@ -827,6 +842,8 @@ private:
         before.push_back(groups_[c].nodes);
       }
       std::set<std::pair<int, int>> copiesBefore = copies_;
+      const int64_t storeBytes = bytes;
+      bytes = 0;
       std::set<Node *> all;
       for (int c : cons)
         for (Node *m : moved[c]) {
@@ -838,7 +855,10 @@ private:
       d.recomputeUs = 0;
       for (int c : cons)
         d.recomputeUs += price(c);
-      d.recomputed = opts_.rowNorms == FusionOptions::RowNorms::Fold || d.recomputeUs < d.storeUs;
+      bool fewerBytes = bytes > 0 && storeBytes > 0 && bytes < storeBytes;
+      d.recomputed = opts_.rowNorms == FusionOptions::RowNorms::Fold ||
+                     d.recomputeUs < d.storeUs ||
+                     (fewerBytes && d.recomputeUs * kTimeBand <= d.storeUs);
       p.remat.push_back(d);
       if (!d.recomputed) { // put everything back
         for (size_t i = 0; i < cons.size(); ++i)
@@ -873,12 +893,12 @@ private:
     return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
   }
 
-  // Rule 8's band of equal times: the host model's error on the measured chains is about 3%.
-  // Within it the form moving fewer bytes wins: on a multi-core host every row tile of the
+  // Rules 7, 8 and 9's band of equal times: the host model's error on the measured chains is
+  // about 3%. Within it the form moving fewer bytes wins (a memory-centric tie-break): on a multi-core host every row tile of the
   // chained form streams the whole weights (each core reads them: more bytes than the plain
   // kernels), on one core or a GPU (the weights stay in L2) the chain saves the hidden's round
   // trip.
-  static constexpr double kChainMargin = 0.97;
+  static constexpr double kTimeBand = 0.97;
 
   // Rule 8: whether group gi holds contraction c alone (with what rule 7 or rule 0 copied into
   // it), alive and unchained.
@@ -986,8 +1006,8 @@ private:
       bool fewerBytes = fused.bytes > 0 && storeBytes > 0 && fused.bytes < storeBytes;
       dec.recomputed = std::isfinite(dec.recomputeUs) &&
                        (opts_.chains == FusionOptions::Chains::Fuse ||
-                        dec.recomputeUs < kChainMargin * dec.storeUs ||
-                        (fewerBytes && dec.recomputeUs * kChainMargin <= dec.storeUs));
+                        dec.recomputeUs < kTimeBand * dec.storeUs ||
+                        (fewerBytes && dec.recomputeUs * kTimeBand <= dec.storeUs));
       p.remat.push_back(dec);
       if (!dec.recomputed) { // put everything back
         groups_[g2].nodes = before;
@@ -1005,8 +1025,75 @@ private:
     }
   }
 
+  // Rule 9: row norms of a contraction group's output applied as that group's epilogue.
+  void foldNormEpilogues(Partition &p) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      const int gn = static_cast<int>(gi);
+      Node *n = groups_[gn].anchor;
+      if (!n || !isRowNorm(*n) || !aloneIn(gn, n) || n->result()->type().dtype != DType::F32)
+        continue;
+      Value *v = n->operand(0);
+      const Node *d = v->def();
+      if (!d || outputs_.count(v) || usersOf(v).size() != 1 ||
+          std::count(n->operands().begin(), n->operands().end(), v) != 1)
+        continue;
+      const int gc = groupOf_[idx(d)];
+      if (gc < 0 || gc == gn || !groups_[gc].alive || normEpilogue_.count(gc))
+        continue;
+      Node *c = groups_[gc].anchor;
+      if (!c || !chainable(*c) || c->result()->type().shape != v->type().shape)
+        continue;
+      KernelGroup kc = kernelGroup(gc);
+      if (kc.outputs.size() != 1 || kc.outputs[0] != v || !kc.storeThrough.empty() ||
+          full(gc, groups_[gn].nodes.size()))
+        continue;
+      int64_t storeBytes = 0;
+      auto price = [&](int g) {
+        attachFolded(g);
+        KernelPrice k = opts_.kernelCost(kernelGroup(g));
+        storeBytes += k.bytes;
+        return k.us;
+      };
+      RematDecision dec;
+      dec.kind = RematDecision::Kind::NormEpilogue;
+      dec.what = cat(n->name(), " ", n->where(), " after ", c->name(), " ", c->where());
+      dec.values.push_back(v->name().empty() ? cat("%", v->id()) : v->name());
+      dec.consumers = 1;
+      dec.storeUs = price(gc) + price(gn);
+      std::vector<Node *> before = groups_[gc].nodes;
+      std::set<std::pair<int, int>> copiesBefore = copies_;
+      for (Node *m : groups_[gn].nodes) {
+        groups_[gc].nodes.push_back(m);
+        if (copies_.count({gn, idx(m)}))
+          copies_.insert({gc, idx(m)});
+      }
+      groupOf_[idx(n)] = gc;
+      normEpilogue_[gc] = n;
+      attachFolded(gc);
+      KernelPrice fused = opts_.kernelCost(kernelGroup(gc));
+      dec.recomputeUs = fused.us;
+      bool fewerBytes = fused.bytes > 0 && storeBytes > 0 && fused.bytes < storeBytes;
+      dec.recomputed = std::isfinite(dec.recomputeUs) &&
+                       (opts_.normEpilogues == FusionOptions::NormEpilogues::Fuse ||
+                        dec.recomputeUs < kTimeBand * dec.storeUs ||
+                        (fewerBytes && dec.recomputeUs * kTimeBand <= dec.storeUs));
+      p.remat.push_back(dec);
+      if (!dec.recomputed) {
+        groups_[gc].nodes = before;
+        copies_ = copiesBefore;
+        groupOf_[idx(n)] = gn;
+        normEpilogue_.erase(gc);
+        continue;
+      }
+      groups_[gc].maxIdx = std::max(groups_[gc].maxIdx, groups_[gn].maxIdx);
+      groups_[gn].nodes.clear();
+      groups_[gn].alive = false;
+    }
+  }
+
   const Graph &g_;
   FusionOptions opts_;
+  std::map<int, const Node *> normEpilogue_; // rule 9: group -> its row norm epilogue
   std::map<int, std::vector<const Node *>> chained_; // rule 8: group -> the contractions
                                                      // chained into it
   std::set<const Node *> recomputed_; // nodes copied into several consumer groups (rules 5, 7)

@@ -46,6 +46,10 @@ struct KernelGroup {
   // down-projection; SwiGLU's gate and up projections, both over the same X); empty for every
   // other group.
   std::vector<const Node *> chained;
+  // Rule 9 (fusion.cpp): a layer_norm / rms_norm over the last axis applied to the anchor
+  // contraction's output rows before they are stored (BERT's post-LN after its projections):
+  // the tile holds whole rows, computes their statistics and stores only the normalised rows.
+  const Node *normEpilogue = nullptr;
   const StoreThrough *storedThrough(const Value *v) const {
     for (const StoreThrough &s : storeThrough)
       if (s.value == v)
@@ -60,7 +64,7 @@ struct RematDecision {
   // recomputed in its readers' A reads (rule 7), or a contraction chained into the one reading
   // its result as A (rule 8: recomputeUs is then the fused kernel's time, storeUs the two
   // kernels').
-  enum class Kind { Elementwise, RowNorm, Chain } kind = Kind::Elementwise;
+  enum class Kind { Elementwise, RowNorm, Chain, NormEpilogue } kind = Kind::Elementwise;
   std::string what;                // "" (an elementwise group), or the norm node recomputed in
                                    // its readers' A reads (rule 7): "layer_norm <name>", or the
                                    // chain (rule 8): "gemm <c1> -> gemm <c2>"
@@ -146,6 +150,9 @@ struct FusionOptions {
   // chained into it when the planner prices the fused kernel lower (Cost), always where legal
   // (Fuse, still priced for the record), or never (Store).
   enum class Chains { Cost, Fuse, Store } chains = Chains::Cost;
+  // Rule 9's policy (with a kernel cost function): a row norm of a contraction's output applied
+  // as its epilogue when priced lower (Cost), always where legal (Fuse), or never (Store).
+  enum class NormEpilogues { Cost, Fuse, Store } normEpilogues = NormEpilogues::Cost;
   // Off: every layout op is a kernel (and every reshape a view), as before issue 17.
   bool foldLayout = true;
   // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise

@@ -144,6 +144,10 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   kir::Kernel k = startKernel(g, name, "chained_contraction", byValue);
   GroupExpr gx(g, byValue);
   bool gpu = isGpuPlan(knobs);
+  if (g.normEpilogue && gpu)
+    throw UserError(cat(g.normEpilogue->where(), ": ", g.normEpilogue->name(),
+                        " as an epilogue needs tiles of whole output rows in one thread (host "
+                        "plans)"));
   // The first contractions (one, or a gated pair such as SwiGLU's gate and up projections),
   // all over the same X; c2 reads their results combined by the group's elementwise nodes.
   std::vector<const Node *> n1s = g.chained;
@@ -172,6 +176,7 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   problem->H = H;
   problem->N2 = N2;
   problem->firsts = Q;
+  problem->normEpilogue = g.normEpilogue != nullptr;
   problem->batch = product(c1.batch);
   problem->xBytes = n1.operand(0)->type().bytes();
   for (const Node *m : n1s)
@@ -417,6 +422,17 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
     std::string cur = "acc";
     std::vector<StmtP> steps = applySteps(c2, gx, out, cur);
     fin.insert(fin.end(), steps.begin(), steps.end());
+    if (g.normEpilogue) { // whole output rows: one thread per block (host plans)
+      E ok = allOf({rowsValid(row), tl.N2p != N2 ? col < E(N2) : E()});
+      std::vector<StmtP> regions = normEpilogueRegions(
+          *g.normEpilogue, g, gx, result, cur, fin, O, tv, tl.TM, N2, out, t,
+          [&](std::vector<StmtP> body) {
+            return overTile(tl.TN2, ok ? std::vector<StmtP>{kir::ifThen(ok, body)} : body);
+          },
+          k.allocs);
+      k.body.insert(k.body.end(), regions.begin(), regions.end());
+      return k;
+    }
     std::vector<StmtP> stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
     fin.insert(fin.end(), stores.begin(), stores.end());
     if (E ok = allOf({rowsValid(row), tl.N2p != N2 ? col < E(N2) : E()}))
@@ -536,6 +552,8 @@ public:
     if (!p.aInPlace)
       perBlock += 0.1 * double(BM * p.K1);
     perBlock += 0.5 * normElems; // the folded norm's passes (kNormRowCycles)
+    if (p.normEpilogue) // a row norm epilogue's passes over the output tile (as tiled_contraction)
+      perBlock += 1.5 * double(BM * p.N2);
     s.scalarCycles = perBlock;   // per block: the cost model takes the busiest core's blocks
     return s;
   }

@@ -912,12 +912,85 @@ std::vector<StmtP> rowNormPrologue(const Node &norm, GroupExpr &gx, Contraction 
   return out;
 }
 
+std::vector<StmtP> normEpilogueRegions(const Node &norm, const KernelGroup &g, GroupExpr &gx,
+                                       const Value *result, const std::string &cur,
+                                       std::vector<StmtP> fin, const kir::BufferP &C, E tv,
+                                       int64_t TM, int64_t N, const Index &out,
+                                       const std::string &t,
+                                       const std::function<StmtP(std::vector<StmtP>)> &overTile,
+                                       std::vector<kir::BufferP> &allocs) {
+  // The norm's input back into the tile, its rows' statistics (two passes: the mean, then the
+  // centred sum of squares; rms_norm: the sum of squares), then the normalised rows stored.
+  std::vector<StmtP> out1;
+  gx.substitute(result, [cur](const Index &) { return fvar(cur); });
+  E i = ivar("i"), j = ivar("j");
+  fin.push_back(kir::store(C, {tv, i, j}, asF32(gx.at(norm.operand(0), out))));
+  out1.push_back(overTile(fin));
+  const bool layer = norm.op() == Op::LayerNorm;
+  int64_t threads = C->shape[0];
+  auto mu = std::make_shared<kir::Buffer>(
+      kir::Buffer{"ne_mu", DType::F32, {threads, TM}, kir::Scope::Local, kir::Role::Temp});
+  auto rs = std::make_shared<kir::Buffer>(
+      kir::Buffer{"ne_rs", DType::F32, {threads, TM}, kir::Scope::Local, kir::Role::Temp});
+  if (layer)
+    allocs.push_back(mu);
+  allocs.push_back(rs);
+  E jj = ivar("nj"), nN = f32(double(N));
+  std::vector<StmtP> row;
+  if (layer) {
+    row.push_back(kir::decl("ns", DType::F32, f32(0.0)));
+    row.push_back(vectorLoop("nj", E(int64_t(0)), E(N),
+                             {kir::assign("ns", fvar("ns") + kir::load(C, {tv, i, jj}))}));
+    row.push_back(kir::decl("nmu", DType::F32, fvar("ns") / nN));
+  }
+  row.push_back(kir::decl("nv", DType::F32, f32(0.0)));
+  row.push_back(vectorLoop("nj", E(int64_t(0)), E(N),
+                           {kir::decl("nd", DType::F32,
+                                      layer ? kir::load(C, {tv, i, jj}) - fvar("nmu")
+                                            : kir::load(C, {tv, i, jj})),
+                            kir::assign("nv", fvar("nv") + fvar("nd") * fvar("nd"))}));
+  if (layer)
+    row.push_back(kir::store(mu, {tv, i}, fvar("nmu")));
+  row.push_back(kir::store(
+      rs, {tv, i}, f32(1.0) / kir::unary(kir::UnOp::Sqrt, fvar("nv") / nN + f32(norm.f("epsilon")))));
+  out1.push_back(kir::region(t, {kir::forLoop("i", E(int64_t(0)), E(TM), row)}));
+  const Value *gamma = norm.numOperands() > 1 ? norm.operand(1) : nullptr;
+  const Value *beta = layer && norm.numOperands() > 2 ? norm.operand(2) : nullptr;
+  const std::vector<int64_t> &ys = norm.result()->type().shape;
+  E y = kir::load(C, {tv, i, j});
+  y = layer ? (y - kir::load(mu, {tv, i})) * kir::load(rs, {tv, i}) : y * kir::load(rs, {tv, i});
+  if (gamma)
+    y = y * asF32(gx.at(gamma, broadcastIndex(gamma->type().shape, ys, out)));
+  if (beta)
+    y = y + asF32(gx.at(beta, broadcastIndex(beta->type().shape, ys, out)));
+  std::vector<StmtP> last = {kir::decl("ny", DType::F32, y)};
+  auto stores = storeGroupOutputs(g, gx, norm.result(), fvar("ny"), out);
+  last.insert(last.end(), stores.begin(), stores.end());
+  out1.push_back(overTile(last));
+  return out1;
+}
+
 kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knobs &knobs,
                        kir::Kernel k, GroupExpr &gx, Contraction c) {
   const Node &n = *g.anchor;
   const Value *result = n.result();
   requireShapePreservingEpilogue(g, result);
-  Tiles tl = chooseTiles(c, knobs);
+  // A row norm epilogue (lower/fusion.h rule 9) needs whole output rows in one thread's tile:
+  // host plans, one column tile.
+  const Node *normEpi = g.normEpilogue;
+  Knobs kn = knobs;
+  if (normEpi) {
+    if (isGpuPlan(knobs))
+      throw UserError(cat(normEpi->where(), ": ", normEpi->name(),
+                          " as an epilogue needs tiles of whole output rows in one thread (host "
+                          "plans)"));
+    int64_t whole = roundUp(c.N, 16);
+    if (kn.get("BN", whole) != whole || kn.get("TN", whole) != whole)
+      throw UserError(cat(normEpi->where(), ": ", normEpi->name(),
+                          " as an epilogue needs BN = TN = ", whole, " (whole rows)"));
+    kn.values["BN"] = kn.values["TN"] = whole;
+  }
+  Tiles tl = chooseTiles(c, kn);
   k.recipe = "tiled_contraction";
   k.threads = tl.threads;
   auto problem = std::make_shared<ContractionProblem>();
@@ -926,6 +999,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   problem->K = c.K;
   problem->batch = product(c.batch);
   problem->kAlign = c.kAlign;
+  problem->normEpilogue = normEpi != nullptr;
   problem->band = static_cast<bool>(c.bandFill);
   if (!c.bandGroups.empty()) {
     problem->rowGroup = c.bandGroups[0];
@@ -1203,6 +1277,13 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     dims.push_back(ivar("jl"));
     for (const IndexExpr &e : *lanes)
       storeAt[g.outputs.front()].push_back(indexExpr(e, dims));
+  }
+  if (normEpi) {
+    std::vector<StmtP> regions = normEpilogueRegions(
+        *normEpi, g, gx, result, cur, fin, C, tv, tl.TM, c.N, out, t,
+        [&](std::vector<StmtP> body) { return overC(std::move(body), true); }, k.allocs);
+    k.body.insert(k.body.end(), regions.begin(), regions.end());
+    return k;
   }
   auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out, "", storeAt);
   fin.insert(fin.end(), stores.begin(), stores.end());
@@ -1719,6 +1800,9 @@ public:
         bns.insert(balanced(N, t, N >= 32 ? 32 : 16));
         bns.insert(balanced(N, t, 16));
       }
+      // A row norm epilogue: one column tile of whole rows.
+      if (p.normEpilogue)
+        bns = {roundUp(N, 16)};
       for (int64_t t : {64, 128, 256})
         bks.insert(balanced(K, t, p.kAlign));
       // Operands read in place (mma_tile views) have no tile copy to keep small: the whole K
@@ -1820,6 +1904,10 @@ public:
     s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;
     // The folded norm's passes and its staging copy of A, per element of the block's rows.
     s.scalarCycles += kNormRowCycles * normElems;
+    // A row norm epilogue: the norm's input back into the tile, two statistics passes and the
+    // normalised store, ~1.5 cycles per element of the tile (unmeasured).
+    if (p.normEpilogue)
+      s.scalarCycles += 1.5 * double(BM * BN);
     // A fused tile (the init and epilogue on the micro-kernel's registers) touches its C tile
     // only between K steps: each step after the first stores and reloads it, ~1 cycle a float
     // (squeezenet's 512 -> 1000 classifier conv, K = 512: 2.04 ms in four steps, 1.74 ms in

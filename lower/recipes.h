@@ -198,6 +198,8 @@ struct ContractionProblem : kir::ProblemFacts {
   // A row norm folded into A (lower/fusion.h rule 7): each block computes its tile rows'
   // statistics over K first and stages A normalised.
   bool normRows = false;
+  // A row norm applied to the output rows (rule 9): tiles of whole rows (BN = N, one thread).
+  bool normEpilogue = false;
   // The tile's init and epilogue ride on the micro-kernel (FuseMmaTileEpilogue will fuse
   // them): a single K step never stores the C tile.
   bool fusedTile = false;
@@ -206,6 +208,7 @@ struct ContractionProblem : kir::ProblemFacts {
 struct ChainProblem : kir::ProblemFacts {
   int64_t M = 1, K1 = 1, H = 1, N2 = 1, batch = 1;
   int64_t firsts = 1; // first contractions over X (a gated pair: 2)
+  bool normEpilogue = false; // a row norm over the output rows (rule 9)
   int64_t w1Bytes = 0, w2Bytes = 0, xBytes = 0;
   // The batch entries each operand holds (split-chains' slices: W1 and W2 hold one per slice,
   // X one per batch entry of its own, broadcast over the slices).

@@ -163,7 +163,11 @@ void Plan::writeYaml(std::ostream &os) const {
     for (const RematDecision &d : remat) {
       y << YAML::Flow << YAML::BeginMap;
       if (!d.what.empty())
-        y << YAML::Key << (d.kind == RematDecision::Kind::Chain ? "chain" : "norm") << YAML::Value
+        y << YAML::Key
+          << (d.kind == RematDecision::Kind::Chain          ? "chain"
+              : d.kind == RematDecision::Kind::NormEpilogue ? "norm_epilogue"
+                                                            : "norm")
+          << YAML::Value
           << d.what;
       y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
       y << YAML::Key << "consumers" << YAML::Value << d.consumers;

@@ -359,3 +359,89 @@ TEST_CASE("chained contractions: a gated pair (SwiGLU) chains with its sibling, 
     CHECK(cm.plan.steps.size() == 1);
   }
 }
+
+TEST_CASE("norm epilogues: a post-norm in its contraction's tiles, plain and chained, host only") {
+  // BERT's post-LN shapes, odd sizes: 20 rows, N = 40 (no 16-column tile divides it); an MLP
+  // whose down projection feeds a second layer_norm, and an rms_norm after a gemm.
+  std::unique_ptr<Graph> g = parseGraph(
+      R"(graph @post(%x: f32[2,10,48], %r: f32[2,10,40], %u: f32[12,40]) -> (%n1: f32[2,10,40], %n2: f32[2,10,40], %n3: f32[12,24]) {
+  %w = weight f32[48,40]
+  %b = weight f32[40]
+  %g1 = weight f32[40]
+  %be1 = weight f32[40]
+  %w1 = weight f32[40,64]
+  %w2 = weight f32[64,40]
+  %g2 = weight f32[40]
+  %be2 = weight f32[40]
+  %w3 = weight f32[40,24]
+  %g3 = weight f32[24]
+  %p = matmul(%x, %w, %b, %r) {epilogue = ["add", "add"]} : f32[2,10,40]
+  %n1 = layer_norm(%p, %g1, %be1) {axis = -1, epsilon = 1e-05} : f32[2,10,40]
+  %h = matmul(%n1, %w1) {epilogue = ["relu"]} : f32[2,10,64]
+  %o = matmul(%h, %w2, %n1) {epilogue = ["add"]} : f32[2,10,40]
+  %n2 = layer_norm(%o, %g2, %be2) {axis = -1, epsilon = 1e-05} : f32[2,10,40]
+  %q = gemm(%u, %w3) {alpha = 1.0, beta = 1.0, transA = 0, transB = 0} : f32[12,24]
+  %n3 = rms_norm(%q, %g3) {axis = -1, epsilon = 1e-06} : f32[12,24]
+  return %n1, %n2, %n3
+}
+)",
+      "post.mcir");
+  {
+    PassManager pm;
+    pm.add(createPass("annotate-properties"));
+    PassContext ctx;
+    pm.run(*g, ctx);
+  }
+  // Priced lower: every norm joins its contraction's group; n1, read by two groups, stays an
+  // output of the first.
+  FusionOptions fo;
+  fo.kernelCost = [](const KernelGroup &k) { return k.normEpilogue ? 12.0 : 10.0; };
+  fo.chains = FusionOptions::Chains::Store;
+  Partition p = partitionGraph(*g, fo);
+  int applied = 0;
+  for (const RematDecision &d : p.remat)
+    if (d.kind == RematDecision::Kind::NormEpilogue) {
+      CHECK(d.recomputed);
+      CHECK(d.storeUs == 20.0);
+      CHECK(d.recomputeUs == 12.0);
+      ++applied;
+    }
+  CHECK(applied == 3);
+  CHECK(names(groupOf(p, "p").nodes) == "p,n1");
+  CHECK(names(groupOf(p, "p").outputs) == "n1");
+  CHECK(groupOf(p, "p").normEpilogue->result(0)->name() == "n1");
+  CHECK(names(groupOf(p, "q").nodes) == "q,n3");
+  CHECK_FALSE(anchored(p, "n1"));
+  // Priced higher: the norms stay kernels.
+  fo.kernelCost = [](const KernelGroup &k) { return k.normEpilogue ? 30.0 : 10.0; };
+  Partition q = partitionGraph(*g, fo);
+  CHECK(anchored(q, "n1"));
+  CHECK(anchored(q, "n2"));
+  CHECK(groupOf(q, "p").normEpilogue == nullptr);
+
+  fillWeights(*g, 27);
+  std::vector<Tensor> in = randomInputs(*g, 28);
+  for (const char *chains : {"store", "fuse"}) {
+    CAPTURE(chains);
+    CompileOptions opts;
+    opts.normEpilogues = "fuse";
+    opts.chains = chains;
+    CompiledModel cm = compileRunCheck(*g, opts, in);
+    int epilogues = 0;
+    for (const RematDecision &d : cm.plan.remat)
+      epilogues += d.kind == RematDecision::Kind::NormEpilogue && d.recomputed;
+    CHECK(epilogues == 3);
+    for (const PlanStep &st : cm.plan.steps)
+      CHECK((st.kind != "layer_norm" && st.kind != "rms_norm"));
+    CHECK(chainedKernels(cm) == (std::string(chains) == "fuse" ? 1 : 0));
+  }
+  // GPU plans: no tile holds whole rows in one thread; the norms stay kernels even when forced.
+  CompileOptions gpu;
+  gpu.planFor = Target::parseSpec("cuda:sm_90");
+  gpu.normEpilogues = "fuse";
+  CompiledModel cm = compileRunCheck(*g, gpu, in);
+  int norms = 0;
+  for (const PlanStep &st : cm.plan.steps)
+    norms += st.kind == "layer_norm" || st.kind == "rms_norm";
+  CHECK(norms == 3);
+}
