@@ -682,8 +682,7 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     for (const std::string &v : d.values)
       vals += (vals.empty() ? "" : ", ") + v;
     if (d.kind == RematDecision::Kind::NormEpilogue) { // fusion rule 9: whole kernels' times
-      std::snprintf(line, sizeof line, "%.3g us vs two kernels %.3g us", d.recomputeUs,
-                    d.storeUs);
+      std::snprintf(line, sizeof line, "%.3g us vs two kernels %.3g us", d.recomputeUs, d.storeUs);
       os << "   " << (d.recomputed ? "applied" : "not applied") << " " << d.what
          << " as its epilogue (" << vals << " " << (d.recomputed ? "never stored" : "stored")
          << "): one kernel " << line << "\n";

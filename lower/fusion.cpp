@@ -855,10 +855,8 @@ private:
       d.recomputeUs = 0;
       for (int c : cons)
         d.recomputeUs += price(c);
-      bool fewerBytes = bytes > 0 && storeBytes > 0 && bytes < storeBytes;
       d.recomputed = opts_.rowNorms == FusionOptions::RowNorms::Fold ||
-                     d.recomputeUs < d.storeUs ||
-                     (fewerBytes && d.recomputeUs * kTimeBand <= d.storeUs);
+                     takeFused(d.recomputeUs, bytes, d.storeUs, storeBytes, 1.0);
       p.remat.push_back(d);
       if (!d.recomputed) { // put everything back
         for (size_t i = 0; i < cons.size(); ++i)
@@ -894,11 +892,22 @@ private:
   }
 
   // Rules 7, 8 and 9's band of equal times: the host model's error on the measured chains is
-  // about 3%. Within it the form moving fewer bytes wins (a memory-centric tie-break): on a multi-core host every row tile of the
-  // chained form streams the whole weights (each core reads them: more bytes than the plain
-  // kernels), on one core or a GPU (the weights stay in L2) the chain saves the hidden's round
-  // trip.
+  // about 3%. Within it the form moving fewer bytes wins (a memory-centric tie-break): on a
+  // multi-core host every row tile of the chained form streams the whole weights (each core reads
+  // them: more bytes than the plain kernels), on one core or a GPU (the weights stay in L2) the
+  // chain saves the hidden's round trip.
   static constexpr double kTimeBand = 0.97;
+
+  // Rules 7-9: whether a fused form (its time and planned bytes) replaces the kernels it would
+  // replace: faster than `clearly` times their time, or within kTimeBand of it and moving fewer
+  // bytes (0 bytes: not given).
+  static bool takeFused(double fusedUs, int64_t fusedBytes, double storeUs, int64_t storeBytes,
+                        double clearly) {
+    if (!std::isfinite(fusedUs))
+      return false;
+    bool fewerBytes = fusedBytes > 0 && storeBytes > 0 && fusedBytes < storeBytes;
+    return fusedUs < clearly * storeUs || (fewerBytes && fusedUs * kTimeBand <= storeUs);
+  }
 
   // Rule 8: whether group gi holds contraction c alone (with what rule 7 or rule 0 copied into
   // it), alive and unchained.
@@ -1002,12 +1011,9 @@ private:
       attachFolded(g2);
       KernelPrice fused = opts_.kernelCost(kernelGroup(g2));
       dec.recomputeUs = fused.us;
-      // Clearly faster, or as fast within the model's error and fewer bytes moved.
-      bool fewerBytes = fused.bytes > 0 && storeBytes > 0 && fused.bytes < storeBytes;
       dec.recomputed = std::isfinite(dec.recomputeUs) &&
                        (opts_.chains == FusionOptions::Chains::Fuse ||
-                        dec.recomputeUs < kTimeBand * dec.storeUs ||
-                        (fewerBytes && dec.recomputeUs * kTimeBand <= dec.storeUs));
+                        takeFused(fused.us, fused.bytes, dec.storeUs, storeBytes, kTimeBand));
       p.remat.push_back(dec);
       if (!dec.recomputed) { // put everything back
         groups_[g2].nodes = before;
@@ -1072,11 +1078,9 @@ private:
       attachFolded(gc);
       KernelPrice fused = opts_.kernelCost(kernelGroup(gc));
       dec.recomputeUs = fused.us;
-      bool fewerBytes = fused.bytes > 0 && storeBytes > 0 && fused.bytes < storeBytes;
       dec.recomputed = std::isfinite(dec.recomputeUs) &&
                        (opts_.normEpilogues == FusionOptions::NormEpilogues::Fuse ||
-                        dec.recomputeUs < kTimeBand * dec.storeUs ||
-                        (fewerBytes && dec.recomputeUs * kTimeBand <= dec.storeUs));
+                        takeFused(fused.us, fused.bytes, dec.storeUs, storeBytes, kTimeBand));
       p.remat.push_back(dec);
       if (!dec.recomputed) {
         groups_[gc].nodes = before;
@@ -1093,7 +1097,7 @@ private:
 
   const Graph &g_;
   FusionOptions opts_;
-  std::map<int, const Node *> normEpilogue_; // rule 9: group -> its row norm epilogue
+  std::map<int, const Node *> normEpilogue_;         // rule 9: group -> its row norm epilogue
   std::map<int, std::vector<const Node *>> chained_; // rule 8: group -> the contractions
                                                      // chained into it
   std::set<const Node *> recomputed_; // nodes copied into several consumer groups (rules 5, 7)

@@ -554,7 +554,7 @@ public:
     perBlock += 0.5 * normElems; // the folded norm's passes (kNormRowCycles)
     if (p.normEpilogue) // a row norm epilogue's passes over the output tile (as tiled_contraction)
       perBlock += 1.5 * double(BM * p.N2);
-    s.scalarCycles = perBlock;   // per block: the cost model takes the busiest core's blocks
+    s.scalarCycles = perBlock; // per block: the cost model takes the busiest core's blocks
     return s;
   }
   // Every block reads its batch entry's W1 and W2 whole (each row tile streams the whole hidden

@@ -944,15 +944,16 @@ std::vector<StmtP> normEpilogueRegions(const Node &norm, const KernelGroup &g, G
     row.push_back(kir::decl("nmu", DType::F32, fvar("ns") / nN));
   }
   row.push_back(kir::decl("nv", DType::F32, f32(0.0)));
-  row.push_back(vectorLoop("nj", E(int64_t(0)), E(N),
-                           {kir::decl("nd", DType::F32,
-                                      layer ? kir::load(C, {tv, i, jj}) - fvar("nmu")
-                                            : kir::load(C, {tv, i, jj})),
-                            kir::assign("nv", fvar("nv") + fvar("nd") * fvar("nd"))}));
+  row.push_back(vectorLoop(
+      "nj", E(int64_t(0)), E(N),
+      {kir::decl("nd", DType::F32,
+                 layer ? kir::load(C, {tv, i, jj}) - fvar("nmu") : kir::load(C, {tv, i, jj})),
+       kir::assign("nv", fvar("nv") + fvar("nd") * fvar("nd"))}));
   if (layer)
     row.push_back(kir::store(mu, {tv, i}, fvar("nmu")));
-  row.push_back(kir::store(
-      rs, {tv, i}, f32(1.0) / kir::unary(kir::UnOp::Sqrt, fvar("nv") / nN + f32(norm.f("epsilon")))));
+  row.push_back(
+      kir::store(rs, {tv, i},
+                 f32(1.0) / kir::unary(kir::UnOp::Sqrt, fvar("nv") / nN + f32(norm.f("epsilon")))));
   out1.push_back(kir::region(t, {kir::forLoop("i", E(int64_t(0)), E(TM), row)}));
   const Value *gamma = norm.numOperands() > 1 ? norm.operand(1) : nullptr;
   const Value *beta = layer && norm.numOperands() > 2 ? norm.operand(2) : nullptr;

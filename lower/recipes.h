@@ -207,7 +207,7 @@ struct ContractionProblem : kir::ProblemFacts {
 // Y = epi2(epi1(X W1) W2): X [batch, M, K1], W1 [K1, H], W2 [H, N2].
 struct ChainProblem : kir::ProblemFacts {
   int64_t M = 1, K1 = 1, H = 1, N2 = 1, batch = 1;
-  int64_t firsts = 1; // first contractions over X (a gated pair: 2)
+  int64_t firsts = 1;        // first contractions over X (a gated pair: 2)
   bool normEpilogue = false; // a row norm over the output rows (rule 9)
   int64_t w1Bytes = 0, w2Bytes = 0, xBytes = 0;
   // The batch entries each operand holds (split-chains' slices: W1 and W2 hold one per slice,

@@ -128,9 +128,12 @@ void Plan::writeYaml(std::ostream &os) const {
     }
     y << YAML::EndSeq;
   }
-  if (!splitK.empty()) {
-    y << YAML::Key << "split_k" << YAML::Value << YAML::BeginSeq;
-    for (const SplitKDecision &d : splitK) {
+  // Structural choices priced in slices (split-k, split-chains): the choice and every price.
+  auto slices = [&y](const char *key, const auto &decisions) {
+    if (decisions.empty())
+      return;
+    y << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const auto &d : decisions) {
       y << YAML::Flow << YAML::BeginMap;
       y << YAML::Key << "node" << YAML::Value << d.node;
       y << YAML::Key << "slices" << YAML::Value << d.chosen;
@@ -142,22 +145,9 @@ void Plan::writeYaml(std::ostream &os) const {
       y << YAML::EndMap;
     }
     y << YAML::EndSeq;
-  }
-  if (!splitChains.empty()) {
-    y << YAML::Key << "split_chains" << YAML::Value << YAML::BeginSeq;
-    for (const ChainSplitDecision &d : splitChains) {
-      y << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "node" << YAML::Value << d.node;
-      y << YAML::Key << "slices" << YAML::Value << d.chosen;
-      y << YAML::Key << "unsplit_us" << YAML::Value << d.unsplitUs;
-      y << YAML::Key << "split_us" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto &[s, us] : d.splits)
-        y << YAML::Key << s << YAML::Value << us;
-      y << YAML::EndMap;
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  }
+  };
+  slices("split_k", splitK);
+  slices("split_chains", splitChains);
   if (!remat.empty()) {
     y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
     for (const RematDecision &d : remat) {
@@ -167,8 +157,7 @@ void Plan::writeYaml(std::ostream &os) const {
           << (d.kind == RematDecision::Kind::Chain          ? "chain"
               : d.kind == RematDecision::Kind::NormEpilogue ? "norm_epilogue"
                                                             : "norm")
-          << YAML::Value
-          << d.what;
+          << YAML::Value << d.what;
       y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
       y << YAML::Key << "consumers" << YAML::Value << d.consumers;
       y << YAML::Key << "recompute_us" << YAML::Value << d.recomputeUs;

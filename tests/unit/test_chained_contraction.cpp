@@ -16,6 +16,7 @@
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 #include "target/target.h"
+#include "tests/unit/compile_checks.h"
 #include "tests/unit/graph_checks.h"
 #include "tests/unit/test_files.h"
 
@@ -85,33 +86,9 @@ bool anchored(const Partition &p, const std::string &anchorResult) {
   return false;
 }
 
-// Compiles `g` with `opts`, runs it through the runtime on `in` and checks every output against
-// the interpreter's.
 CompiledModel compileRunCheck(const Graph &g, const CompileOptions &opts,
                               const std::vector<Tensor> &in) {
-  std::vector<Tensor> want = interpret(g, in);
-  CompiledModel cm = buildModel(g, opts);
-  static int built = 0;
-  std::string out = (test_files::scratchDir("aicf_chains_") / cat("net", built++)).string();
-  writeArtifacts(g, cm, opts, out);
-  aicf_model *m = aicf_open(out.c_str());
-  REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
-  std::vector<Tensor> got;
-  std::vector<const void *> ip;
-  std::vector<void *> op;
-  for (const Tensor &t : in)
-    ip.push_back(t.raw());
-  for (const Tensor &t : want)
-    got.emplace_back(t.type());
-  for (Tensor &t : got)
-    op.push_back(t.raw());
-  REQUIRE_MESSAGE(aicf_run(m, ip.data(), op.data()) == 0, aicf_last_error());
-  aicf_close(m);
-  for (size_t i = 0; i < want.size(); ++i) {
-    CAPTURE(i);
-    checkClose(got[i], want[i]);
-  }
-  return cm;
+  return compile_checks::compileRunCheck(g, opts, in, "aicf_chains_");
 }
 
 int chainedKernels(const CompiledModel &cm) {
