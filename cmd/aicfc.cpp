@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
   app.add_option("--chain-slices", flags.chainSlices,
                  "split every chain (an MLP's two projections) this many ways along its hidden "
                  "dimension where legal (2, 4, 8, 16, 32; 0: the cost model decides)")
-      ->check(CLI::Range(0, 32))
+      ->check(CLI::IsMember({0, 2, 4, 8, 16, 32}))
       ->capture_default_str();
   app.add_option("--attention", flags.attention,
                  "cost: streaming or materialised attention by the cost model; streaming; "

@@ -821,8 +821,7 @@ private:
         continue;
       int64_t bytes = 0; // planned bytes of the kernels priced so far
       auto price = [&](int g) {
-        attachFolded(g);
-        KernelPrice k = opts_.kernelCost(kernelGroup(g));
+        KernelPrice k = priceGroup(g);
         bytes += k.bytes;
         return k.us;
       };
@@ -871,8 +870,9 @@ private:
     }
   }
 
-  // Rule 8: whether n can be either end of a chain (a contraction the chained recipe reads as
-  // rows: matmul with a rank-2 B, gemm without transA; f32).
+  // Rules 8 and 9: whether n is a contraction the chained recipe (and a norm epilogue) can take:
+  // matmul over rows of A (B of rank 2, or batched like A: split-chains' slices), gemm without
+  // transA; f32.
   static bool chainable(const Node &n) {
     if ((n.op() != Op::Gemm && n.op() != Op::MatMul) || n.numResults() != 1 || n.numOperands() < 2)
       return false;
@@ -974,13 +974,6 @@ private:
         merged += static_cast<int>(groups_[f].nodes.size());
       if (full(g2, static_cast<size_t>(merged)))
         continue;
-      int64_t storeBytes = 0;
-      auto price = [&](int g) {
-        attachFolded(g);
-        KernelPrice k = opts_.kernelCost(kernelGroup(g));
-        storeBytes += k.bytes;
-        return k.us;
-      };
       RematDecision dec;
       dec.kind = RematDecision::Kind::Chain;
       for (const Node *c : chain)
@@ -988,46 +981,10 @@ private:
       dec.what += cat(" -> ", c2->name(), " ", c2->where());
       dec.values.push_back(a->name().empty() ? cat("%", a->id()) : a->name());
       dec.consumers = 1;
-      dec.storeUs = price(g2);
-      for (int f : firsts)
-        dec.storeUs += price(f);
-      // Tentatively merge the first groups into the second.
-      std::vector<Node *> before = groups_[g2].nodes;
-      std::set<std::pair<int, int>> copiesBefore = copies_;
-      std::vector<std::pair<Node *, int>> owners; // (node, its group before)
-      for (int f : firsts)
-        for (Node *m : groups_[f].nodes) {
-          if (std::find(groups_[g2].nodes.begin(), groups_[g2].nodes.end(), m) ==
-              groups_[g2].nodes.end())
-            groups_[g2].nodes.push_back(m);
-          if (copies_.count({f, idx(m)})) {
-            copies_.insert({g2, idx(m)});
-          } else {
-            owners.emplace_back(m, f);
-            groupOf_[idx(m)] = g2;
-          }
-        }
-      chained_[g2] = chain;
-      attachFolded(g2);
-      KernelPrice fused = opts_.kernelCost(kernelGroup(g2));
-      dec.recomputeUs = fused.us;
-      dec.recomputed = std::isfinite(dec.recomputeUs) &&
-                       (opts_.chains == FusionOptions::Chains::Fuse ||
-                        takeFused(fused.us, fused.bytes, dec.storeUs, storeBytes, kTimeBand));
+      bool fuse = opts_.chains == FusionOptions::Chains::Fuse;
+      tryMerge(
+          g2, firsts, fuse, dec, [&] { chained_[g2] = chain; }, [&] { chained_.erase(g2); });
       p.remat.push_back(dec);
-      if (!dec.recomputed) { // put everything back
-        groups_[g2].nodes = before;
-        copies_ = copiesBefore;
-        for (const auto &[m, f] : owners)
-          groupOf_[idx(m)] = f;
-        chained_.erase(g2);
-        continue;
-      }
-      for (int f : firsts) {
-        groups_[g2].minIdx = std::min(groups_[g2].minIdx, groups_[f].minIdx);
-        groups_[f].nodes.clear();
-        groups_[f].alive = false;
-      }
     }
   }
 
@@ -1053,46 +1010,73 @@ private:
       if (kc.outputs.size() != 1 || kc.outputs[0] != v || !kc.storeThrough.empty() ||
           full(gc, groups_[gn].nodes.size()))
         continue;
-      int64_t storeBytes = 0;
-      auto price = [&](int g) {
-        attachFolded(g);
-        KernelPrice k = opts_.kernelCost(kernelGroup(g));
-        storeBytes += k.bytes;
-        return k.us;
-      };
       RematDecision dec;
       dec.kind = RematDecision::Kind::NormEpilogue;
       dec.what = cat(n->name(), " ", n->where(), " after ", c->name(), " ", c->where());
       dec.values.push_back(v->name().empty() ? cat("%", v->id()) : v->name());
       dec.consumers = 1;
-      dec.storeUs = price(gc) + price(gn);
-      std::vector<Node *> before = groups_[gc].nodes;
-      std::set<std::pair<int, int>> copiesBefore = copies_;
-      for (Node *m : groups_[gn].nodes) {
-        groups_[gc].nodes.push_back(m);
-        if (copies_.count({gn, idx(m)}))
-          copies_.insert({gc, idx(m)});
-      }
-      groupOf_[idx(n)] = gc;
-      normEpilogue_[gc] = n;
-      attachFolded(gc);
-      KernelPrice fused = opts_.kernelCost(kernelGroup(gc));
-      dec.recomputeUs = fused.us;
-      dec.recomputed = std::isfinite(dec.recomputeUs) &&
-                       (opts_.normEpilogues == FusionOptions::NormEpilogues::Fuse ||
-                        takeFused(fused.us, fused.bytes, dec.storeUs, storeBytes, kTimeBand));
+      bool fuse = opts_.normEpilogues == FusionOptions::NormEpilogues::Fuse;
+      tryMerge(
+          gc, {gn}, fuse, dec, [&] { normEpilogue_[gc] = n; }, [&] { normEpilogue_.erase(gc); });
       p.remat.push_back(dec);
-      if (!dec.recomputed) {
-        groups_[gc].nodes = before;
-        copies_ = copiesBefore;
-        groupOf_[idx(n)] = gn;
-        normEpilogue_.erase(gc);
-        continue;
-      }
-      groups_[gc].maxIdx = std::max(groups_[gc].maxIdx, groups_[gn].maxIdx);
-      groups_[gn].nodes.clear();
-      groups_[gn].alive = false;
     }
+  }
+
+  // Rules 7-9: the planner's price of group g as it stands (its folded layout ops attached).
+  KernelPrice priceGroup(int g) {
+    attachFolded(g);
+    return opts_.kernelCost(kernelGroup(g));
+  }
+
+  // Rules 8 and 9: merges the groups `from` into group `into` when the planner prices the merged
+  // kernel below them (takeFused) or `fuse` forces it, recording both times in `dec`; `mark`
+  // sets the merged group's recipe facts (its chain, its norm epilogue), `unmark` clears them.
+  // Rejected: everything is put back. Returns whether the merge stands.
+  bool tryMerge(int into, const std::vector<int> &from, bool fuse, RematDecision &dec,
+                const std::function<void()> &mark, const std::function<void()> &unmark) {
+    KernelPrice stored = priceGroup(into);
+    for (int f : from) {
+      KernelPrice k = priceGroup(f);
+      stored.us += k.us;
+      stored.bytes += k.bytes;
+    }
+    dec.storeUs = stored.us;
+    std::vector<Node *> before = groups_[into].nodes;
+    std::set<std::pair<int, int>> copiesBefore = copies_;
+    std::vector<std::pair<Node *, int>> owners; // (node, its group before)
+    for (int f : from)
+      for (Node *m : groups_[f].nodes) {
+        if (std::find(groups_[into].nodes.begin(), groups_[into].nodes.end(), m) ==
+            groups_[into].nodes.end())
+          groups_[into].nodes.push_back(m);
+        if (copies_.count({f, idx(m)})) {
+          copies_.insert({into, idx(m)});
+        } else {
+          owners.emplace_back(m, f);
+          groupOf_[idx(m)] = into;
+        }
+      }
+    mark();
+    KernelPrice merged = priceGroup(into);
+    dec.recomputeUs = merged.us;
+    dec.recomputed =
+        std::isfinite(merged.us) &&
+        (fuse || takeFused(merged.us, merged.bytes, stored.us, stored.bytes, kTimeBand));
+    if (!dec.recomputed) {
+      groups_[into].nodes = before;
+      copies_ = copiesBefore;
+      for (const auto &[m, f] : owners)
+        groupOf_[idx(m)] = f;
+      unmark();
+      return false;
+    }
+    for (int f : from) {
+      groups_[into].minIdx = std::min(groups_[into].minIdx, groups_[f].minIdx);
+      groups_[into].maxIdx = std::max(groups_[into].maxIdx, groups_[f].maxIdx);
+      groups_[f].nodes.clear();
+      groups_[f].alive = false;
+    }
+    return true;
   }
 
   const Graph &g_;

@@ -129,6 +129,10 @@ public:
   }
 };
 
+// A host tile working set (CostShape::rereadSet) that does not fit in L2, as a violation (the
+// contraction recipes' hostViolations).
+std::vector<std::string> tileSetViolations(const CostShape &s, const Hardware &hw);
+
 // The registered recipes in selection order (recipe_registry.cpp; adding a recipe: one file
 // and one line there).
 const std::vector<const Recipe *> &recipeRegistry();

@@ -24,6 +24,11 @@
 // hidden value sums its K1 terms as the plain contraction does (FP order of the second sum
 // changes only by the tile split: "reassociated").
 //
+// A gated pair (SwiGLU: gate and up over the same X, combined by the group's elementwise nodes)
+// computes both hidden tiles from one staging of X and combines them into hs. A row norm epilogue
+// (rule 9, host plans: the thread's output tile holds whole rows) normalises the output rows
+// before they are stored (contraction.h normEpilogueRegions).
+//
 // Knobs: BM, BH, BK, TM, TN (threads follows).
 #include "lower/contraction.h"
 #include "lower/recipe_support.h"
@@ -43,11 +48,6 @@ using namespace recipe;
 using namespace contraction;
 
 namespace {
-
-kir::BufferP tile(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {
-  return std::make_shared<kir::Buffer>(
-      kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp});
-}
 
 // Host: a batch over unbatched weights (an MLP over [B, T, D]) is always folded into the rows,
 // so a row tile spans batch entries and the weights are streamed once per row tile, not once
@@ -217,7 +217,7 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
     xView = aRowView(c1, bi);
     problem->aInPlace = xView.has_value();
     if (!xView) {
-      xs = tile("xs", {tl.BM, roundUp(K1, tl.BK)}, kir::Scope::Shared);
+      xs = tempBuffer("xs", {tl.BM, roundUp(K1, tl.BK)}, kir::Scope::Shared);
       k.allocs.push_back(xs);
       xView = RowView{xs, zero, roundUp(K1, tl.BK)};
     }
@@ -232,15 +232,15 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
     problem->b2Rows = w2View.row.has_value();
   }
   auto suffix = [&](size_t q) { return Q == 1 ? std::string() : cat(q); };
-  kir::BufferP As = tile("As", {tl.BM, tl.BK}, kir::Scope::Shared);
+  kir::BufferP As = tempBuffer("As", {tl.BM, tl.BK}, kir::Scope::Shared);
   std::vector<kir::BufferP> Bs, Hc;
   for (size_t q = 0; q < c1s.size(); ++q) {
-    Bs.push_back(tile("Bs" + suffix(q), {tl.BK, tl.BH}, kir::Scope::Shared));
-    Hc.push_back(tile("Hc" + suffix(q), {tl.threads, tl.TM, tl.TN}, kir::Scope::Local));
+    Bs.push_back(tempBuffer("Bs" + suffix(q), {tl.BK, tl.BH}, kir::Scope::Shared));
+    Hc.push_back(tempBuffer("Hc" + suffix(q), {tl.threads, tl.TM, tl.TN}, kir::Scope::Local));
   }
-  kir::BufferP hs = tile("hs", {tl.BM, tl.BH}, kir::Scope::Shared);
-  kir::BufferP w2s = tile("w2s", {tl.BH, tl.N2p}, kir::Scope::Shared);
-  kir::BufferP O = tile("O", {tl.threads, tl.TM, tl.TN2}, kir::Scope::Local);
+  kir::BufferP hs = tempBuffer("hs", {tl.BM, tl.BH}, kir::Scope::Shared);
+  kir::BufferP w2s = tempBuffer("w2s", {tl.BH, tl.N2p}, kir::Scope::Shared);
+  kir::BufferP O = tempBuffer("O", {tl.threads, tl.TM, tl.TN2}, kir::Scope::Local);
   if (gpu)
     k.allocs.push_back(As);
   for (size_t q = 0; q < c1s.size(); ++q)
@@ -586,9 +586,7 @@ public:
   }
   double loadsInFlight() const override { return 8.0; }
   std::vector<std::string> hostViolations(const CostShape &s, const Hardware &hw) const override {
-    if (s.rereadSet > hw.l2Bytes)
-      return {cat("tile working set ", s.rereadSet, " bytes > L2 ", hw.l2Bytes, " bytes")};
-    return {};
+    return tileSetViolations(s, hw);
   }
 
 private:

@@ -47,6 +47,12 @@ Rereads rereadsOf(const Hardware &hw, int64_t bytes, int64_t slices, int64_t use
   return r;
 }
 
+std::vector<std::string> tileSetViolations(const CostShape &s, const Hardware &hw) {
+  if (s.rereadSet > hw.l2Bytes)
+    return {cat("tile working set ", s.rereadSet, " bytes > L2 ", hw.l2Bytes, " bytes")};
+  return {};
+}
+
 kir::Kernel labelled(kir::Kernel k, const char *label) {
   if (k.recipe.empty())
     k.recipe = label;

@@ -53,11 +53,6 @@ E ivar(const std::string &name) {
   return kir::var(name, DType::I64);
 }
 
-kir::BufferP buffer(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {
-  return std::make_shared<kir::Buffer>(
-      kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp});
-}
-
 // A cooperative copy of a [rows, cols] tile: thread t takes elements t, t + threads, ... of the
 // row-major tile. `src(r, c)` is the element's value and `valid(r)` (may be null) whether the
 // tile row exists in the source; rows that do not are zero-filled. A block of one thread (the
@@ -152,14 +147,14 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   std::vector<E> bIdx = batch.empty() ? std::vector<E>{} : unflat(batch, ivar("b"));
   E q0 = ivar("qt") * E(BR), k0 = ivar("kt") * E(BC);
 
-  kir::BufferP qsh = buffer("qs", {BR, D}, kir::Scope::Shared);
-  kir::BufferP ksT = buffer("ksT", {D, BC}, kir::Scope::Shared);
-  kir::BufferP vsh = buffer("vs", {BC, Dv}, kir::Scope::Shared);
-  kir::BufferP psh = buffer("ps", {BR, BC}, kir::Scope::Shared);
-  kir::BufferP S = buffer("S", {threads, tm, BC}, kir::Scope::Local);
-  kir::BufferP O = buffer("O", {threads, tm, Dv}, kir::Scope::Local);
-  kir::BufferP mSt = buffer("m_run", {threads, tm}, kir::Scope::Local);
-  kir::BufferP lSt = buffer("l_run", {threads, tm}, kir::Scope::Local);
+  kir::BufferP qsh = tempBuffer("qs", {BR, D}, kir::Scope::Shared);
+  kir::BufferP ksT = tempBuffer("ksT", {D, BC}, kir::Scope::Shared);
+  kir::BufferP vsh = tempBuffer("vs", {BC, Dv}, kir::Scope::Shared);
+  kir::BufferP psh = tempBuffer("ps", {BR, BC}, kir::Scope::Shared);
+  kir::BufferP S = tempBuffer("S", {threads, tm, BC}, kir::Scope::Local);
+  kir::BufferP O = tempBuffer("O", {threads, tm, Dv}, kir::Scope::Local);
+  kir::BufferP mSt = tempBuffer("m_run", {threads, tm}, kir::Scope::Local);
+  kir::BufferP lSt = tempBuffer("l_run", {threads, tm}, kir::Scope::Local);
   k.allocs = {qsh, ksT, vsh, psh, S, O, mSt, lSt};
 
   k.body.push_back(kir::comment(

@@ -28,6 +28,11 @@ E allOf(const std::vector<E> &conds) {
   return all;
 }
 
+kir::BufferP tempBuffer(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {
+  return std::make_shared<kir::Buffer>(
+      kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp});
+}
+
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult) {
   for (const Value *v : g.outputs)
     if (v->type().shape != anchorResult->type().shape)

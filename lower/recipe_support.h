@@ -89,6 +89,9 @@ std::vector<kir::StmtP> fillPhasePlanes(const kir::BufferP &xp, const PhasePlane
 kir::StmtP vectorLoop(const std::string &var, kir::E begin, kir::E end,
                       std::vector<kir::StmtP> body);
 
+// An f32 scratch buffer of the kernel (a shared tile or a per-thread local one).
+kir::BufferP tempBuffer(const std::string &name, std::vector<int64_t> shape, kir::Scope scope);
+
 // InternalError unless every group output has the anchor result's shape.
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult);
 

@@ -928,10 +928,8 @@ std::vector<StmtP> normEpilogueRegions(const Node &norm, const KernelGroup &g, G
   out1.push_back(overTile(fin));
   const bool layer = norm.op() == Op::LayerNorm;
   int64_t threads = C->shape[0];
-  auto mu = std::make_shared<kir::Buffer>(
-      kir::Buffer{"ne_mu", DType::F32, {threads, TM}, kir::Scope::Local, kir::Role::Temp});
-  auto rs = std::make_shared<kir::Buffer>(
-      kir::Buffer{"ne_rs", DType::F32, {threads, TM}, kir::Scope::Local, kir::Role::Temp});
+  kir::BufferP mu = tempBuffer("ne_mu", {threads, TM}, kir::Scope::Local);
+  kir::BufferP rs = tempBuffer("ne_rs", {threads, TM}, kir::Scope::Local);
   if (layer)
     allocs.push_back(mu);
   allocs.push_back(rs);
@@ -1966,9 +1964,7 @@ public:
   double loadsInFlight() const override { return 8.0; }
   // On the host the A block and the B panel must stay in L2.
   std::vector<std::string> hostViolations(const CostShape &s, const Hardware &hw) const override {
-    if (s.rereadSet > hw.l2Bytes)
-      return {cat("tile working set ", s.rereadSet, " bytes > L2 ", hw.l2Bytes, " bytes")};
-    return {};
+    return tileSetViolations(s, hw);
   }
 
 private:

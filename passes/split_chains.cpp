@@ -244,39 +244,18 @@ private:
       d.chosen = forced ? opts_.force : counts.front();
       return d;
     }
-    d.unsplitUs = opts_.cost(g, c1, c2, 1);
-    double best = d.unsplitUs;
-    for (int s : counts) {
-      double us = opts_.cost(g, c1, c2, s);
-      d.splits.emplace_back(s, us);
-      if (us >= 0 && (best < 0 || us < best)) {
-        best = us;
-        if (d.unsplitUs < 0 || us < kMargin * d.unsplitUs)
-          d.chosen = s;
-      }
-    }
+    chooseSlices(
+        d, counts, [&](int s) { return opts_.cost(g, c1, c2, s); }, kMargin);
     if (forced)
       d.chosen = opts_.force;
     return d;
   }
 
   RewriteRecord record(const Node &c2, const ChainSplitDecision &d) const {
-    RewriteRecord rec;
-    rec.pass = name();
-    rec.pattern =
-        cat(c2.operand(0)->def()->name(), " -> ", c2.name(), " ", c2.result()->type().str());
-    rec.origins = c2.loc.origins;
-    rec.applied = d.chosen > 1;
-    std::string priced;
-    for (const auto &[s, us] : d.splits)
-      priced += cat(priced.empty() ? "" : ", ", s, ": ", us < 0 ? "no fit" : cat(us, " us"));
-    if (rec.applied)
-      rec.result =
-          cat(d.chosen, " hidden slices + reduce_sum",
-              d.unsplitUs >= 0 ? cat(" (unsplit ", d.unsplitUs, " us; ", priced, ")") : "");
-    else
-      rec.note = cat("unsplit is cheapest (", d.unsplitUs, " us; ", priced, ")");
-    return rec;
+    return sliceRecord(
+        name(),
+        cat(c2.operand(0)->def()->name(), " -> ", c2.name(), " ", c2.result()->type().str()),
+        c2.loc.origins, d, "hidden slices");
   }
 
   SplitChainsOptions opts_;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "passes/pass.h"
+#include "passes/slice_choice.h"
 
 #include <functional>
 #include <string>
@@ -30,14 +31,8 @@
 
 namespace aicf {
 
-// One chain's choice, as plan.yaml (split_chains) and --explain report it.
-struct ChainSplitDecision {
-  std::string node;                           // c2's location
-  int nodeIndex = -1;                         // c2's position in the graph
-  double unsplitUs = -1;                      // -1: not priced
-  std::vector<std::pair<int, double>> splits; // (S, predicted us; -1: no schedule fits)
-  int chosen = 1;                             // 1: not split
-};
+// One chain's choice (node: c2's location), as plan.yaml (split_chains) and --explain report it.
+using ChainSplitDecision = SliceDecision;
 
 // The predicted time of the chain c1 -> c2 (nodes of `g`) computed in `splits` hidden slices (1:
 // as it is), or -1 when no schedule fits.

@@ -226,36 +226,14 @@ private:
           d.chosen = s;
       return d;
     }
-    d.unsplitUs = opts_.cost(g, n, 1);
-    double best = d.unsplitUs;
-    for (int s : counts) {
-      double us = opts_.cost(g, n, s);
-      d.splits.emplace_back(s, us);
-      if (us >= 0 && (best < 0 || us < best)) {
-        best = us;
-        if (d.unsplitUs < 0 || us < kMargin * d.unsplitUs)
-          d.chosen = s;
-      }
-    }
+    chooseSlices(
+        d, counts, [&](int s) { return opts_.cost(g, n, s); }, kMargin);
     return d;
   }
 
   RewriteRecord record(const Node &n, const SplitKDecision &d) const {
-    RewriteRecord rec;
-    rec.pass = name();
-    rec.pattern = cat(n.name(), " ", n.result()->type().str());
-    rec.origins = n.loc.origins;
-    rec.applied = d.chosen > 1;
-    std::string priced;
-    for (const auto &[s, us] : d.splits)
-      priced += cat(priced.empty() ? "" : ", ", s, ": ", us < 0 ? "no fit" : cat(us, " us"));
-    if (rec.applied)
-      rec.result =
-          cat(d.chosen, " partial contractions + reduce_sum",
-              d.unsplitUs >= 0 ? cat(" (unsplit ", d.unsplitUs, " us; ", priced, ")") : "");
-    else
-      rec.note = cat("unsplit is cheapest (", d.unsplitUs, " us; ", priced, ")");
-    return rec;
+    return sliceRecord(name(), cat(n.name(), " ", n.result()->type().str()), n.loc.origins, d,
+                       "partial contractions");
   }
 
   SplitKOptions opts_;

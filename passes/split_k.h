@@ -24,6 +24,7 @@
 #pragma once
 
 #include "passes/pass.h"
+#include "passes/slice_choice.h"
 
 #include <functional>
 #include <string>
@@ -32,13 +33,7 @@
 namespace aicf {
 
 // One contraction's choice, as plan.yaml (split_k) and --explain report it.
-struct SplitKDecision {
-  std::string node;                           // the contraction's location
-  int nodeIndex = -1;                         // its position in the graph
-  double unsplitUs = -1;                      // -1: not priced
-  std::vector<std::pair<int, double>> splits; // (S, predicted us; -1: no schedule fits)
-  int chosen = 1;                             // 1: not split
-};
+using SplitKDecision = SliceDecision;
 
 // The predicted time of contraction `n` (a node of `g`) computed in `splits` slices (1: as it
 // is), or -1 when no schedule fits.
