@@ -62,12 +62,17 @@ const char *kNet =
 }
 )";
 
-std::unique_ptr<Graph> annotated() {
-  std::unique_ptr<Graph> g = parseGraph(kNet, "chains.mcir");
+// The memory properties annotate-properties certifies (the recipes require them).
+void annotate(Graph &g) {
   PassManager pm;
   pm.add(createPass("annotate-properties"));
   PassContext ctx;
-  pm.run(*g, ctx);
+  pm.run(g, ctx);
+}
+
+std::unique_ptr<Graph> annotated() {
+  std::unique_ptr<Graph> g = parseGraph(kNet, "chains.mcir");
+  annotate(*g);
   return g;
 }
 
@@ -298,12 +303,7 @@ TEST_CASE("chained contractions: a gated pair (SwiGLU) chains with its sibling, 
 }
 )",
       "swiglu.mcir");
-  {
-    PassManager pm;
-    pm.add(createPass("annotate-properties"));
-    PassContext ctx;
-    pm.run(*g, ctx);
-  }
+  annotate(*g);
   FusionOptions fo;
   fo.kernelCost = [](const KernelGroup &k) { return !k.chained.empty() ? 15.0 : 10.0; };
   Partition p = partitionGraph(*g, fo);
@@ -363,12 +363,7 @@ TEST_CASE("norm epilogues: a post-norm in its contraction's tiles, plain and cha
 }
 )",
       "post.mcir");
-  {
-    PassManager pm;
-    pm.add(createPass("annotate-properties"));
-    PassContext ctx;
-    pm.run(*g, ctx);
-  }
+  annotate(*g);
   // Priced lower: every norm joins its contraction's group; n1, read by two groups, stays an
   // output of the first.
   FusionOptions fo;
