@@ -655,28 +655,15 @@ void printPlanReport(std::ostream &os, const Plan &p) {
        << " (streaming " << us(d.streamingUs, d.streamingWhy) << "; materialised "
        << us(d.materializedUs, "not offered: " + d.materializedWhy) << ")\n";
   }
-  for (const SplitKDecision &d : p.splitK) {
-    std::string priced;
-    for (const auto &[n, us] : d.splits) {
-      std::snprintf(line, sizeof line, "%d: %.3g us", n, us);
-      priced += (priced.empty() ? "" : ", ") + std::string(line);
-    }
-    std::snprintf(line, sizeof line, "%.3g us", d.unsplitUs);
-    os << "   split-k " << d.node << ": "
-       << (d.chosen > 1 ? cat(d.chosen, " slices") : std::string("not split")) << " (unsplit "
-       << line << "; " << priced << ")\n";
-  }
-  for (const ChainSplitDecision &d : p.splitChains) {
-    std::string priced;
-    for (const auto &[n, us] : d.splits) {
-      std::snprintf(line, sizeof line, "%d: %.3g us", n, us);
-      priced += (priced.empty() ? "" : ", ") + std::string(line);
-    }
-    std::snprintf(line, sizeof line, "%.3g us", d.unsplitUs);
-    os << "   split-chains " << d.node << ": "
-       << (d.chosen > 1 ? cat(d.chosen, " slices") : std::string("not split")) << " (unsplit "
-       << line << "; " << priced << ")\n";
-  }
+  auto slices = [&os](const char *pass, const SliceDecision &d) {
+    os << "   " << pass << " " << d.node << ": "
+       << (d.chosen > 1 ? cat(d.chosen, " slices") : std::string("not split")) << " ("
+       << slicePrices(d) << ")\n";
+  };
+  for (const SplitKDecision &d : p.splitK)
+    slices("split-k", d);
+  for (const ChainSplitDecision &d : p.splitChains)
+    slices("split-chains", d);
   for (const RematDecision &d : p.remat) {
     std::string vals;
     for (const std::string &v : d.values)

@@ -855,7 +855,7 @@ private:
       for (int c : cons)
         d.recomputeUs += price(c);
       d.recomputed = opts_.rowNorms == FusionOptions::RowNorms::Fold ||
-                     takeFused(d.recomputeUs, bytes, d.storeUs, storeBytes, 1.0);
+                     takeForm({d.recomputeUs, bytes}, {d.storeUs, storeBytes}, 1.0);
       p.remat.push_back(d);
       if (!d.recomputed) { // put everything back
         for (size_t i = 0; i < cons.size(); ++i)
@@ -889,24 +889,6 @@ private:
   static bool sameBatch(const Node &c1, const Node &c2) {
     const auto &a = c1.result()->type().shape, &b = c2.result()->type().shape;
     return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
-  }
-
-  // Rules 7, 8 and 9's band of equal times: the host model's error on the measured chains is
-  // about 3%. Within it the form moving fewer bytes wins (a memory-centric tie-break): on a
-  // multi-core host every row tile of the chained form streams the whole weights (each core reads
-  // them: more bytes than the plain kernels), on one core or a GPU (the weights stay in L2) the
-  // chain saves the hidden's round trip.
-  static constexpr double kTimeBand = 0.97;
-
-  // Rules 7-9: whether a fused form (its time and planned bytes) replaces the kernels it would
-  // replace: faster than `clearly` times their time, or within kTimeBand of it and moving fewer
-  // bytes (0 bytes: not given).
-  static bool takeFused(double fusedUs, int64_t fusedBytes, double storeUs, int64_t storeBytes,
-                        double clearly) {
-    if (!std::isfinite(fusedUs))
-      return false;
-    bool fewerBytes = fusedBytes > 0 && storeBytes > 0 && fusedBytes < storeBytes;
-    return fusedUs < clearly * storeUs || (fewerBytes && fusedUs * kTimeBand <= storeUs);
   }
 
   // Rule 8: whether group gi holds contraction c alone (with what rule 7 or rule 0 copied into
@@ -1029,9 +1011,9 @@ private:
   }
 
   // Rules 8 and 9: merges the groups `from` into group `into` when the planner prices the merged
-  // kernel below them (takeFused) or `fuse` forces it, recording both times in `dec`; `mark`
-  // sets the merged group's recipe facts (its chain, its norm epilogue), `unmark` clears them.
-  // Rejected: everything is put back. Returns whether the merge stands.
+  // kernel below them (takeForm, passes/price.h) or `fuse` forces it, recording both times in
+  // `dec`; `mark` sets the merged group's recipe facts (its chain, its norm epilogue), `unmark`
+  // clears them. Rejected: everything is put back. Returns whether the merge stands.
   bool tryMerge(int into, const std::vector<int> &from, bool fuse, RematDecision &dec,
                 const std::function<void()> &mark, const std::function<void()> &unmark) {
     KernelPrice stored = priceGroup(into);
@@ -1059,9 +1041,7 @@ private:
     mark();
     KernelPrice merged = priceGroup(into);
     dec.recomputeUs = merged.us;
-    dec.recomputed =
-        std::isfinite(merged.us) &&
-        (fuse || takeFused(merged.us, merged.bytes, stored.us, stored.bytes, kTimeBand));
+    dec.recomputed = std::isfinite(merged.us) && (fuse || takeForm(merged, stored, kTimeBand));
     if (!dec.recomputed) {
       groups_[into].nodes = before;
       copies_ = copiesBefore;

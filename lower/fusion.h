@@ -15,6 +15,7 @@
 
 #include "ir/graph.h"
 #include "ir/index_map.h"
+#include "passes/price.h"
 
 #include <functional>
 
@@ -124,11 +125,7 @@ using RematCostFn = std::function<RematCost(const KernelGroup &probe, int64_t in
 // The predicted time of one candidate kernel group (the planner's best schedule for it; +inf
 // when none fits) and the bytes that schedule moves (0: not given). A callback keeps the
 // partition below the planner in the layering.
-struct KernelPrice {
-  double us = 0;
-  int64_t bytes = 0;
-  KernelPrice(double t = 0, int64_t b = 0) : us(t), bytes(b) {}
-};
+using KernelPrice = Price; // (passes/price.h)
 using KernelCostFn = std::function<KernelPrice(const KernelGroup &)>;
 
 struct FusionOptions {

@@ -5,6 +5,7 @@
 
 #include "passes/explain.h"
 #include "passes/pass.h"
+#include "passes/price.h"
 
 #include <functional>
 #include <string>
@@ -15,18 +16,27 @@ namespace aicf {
 
 // One node's choice, as plan.yaml (split_k, split_chains) and --explain report it.
 struct SliceDecision {
-  std::string node;                           // the (last) node's location
-  int nodeIndex = -1;                         // its position in the graph
-  double unsplitUs = -1;                      // -1: not priced
-  std::vector<std::pair<int, double>> splits; // (S, predicted us; -1: no schedule fits)
-  int chosen = 1;                             // 1: not split
+  struct Priced {
+    int slices = 1;
+    Price price; // us -1: no schedule fits
+  };
+  std::string node;           // the (last) node's location
+  int nodeIndex = -1;         // its position in the graph
+  Price unsplit{-1};          // us -1: not priced
+  std::vector<Priced> splits; // every count priced, ascending
+  int chosen = 1;             // 1: not split
 };
 
 // Prices the form as it is (`price(1)`) and every count of `counts`, recording each, and
-// chooses the cheapest split when it beats the form as it is by `margin` (a split must cost
-// under margin x unsplit; a price < 0: no schedule fits).
+// chooses by takeForm (passes/price.h): the cheapest split when it costs under `margin` x the
+// form as it is; else, among the splits within kTimeBand of it, the one moving the fewest bytes
+// when that is fewer than the form as it is moves.
 void chooseSlices(SliceDecision &d, const std::vector<int> &counts,
-                  const std::function<double(int)> &price, double margin);
+                  const std::function<Price(int)> &price, double margin);
+
+// Every price of `d`, as --explain and the report print them: "unsplit 486 us 4.2 MB; 2: 494 us
+// 3.2 MB, 4: ...".
+std::string slicePrices(const SliceDecision &d);
 
 // The --explain record of `d` for pass `pass` on `pattern` (with `origins`): applied as "N
 // <what> + reduce_sum (unsplit ..; prices)", or the note that the unsplit form is cheapest.

@@ -18,7 +18,10 @@
 //
 // The cost model decides: the compile driver passes a callback pricing the pair as it is (with
 // rule 8's own choice between one chained kernel and two) and split S ways; the pass takes the
-// cheapest split when it beats the pair as it is by kMargin. Without a callback (aicf-opt
+// cheapest split when it beats the pair as it is by kMargin, else the split moving the fewest
+// bytes within the band of equal times (passes/price.h: on a two-core host, GPT-2's MLP in two
+// slices, each core reading half the weights once, instead of both cores streaming all of them).
+// Without a callback (aicf-opt
 // --passes=split-chains) every legal chain is split 2 ways.
 #pragma once
 
@@ -34,10 +37,10 @@ namespace aicf {
 // One chain's choice (node: c2's location), as plan.yaml (split_chains) and --explain report it.
 using ChainSplitDecision = SliceDecision;
 
-// The predicted time of the chain c1 -> c2 (nodes of `g`) computed in `splits` hidden slices (1:
-// as it is), or -1 when no schedule fits.
+// The predicted time and planned bytes of the chain c1 -> c2 (nodes of `g`) computed in `splits`
+// hidden slices (1: as it is); a time of -1 when no schedule fits.
 using ChainSplitCostFn =
-    std::function<double(const Graph &g, const Node &c1, const Node &c2, int splits)>;
+    std::function<Price(const Graph &g, const Node &c1, const Node &c2, int splits)>;
 
 struct SplitChainsOptions {
   ChainSplitCostFn cost;                                // none: split 2 ways wherever legal

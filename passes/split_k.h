@@ -35,9 +35,9 @@ namespace aicf {
 // One contraction's choice, as plan.yaml (split_k) and --explain report it.
 using SplitKDecision = SliceDecision;
 
-// The predicted time of contraction `n` (a node of `g`) computed in `splits` slices (1: as it
-// is), or -1 when no schedule fits.
-using SplitKCostFn = std::function<double(const Graph &g, const Node &n, int splits)>;
+// The predicted time and planned bytes of contraction `n` (a node of `g`) computed in `splits`
+// slices (1: as it is); a time of -1 when no schedule fits.
+using SplitKCostFn = std::function<Price(const Graph &g, const Node &n, int splits)>;
 
 struct SplitKOptions {
   SplitKCostFn cost;                                // none: split 4 ways wherever legal

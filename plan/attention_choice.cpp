@@ -32,7 +32,7 @@ AttentionCost costAttention(const KernelGroup &g, const Hardware &hw, const Plan
     Node *copy = scratch.addNode(Op::Attention, ops, {a.result()->type()}, a.attrs, a.loc);
     scratch.addOutput(emitMaterializedAttention(scratch, *copy, copy));
     scratch.eraseNode(copy);
-    d.materializedUs = plannedGraphCost(scratch, hw, opts, &d.materializedWhy);
+    d.materializedUs = plannedGraphCost(scratch, hw, opts, &d.materializedWhy).us;
   }
   return d;
 }

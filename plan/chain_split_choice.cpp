@@ -10,7 +10,7 @@
 namespace aicf {
 
 ChainSplitCostFn chainSplitCostFn(const Hardware &hw, const PlannerOptions &opts, bool splitK) {
-  return [&hw, opts, splitK](const Graph &, const Node &c1, const Node &c2, int splits) {
+  return [&hw, opts, splitK](const Graph &, const Node &c1, const Node &c2, int splits) -> Price {
     // A scratch graph: the operands as inputs (weights as weights: the split forms slice them),
     // the two contractions, and, for splits > 1, the split form in their place.
     Graph scratch("chain_split_alternative");

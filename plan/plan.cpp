@@ -137,10 +137,15 @@ void Plan::writeYaml(std::ostream &os) const {
       y << YAML::Flow << YAML::BeginMap;
       y << YAML::Key << "node" << YAML::Value << d.node;
       y << YAML::Key << "slices" << YAML::Value << d.chosen;
-      y << YAML::Key << "unsplit_us" << YAML::Value << d.unsplitUs;
+      y << YAML::Key << "unsplit_us" << YAML::Value << d.unsplit.us;
+      y << YAML::Key << "unsplit_bytes" << YAML::Value << d.unsplit.bytes;
       y << YAML::Key << "split_us" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto &[s, us] : d.splits)
-        y << YAML::Key << s << YAML::Value << us;
+      for (const SliceDecision::Priced &s : d.splits)
+        y << YAML::Key << s.slices << YAML::Value << s.price.us;
+      y << YAML::EndMap;
+      y << YAML::Key << "split_bytes" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const SliceDecision::Priced &s : d.splits)
+        y << YAML::Key << s.slices << YAML::Value << s.price.bytes;
       y << YAML::EndMap;
       y << YAML::EndMap;
     }

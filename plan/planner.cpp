@@ -175,23 +175,24 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   return std::move(all[pick].k);
 }
 
-double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
-                        std::string *why, FusionOptions::Chains chains) {
+Price plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
+                       std::string *why, FusionOptions::Chains chains) {
   FusionOptions fo;
   fo.chains = chains;
   fo.rematCost = rematCostFor(hw);
   fo.kernelCost = kernelCostFor(hw, opts);
   Partition part = partitionGraph(g, fo);
-  double total = 0;
+  Price total;
   for (size_t i = 0; i < part.groups.size(); ++i) {
     PlanDecision d;
     try {
       planKernel(part.groups[i], cat("m", i), hw, opts, &d);
     } catch (const UserError &e) {
       *why = e.what();
-      return -1;
+      return Price(-1);
     }
-    total += d.chosen.cost.timeUs;
+    total.us += d.chosen.cost.timeUs;
+    total.bytes += d.chosen.cost.bytes;
   }
   return total;
 }

@@ -52,14 +52,15 @@ struct PlanDecision {
 kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hardware &hw,
                        const PlannerOptions &opts, PlanDecision *decision);
 
-// The summed planned time of every kernel of graph `g` (partitioned as the compile driver does),
-// or -1 with the planner's reason in `why` when a kernel fits no schedule. The structural choices
+// The summed planned time and bytes of every kernel of graph `g` (partitioned as the compile
+// driver does), or a time of -1 with the planner's reason in `why` when a kernel fits no
+// schedule. The structural choices
 // (attention's form, split-k, split-chains) price their alternatives on scratch graphs with it;
 // `chains` is fusion rule 8's policy for the partition (split-chains prices its split forms
 // with their pairs chained).
-double plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
-                        std::string *why,
-                        FusionOptions::Chains chains = FusionOptions::Chains::Cost);
+Price plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
+                       std::string *why,
+                       FusionOptions::Chains chains = FusionOptions::Chains::Cost);
 
 // The fusion's kernel cost callback (lower/fusion.h, rule 7): a candidate group's planned time
 // on its best schedule (whatever rank `opts` asks of the kernels), +inf when none fits. `hw`

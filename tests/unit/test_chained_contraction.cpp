@@ -259,10 +259,10 @@ TEST_CASE("split-chains: which chains split, the split form matches the interpre
     REQUIRE(cm.plan.splitChains.size() == 1);
     for (const ChainSplitDecision &d : cm.plan.splitChains) {
       CHECK(d.chosen == 2);
-      CHECK(d.unsplitUs > 0);
+      CHECK(d.unsplit.us > 0);
       REQUIRE(d.splits.size() == 1);
-      CHECK(d.splits[0].first == 2);
-      CHECK(d.splits[0].second > 0);
+      CHECK(d.splits[0].slices == 2);
+      CHECK(d.splits[0].price.us > 0);
     }
     // The split pair is one chained kernel over the slices, summed by a reduction (z's chain
     // one unsplit).
@@ -277,7 +277,7 @@ TEST_CASE("split-chains: which chains split, the split form matches the interpre
   CompileOptions host;
   CompiledModel priced = buildModel(*g, host);
   REQUIRE(priced.plan.splitChains.size() == 1);
-  CHECK(priced.plan.splitChains[0].unsplitUs > 0);
+  CHECK(priced.plan.splitChains[0].unsplit.us > 0);
   // --no-split-chains and --chain-contractions store never price it.
   host.splitChains = false;
   CHECK(buildModel(*g, host).plan.splitChains.empty());

@@ -66,7 +66,7 @@ TEST_CASE("split-k: a GPU plan computes deep contractions in K slices, matching 
   REQUIRE(cm.plan.splitK.size() == 3);
   for (const SplitKDecision &d : cm.plan.splitK) {
     CAPTURE(d.node);
-    CHECK(d.unsplitUs > 0);
+    CHECK(d.unsplit.us > 0);
     CHECK(!d.splits.empty());
   }
   CHECK(cm.plan.splitK[0].chosen > 1);
