@@ -50,6 +50,7 @@ struct Flags {
   bool noBlockChannels = false;
   bool noSplitK = false;
   bool noSplitChains = false;
+  bool noMergeSiblings = false;
   int chainSlices = 0;
 };
 
@@ -168,6 +169,7 @@ int compile(const Flags &flags) {
   copts.blockChannels = !flags.noBlockChannels;
   copts.splitK = !flags.noSplitK;
   copts.splitChains = !flags.noSplitChains;
+  copts.mergeSiblings = !flags.noMergeSiblings;
   copts.chainSlices = flags.chainSlices;
   CompiledModel cm = buildModel(*g, copts);
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
@@ -237,6 +239,9 @@ int main(int argc, char **argv) {
   app.add_flag("--no-split-chains", flags.noSplitChains,
                "never compute an MLP's two projections in slices of the hidden dimension "
                "(for comparisons)");
+  app.add_flag("--no-merge-siblings", flags.noMergeSiblings,
+               "never compute sibling contractions of one input (q, k and v projections) as one "
+               "contraction over their concatenated weights (for comparisons)");
   app.add_option("--chain-slices", flags.chainSlices,
                  "split every chain (an MLP's two projections) this many ways along its hidden "
                  "dimension where legal (2, 4, 8, 16, 32; 0: the cost model decides)")

@@ -17,6 +17,7 @@
 #include "plan/dispatch_groups.h"
 #include "plan/memory_plan.h"
 #include "plan/planner.h"
+#include "plan/sibling_merge_choice.h"
 #include "plan/split_k_choice.h"
 #include "support/diagnostics.h"
 #include "support/output_folder.h"
@@ -230,6 +231,29 @@ void splitK(CompileState &s) {
   s.model.plan.splitK = std::move(decisions);
   if (split)
     adoptGraph(s, std::move(copy));
+}
+
+// Sibling contractions of one A (q, k and v projections) computed as one contraction over their
+// concatenated weights where the cost model prices that lower (passes/merge_siblings.h,
+// plan/sibling_merge_choice.h); both plans. First of the priced rewrites: the merged
+// contraction is what split-chains, pack-weights and the partition then see (a row norm before
+// it has one reader left, which fusion rule 7 may fold). The copy is kept only when a set merged.
+void mergeSiblings(CompileState &s) {
+  if (!s.opts.mergeSiblings)
+    return;
+  std::vector<SiblingMergeDecision> decisions;
+  MergeSiblingsOptions mo;
+  mo.cost = siblingMergeCostFn(s.hw, structuralChoice(s));
+  mo.decisions = &decisions;
+  std::unique_ptr<Graph> copy = runPricedPass(s, createMergeSiblingsPass(std::move(mo)));
+  bool merged = false;
+  for (const SiblingMergeDecision &d : decisions)
+    merged = merged || d.chosen;
+  s.model.plan.mergeSiblings = std::move(decisions);
+  if (merged) {
+    s.model.graph = std::move(copy);
+    s.graph = s.model.graph.get();
+  }
 }
 
 // A chain of two contractions (an MLP's projections) computed in slices of its hidden dimension
@@ -475,6 +499,7 @@ const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
       {"block-channels", blockChannels},
       {"fold-channel-scale", foldChannelScale},
+      {"merge-siblings", mergeSiblings},
       {"split-chains", splitChains},
       {"pack-weights", packWeights},
       {"partition", partition},
@@ -664,6 +689,18 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     slices("split-k", d);
   for (const ChainSplitDecision &d : p.splitChains)
     slices("split-chains", d);
+  for (const SiblingMergeDecision &d : p.mergeSiblings) {
+    std::string nodes;
+    for (const std::string &n : d.nodes)
+      nodes += (nodes.empty() ? "" : ", ") + n;
+    auto price = [&line](const Price &pr) {
+      std::snprintf(line, sizeof line, "%.3g us %.3g MB", pr.us, double(pr.bytes) / 1e6);
+      return std::string(line);
+    };
+    os << "   merge-siblings [" << nodes
+       << "]: " << (d.chosen ? "one contraction " + d.merged : std::string("kept apart"))
+       << " (merged " << price(d.together) << "; separate " << price(d.separate) << ")\n";
+  }
   for (const RematDecision &d : p.remat) {
     std::string vals;
     for (const std::string &v : d.values)

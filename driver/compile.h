@@ -66,6 +66,10 @@ struct CompileOptions {
   bool splitChains = true;
   // --chain-slices: 0 lets the cost model choose; N > 1 splits every legal chain N ways.
   int chainSlices = 0;
+  // Sibling contractions of one A (q, k and v projections) computed as one over their
+  // concatenated weights where the cost model prices it lower (passes/merge_siblings.h); aicfc
+  // --no-merge-siblings turns it off (comparisons).
+  bool mergeSiblings = true;
 };
 
 struct CompiledModel {

@@ -30,6 +30,7 @@ std::unique_ptr<Pass> createFuseEpiloguePass();       // fuse-epilogue
 std::unique_ptr<Pass> createChooseAttentionPass();    // choose-attention (no cost callback)
 std::unique_ptr<Pass> createSplitKPass();             // split-k (no cost callback)
 std::unique_ptr<Pass> createSplitChainsPass();        // split-chains (no cost callback)
+std::unique_ptr<Pass> createMergeSiblingsPass();      // merge-siblings (no cost callback)
 std::unique_ptr<Pass> createAnnotatePropertiesPass(); // annotate-properties
 
 } // namespace aicf

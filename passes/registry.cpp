@@ -43,6 +43,9 @@ const PassEntry kPasses[] = {
     {"split-k", createSplitKPass},
     // (passes/split_chains.h)
     {"split-chains", createSplitChainsPass},
+    // ... and sibling contractions of one A as one over their concatenated weights
+    // (passes/merge_siblings.h)
+    {"merge-siblings", createMergeSiblingsPass},
     {"annotate-properties", createAnnotatePropertiesPass},
     // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
     {"pack-weights", createPackWeightsPass},

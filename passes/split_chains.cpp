@@ -1,8 +1,8 @@
 // See split_chains.h.
 #include "passes/split_chains.h"
 
-#include "ir/epilogue.h"
 #include "ir/graph.h"
+#include "passes/contraction_parts.h"
 #include "passes/explain.h"
 #include "passes/passes.h"
 #include "support/diagnostics.h"
@@ -18,57 +18,11 @@ constexpr double kMargin = 0.95;
 // Hidden columns per slice, at least (one 32-float panel of the host micro-kernel).
 constexpr int64_t kMinSlice = 32;
 
-bool f32(const Value *v) {
-  return v->type().dtype == DType::F32 && v->type().isStatic();
-}
-
-bool constantWeight(const Value *v) {
-  return v->isWeight() && v->hasData() && f32(v);
-}
-
-// c as one end of a chain: matmul with a rank-2 B, or gemm with transA 0, alpha 1, beta 1; f32.
-bool chainEnd(const Node &n) {
-  if (n.op() != Op::MatMul && n.op() != Op::Gemm)
-    return false;
-  if (!f32(n.operand(0)) || !f32(n.operand(1)) || !f32(n.result()))
-    return false;
-  if (n.op() == Op::Gemm)
-    return n.i("transA") == 0 && n.f("alpha") == 1.0 && n.f("beta") == 1.0;
-  return n.operand(0)->type().shape.size() >= 2 && n.operand(1)->type().shape.size() == 2;
-}
-
-// The contraction's extra operands in order (gemm's C first) with the epilogue steps that take
-// them, and the steps without an operand, as one list of steps on the accumulator.
-struct Step {
-  EpilogueStep step;
-  Value *operand = nullptr;
-};
-std::vector<Step> stepsOf(const Node &n) {
-  std::vector<Step> out;
-  size_t extras = static_cast<size_t>(epilogueOperandCount(n.strs("epilogue")));
-  size_t next = 2;
-  if (n.op() == Op::Gemm && n.numOperands() == 3 + extras) {
-    out.push_back({epilogueSteps(std::vector<std::string>{"add"}).front(), n.operand(2)});
-    next = 3;
-  }
-  for (const EpilogueStep &s : epilogueSteps(n))
-    out.push_back({s, s.takesOperand() ? n.operand(next++) : nullptr});
-  return out;
-}
-
-// B of a chain end as [K, N] (gemm's transB applied) at (k, n).
-float bAt(const Node &n, const float *b, int64_t K, int64_t N, int64_t k, int64_t col) {
-  bool transB = n.op() == Op::Gemm && n.i("transB") != 0;
-  return transB ? b[col * K + k] : b[k * N + col];
-}
-
 // [S, 1 x pad, rows, cols] sliced out of `b` (the node's B as [K, N]) along `alongRows` (W2:
 // the hidden is its K) or along its columns (W1: the hidden is its N).
 TensorPtr sliceB(const Node &n, int64_t S, int64_t pad, bool alongRows) {
   const Tensor &b = *n.operand(1)->data();
-  const auto &shape = b.type().shape;
-  bool transB = n.op() == Op::Gemm && n.i("transB") != 0;
-  int64_t K = transB ? shape[1] : shape[0], N = transB ? shape[0] : shape[1];
+  int64_t K = contractionK(n), N = contractionN(n);
   int64_t rows = alongRows ? K / S : K, cols = alongRows ? N : N / S;
   std::vector<int64_t> out = {S};
   out.insert(out.end(), static_cast<size_t>(pad), 1);
@@ -80,8 +34,8 @@ TensorPtr sliceB(const Node &n, int64_t S, int64_t pad, bool alongRows) {
   for (int64_t s = 0; s < S; ++s)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c)
-        dst[(s * rows + r) * cols + c] =
-            alongRows ? bAt(n, src, K, N, s * rows + r, c) : bAt(n, src, K, N, r, s * cols + c);
+        dst[(s * rows + r) * cols + c] = alongRows ? contractionB(n, src, s * rows + r, c)
+                                                   : contractionB(n, src, r, s * cols + c);
   return t;
 }
 
@@ -111,20 +65,21 @@ int64_t hiddenOf(const Node &c1) {
 } // namespace
 
 const Node *splittableChain(const Graph &g, const Node &c2) {
-  if (!chainEnd(c2) || !constantWeight(c2.operand(1)))
+  if (!plainContraction(c2) || !constantF32Weight(c2.operand(1)))
     return nullptr;
   const Value *h = c2.operand(0);
   const Node *c1 = h->def();
-  if (!c1 || !chainEnd(*c1) || !constantWeight(c1->operand(1)) || g.users(h).size() != 1 ||
-      std::count(c2.operands().begin(), c2.operands().end(), h) != 1 || g.isOutput(h))
+  if (!c1 || !plainContraction(*c1) || !constantF32Weight(c1->operand(1)) ||
+      g.users(h).size() != 1 || std::count(c2.operands().begin(), c2.operands().end(), h) != 1 ||
+      g.isOutput(h))
     return nullptr;
   int64_t H = hiddenOf(*c1);
-  for (const Step &s : stepsOf(*c1)) {
+  for (const ContractionStep &s : contractionSteps(*c1)) {
     if (!s.operand)
       continue;
     const auto &shape = s.operand->type().shape;
     bool broadcast = shape.empty() || shape.back() == 1;
-    if (!broadcast && !(constantWeight(s.operand) && shape.back() == H))
+    if (!broadcast && !(constantF32Weight(s.operand) && shape.back() == H))
       return nullptr;
   }
   return c1;
@@ -159,7 +114,7 @@ Value *emitChainSplit(Graph &g, const Node &c1, const Node &c2, int splits, Node
   // The first contraction of every slice, with its C and epilogue sliced along the hidden.
   std::vector<Value *> ops1 = {xb, w1};
   std::vector<std::string> epi1;
-  for (const Step &s : stepsOf(c1)) {
+  for (const ContractionStep &s : contractionSteps(c1)) {
     epi1.push_back(s.step.str());
     if (!s.operand)
       continue;
@@ -185,7 +140,7 @@ Value *emitChainSplit(Graph &g, const Node &c1, const Node &c2, int splits, Node
                    {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t(0)}}, loc, before)
           ->result();
   // c2's C and epilogue, step by step, on the sum.
-  for (const Step &s : stepsOf(c2)) {
+  for (const ContractionStep &s : contractionSteps(c2)) {
     std::vector<Value *> ops = {acc};
     if (s.operand)
       ops.push_back(s.operand);

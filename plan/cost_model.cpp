@@ -90,11 +90,49 @@ int64_t estimateFlops(const KernelGroup &grp) {
   return flops;
 }
 
+namespace {
+
+// The bytes of `v` (a group input, or a view of one) that group `grp` reads: all of v, unless
+// every node of the group reading it is a folded split or slice (rule 0), or a reshape whose
+// result is read so: then only the pieces they take, each once. merge-siblings' q, k and v read
+// through a split: the rotary kernel reads k's columns of the merged projection, not all of it.
+int64_t bytesRead(const KernelGroup &grp, const Value *v, int depth = 0) {
+  const int64_t whole = v->type().bytes();
+  if (depth > 4)
+    return whole;
+  std::vector<const Value *> pieces;
+  int64_t sum = 0;
+  bool read = false;
+  for (const Node *n : grp.nodes) {
+    if (std::find(n->operands().begin(), n->operands().end(), v) == n->operands().end())
+      continue;
+    read = true;
+    if (n->op() == Op::Reshape) {
+      sum += bytesRead(grp, n->result(), depth + 1);
+      continue;
+    }
+    if (n->op() != Op::Split && n->op() != Op::Slice)
+      return whole;
+    for (const Value *r : n->results()) {
+      bool used = std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](const Node *m) {
+        return std::find(m->operands().begin(), m->operands().end(), r) != m->operands().end();
+      });
+      if (used && std::find(pieces.begin(), pieces.end(), r) == pieces.end()) {
+        pieces.push_back(r);
+        sum += r->type().bytes();
+      }
+    }
+  }
+  return read ? std::min(whole, sum) : whole;
+}
+
+} // namespace
+
 int64_t predictedBytes(const KernelGroup &grp, const Recipe &recipe, const kir::Kernel &k,
                        const Hardware &hw, int64_t *compulsory, Rereads *rereads) {
   int64_t once = 0;
   for (const Value *v : grp.inputs)
-    once += v->type().bytes();
+    once += bytesRead(grp, v);
   for (const Value *v : grp.outputs)
     once += v->type().bytes();
   if (compulsory)

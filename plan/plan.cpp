@@ -153,6 +153,22 @@ void Plan::writeYaml(std::ostream &os) const {
   };
   slices("split_k", splitK);
   slices("split_chains", splitChains);
+  // Sibling contractions priced as they are and merged (merge-siblings).
+  if (!mergeSiblings.empty()) {
+    y << YAML::Key << "merge_siblings" << YAML::Value << YAML::BeginSeq;
+    for (const SiblingMergeDecision &d : mergeSiblings) {
+      y << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "nodes" << YAML::Value << YAML::Flow << d.nodes;
+      y << YAML::Key << "merged" << YAML::Value << d.chosen;
+      y << YAML::Key << "type" << YAML::Value << d.merged;
+      y << YAML::Key << "merged_us" << YAML::Value << d.together.us;
+      y << YAML::Key << "merged_bytes" << YAML::Value << d.together.bytes;
+      y << YAML::Key << "separate_us" << YAML::Value << d.separate.us;
+      y << YAML::Key << "separate_bytes" << YAML::Value << d.separate.bytes;
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
   if (!remat.empty()) {
     y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
     for (const RematDecision &d : remat) {

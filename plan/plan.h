@@ -9,6 +9,7 @@
 #include "lower/fusion.h"
 #include "plan/attention_choice.h"
 #include "plan/chain_split_choice.h"
+#include "plan/sibling_merge_choice.h"
 #include "plan/split_k_choice.h"
 #include "target/target.h"
 
@@ -128,6 +129,7 @@ struct Plan {
   std::vector<AttentionDecision> attention;    // streaming or materialised (attention_choice.h)
   std::vector<SplitKDecision> splitK;          // contractions priced in K slices (split_k.h)
   std::vector<ChainSplitDecision> splitChains; // chains priced in hidden slices (split_chains.h)
+  std::vector<SiblingMergeDecision> mergeSiblings; // sibling contractions (merge_siblings.h)
 
   const PlanBuffer *buffer(const std::string &id) const;
   void writeYaml(std::ostream &os) const;

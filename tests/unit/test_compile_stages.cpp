@@ -118,9 +118,9 @@ TEST_CASE("compile stages: listed once, in order") {
     CHECK(static_cast<bool>(s.run));
   }
   CHECK(names == std::vector<std::string>{
-                     "block-channels", "fold-channel-scale", "split-chains", "pack-weights",
-                     "partition", "choose-attention", "split-k", "describe-plan", "value-buffers",
-                     "plan", "verify-kernel-ir", "kernel-ir-passes", "plan-steps",
+                     "block-channels", "fold-channel-scale", "merge-siblings", "split-chains",
+                     "pack-weights", "partition", "choose-attention", "split-k", "describe-plan",
+                     "value-buffers", "plan", "verify-kernel-ir", "kernel-ir-passes", "plan-steps",
                      "check-candidate-rank", "memory-plan", "dispatch-groups", "print"});
 }
 

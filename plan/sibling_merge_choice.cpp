@@ -1,0 +1,54 @@
+// See sibling_merge_choice.h.
+#include "plan/sibling_merge_choice.h"
+
+#include "passes/passes.h"
+#include "support/diagnostics.h"
+
+#include <map>
+
+namespace aicf {
+
+SiblingMergeCostFn siblingMergeCostFn(const Hardware &hw, const PlannerOptions &opts) {
+  return
+      [&hw, opts](const Graph &, const std::vector<const Node *> &siblings, bool merged) -> Price {
+        // A scratch graph: the operands as inputs (weights as weights: the merged form concatenates
+        // them), the siblings, and, when merged, the merged contraction in their place.
+        Graph scratch("sibling_merge_alternative");
+        std::map<const Value *, Value *> copied;
+        auto operand = [&](const Value *o) {
+          Value *&v = copied[o];
+          if (!v)
+            v = o->isWeight() && o->hasData()
+                    ? scratch.addWeight(o->name(), o->data())
+                    : scratch.addInput(o->name().empty() ? cat("x", copied.size()) : o->name(),
+                                       o->type());
+          return v;
+        };
+        std::vector<const Node *> copies;
+        for (const Node *n : siblings) {
+          std::vector<Value *> ops;
+          for (const Value *o : n->operands())
+            ops.push_back(operand(o));
+          copies.push_back(scratch.addNode(n->op(), ops, {n->result()->type()}, n->attrs, n->loc));
+        }
+        if (merged) {
+          scratch.addOutput(emitMergedContraction(scratch, copies, nullptr));
+          for (const Node *c : copies)
+            scratch.eraseNode(const_cast<Node *>(c));
+          scratch.removeDeadCode();
+        } else {
+          for (const Node *c : copies)
+            scratch.addOutput(c->result());
+        }
+        if (!hw.gpu) { // the weights as the host plan lays them out
+          PassManager pm;
+          pm.add(createPass("pack-weights"));
+          PassContext ctx;
+          pm.run(scratch, ctx);
+        }
+        std::string why;
+        return plannedGraphCost(scratch, hw, opts, &why);
+      };
+}
+
+} // namespace aicf
