@@ -660,9 +660,12 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     lower += st.lowerBoundBytes;
     flops += st.flops;
   }
-  os << "   total: " << bytes << " bytes moved by the kernels (" << lower
-     << " if each kernel touched its buffers once); model lower bound " << p.lowerBoundBytes
-     << " bytes (inputs + weights read once, outputs written once); " << flops << " FLOPs\n";
+  os << "   total: " << bytes
+     << " bytes moved by the kernels to and from memory (re-reads the last-level cache serves, "
+        "the host's shared L3 or the GPU's L2, not counted) ("
+     << lower << " if each kernel touched its buffers once); model lower bound "
+     << p.lowerBoundBytes << " bytes (inputs + weights read once, outputs written once); " << flops
+     << " FLOPs\n";
   os << "   arena: " << p.arenaBytes << " bytes planned vs " << p.naiveArenaBytes
      << " bytes for all intermediates without reuse; weights.bin " << p.weightsBytes << " bytes\n";
   std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels)\n",

@@ -42,8 +42,10 @@ struct CostShape {
   double scalarCycles = 0; // host: scalar work per block that does not vectorise (cycles)
 };
 
-// Operand re-reads beyond each param once: `memory` come again from where the data lives (they
-// count in the plan's bytes moved), `cached` from a cache that keeps the operand between uses.
+// Operand re-reads beyond each param once: `memory` come again from memory, past the last-level
+// cache (they count in the plan's bytes moved, like the compulsory bytes they are compared
+// with), `cached` from a cache that keeps the operand between uses (a core's L1 or L2, the
+// host's shared L3, the GPU's device L2: their time is priced, their bytes are not moved).
 struct Rereads {
   int64_t memory = 0;
   int64_t cached = 0;
@@ -51,13 +53,15 @@ struct Rereads {
 
 // The re-reads of an operand of `bytes` split into `slices` equal slices (a GEMM's row panels,
 // attention's heads), each used by `uses` consecutive blocks of a launch of `blocks` (each use
-// after the first a re-read), next to a block working set of `set` bytes. Host: a slice stays
+// after the first a re-read), next to a block working set of `set` bytes. The last-level cache
+// serves every re-read when the whole operand fits in half of it: the GPU's device L2 (the
+// slices' blocks run concurrently across the SMs), the host's L3, shared by its cores (two
+// cores streaming the same weights fetch them from memory once). Past it (host), a slice stays
 // in a core's L2 between uses when it fits there beside the working set, and the blocks go to
 // the cores in contiguous chunks, so a slice is read from memory once per core its run of uses
-// touches (1 + (uses - 1) cores / blocks of them on average). GPU: the slices' blocks run
-// concurrently across the SMs, and the re-reads hit the device L2 when the whole operand fits
-// in half of it. `spread`: the uses are spread over the launch (every `blocks / uses`-th block:
-// a GEMM's B, used once per row of tiles): then each core touching a slice holds it at once.
+// touches (1 + (uses - 1) cores / blocks of them on average). `spread`: the uses are spread over
+// the launch (every `blocks / uses`-th block: a GEMM's B, used once per row of tiles): then each
+// core touching a slice holds it at once.
 Rereads rereadsOf(const Hardware &hw, int64_t bytes, int64_t slices, int64_t uses, int64_t blocks,
                   int64_t set, bool spread = false);
 

@@ -27,18 +27,25 @@ Rereads rereadsOf(const Hardware &hw, int64_t bytes, int64_t slices, int64_t use
   if (uses <= 1 || bytes <= 0)
     return r;
   int64_t all = bytes * (uses - 1);
-  slices = std::max<int64_t>(1, slices);
-  double slice = double(bytes) / double(slices);
-  bool resident = hw.gpu ? 2.0 * double(bytes) <= double(hw.l2Bytes)
-                         : slice + double(set) <= double(hw.l2Bytes);
-  if (!resident) {
+  // The last-level cache (GPU: device L2; host: the shared L3) keeps the whole operand.
+  int64_t llc = hw.gpu ? hw.l2Bytes : hw.l3Bytes;
+  if (2.0 * double(bytes) <= double(llc)) {
+    r.cached = all;
+    return r;
+  }
+  if (hw.gpu) {
     r.memory = all;
     return r;
   }
-  // Reads of each slice from memory: once per core that uses it (GPU: once).
+  slices = std::max<int64_t>(1, slices);
+  double slice = double(bytes) / double(slices);
+  if (slice + double(set) > double(hw.l2Bytes)) {
+    r.memory = all;
+    return r;
+  }
+  // Reads of each slice from memory: once per core that uses it.
   double cores = double(std::max<int64_t>(1, hw.cores)), n = double(uses);
-  double copies = hw.gpu ? 1.0
-                  : spread
+  double copies = spread
                       ? std::min(n, cores)
                       : std::min(n, 1.0 + (n - 1.0) * cores / double(std::max<int64_t>(1, blocks)));
   copies = std::min(n, std::max(1.0, copies));

@@ -174,6 +174,7 @@ TEST_CASE("planner: the host plan's traffic includes tile re-reads") {
   Partition part = partitionGraph(*g);
   const KernelGroup &grp = anchorGroup(part, Op::MatMul);
   Hardware host = loadHardwareFile(AICF_TESTDATA "/targets/ci-host.yaml");
+  host.l3Bytes = 0; // (without a shared L3: what a core's L2 does not keep comes from memory)
   PlannerOptions po;
   PlanDecision d;
   kir::Kernel k = planKernel(grp, "k0", host, po, &d);
@@ -197,9 +198,19 @@ TEST_CASE("cost model: re-reads a cache keeps between uses are not moved again")
   Hardware host = loadHardwareFile(AICF_TESTDATA "/targets/ci-host.yaml"); // 2 cores, 2 MiB L2
   REQUIRE(host.cores == 2);
   REQUIRE(host.l2Bytes == 2 * 1024 * 1024);
+  // A shared L3 keeps an operand that fits in half of it: every re-read is served from a cache,
+  // the two cores included (they fetch it from memory once).
+  host.l3Bytes = 32 << 20;
+  Rereads r = rereadsOf(host, 3 << 20, 1, 4, 4, 65536);
+  CHECK(r.memory == 0);
+  CHECK(r.cached == 3 * (3 << 20));
+  // Past half of it, the cores' L2s decide (below, without an L3).
+  r = rereadsOf(host, 20 << 20, 1, 4, 4, 65536);
+  CHECK(r.memory == 3 * (20 << 20));
+  host.l3Bytes = 0;
   // 8 heads of 32 KiB, each read by 2 consecutive blocks of 16: resident; the 16 blocks go to
   // the 2 cores in chunks of 8, so a head's 2 uses touch 1 + 1 x 2 / 16 cores on average.
-  Rereads r = rereadsOf(host, 8 * 32768, 8, 2, 16, 65536);
+  r = rereadsOf(host, 8 * 32768, 8, 2, 16, 65536);
   CHECK(r.memory == 32768);
   CHECK(r.cached == 8 * 32768 - 32768);
   // A 3 MiB slice never stays: every re-read is moved.
