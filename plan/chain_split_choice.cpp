@@ -5,8 +5,6 @@
 #include "plan/split_k_choice.h"
 #include "support/diagnostics.h"
 
-#include <map>
-
 namespace aicf {
 
 ChainSplitCostFn chainSplitCostFn(const Hardware &hw, const PlannerOptions &opts, bool splitK) {
@@ -14,21 +12,12 @@ ChainSplitCostFn chainSplitCostFn(const Hardware &hw, const PlannerOptions &opts
     // A scratch graph: the operands as inputs (weights as weights: the split forms slice them),
     // the two contractions, and, for splits > 1, the split form in their place.
     Graph scratch("chain_split_alternative");
-    std::map<const Value *, Value *> copied;
-    auto operand = [&](const Value *o) {
-      Value *&v = copied[o];
-      if (!v)
-        v = o->isWeight() && o->hasData()
-                ? scratch.addWeight(o->name(), o->data())
-                : scratch.addInput(o->name().empty() ? cat("x", copied.size()) : o->name(),
-                                   o->type());
-      return v;
-    };
+    ScratchOperands operand(scratch);
     std::vector<Value *> ops1, ops2;
     for (const Value *o : c1.operands())
       ops1.push_back(operand(o));
     Node *n1 = scratch.addNode(c1.op(), ops1, {c1.result()->type()}, c1.attrs, c1.loc);
-    copied[c1.result()] = n1->result();
+    operand.computed(c1.result(), n1->result());
     for (const Value *o : c2.operands())
       ops2.push_back(operand(o));
     Node *n2 = scratch.addNode(c2.op(), ops2, {c2.result()->type()}, c2.attrs, c2.loc);

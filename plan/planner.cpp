@@ -175,6 +175,16 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   return std::move(all[pick].k);
 }
 
+Value *ScratchOperands::operator()(const Value *v) {
+  Value *&copy = copied_[v];
+  if (!copy)
+    copy = v->isWeight() && v->hasData()
+               ? scratch_.addWeight(v->name(), v->data())
+               : scratch_.addInput(v->name().empty() ? cat("x", copied_.size()) : v->name(),
+                                   v->type());
+  return copy;
+}
+
 Price plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
                        std::string *why, FusionOptions::Chains chains) {
   FusionOptions fo;

@@ -10,6 +10,7 @@
 #include "lower/recipe.h"
 #include "plan/cost_model.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,21 @@ struct PlanDecision {
 // candidate (defaults included) fits the hardware.
 kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hardware &hw,
                        const PlannerOptions &opts, PlanDecision *decision);
+
+// The operands of the nodes a structural choice prices, copied into its scratch graph: a
+// constant weight as a weight (the alternative may re-lay it), any other value as an input
+// (named after the value, or x<N>); each value once.
+class ScratchOperands {
+public:
+  explicit ScratchOperands(Graph &scratch) : scratch_(scratch) {}
+  Value *operator()(const Value *v);
+  // v is computed in the scratch graph as `copy` (a node the caller copied there).
+  void computed(const Value *v, Value *copy) { copied_[v] = copy; }
+
+private:
+  Graph &scratch_;
+  std::map<const Value *, Value *> copied_;
+};
 
 // The summed planned time and bytes of every kernel of graph `g` (partitioned as the compile
 // driver does), or a time of -1 with the planner's reason in `why` when a kernel fits no

@@ -4,8 +4,6 @@
 #include "passes/passes.h"
 #include "support/diagnostics.h"
 
-#include <map>
-
 namespace aicf {
 
 SiblingMergeCostFn siblingMergeCostFn(const Hardware &hw, const PlannerOptions &opts) {
@@ -14,16 +12,7 @@ SiblingMergeCostFn siblingMergeCostFn(const Hardware &hw, const PlannerOptions &
         // A scratch graph: the operands as inputs (weights as weights: the merged form concatenates
         // them), the siblings, and, when merged, the merged contraction in their place.
         Graph scratch("sibling_merge_alternative");
-        std::map<const Value *, Value *> copied;
-        auto operand = [&](const Value *o) {
-          Value *&v = copied[o];
-          if (!v)
-            v = o->isWeight() && o->hasData()
-                    ? scratch.addWeight(o->name(), o->data())
-                    : scratch.addInput(o->name().empty() ? cat("x", copied.size()) : o->name(),
-                                       o->type());
-          return v;
-        };
+        ScratchOperands operand(scratch);
         std::vector<const Node *> copies;
         for (const Node *n : siblings) {
           std::vector<Value *> ops;

@@ -10,12 +10,10 @@ SplitKCostFn splitKCostFn(const Hardware &hw, const PlannerOptions &opts) {
     // A scratch graph: the operands as inputs (weights as weights: the split forms regroup
     // them), the contraction, and, for splits > 1, its split form in its place.
     Graph scratch("split_k_alternative");
+    ScratchOperands operand(scratch);
     std::vector<Value *> ops;
     for (const Value *o : n.operands())
-      ops.push_back(
-          o->isWeight() && o->hasData()
-              ? scratch.addWeight(o->name(), o->data())
-              : scratch.addInput(o->name().empty() ? cat("x", ops.size()) : o->name(), o->type()));
+      ops.push_back(operand(o));
     Node *copy = scratch.addNode(n.op(), ops, {n.result()->type()}, n.attrs, n.loc);
     if (splits == 1) {
       scratch.addOutput(copy->result());
