@@ -146,6 +146,22 @@ AICF_MATH float aicf_tanhf(float x) {
   float r = a < 0.625f ? p * z * a + a : 1.0f - 2.0f / (aicf_expf(2.0f * a) + 1.0f);
   return aicf_bits_f(aicf_f_bits(r) | (aicf_f_bits(x) & 0x80000000u));
 }
+// exp(x) for erf's x in [-16, -1]: no clamps, one scale (the result is never subnormal).
+AICF_MATH float aicf_expf_mid(float x) {
+  float t = x * 1.44269504088896341f + 12582912.0f;
+  float fn = t - 12582912.0f;
+  int32_t n = static_cast<int32_t>(aicf_f_bits(t) - aicf_f_bits(12582912.0f));
+  float r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  return p * aicf_bits_f(static_cast<uint32_t>(n + 127) << 23);
+}
 AICF_MATH float aicf_erff(float x) {
   float a = x < 0.0f ? -x : x, s = x * x;
   // |x| < 1: x * P(x^2).
@@ -157,15 +173,18 @@ AICF_MATH float aicf_erff(float x) {
   q = q * s - 3.761262884e-01f;
   q = q * s + 1.283791665e-01f;
   q = q * x + x;
-  // |x| >= 1: 1 - t P(t) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26).
+  // |x| >= 1: 1 - t P(t) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26), |x|
+  // taken in [1, 4] (erf is 1 in float past 3.92; the lanes below 1 take q), so exp's argument
+  // stays in [-16, -1] (ViT's erf-GELU MLP at one thread: ~2% less time than with aicf_expf).
   float b = a < 4.0f ? a : 4.0f;
+  b = b > 1.0f ? b : 1.0f;
   float t = 1.0f / (1.0f + 0.3275911f * b);
   float p = 1.061405429f;
   p = p * t - 1.453152027f;
   p = p * t + 1.421413741f;
   p = p * t - 0.284496736f;
   p = p * t + 0.254829592f;
-  float r = 1.0f - p * t * aicf_expf(-b * b);
+  float r = 1.0f - p * t * aicf_expf_mid(-b * b);
   r = a < 1.0f ? q : r;
   r = aicf_bits_f(aicf_f_bits(r) | (aicf_f_bits(x) & 0x80000000u));
   return a != a ? x : r;
