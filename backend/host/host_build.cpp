@@ -62,6 +62,12 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
   // pool runs them), so libmodel.so needs no OpenMP runtime.
   std::vector<std::string> argv = {opts.compiler,   "-std=c++17", "-O3",
                                    "-fopenmp-simd", "-fPIC",      "-march=" + opts.cpuArch};
+  // On AVX-512 parts the vectorised loops use 512-bit registers, like the micro-kernel (GCC's
+  // default for Intel's is 256 bits): the epilogues' exp / erf loops run 16 lanes at a time
+  // (ViT's block ~3-5% faster at one thread on this project's Xeon).
+  const std::vector<std::string> &isa = hostIsaFeatures(opts.cpuArch, opts.compiler);
+  if (std::find(isa.begin(), isa.end(), "avx512f") != isa.end())
+    argv.push_back("-mprefer-vector-width=512");
   std::istringstream extra(opts.extraFlags);
   for (std::string flag; extra >> flag;)
     argv.push_back(flag);
