@@ -119,6 +119,12 @@ void inKernelOrder(std::vector<AttentionDecision> &decisions, const Partition &p
 
 // ---- The stages, in the order compileStages() runs them ----------------------------------------
 
+// A rewritten copy becomes the graph the later stages build from.
+void useGraph(CompileState &s, std::unique_ptr<Graph> copy) {
+  s.model.graph = std::move(copy);
+  s.graph = s.model.graph.get();
+}
+
 // A host plan's layout pass, on a copy of the graph under a pass manager (verified); the copy
 // replaces the graph when the pass changed it.
 void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
@@ -129,10 +135,8 @@ void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
   pm.add(createPass(pass));
   PassContext ctx;
   ctx.target = s.target;
-  if (!pm.run(*copy, ctx))
-    return;
-  s.model.graph = std::move(copy);
-  s.graph = s.model.graph.get();
+  if (pm.run(*copy, ctx))
+    useGraph(s, std::move(copy));
 }
 
 // Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before
@@ -186,8 +190,7 @@ std::unique_ptr<Graph> runPricedPass(const CompileState &s, std::unique_ptr<Pass
 
 // The rewritten copy becomes the graph, partitioned again.
 void adoptGraph(CompileState &s, std::unique_ptr<Graph> copy) {
-  s.model.graph = std::move(copy);
-  s.graph = s.model.graph.get();
+  useGraph(s, std::move(copy));
   partition(s);
 }
 
@@ -250,10 +253,8 @@ void mergeSiblings(CompileState &s) {
   for (const SiblingMergeDecision &d : decisions)
     merged = merged || d.chosen;
   s.model.plan.mergeSiblings = std::move(decisions);
-  if (merged) {
-    s.model.graph = std::move(copy);
-    s.graph = s.model.graph.get();
-  }
+  if (merged)
+    useGraph(s, std::move(copy));
 }
 
 // A chain of two contractions (an MLP's projections) computed in slices of its hidden dimension
@@ -277,10 +278,8 @@ void splitChains(CompileState &s) {
   for (const ChainSplitDecision &d : decisions)
     split = split || d.chosen > 1;
   s.model.plan.splitChains = std::move(decisions);
-  if (split) {
-    s.model.graph = std::move(copy);
-    s.graph = s.model.graph.get();
-  }
+  if (split)
+    useGraph(s, std::move(copy));
 }
 
 // plan.yaml's header: what the plan was made for, and the partition's store-or-recompute

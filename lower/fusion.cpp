@@ -891,6 +891,17 @@ private:
     return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
   }
 
+  // Rules 8 and 9: the group computing `v`, which node `n` (of group `own`) reads once, when v
+  // has no other reader, is no graph output and that group is alive and another; else -1.
+  int soleProducerGroup(const Node &n, const Value *v, int own) const {
+    const Node *d = v->def();
+    if (!d || outputs_.count(v) || usersOf(v).size() != 1 ||
+        std::count(n.operands().begin(), n.operands().end(), v) != 1)
+      return -1;
+    const int g = groupOf_[idx(d)];
+    return g < 0 || g == own || !groups_[g].alive ? -1 : g;
+  }
+
   // Rule 8: whether group gi holds contraction c alone (with what rule 7 or rule 0 copied into
   // it), alive and unchained.
   bool aloneIn(int gi, const Node *c) const {
@@ -911,12 +922,8 @@ private:
       if (!groups_[g2].alive || !c2 || chained_.count(g2) || !chainable(*c2))
         continue;
       Value *a = c2->operand(0);
-      const Node *d = a->def();
-      if (!d || outputs_.count(a) || usersOf(a).size() != 1 ||
-          std::count(c2->operands().begin(), c2->operands().end(), a) != 1)
-        continue;
-      const int gA = groupOf_[idx(d)];
-      if (gA < 0 || gA == g2 || !groups_[gA].alive || chained_.count(gA))
+      const int gA = soleProducerGroup(*c2, a, g2);
+      if (gA < 0 || chained_.count(gA))
         continue;
       Node *c1 = groups_[gA].anchor;
       if (!c1 || !chainable(*c1) || !sameBatch(*c1, *c2))
@@ -978,12 +985,8 @@ private:
       if (!n || !isRowNorm(*n) || !aloneIn(gn, n) || n->result()->type().dtype != DType::F32)
         continue;
       Value *v = n->operand(0);
-      const Node *d = v->def();
-      if (!d || outputs_.count(v) || usersOf(v).size() != 1 ||
-          std::count(n->operands().begin(), n->operands().end(), v) != 1)
-        continue;
-      const int gc = groupOf_[idx(d)];
-      if (gc < 0 || gc == gn || !groups_[gc].alive || normEpilogue_.count(gc))
+      const int gc = soleProducerGroup(*n, v, gn);
+      if (gc < 0 || normEpilogue_.count(gc))
         continue;
       Node *c = groups_[gc].anchor;
       if (!c || !chainable(*c) || c->result()->type().shape != v->type().shape)

@@ -115,12 +115,11 @@ template <class T> inline T aicf_sign(T x) {
 // value (tests/unit/test_host_math.cpp), exact at +-inf, NaN, +-0, saturation and subnormals.
 // exp: x = n ln2 + r, |r| <= ln2/2 (Cody-Waite), degree-6 polynomial, 2^n applied in two
 // halves so that subnormal results and overflow to inf come out right; NaN propagates.
-AICF_MATH float aicf_expf(float x) {
-  x = x > 88.8f ? 88.8f : x;
-  x = x < -104.0f ? -104.0f : x;
+// e^r for x = n ln2 + r (the reduction and polynomial both exps share); n in `n`.
+AICF_MATH float aicf_exp_reduced(float x, int32_t &n) {
   float t = x * 1.44269504088896341f + 12582912.0f; // round to nearest: n in the low bits
   float fn = t - 12582912.0f;
-  int32_t n = static_cast<int32_t>(aicf_f_bits(t) - aicf_f_bits(12582912.0f));
+  n = static_cast<int32_t>(aicf_f_bits(t) - aicf_f_bits(12582912.0f));
   float r = x - fn * 0.693359375f;
   r = r - fn * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -129,11 +128,23 @@ AICF_MATH float aicf_expf(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  return p * (r * r) + r + 1.0f;
+}
+AICF_MATH float aicf_expf(float x) {
+  x = x > 88.8f ? 88.8f : x;
+  x = x < -104.0f ? -104.0f : x;
+  int32_t n;
+  float p = aicf_exp_reduced(x, n);
   int32_t n1 = n >> 1, n2 = n - n1;
   float s1 = aicf_bits_f(static_cast<uint32_t>(n1 + 127) << 23);
   float s2 = aicf_bits_f(static_cast<uint32_t>(n2 + 127) << 23);
   return p * s1 * s2;
+}
+// exp for erf's x in [-16, -1]: no clamps, one scale (the result is never subnormal).
+AICF_MATH float aicf_expf_mid(float x) {
+  int32_t n;
+  float p = aicf_exp_reduced(x, n);
+  return p * aicf_bits_f(static_cast<uint32_t>(n + 127) << 23);
 }
 // tanh: odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1) with the sign of x.
 AICF_MATH float aicf_tanhf(float x) {
@@ -145,22 +156,6 @@ AICF_MATH float aicf_tanhf(float x) {
   p = p * z - 3.33332819422e-1f;
   float r = a < 0.625f ? p * z * a + a : 1.0f - 2.0f / (aicf_expf(2.0f * a) + 1.0f);
   return aicf_bits_f(aicf_f_bits(r) | (aicf_f_bits(x) & 0x80000000u));
-}
-// exp(x) for erf's x in [-16, -1]: no clamps, one scale (the result is never subnormal).
-AICF_MATH float aicf_expf_mid(float x) {
-  float t = x * 1.44269504088896341f + 12582912.0f;
-  float fn = t - 12582912.0f;
-  int32_t n = static_cast<int32_t>(aicf_f_bits(t) - aicf_f_bits(12582912.0f));
-  float r = x - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  return p * aicf_bits_f(static_cast<uint32_t>(n + 127) << 23);
 }
 AICF_MATH float aicf_erff(float x) {
   float a = x < 0.0f ? -x : x, s = x * x;
