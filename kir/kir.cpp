@@ -467,6 +467,7 @@ StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_
   s->ldb = v.ldb;
   s->bPanel = v.bPanel;
   s->bPanelStride = v.bPanelStride;
+  s->bPrefetch = v.bPrefetch;
   s->aBlocks = v.aBlocks;
   s->aGroups = v.aGroups;
   if (!v.aBlocks.empty())

@@ -226,6 +226,10 @@ struct Stmt {
   std::vector<int64_t> aBlocks; // empty, or {s0, s1, s2, n1, n2, L}
   std::vector<int64_t> aGroups; // empty, or {G, gs} (with aBlocks only)
   bool bFirstCol = false;       // panels: indices ends with c0
+  // panels: while its rows pass over one panel's K step, the tile streams the next panel's (or
+  // the next K step's first) into L2, for a weight wider than L2 (the host printer spreads the
+  // prefetches over the passes); a hint, no effect on the result.
+  bool bPrefetch = false;
   // The indices a view carries: offsets, extents, then A's first block and B's c0 if set.
   size_t viewIndices() const { return 5 + (aBlocks.empty() ? 0 : 1) + (bFirstCol ? 1 : 0); }
 };
@@ -272,6 +276,7 @@ struct MmaViews {
   E aOffset, bOffset, rows, cols, depth, firstBlock;
   E bFirstCol; // panels: the tile's first column inside the first panel (unset: 0)
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
+  bool bPrefetch = false; // panels only (see Stmt)
   std::vector<int64_t> aBlocks, aGroups;
 };
 StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,

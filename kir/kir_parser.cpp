@@ -874,9 +874,14 @@ private:
         expect(Tok::Comma, "','");
         field("panel_stride");
         views.bPanelStride = parseInt("an integer");
-        if (accept(Tok::Comma)) {
+        if (accept(Tok::Comma) && !atIdent("prefetch")) {
           field("first");
           views.bFirstCol = parseExpr();
+          accept(Tok::Comma);
+        }
+        if (atIdent("prefetch")) {
+          expectIdent("prefetch");
+          views.bPrefetch = true;
         }
       } else {
         field("ld");

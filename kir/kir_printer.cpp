@@ -248,7 +248,8 @@ public:
       }
       std::string bView = s.bPanel ? "panels = " + std::to_string(s.bPanel) +
                                          ", panel_stride = " + std::to_string(s.bPanelStride) +
-                                         (s.bFirstCol ? ", first = " + ex(s.indices.back()) : "")
+                                         (s.bFirstCol ? ", first = " + ex(s.indices.back()) : "") +
+                                         (s.bPrefetch ? ", prefetch" : "")
                                    : "ld = " + std::to_string(s.ldb);
       std::string aBlocks;
       if (!s.aBlocks.empty()) {

@@ -483,7 +483,7 @@ private:
     };
     if (s.views) {
       // Views read f32 buffers where they lie, one thread owning the whole tile.
-      if (s.indices.size() != s.viewIndices() || (s.bFirstCol && !s.bPanel) ||
+      if (s.indices.size() != s.viewIndices() || ((s.bFirstCol || s.bPrefetch) && !s.bPanel) ||
           std::any_of(s.indices.begin(), s.indices.end(), [](const E &e) { return !e; })) {
         err("mma_tile: a view needs A's and B's offsets, the valid rows, columns and depth");
         return;

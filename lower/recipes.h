@@ -189,6 +189,7 @@ struct ContractionProblem : kir::ProblemFacts {
   // column panels of a packed weight. No tile copy is made for such an operand.
   bool aInPlace = false, bPanels = false, bInPlace = false;
   int64_t bPanelWidth = 0; // B's packed panel width (32 or 64 floats), whatever the tile; 0: none
+  bool bStreamed = false;  // B's panels streamed into L2 a slice ahead (mma_tile bPrefetch)
   int64_t kAlign = 8;      // K steps a multiple of this (16: A in blocks of 16 lanes)
   bool band = false;       // a k x k blocked conv reading A from the band its block fills
   // The band's row-group form: tiles of whole output rows of `rowGroup` pixels (BM a multiple),

@@ -202,9 +202,14 @@ typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
 // g != 0: A's rows in groups of g, gs apart (a blocked conv's tile of several output rows of g
 // pixels each): row i starts at (i / g) gs + (i % g) lda.
 // offs: the offsets of blocks b0, b0 + 1, ... (aicf_kblock_chunks fills it per call).
+// pf, pfl: the pfl lines of 64 bytes from pf on (the weight slice the next panel's passes
+// read) that a panel's row-block passes prefetch into L2; pfn: how many of them the micro-kernel
+// prefetches per k step (aicf_pass_prefetch spreads them over the passes).
 struct aicf_kblocks {
   int64_t b0, s0, s1, s2, n1, n2, L = 16, g = 0, gs = 0;
   const int64_t *offs = nullptr;
+  const char *pf = nullptr;
+  int64_t pfl = 0, pfn = 0;
   int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
 };
 
@@ -275,12 +280,20 @@ aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, a
              const float *__restrict B, int64_t ldb, int64_t K) {
   // K in steps: blocks of L for a blocked A (each at the offset kb.offs gives), else one step
   // of K.
-  const int64_t step = KB ? kb.L : K;
+  // Prefetching (kb.pfn lines per k step), a dense A's K goes in steps of 16 too: the
+  // prefetches are issued per step, outside the k loop (inside it, even an empty prefetch loop
+  // cost resnet18's stem 10%).
+  const char *pf = kb.pf;
+  const int64_t pfn = kb.pfn;
+  const int64_t step = KB ? kb.L : pfn ? 16 : K;
   const int64_t *__restrict offs = kb.offs;
   for (int64_t k0 = 0, blk = 0; k0 < K; k0 += step, ++blk) {
-    const float *__restrict Ab = KB ? A + offs[blk] : A;
+    const float *__restrict Ab = KB ? A + offs[blk] : A + k0;
     const float *__restrict Bb = B + k0 * ldb;
     const int64_t kn = K - k0 < step ? K - k0 : step;
+    if (pfn)
+      for (int64_t p = 0, e = pfn * kn; p < e; ++p, pf += 64)
+        __builtin_prefetch(pf, 0, 2);
     for (int64_t kk = 0; kk < kn; ++kk) {
       aicf_v16f b[NV];
 #pragma GCC unroll 4
@@ -492,6 +505,20 @@ constexpr int64_t aicf_kb_rows(int nv, int64_t mr) {
   return nv >= 4 ? (mr < 7 ? mr : 7) : (mr < 8 ? mr : 8);
 }
 
+// Pass r of nb row-block passes over a panel slice of K rows: the part of the next slice
+// (kb.pfl lines from kb.pf) it prefetches, a k step at a time. A weight too large for
+// L2 (resnet18's 3 x 3 convs of layer4: 9.4 MB over 49 pixels) is read from memory once, in
+// its slice's first pass; alone, that pass ran at the memory's pace (layer4's convs at 60% of
+// layer1's FLOP rate). Spread over the passes before it, the stream overlaps the arithmetic.
+inline aicf_kblocks aicf_pass_prefetch(aicf_kblocks kb, int64_t r, int64_t nb, int64_t K) {
+  if (!kb.pf || K <= 0)
+    return kb;
+  const int64_t per = (kb.pfl + nb - 1) / nb;
+  kb.pf += r * per * 64;
+  kb.pfn = (per + K - 1) / K;
+  return kb;
+}
+
 template <int NV, bool KB, typename X>
 inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restrict A,
                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
@@ -503,26 +530,30 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restr
     // for a 4-vector panel (28 accumulators).
     constexpr int64_t MB = aicf_kb_rows(NV, MR);
     const int64_t nb = (tm + MB - 1) / MB, per = nb ? (tm + nb - 1) / nb : 0;
+    int64_t r = 0;
     for (int64_t i = 0; i < tm; i += per)
       aicf_mma_rowblock<NV, KB>(tm - i < per ? tm - i : per, C + i * ldc, ldc, A + i * lda, lda,
-                                kb, B, ldb, K, x, i0 + i, j0);
+                                aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i,
+                                j0);
     return;
   }
-  int64_t i = 0;
+  const int64_t rest = tm % MR;
+  const int64_t nb = tm / MR + rest / 4 + rest % 4 / 2 + rest % 2;
+  int64_t i = 0, r = 0;
   for (; i + MR <= tm; i += MR)
-    aicf_mma_rowblock<NV, KB>(MR, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
-                              j0);
+    aicf_mma_rowblock<NV, KB>(MR, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
   for (; i + 4 <= tm; i += 4)
-    aicf_mma_rowblock<NV, KB>(4, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
-                              j0);
+    aicf_mma_rowblock<NV, KB>(4, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
   if (tm - i >= 2) {
-    aicf_mma_rowblock<NV, KB>(2, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
-                              j0);
+    aicf_mma_rowblock<NV, KB>(2, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
     i += 2;
   }
   if (tm - i >= 1)
-    aicf_mma_rowblock<NV, KB>(1, C + i * ldc, ldc, A + i * lda, lda, kb, B, ldb, K, x, i0 + i,
-                              j0);
+    aicf_mma_rowblock<NV, KB>(1, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
 }
 
 // One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks), kb.g != 0:
@@ -536,9 +567,13 @@ inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__rest
   else if (!kb.g)
     aicf_mma_rows<NV, true>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
   else
-    for (int64_t i = 0; i < tm; i += kb.g)
-      aicf_mma_rows<NV, true>(C + i * ldc, ldc, A + i / kb.g * kb.gs, lda, kb, B, ldb,
+    for (int64_t i = 0, ng = (tm + kb.g - 1) / kb.g; i < tm; i += kb.g) {
+      aicf_kblocks kg = kb; // each group prefetches its share of the next slice
+      kg.pfl = (kb.pfl + ng - 1) / ng;
+      kg.pf = kb.pf ? kb.pf + i / kb.g * kg.pfl * 64 : nullptr;
+      aicf_mma_rows<NV, true>(C + i * ldc, ldc, A + i / kb.g * kb.gs, lda, kg, B, ldb,
                               tm - i < kb.g ? tm - i : kb.g, K, x, i, j0);
+    }
 }
 
 // x for the K chunk [k0, k0 + kc) of a step of K: first and last only at the step's ends.
@@ -596,8 +631,9 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
 
 // B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
 // time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
-// micro-kernel streams each panel as it lies, with no staging copy.
-template <int NV, typename X = aicf_unfused>
+// micro-kernel streams each panel as it lies, with no staging copy. PF (mma_tile's bPrefetch):
+// each panel's passes prefetch the slice read next into L2 (aicf_pass_prefetch).
+template <int NV, bool PF = false, typename X = aicf_unfused>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
                                 int64_t lda, const float *__restrict B, int64_t panelStride,
                                 int64_t tm, int64_t tn, int64_t K,
@@ -613,9 +649,18 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
     // time, their rows NR apart; whole panels in between.
     for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
       aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + c0 + j, NR, tm, kc, xc, j);
-    for (; j + NR <= tn; j += NR)
-      aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kc_, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
+    for (; j + NR <= tn; j += NR) {
+      // The slice read next: the next panel's, or after the last, the next K chunk's first.
+      aicf_kblocks kp = kc_;
+      if (PF) {
+        kp.pf = reinterpret_cast<const char *>(j + 2 * NR <= tn
+                                                   ? Bk + (c0 + j + NR) / NR * panelStride
+                                                   : Bk + kc * NR + c0 / NR * panelStride);
+        kp.pfl = kc * NV;
+      }
+      aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kp, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
                          xc, j);
+    }
     for (; j < tn; j += 16)
       aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_,
                         Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, kc, xc, j);
@@ -856,8 +901,9 @@ private:
                     (transcendental(s.init) || transcendental(s.body) ? "true" : "false") + ", " +
                     heights + ">(" + ex(s.first) + ", " + ex(s.last) + ", aicf_init, aicf_epi));";
     if (s.bPanel)
-      line(ind + 1, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) + ">(" + s.c->name +
-                        ", " + n(s.tn) + ", " + at + n(s.bPanelStride) + ", " + sizes + ", " + x);
+      line(ind + 1, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) +
+                        (s.bPrefetch ? ", true" : "") + ">(" + s.c->name + ", " + n(s.tn) + ", " +
+                        at + n(s.bPanelStride) + ", " + sizes + ", " + x);
     else
       line(ind + 1, "aicf_mma_f32(" + s.c->name + ", " + n(s.tn) + ", " + at + n(s.ldb) + ", " +
                         sizes + ", " + x);
@@ -1109,8 +1155,9 @@ private:
         return;
       }
       if (s.bPanel)
-        line(ind, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) + ">(" + c + ", " +
-                      n(s.tn) + ", " + at + n(s.bPanelStride) + ", " + sizes);
+        line(ind, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) +
+                      (s.bPrefetch ? ", true" : "") + ">(" + c + ", " + n(s.tn) + ", " + at +
+                      n(s.bPanelStride) + ", " + sizes);
       else
         line(ind, "aicf_mma_f32(" + c + ", " + n(s.tn) + ", " + at + n(s.ldb) + ", " + sizes);
       return;

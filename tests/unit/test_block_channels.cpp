@@ -199,3 +199,30 @@ TEST_CASE("block-channels: a squeeze-and-excitation scale folds into the project
   CHECK(scaledWeights == 1);
   compileRunCheck(*g, opts, in.at(0), want);
 }
+
+// A weight wider than half of L2 is streamed a panel slice ahead (mma_tile prefetch,
+// lower/recipe_tiled_contraction.cpp streamsWeight): planned for a host whose L2 is 64 KiB, the
+// network's convs over packed panels prefetch, and the results are the same; planned for the
+// detected host (L2 of a MiB or more), none of these small weights does.
+TEST_CASE("block-channels: weights wider than L2 are prefetched a slice ahead, same results") {
+  std::unique_ptr<Graph> g = network();
+  std::vector<Tensor> in = randomInputs(*g, 6);
+  Tensor want = interpret(*g, in).at(0);
+  auto prefetching = [](const CompiledModel &cm) {
+    int n = 0;
+    for (const kir::Kernel &k : cm.kernels)
+      kir::forEachStmt(k.body, [&](const kir::Stmt &s) {
+        n += s.kind == kir::Stmt::Kind::MmaTile && s.bPrefetch;
+      });
+    return n;
+  };
+  CompileOptions host;
+  CHECK(prefetching(buildModel(*g, host)) == 0);
+  CompileOptions small;
+  small.planFor = Target().loaded();
+  small.planFor.hw.l2Bytes = 64 * 1024;
+  CompiledModel cm = buildModel(*g, small);
+  CHECK(prefetching(cm) >= 1);
+  CHECK(cm.source.find(", true>(") != std::string::npos);
+  compileRunCheck(*g, small, in.at(0), want);
+}
