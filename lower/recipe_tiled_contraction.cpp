@@ -831,7 +831,7 @@ std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
 // Whether a host tile reading B's panels streams the next panel slice ahead (mma_tile's
 // bPrefetch): when the weight is wider than half of L2, each slice comes from L3 or memory
 // once, and its first row-block pass would otherwise wait on it (resnet18's layer4 3 x 3 convs,
-// 9.4 MB over 49 pixels: 2.08 -> 1.52 ms). A weight that stays in L2 gains nothing and pays the
+// 9.4 MB over 49 pixels: 2.08 -> 1.55 ms). A weight that stays in L2 gains nothing and pays the
 // prefetch instructions (its 56 x 56 convs ran 7% slower with them).
 bool streamsWeight(const PanelView &pv, const Knobs &knobs) {
   int64_t l2 = knobs.planFor.hw.l2Bytes;
@@ -1934,7 +1934,7 @@ public:
       //  * each row of tiles streams the whole weight once; beyond L2 its first pass over each
       //    k step's panel waits on L3, about half of that stream at L3 bandwidth, a quarter
       //    when the panels are prefetched a slice ahead (bStreamed: resnet18's layer4 3 x 3
-      //    convs 2.08 -> 1.6 ms, against 1.3 ms with the weight in L2).
+      //    convs 2.08 -> 1.55 ms, against 1.3 ms with the weight in L2).
       int64_t R = std::max<int64_t>(1, BM / p.rowGroup);
       double tiles = double(B * ceilDiv(M, BM) * ceilDiv(N, BN));
       s.scalarCycles += 0.1 * tiles * double(p.bandBytes0 + (R - 1) * p.bandRowBytes) / 4.0;

@@ -202,14 +202,14 @@ typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
 // g != 0: A's rows in groups of g, gs apart (a blocked conv's tile of several output rows of g
 // pixels each): row i starts at (i / g) gs + (i % g) lda.
 // offs: the offsets of blocks b0, b0 + 1, ... (aicf_kblock_chunks fills it per call).
-// pf, pfl: the pfl lines of 64 bytes from pf on (the weight slice the next panel's passes
-// read) that a panel's row-block passes prefetch into L2; pfn: how many of them the micro-kernel
-// prefetches per k step (aicf_pass_prefetch spreads them over the passes).
+// pf, pfl: the pfl lines of 64 bytes from pf on that are prefetched into L2: for a panel's
+// passes the weight slice read next, for one pass (aicf_pass_prefetch) its share, which the
+// micro-kernel spreads evenly over its k steps.
 struct aicf_kblocks {
   int64_t b0, s0, s1, s2, n1, n2, L = 16, g = 0, gs = 0;
   const int64_t *offs = nullptr;
   const char *pf = nullptr;
-  int64_t pfl = 0, pfn = 0;
+  int64_t pfl = 0;
   int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
 };
 
@@ -280,20 +280,21 @@ aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, a
              const float *__restrict B, int64_t ldb, int64_t K) {
   // K in steps: blocks of L for a blocked A (each at the offset kb.offs gives), else one step
   // of K.
-  // Prefetching (kb.pfn lines per k step), a dense A's K goes in steps of 16 too: the
+  // Prefetching (kb.pfl lines over the K steps), a dense A's K goes in steps of 16 too: the
   // prefetches are issued per step, outside the k loop (inside it, even an empty prefetch loop
   // cost resnet18's stem 10%).
-  const char *pf = kb.pf;
-  const int64_t pfn = kb.pfn;
-  const int64_t step = KB ? kb.L : pfn ? 16 : K;
+  const char *__restrict pf = kb.pf;
+  const int64_t pfl = kb.pfl;
+  int64_t pfd = 0; // lines prefetched so far
+  const int64_t step = KB ? kb.L : pfl ? 16 : K;
   const int64_t *__restrict offs = kb.offs;
   for (int64_t k0 = 0, blk = 0; k0 < K; k0 += step, ++blk) {
     const float *__restrict Ab = KB ? A + offs[blk] : A + k0;
     const float *__restrict Bb = B + k0 * ldb;
     const int64_t kn = K - k0 < step ? K - k0 : step;
-    if (pfn)
-      for (int64_t p = 0, e = pfn * kn; p < e; ++p, pf += 64)
-        __builtin_prefetch(pf, 0, 2);
+    if (pfl)
+      for (const int64_t e = pfl * (k0 + kn) / K; pfd < e; ++pfd)
+        __builtin_prefetch(pf + pfd * 64, 0, 2);
     for (int64_t kk = 0; kk < kn; ++kk) {
       aicf_v16f b[NV];
 #pragma GCC unroll 4
@@ -505,17 +506,17 @@ constexpr int64_t aicf_kb_rows(int nv, int64_t mr) {
   return nv >= 4 ? (mr < 7 ? mr : 7) : (mr < 8 ? mr : 8);
 }
 
-// Pass r of nb row-block passes over a panel slice of K rows: the part of the next slice
-// (kb.pfl lines from kb.pf) it prefetches, a k step at a time. A weight too large for
+// Pass r of nb row-block passes over a panel slice: the part of the next slice (kb.pfl lines
+// from kb.pf) it prefetches, spread over its k steps. A weight too large for
 // L2 (resnet18's 3 x 3 convs of layer4: 9.4 MB over 49 pixels) is read from memory once, in
 // its slice's first pass; alone, that pass ran at the memory's pace (layer4's convs at 60% of
 // layer1's FLOP rate). Spread over the passes before it, the stream overlaps the arithmetic.
-inline aicf_kblocks aicf_pass_prefetch(aicf_kblocks kb, int64_t r, int64_t nb, int64_t K) {
-  if (!kb.pf || K <= 0)
+inline aicf_kblocks aicf_pass_prefetch(aicf_kblocks kb, int64_t r, int64_t nb) {
+  if (!kb.pf)
     return kb;
-  const int64_t per = (kb.pfl + nb - 1) / nb;
-  kb.pf += r * per * 64;
-  kb.pfn = (per + K - 1) / K;
+  const int64_t per = (kb.pfl + nb - 1) / nb, from = r * per;
+  kb.pf += from * 64;
+  kb.pfl = from < kb.pfl ? (kb.pfl - from < per ? kb.pfl - from : per) : 0;
   return kb;
 }
 
@@ -533,7 +534,7 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restr
     int64_t r = 0;
     for (int64_t i = 0; i < tm; i += per)
       aicf_mma_rowblock<NV, KB>(tm - i < per ? tm - i : per, C + i * ldc, ldc, A + i * lda, lda,
-                                aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i,
+                                aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i,
                                 j0);
     return;
   }
@@ -542,18 +543,18 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restr
   int64_t i = 0, r = 0;
   for (; i + MR <= tm; i += MR)
     aicf_mma_rowblock<NV, KB>(MR, C + i * ldc, ldc, A + i * lda, lda,
-                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
   for (; i + 4 <= tm; i += 4)
     aicf_mma_rowblock<NV, KB>(4, C + i * ldc, ldc, A + i * lda, lda,
-                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
   if (tm - i >= 2) {
     aicf_mma_rowblock<NV, KB>(2, C + i * ldc, ldc, A + i * lda, lda,
-                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
     i += 2;
   }
   if (tm - i >= 1)
     aicf_mma_rowblock<NV, KB>(1, C + i * ldc, ldc, A + i * lda, lda,
-                              aicf_pass_prefetch(kb, r++, nb, K), B, ldb, K, x, i0 + i, j0);
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
 }
 
 // One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks), kb.g != 0:
