@@ -196,6 +196,8 @@ struct ContractionProblem : kir::ProblemFacts {
   // `rowGroups` output rows per image; the band a tile of R rows fills holds bandBytes0 + (R -
   // 1) bandRowBytes; the weight (B) holds bBytes.
   int64_t rowGroup = 0, rowGroups = 0, bandBytes0 = 0, bandRowBytes = 0, bBytes = 0;
+  // A blocked input's band: the k of one input channel block, all its taps (KH KW 16).
+  int64_t channelBlockK = 0;
   // A row norm folded into A (lower/fusion.h rule 7): each block computes its tile rows'
   // statistics over K first and stages A normalised.
   bool normRows = false;
