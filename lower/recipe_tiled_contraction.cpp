@@ -828,6 +828,22 @@ std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
   return PanelView{at->buf, lin->rest, nr, stride, shape[0] * nr};
 }
 
+// Whether an epilogue step evaluates a transcendental function (a polynomial and a range
+// reduction per element, or a division).
+bool transcendentalStep(Op op) {
+  switch (op) {
+  case Op::Exp:
+  case Op::Log:
+  case Op::Tanh:
+  case Op::Erf:
+  case Op::Sigmoid:
+  case Op::Gelu:
+  case Op::Silu:
+  case Op::Pow: return true;
+  default: return false;
+  }
+}
+
 // Whether a k step of bk rows of a panel `cols` wide, beside the A of a block of `rows` rows,
 // fits in L1.
 bool l1Slice(int64_t bk, int64_t cols, int64_t rows, const Hardware &hw) {
@@ -1177,6 +1193,14 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   // GEMMs 5-10%).
   bool byLanes = blockLanes || lanes.has_value();
   problem->fusedTile = byLanes && tl.threads == 1 && (aView || bView || bRow);
+  // A conv's transcendental epilogue steps (SiLU, sigmoid, GELU...): ~1 cycle an element each
+  // on the host, measured on EfficientNet-B0's 16 -> 96 expansion with SiLU (0.67 ms, 0.30 with
+  // relu, 1.2 M outputs) - far beyond their FLOPs at the micro-kernel's rate, which the
+  // model otherwise charged (predicted 0.34 ms). Convs only: rule 8 prices a matmul chain's
+  // epilogue against the two plain kernels', which would both need it.
+  if (n.op() == Op::BlockedConv)
+    for (const auto &[step, operand] : c.steps)
+      problem->epilogueCycles += transcendentalStep(step.op) ? 1.0 : 0.0;
   auto overC = [&](std::vector<StmtP> body, bool guarded) {
     return byLanes ? overLanes(body, guarded) : overTile(std::move(body), guarded);
   };
@@ -1959,6 +1983,7 @@ public:
     // one input channel block, above.)
     if (p.fusedTile)
       s.scalarCycles += double(kSteps - 1) * double(BM * BN) * 0.25;
+    s.scalarCycles += p.epilogueCycles * double(BM * BN);
     if (p.rowGroup) {
       // The band form of R = BM / OW output rows per tile (resnet18's 14 x 14 layer3, 2.36 MB
       // of weights: 2.33 ms at R = 1, 2.16 ms at R = 2..14; its 56 x 56 layer1, whose 147 KB

@@ -206,6 +206,8 @@ struct ContractionProblem : kir::ProblemFacts {
   // The tile's init and epilogue ride on the micro-kernel (FuseMmaTileEpilogue will fuse
   // them): a single K step never stores the C tile.
   bool fusedTile = false;
+  // Host cycles per output element of the epilogue's transcendental steps (blocked convs).
+  double epilogueCycles = 0;
 };
 // Y = epi2(epi1(X W1) W2): X [batch, M, K1], W1 [K1, H], W2 [H, N2].
 struct ChainProblem : kir::ProblemFacts {
