@@ -690,6 +690,49 @@ Kernel mathKernel(int64_t blocks) {
   return k;
 }
 
+// A kernel with two on-chip buffers too large for the stack (the host prelude's per-thread
+// scratch arena, aicf_alloc / aicf_release): Y = (2 X) + (2 X + 1) through both.
+Kernel scratchKernel(const char *name, int64_t n1, int64_t n2) {
+  BufferP X = mkBuf("X", DType::F32, {4096}, Scope::Global, Role::In);
+  BufferP Y = mkBuf("Y", DType::F32, {4096}, Scope::Global, Role::Out);
+  BufferP S1 = mkBuf("S1", DType::F32, {n1}, Scope::Shared, Role::Temp);
+  BufferP S2 = mkBuf("S2", DType::F32, {n2}, Scope::Shared, Role::Temp);
+  E e = var("e");
+  Kernel k;
+  k.name = name;
+  k.grid = {{"b", 1}};
+  k.threads = 1;
+  k.params = {X, Y};
+  k.allocs = {S1, S2};
+  k.body = {region("t", {forLoop("e", E(int64_t(0)), E(int64_t(4096)),
+                                 {store(S1, {e + E(n1 - 4096)}, fconst(2) * load(X, {e})),
+                                  store(S2, {e}, load(S1, {e + E(n1 - 4096)}) + fconst(1)),
+                                  store(Y, {e}, load(S2, {e}) + load(S1, {e + E(n1 - 4096)}))})})};
+  return k;
+}
+
+// The arena: the first call sizes it for its first buffer, the second buffer then takes malloc;
+// a larger kernel's buffers next; every later call takes both from the grown arena. Each result
+// is checked, and an out-of-range or overlapping buffer would show in them.
+TEST_CASE("host kernels: per-call scratch from the per-thread arena, grown and reused") {
+  static HostLib lib({scratchKernel("small", 20000, 30000), scratchKernel("large", 70000, 90000)},
+                     "");
+  std::vector<float> x = pseudoRandom(4096, 11), y(4096);
+  void *args[] = {x.data(), y.data()};
+  for (const char *name : {"small", "large", "small", "large", "small"}) {
+    CAPTURE(name);
+    std::fill(y.begin(), y.end(), 0.0f);
+    lib.fn(name)(args);
+    int bad = 0;
+    for (size_t i = 0; i < y.size(); ++i)
+      bad += y[i] != 4.0f * x[i] + 1.0f;
+    CHECK(bad == 0);
+  }
+  std::string src = printHostSource({scratchKernel("small", 20000, 30000)});
+  CHECK(src.find("aicf_alloc(20000 * sizeof(float))") != std::string::npos);
+  CHECK(src.find("aicf_release(S1);") != std::string::npos);
+}
+
 TEST_CASE("host kernels: vectorised exp/tanh/erf/sigmoid match std:: to <= 5e-7 relative") {
   // Dense sweeps over the useful ranges, magnitudes from subnormal to huge, and specials.
   std::vector<float> X;
