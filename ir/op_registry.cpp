@@ -64,6 +64,19 @@ const OpInfo &opInfo(Op op) {
 const char *opName(Op op) {
   return opInfo(op).name;
 }
+bool isTranscendental(Op op) {
+  switch (op) {
+  case Op::Exp:
+  case Op::Log:
+  case Op::Tanh:
+  case Op::Erf:
+  case Op::Sigmoid:
+  case Op::Gelu:
+  case Op::Silu:
+  case Op::Pow: return true;
+  default: return false;
+  }
+}
 
 std::optional<Op> opByName(std::string_view name) {
   for (const OpInfo &info : table())

@@ -63,6 +63,9 @@ struct OpInfo {
 
 const OpInfo &opInfo(Op op);
 const char *opName(Op op);
+// An elementwise op evaluated as a range reduction and a polynomial (or a power): exp, log,
+// tanh, erf, sigmoid, gelu, silu, pow; far costlier per element than its FLOPs (the cost model).
+bool isTranscendental(Op op);
 std::optional<Op> opByName(std::string_view name);
 
 // What an inference function sees: operand types, attributes (with schema defaults), and the

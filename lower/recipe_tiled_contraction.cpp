@@ -828,22 +828,6 @@ std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
   return PanelView{at->buf, lin->rest, nr, stride, shape[0] * nr};
 }
 
-// Whether an epilogue step evaluates a transcendental function (a polynomial and a range
-// reduction per element, or a division).
-bool transcendentalStep(Op op) {
-  switch (op) {
-  case Op::Exp:
-  case Op::Log:
-  case Op::Tanh:
-  case Op::Erf:
-  case Op::Sigmoid:
-  case Op::Gelu:
-  case Op::Silu:
-  case Op::Pow: return true;
-  default: return false;
-  }
-}
-
 // Whether a k step of bk rows of a panel `cols` wide, beside the A of a block of `rows` rows,
 // fits in L1.
 bool l1Slice(int64_t bk, int64_t cols, int64_t rows, const Hardware &hw) {
@@ -1200,7 +1184,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   // epilogue against the two plain kernels', which would both need it.
   if (n.op() == Op::BlockedConv)
     for (const auto &[step, operand] : c.steps)
-      problem->epilogueCycles += transcendentalStep(step.op) ? 1.0 : 0.0;
+      problem->epilogueCycles += isTranscendental(step.op) ? 1.0 : 0.0;
   auto overC = [&](std::vector<StmtP> body, bool guarded) {
     return byLanes ? overLanes(body, guarded) : overTile(std::move(body), guarded);
   };
@@ -1977,10 +1961,11 @@ public:
       s.scalarCycles += 1.5 * double(BM * BN);
     // A fused tile (the init and epilogue on the micro-kernel's registers) touches its C tile
     // only between K steps: each step after the first stores and reloads it, its blocks'
-    // accumulators per call, ~0.1 cycles a float. (Fitted at ~1 cycle before the fused lanes
-    // were vectorised; on this project's Xeon squeezenet's 512 -> 1000 classifier conv now runs
-    // 1.32 ms in one K step and in four, and resnet18's 3 x 3 convs are fastest in steps of
-    // one input channel block, above.)
+    // accumulators per call, ~0.25 cycles a float of the block's tile. (Once fitted at ~1 cycle
+    // a float of the whole output per block, counting each tile once per block; on this
+    // project's Xeon squeezenet's 512 -> 1000 classifier conv now runs 1.32 ms in one K step
+    // and in four, and resnet18's 3 x 3 convs are fastest in steps of one input channel block,
+    // above.)
     if (p.fusedTile)
       s.scalarCycles += double(kSteps - 1) * double(BM * BN) * 0.25;
     s.scalarCycles += p.epilogueCycles * double(BM * BN);

@@ -19,15 +19,9 @@ namespace {
 // Instruction cost of one element of an elementwise op, in FLOP-equivalents (a vectorised
 // exp / erf / tanh is a short polynomial plus range reduction: ~20 operations).
 int64_t elementCost(Op op) {
+  if (isTranscendental(op))
+    return 20;
   switch (op) {
-  case Op::Exp:
-  case Op::Log:
-  case Op::Tanh:
-  case Op::Erf:
-  case Op::Sigmoid:
-  case Op::Gelu:
-  case Op::Silu:
-  case Op::Pow: return 20;
   case Op::Div:
   case Op::Sqrt:
   case Op::Reciprocal: return 4;
