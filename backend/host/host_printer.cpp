@@ -1019,30 +1019,41 @@ private:
     return out;
   }
 
+  // Calls visit() at every point of the grid axes that `reads` read (env holding the point;
+  // the others stay unset), until it returns false; whether it never did.
+  bool sweepGrid(const std::vector<ExprP> &reads, std::map<std::string, int64_t> &env,
+                 const std::function<bool()> &visit) const {
+    std::function<bool(size_t)> sweep = [&](size_t axis) {
+      if (axis == k_.grid.size())
+        return visit();
+      const auto &[name, extent] = k_.grid[axis];
+      bool used = std::any_of(reads.begin(), reads.end(),
+                              [&](const ExprP &e) { return readsVar(e, name); });
+      for (int64_t i = 0; i < (used ? extent : 1); ++i) {
+        if (used)
+          env[name] = i;
+        if (!sweep(axis + 1))
+          return false;
+      }
+      return true;
+    };
+    return sweep(0);
+  }
+
   // Every value the tile's valid rows (indices[2]) take over the grid (a ragged last tile's
   // min(BM, M - m0)), with how many tiles take it; {tm: 1} when the expression needs more than
   // the grid axes.
   std::map<int64_t, int64_t> validRows(const Stmt &s) const {
     std::map<std::string, int64_t> env;
     std::map<int64_t, int64_t> out;
-    std::function<bool(size_t)> sweep = [&](size_t axis) {
-      if (axis == k_.grid.size()) {
-        std::optional<int64_t> v = evalInt(s.indices[2].get(), env);
-        if (!v || *v < 1 || *v > s.tm)
-          return false;
-        ++out[*v];
-        return true;
-      }
-      const auto &[name, extent] = k_.grid[axis];
-      bool used = readsVar(s.indices[2].get(), name);
-      for (int64_t i = 0; i < (used ? extent : 1); ++i) {
-        env[name] = i;
-        if (!sweep(axis + 1))
-          return false;
-      }
+    bool all = sweepGrid({s.indices[2].get()}, env, [&] {
+      std::optional<int64_t> v = evalInt(s.indices[2].get(), env);
+      if (!v || *v < 1 || *v > s.tm)
+        return false;
+      ++out[*v];
       return true;
-    };
-    if (!sweep(0))
+    });
+    if (!all)
       return {{s.tm, 1}};
     return out;
   }
@@ -1084,32 +1095,21 @@ private:
   // Whether a fused tile's element guard `cond` (not reading the lane) holds on every row the
   // micro-kernel runs it on: for every grid point and every valid row i (i < indices[2]), with
   // the thread var 0. A ragged tile's `m0 + i < M` does: the micro-kernel already runs only the
-  // valid rows.
+  // valid rows. A guard reading anything else (a loop variable) is kept.
   bool holdsOnValidRows(const Stmt &s, const kir::E &cond) const {
     std::map<std::string, int64_t> env = {{k_.threadVar, 0}};
-    std::function<bool(size_t)> sweep = [&](size_t axis) {
-      if (axis == k_.grid.size()) {
-        std::optional<int64_t> rows = evalInt(s.indices[2].get(), env);
-        if (!rows || *rows > s.tm)
-          return false;
-        for (int64_t i = 0; i < *rows; ++i) {
-          env["i"] = i;
-          std::optional<int64_t> v = evalInt(cond.get(), env);
-          if (!v || !*v)
-            return false;
-        }
-        return true;
-      }
-      const auto &[name, extent] = k_.grid[axis];
-      bool used = readsVar(s.indices[2].get(), name) || readsVar(cond.get(), name);
-      for (int64_t i = 0; i < (used ? extent : 1); ++i) {
-        env[name] = i;
-        if (!sweep(axis + 1))
+    return sweepGrid({s.indices[2].get(), cond.get()}, env, [&] {
+      std::optional<int64_t> rows = evalInt(s.indices[2].get(), env);
+      if (!rows || *rows > s.tm)
+        return false;
+      for (int64_t i = 0; i < *rows; ++i) {
+        env["i"] = i;
+        std::optional<int64_t> v = evalInt(cond.get(), env);
+        if (!v || !*v)
           return false;
       }
       return true;
-    };
-    return sweep(0);
+    });
   }
 
   void lambda(int ind, const std::string &name, const Stmt &mma, const std::vector<StmtP> &body,
