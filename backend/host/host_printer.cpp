@@ -1026,7 +1026,8 @@ private:
     std::function<bool(size_t)> sweep = [&](size_t axis) {
       if (axis == k_.grid.size())
         return visit();
-      const auto &[name, extent] = k_.grid[axis];
+      const std::string &name = k_.grid[axis].first; // (clang: no lambda capture of a binding)
+      const int64_t extent = k_.grid[axis].second;
       bool used = std::any_of(reads.begin(), reads.end(),
                               [&](const ExprP &e) { return readsVar(e, name); });
       for (int64_t i = 0; i < (used ? extent : 1); ++i) {
