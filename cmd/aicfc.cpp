@@ -46,6 +46,7 @@ struct Flags {
   std::string rowNorms = "cost";
   std::string chains = "cost";
   std::string normEpilogues = "cost";
+  std::string convChains = "cost";
   bool noPackWeights = false;
   bool noBlockChannels = false;
   bool noSplitK = false;
@@ -165,6 +166,7 @@ int compile(const Flags &flags) {
   copts.rowNorms = flags.rowNorms;
   copts.chains = flags.chains;
   copts.normEpilogues = flags.normEpilogues;
+  copts.convChains = flags.convChains;
   copts.packWeights = !flags.noPackWeights;
   copts.blockChannels = !flags.noBlockChannels;
   copts.splitK = !flags.noSplitK;
@@ -267,6 +269,12 @@ int main(int argc, char **argv) {
                  "a layer_norm / rms_norm of a matmul / gemm's output rows (a post-norm): cost: "
                  "applied in the contraction's tiles (whole rows, host plans) when the cost "
                  "model prices it lower; fuse; store")
+      ->check(CLI::IsMember({"cost", "fuse", "store"}))
+      ->capture_default_str();
+  app.add_option("--conv-chains", flags.convChains,
+                 "an inverted residual (1x1 expand -> depthwise -> 1x1 project on the "
+                 "channel-blocked layout, host plans): cost: one kernel, the expanded rows never "
+                 "stored, when the cost model prices it lower; fuse; store")
       ->check(CLI::IsMember({"cost", "fuse", "store"}))
       ->capture_default_str();
   app.add_option("--candidate-rank", flags.candidateRank,

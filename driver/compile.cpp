@@ -533,6 +533,9 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
   fusion.normEpilogues = o.normEpilogues == "fuse"    ? FusionOptions::NormEpilogues::Fuse
                          : o.normEpilogues == "store" ? FusionOptions::NormEpilogues::Store
                                                       : FusionOptions::NormEpilogues::Cost;
+  fusion.convChains = o.convChains == "fuse"    ? FusionOptions::ConvChains::Fuse
+                      : o.convChains == "store" ? FusionOptions::ConvChains::Store
+                                                : FusionOptions::ConvChains::Cost;
   fusion.chains = o.chains == "fuse"    ? FusionOptions::Chains::Fuse
                   : o.chains == "store" ? FusionOptions::Chains::Store
                                         : FusionOptions::Chains::Cost;
@@ -712,6 +715,13 @@ void printPlanReport(std::ostream &os, const Plan &p) {
       os << "   " << (d.recomputed ? "applied" : "not applied") << " " << d.what
          << " as its epilogue (" << vals << " " << (d.recomputed ? "never stored" : "stored")
          << "): one kernel " << line << "\n";
+      continue;
+    }
+    if (d.kind == RematDecision::Kind::ConvChain) { // fusion rule 10: whole kernels' times
+      std::snprintf(line, sizeof line, "%.3g us vs %zu kernels %.3g us", d.recomputeUs,
+                    d.values.size() + 1, d.storeUs);
+      os << "   " << (d.recomputed ? "chained" : "not chained") << " " << d.what << " (" << vals
+         << " " << (d.recomputed ? "never stored" : "stored") << "): one kernel " << line << "\n";
       continue;
     }
     if (d.kind == RematDecision::Kind::Chain) { // fusion rule 8: whole kernels' times

@@ -52,6 +52,10 @@ struct CompileOptions {
   // --norm-epilogues: a layer_norm / rms_norm of a contraction's output rows (lower/fusion.h
   // rule 9): "cost", "fuse" (always, where legal) or "store" (a kernel of its own).
   std::string normEpilogues = "cost";
+  // --conv-chains: an inverted residual's 1 x 1 expand, depthwise and 1 x 1 project convs on
+  // the channel-blocked layout (lower/fusion.h rule 10): "cost", "fuse" (always, where legal) or
+  // "store" (a kernel each).
+  std::string convChains = "cost";
   // Host plans: constant GEMM weights packed into the micro-kernel's column panels
   // (passes/pack_weights.cpp); aicfc --no-pack-weights turns it off (for comparisons).
   bool packWeights = true;

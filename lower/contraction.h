@@ -92,6 +92,14 @@ struct PanelView {
   int64_t panel = 0, stride = 0, cols = 0; // cols: P * NR, the padded width
 };
 
+// A blocked_conv (dense) as a contraction: rows the output pixels, columns the output channels,
+// k over (input block, kh, kw, lane); `host` selects the band form for k x k convs.
+Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const Knobs &knobs);
+// Splits a node's `epilogue` attribute into c's leading additive terms (while `additive`) and
+// its remaining steps; the steps' extra operands start at operand `firstExtra`.
+void splitEpilogue(const Node &n, size_t firstExtra, const GroupExpr &gx, bool additive,
+                   Contraction &c);
+
 // `flattenBelow`: on the host, a batch over an unbatched B is folded into the rows when A has
 // fewer rows than this per batch entry.
 Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t flattenBelow = 32);
@@ -117,6 +125,14 @@ StmtP tileCopy(const kir::BufferP &dst, int64_t rows, int64_t cols, int64_t thre
 
 // A read in place (element (row, k) at base + row * lda + k of a param), or nullopt.
 std::optional<RowView> aRowView(const Contraction &c, const Index &bi);
+// A seen in place in k blocks of 16 (a channel-blocked conv input): element (row, k) at base +
+// row * ld + (k / 16) * block + k % 16, or nullopt.
+struct BlockView {
+  kir::BufferP buf;
+  E base;
+  int64_t ld = 0, block = 0;
+};
+std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi);
 // B read in place (element (k, col) at base + k * ld + col of a param, N a multiple of 16).
 std::optional<RowView> bRowView(const Contraction &c, const Index &bi);
 // B in the column panels of a packed weight (passes/pack_weights.cpp), or nullopt.

@@ -45,7 +45,8 @@ struct KernelGroup {
   // are the anchor contraction's left operand A, computed inside this group one row tile at a
   // time and never stored (a chained contraction: an MLP's up-projection feeding its
   // down-projection; SwiGLU's gate and up projections, both over the same X); empty for every
-  // other group.
+  // other group. Rule 10: the blocked convs of an inverted residual computed inside the group
+  // (the expansion, when there is one, then the depthwise conv), the anchor its projection.
   std::vector<const Node *> chained;
   // Rule 9 (fusion.cpp): a layer_norm / rms_norm over the last axis applied to the anchor
   // contraction's output rows before they are stored (BERT's post-LN after its projections):
@@ -65,10 +66,11 @@ struct RematDecision {
   // recomputed in its readers' A reads (rule 7), or a contraction chained into the one reading
   // its result as A (rule 8: recomputeUs is then the fused kernel's time, storeUs the two
   // kernels').
-  enum class Kind { Elementwise, RowNorm, Chain, NormEpilogue } kind = Kind::Elementwise;
+  enum class Kind { Elementwise, RowNorm, Chain, NormEpilogue, ConvChain } kind = Kind::Elementwise;
   std::string what;                // "" (an elementwise group), or the norm node recomputed in
                                    // its readers' A reads (rule 7): "layer_norm <name>", or the
-                                   // chain (rule 8): "gemm <c1> -> gemm <c2>"
+                                   // chain (rule 8): "gemm <c1> -> gemm <c2>", or the
+                                   // conv chain (rule 10)
   std::vector<std::string> values; // the group's output values
   int consumers = 0;
   double storeUs = 0, recomputeUs = 0;
@@ -150,6 +152,10 @@ struct FusionOptions {
   // Rule 9's policy (with a kernel cost function): a row norm of a contraction's output applied
   // as its epilogue when priced lower (Cost), always where legal (Fuse), or never (Store).
   enum class NormEpilogues { Cost, Fuse, Store } normEpilogues = NormEpilogues::Cost;
+  // Rule 10's policy (with a kernel cost function): an inverted residual's expand, depthwise
+  // and project convs as one kernel when priced lower (Cost), always where legal (Fuse), or
+  // never (Store).
+  enum class ConvChains { Cost, Fuse, Store } convChains = ConvChains::Cost;
   // Off: every layout op is a kernel (and every reshape a view), as before issue 17.
   bool foldLayout = true;
   // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise

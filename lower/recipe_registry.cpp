@@ -14,9 +14,10 @@ namespace aicf {
 
 const std::vector<const Recipe *> &recipeRegistry() {
   static const std::vector<const Recipe *> registry = {
-      &pointwiseRecipe(),          &reductionRecipe(),        &poolingRecipe(),
-      &dataMovementRecipe(),       &onlineNormRecipe(),       &streamingAttentionRecipe(),
-      &chainedContractionRecipe(), &tiledContractionRecipe(), &directConvRecipe(),
+      &pointwiseRecipe(),          &reductionRecipe(),  &poolingRecipe(),
+      &dataMovementRecipe(),       &onlineNormRecipe(), &streamingAttentionRecipe(),
+      &chainedContractionRecipe(), &convChainRecipe(),  &tiledContractionRecipe(),
+      &directConvRecipe(),
   };
   return registry;
 }

@@ -769,13 +769,6 @@ std::optional<RowView> aRowView(const Contraction &c, const Index &bi) {
   return RowView{at->buf, lin->rest, lin->coef["aicf_row"]};
 }
 
-// A seen in place in k blocks of 16 (a channel-blocked conv input): element (row, k) at base +
-// row * lda + (k / 16) * block + k % 16.
-struct BlockView {
-  kir::BufferP buf;
-  E base;
-  int64_t ld = 0, block = 0;
-};
 std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi) {
   if (c.aKDecls || c.aRowDecls || c.aValid || c.K % 16 != 0)
     return std::nullopt;

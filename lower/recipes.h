@@ -23,6 +23,7 @@ const Recipe &streamingAttentionRecipe();
 const Recipe &tiledContractionRecipe();
 const Recipe &chainedContractionRecipe();
 const Recipe &directConvRecipe();
+const Recipe &convChainRecipe();
 
 // A blocked_conv the direct_conv recipe lowers (its taps unrolled per 16-lane pixel vector):
 // depthwise, or dense on a plain input with at most kMaxDirectBlockedTaps taps per output.
@@ -43,6 +44,7 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
 kir::Kernel recipeTiledContraction(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &name, const Knobs &k);
 kir::Kernel recipeDirectConv(const KernelGroup &g, const std::string &name, const Knobs &k);
+kir::Kernel recipeConvChain(const KernelGroup &g, const std::string &name, const Knobs &k);
 
 // Shared by recipes: the kernel's param buffers for the group (inputs then outputs), created
 // with the values' dtypes and shapes, roles In/Out, and a name -> buffer map.
@@ -159,6 +161,16 @@ struct ChainKnobs {
   }
 };
 
+// conv_chain: output rows per block, output rows per projection step (G), the projection's k
+// step (BK).
+struct ConvChainKnobs {
+  std::optional<int64_t> rows, G, BK;
+  static std::array<KnobField<ConvChainKnobs>, 3> fields() {
+    return {
+        {{"rows", &ConvChainKnobs::rows}, {"G", &ConvChainKnobs::G}, {"BK", &ConvChainKnobs::BK}}};
+  }
+};
+
 // --- typed problem descriptions (Kernel::problem), set by each build ---
 struct FlatLoopProblem : kir::ProblemFacts {
   int64_t n = 1;                 // elements of the flat loop
@@ -223,6 +235,15 @@ struct ChainProblem : kir::ProblemFacts {
   bool b1Views = false;  // host: W1 read in place (packed panels or rows)
   bool b2Views = false;  // host: W2 read in place
   bool b1Rows = false, b2Rows = false; // ... as rows (the micro-kernel packs them as it goes)
+};
+// An inverted residual (conv_chain): input [batch, K1 / 16, H, W, 16] expanded to Hp channels
+// (K1 = 0: no expansion), a depthwise window of `taps` spanning `span` input rows at `stride`
+// to [OH, OW], projected to N2 channels.
+struct ConvChainProblem : kir::ProblemFacts {
+  int64_t batch = 1, H = 1, W = 1, OH = 1, OW = 1, K1 = 0, Hp = 16, N2 = 16;
+  int64_t taps = 1, span = 1, stride = 1;
+  // Transcendental steps of each conv's epilogue (its attribute and the activation nodes after it).
+  double expandEpilogue = 0, dwEpilogue = 0, outEpilogue = 0;
 };
 struct DirectConvProblem : kir::ProblemFacts {
   int64_t pixels = 1, taps = 1;  // output pixels per (n, oc); taps per output element

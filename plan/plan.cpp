@@ -177,6 +177,7 @@ void Plan::writeYaml(std::ostream &os) const {
         y << YAML::Key
           << (d.kind == RematDecision::Kind::Chain          ? "chain"
               : d.kind == RematDecision::Kind::NormEpilogue ? "norm_epilogue"
+              : d.kind == RematDecision::Kind::ConvChain    ? "conv_chain"
                                                             : "norm")
           << YAML::Value << d.what;
       y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
