@@ -453,8 +453,9 @@ public:
     return out;
   }
   // The two products at the tiled kernel's micro-kernel rate (~85% of peak at these short K), the
-  // depthwise windows as the direct kernel prices them (per 16-lane vector ~2 cycles a tap, ~11
-  // of loop, bias and store, ~28 per transcendental step; its taps are not in the FLOP term),
+  // depthwise windows per 16-lane vector ~1.5 cycles a tap and ~8 of loop, bias and store (the
+  // ring's rows in L1: measured 21 cycles a vector for a 3 x 3 window, against the direct
+  // kernel's 29), ~28 per transcendental step (its taps are not in the FLOP term),
   // ~1 cycle an element per transcendental epilogue step of the products (as tiled_contraction),
   // and ~100 cycles per micro-kernel call (8 x 32 blocks per step). The expanded and depthwise
   // tensors add no bytes: only the block's input, the weights and the output move. Measured on
@@ -474,9 +475,9 @@ public:
     double expandFlops = 2.0 * double(p.K1) * expanded;
     double projectFlops = 2.0 * double(R * p.OW) * double(p.Hp) * double(p.N2);
     s.flops = (expandFlops + projectFlops) * double(p.batch * bands);
-    s.vectorShare = hw.gpu ? 0.5 : 0.85;
+    s.vectorShare = hw.gpu ? 0.5 : 0.75;
     double dwVectors = double(R * p.OW) * double(p.Hp / 16);
-    double perBlock = dwVectors * (2.0 * double(p.taps) + 11.0 + 28.0 * p.dwEpilogue);
+    double perBlock = dwVectors * (1.5 * double(p.taps) + 8.0 + 28.0 * p.dwEpilogue);
     if (p.K1 > 0)
       perBlock += p.expandEpilogue * expanded +
                   double(ceilDiv(int64_t(rowsPerBlock) * p.W, 8) * ceilDiv(p.Hp, 32)) * 100.0;
@@ -486,6 +487,17 @@ public:
     s.scalarCycles = perBlock;
     s.rereadSet = tileSet(p, G);
     return s;
+  }
+  // Each step's products read both weights whole (from L2 once they are there): W1 once per
+  // step of new input rows, W2 once per step of output rows. With rows of few pixels (7 x 7
+  // maps: one step of 7 pixels reads 1.8 MB of weights for 0.9 MFLOP) that, not the FMAs, sets
+  // the time, and several output rows per step (G) share it.
+  Rereads rereads(const KernelGroup &, const kir::Kernel &k, const Hardware &) const override {
+    const ConvChainProblem &p = problemOf<ConvChainProblem>(k);
+    int64_t R = knobOf(k, "rows", p.OH), G = knobOf(k, "G", 1);
+    int64_t steps = p.batch * ceilDiv(p.OH, R) * ceilDiv(R, G);
+    int64_t weights = 4 * (p.K1 * p.Hp + p.Hp * p.N2);
+    return {0, std::max<int64_t>(0, steps - 1) * weights};
   }
   int64_t registers(const kir::Kernel &) const override { return 64; }
   std::vector<std::string> hostViolations(const CostShape &s, const Hardware &hw) const override {
