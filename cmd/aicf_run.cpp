@@ -37,7 +37,7 @@ namespace {
 
 struct Flags {
   std::string model;
-  std::vector<std::string> inputs, shapes, dims;
+  std::vector<std::string> inputs, shapes, dims, consts;
   bool random = false;
   uint64_t seed = 0;
   std::string outputDir;
@@ -69,11 +69,13 @@ std::unique_ptr<Graph> loadModel(const Flags &flags) {
     ImportOptions opts;
     opts.inputShapes = parseShapeFlags(flags.shapes);
     opts.dimParams = parseDimFlags(flags.dims);
+    opts.constInputs = parseConstFlags(flags.consts);
     return importOnnx(path, opts);
   }
   if (endsWith(path, ".mcir")) {
-    if (!flags.shapes.empty() || !flags.dims.empty())
-      throw UserError("--shape and --dim apply to .onnx models only (.mcir shapes are static)", 1);
+    if (!flags.shapes.empty() || !flags.dims.empty() || !flags.consts.empty())
+      throw UserError(
+          "--shape, --dim and --const apply to .onnx models only (.mcir shapes are static)", 1);
     return parseGraphFile(path);
   }
   throw UserError(cat(path, ": unknown model format (expected a .onnx or .mcir file)"), 1);
@@ -316,8 +318,10 @@ void benchDeviceIo(aicf_model *m, const std::vector<Tensor> &inputs, std::vector
 
 // A compiled output folder, through the runtime.
 int runFolder(const Flags &flags) {
-  if (!flags.shapes.empty() || !flags.dims.empty())
-    throw UserError("--shape and --dim apply to .onnx models only (compiled shapes are fixed)", 1);
+  if (!flags.shapes.empty() || !flags.dims.empty() || !flags.consts.empty())
+    throw UserError("--shape, --dim and --const apply to .onnx models only (a compiled folder's "
+                    "shapes and bound inputs are fixed)",
+                    1);
   std::unique_ptr<aicf_model, void (*)(aicf_model *)> m(aicf_open(flags.model.c_str()), aicf_close);
   if (!m)
     throw UserError(aicf_last_error(), 2);
@@ -470,6 +474,8 @@ int main(int argc, char **argv) {
   app.add_option("--output-dir", flags.outputDir, "write each output to DIR/<name>.npy");
   app.add_option("--shape", flags.shapes, "bind an ONNX input's shape: NAME=2x64x256 (repeatable)");
   app.add_option("--dim", flags.dims, "bind a named ONNX dim: PARAM=VALUE (repeatable)");
+  app.add_option("--const", flags.consts,
+                 "bind an ONNX input to a constant: NAME=FILE.npy or NAME=VALUE (repeatable)");
   app.add_flag("--print", flags.print,
                "print a summary of each output (default without --output-dir)");
   app.add_flag("--time", flags.time, "print the interpreter's wall time to stderr");

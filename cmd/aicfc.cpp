@@ -33,7 +33,7 @@ struct Flags {
   std::string target = "cpu";
   std::string planFor;
   std::string cpuArch = "native";
-  std::vector<std::string> shapes, dims;
+  std::vector<std::string> shapes, dims, consts;
   std::string emit;
   bool explain = false;
   std::vector<std::string> printIrBefore, printIrAfter;
@@ -107,7 +107,13 @@ int compile(const Flags &flags) {
   ImportOptions opts;
   opts.inputShapes = parseShapeFlags(flags.shapes);
   opts.dimParams = parseDimFlags(flags.dims);
-  std::unique_ptr<Graph> g = importOnnx(flags.model, opts);
+  opts.constInputs = parseConstFlags(flags.consts);
+  std::map<std::string, TensorType> constTypes;
+  std::unique_ptr<Graph> g = importOnnx(flags.model, opts, &constTypes);
+  // The inputs bound at compile time, as plan.yaml records them (their values are constants).
+  std::vector<BoundInput> bound;
+  for (const auto &[name, f] : opts.constInputs)
+    bound.push_back({name, constTypes.at(name), f.isValue ? cat(f.value) : f.file});
   // The hardware descriptions: --hardware describes the plan's target; a cpu build emulating a
   // GPU plan is itself the detected host. The graph passes' legality reads the build target's.
   planFor.loadHardware(flags.hardware);
@@ -160,6 +166,7 @@ int compile(const Flags &flags) {
   copts.target = target;
   copts.planFor = planFor;
   copts.cpuArch = flags.cpuArch;
+  copts.boundInputs = bound;
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
@@ -282,6 +289,10 @@ int main(int argc, char **argv) {
       ->check(intInRange(0, 1 << 20));
   app.add_option("--shape", flags.shapes, "bind an input's shape: NAME=2x64x256 (repeatable)");
   app.add_option("--dim", flags.dims, "bind a named dynamic dim: PARAM=VALUE (repeatable)");
+  app.add_option("--const", flags.consts,
+                 "bind an input to a value at compile time: NAME=FILE.npy, or NAME=VALUE for an "
+                 "input of one element; it is folded like a weight and is no longer an input "
+                 "(repeatable)");
   app.add_option("--emit", flags.emit, "print one stage: graph | kernels | plan | source")
       ->check(CLI::IsMember({"graph", "kernels", "plan", "source"}));
   app.add_flag("--explain", flags.explain, "report rewrites, certificates and plan choices");

@@ -290,6 +290,7 @@ void describePlan(CompileState &s) {
   p.target = s.target;
   p.planFor = s.planFor;
   p.cpuArch = opts.cpuArch;
+  p.boundInputs = opts.boundInputs;
   if (!s.target.gpu())
     p.isa = hostIsaFeatures(opts.cpuArch);
   p.hardware = s.hw.name;

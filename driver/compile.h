@@ -28,6 +28,8 @@
 namespace aicf {
 
 struct CompileOptions {
+  // The inputs aicfc --const bound at compile time (recorded in plan.yaml `bound_inputs`).
+  std::vector<BoundInput> boundInputs;
   // What libmodel.so is built for: the cpu (host C++) or a CUDA target (kernels.cu by nvcc),
   // whose hardware description gives the printer's and ptxas' limits.
   Target target;

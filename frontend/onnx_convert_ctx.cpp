@@ -85,8 +85,14 @@ const Tensor *ConvertCtx::constInput(size_t i) const {
 
 const Tensor &ConvertCtx::requireConst(size_t i, const std::string &what) const {
   const Tensor *t = constInput(i);
-  if (!t)
-    fail(cat(what, " input '", inputName(i), "' is not a compile-time constant"));
+  if (!t) {
+    // A graph input read as a constant: the user can bind it (--const).
+    const Value *v = hasInput(i) ? input(i) : nullptr;
+    fail(cat(what, " input '", inputName(i), "' is not a compile-time constant",
+             v && v->isInput()
+                 ? cat(" (a graph input: bind it with --const ", inputName(i), "=FILE.npy)")
+                 : ""));
+  }
   return *t;
 }
 

@@ -14,6 +14,7 @@
 
 #include "frontend/onnx_ops.h"
 #include "frontend/onnx_tensor.h"
+#include "ir/npy.h"
 #include "ir/verifier.h"
 #include "support/diagnostics.h"
 
@@ -24,6 +25,7 @@
 #include <google/protobuf/io/coded_stream.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -71,6 +73,14 @@ public:
   Importer(const std::string &path, const ImportOptions &opts)
       : path_(path), opts_(opts), graph_(std::make_unique<Graph>()),
         env_(*graph_, path, fs::path(path).parent_path().string()) {}
+
+  // The types of the inputs --const bound (after run()).
+  std::map<std::string, TensorType> constTypes() const {
+    std::map<std::string, TensorType> out;
+    for (const auto &[name, t] : constInputs_)
+      out.emplace(name, t->type());
+    return out;
+  }
 
   std::unique_ptr<Graph> run() {
     load();
@@ -413,17 +423,43 @@ private:
   };
 
   void bindDims() {
+    std::set<std::string> inputNames;
     for (onnx::ValueInfoProto &v : *g().mutable_input()) {
       if (initializerNames_.count(v.name()))
         continue; // an initializer listed as input (IR < 4): a constant
+      inputNames.insert(v.name());
       InputDecl d{v.name(), &v, v.type().tensor_type().has_shape(), {}};
       try {
         d.type = typeFromOnnx(v.type());
       } catch (const UserError &e) {
         fail(cat("input '", v.name(), "' ", e.what()));
       }
+      if (auto c = opts_.constInputs.find(v.name()); c != opts_.constInputs.end()) {
+        // Bound at compile time (--const): a constant from here on; the proto input gets the
+        // value's shape for ONNX's inference.
+        if (opts_.inputShapes.count(v.name()))
+          fail(cat("--shape ", v.name(), " and --const ", c->second.text, " both bind input '",
+                   v.name(), "' (give one)"));
+        auto t = std::make_shared<const Tensor>(constInput(c->second, d));
+        auto *shape = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+        shape->clear_dim();
+        for (int64_t dim : t->shape())
+          shape->add_dim()->set_dim_value(dim);
+        constInputs_[v.name()] = t;
+        continue;
+      }
       inputs_.push_back(std::move(d));
     }
+    for (const auto &[name, f] : opts_.constInputs)
+      if (!inputNames.count(name)) {
+        std::string names;
+        for (const std::string &n : inputNames)
+          names += (names.empty() ? "" : ", ") + n;
+        fail(cat("--const ", f.text, ": the model has no input '", name, "'",
+                 initializerNames_.count(name)
+                     ? " (it is an initializer, already constant)"
+                     : cat(" (inputs: ", names.empty() ? "none" : names, ")")));
+      }
     for (const auto &o : g().output())
       if (o.has_type())
         try {
@@ -583,6 +619,59 @@ private:
       }
   }
 
+  // The value --const binds to input `d`: a .npy file of the input's dtype whose shape fits the
+  // declared one (its dynamic dims take the file's), or one number for an input of one element.
+  Tensor constInput(const ConstFlag &f, const InputDecl &d) const {
+    std::string flag = cat("--const ", f.text);
+    const TensorType &want = d.type;
+    if (!f.isValue) {
+      Tensor t = readNpy(f.file);
+      if (t.dtype() != want.dtype)
+        fail(cat(flag, ": the file holds ", t.type().str(), " but input '", d.name, "' is ",
+                 want.str()));
+      if (d.hasShape) {
+        bool fits = t.shape().size() == want.shape.size();
+        for (size_t k = 0; fits && k < want.shape.size(); ++k)
+          fits = want.shape[k] < 0 || want.shape[k] == t.shape()[k];
+        if (!fits)
+          fail(cat(flag, ": the file holds ", t.type().str(), " but input '", d.name, "' is ",
+                   want.str()));
+      }
+      if (std::string p = tensorSizeProblem(t.type()); !p.empty())
+        fail(cat(flag, ": ", p));
+      return t;
+    }
+    std::vector<int64_t> shape;
+    if (d.hasShape)
+      for (int64_t dim : want.shape) {
+        if (dim > 1)
+          fail(cat(flag, ": input '", d.name, "' is ", want.str(),
+                   ", not one element: bind it with NAME=FILE.npy"));
+        shape.push_back(1);
+      }
+    Tensor t(TensorType(want.dtype, shape));
+    double v = f.value;
+    if (isFloat(want.dtype)) {
+      t.setDouble(0, v);
+    } else {
+      bool integral = std::isfinite(v) && v == std::floor(v);
+      double lo = want.dtype == DType::I8     ? -128.0
+                  : want.dtype == DType::I32  ? -2147483648.0
+                  : want.dtype == DType::Bool ? 0.0
+                                              : -9223372036854775808.0;
+      double hi = want.dtype == DType::I8     ? 127.0
+                  : want.dtype == DType::I32  ? 2147483647.0
+                  : want.dtype == DType::Bool ? 1.0
+                                              : 9223372036854774784.0; // below 2^63
+      bool fits = integral && v >= lo && v <= hi;
+      if (!fits)
+        fail(cat(flag, ": ", v, " is not a ", dtypeName(want.dtype), " value (input '", d.name,
+                 "' is ", want.str(), ")"));
+      t.setInt(0, static_cast<int64_t>(v));
+    }
+    return t;
+  }
+
   // ---- 6./7. build ----------------------------------------------------------------------------
 
   void build() {
@@ -596,6 +685,11 @@ private:
       Value *v = graph.addInput(d.name, d.type);
       v->loc = Location(d.name);
       env_.values[d.name] = v;
+    }
+    for (const auto &[cname, t] : constInputs_) { // --const: constants named as the inputs
+      Value *w = graph.addWeight(cname, t);
+      w->loc = Location(cname);
+      env_.values[cname] = w;
     }
     for (const auto &t : g().initializer()) {
       auto it = initializers_.find(t.name());
@@ -707,6 +801,7 @@ private:
   bool hasEmptyInput_ = false; // refused later, and kept from ONNX's inference
   std::vector<int> order_;     // sorted position -> the node's index in the file
   std::set<std::string> initializerNames_;
+  std::map<std::string, TensorPtr> constInputs_; // --const: input name -> its value
   std::map<std::string, TensorPtr> initializers_;
   std::vector<InputDecl> inputs_;
   std::map<std::string, TensorType> onnxTypes_;
@@ -714,8 +809,13 @@ private:
 
 } // namespace
 
-std::unique_ptr<Graph> importOnnx(const std::string &path, const ImportOptions &options) {
-  return Importer(path, options).run();
+std::unique_ptr<Graph> importOnnx(const std::string &path, const ImportOptions &options,
+                                  std::map<std::string, TensorType> *constTypes) {
+  Importer imp(path, options);
+  std::unique_ptr<Graph> g = imp.run();
+  if (constTypes)
+    *constTypes = imp.constTypes();
+  return g;
 }
 
 } // namespace aicf

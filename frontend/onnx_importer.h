@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "support/cli_util.h"
 
 #include <map>
 #include <memory>
@@ -15,10 +16,15 @@ namespace aicf {
 struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> inputShapes; // --shape NAME=2x64x256
   std::map<std::string, int64_t> dimParams;                // --dim PARAM=VALUE
+  // --const NAME=FILE.npy / NAME=VALUE: the input becomes a constant of that value (a weight
+  // named NAME, folded like an initializer) and is no longer an input of the graph.
+  std::map<std::string, ConstFlag> constInputs;
 };
 
 // Throws UserError (exit code 2) naming the file and node on any problem; an unreadable file
 // gives "cannot open FILE" with exit code 1.
-std::unique_ptr<Graph> importOnnx(const std::string &path, const ImportOptions &options = {});
+// `constTypes` (optional) receives the type of each input --const bound.
+std::unique_ptr<Graph> importOnnx(const std::string &path, const ImportOptions &options = {},
+                                  std::map<std::string, TensorType> *constTypes = nullptr);
 
 } // namespace aicf

@@ -214,9 +214,12 @@ TensorType typeFromOnnx(const onnx::TypeProto &t) {
       out.shape.push_back(d.dim_value());
       out.dimNames.push_back("");
     } else {
+      // A dim_param names a dim shared by every dim of that name; "?" and "" (exporters'
+      // spelling of "unknown", as a negative dim_value is) name none: each such dim is its own.
+      bool anonymous = !d.has_dim_param() || d.dim_param().empty() || d.dim_param() == "?";
       out.shape.push_back(kDynamicDim);
-      out.dimNames.push_back(d.has_dim_param() ? d.dim_param() : "");
-      named = named || d.has_dim_param();
+      out.dimNames.push_back(anonymous ? "" : d.dim_param());
+      named = named || !anonymous;
     }
   }
   if (!named)

@@ -43,8 +43,14 @@ public:
       std::vector<Tensor> results = evalNode(*n, args);
       for (size_t k = 0; k < results.size(); ++k) {
         std::string name = n->loc.empty() ? "const" : n->loc.origins.front();
-        Value *w =
-            g.addWeight(sanitizeWeightName(name), std::make_shared<Tensor>(std::move(results[k])));
+        // A graph output keeps its name (aicf-run writes it as <name>.npy; plan.yaml lists it
+        // so): the result gives its name up to the constant.
+        Value *r = n->result(k);
+        std::string outName = g.isOutput(r) ? r->name() : "";
+        if (!outName.empty())
+          g.renameValue(r, "");
+        Value *w = g.addWeight(outName.empty() ? sanitizeWeightName(name) : outName,
+                               std::make_shared<Tensor>(std::move(results[k])));
         w->loc = n->loc;
         g.replaceAllUsesWith(n->result(k), w);
       }

@@ -100,6 +100,18 @@ void Plan::writeYaml(std::ostream &os) const {
   emitIo(y, *this, BufferKind::Input);
   y << YAML::Key << "outputs" << YAML::Value;
   emitIo(y, *this, BufferKind::Output);
+  if (!boundInputs.empty()) {
+    y << YAML::Key << "bound_inputs" << YAML::Value << YAML::BeginSeq;
+    for (const BoundInput &b : boundInputs) {
+      y << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "name" << YAML::Value << b.name;
+      y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.type.dtype);
+      y << YAML::Key << "shape" << YAML::Value << YAML::Flow << b.type.shape;
+      y << YAML::Key << "from" << YAML::Value << b.source;
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
   y << YAML::Key << "weights" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "file" << YAML::Value << "weights.bin";
   y << YAML::Key << "bytes" << YAML::Value << weightsBytes;

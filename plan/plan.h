@@ -105,6 +105,14 @@ struct LayoutFoldRecord {
   const char *decision() const { return stored ? "store" : folded ? "fold" : "materialize"; }
 };
 
+// A graph input bound to a value at compile time (aicfc --const): a constant of the plan, not
+// an input of the runtime; `source` is the .npy file or the value as given.
+struct BoundInput {
+  std::string name;
+  TensorType type;
+  std::string source;
+};
+
 struct Plan {
   Target target;  // what libmodel.so is built for (plan.yaml target.kind and name)
   Target planFor; // whose plan the kernels follow (differs when a GPU plan runs on the host)
@@ -114,6 +122,7 @@ struct Plan {
   std::vector<std::string> isa;
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;
+  std::vector<BoundInput> boundInputs; // aicfc --const
   int64_t weightsBytes = 0;
   int64_t arenaBytes = 0;
   int64_t naiveArenaBytes = 0; // sum of all intermediates, no reuse

@@ -160,7 +160,7 @@ def main():
          model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="/attn/Reshape_1")],
                [f32("x", [2, 8]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
                [f32("y", [4, 4])]),
-         "node '/attn/Reshape_1' (Reshape): shape input 'shape' is not a compile-time constant")
+         "node '/attn/Reshape_1' (Reshape): shape input 'shape' is not a compile-time constant (a graph input: bind it with --const shape=FILE.npy)")
     save("unbound_dims.onnx",
          model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                [f32("x", ["batch", "seq", 16])], [f32("y", ["batch", "seq", 16])]),

@@ -381,6 +381,10 @@ def main():
     x_llama = torch.randn(2, 64, 256, generator=g2)
     export("vit_block_op17", vit, [x_vit], ["x"], ["y"], 17)
     export("llama_block_op17", llama, [x_llama], ["x"], ["y"], 17)
+    # The small CNN with its image's H and W both named "?" (as Paddle exports them: unknown, not
+    # one shared dim); --shape binds them by position.
+    export("cnn_anon_dims_op13", cnn, [x_cnn], ["image"], ["logits"], 13,
+           dynamic_axes={"image": {2: "?", 3: "?"}}, args="--shape image=2x3x32x32")
     unknown = ONLY - KNOWN
     if unknown:
         print(f"unknown model names: {sorted(unknown)}", file=sys.stderr)

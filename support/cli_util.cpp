@@ -3,7 +3,9 @@
 #include "support/checked_math.h"
 #include "support/diagnostics.h"
 
+#include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <ios>
 #include <iostream>
@@ -91,6 +93,42 @@ std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &tex
     auto [name, value] = parseDimFlag(t);
     if (!out.emplace(name, value).second)
       throw UserError(cat("--dim ", name, " given twice (give each dim once)"), 1);
+  }
+  return out;
+}
+
+ConstFlag parseConstFlag(const std::string &text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UserError(
+        cat("bad --const '", text, "': expected NAME=FILE.npy or NAME=VALUE (e.g. sr=16000)"), 1);
+  ConstFlag f;
+  f.name = text.substr(0, eq);
+  f.text = text;
+  std::string rhs = text.substr(eq + 1);
+  if (rhs == "true" || rhs == "false") {
+    f.isValue = true;
+    f.value = rhs == "true" ? 1.0 : 0.0;
+    return f;
+  }
+  // A number, whole (strtod accepts "nan", "inf" and hex floats too: a value, not a file).
+  char *end = nullptr;
+  double v = std::strtod(rhs.c_str(), &end);
+  if (end && *end == '\0' && !std::isspace(static_cast<unsigned char>(rhs[0]))) {
+    f.isValue = true;
+    f.value = v;
+    return f;
+  }
+  f.file = rhs;
+  return f;
+}
+
+std::map<std::string, ConstFlag> parseConstFlags(const std::vector<std::string> &texts) {
+  std::map<std::string, ConstFlag> out;
+  for (const std::string &t : texts) {
+    ConstFlag f = parseConstFlag(t);
+    if (!out.emplace(f.name, f).second)
+      throw UserError(cat("--const ", f.name, " given twice (bind each input once)"), 1);
   }
   return out;
 }

@@ -22,6 +22,18 @@ std::pair<std::string, int64_t> parseDimFlag(const std::string &text);
 std::map<std::string, std::vector<int64_t>> parseShapeFlags(const std::vector<std::string> &texts);
 std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts);
 
+// One --const flag: NAME=FILE.npy (the value of a tensor) or NAME=VALUE (a number, or true /
+// false, for an input of one element). `text` is the flag as given, for messages.
+struct ConstFlag {
+  std::string name, file, text;
+  bool isValue = false;
+  double value = 0;
+};
+// "sr=16000" -> a value; "x=in.npy" (anything that is not a number) -> a file. UserError (exit
+// code 1) without a name or a right-hand side, or for a name given twice.
+ConstFlag parseConstFlag(const std::string &text);
+std::map<std::string, ConstFlag> parseConstFlags(const std::vector<std::string> &texts);
+
 // Runs `body` with the exit-code table (README "Exit codes"): UserError prints
 // "error: <message>" and exits with its code; a filesystem or stream error on the user's paths
 // exits 1 naming the path and the OS reason; running out of memory exits 2; InternalError and

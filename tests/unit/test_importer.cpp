@@ -6,6 +6,7 @@
 // messages are in testdata/bad/expected.txt.
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
+#include "ir/npy.h"
 #include "ir/printer.h"
 #include "model_dirs.h"
 #include "support/cli_util.h"
@@ -773,6 +774,90 @@ TEST_CASE("importer: unbound dims are listed in one error with the flag binding 
         std::string::npos);
 }
 
+TEST_CASE("importer: dims named '?' or '' are anonymous; --shape binds each by position") {
+  // Paddle names both H and W '?': they are two unknown dims, not one shared symbol.
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {1, 3, "?", "?"})
+      .input("y", TensorProto::FLOAT, {1, 3, "", "?"});
+  b.output("s", TensorProto::FLOAT, {1, 3, "?", "?"});
+  b.node("Add", {"x", "y"}, {"s"}, "/add");
+  ImportOptions opts;
+  opts.inputShapes = {{"x", {1, 3, 48, 192}}, {"y", {1, 3, 48, 192}}};
+  auto g = b.import("anon.onnx", opts);
+  CHECK(g->inputs()[0]->type().str() == "f32[1,3,48,192]");
+  CHECK(g->outputs()[0]->type().str() == "f32[1,3,48,192]");
+  // Without --shape each input is asked for; a binding the graph cannot take names the node.
+  CHECK(importError(b, "anon.onnx").find("input 'x' has unnamed dynamic dims: --shape x=1x3xNxN") !=
+        std::string::npos);
+  ImportOptions clash;
+  clash.inputShapes = {{"x", {1, 3, 48, 192}}, {"y", {1, 3, 48, 64}}};
+  CHECK(importError(b, "anon.onnx", clash).find("/add") != std::string::npos);
+}
+
+TEST_CASE("importer: --const binds an input to a value: a file, or a number for one element") {
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {2, 6}).input("shape", TensorProto::INT64, {2});
+  b.input("k", TensorProto::FLOAT, {}).input("n", TensorProto::INT64, {"one"});
+  b.output("y", TensorProto::FLOAT, {Dim(), Dim()});
+  b.node("Reshape", {"x", "shape"}, {"r"}, "/reshape");
+  b.node("Mul", {"r", "k"}, {"m"}, "/mul");
+  attr(b.node("Cast", {"n"}, {"nf"}, "/cast"), "to", int64_t(TensorProto::FLOAT));
+  b.node("Mul", {"m", "nf"}, {"y"}, "/mul2");
+  fs::path shapeFile = scratchDir() / "shape34.npy";
+  writeNpy(shapeFile.string(), Tensor::fromI64({3, 4}, {2}));
+  ImportOptions opts;
+  opts.constInputs = {{"shape", parseConstFlag("shape=" + shapeFile.string())},
+                      {"k", parseConstFlag("k=2.5")},
+                      {"n", parseConstFlag("n=3")}};
+  std::map<std::string, TensorType> types;
+  auto g = importOnnx(b.save("const.onnx"), opts, &types);
+  // x is the only input left; the reshape took the bound shape.
+  REQUIRE(g->inputs().size() == 1);
+  CHECK(g->inputs()[0]->name() == "x");
+  CHECK(g->outputs()[0]->type().str() == "f32[3,4]");
+  CHECK(types.at("shape").str() == "i64[2]");
+  CHECK(types.at("k").str() == "f32[]");
+  CHECK(types.at("n").str() == "i64[1]"); // its dynamic dim takes the value's one element
+  Tensor x = Tensor::fromF32({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 6});
+  Tensor y = interpret(*g, {x})[0];
+  CHECK(y.getDouble(11) == 11 * 2.5 * 3);
+
+  // Unbound, the error says how to bind it.
+  ImportOptions dimOnly;
+  dimOnly.dimParams = {{"one", 1}};
+  CHECK(importError(b, "const.onnx", dimOnly)
+            .find("shape input 'shape' is not a compile-time constant (a graph input: bind it "
+                  "with --const shape=FILE.npy)") != std::string::npos);
+  // What --const refuses, each named with the flag.
+  auto refused = [&](const std::string &flag) {
+    ImportOptions o;
+    ConstFlag f = parseConstFlag(flag);
+    o.constInputs = {{f.name, f}};
+    return importError(b, "const.onnx", o);
+  };
+  CHECK(refused("q=1").find("--const q=1: the model has no input 'q' (inputs: k, n, shape, x)") !=
+        std::string::npos);
+  CHECK(refused("shape=3").find("--const shape=3: input 'shape' is i64[2], not one element: "
+                                "bind it with NAME=FILE.npy") != std::string::npos);
+  CHECK(refused("n=2.5").find("--const n=2.5: 2.5 is not a i64 value") != std::string::npos);
+  fs::path wrong = scratchDir() / "f32.npy";
+  writeNpy(wrong.string(), Tensor::fromF32({1, 2}, {2}));
+  CHECK(refused("shape=" + wrong.string())
+            .find("the file holds f32[2] but input 'shape' is i64[2]") != std::string::npos);
+  ImportOptions both;
+  both.constInputs = {{"k", parseConstFlag("k=1")}};
+  both.inputShapes = {{"k", {}}};
+  CHECK(importError(b, "const.onnx", both).find("--shape k and --const k=1 both bind input 'k'") !=
+        std::string::npos);
+  // Flags: a number (or true / false) is a value, anything else a file; a name twice is refused.
+  CHECK(parseConstFlag("sr=16000").isValue);
+  CHECK(parseConstFlag("b=true").value == 1.0);
+  CHECK_FALSE(parseConstFlag("x=in.npy").isValue);
+  CHECK_THROWS_WITH_AS(parseConstFlag("=3"), doctest::Contains("bad --const '=3'"), UserError);
+  CHECK_THROWS_WITH_AS(parseConstFlags({"k=1", "k=2"}), doctest::Contains("--const k given twice"),
+                       UserError);
+}
+
 TEST_CASE("importer: shape subgraphs fold to constants once dims are bound") {
   // The pattern exporters emit for dynamic batch / sequence: Shape -> Gather -> Unsqueeze ->
   // Concat -> Reshape, a ConstantOfShape / Equal / Where mask and an Expand of it.
@@ -1012,4 +1097,39 @@ TEST_CASE("importer: every bad model in testdata/bad fails with its expected mes
     ++checked;
   }
   CHECK(checked >= 20);
+}
+
+// End to end through the tools: aicfc --const records the bound inputs in plan.yaml and leaves
+// them out of the runtime's inputs; aicf-run writes an output that folded to a constant under
+// its own name (<name>.npy).
+TEST_CASE("importer: aicfc --const and a constant output, through aicfc and aicf-run") {
+  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+    return; // the tools are built beside the tests in every configuration that has them
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {2, 6}).input("k", TensorProto::FLOAT, {});
+  b.output("y", TensorProto::FLOAT, {2, 6}).output("s", TensorProto::INT64, {2});
+  b.node("Mul", {"x", "k"}, {"y"}, "/mul");
+  b.node("Shape", {"x"}, {"s"}, "/shape");
+  std::string model = b.save("cli_const.onnx");
+  fs::path out = scratchDir() / "cli_const_out", res = scratchDir() / "cli_const_res";
+  fs::path xf = scratchDir() / "cli_x.npy";
+  writeNpy(xf.string(), Tensor::fromF32({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 6}));
+  fs::create_directories(res);
+  std::string cmd =
+      cat("'", (bin / "aicfc").string(), "' '", model, "' --const k=0.5 -o '", out.string(),
+          "' > /dev/null && '", (bin / "aicf-run").string(), "' '", out.string(), "' --input x='",
+          xf.string(), "' --output-dir '", res.string(), "' > /dev/null");
+  int rc = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(rc));
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  std::ifstream pf(out / "plan.yaml");
+  std::string plan((std::istreambuf_iterator<char>(pf)), std::istreambuf_iterator<char>());
+  CHECK(plan.find("bound_inputs:\n  - {name: k, dtype: f32, shape: [], from: 0.5}") !=
+        std::string::npos);
+  CHECK(plan.find("{name: k, dtype: f32, shape: [], buffer:") == std::string::npos);
+  Tensor y = readNpy((res / "y.npy").string()), s = readNpy((res / "s.npy").string());
+  CHECK(y.getDouble(11) == 5.5);
+  CHECK(s.toInts() == std::vector<int64_t>{2, 6});
+  CHECK_FALSE(fs::exists(res / "s.folded.npy"));
 }
