@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel bench-compile fuzz clean
+.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel silero-vad bench-compile fuzz clean
 
 all: build
 
@@ -29,6 +29,11 @@ bench-matmul: build
 # bench/results.md and bench/latency_ratio.png. Not part of `make test`.
 bench:
 	scripts/bench.sh
+
+# Silero VAD from PyPI (an If on the sample rate, an LSTM step), rates bound by --const, checked
+# chunk by chunk against ONNX Runtime. Not part of `make test`.
+silero-vad:
+	scripts/silero_vad.sh
 
 # How well the cost model ranks schedules: predicted vs measured step times under several
 # candidate plans per testdata model (rank correlation), chosen vs default plans, and the CUDA

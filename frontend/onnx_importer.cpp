@@ -28,6 +28,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -108,6 +109,37 @@ private:
     return n.name().empty() ? cat("#", index) : cat("'", n.name(), "'");
   }
 
+  // A node's inputs and, for If (or any node with graph attributes), the outer values its
+  // subgraphs read: names used there and defined by none of their nodes, initializers or
+  // inputs (ONNX's implicit inputs), which order the node after their producers.
+  static std::vector<std::string> nodeInputs(const onnx::NodeProto &n) {
+    std::vector<std::string> out(n.input().begin(), n.input().end());
+    std::function<void(const onnx::GraphProto &, std::set<std::string>)> walk =
+        [&](const onnx::GraphProto &b, std::set<std::string> defined) {
+          for (const auto &t : b.initializer())
+            defined.insert(t.name());
+          for (const auto &v : b.input())
+            defined.insert(v.name());
+          for (const onnx::NodeProto &m : b.node()) {
+            for (const std::string &in : m.input())
+              if (!in.empty() && !defined.count(in))
+                out.push_back(in);
+            for (const auto &a : m.attribute())
+              if (a.type() == onnx::AttributeProto::GRAPH)
+                walk(a.g(), defined);
+            for (const std::string &o : m.output())
+              defined.insert(o);
+          }
+          for (const auto &o : b.output())
+            if (!defined.count(o.name()))
+              out.push_back(o.name());
+        };
+    for (const auto &a : n.attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH)
+        walk(a.g(), {});
+    return out;
+  }
+
   // ---- 1. load ----------------------------------------------------------------------------------
 
   void load() {
@@ -153,16 +185,23 @@ private:
   void checkOps() {
     std::map<std::string, std::vector<std::string>> domains, unsupported;
     int numDomain = 0, numUnsupported = 0;
-    for (int i = 0; i < g().node_size(); ++i) {
-      const onnx::NodeProto &n = g().node(i);
+    // The nodes of If's branches count as their own (listed by the top-level node's index).
+    std::function<void(const onnx::NodeProto &, int)> check = [&](const onnx::NodeProto &n, int i) {
       if (!isDefaultDomain(n.domain())) {
         domains[n.domain() + "::" + n.op_type()].push_back(nodeRef(n, i));
         ++numDomain;
+      } else if (n.op_type() == "If") {
+        for (const auto &a : n.attribute())
+          if (a.type() == onnx::AttributeProto::GRAPH)
+            for (const onnx::NodeProto &m : a.g().node())
+              check(m, i);
       } else if (!findOnnxOp(n.op_type())) {
         unsupported[n.op_type()].push_back(nodeRef(n, i));
         ++numUnsupported;
       }
-    }
+    };
+    for (int i = 0; i < g().node_size(); ++i)
+      check(g().node(i), i);
     auto list = [](const std::map<std::string, std::vector<std::string>> &m) {
       std::string s;
       for (const auto &[op, nodes] : m) {
@@ -210,7 +249,7 @@ private:
           fail(cat("node ", nodeRef(g().node(i), i), " (", g().node(i).op_type(), "): input '", in,
                    "' is a sparse initializer, which is not supported"));
     for (int i = 0; i < n; ++i)
-      for (const std::string &in : g().node(i).input())
+      for (const std::string &in : nodeInputs(g().node(i)))
         if (!in.empty() && !available.count(in) && !producer.count(in))
           fail(cat("node ", nodeRef(g().node(i), i), " (", g().node(i).op_type(), "): input '", in,
                    "' is not a graph input, initializer or node output"));
@@ -222,7 +261,7 @@ private:
     std::vector<std::vector<int>> users(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       std::set<int> deps;
-      for (const std::string &in : g().node(i).input()) {
+      for (const std::string &in : nodeInputs(g().node(i))) {
         auto it = producer.find(in);
         if (!in.empty() && it != producer.end() && !available.count(in))
           deps.insert(it->second);
@@ -289,9 +328,25 @@ private:
 
   void collectUses() {
     for (const auto &n : g().node())
-      for (const std::string &in : n.input())
+      for (const std::string &in : nodeInputs(n))
         if (!in.empty())
           env_.used.insert(in);
+    // Inside If's branches: what their nodes read and what the branches return.
+    std::function<void(const onnx::NodeProto &)> branches = [&](const onnx::NodeProto &n) {
+      for (const auto &a : n.attribute())
+        if (a.type() == onnx::AttributeProto::GRAPH) {
+          for (const onnx::NodeProto &m : a.g().node()) {
+            for (const std::string &in : m.input())
+              if (!in.empty())
+                env_.used.insert(in);
+            branches(m);
+          }
+          for (const auto &o : a.g().output())
+            env_.used.insert(o.name());
+        }
+    };
+    for (const auto &n : g().node())
+      branches(n);
     for (const auto &o : g().output()) {
       env_.used.insert(o.name());
       env_.graphOutputs.insert(o.name());
@@ -701,27 +756,8 @@ private:
     }
     initializers_.clear();
 
-    for (int i = 0; i < g().node_size(); ++i) {
-      const onnx::NodeProto &n = g().node(i);
-      const OnnxOpEntry *entry = findOnnxOp(n.op_type());
-      AICF_CHECK(entry, "unsupported op ", n.op_type(), " passed checkOps");
-      ConvertCtx ctx(env_, n, order_[i], opset_);
-      if (opset_ < entry->sinceOpset)
-        ctx.fail(cat(n.op_type(), " needs opset >= ", entry->sinceOpset,
-                     ", the model imports opset ", opset_));
-      entry->convert(ctx);
-      for (size_t k = 0; k < ctx.numOutputs(); ++k) {
-        const std::string &out = n.output(static_cast<int>(k));
-        if (out.empty())
-          continue;
-        if (!ctx.outputSet(k)) {
-          if (env_.used.count(out))
-            ctx.fail(cat("output ", k, " ('", out, "') is not supported"));
-          continue;
-        }
-        crossCheck(ctx, out);
-      }
-    }
+    for (int i = 0; i < g().node_size(); ++i)
+      convertNode(g().node(i), order_[i]);
 
     // Graph outputs: each a distinct, named result. An output that is an input, a weight or
     // another output (Identity chains) gets an identity node of its own.
@@ -754,6 +790,81 @@ private:
       verifyGraph(graph);
     } catch (const UserError &e) {
       fail(cat("the imported graph does not verify: ", e.what()));
+    }
+  }
+
+  // One node into the graph (`index`: its position in the file, for messages). An If is
+  // replaced by the branch its condition selects.
+  void convertNode(const onnx::NodeProto &n, int index) {
+    if (n.op_type() == "If") {
+      inlineIf(n, index);
+      return;
+    }
+    const OnnxOpEntry *entry = findOnnxOp(n.op_type());
+    AICF_CHECK(entry, "unsupported op ", n.op_type(), " passed checkOps");
+    ConvertCtx ctx(env_, n, index, opset_);
+    if (opset_ < entry->sinceOpset)
+      ctx.fail(cat(n.op_type(), " needs opset >= ", entry->sinceOpset, ", the model imports opset ",
+                   opset_));
+    entry->convert(ctx);
+    for (size_t k = 0; k < ctx.numOutputs(); ++k) {
+      const std::string &out = n.output(static_cast<int>(k));
+      if (out.empty())
+        continue;
+      if (!ctx.outputSet(k)) {
+        if (env_.used.count(out))
+          ctx.fail(cat("output ", k, " ('", out, "') is not supported"));
+        continue;
+      }
+      crossCheck(ctx, out);
+    }
+  }
+
+  // If with a condition known at compile time (a constant, or computed from constants and
+  // --const inputs): its outputs are the selected branch's, whose initializers and nodes join
+  // the graph (nested Ifs the same way). A condition known only at run time is refused, naming
+  // it: runtime branches are not supported yet.
+  void inlineIf(const onnx::NodeProto &n, int index) {
+    ConvertCtx ctx(env_, n, index, opset_);
+    const Tensor *cond = ctx.constInput(0);
+    if (!cond)
+      ctx.fail(cat("condition '", n.input(0),
+                   "' is not a compile-time constant: bind the inputs it depends on with --const "
+                   "(a branch chosen at run time is not supported)"));
+    if (cond->numel() != 1)
+      ctx.fail(cat("condition '", n.input(0), "' has ", cond->numel(), " elements, not one"));
+    bool taken = cond->getDouble(0) != 0;
+    const onnx::GraphProto *branch = nullptr;
+    for (const auto &a : n.attribute())
+      if (a.name() == (taken ? "then_branch" : "else_branch") &&
+          a.type() == onnx::AttributeProto::GRAPH)
+        branch = &a.g();
+    if (!branch)
+      ctx.fail(cat("has no ", taken ? "then_branch" : "else_branch", " graph"));
+    if (branch->output_size() != n.output_size())
+      ctx.fail(cat("the ", taken ? "then" : "else", " branch returns ", branch->output_size(),
+                   " values for ", n.output_size(), " outputs"));
+    for (const auto &t : branch->initializer()) {
+      TensorPtr v;
+      try {
+        v = std::make_shared<const Tensor>(tensorFromOnnx(t, env_.modelDir));
+      } catch (const UserError &e) {
+        ctx.fail(cat("branch initializer '", t.name(), "' ", e.what()));
+      }
+      Value *w = graph_->addWeight(t.name(), v);
+      w->loc = Location(t.name());
+      env_.values[t.name()] = w;
+    }
+    for (const onnx::NodeProto &m : branch->node())
+      convertNode(m, index);
+    for (int k = 0; k < n.output_size(); ++k) {
+      const std::string &out = n.output(k);
+      if (out.empty())
+        continue;
+      auto it = env_.values.find(branch->output(k).name());
+      if (it == env_.values.end())
+        ctx.fail(cat("branch output '", branch->output(k).name(), "' is not computed"));
+      env_.values[out] = it->second;
     }
   }
 

@@ -644,6 +644,121 @@ void convHardmax(ConvertCtx &c) {
 
 // LRN: the sum of squares over a window of channels is an average pool (count_include_pad) over
 // the channel axis of x^2 reshaped to [N, 1, C, rest], times the window size.
+// LSTM (opset 7 / 14) unrolled over its sequence, which is static once the dims are bound:
+// the input projection of every step in one MatMul, then per step (per direction) the
+// recurrent MatMul, the gates (ONNX order i, o, f, c), the cell and hidden updates:
+//   i = sigma(x Wi + h Ri + b_i + Pi c), f = sigma(.. + Pf c), g = tanh(..),
+//   c' = f c + i g, o = sigma(.. + Po c'), h' = o tanh(c').
+// Default activations only, no clip, no input_forget, every sequence full length (Silero
+// VAD's decoder: one step of 128 units per call).
+void convLstm(ConvertCtx &c) {
+  Value *x = c.input(0), *w = c.input(1), *r = c.input(2);
+  std::string dir = c.attrStr("direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+    c.fail(cat("direction '", dir, "' is not forward, reverse or bidirectional"));
+  if (!c.attrFloats("activation_alpha").empty() || !c.attrFloats("activation_beta").empty())
+    c.fail("activation_alpha / activation_beta are not supported");
+  if (c.hasAttr("activations")) {
+    std::vector<std::string> acts;
+    for (const auto &a : c.node().attribute())
+      if (a.name() == "activations")
+        for (const auto &sv : a.strings())
+          acts.push_back(sv);
+    for (size_t k = 0; k < acts.size(); ++k)
+      if (acts[k] != (k % 3 == 0 ? "Sigmoid" : "Tanh"))
+        c.fail(cat("activation '", acts[k], "' is not supported (only the defaults: Sigmoid, ",
+                   "Tanh, Tanh)"));
+  }
+  if (c.hasAttr("clip"))
+    c.fail("clip is not supported");
+  c.requireAttrDefault("input_forget", 0, "coupled input and forget gates are not supported");
+  int64_t layout = c.attrInt("layout", 0);
+  if (x->type().rank() != 3 || w->type().rank() != 3 || r->type().rank() != 3)
+    c.fail(cat("X, W and R must have rank 3 (got ", x->type().str(), ", ", w->type().str(), ", ",
+               r->type().str(), ")"));
+  if (layout == 1)
+    x = c.emit(Op::Transpose, {x}, {{"perm", Shape{1, 0, 2}}});
+  const Shape &xs = x->type().shape;
+  int64_t T = xs[0], N = xs[1], I = xs[2], D = dir == "bidirectional" ? 2 : 1;
+  int64_t H = c.attrInt("hidden_size", r->type().shape[2]);
+  if (w->type().shape != Shape{D, 4 * H, I} || r->type().shape != Shape{D, 4 * H, H})
+    c.fail(cat("W ", w->type().str(), " / R ", r->type().str(), " do not match ", D,
+               " direction(s), hidden_size ", H, " and input size ", I));
+  if (T > 1024)
+    c.fail(cat("a sequence of ", T, " steps is unrolled at compile time; at most 1024"));
+  if (c.hasInput(4)) {
+    std::vector<int64_t> lens = c.constInts(4, "sequence_lens");
+    for (int64_t l : lens)
+      if (l != T)
+        c.fail(cat("sequence_lens ", l, " differs from the sequence length ", T,
+                   " (padded sequences are not supported)"));
+  }
+  DType dt = x->type().dtype;
+  auto slice = [&](Value *v, int64_t axis, int64_t from, int64_t to) {
+    return c.emit(
+        Op::Slice, {v},
+        {{"starts", Shape{from}}, {"ends", Shape{to}}, {"axes", Shape{axis}}, {"steps", Shape{1}}});
+  };
+  auto zeros = [&] { return c.constant(Tensor(TensorType(dt, {N, H}))); };
+  std::vector<Value *> ys(static_cast<size_t>(D)), hs(static_cast<size_t>(D)),
+      cs(static_cast<size_t>(D));
+  for (int64_t d = 0; d < D; ++d) {
+    Value *wT = c.emit(Op::Transpose, {c.reshape(slice(w, 0, d, d + 1), {4 * H, I})},
+                       {{"perm", Shape{1, 0}}});
+    Value *rT = c.emit(Op::Transpose, {c.reshape(slice(r, 0, d, d + 1), {4 * H, H})},
+                       {{"perm", Shape{1, 0}}});
+    // Every step's input projection at once, with both biases.
+    Value *xw = c.emit(Op::MatMul, {c.reshape(x, {T * N, I}), wT});
+    if (c.hasInput(3)) {
+      Value *b = c.reshape(slice(c.input(3), 0, d, d + 1), {8 * H});
+      xw = c.emit(Op::Add,
+                  {xw, c.emit(Op::Add, {slice(b, 0, 0, 4 * H), slice(b, 0, 4 * H, 8 * H)})});
+    }
+    xw = c.reshape(xw, {T, N, 4 * H});
+    Value *p = c.hasInput(7) ? c.reshape(slice(c.input(7), 0, d, d + 1), {3 * H}) : nullptr;
+    Value *h = c.hasInput(5) ? c.reshape(slice(c.input(5), 0, d, d + 1), {N, H}) : zeros();
+    Value *cell = c.hasInput(6) ? c.reshape(slice(c.input(6), 0, d, d + 1), {N, H}) : zeros();
+    bool reverse = dir == "reverse" || d == 1;
+    std::vector<Value *> steps(static_cast<size_t>(T));
+    for (int64_t k = 0; k < T; ++k) {
+      int64_t t = reverse ? T - 1 - k : k;
+      Value *g = c.emit(
+          Op::Add, {c.reshape(slice(xw, 0, t, t + 1), {N, 4 * H}), c.emit(Op::MatMul, {h, rT})});
+      auto gate = [&](int64_t q) { return slice(g, 1, q * H, (q + 1) * H); };
+      auto peep = [&](Value *v, int64_t q, Value *cv) {
+        return p ? c.emit(Op::Add, {v, c.emit(Op::Mul, {slice(p, 0, q * H, (q + 1) * H), cv})}) : v;
+      };
+      Value *ig = c.emit(Op::Sigmoid, {peep(gate(0), 0, cell)});
+      Value *fg = c.emit(Op::Sigmoid, {peep(gate(2), 2, cell)});
+      Value *cg = c.emit(Op::Tanh, {gate(3)});
+      cell = c.emit(Op::Add, {c.emit(Op::Mul, {fg, cell}), c.emit(Op::Mul, {ig, cg})});
+      Value *og = c.emit(Op::Sigmoid, {peep(gate(1), 1, cell)});
+      h = c.emit(Op::Mul, {og, c.emit(Op::Tanh, {cell})});
+      steps[static_cast<size_t>(t)] = c.reshape(h, {1, 1, N, H});
+    }
+    ys[static_cast<size_t>(d)] =
+        T == 1 ? steps[0] : c.emit(Op::Concat, steps, {{"axis", int64_t(0)}});
+    hs[static_cast<size_t>(d)] = c.reshape(h, {1, N, H});
+    cs[static_cast<size_t>(d)] = c.reshape(cell, {1, N, H});
+  }
+  auto stack = [&](std::vector<Value *> v, int64_t axis) {
+    return v.size() == 1 ? v[0] : c.emit(Op::Concat, v, {{"axis", axis}});
+  };
+  Value *y = stack(ys, 1); // [T, D, N, H]
+  if (layout == 1)
+    y = c.emit(Op::Transpose, {y}, {{"perm", Shape{2, 0, 1, 3}}});
+  Value *yh = stack(hs, 0), *yc = stack(cs, 0);
+  if (layout == 1) {
+    yh = c.emit(Op::Transpose, {yh}, {{"perm", Shape{1, 0, 2}}});
+    yc = c.emit(Op::Transpose, {yc}, {{"perm", Shape{1, 0, 2}}});
+  }
+  c.setOutput(0, y);
+  if (c.numOutputs() > 1)
+    c.setOutput(1, yh);
+  if (c.numOutputs() > 2)
+    c.setOutput(2, yc);
+}
+
 void convLrn(ConvertCtx &c) {
   Value *x = c.input(0);
   const Shape &s = x->type().shape;
@@ -1606,6 +1721,7 @@ constexpr OnnxOpEntry kTable[] = {
     {"IsInf", 10, convIsInf},
     {"IsNaN", 9, convIsNaN},
     {"LRN", 1, convLrn},
+    {"LSTM", 7, convLstm},
     {"LayerNormalization", 17, convLayerNorm},
     {"LeakyRelu", 1, convLeakyRelu},
     {"Less", 1, convBinary<Op::Less>},

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <variant>
 
 #include <sys/wait.h>
@@ -1132,4 +1133,191 @@ TEST_CASE("importer: aicfc --const and a constant output, through aicfc and aicf
   CHECK(y.getDouble(11) == 5.5);
   CHECK(s.toInts() == std::vector<int64_t>{2, 6});
   CHECK_FALSE(fs::exists(res / "s.folded.npy"));
+}
+
+namespace {
+
+// A branch graph for If: one node `op`(x, c) -> out, c a scalar initializer of value v.
+onnx::GraphProto branch(const std::string &name, const std::string &op, float v,
+                        const std::string &out) {
+  onnx::GraphProto b;
+  b.set_name(name);
+  TensorProto *c = b.add_initializer();
+  c->set_name(name + "_c");
+  c->set_data_type(TensorProto::FLOAT);
+  c->add_float_data(v);
+  onnx::NodeProto *n = b.add_node();
+  n->set_op_type(op);
+  n->set_name(name + "_" + op);
+  n->add_input("x");
+  n->add_input(name + "_c");
+  n->add_output(out);
+  auto *o = b.add_output();
+  o->set_name(out);
+  o->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  return b;
+}
+
+void graphAttr(onnx::NodeProto &n, const std::string &name, const onnx::GraphProto &g) {
+  auto *a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
+} // namespace
+
+// If: a condition computed from constants and --const inputs selects its branch at compile
+// time (Silero VAD's sample-rate switch); the branch's initializers and nodes join the graph,
+// nested Ifs too. A condition known only at run time is refused, naming it.
+TEST_CASE("importer: If with a compile-time condition is replaced by its branch") {
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {2, 3}).input("sr", TensorProto::INT64, {});
+  b.output("y", TensorProto::FLOAT, {2, 3});
+  b.initI64("c16", {16000}, {});
+  b.node("Equal", {"sr", "c16"}, {"is16"}, "/eq");
+  // then: x * 2; else: an inner If on the same condition negated, whose else is x + 1.
+  onnx::NodeProto &outer = b.node("If", {"is16"}, {"r"}, "/if");
+  graphAttr(outer, "then_branch", branch("t", "Mul", 2.0f, "t_out"));
+  onnx::GraphProto elseG;
+  elseG.set_name("e");
+  onnx::NodeProto *nn = elseG.add_node();
+  nn->set_op_type("Not");
+  nn->set_name("/not");
+  nn->add_input("is16");
+  nn->add_output("not16");
+  onnx::NodeProto *inner = elseG.add_node();
+  inner->set_op_type("If");
+  inner->set_name("/inner_if");
+  inner->add_input("not16");
+  inner->add_output("e_out");
+  graphAttr(*inner, "then_branch", branch("et", "Add", 1.0f, "et_out"));
+  graphAttr(*inner, "else_branch", branch("ee", "Sub", 5.0f, "ee_out"));
+  auto *eo = elseG.add_output();
+  eo->set_name("e_out");
+  eo->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  graphAttr(outer, "else_branch", elseG);
+  b.node("Relu", {"r"}, {"y"}, "/relu");
+  Tensor x = Tensor::fromF32({1, -2, 3, 4, 5, -6}, {2, 3});
+  for (int sr : {16000, 8000}) {
+    CAPTURE(sr);
+    ImportOptions opts;
+    opts.constInputs = {{"sr", parseConstFlag(cat("sr=", sr))}};
+    auto g = b.import("if.onnx", opts);
+    Tensor y = interpret(*g, {x})[0];
+    CHECK(y.getDouble(0) == 2);                      // 1 * 2, or 1 + 1
+    CHECK(y.getDouble(2) == (sr == 16000 ? 6 : 4));  // 3 * 2, or 3 + 1
+    CHECK(y.getDouble(4) == (sr == 16000 ? 10 : 6)); // 5 * 2, or 5 + 1
+  }
+  // Unbound: the condition is named.
+  CHECK(importError(b, "if.onnx")
+            .find("node '/if' (If): condition 'is16' is not a compile-time constant: bind the "
+                  "inputs it depends on with --const") != std::string::npos);
+  // An unsupported op inside a branch is listed like any other.
+  ModelBuilder u(13);
+  u.input("x", TensorProto::FLOAT, {2, 3}).input("c", TensorProto::BOOL, {});
+  u.output("y", TensorProto::FLOAT, {2, 3});
+  onnx::NodeProto &iff = u.node("If", {"c"}, {"y"}, "/if");
+  graphAttr(iff, "then_branch", branch("t", "Mul", 2.0f, "t_out"));
+  graphAttr(iff, "else_branch", branch("e", "BitShift", 1.0f, "e_out"));
+  CHECK(
+      importError(u, "if_unsupported.onnx").find("1 unsupported op: BitShift (1: 'e_BitShift')") !=
+      std::string::npos);
+}
+
+namespace {
+
+// ONNX's LSTM equations, one direction, scalar: X [T, N, I], W [4H, I], R [4H, H], B [8H],
+// P [3H] (may be empty), h / c [N, H] updated in place; returns Y [T, N, H].
+std::vector<float> lstmReference(const std::vector<float> &X, int64_t T, int64_t N, int64_t I,
+                                 int64_t H, const float *W, const float *R, const float *B,
+                                 const float *P, std::vector<float> &h, std::vector<float> &c,
+                                 bool reverse) {
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  std::vector<float> Y(static_cast<size_t>(T * N * H));
+  for (int64_t k = 0; k < T; ++k) {
+    int64_t t = reverse ? T - 1 - k : k;
+    std::vector<float> hn(h.size()), cn(c.size());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < H; ++j) {
+        double g[4];
+        for (int q = 0; q < 4; ++q) {
+          int64_t row = q * H + j;
+          double v = B[row] + B[4 * H + row];
+          for (int64_t i = 0; i < I; ++i)
+            v += double(X[(t * N + n) * I + i]) * W[row * I + i];
+          for (int64_t i = 0; i < H; ++i)
+            v += double(h[n * H + i]) * R[row * H + i];
+          g[q] = v;
+        }
+        double cp = c[n * H + j];
+        double ig = sig(g[0] + (P ? P[j] * cp : 0)), fg = sig(g[2] + (P ? P[2 * H + j] * cp : 0));
+        double cc = fg * cp + ig * std::tanh(g[3]);
+        double og = sig(g[1] + (P ? P[H + j] * cc : 0));
+        cn[n * H + j] = static_cast<float>(cc);
+        hn[n * H + j] = static_cast<float>(og * std::tanh(cc));
+      }
+    h = hn;
+    c = cn;
+    for (int64_t i = 0; i < N * H; ++i)
+      Y[static_cast<size_t>(t * N * H + i)] = h[static_cast<size_t>(i)];
+  }
+  return Y;
+}
+
+} // namespace
+
+// LSTM unrolls into the registry's ops; checked against a scalar transcription of ONNX's
+// equations: bidirectional with peepholes and initial states (3 steps, batch 2), Y, Y_h and
+// Y_c within 1e-5.
+TEST_CASE("importer: LSTM unrolled over its steps matches ONNX's equations") {
+  const int64_t T = 3, N = 2, I = 5, H = 4, D = 2;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  auto randoms = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float &x : v)
+      x = u(rng);
+    return v;
+  };
+  std::vector<float> X = randoms(T * N * I), W = randoms(D * 4 * H * I), R = randoms(D * 4 * H * H),
+                     B = randoms(D * 8 * H), P = randoms(D * 3 * H), h0 = randoms(D * N * H),
+                     c0 = randoms(D * N * H);
+  ModelBuilder b(14);
+  b.input("x", TensorProto::FLOAT, {T, N, I});
+  b.initF32("w", W, {D, 4 * H, I}).initF32("r", R, {D, 4 * H, H}).initF32("b", B, {D, 8 * H});
+  b.initF32("h0", h0, {D, N, H}).initF32("c0", c0, {D, N, H}).initF32("p", P, {D, 3 * H});
+  b.output("y", TensorProto::FLOAT, {T, D, N, H}).output("yh", TensorProto::FLOAT, {D, N, H});
+  b.output("yc", TensorProto::FLOAT, {D, N, H});
+  onnx::NodeProto &n =
+      b.node("LSTM", {"x", "w", "r", "b", "", "h0", "c0", "p"}, {"y", "yh", "yc"}, "/lstm");
+  attr(n, "hidden_size", int64_t(H));
+  attr(n, "direction", "bidirectional");
+  auto g = b.import("lstm.onnx");
+  std::vector<Tensor> got = interpret(*g, {Tensor::fromF32(X, {T, N, I})});
+  for (int64_t d = 0; d < D; ++d) {
+    CAPTURE(d);
+    std::vector<float> h(h0.begin() + d * N * H, h0.begin() + (d + 1) * N * H),
+        c(c0.begin() + d * N * H, c0.begin() + (d + 1) * N * H);
+    std::vector<float> Y = lstmReference(X, T, N, I, H, &W[d * 4 * H * I], &R[d * 4 * H * H],
+                                         &B[d * 8 * H], &P[d * 3 * H], h, c, d == 1);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < N * H; ++i)
+        CHECK(std::abs(got[0].getDouble((t * D + d) * N * H + i) - Y[t * N * H + i]) < 1e-5);
+    for (int64_t i = 0; i < N * H; ++i) {
+      CHECK(std::abs(got[1].getDouble(d * N * H + i) - h[i]) < 1e-5);
+      CHECK(std::abs(got[2].getDouble(d * N * H + i) - c[i]) < 1e-5);
+    }
+  }
+  // What is not supported is refused, naming the attribute.
+  ModelBuilder clip(14);
+  clip.input("x", TensorProto::FLOAT, {T, N, I});
+  clip.initF32("w", std::vector<float>(4 * H * I, 0.f), {1, 4 * H, I});
+  clip.initF32("r", std::vector<float>(4 * H * H, 0.f), {1, 4 * H, H});
+  clip.output("y", TensorProto::FLOAT, {T, 1, N, H});
+  onnx::NodeProto &cn = clip.node("LSTM", {"x", "w", "r"}, {"y"}, "/lstm");
+  attr(cn, "clip", 1.0);
+  attr(cn, "hidden_size", int64_t(H));
+  CHECK(importError(clip, "lstm_clip.onnx").find("node '/lstm' (LSTM): clip is not supported") !=
+        std::string::npos);
 }
