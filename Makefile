@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance bench-matmul bench bench-costmodel silero-vad bench-compile fuzz clean
+.PHONY: all build demo test format conformance conformance-cli bench-matmul bench bench-costmodel silero-vad bench-compile fuzz clean
 
 all: build
 
@@ -20,6 +20,13 @@ format:
 # through the host target) / failed / unsupported; both suites also check their lists.
 conformance: build
 	AICF_CONFORMANCE_TABLE=1 build/tests/aicf_unit -tc='onnx node tests*,conformance host*' --no-intro
+
+# The node tests through the command line, as a user runs a model (aicfc, --const where a
+# value must be constant, aicf-run on .npy inputs): Debian's libonnx-testdata and the node tests
+# the bench venv's onnx wheel generates (written to bench/work/onnx_node_tests). Not part of
+# `make test` (about half an hour: every test compiles a libmodel.so).
+conformance-cli: build
+	bench/.venv/bin/python scripts/conformance_cli.py build bench/work/conformance_cli --onnx-tests bench/work/onnx_node_tests
 
 # Host GEMM throughput of the tiled contraction kernel (256x1024x1024), 1 and 2 threads.
 bench-matmul: build

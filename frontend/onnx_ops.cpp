@@ -869,6 +869,8 @@ void convAttention(ConvertCtx &c) {
   if (c.attrFloat("softcap", 0.0) != 0.0)
     c.fail("softcap is not supported");
   c.requireAttrDefault("qk_matmul_output_mode", 0, "only the plain attention output exists");
+  c.requireAttrDefault("left_window_size", -1, "sliding-window attention is not supported");
+  c.requireAttrDefault("right_window_size", -1, "sliding-window attention is not supported");
   if (c.outputUsed(3))
     c.fail("output 3 (qk_matmul_output) is not supported");
   Value *q = c.input(0), *k = c.input(1), *v = c.input(2);

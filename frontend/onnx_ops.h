@@ -22,8 +22,12 @@ namespace aicf {
 // the older ones differ in ways the converters handle or refuse (legacy broadcast attributes,
 // Reshape-1, Cast-1, BatchNormalization is_test, ...), and the newer ones add ops (Gelu-20,
 // RMSNormalization-23, Attention-23) and input forms (Reduce/Pad axes, Split num_outputs) we know.
+// 24..28 (what the onnx 1.23 wheel defines) change the ops we convert only by new element types
+// (4- and 8-bit floats and integers, which the importer refuses by dtype) and new optional
+// attributes and inputs the converters refuse when set (Attention-24's windows and
+// nonpad_kv_seqlen; Range-27's stash_type only fixes the accumulation type).
 inline constexpr int kMinOpset = 1;
-inline constexpr int kMaxOpset = 23;
+inline constexpr int kMaxOpset = 28;
 
 // What converters share with the importer.
 struct ImportEnv {

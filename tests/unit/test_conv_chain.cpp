@@ -156,7 +156,8 @@ TEST_CASE("conv chains: which chains form, priced and recorded, and the policy")
   // Without an expansion the chain is the depthwise conv and the projection.
   fo.convChains = FusionOptions::ConvChains::Fuse;
   g = caseGraph(kCases[2], 1);
-  k = chainGroup(partitionBlocked(*g, fo));
+  Partition noExpand = partitionBlocked(*g, fo);
+  k = chainGroup(noExpand);
   REQUIRE(k != nullptr);
   CHECK(k->chained.size() == 1);
   // A depthwise result read by anything else (here a graph output) is stored: no chain.

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""ONNX backend node tests through the command line, as a user runs a model (issue 20):
+`make conformance-cli`.
+
+For every test under /usr/share/libonnx-testdata/data/node (Debian's libonnx-testdata) and, when
+given, every test a directory of the PyPI onnx wheel's generated node tests holds: the inputs of
+test_data_set_0 written as .npy, `aicfc model.onnx -o OUT`, and `aicf-run OUT --input NAME=FILE.npy
+... --output-dir RES`; each output compared with the reference (|got - want| <= 1e-4 + 1e-3 |want|,
+NaN matches NaN). An input aicfc reports as "not a compile-time constant" is bound with
+`--const NAME=FILE.npy` and the compile retried (when the value is computed inside the graph,
+every integer input is bound at once), as a user following the message would.
+
+Prints one table per source: tests, those whose ops aicf imports (no "unsupported op" or
+"unknown domain" error), passing, and the failures by kind; with --list, every failing test with
+its reason. Usage: conformance_cli.py BUILD_DIR WORK_DIR [--onnx-tests DIR] [--jobs N] [--list]
+[--only SUBSTRING]
+"""
+import argparse
+import concurrent.futures as cf
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+LIBONNX = "/usr/share/libonnx-testdata/data/node"
+NOT_CONST = re.compile(r"input '([^']+)' is not a compile-time constant")
+
+
+def close(got, want):
+    if got.shape != want.shape:
+        return f"shape {got.shape}, want {want.shape}"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype}, want {want.dtype}"
+    if want.dtype == np.bool_ or np.issubdtype(want.dtype, np.integer):
+        return "" if np.array_equal(got, want) else "values differ"
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(w)
+    if np.any(np.isnan(g) != nan):
+        return "NaN where the reference has none (or the other way)"
+    ok = (np.abs(g - w) <= 1e-4 + 1e-3 * np.abs(w)) | nan | (g == w)
+    return "" if np.all(ok) else f"max abs error {np.nanmax(np.abs(g - w)[~ok]):.3g}"
+
+
+def run_test(build, work, tdir):
+    name = os.path.basename(tdir)
+    wd = os.path.join(work, name)
+    shutil.rmtree(wd, ignore_errors=True)
+    os.makedirs(wd)
+    model_path = os.path.join(tdir, "model.onnx")
+    try:
+        model = onnx.load(model_path)
+    except Exception as e:  # noqa: BLE001 - any load failure is the test's result
+        return name, "load", str(e)
+    inits = {t.name for t in model.graph.initializer}
+    inputs = [v.name for v in model.graph.input if v.name not in inits]
+    outputs = [v.name for v in model.graph.output]
+    ds = os.path.join(tdir, "test_data_set_0")
+    files, integer = {}, []
+    for k, n in enumerate(inputs):
+        t = onnx.TensorProto()
+        with open(os.path.join(ds, f"input_{k}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        if t.data_type == onnx.TensorProto.BFLOAT16:
+            return name, "dtype", "bfloat16 test data (no NumPy dtype)"
+        try:
+            a = numpy_helper.to_array(t)
+        except Exception as e:  # noqa: BLE001
+            return name, "dtype", f"input {k}: {e}"
+        p = os.path.join(wd, f"in_{k}.npy")
+        np.save(p, a)
+        files[n] = p
+        if a.dtype in (np.int64, np.int32):
+            integer.append(n)
+    const = []
+    out = os.path.join(wd, "out")
+    while True:
+        cmd = [os.path.join(build, "aicfc"), model_path, "-o", out] + [f"--const={n}={files[n]}" for n in const]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode == 0:
+            break
+        msg = r.stderr.strip()
+        if "unsupported op" in msg or "unknown domain" in msg:
+            return name, "unsupported", msg
+        m = NOT_CONST.search(msg)
+        if not m:
+            return name, "compile", msg
+        add = [m.group(1)] if m.group(1) in files and m.group(1) not in const else \
+            [n for n in integer if n not in const] if m.group(1) not in files else []
+        if not add:
+            return name, "compile", msg
+        const += add
+    res = os.path.join(wd, "res")
+    os.makedirs(res)
+    runtime_inputs = [n for n in inputs if n not in const]
+    cmd = [os.path.join(build, "aicf-run"), out, "--output-dir", res] + \
+        [f"--input={n}={files[n]}" for n in runtime_inputs]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return name, "run", r.stderr.strip()
+    for k, o in enumerate(outputs):
+        t = onnx.TensorProto()
+        with open(os.path.join(ds, f"output_{k}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        if t.data_type == onnx.TensorProto.BFLOAT16:
+            return name, "dtype", "bfloat16 reference (no NumPy dtype)"
+        want = numpy_helper.to_array(t)
+        p = os.path.join(res, f"{o}.npy")
+        if not os.path.exists(p):
+            return name, "run", f"no output file {o}.npy"
+        why = close(np.load(p), want)
+        if why:
+            return name, "mismatch", f"output {o}: {why}"
+    shutil.rmtree(wd, ignore_errors=True)
+    return name, "pass", ""
+
+
+def generate_node_tests(out):
+    """Writes the installed onnx wheel's node tests (its backend test generators) under `out`,
+    one NAME/{model.onnx, test_data_set_K/*.pb} per case, as libonnx-testdata lays them out."""
+    import warnings
+
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node.collect_testcases(None)
+    for case in cases:
+        d = os.path.join(out, case.name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(case.model.SerializeToString())
+        for i, (ins, outs) in enumerate(case.data_sets):
+            dd = os.path.join(d, f"test_data_set_{i}")
+            os.makedirs(dd, exist_ok=True)
+            for kind, vals, decls in (("input", ins, case.model.graph.input),
+                                      ("output", outs, case.model.graph.output)):
+                for j, v in enumerate(vals):
+                    if not decls[j].type.HasField("tensor_type"):
+                        continue  # sequences, maps and optionals: not tensors
+                    t = v if isinstance(v, onnx.TensorProto) else numpy_helper.from_array(
+                        np.asarray(v), decls[j].name)
+                    with open(os.path.join(dd, f"{kind}_{j}.pb"), "wb") as f:
+                        f.write(t.SerializeToString())
+    return len(cases)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("work")
+    ap.add_argument("--onnx-tests", help="a directory for the onnx wheel's node tests (written "
+                    "there first when it has none)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    sources = [("libonnx-testdata", LIBONNX)]
+    if a.onnx_tests:
+        if not os.path.isdir(a.onnx_tests) or not os.listdir(a.onnx_tests):
+            print(f"writing the onnx {onnx.__version__} node tests to {a.onnx_tests}: "
+                  f"{generate_node_tests(a.onnx_tests)} cases")
+        sources.append(("onnx wheel " + onnx.__version__, a.onnx_tests))
+    failed_any = False
+    for label, root in sources:
+        tests = sorted(d for d in os.listdir(root) if a.only in d and
+                       os.path.exists(os.path.join(root, d, "model.onnx")))
+        work = os.path.join(a.work, re.sub(r"[^A-Za-z0-9_.-]", "_", label))
+        os.makedirs(work, exist_ok=True)
+        with cf.ThreadPoolExecutor(a.jobs) as ex:
+            results = list(ex.map(lambda d: run_test(a.build, work, os.path.join(root, d)), tests))
+        kinds = {}
+        for n, k, why in results:
+            kinds.setdefault(k, []).append((n, why))
+        covered = len(results) - len(kinds.get("unsupported", []))
+        passed = len(kinds.get("pass", []))
+        print(f"\n## {label}: {len(results)} tests, {covered} of ops aicf imports, {passed} pass")
+        print("| result | tests |\n|---|---|")
+        for k in ("pass", "compile", "run", "mismatch", "dtype", "load", "unsupported"):
+            if k in kinds:
+                print(f"| {k} | {len(kinds[k])} |")
+        if a.list:
+            for k, items in sorted(kinds.items()):
+                if k != "pass":
+                    for n, why in items:
+                        print(f"{k}\t{n}\t{why.splitlines()[-1][:200] if why else ''}")
+        failed_any = failed_any or passed < covered
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
