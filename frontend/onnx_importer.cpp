@@ -37,6 +37,8 @@ namespace fs = std::filesystem;
 
 namespace aicf {
 
+using Shape = std::vector<int64_t>;
+
 namespace {
 
 // ONNX's own validation and inference know opsets up to this (libonnx 1.12).
@@ -190,7 +192,7 @@ private:
       if (!isDefaultDomain(n.domain())) {
         domains[n.domain() + "::" + n.op_type()].push_back(nodeRef(n, i));
         ++numDomain;
-      } else if (n.op_type() == "If") {
+      } else if (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan") {
         for (const auto &a : n.attribute())
           if (a.type() == onnx::AttributeProto::GRAPH)
             for (const onnx::NodeProto &m : a.g().node())
@@ -800,6 +802,10 @@ private:
       inlineIf(n, index);
       return;
     }
+    if (n.op_type() == "Loop" || n.op_type() == "Scan") {
+      unrollLoop(n, index);
+      return;
+    }
     const OnnxOpEntry *entry = findOnnxOp(n.op_type());
     AICF_CHECK(entry, "unsupported op ", n.op_type(), " passed checkOps");
     ConvertCtx ctx(env_, n, index, opset_);
@@ -827,10 +833,14 @@ private:
   void inlineIf(const onnx::NodeProto &n, int index) {
     ConvertCtx ctx(env_, n, index, opset_);
     const Tensor *cond = ctx.constInput(0);
-    if (!cond)
-      ctx.fail(cat("condition '", n.input(0),
-                   "' is not a compile-time constant: bind the inputs it depends on with --const "
-                   "(a branch chosen at run time is not supported)"));
+    if (!cond) {
+      if (ctx.input(0)->isInput())
+        ctx.requireConst(0, "condition"); // names the --const that binds it
+      ctx.fail(cat("condition input '", n.input(0),
+                   "' is not a compile-time constant: it is computed at run time; bind the graph "
+                   "inputs it depends on with --const (a branch chosen at run time is not "
+                   "supported)"));
+    }
     if (cond->numel() != 1)
       ctx.fail(cat("condition '", n.input(0), "' has ", cond->numel(), " elements, not one"));
     bool taken = cond->getDouble(0) != 0;
@@ -865,6 +875,154 @@ private:
       if (it == env_.values.end())
         ctx.fail(cat("branch output '", branch->output(k).name(), "' is not computed"));
       env_.values[out] = it->second;
+    }
+  }
+
+  // The graph attribute `name` of n (failing through ctx when it is missing).
+  const onnx::GraphProto &graphAttr(const ConvertCtx &ctx, const onnx::NodeProto &n,
+                                    const std::string &name) {
+    for (const auto &a : n.attribute())
+      if (a.name() == name && a.type() == onnx::AttributeProto::GRAPH)
+        return a.g();
+    ctx.fail(cat("has no ", name, " graph"));
+  }
+
+  // A subgraph's initializers as weights.
+  void addBranchWeights(const ConvertCtx &ctx, const onnx::GraphProto &b) {
+    for (const auto &t : b.initializer()) {
+      TensorPtr v;
+      try {
+        v = std::make_shared<const Tensor>(tensorFromOnnx(t, env_.modelDir));
+      } catch (const UserError &e) {
+        ctx.fail(cat("subgraph initializer '", t.name(), "' ", e.what()));
+      }
+      Value *w = graph_->addWeight(t.name(), v);
+      w->loc = Location(t.name());
+      env_.values[t.name()] = w;
+    }
+  }
+
+  // Loop with a trip count known at compile time, and Scan (static scan length), unrolled: the
+  // body's nodes are converted once per iteration with the loop-carried values (and Loop's
+  // iteration number, Scan's slices) bound to its inputs. Loop's condition must stay known at
+  // compile time (a loop that ends on a value computed at run time is refused); its scan
+  // outputs, and Scan's, are the per-iteration values stacked on a new first axis. At most
+  // kMaxUnroll iterations.
+  void unrollLoop(const onnx::NodeProto &n, int index) {
+    static constexpr int64_t kMaxUnroll = 256;
+    ConvertCtx ctx(env_, n, index, opset_);
+    const onnx::GraphProto &body = graphAttr(ctx, n, "body");
+    bool loop = n.op_type() == "Loop";
+    int64_t states = 0, trips = 0, scanIn = 0;
+    std::vector<Value *> carried;
+    Value *cond = nullptr;
+    if (loop) {
+      if (!ctx.hasInput(0))
+        ctx.fail("a loop without a trip count M is not supported (it would run until a value "
+                 "computed at run time ends it)");
+      std::vector<int64_t> m = ctx.constInts(0, "trip count M");
+      trips = m.empty() ? 0 : m[0];
+      if (ctx.hasInput(1)) {
+        cond = ctx.input(1);
+        if (!cond->isWeight() && cond->isInput())
+          ctx.requireConst(1, "loop condition"); // names the --const that binds it
+      }
+      states = static_cast<int64_t>(n.input_size()) - 2;
+      for (int64_t j = 0; j < states; ++j)
+        carried.push_back(ctx.input(static_cast<size_t>(2 + j)));
+      if (body.input_size() != 2 + states || body.output_size() < 1 + states)
+        ctx.fail(cat("the body takes ", body.input_size(), " inputs and returns ",
+                     body.output_size(), " values for ", states, " loop-carried values"));
+    } else {
+      scanIn = ctx.attrIntReq("num_scan_inputs");
+      states = static_cast<int64_t>(n.input_size()) - scanIn;
+      for (const char *a : {"scan_input_axes", "scan_input_directions", "scan_output_axes",
+                            "scan_output_directions"})
+        for (int64_t v : ctx.attrInts(a))
+          if (v != 0)
+            ctx.fail(cat(a, " other than 0 is not supported"));
+      if (opset_ < 9)
+        ctx.fail("Scan-8 (with a batch axis and sequence_lens) is not supported");
+      for (int64_t j = 0; j < states; ++j)
+        carried.push_back(ctx.input(static_cast<size_t>(j)));
+      trips = scanIn > 0 ? ctx.input(static_cast<size_t>(states))->type().shape.at(0) : 0;
+      for (int64_t j = 0; j < scanIn; ++j)
+        if (ctx.input(static_cast<size_t>(states + j))->type().shape.at(0) != trips)
+          ctx.fail("the scan inputs differ in length");
+      if (body.input_size() != states + scanIn || body.output_size() < states)
+        ctx.fail(cat("the body takes ", body.input_size(), " inputs and returns ",
+                     body.output_size(), " values for ", states, " state values"));
+    }
+    if (trips > kMaxUnroll)
+      ctx.fail(cat(trips, " iterations: loops are unrolled at compile time, at most ", kMaxUnroll,
+                   " (a loop kept at run time is not supported)"));
+    const int64_t scanOut = body.output_size() - (loop ? 1 : 0) - states;
+    std::vector<std::vector<Value *>> scans(static_cast<size_t>(scanOut));
+    int64_t it = 0;
+    for (; it < trips; ++it) {
+      if (cond) {
+        if (!cond->isWeight())
+          ctx.fail(cat("the loop condition is computed at run time (iteration ", it,
+                       "): only loops whose condition is known at compile time are unrolled"));
+        if (cond->data()->getDouble(0) == 0)
+          break;
+      }
+      int64_t first = 0;
+      if (loop) {
+        env_.values[body.input(0).name()] = ctx.constant(Tensor::fromI64({it}, {}));
+        if (!body.input(1).name().empty()) { // without a condition input it reads true
+          Tensor yes(TensorType(DType::Bool, {}));
+          yes.setInt(0, 1);
+          env_.values[body.input(1).name()] = cond ? cond : ctx.constant(yes);
+        }
+        first = 2;
+      }
+      for (int64_t j = 0; j < states; ++j)
+        env_.values[body.input(static_cast<int>(first + j)).name()] = carried[j];
+      for (int64_t j = 0; j < scanIn; ++j) { // Scan: this iteration's slice of each input
+        Value *x = ctx.input(static_cast<size_t>(states + j));
+        Shape rest(x->type().shape.begin() + 1, x->type().shape.end());
+        Value *sl = ctx.emit(Op::Slice, {x},
+                             {{"starts", Shape{it}},
+                              {"ends", Shape{it + 1}},
+                              {"axes", Shape{0}},
+                              {"steps", Shape{1}}});
+        env_.values[body.input(static_cast<int>(states + j)).name()] = ctx.reshape(sl, rest);
+      }
+      addBranchWeights(ctx, body);
+      for (const onnx::NodeProto &m : body.node())
+        convertNode(m, index);
+      auto out = [&](int64_t k) {
+        auto f = env_.values.find(body.output(static_cast<int>(k)).name());
+        if (f == env_.values.end())
+          ctx.fail(
+              cat("body output '", body.output(static_cast<int>(k)).name(), "' is not computed"));
+        return f->second;
+      };
+      int64_t o = 0;
+      if (loop)
+        cond = out(o++);
+      for (int64_t j = 0; j < states; ++j)
+        carried[j] = out(o++);
+      for (int64_t k = 0; k < scanOut; ++k) {
+        Value *v = out(o++);
+        Shape one = v->type().shape;
+        one.insert(one.begin(), 1);
+        scans[k].push_back(ctx.reshape(v, one));
+      }
+    }
+    for (int64_t j = 0; j < states; ++j)
+      if (!n.output(static_cast<int>(j)).empty())
+        env_.values[n.output(static_cast<int>(j))] = carried[j];
+    for (int64_t k = 0; k < scanOut; ++k) {
+      const std::string &name = n.output(static_cast<int>(states + k));
+      if (name.empty())
+        continue;
+      if (scans[k].empty())
+        ctx.fail(cat("scan output '", name, "' would be empty (no iteration ran)"));
+      env_.values[name] = scans[k].size() == 1
+                              ? scans[k][0]
+                              : ctx.emit(Op::Concat, scans[k], {{"axis", int64_t(0)}});
     }
   }
 

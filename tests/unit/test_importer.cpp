@@ -1211,8 +1211,9 @@ TEST_CASE("importer: If with a compile-time condition is replaced by its branch"
   }
   // Unbound: the condition is named.
   CHECK(importError(b, "if.onnx")
-            .find("node '/if' (If): condition 'is16' is not a compile-time constant: bind the "
-                  "inputs it depends on with --const") != std::string::npos);
+            .find("node '/if' (If): condition input 'is16' is not a compile-time constant: it "
+                  "is computed at run time; bind the graph inputs it depends on with --const") !=
+        std::string::npos);
   // An unsupported op inside a branch is listed like any other.
   ModelBuilder u(13);
   u.input("x", TensorProto::FLOAT, {2, 3}).input("c", TensorProto::BOOL, {});
@@ -1320,4 +1321,149 @@ TEST_CASE("importer: LSTM unrolled over its steps matches ONNX's equations") {
   attr(cn, "hidden_size", int64_t(H));
   CHECK(importError(clip, "lstm_clip.onnx").find("node '/lstm' (LSTM): clip is not supported") !=
         std::string::npos);
+}
+
+// Loop with a trip count bound at compile time and Scan unroll into their bodies' nodes: the
+// ONNX node tests' loop (a running sum of slices with a scan output) and scan (a running sum
+// of rows), checked against values computed by hand; a trip count known only at run time, and a
+// loop past the unroll limit, are refused naming the node.
+TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled") {
+  // Loop: y_out = y_in + x[i : i + 1], scan_out = y_out, for i < M.
+  auto loopModel = [](int64_t trips) {
+    ModelBuilder b(13);
+    b.input("y", TensorProto::FLOAT, {1});
+    b.initI64("m", {trips}, {});
+    b.output("res_y", TensorProto::FLOAT, {1}).output("res_scan", TensorProto::FLOAT, {Dim(), 1});
+    onnx::NodeProto &loop = b.node("Loop", {"m", "", "y"}, {"res_y", "res_scan"}, "/loop");
+    onnx::GraphProto body;
+    body.set_name("body");
+    auto in = [&](const char *name, int type) {
+      auto *v = body.add_input();
+      v->set_name(name);
+      v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    };
+    in("iter", TensorProto::INT64);
+    in("cond_in", TensorProto::BOOL);
+    in("y_in", TensorProto::FLOAT);
+    TensorProto *x = body.add_initializer();
+    x->set_name("xs");
+    x->set_data_type(TensorProto::FLOAT);
+    x->add_dims(300);
+    for (int k = 0; k < 300; ++k)
+      x->add_float_data(float(k + 1));
+    TensorProto *one = body.add_initializer();
+    one->set_name("one");
+    one->set_data_type(TensorProto::INT64);
+    one->add_int64_data(1);
+    auto node = [&](const char *op, std::vector<std::string> ins, std::vector<std::string> outs) {
+      onnx::NodeProto *n = body.add_node();
+      n->set_op_type(op);
+      n->set_name(cat("/body/", outs[0]));
+      for (auto &i : ins)
+        n->add_input(i);
+      for (auto &o : outs)
+        n->add_output(o);
+      return n;
+    };
+    node("Identity", {"cond_in"}, {"cond_out"});
+    node("Add", {"iter", "one"}, {"end"});
+    TensorProto *ax = body.add_initializer();
+    ax->set_name("ax0");
+    ax->set_data_type(TensorProto::INT64);
+    ax->add_dims(1);
+    ax->add_int64_data(0);
+    node("Unsqueeze", {"iter", "ax0"}, {"start1"});
+    node("Unsqueeze", {"end", "ax0"}, {"end1"});
+    node("Slice", {"xs", "start1", "end1"}, {"piece"});
+    node("Add", {"y_in", "piece"}, {"y_out"});
+    node("Identity", {"y_out"}, {"scan_out"});
+    for (const char *o : {"cond_out", "y_out", "scan_out"}) {
+      auto *v = body.add_output();
+      v->set_name(o);
+      v->mutable_type()->mutable_tensor_type()->set_elem_type(
+          std::string(o) == "cond_out" ? TensorProto::BOOL : TensorProto::FLOAT);
+    }
+    graphAttr(loop, "body", body);
+    return b;
+  };
+  ModelBuilder l5 = loopModel(5);
+  auto g = l5.import("loop.onnx");
+  std::vector<Tensor> got = interpret(*g, {Tensor::fromF32({10}, {1})});
+  CHECK(got[0].getDouble(0) == 10 + 1 + 2 + 3 + 4 + 5);
+  REQUIRE(got[1].numel() == 5);
+  CHECK(got[1].getDouble(0) == 11);
+  CHECK(got[1].getDouble(4) == 25);
+  CHECK(importError(loopModel(300), "loop300.onnx")
+            .find("node '/loop' (Loop): 300 iterations: loops are unrolled at compile time, at "
+                  "most 256") != std::string::npos);
+
+  // Scan: sum_out = sum_in + row, scan_out = sum_out, over the rows of x [3, 2].
+  ModelBuilder s(11);
+  s.input("initial", TensorProto::FLOAT, {2}).input("x", TensorProto::FLOAT, {3, 2});
+  s.output("y", TensorProto::FLOAT, {2}).output("z", TensorProto::FLOAT, {3, 2});
+  onnx::NodeProto &scan = s.node("Scan", {"initial", "x"}, {"y", "z"}, "/scan");
+  attr(scan, "num_scan_inputs", int64_t(1));
+  onnx::GraphProto sb;
+  sb.set_name("sbody");
+  for (const char *name : {"sum_in", "next"}) {
+    auto *v = sb.add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  }
+  onnx::NodeProto *add = sb.add_node();
+  add->set_op_type("Add");
+  add->add_input("sum_in");
+  add->add_input("next");
+  add->add_output("sum_out");
+  onnx::NodeProto *id = sb.add_node();
+  id->set_op_type("Identity");
+  id->add_input("sum_out");
+  id->add_output("scan_out");
+  for (const char *name : {"sum_out", "scan_out"}) {
+    auto *v = sb.add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  }
+  graphAttr(scan, "body", sb);
+  g = s.import("scan.onnx");
+  got = interpret(*g, {Tensor::fromF32({0, 0}, {2}), Tensor::fromF32({1, 2, 3, 4, 5, 6}, {3, 2})});
+  CHECK(got[0].toDoubles() == std::vector<double>{9, 12});
+  CHECK(got[1].toDoubles() == std::vector<double>{1, 2, 4, 6, 9, 12});
+
+  // A trip count given at run time: bound with --const, or refused naming it.
+  ModelBuilder dyn(13);
+  dyn.input("m", TensorProto::INT64, {}).input("y", TensorProto::FLOAT, {1});
+  dyn.output("res_y", TensorProto::FLOAT, {1});
+  onnx::NodeProto &dl = dyn.node("Loop", {"m", "", "y"}, {"res_y"}, "/loop");
+  onnx::GraphProto db;
+  db.set_name("db");
+  for (auto [name, type] : std::vector<std::pair<const char *, int>>{
+           {"i", TensorProto::INT64}, {"c", TensorProto::BOOL}, {"v", TensorProto::FLOAT}}) {
+    auto *v = db.add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  }
+  onnx::NodeProto *ci = db.add_node();
+  ci->set_op_type("Identity");
+  ci->add_input("c");
+  ci->add_output("c2");
+  onnx::NodeProto *vv = db.add_node();
+  vv->set_op_type("Add");
+  vv->add_input("v");
+  vv->add_input("v");
+  vv->add_output("v2");
+  for (auto [name, type] : std::vector<std::pair<const char *, int>>{{"c2", TensorProto::BOOL},
+                                                                     {"v2", TensorProto::FLOAT}}) {
+    auto *v = db.add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  }
+  graphAttr(dl, "body", db);
+  CHECK(importError(dyn, "loop_dyn.onnx")
+            .find("node '/loop' (Loop): trip count M input 'm' is not a compile-time constant (a "
+                  "graph input: bind it with --const m=FILE.npy)") != std::string::npos);
+  ImportOptions bind;
+  bind.constInputs = {{"m", parseConstFlag("m=3")}};
+  g = dyn.import("loop_dyn.onnx", bind);
+  CHECK(interpret(*g, {Tensor::fromF32({1}, {1})})[0].getDouble(0) == 8);
 }
