@@ -13,7 +13,7 @@ every integer input is bound at once), as a user following the message would.
 Prints one table per source: tests, those whose ops aicf imports (no "unsupported op" or
 "unknown domain" error), passing, and the failures by kind; with --list, every failing test with
 its reason. Usage: conformance_cli.py BUILD_DIR WORK_DIR [--onnx-tests DIR] [--jobs N] [--list]
-[--only SUBSTRING]
+[--only SUBSTRING] [--no-libonnx]
 """
 import argparse
 import concurrent.futures as cf
@@ -169,9 +169,10 @@ def main():
                     "there first when it has none)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--no-libonnx", action="store_true", help="only the wheel's tests")
     ap.add_argument("--only", default="")
     a = ap.parse_args()
-    sources = [("libonnx-testdata", LIBONNX)]
+    sources = [] if a.no_libonnx else [("libonnx-testdata", LIBONNX)]
     if a.onnx_tests:
         if not os.path.isdir(a.onnx_tests) or not os.listdir(a.onnx_tests):
             print(f"writing the onnx {onnx.__version__} node tests to {a.onnx_tests}: "
