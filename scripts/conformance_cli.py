@@ -75,7 +75,10 @@ def run_test(build, work, tdir):
     files, integer = {}, []
     for k, n in enumerate(inputs):
         t = onnx.TensorProto()
-        with open(os.path.join(ds, f"input_{k}.pb"), "rb") as f:
+        p = os.path.join(ds, f"input_{k}.pb")
+        if not os.path.exists(p):
+            return name, "dtype", f"input {k} is not a tensor (a sequence, map or optional)"
+        with open(p, "rb") as f:
             t.ParseFromString(f.read())
         try:
             a = bf16_as_f32(t, types.get(n, 0))
@@ -118,7 +121,10 @@ def run_test(build, work, tdir):
         return name, "run", r.stderr.strip()
     for k, o in enumerate(outputs):
         t = onnx.TensorProto()
-        with open(os.path.join(ds, f"output_{k}.pb"), "rb") as f:
+        p = os.path.join(ds, f"output_{k}.pb")
+        if not os.path.exists(p):
+            return name, "dtype", f"output {k} is not a tensor (a sequence, map or optional)"
+        with open(p, "rb") as f:
             t.ParseFromString(f.read())
         want = bf16_as_f32(t, types.get(o, 0))
         p = os.path.join(res, f"{o}.npy")
