@@ -1452,9 +1452,15 @@ void convSpaceToDepth(ConvertCtx &c) {
   int64_t b = c.attrIntReq("blocksize");
   if (s.size() != 4 || b < 1 || s[2] % b != 0 || s[3] % b != 0)
     c.fail(cat("needs [N, C, H, W] with H and W divisible by blocksize, got ", c.type(0).str()));
+  // mode (SpaceToDepth-28): DCR (the default, and the only layout before) puts the block
+  // offset before the channel, CRD after it (DepthToSpace's CRD inverse).
+  std::string mode = c.attrStr("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    c.fail(cat("mode '", mode, "' is not DCR or CRD"));
   int64_t n = s[0], ch = s[1], h = s[2] / b, w = s[3] / b;
   Value *x = c.reshape(c.input(0), {n, ch, h, b, w, b});
-  x = c.emit(Op::Transpose, {x}, {{"perm", Shape{0, 3, 5, 1, 2, 4}}});
+  x = c.emit(Op::Transpose, {x},
+             {{"perm", mode == "DCR" ? Shape{0, 3, 5, 1, 2, 4} : Shape{0, 1, 3, 5, 2, 4}}});
   c.setOutput(0, c.reshape(x, {n, ch * b * b, h, w}));
 }
 

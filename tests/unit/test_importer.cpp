@@ -1467,3 +1467,23 @@ TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled")
   g = dyn.import("loop_dyn.onnx", bind);
   CHECK(interpret(*g, {Tensor::fromF32({1}, {1})})[0].getDouble(0) == 8);
 }
+
+// SpaceToDepth-28's mode: CRD keeps the channel before the block offset (out channel
+// c b^2 + bh b + bw), DCR (the default) puts it after (out channel (bh b + bw) C + c).
+TEST_CASE("importer: SpaceToDepth in DCR and CRD modes") {
+  for (const char *mode : {"DCR", "CRD"}) {
+    CAPTURE(mode);
+    ModelBuilder b(28);
+    b.input("x", TensorProto::FLOAT, {1, 2, 2, 2});
+    b.output("y", TensorProto::FLOAT, {1, 8, 1, 1});
+    onnx::NodeProto &n = b.node("SpaceToDepth", {"x"}, {"y"}, "/s2d");
+    attr(n, "blocksize", int64_t(2));
+    attr(n, "mode", mode);
+    auto g = b.import(cat("s2d_", mode, ".onnx"));
+    Tensor y = interpret(*g, {Tensor::fromF32({0, 1, 2, 3, 4, 5, 6, 7}, {1, 2, 2, 2})})[0];
+    std::vector<double> want = std::string(mode) == "CRD"
+                                   ? std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7}
+                                   : std::vector<double>{0, 4, 1, 5, 2, 6, 3, 7};
+    CHECK(y.toDoubles() == want);
+  }
+}
