@@ -855,7 +855,10 @@ void convLpNorm(ConvertCtx &c) {
     c.fail(cat("p = ", p, " is not 1 or 2"));
   Value *norm = c.emit(p == 1 ? Op::ReduceL1 : Op::ReduceL2, {x},
                        {{"axes", Shape{axis}}, {"keepdims", int64_t(1)}});
-  c.setOutput(0, c.emit(Op::Div, {x, norm}));
+  // A zero vector normalises to zeros (ONNX's reference and ONNX Runtime), not 0 / 0 = NaN.
+  DType t = x->type().dtype;
+  Value *zero = c.emit(Op::Equal, {norm, c.scalar(t, 0.0)});
+  c.setOutput(0, c.emit(Op::Where, {zero, c.scalar(t, 0.0), c.emit(Op::Div, {x, norm})}));
 }
 
 // Attention-23, the cases our attention op expresses: no past key/value, no softcap, the plain

@@ -1487,3 +1487,18 @@ TEST_CASE("importer: SpaceToDepth in DCR and CRD modes") {
     CHECK(y.toDoubles() == want);
   }
 }
+
+// LpNormalization of a zero vector gives zeros (ONNX's reference, ONNX Runtime), not NaN.
+TEST_CASE("importer: LpNormalization of a zero vector is zero") {
+  ModelBuilder b(22);
+  b.input("x", TensorProto::FLOAT, {2, 2});
+  b.output("y", TensorProto::FLOAT, {2, 2});
+  onnx::NodeProto &n = b.node("LpNormalization", {"x"}, {"y"}, "/lpn");
+  attr(n, "axis", int64_t(0));
+  attr(n, "p", int64_t(2));
+  auto g = b.import("lpn.onnx");
+  Tensor y = interpret(*g, {Tensor::fromF32({3, 0, 4, 0}, {2, 2})})[0];
+  std::vector<double> want = {0.6, 0, 0.8, 0};
+  for (size_t i = 0; i < want.size(); ++i)
+    CHECK(std::abs(y.getDouble(static_cast<int64_t>(i)) - want[i]) < 1e-6);
+}
