@@ -6,7 +6,7 @@ For every test under /usr/share/libonnx-testdata/data/node (Debian's libonnx-tes
 given, every test a directory of the PyPI onnx wheel's generated node tests holds: the inputs of
 test_data_set_0 written as .npy, `aicfc model.onnx -o OUT`, and `aicf-run OUT --input NAME=FILE.npy
 ... --output-dir RES`; each output compared with the reference (|got - want| <= 1e-4 + 1e-3 |want|,
-NaN matches NaN). An input aicfc reports as "not a compile-time constant" is bound with
+NaN matches NaN; a bfloat16 output gets one bf16 step, 2^-7 relative, more). An input aicfc reports as "not a compile-time constant" is bound with
 `--const NAME=FILE.npy` and the compile retried (when the value is computed inside the graph,
 every integer input is bound at once), as a user following the message would.
 
@@ -31,7 +31,7 @@ LIBONNX = "/usr/share/libonnx-testdata/data/node"
 NOT_CONST = re.compile(r"input '([^']+)' is not a compile-time constant")
 
 
-def close(got, want):
+def close(got, want, bf16=False):
     if got.shape != want.shape:
         return f"shape {got.shape}, want {want.shape}"
     if got.dtype != want.dtype:
@@ -42,7 +42,9 @@ def close(got, want):
     nan = np.isnan(w)
     if np.any(np.isnan(g) != nan):
         return "NaN where the reference has none (or the other way)"
-    ok = (np.abs(g - w) <= 1e-4 + 1e-3 * np.abs(w)) | nan | (g == w)
+    # bfloat16 outputs: one bf16 step (2^-7 relative) on top of the f32 tolerance.
+    rtol = 1e-3 + (2.0 ** -7 if bf16 else 0.0)
+    ok = (np.abs(g - w) <= 1e-4 + rtol * np.abs(w)) | nan | (g == w)
     return "" if np.all(ok) else f"max abs error {np.nanmax(np.abs(g - w)[~ok]):.3g}"
 
 
@@ -130,7 +132,7 @@ def run_test(build, work, tdir):
         p = os.path.join(res, f"{o}.npy")
         if not os.path.exists(p):
             return name, "run", f"no output file {o}.npy"
-        why = close(np.load(p), want)
+        why = close(np.load(p), want, types.get(o, 0) == onnx.TensorProto.BFLOAT16)
         if why:
             return name, "mismatch", f"output {o}: {why}"
     shutil.rmtree(wd, ignore_errors=True)
