@@ -844,27 +844,11 @@ private:
     if (cond->numel() != 1)
       ctx.fail(cat("condition '", n.input(0), "' has ", cond->numel(), " elements, not one"));
     bool taken = cond->getDouble(0) != 0;
-    const onnx::GraphProto *branch = nullptr;
-    for (const auto &a : n.attribute())
-      if (a.name() == (taken ? "then_branch" : "else_branch") &&
-          a.type() == onnx::AttributeProto::GRAPH)
-        branch = &a.g();
-    if (!branch)
-      ctx.fail(cat("has no ", taken ? "then_branch" : "else_branch", " graph"));
+    const onnx::GraphProto *branch = &graphAttr(ctx, n, taken ? "then_branch" : "else_branch");
     if (branch->output_size() != n.output_size())
       ctx.fail(cat("the ", taken ? "then" : "else", " branch returns ", branch->output_size(),
                    " values for ", n.output_size(), " outputs"));
-    for (const auto &t : branch->initializer()) {
-      TensorPtr v;
-      try {
-        v = std::make_shared<const Tensor>(tensorFromOnnx(t, env_.modelDir));
-      } catch (const UserError &e) {
-        ctx.fail(cat("branch initializer '", t.name(), "' ", e.what()));
-      }
-      Value *w = graph_->addWeight(t.name(), v);
-      w->loc = Location(t.name());
-      env_.values[t.name()] = w;
-    }
+    addBranchWeights(ctx, *branch);
     for (const onnx::NodeProto &m : branch->node())
       convertNode(m, index);
     for (int k = 0; k < n.output_size(); ++k) {
