@@ -59,6 +59,21 @@ def bf16_as_f32(t, declared):
     return a
 
 
+def read_tensor(ds, kind, k, declared):
+    """test_data_set's <kind>_<k>.pb as an array (bf16_as_f32); ValueError when it is missing
+    (a sequence, map or optional the generator did not write as a tensor)."""
+    p = os.path.join(ds, f"{kind}_{k}.pb")
+    if not os.path.exists(p):
+        raise ValueError(f"{kind} {k} is not a tensor (a sequence, map or optional)")
+    t = onnx.TensorProto()
+    with open(p, "rb") as f:
+        t.ParseFromString(f.read())
+    try:
+        return bf16_as_f32(t, declared)
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"{kind} {k}: {e}") from e
+
+
 def run_test(build, work, tdir):
     name = os.path.basename(tdir)
     wd = os.path.join(work, name)
@@ -76,16 +91,10 @@ def run_test(build, work, tdir):
     ds = os.path.join(tdir, "test_data_set_0")
     files, integer = {}, []
     for k, n in enumerate(inputs):
-        t = onnx.TensorProto()
-        p = os.path.join(ds, f"input_{k}.pb")
-        if not os.path.exists(p):
-            return name, "dtype", f"input {k} is not a tensor (a sequence, map or optional)"
-        with open(p, "rb") as f:
-            t.ParseFromString(f.read())
         try:
-            a = bf16_as_f32(t, types.get(n, 0))
+            a = read_tensor(ds, "input", k, types.get(n, 0))
         except Exception as e:  # noqa: BLE001
-            return name, "dtype", f"input {k}: {e}"
+            return name, "dtype", str(e)
         p = os.path.join(wd, f"in_{k}.npy")
         np.save(p, a)
         files[n] = p
@@ -122,13 +131,10 @@ def run_test(build, work, tdir):
     if r.returncode != 0:
         return name, "run", r.stderr.strip()
     for k, o in enumerate(outputs):
-        t = onnx.TensorProto()
-        p = os.path.join(ds, f"output_{k}.pb")
-        if not os.path.exists(p):
-            return name, "dtype", f"output {k} is not a tensor (a sequence, map or optional)"
-        with open(p, "rb") as f:
-            t.ParseFromString(f.read())
-        want = bf16_as_f32(t, types.get(o, 0))
+        try:
+            want = read_tensor(ds, "output", k, types.get(o, 0))
+        except Exception as e:  # noqa: BLE001
+            return name, "dtype", str(e)
         p = os.path.join(res, f"{o}.npy")
         if not os.path.exists(p):
             return name, "run", f"no output file {o}.npy"
