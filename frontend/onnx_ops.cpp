@@ -211,9 +211,8 @@ void convClip(ConvertCtx &c) {
 DType castTarget(ConvertCtx &c, int32_t onnxType) {
   auto t = dtypeFromOnnx(onnxType);
   if (!t)
-    c.fail(
-        cat("cast to ", onnxDTypeName(onnxType),
-            " is not supported (supported: float, float16, bfloat16, int64, int32, int8, bool)"));
+    c.fail(cat("cast to ", onnxDTypeName(onnxType),
+               " is not supported (supported: ", kSupportedOnnxTypes, ")"));
   return *t;
 }
 

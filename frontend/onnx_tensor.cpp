@@ -24,6 +24,12 @@ std::optional<DType> dtypeFromOnnx(int32_t elemType) {
   case TensorProto::INT32: return DType::I32;
   case TensorProto::INT8: return DType::I8;
   case TensorProto::BOOL: return DType::Bool;
+  case TensorProto::DOUBLE: return DType::F64;
+  case TensorProto::INT16: return DType::I16;
+  case TensorProto::UINT8: return DType::U8;
+  case TensorProto::UINT16: return DType::U16;
+  case TensorProto::UINT32: return DType::U32;
+  case TensorProto::UINT64: return DType::U64;
   default: return std::nullopt;
   }
 }
@@ -37,6 +43,12 @@ int32_t dtypeToOnnx(DType t) {
   case DType::I32: return TensorProto::INT32;
   case DType::I8: return TensorProto::INT8;
   case DType::Bool: return TensorProto::BOOL;
+  case DType::F64: return TensorProto::DOUBLE;
+  case DType::I16: return TensorProto::INT16;
+  case DType::U8: return TensorProto::UINT8;
+  case DType::U16: return TensorProto::UINT16;
+  case DType::U32: return TensorProto::UINT32;
+  case DType::U64: return TensorProto::UINT64;
   }
   return TensorProto::UNDEFINED;
 }
@@ -140,7 +152,7 @@ Tensor tensorFromOnnx(const TensorProto &t, const std::string &modelDir) {
   auto dtype = dtypeFromOnnx(t.data_type());
   if (!dtype)
     throw UserError(cat("has unsupported dtype ", onnxDTypeName(t.data_type()),
-                        " (supported: float, float16, bfloat16, int64, int32, int8, bool)"));
+                        " (supported: ", kSupportedOnnxTypes, ")"));
   if (t.has_segment())
     throw UserError("is a segmented tensor, which is not supported");
   std::vector<int64_t> shape;
@@ -171,7 +183,10 @@ Tensor tensorFromOnnx(const TensorProto &t, const std::string &modelDir) {
   // for gigabytes that the file does not hold.
   switch (*dtype) {
   case DType::F32: requireCount(t.float_data(), numel, "float_data"); break;
+  case DType::F64: requireCount(t.double_data(), numel, "double_data"); break;
   case DType::I64: requireCount(t.int64_data(), numel, "int64_data"); break;
+  case DType::U32:
+  case DType::U64: requireCount(t.uint64_data(), numel, "uint64_data"); break;
   default: requireCount(t.int32_data(), numel, "int32_data"); break;
   }
   Tensor out(type);
@@ -180,9 +195,21 @@ Tensor tensorFromOnnx(const TensorProto &t, const std::string &modelDir) {
     if (numel)
       std::memcpy(out.raw(), t.float_data().data(), static_cast<size_t>(need));
     break;
+  case DType::F64:
+    if (numel)
+      std::memcpy(out.raw(), t.double_data().data(), static_cast<size_t>(need));
+    break;
   case DType::I64:
     if (numel)
       std::memcpy(out.raw(), t.int64_data().data(), static_cast<size_t>(need));
+    break;
+  case DType::U64:
+    if (numel)
+      std::memcpy(out.raw(), t.uint64_data().data(), static_cast<size_t>(need));
+    break;
+  case DType::U32:
+    for (int64_t i = 0; i < numel; ++i)
+      out.data<uint32_t>()[i] = static_cast<uint32_t>(t.uint64_data(static_cast<int>(i)));
     break;
   case DType::F16:
   case DType::BF16: // 16-bit patterns, one per int32
@@ -190,7 +217,10 @@ Tensor tensorFromOnnx(const TensorProto &t, const std::string &modelDir) {
       out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
     break;
   case DType::I32:
+  case DType::I16:
   case DType::I8:
+  case DType::U16:
+  case DType::U8:
   case DType::Bool:
     for (int64_t i = 0; i < numel; ++i)
       out.setInt(i, t.int32_data(static_cast<int>(i)));
@@ -206,7 +236,7 @@ TensorType typeFromOnnx(const onnx::TypeProto &t) {
   auto dtype = dtypeFromOnnx(tt.elem_type());
   if (!dtype)
     throw UserError(cat("has unsupported dtype ", onnxDTypeName(tt.elem_type()),
-                        " (supported: float, float16, bfloat16, int64, int32, int8, bool)"));
+                        " (supported: ", kSupportedOnnxTypes, ")"));
   TensorType out(*dtype, {});
   bool named = false;
   for (const auto &d : tt.shape().dim()) {

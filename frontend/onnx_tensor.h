@@ -21,6 +21,10 @@ std::optional<DType> dtypeFromOnnx(int32_t elemType);
 int32_t dtypeToOnnx(DType t);
 // "float", "double", "uint8", "string", ... (ONNX's spelling, for diagnostics).
 std::string onnxDTypeName(int32_t elemType);
+// The ONNX element types aicf maps to a DType, for error messages.
+inline constexpr const char *kSupportedOnnxTypes =
+    "double, float, float16, bfloat16, int64, int32, int16, int8, uint64, uint32, uint16, uint8, "
+    "bool";
 
 // The absolute path of an external-data location, after checking that it stays inside
 // `modelDir`: no absolute path, no "..", and no symlink that resolves outside the folder.

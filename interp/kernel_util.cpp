@@ -60,12 +60,33 @@ Tensor fromFloats(const float *values, const TensorType &type) {
     for (int64_t i = 0; i < n; ++i)
       t.data<uint8_t>()[i] = values[i] != 0.0f ? 1 : 0;
     break;
+  case DType::F64:
+    for (int64_t i = 0; i < n; ++i)
+      t.data<double>()[i] = values[i];
+    break;
   default:
     for (int64_t i = 0; i < n; ++i)
       t.setInt(i, truncToInt64(values[i]));
     break;
   }
   return t;
+}
+
+Tensor fromDoubles(const std::vector<double> &values, const TensorType &type) {
+  Tensor t(type);
+  AICF_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "fromDoubles size mismatch");
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.setDouble(i, values[static_cast<size_t>(i)]);
+  return t;
+}
+
+bool wantsF64(const KernelCtx &ctx) {
+  if (ctx.outType().dtype == DType::F64)
+    return true;
+  for (size_t k = 0; k < ctx.numIn(); ++k)
+    if (ctx.x(k).dtype() == DType::F64)
+      return true;
+  return false;
 }
 
 std::vector<int64_t> toInt64s(const Tensor &t) {

@@ -57,6 +57,10 @@ Tensor fromFloats(const float *values, const TensorType &type);
 inline Tensor fromFloats(const std::vector<float> &v, const TensorType &type) {
   return fromFloats(v.data(), type);
 }
+// f64 tensors (which the float paths above would round to f32) as doubles, and back: the
+// elementwise kernels compute f64 in double (wantsF64: an operand or the result is f64).
+Tensor fromDoubles(const std::vector<double> &values, const TensorType &type);
+bool wantsF64(const KernelCtx &ctx);
 std::vector<int64_t> toInt64s(const Tensor &t); // floats truncated toward zero
 // A tensor of `type` from int64 values, narrowed with wrap-around (bool: nonzero).
 Tensor fromInt64s(const std::vector<int64_t> &values, const TensorType &type);

@@ -30,6 +30,12 @@ namespace {
 
 template <typename F>
 Tensor mapFloat(const KernelCtx &ctx, F fn) {
+  if (wantsF64(ctx)) {
+    std::vector<double> v = ctx.x(0).toDoubles();
+    for (double &e : v)
+      e = fn(e);
+    return fromDoubles(v, ctx.outType());
+  }
   FloatIn in(ctx.x(0));
   int64_t n = ctx.x(0).numel();
   std::vector<float> out(static_cast<size_t>(n));
@@ -78,6 +84,11 @@ Tensor binaryArith(const KernelCtx &ctx, FF ff, FI fi) {
   const Tensor &a = ctx.x(0), &b = ctx.x(1);
   const TensorType &ot = ctx.outType();
   std::vector<int64_t> shape = ot.shape;
+  if (wantsF64(ctx)) {
+    std::vector<double> av = a.toDoubles(), bv = b.toDoubles(), o(static_cast<size_t>(ot.numel()));
+    broadcast2(shape, a.shape(), av.data(), b.shape(), bv.data(), o.data(), ff);
+    return fromDoubles(o, ot);
+  }
   if (isFloat(ot.dtype)) {
     FloatIn av(a), bv(b);
     std::vector<float> o(static_cast<size_t>(ot.numel()));
@@ -91,7 +102,8 @@ Tensor binaryArith(const KernelCtx &ctx, FF ff, FI fi) {
   return fromInt64s(o, ot);
 }
 
-// Comparisons: floats compared as fp32 values, everything else as int64.
+// Comparisons: floats compared as fp32 (f64 as double) values, u64 as uint64, everything else
+// as int64.
 template <typename Cmp>
 Tensor compare(const KernelCtx &ctx, Cmp cmp) {
   const Tensor &a = ctx.x(0), &b = ctx.x(1);
@@ -99,7 +111,12 @@ Tensor compare(const KernelCtx &ctx, Cmp cmp) {
   Tensor out(ot);
   uint8_t *o = out.data<uint8_t>();
   auto toBool = [&](auto x, auto y) -> uint8_t { return cmp(x, y) ? 1 : 0; };
-  if (isFloat(a.dtype())) {
+  if (wantsF64(ctx)) {
+    std::vector<double> av = a.toDoubles(), bv = b.toDoubles();
+    broadcast2(ot.shape, a.shape(), av.data(), b.shape(), bv.data(), o, toBool);
+  } else if (a.dtype() == DType::U64) {
+    broadcast2(ot.shape, a.shape(), a.data<uint64_t>(), b.shape(), b.data<uint64_t>(), o, toBool);
+  } else if (isFloat(a.dtype())) {
     FloatIn av(a), bv(b);
     broadcast2(ot.shape, a.shape(), av.data(), b.shape(), bv.data(), o, toBool);
   } else {
@@ -139,11 +156,27 @@ Tensor variadic(const KernelCtx &ctx, FF ff, FI fi) {
       });
     }
   };
+  if (ot.dtype == DType::F64) {
+    std::vector<double> acc(static_cast<size_t>(n));
+    fold(
+        acc, [](const Tensor &t) { return t.toDoubles(); }, ff);
+    return fromDoubles(acc, ot);
+  }
   if (isFloat(ot.dtype)) {
     std::vector<float> acc(static_cast<size_t>(n));
     fold(
         acc, [](const Tensor &t) { return toFloats(t); }, ff);
     return fromFloats(acc, ot);
+  }
+  if (ot.dtype == DType::U64) { // unsigned order
+    std::vector<uint64_t> acc(static_cast<size_t>(n));
+    auto u64s = [](const Tensor &t) {
+      return std::vector<uint64_t>(t.data<uint64_t>(), t.data<uint64_t>() + t.numel());
+    };
+    fold(acc, u64s, fi);
+    Tensor out(ot);
+    std::memcpy(out.raw(), acc.data(), acc.size() * 8);
+    return out;
   }
   std::vector<int64_t> acc(static_cast<size_t>(n));
   fold(
@@ -306,7 +339,8 @@ std::vector<Tensor> kernel_Cast(const KernelCtx &ctx) {
   if (from == to)
     return {x};
   if (isFloat(from) && isFloat(to))
-    return {fromFloats(toFloats(x), ot)};
+    return {from == DType::F64 || to == DType::F64 ? fromDoubles(x.toDoubles(), ot)
+                                                   : fromFloats(toFloats(x), ot)};
   Tensor out(ot);
   int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -314,6 +348,8 @@ std::vector<Tensor> kernel_Cast(const KernelCtx &ctx) {
       out.setDouble(i, x.getDouble(i));
     else if (to == DType::Bool)
       out.setInt(i, isFloat(from) ? (x.getDouble(i) != 0.0) : (x.getInt(i) != 0));
+    else if (to == DType::U64 && isFloat(from)) // from 2^63 up, direct (setDouble)
+      out.setDouble(i, x.getDouble(i));
     else // integer: floats truncate toward zero, then narrowing wraps
       out.setInt(i, isFloat(from) ? truncToInt64(x.getDouble(i)) : x.getInt(i));
   }
@@ -349,6 +385,18 @@ std::vector<Tensor> kernel_Mul(const KernelCtx &ctx) {
 }
 std::vector<Tensor> kernel_Div(const KernelCtx &ctx) {
   bool divByZero = false;
+  if (ctx.outType().dtype == DType::U64) { // unsigned quotient
+    const Tensor &a = ctx.x(0), &b = ctx.x(1);
+    Tensor out(ctx.outType());
+    broadcast2(ctx.outType().shape, a.shape(), a.data<uint64_t>(), b.shape(), b.data<uint64_t>(),
+               out.data<uint64_t>(), [&](uint64_t x, uint64_t y) -> uint64_t {
+                 divByZero = divByZero || y == 0;
+                 return y == 0 ? 0 : x / y;
+               });
+    if (divByZero)
+      ctx.fail("integer division by zero");
+    return {out};
+  }
   Tensor t = binaryArith(
       ctx, [](double a, double b) { return a / b; },
       [&](int64_t a, int64_t b) -> int64_t {
@@ -367,6 +415,12 @@ std::vector<Tensor> kernel_Pow(const KernelCtx &ctx) {
   const Tensor &a = ctx.x(0), &b = ctx.x(1);
   const TensorType &ot = ctx.outType();
   std::vector<double> e = b.toDoubles();
+  if (ot.dtype == DType::F64) {
+    std::vector<double> av = a.toDoubles(), o(static_cast<size_t>(ot.numel()));
+    broadcast2(ot.shape, a.shape(), av.data(), b.shape(), e.data(), o.data(),
+               [](double x, double y) { return std::pow(x, y); });
+    return {fromDoubles(o, ot)};
+  }
   if (isFloat(ot.dtype)) {
     FloatIn av(a);
     std::vector<float> o(static_cast<size_t>(ot.numel()));
@@ -388,13 +442,13 @@ std::vector<Tensor> kernel_Pow(const KernelCtx &ctx) {
 
 std::vector<Tensor> kernel_Min(const KernelCtx &ctx) {
   return {variadic(
-      ctx, [](float a, float b) { return float(nanMin(a, b)); },
-      [](int64_t a, int64_t b) { return std::min(a, b); })};
+      ctx, [](auto a, auto b) { return decltype(a)(nanMin(a, b)); },
+      [](auto a, auto b) { return std::min(a, b); })};
 }
 std::vector<Tensor> kernel_Max(const KernelCtx &ctx) {
   return {variadic(
-      ctx, [](float a, float b) { return float(nanMax(a, b)); },
-      [](int64_t a, int64_t b) { return std::max(a, b); })};
+      ctx, [](auto a, auto b) { return decltype(a)(nanMax(a, b)); },
+      [](auto a, auto b) { return std::max(a, b); })};
 }
 
 std::vector<Tensor> kernel_Equal(const KernelCtx &ctx) {

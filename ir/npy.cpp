@@ -139,43 +139,43 @@ private:
   size_t i_ = 0;
 };
 
+// The .npy element type of each dtype (bf16 has none: written as '<f4', see the file comment).
+const char *descrOf(DType t) {
+  switch (t) {
+  case DType::F64: return "<f8";
+  case DType::F32: return "<f4";
+  case DType::BF16: return "<f4";
+  case DType::F16: return "<f2";
+  case DType::I64: return "<i8";
+  case DType::I32: return "<i4";
+  case DType::I16: return "<i2";
+  case DType::I8: return "|i1";
+  case DType::U64: return "<u8";
+  case DType::U32: return "<u4";
+  case DType::U16: return "<u2";
+  case DType::U8: return "|u1";
+  case DType::Bool: return "|b1";
+  }
+  return "?";
+}
+
 DType dtypeOfDescr(const std::string &descr, const std::string &path) {
   if (descr.size() == 3) {
     char order = descr[0];
     std::string kind = descr.substr(1);
-    bool oneByte = kind == "i1" || kind == "b1";
+    bool oneByte = kind.back() == '1';
     if (order == '>' && !oneByte)
       throw UserError(cat(path, ": big-endian data ('", descr, "') is not supported"));
-    if (order == '<' || order == '=' || (oneByte && (order == '|' || order == '>'))) {
-      if (kind == "f4")
-        return DType::F32;
-      if (kind == "f2")
-        return DType::F16;
-      if (kind == "i8")
-        return DType::I64;
-      if (kind == "i4")
-        return DType::I32;
-      if (kind == "i1")
-        return DType::I8;
-      if (kind == "b1")
-        return DType::Bool;
-    }
+    if (order == '<' || order == '=' || (oneByte && (order == '|' || order == '>')))
+      for (DType t : kAllDTypes)
+        if (t != DType::BF16 && kind == descrOf(t) + 1)
+          return t;
   }
-  throw UserError(
-      cat(path, ": unsupported dtype '", descr, "' (supported: <f4 <f2 <i8 <i4 |i1 |b1)"));
-}
-
-const char *descrOf(DType t) {
-  switch (t) {
-  case DType::F32: return "<f4";
-  case DType::BF16: return "<f4"; // written widened, see the file comment
-  case DType::F16: return "<f2";
-  case DType::I64: return "<i8";
-  case DType::I32: return "<i4";
-  case DType::I8: return "|i1";
-  case DType::Bool: return "|b1";
-  }
-  return "?";
+  std::string known;
+  for (DType t : kAllDTypes)
+    if (t != DType::BF16)
+      known += cat(known.empty() ? "" : " ", descrOf(t));
+  throw UserError(cat(path, ": unsupported dtype '", descr, "' (supported: ", known, ")"));
 }
 
 uint32_t readLE(const std::string &b, size_t at, size_t n) {

@@ -813,14 +813,19 @@ private:
   std::shared_ptr<Tensor> parseLiteral(const TensorType &t) {
     Token open = expect(Tok::LBracket, "'[' to start the weight's values");
     const int64_t numel = t.numel();
-    std::vector<double> floats; // f32/f16/bf16 elements, read as float
-    std::vector<int64_t> ints;  // integer and bool elements
+    std::vector<double> floats; // float elements (f16/bf16/f32 read as float, f64 as double)
+    std::vector<int64_t> ints;  // integer and bool elements (u64 as its bits)
     int64_t count = 0;
     if (!accept(Tok::RBracket)) {
       while (true) {
         if (count == numel)
           failHere(cat("too many values for a weight of type ", t.str()));
-        if (isFloat(t.dtype)) {
+        if (t.dtype == DType::F64) {
+          double d;
+          if (!parseFloatScalar(d))
+            failExpected("a number");
+          floats.push_back(d);
+        } else if (isFloat(t.dtype)) {
           float f;
           if (!parseFloatScalar(f))
             failExpected("a number");
@@ -828,14 +833,7 @@ private:
         } else {
           if (!at(Tok::Int))
             failExpected(cat("an integer for ", dtypeName(t.dtype)));
-          int64_t v = parseIntText(tok_);
-          bool fits = t.dtype == DType::I64 ||
-                      (t.dtype == DType::I32 && v >= INT32_MIN && v <= INT32_MAX) ||
-                      (t.dtype == DType::I8 && v >= INT8_MIN && v <= INT8_MAX) ||
-                      (t.dtype == DType::Bool && (v == 0 || v == 1));
-          if (!fits)
-            failHere(cat("value ", v, " does not fit ", dtypeName(t.dtype)));
-          ints.push_back(v);
+          ints.push_back(parseElementInt(t.dtype));
           consume();
         }
         ++count;
@@ -855,6 +853,28 @@ private:
         data->setInt(i, ints[static_cast<size_t>(i)]);
     }
     return data;
+  }
+
+  // An integer literal of a weight of dtype `t`, range-checked (u64: up to 2^64 - 1, returned
+  // as its bits).
+  int64_t parseElementInt(DType t) const {
+    if (t == DType::U64) {
+      uint64_t u = 0;
+      auto res = std::from_chars(tok_.text.data(), tok_.text.data() + tok_.text.size(), u);
+      if (res.ec != std::errc() || res.ptr != tok_.text.data() + tok_.text.size())
+        failHere(cat("value ", excerpt(tok_.text), " does not fit u64"));
+      return static_cast<int64_t>(u);
+    }
+    int64_t v = parseIntText(tok_);
+    auto in = [v](int64_t lo, int64_t hi) { return v >= lo && v <= hi; };
+    bool fits = t == DType::I64 || (t == DType::I32 && in(INT32_MIN, INT32_MAX)) ||
+                (t == DType::I16 && in(INT16_MIN, INT16_MAX)) ||
+                (t == DType::I8 && in(INT8_MIN, INT8_MAX)) ||
+                (t == DType::U32 && in(0, UINT32_MAX)) || (t == DType::U16 && in(0, UINT16_MAX)) ||
+                (t == DType::U8 && in(0, UINT8_MAX)) || (t == DType::Bool && in(0, 1));
+    if (!fits)
+      failHere(cat("value ", v, " does not fit ", dtypeName(t)));
+    return v;
   }
 
   void parseNode(Op op, const Token &opTok, const std::vector<Token> &results) {

@@ -71,14 +71,34 @@ std::string formatLoc(const Location &loc) {
   return s + "])";
 }
 
+// f64 elements in double's shortest round-trip form.
+std::string formatFloat64(double v) {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  char buf[48];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
 std::string formatElement(const Tensor &t, int64_t i) {
   switch (t.dtype()) {
+  case DType::F64: return formatFloat64(t.data<double>()[i]);
   case DType::F32:
   case DType::F16:
   case DType::BF16: return formatFloat32(static_cast<float>(t.getDouble(i)));
+  case DType::U64: return std::to_string(t.data<uint64_t>()[i]);
   case DType::I64:
   case DType::I32:
+  case DType::I16:
   case DType::I8:
+  case DType::U32:
+  case DType::U16:
+  case DType::U8:
   case DType::Bool: return std::to_string(t.getInt(i));
   }
   return "?";

@@ -18,6 +18,12 @@ const char *dtypeName(DType t) {
   case DType::I32: return "i32";
   case DType::I8: return "i8";
   case DType::Bool: return "bool";
+  case DType::U8: return "u8";
+  case DType::I16: return "i16";
+  case DType::U16: return "u16";
+  case DType::U32: return "u32";
+  case DType::U64: return "u64";
+  case DType::F64: return "f64";
   }
   return "?";
 }
@@ -38,15 +44,24 @@ size_t dtypeSize(DType t) {
   case DType::I32: return 4;
   case DType::I8: return 1;
   case DType::Bool: return 1;
+  case DType::U8: return 1;
+  case DType::I16: return 2;
+  case DType::U16: return 2;
+  case DType::U32: return 4;
+  case DType::U64: return 8;
+  case DType::F64: return 8;
   }
   return 0;
 }
 
 bool isFloat(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
 }
 bool isInteger(DType t) {
-  return t == DType::I64 || t == DType::I32 || t == DType::I8;
+  return t == DType::I64 || t == DType::I32 || t == DType::I16 || t == DType::I8 || isUnsigned(t);
+}
+bool isUnsigned(DType t) {
+  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 
 bool TensorType::isStatic() const {
@@ -143,6 +158,19 @@ Tensor::Tensor(TensorType type, std::vector<uint8_t> bytes)
              " needs ", type_.bytes(), " bytes, got ", bytes_.size());
 }
 
+namespace {
+// Toward zero, NaN -> 0, saturating at the int64 range.
+int64_t truncSat(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9223372036854775808.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+} // namespace
+
 double Tensor::getDouble(int64_t i) const {
   switch (dtype()) {
   case DType::F32: return data<float>()[i];
@@ -152,6 +180,12 @@ double Tensor::getDouble(int64_t i) const {
   case DType::I32: return data<int32_t>()[i];
   case DType::I8: return data<int8_t>()[i];
   case DType::Bool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+  case DType::U8: return data<uint8_t>()[i];
+  case DType::I16: return data<int16_t>()[i];
+  case DType::U16: return data<uint16_t>()[i];
+  case DType::U32: return data<uint32_t>()[i];
+  case DType::U64: return static_cast<double>(data<uint64_t>()[i]);
+  case DType::F64: return data<double>()[i];
   }
   return 0;
 }
@@ -162,6 +196,11 @@ int64_t Tensor::getInt(int64_t i) const {
   case DType::I32: return data<int32_t>()[i];
   case DType::I8: return data<int8_t>()[i];
   case DType::Bool: return data<uint8_t>()[i] ? 1 : 0;
+  case DType::U8: return data<uint8_t>()[i];
+  case DType::I16: return data<int16_t>()[i];
+  case DType::U16: return data<uint16_t>()[i];
+  case DType::U32: return data<uint32_t>()[i];
+  case DType::U64: return static_cast<int64_t>(data<uint64_t>()[i]); // the bits, wrapped
   default: return static_cast<int64_t>(getDouble(i));
   }
 }
@@ -175,6 +214,16 @@ void Tensor::setDouble(int64_t i, double v) {
   case DType::I32: data<int32_t>()[i] = static_cast<int32_t>(v); return;
   case DType::I8: data<int8_t>()[i] = static_cast<int8_t>(v); return;
   case DType::Bool: data<uint8_t>()[i] = v != 0.0 ? 1 : 0; return;
+  case DType::F64: data<double>()[i] = v; return;
+  case DType::U64: // from 2^63 up directly (saturating), below through int64 (wrapping)
+    if (std::isnan(v))
+      data<uint64_t>()[i] = 0;
+    else if (v >= 9223372036854775808.0)
+      data<uint64_t>()[i] = v >= 18446744073709551615.0 ? UINT64_MAX : static_cast<uint64_t>(v);
+    else
+      data<uint64_t>()[i] = static_cast<uint64_t>(truncSat(v));
+    return;
+  default: setInt(i, truncSat(v)); return;
   }
 }
 
@@ -184,6 +233,11 @@ void Tensor::setInt(int64_t i, int64_t v) {
   case DType::I32: data<int32_t>()[i] = static_cast<int32_t>(v); return;
   case DType::I8: data<int8_t>()[i] = static_cast<int8_t>(v); return;
   case DType::Bool: data<uint8_t>()[i] = v != 0 ? 1 : 0; return;
+  case DType::U8: data<uint8_t>()[i] = static_cast<uint8_t>(v); return;
+  case DType::I16: data<int16_t>()[i] = static_cast<int16_t>(v); return;
+  case DType::U16: data<uint16_t>()[i] = static_cast<uint16_t>(v); return;
+  case DType::U32: data<uint32_t>()[i] = static_cast<uint32_t>(v); return;
+  case DType::U64: data<uint64_t>()[i] = static_cast<uint64_t>(v); return;
   default: setDouble(i, static_cast<double>(v)); return;
   }
 }

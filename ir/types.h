@@ -18,16 +18,20 @@
 
 namespace aicf {
 
-enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, Bool };
+// Element types. f16 / bf16 are computed in f32 (widened by their loads, rounded on store); f64
+// is computed in double. Integers compute in int64 (uint64 in uint64) and wrap to their width.
+enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, Bool, U8, I16, U16, U32, U64, F64 };
 
-inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I64,
-                                       DType::I32, DType::I8,  DType::Bool};
+inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
+                                       DType::I32, DType::I16, DType::I8,   DType::U64, DType::U32,
+                                       DType::U16, DType::U8,  DType::Bool};
 
-const char *dtypeName(DType t);                         // "f32", "bf16", "bool", ...
+const char *dtypeName(DType t);                         // "f32", "bf16", "u8", "bool", ...
 std::optional<DType> parseDType(std::string_view name); // inverse of dtypeName
 size_t dtypeSize(DType t);                              // bytes per element
-bool isFloat(DType t);                                  // f32, f16, bf16
-bool isInteger(DType t);                                // i64, i32, i8 (not bool)
+bool isFloat(DType t);                                  // f64, f32, f16, bf16
+bool isInteger(DType t);                                // i8..i64, u8..u64 (not bool)
+bool isUnsigned(DType t);                               // u8, u16, u32, u64
 
 inline constexpr int64_t kDynamicDim = -1;
 

@@ -121,8 +121,8 @@ E binary(BinOp op, E a, E b) {
   AICF_CHECK(a.get() != nullptr && b.get() != nullptr, "binary ", binOpName(op),
              " with a null operand");
   DType t = isCompare(op) ? DType::Bool : a->type;
-  // Mixed int/float arithmetic promotes to the float side.
-  if (!isCompare(op) && a->type != b->type && isFloat(b->type))
+  // Mixed int/float arithmetic promotes to the float side; f32 with f64 to f64.
+  if (!isCompare(op) && a->type != b->type && isFloat(b->type) && a->type != DType::F64)
     t = b->type;
   Expr e = mkExpr(Expr::Kind::Binary, t);
   e.bop = op;

@@ -28,7 +28,7 @@ DType computeType(DType t) {
 }
 
 bool isIndexType(DType t) {
-  return t == DType::I64 || t == DType::I32 || t == DType::I8;
+  return isInteger(t);
 }
 
 bool isIdentifier(const std::string &s) {

@@ -27,22 +27,6 @@ using kir::UnOp;
 
 namespace {
 
-bool isF(const E &e) {
-  return isFloat(e->type);
-}
-
-E toF32(E e) {
-  return isF(e) ? e : kir::cast(e, DType::F32);
-}
-
-E toI64(E e) {
-  return e->type == DType::I64 ? e : kir::cast(e, DType::I64);
-}
-
-E f(double v) {
-  return kir::fconst(v, DType::F32);
-}
-
 E ne(E a, E b) {
   return kir::binary(BinOp::Ne, std::move(a), std::move(b));
 }
@@ -51,23 +35,6 @@ E orE(E a, E b) {
 }
 E isNaN(const E &x) {
   return ne(x, x);
-}
-
-// An integer result narrowed to its dtype (wrap-around), as the interpreter stores it.
-E narrowInt(E e, DType t) {
-  if (t == DType::I64)
-    return toI64(e);
-  if (t == DType::Bool)
-    return ne(toI64(e), E(int64_t(0)));
-  return kir::cast(toI64(e), t);
-}
-
-// Float -> i64 truncating toward zero; NaN gives 0; out-of-range values saturate (to the
-// largest f32 below 2^63, the nearest the f32 arithmetic can express).
-E floatToInt(E x) {
-  const double lim = 9.2233714e18; // < 2^63, exactly representable in f32
-  E c = kir::select(x > f(lim), f(lim), kir::select(x < f(-lim), f(-lim), x));
-  return kir::select(isNaN(x), E(int64_t(0)), kir::cast(c, DType::I64));
 }
 
 // NaN-propagating min / max, like numpy.minimum / maximum (and the interpreter).
@@ -82,45 +49,6 @@ E sigmoid(E x) {
   return kir::unary(UnOp::Sigmoid, x);
 }
 
-E geluErf(E x) {
-  return f(0.5) * x * (f(1.0) + kir::unary(UnOp::Erf, x * f(0.7071067811865476)));
-}
-
-// 0.5 * x * (1 + tanh(u)) is x * sigmoid(2u) exactly ((1 + tanh u) / 2 = sigmoid(2u)): one exp
-// and one division instead of tanh's two branches, and no cancellation in 1 + tanh(u) for
-// large negative x, where the tanh form loses every digit of its small result.
-E geluTanh(E x) {
-  E twiceInner = f(1.5957691216057308) * (x + f(0.044715) * x * x * x);
-  return x * sigmoid(twiceInner);
-}
-
-// Round half to even, written with floor so it does not depend on the printer's rounding mode.
-E roundHalfEven(E x) {
-  E fl = kir::unary(UnOp::Floor, x);
-  E d = x - fl;
-  E half = fl * f(0.5);
-  E flIsEven = kir::unary(UnOp::Floor, half) == half;
-  return kir::select(d > f(0.5), fl + f(1.0),
-                     kir::select(d < f(0.5), fl, kir::select(flIsEven, fl, fl + f(1.0))));
-}
-
-// log(1 + e) for e in [0, 1], accurate for small e (a log1p without the library call).
-E log1pSmall(E e) {
-  return kir::select(e < f(1e-4), e * (f(1.0) - f(0.5) * e), kir::unary(UnOp::Log, f(1.0) + e));
-}
-
-// softplus(x) = max(x, 0) + log1p(exp(-|x|)): the interpreter's stable form.
-E softplus(E x) {
-  E e = kir::unary(UnOp::Exp, kir::unary(UnOp::Neg, kir::unary(UnOp::Abs, x)));
-  return kir::select(x > f(0.0), x, f(0.0)) + log1pSmall(e);
-}
-
-// e^x - 1 for x <= 0, with a short series near 0 where exp(x) - 1 would cancel.
-E expm1Neg(E x) {
-  E series = x * (f(1.0) + x * (f(0.5) + x * (f(1.0 / 6.0) + x * f(1.0 / 24.0))));
-  return kir::select(x > f(-1e-2), series, kir::unary(UnOp::Exp, x) - f(1.0));
-}
-
 // The constant value of a scalar weight operand, if it is one.
 bool scalarConstant(const Value *v, double &out) {
   if (!v->hasData() || v->data()->numel() != 1)
@@ -129,54 +57,158 @@ bool scalarConstant(const Value *v, double &out) {
   return true;
 }
 
-E powExpr(const Node &n, E a, E b, DType outT) {
-  if (isFloat(outT)) {
-    double c = 0;
-    if (scalarConstant(n.operand(1), c)) {
-      // Exponents exporters write (x^2 in norms, x^3 in tanh-GELU): exact products.
-      if (c == 1.0)
-        return toF32(a);
-      if (c == 2.0)
-        return toF32(a) * toF32(a);
-      if (c == 3.0)
-        return toF32(a) * toF32(a) * toF32(a);
-      if (c == 0.5)
-        return kir::unary(UnOp::Sqrt, toF32(a));
-    }
-    return kir::binary(BinOp::Pow, toF32(a), toF32(b));
+// One node's scalar expression. Floats compute in `ft_` (f64 when the node reads or makes f64,
+// else f32: f16 / bf16 loads are already widened), integers in `it_` (u64 when the node reads or
+// makes u64, else i64) and narrow to the result dtype.
+class NodeExpr {
+public:
+  explicit NodeExpr(const Node &n) : n_(n) {
+    auto any = [&](DType t) {
+      if (n.result(0)->type().dtype == t)
+        return true;
+      for (const Value *o : n.operands())
+        if (o->type().dtype == t)
+          return true;
+      return false;
+    };
+    ft_ = any(DType::F64) ? DType::F64 : DType::F32;
+    it_ = any(DType::U64) ? DType::U64 : DType::I64;
   }
-  // Integer base: the interpreter raises in int64 (float exponents via double, truncated).
-  // Through f32 pow, exact for the small magnitudes integer tensors hold in practice.
-  E r = kir::binary(BinOp::Pow, toF32(a), toF32(b));
-  return narrowInt(floatToInt(r), outT);
-}
 
-E castExpr(E x, DType from, DType to) {
-  if (from == to)
-    return x;
-  if (to == DType::Bool)
-    return isFloat(from) ? ne(x, f(0.0)) : ne(toI64(x), E(int64_t(0)));
-  if (isFloat(to)) // to f16/bf16: elementwiseExpr rounds the f32 value
-    return x->type == DType::F32 ? x : kir::cast(x, DType::F32);
-  if (isFloat(from))
-    return narrowInt(floatToInt(x), to);
-  return narrowInt(x, to); // integer or bool -> integer: widen, then wrap
-}
+  E expr(const std::vector<E> &ops) const;
 
-// Integer division truncating toward zero; a zero divisor gives 0 (the interpreter reports an
-// error) and INT64_MIN / -1 wraps, instead of trapping.
-E intDiv(E a, E b) {
-  E zero = E(int64_t(0)), one = E(int64_t(1)), minus1 = E(int64_t(-1));
-  E safe = kir::select(orE(b == zero, b == minus1), one, b);
-  return kir::select(b == zero, zero, kir::select(b == minus1, zero - a, a / safe));
-}
+private:
+  E f(double v) const { return kir::fconst(v, ft_); }
+  E izero() const { return kir::cast(E(int64_t(0)), it_); }
+  E toF(E e) const {
+    return e->type == ft_ || (isFloat(e->type) && e->type != DType::F64 && ft_ == DType::F32)
+               ? e
+               : kir::cast(e, ft_);
+  }
+  E toI(E e) const { return e->type == it_ ? e : kir::cast(e, it_); }
+
+  // An integer result narrowed to its dtype (wrap-around), as the interpreter stores it.
+  E narrowInt(E e, DType t) const {
+    if (t == it_)
+      return toI(e);
+    if (t == DType::Bool)
+      return ne(toI(e), izero());
+    return kir::cast(toI(e), t);
+  }
+
+  // Float -> integer truncating toward zero; NaN gives 0; out-of-range values saturate (i64:
+  // to the largest float below 2^63, the nearest the float arithmetic can express). u64: values
+  // from 2^63 convert directly.
+  E floatToInt(E x) const {
+    const double lim = ft_ == DType::F64 ? 9.2233720368547748e18 // < 2^63, exact in f64
+                                         : 9.2233714e18;         // < 2^63, exact in f32
+    E c = kir::select(x > f(lim), f(lim), kir::select(x < f(-lim), f(-lim), x));
+    E s = kir::select(isNaN(x), E(int64_t(0)), kir::cast(c, DType::I64));
+    if (it_ != DType::U64)
+      return s;
+    const double two63 = 9.2233720368547758e18,
+                 umax = ft_ == DType::F64 ? 1.8446744073709550e19 : 1.8446743e19;
+    return kir::select(x >= f(two63), kir::cast(kir::select(x > f(umax), f(umax), x), DType::U64),
+                       kir::cast(s, DType::U64));
+  }
+
+  E geluErf(E x) const {
+    return f(0.5) * x * (f(1.0) + kir::unary(UnOp::Erf, x * f(0.7071067811865476)));
+  }
+
+  // 0.5 * x * (1 + tanh(u)) is x * sigmoid(2u) exactly ((1 + tanh u) / 2 = sigmoid(2u)): one
+  // exp and one division instead of tanh's two branches, and no cancellation in 1 + tanh(u) for
+  // large negative x, where the tanh form loses every digit of its small result.
+  E geluTanh(E x) const {
+    E twiceInner = f(1.5957691216057308) * (x + f(0.044715) * x * x * x);
+    return x * sigmoid(twiceInner);
+  }
+
+  // Round half to even, written with floor so it does not depend on the printer's rounding
+  // mode.
+  E roundHalfEven(E x) const {
+    E fl = kir::unary(UnOp::Floor, x);
+    E d = x - fl;
+    E half = fl * f(0.5);
+    E flIsEven = kir::unary(UnOp::Floor, half) == half;
+    return kir::select(d > f(0.5), fl + f(1.0),
+                       kir::select(d < f(0.5), fl, kir::select(flIsEven, fl, fl + f(1.0))));
+  }
+
+  // log(1 + e) for e in [0, 1], accurate for small e (a log1p without the library call).
+  E log1pSmall(E e) const {
+    return kir::select(e < f(1e-4), e * (f(1.0) - f(0.5) * e), kir::unary(UnOp::Log, f(1.0) + e));
+  }
+
+  // softplus(x) = max(x, 0) + log1p(exp(-|x|)): the interpreter's stable form.
+  E softplus(E x) const {
+    E e = kir::unary(UnOp::Exp, kir::unary(UnOp::Neg, kir::unary(UnOp::Abs, x)));
+    return kir::select(x > f(0.0), x, f(0.0)) + log1pSmall(e);
+  }
+
+  // e^x - 1 for x <= 0, with a short series near 0 where exp(x) - 1 would cancel.
+  E expm1Neg(E x) const {
+    E series = x * (f(1.0) + x * (f(0.5) + x * (f(1.0 / 6.0) + x * f(1.0 / 24.0))));
+    return kir::select(x > f(-1e-2), series, kir::unary(UnOp::Exp, x) - f(1.0));
+  }
+
+  E powExpr(E a, E b, DType outT) const {
+    if (isFloat(outT)) {
+      double c = 0;
+      if (scalarConstant(n_.operand(1), c)) {
+        // Exponents exporters write (x^2 in norms, x^3 in tanh-GELU): exact products.
+        if (c == 1.0)
+          return toF(a);
+        if (c == 2.0)
+          return toF(a) * toF(a);
+        if (c == 3.0)
+          return toF(a) * toF(a) * toF(a);
+        if (c == 0.5)
+          return kir::unary(UnOp::Sqrt, toF(a));
+      }
+      return kir::binary(BinOp::Pow, toF(a), toF(b));
+    }
+    // Integer base: the interpreter raises in int64 (float exponents via double, truncated).
+    // Through double pow, exact below 2^53.
+    E r = kir::binary(BinOp::Pow, kir::cast(a, DType::F64), kir::cast(b, DType::F64));
+    NodeExpr d = *this;
+    d.ft_ = DType::F64;
+    return narrowInt(d.floatToInt(r), outT);
+  }
+
+  E castExpr(E x, DType from, DType to) const {
+    if (from == to)
+      return x;
+    if (to == DType::Bool)
+      return isFloat(from) ? ne(x, f(0.0)) : ne(toI(x), izero());
+    if (isFloat(to)) { // to f16/bf16: elementwiseExpr rounds the f32 value
+      DType ct = to == DType::F64 ? DType::F64 : DType::F32;
+      return x->type == ct ? x : kir::cast(x, ct);
+    }
+    if (isFloat(from))
+      return narrowInt(floatToInt(x), to);
+    return narrowInt(x, to); // integer or bool -> integer: widen, then wrap
+  }
+
+  // Integer division truncating toward zero; a zero divisor gives 0 (the interpreter reports an
+  // error) and INT64_MIN / -1 wraps, instead of trapping.
+  E intDiv(E a, E b) const {
+    E zero = izero(), one = kir::cast(E(int64_t(1)), it_);
+    if (it_ == DType::U64)
+      return kir::select(b == zero, zero, a / kir::select(b == zero, one, b));
+    E minus1 = E(int64_t(-1));
+    E safe = kir::select(orE(b == zero, b == minus1), one, b);
+    return kir::select(b == zero, zero, kir::select(b == minus1, zero - a, a / safe));
+  }
+
+  const Node &n_;
+  DType ft_ = DType::F32, it_ = DType::I64;
+};
 
 } // namespace
 
-static E elementwiseF32(const Node &n, const std::vector<E> &ops);
-
 E elementwiseExpr(const Node &n, const std::vector<E> &ops) {
-  E e = elementwiseF32(n, ops);
+  E e = NodeExpr(n).expr(ops);
   // f16 / bf16 results are rounded to their dtype, as the interpreter stores every node's
   // result (the cast prints as a round trip through the narrow type and stays a float).
   DType outT = n.result(0)->type().dtype;
@@ -186,7 +218,8 @@ E elementwiseExpr(const Node &n, const std::vector<E> &ops) {
   return e;
 }
 
-static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
+E NodeExpr::expr(const std::vector<E> &ops) const {
+  const Node &n = n_;
   const OpInfo &info = n.info();
   if (!info.has(EW))
     throw InternalError(
@@ -202,56 +235,54 @@ static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
 
   // Integer arithmetic in i64, narrowed to the result dtype.
   auto intBin = [&](BinOp op) {
-    return narrowInt(kir::binary(op, toI64(ops[0]), toI64(ops[1])), outT);
+    return narrowInt(kir::binary(op, toI(ops[0]), toI(ops[1])), outT);
   };
 
   switch (n.op()) {
   case Op::Identity: return x;
-  case Op::Neg: return fl ? kir::unary(UnOp::Neg, x) : narrowInt(E(int64_t(0)) - toI64(x), outT);
+  case Op::Neg: return fl ? kir::unary(UnOp::Neg, x) : narrowInt(izero() - toI(x), outT);
   case Op::Abs:
     if (fl)
       return kir::unary(UnOp::Abs, x);
-    return narrowInt(kir::select(toI64(x) < E(int64_t(0)), E(int64_t(0)) - toI64(x), toI64(x)),
-                     outT);
-  case Op::Sqrt: return kir::unary(UnOp::Sqrt, toF32(x));
-  case Op::Reciprocal: return f(1.0) / toF32(x);
-  case Op::Exp: return kir::unary(UnOp::Exp, toF32(x));
-  case Op::Log: return kir::unary(UnOp::Log, toF32(x));
-  case Op::Erf: return kir::unary(UnOp::Erf, toF32(x));
-  case Op::Tanh: return kir::unary(UnOp::Tanh, toF32(x));
-  case Op::Sigmoid: return sigmoid(toF32(x));
+    return narrowInt(kir::select(toI(x) < izero(), izero() - toI(x), toI(x)), outT);
+  case Op::Sqrt: return kir::unary(UnOp::Sqrt, toF(x));
+  case Op::Reciprocal: return f(1.0) / toF(x);
+  case Op::Exp: return kir::unary(UnOp::Exp, toF(x));
+  case Op::Log: return kir::unary(UnOp::Log, toF(x));
+  case Op::Erf: return kir::unary(UnOp::Erf, toF(x));
+  case Op::Tanh: return kir::unary(UnOp::Tanh, toF(x));
+  case Op::Sigmoid: return sigmoid(toF(x));
   case Op::Relu:
     if (fl)
       return kir::select(x < f(0.0), f(0.0), x); // keeps NaN
-    return narrowInt(kir::select(toI64(x) < E(int64_t(0)), E(int64_t(0)), toI64(x)), outT);
-  case Op::Softplus: return softplus(toF32(x));
-  case Op::Floor: return kir::unary(UnOp::Floor, toF32(x));
-  case Op::Ceil: return kir::unary(UnOp::Ceil, toF32(x));
-  case Op::Round: return roundHalfEven(toF32(x));
+    return narrowInt(kir::select(toI(x) < izero(), izero(), toI(x)), outT);
+  case Op::Softplus: return softplus(toF(x));
+  case Op::Floor: return kir::unary(UnOp::Floor, toF(x));
+  case Op::Ceil: return kir::unary(UnOp::Ceil, toF(x));
+  case Op::Round: return roundHalfEven(toF(x));
   case Op::Sign:
     if (fl) // NaN stays NaN; +-0 give 0
       return kir::select(x > f(0.0), f(1.0), kir::select(x < f(0.0), f(-1.0), x * f(0.0)));
-    return narrowInt(
-        kir::select(toI64(x) > E(int64_t(0)), E(int64_t(1)),
-                    kir::select(toI64(x) < E(int64_t(0)), E(int64_t(-1)), E(int64_t(0)))),
-        outT);
-  case Op::Sin: return kir::unary(UnOp::Sin, toF32(x));
-  case Op::Cos: return kir::unary(UnOp::Cos, toF32(x));
+    return narrowInt(kir::select(toI(x) > izero(), E(int64_t(1)),
+                                 kir::select(toI(x) < izero(), E(int64_t(-1)), izero())),
+                     outT);
+  case Op::Sin: return kir::unary(UnOp::Sin, toF(x));
+  case Op::Cos: return kir::unary(UnOp::Cos, toF(x));
   case Op::Not: return kir::unary(UnOp::Not, x);
   case Op::LeakyRelu: {
-    E v = toF32(x);
+    E v = toF(x);
     return kir::select(v < f(0.0), f(n.f("alpha")) * v, v);
   }
   case Op::Elu: {
-    E v = toF32(x);
+    E v = toF(x);
     return kir::select(v < f(0.0), f(n.f("alpha")) * expm1Neg(v), v);
   }
   case Op::HardSigmoid: {
-    E v = f(n.f("alpha")) * toF32(x) + f(n.f("beta"));
+    E v = f(n.f("alpha")) * toF(x) + f(n.f("beta"));
     return kir::max(f(0.0), kir::min(f(1.0), v));
   }
   case Op::HardSwish: {
-    E v = toF32(x);
+    E v = toF(x);
     return v * kir::max(f(0.0), kir::min(f(1.0), v / f(6.0) + f(0.5)));
   }
   case Op::Clip: {
@@ -273,7 +304,7 @@ static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
         return std::numeric_limits<int64_t>::min();
       return static_cast<int64_t>(d);
     };
-    E v = toI64(x);
+    E v = toI(x);
     if (lo != -INFINITY)
       v = kir::select(v < E(trunc(lo)), E(trunc(lo)), v);
     if (hi != INFINITY)
@@ -283,27 +314,27 @@ static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
   case Op::Cast: return castExpr(x, inT, outT);
   case Op::Gelu:
     if (n.s("approximate") == "tanh")
-      return geluTanh(toF32(x));
+      return geluTanh(toF(x));
     if (n.s("approximate") == "none")
-      return geluErf(toF32(x));
+      return geluErf(toF(x));
     throw UserError(cat(n.where(), ": gelu: approximate must be \"none\" or \"tanh\", got \"",
                         n.s("approximate"), "\""));
-  case Op::Silu: return toF32(x) * sigmoid(toF32(x));
+  case Op::Silu: return toF(x) * sigmoid(toF(x));
 
   case Op::Add: return fl ? ops[0] + ops[1] : intBin(BinOp::Add);
   case Op::Sub: return fl ? ops[0] - ops[1] : intBin(BinOp::Sub);
   case Op::Mul: return fl ? ops[0] * ops[1] : intBin(BinOp::Mul);
-  case Op::Div: return fl ? ops[0] / ops[1] : narrowInt(intDiv(toI64(ops[0]), toI64(ops[1])), outT);
-  case Op::Pow: return powExpr(n, ops[0], ops[1], outT);
+  case Op::Div: return fl ? ops[0] / ops[1] : narrowInt(intDiv(toI(ops[0]), toI(ops[1])), outT);
+  case Op::Pow: return powExpr(ops[0], ops[1], outT);
   case Op::Min:
   case Op::Max: {
     bool isMin = n.op() == Op::Min;
-    E acc = fl ? ops[0] : toI64(ops[0]);
+    E acc = fl ? ops[0] : toI(ops[0]);
     for (size_t k = 1; k < ops.size(); ++k) {
       if (fl)
         acc = isMin ? nanMin(acc, ops[k]) : nanMax(acc, ops[k]);
       else
-        acc = isMin ? kir::min(acc, toI64(ops[k])) : kir::max(acc, toI64(ops[k]));
+        acc = isMin ? kir::min(acc, toI(ops[k])) : kir::max(acc, toI(ops[k]));
     }
     return fl ? acc : narrowInt(acc, outT);
   }
@@ -313,7 +344,7 @@ static E elementwiseF32(const Node &n, const std::vector<E> &ops) {
   case Op::Greater:
   case Op::GreaterEqual: {
     // Floats compare as f32 values, everything else as i64 (bool included).
-    E a = fl ? ops[0] : toI64(ops[0]), b = fl ? ops[1] : toI64(ops[1]);
+    E a = fl ? ops[0] : toI(ops[0]), b = fl ? ops[1] : toI(ops[1]);
     switch (n.op()) {
     case Op::Equal: return a == b;
     case Op::Less: return a < b;

@@ -30,8 +30,27 @@ kir::Kernel poolingKernel(const KernelGroup &g, const std::string &name,
 }
 
 // The max_pool plane form (maxPoolPlane) applies: 2-D, equal strides.
+// The type a pooling window folds in: f32, or f64 where f32 would round the values (f64, and
+// integers wider than 16 bits; double holds them exactly up to 2^53).
+DType poolCompute(DType t) {
+  switch (t) {
+  case DType::F64:
+  case DType::I64:
+  case DType::I32:
+  case DType::U64:
+  case DType::U32: return DType::F64;
+  default: return DType::F32;
+  }
+}
+
+// The folded value stored as the result dtype.
+kir::E poolResult(kir::E value, DType outT) {
+  return value->type == outT ? value : kir::cast(value, outT);
+}
+
 bool maxPoolPlaneLegal(const Node &a) {
   return a.op() == Op::MaxPool && a.i("blocked") == 0 && a.operand(0)->type().shape.size() == 4 &&
+         poolCompute(a.operand(0)->type().dtype) == DType::F32 &&
          a.ints("strides")[0] == a.ints("strides")[1];
 }
 
@@ -50,6 +69,7 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
   bool includePad = !isMax && a.i("count_include_pad") != 0;
   const Value *x = a.operand(0);
   const Value *res = a.result(0);
+  const DType ct = poolCompute(x->type().dtype);
   const std::vector<int64_t> &xs = x->type().shape, &os = res->type().shape;
   const auto &ks = a.ints("kernel_shape"), &st = a.ints("strides"), &pd = a.ints("pads"),
              &dl = a.ints("dilations");
@@ -80,7 +100,7 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
   }
   k.problem = problem;
   auto acc = std::make_shared<kir::Buffer>(
-      kir::Buffer{"acc", DType::F32, {OW}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"acc", ct, {OW}, kir::Scope::Shared, kir::Role::Temp});
   k.allocs = {acc};
 
   E zero(int64_t(0)), one(int64_t(1)), ow = kir::var("ow");
@@ -95,7 +115,8 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
   E row = kir::var("b") * E(R) + kir::var("r");
   std::vector<E> ridx = unflatIndex(rowShape, kir::var("row"));
   std::vector<kir::StmtP> body = {kir::decl("row", DType::I64, row)};
-  body.push_back(vecLoop({0, OW}, {kir::store(acc, {ow}, kir::fconst(isMax ? -INFINITY : 0.0))}));
+  body.push_back(
+      vecLoop({0, OW}, {kir::store(acc, {ow}, kir::fconst(isMax ? -INFINITY : 0.0, ct))}));
   if (!isMax) {
     body.push_back(kir::decl("cnt", DType::I64, one));
     body.push_back(kir::decl("pcnt", DType::I64, one));
@@ -109,8 +130,8 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
     std::vector<E> xi = xidx;
     xi.push_back(ow * E(sw) + E(kw * dw - pw));
     E v = ge.at(x, xi);
-    if (v->type != DType::F32)
-      v = kir::cast(v, DType::F32);
+    if (v->type != ct)
+      v = kir::cast(v, ct);
     E cur = kir::load(acc, {ow});
     E upd = isMax ? flatloop::nanMaxUpdate(cur, v) : cur + v;
     auto r = range(kw, IW);
@@ -168,12 +189,11 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
     }
     E div = includePad ? kir::var("pcnt") * pcw : kir::var("cnt") * cw;
     fin.push_back(kir::decl("div", DType::I64, div));
-    value = kir::select(kir::var("div") == zero, kir::fconst(NAN),
-                        value / kir::cast(kir::var("div"), DType::F32));
+    value = kir::select(kir::var("div") == zero, kir::fconst(NAN, ct),
+                        value / kir::cast(kir::var("div"), ct));
   }
   DType outT = res->type().dtype;
-  if (outT == DType::F16 || outT == DType::BF16)
-    value = kir::cast(value, outT);
+  value = poolResult(value, outT);
   std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, oidx, "o");
   fin.insert(fin.end(), stores.begin(), stores.end());
   body.push_back(vecLoop({0, OW}, fin));
@@ -325,10 +345,7 @@ kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
           {kir::store(acc, {f}, flatloop::nanMaxUpdate(kir::load(acc, {f}), xv))}));
     }
   E oh = kir::var("oh"), ow = kir::var("ow");
-  E value = kir::load(acc, {oh * E(Wq) + ow});
-  DType outT = res->type().dtype;
-  if (outT == DType::F16 || outT == DType::BF16)
-    value = kir::cast(value, outT);
+  E value = poolResult(kir::load(acc, {oh * E(Wq) + ow}), res->type().dtype);
   std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, {nIdx, cIdx, oh, ow}, "o");
   body.push_back(kir::forLoop("oh", zero, E(OH), {recipe::vectorLoop("ow", zero, E(OW), stores)}));
   k.body.push_back(kir::region(k.threadVar, body));
@@ -351,6 +368,7 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
   bool includePad = !isMax && a.i("count_include_pad") != 0;
   const Value *x = a.operand(0);
   const Value *res = a.result(0);
+  const DType ct = poolCompute(x->type().dtype);
   const std::vector<int64_t> &xs = x->type().shape, &os = res->type().shape;
   const auto &ks = a.ints("kernel_shape"), &st = a.ints("strides"), &pd = a.ints("pads"),
              &dl = a.ints("dilations");
@@ -368,9 +386,8 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
   auto body = [&](E i) {
     std::vector<E> oidx = unflatIndex(os, i);
     E zero = E(int64_t(0)), one = E(int64_t(1));
-    std::vector<kir::StmtP> out = {
-        kir::decl("acc", DType::F32, kir::fconst(isMax ? -INFINITY : 0.0)),
-        kir::decl("cnt", DType::I64, zero)};
+    std::vector<kir::StmtP> out = {kir::decl("acc", ct, kir::fconst(isMax ? -INFINITY : 0.0, ct)),
+                                   kir::decl("cnt", DType::I64, zero)};
     if (includePad)
       out.push_back(kir::decl("pcnt", DType::I64, zero));
     // Innermost: the window position's input coordinates, then the accumulation.
@@ -389,9 +406,9 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
       xidx.push_back(c);
     }
     E v = ge.at(x, xidx);
-    if (v->type != DType::F32)
-      v = kir::cast(v, DType::F32);
-    E acc = kir::var("acc", DType::F32);
+    if (v->type != ct)
+      v = kir::cast(v, ct);
+    E acc = kir::var("acc", ct);
     E upd = isMax ? flatloop::nanMaxUpdate(acc, v) : acc + v;
     std::vector<kir::StmtP> take = {kir::assign("acc", upd),
                                     kir::assign("cnt", kir::var("cnt") + one)};
@@ -405,11 +422,10 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
     E value = acc;
     if (!isMax) {
       E div = includePad ? kir::var("pcnt") : kir::var("cnt");
-      value = kir::select(div == zero, kir::fconst(NAN), acc / kir::cast(div, DType::F32));
+      value = kir::select(div == zero, kir::fconst(NAN, ct), acc / kir::cast(div, ct));
     }
     DType outT = res->type().dtype;
-    if (outT == DType::F16 || outT == DType::BF16)
-      value = kir::cast(value, outT);
+    value = poolResult(value, outT);
     std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, oidx, "o");
     out.insert(out.end(), stores.begin(), stores.end());
     return out;

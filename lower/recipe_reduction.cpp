@@ -37,6 +37,10 @@ E f32(double v) {
 E i64(int64_t v) {
   return E(v);
 }
+// The float type a reduction of `t` accumulates in: f64 for f64, else f32.
+DType floatCompute(DType t) {
+  return t == DType::F64 ? DType::F64 : DType::F32;
+}
 
 int64_t prod(const std::vector<int64_t> &v) {
   int64_t n = 1;
@@ -64,7 +68,7 @@ Algebra sumLike(const std::string &name, DType acc, std::function<E(E)> term,
   Algebra a;
   a.name = name;
   a.fields = {{"s", acc}};
-  a.init = {isFloat(acc) ? f32(0.0) : i64(0)};
+  a.init = {isFloat(acc) ? kir::fconst(0.0, acc) : i64(0)};
   a.update = [term](const std::vector<E> &s, E x, E) { return std::vector<E>{s[0] + term(x)}; };
   a.merge = [](const std::vector<E> &p, const std::vector<E> &q) {
     return std::vector<E>{p[0] + q[0]};
@@ -89,11 +93,11 @@ E argBetter(E va, E ia, E vb, E ib, bool isMax, bool last, bool fl) {
 
 Algebra argAlgebra(bool isMax, bool last, DType vt) {
   bool fl = isFloat(vt);
-  DType ct = fl ? DType::F32 : DType::I64;
+  DType ct = fl ? floatCompute(vt) : DType::I64;
   Algebra a;
   a.name = isMax ? "arg_max" : "arg_min";
   a.fields = {{"v", ct}, {"i", DType::I64}};
-  a.init = {fl ? f32(0.0) : i64(0), i64(-1)};
+  a.init = {fl ? kir::fconst(0.0, ct) : i64(0), i64(-1)};
   auto pick = [=](const std::vector<E> &p, E vb, E ib) {
     E take = argBetter(p[0], p[1], vb, ib, isMax, last, fl);
     return std::vector<E>{kir::select(take, vb, p[0]), kir::select(take, ib, p[1])};
@@ -115,17 +119,20 @@ E floatToInt(E x) {
 
 Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
   bool fl = isFloat(inT);
-  DType ct = fl ? DType::F32 : DType::I64;
+  DType ct = fl ? floatCompute(inT) : DType::I64;
+  DType ft = floatCompute(inT); // log_sum_exp's state
+  auto fc = [ct](double v) { return kir::fconst(v, ct); };
+  auto ff = [ft](double v) { return kir::fconst(v, ft); };
   auto toCt = [fl](E x) { return fl ? x : (x->type == DType::I64 ? x : kir::cast(x, DType::I64)); };
   auto id = [](E s) { return s; };
   switch (op) {
   case Op::ReduceSum: return sumLike("sum", ct, toCt, id);
   case Op::ReduceMean:
   case Op::GlobalAvgPool:
-    return sumLike("sum", ct, toCt, [fl, count](E s) {
+    return sumLike("sum", ct, toCt, [fl, count, fc](E s) {
       if (count == 0)
-        return fl ? f32(NAN) : i64(0);
-      return fl ? s / f32(double(count)) : s / i64(count);
+        return fl ? fc(NAN) : i64(0);
+      return fl ? s / fc(double(count)) : s / i64(count);
     });
   case Op::ReduceL1:
     return sumLike(
@@ -148,7 +155,7 @@ Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
         });
   case Op::ReduceProd: {
     Algebra a = sumLike("prod", ct, toCt, id);
-    a.init = {fl ? f32(1.0) : i64(1)};
+    a.init = {fl ? fc(1.0) : i64(1)};
     a.update = [toCt](const std::vector<E> &s, E x, E) { return std::vector<E>{s[0] * toCt(x)}; };
     a.merge = [](const std::vector<E> &p, const std::vector<E> &q) {
       return std::vector<E>{p[0] * q[0]};
@@ -163,7 +170,7 @@ Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
     a.name = isMax ? "max" : "min";
     a.fields = {{"m", ct}};
     if (fl)
-      a.init = {f32(isMax ? -INFINITY : INFINITY)};
+      a.init = {fc(isMax ? -INFINITY : INFINITY)};
     else
       a.init = {
           i64(isMax ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max())};
@@ -186,12 +193,12 @@ Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
     // never produce NaN; a non-finite maximum is the result itself, as in the interpreter.
     Algebra a;
     a.name = "log_sum_exp";
-    a.fields = {{"m", DType::F32}, {"s", DType::F32}};
-    a.init = {f32(-INFINITY), f32(0.0)};
-    auto scale = [](E from, E to) {
-      return kir::select(from == to, f32(1.0), kir::unary(kir::UnOp::Exp, from - to));
+    a.fields = {{"m", ft}, {"s", ft}};
+    a.init = {ff(-INFINITY), ff(0.0)};
+    auto scale = [ff](E from, E to) {
+      return kir::select(from == to, ff(1.0), kir::unary(kir::UnOp::Exp, from - to));
     };
-    auto toF = [](E x) { return isFloat(x->type) ? x : kir::cast(x, DType::F32); };
+    auto toF = [ft](E x) { return isFloat(x->type) ? x : kir::cast(x, ft); };
     a.update = [=](const std::vector<E> &s, E x, E) {
       E v = toF(x);
       E m = flatloop::nanMaxUpdate(s[0], v);
@@ -201,8 +208,8 @@ Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
       E m = flatloop::nanMaxUpdate(p[0], q[0]);
       return std::vector<E>{m, p[1] * scale(p[0], m) + q[1] * scale(q[0], m)};
     };
-    a.finalize = [fl](const std::vector<E> &s) {
-      E finite = (s[0] - s[0]) == f32(0.0);
+    a.finalize = [fl, ff](const std::vector<E> &s) {
+      E finite = (s[0] - s[0]) == ff(0.0);
       E r = kir::select(finite, s[0] + kir::unary(kir::UnOp::Log, s[1]), s[0]);
       return fl ? r : floatToInt(r);
     };

@@ -38,7 +38,8 @@ typedef struct aicf_model aicf_model;
 
 typedef struct {
   const char *name;  /* graph input / output name */
-  const char *dtype; /* "f32", "f16", "bf16", "i64", "i32", "i8", "bool" */
+  const char *dtype; /* "f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32",
+                       "u16", "u8", "bool" */
   int rank;
   int64_t shape[AICF_MAX_RANK];
   size_t bytes;

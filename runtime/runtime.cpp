@@ -52,7 +52,8 @@ std::string cat(Args &&...args) {
 
 int64_t dtypeBytes(const std::string &dt) {
   static const std::map<std::string, int64_t> sizes = {
-      {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"i64", 8}, {"i32", 4}, {"i8", 1}, {"bool", 1}};
+      {"f64", 8}, {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"i64", 8}, {"i32", 4}, {"i16", 2},
+      {"i8", 1},  {"u64", 8}, {"u32", 4}, {"u16", 2},  {"u8", 1},  {"bool", 1}};
   auto it = sizes.find(dt);
   return it == sizes.end() ? -1 : it->second;
 }

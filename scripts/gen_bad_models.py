@@ -122,11 +122,11 @@ def main():
          "opset 30 is not supported")
 
     # --- dtypes ----------------------------------------------------------------------------------
-    save("dtype_f64_input.onnx",
+    save("dtype_complex128_input.onnx",
          model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
-               [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [4])],
-               [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [4])]),
-         "input 'x' has unsupported dtype double")
+               [helper.make_tensor_value_info("x", TensorProto.COMPLEX128, [4])],
+               [helper.make_tensor_value_info("y", TensorProto.COMPLEX128, [4])]),
+         "input 'x' has unsupported dtype complex128")
     save("dtype_complex_input.onnx",
          model([helper.make_node("Identity", ["x"], ["y"], name="id")],
                [helper.make_tensor_value_info("x", TensorProto.COMPLEX64, [4])],
@@ -137,11 +137,11 @@ def main():
          model([helper.make_node("Identity", ["s"], ["y"], name="id")], [],
                [helper.make_tensor_value_info("y", TensorProto.STRING, [1])], [s]),
          "initializer 's' has unsupported dtype string")
-    save("dtype_cast_f64.onnx",
-         model([helper.make_node("Cast", ["x"], ["c"], name="to_double", to=TensorProto.DOUBLE),
+    save("dtype_cast_string.onnx",
+         model([helper.make_node("Cast", ["x"], ["c"], name="to_string", to=TensorProto.STRING),
                 helper.make_node("Cast", ["c"], ["y"], name="back", to=TensorProto.FLOAT)],
                [f32("x", [4])], [f32("y", [4])]),
-         "node 'to_double' (Cast): cast to double is not supported")
+         "node 'to_string' (Cast): cast to string is not supported")
 
     # --- the ONNX checker ------------------------------------------------------------------------
     m = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [f32("x", [4])],

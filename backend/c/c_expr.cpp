@@ -17,9 +17,15 @@ const char *valueType(DType t) {
   case DType::F32:
   case DType::F16:
   case DType::BF16: return "float";
+  case DType::F64: return "double";
   case DType::I64: return "int64_t";
   case DType::I32: return "int32_t";
+  case DType::I16: return "int16_t";
   case DType::I8: return "int8_t";
+  case DType::U64: return "uint64_t";
+  case DType::U32: return "uint32_t";
+  case DType::U16: return "uint16_t";
+  case DType::U8: return "uint8_t";
   case DType::Bool: return "bool";
   }
   return "float";
@@ -45,6 +51,19 @@ std::string floatLiteral(const Dialect &d, float f) {
   if (s.find_first_of(".eE") == std::string::npos)
     s += ".0";
   return s + "f";
+}
+
+std::string doubleLiteral(const Dialect &d, double v) {
+  if (std::isnan(v))
+    return std::string("static_cast<double>(") + d.nan + ")";
+  if (std::isinf(v))
+    return std::string("static_cast<double>(") + (v > 0 ? d.inf : d.negInf) + ")";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s;
 }
 
 std::string intLiteral(int64_t v) {
@@ -77,6 +96,10 @@ public:
     switch (e->kind) {
     case Expr::Kind::Int: return {intLiteral(e->ival), e->ival < 0 ? kPrecUnary : kPrecPrimary};
     case Expr::Kind::Float: {
+      if (e->type == DType::F64) {
+        std::string s = doubleLiteral(d_, e->fval);
+        return {s, s[0] == '-' ? kPrecUnary : kPrecPrimary};
+      }
       float f = static_cast<float>(e->fval);
       if (e->type == DType::F16)
         f = f16ToFloat(floatToF16(f));
@@ -112,7 +135,8 @@ private:
     const ExprP &x = e.args.at(0);
     Printed a = print(x);
     std::string T = valueType(e.type);
-    bool fl = isFloat(e.type);
+    // f32 math: the float spellings; f64 (and integers, through double) the double ones.
+    bool fl = isFloat(e.type) && e.type != DType::F64;
     switch (e.uop) {
     case UnOp::Neg: return {"-" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
     case UnOp::Not: return {"!" + wrap(a, a.prec <= kPrecUnary), kPrecUnary};
@@ -133,13 +157,18 @@ private:
     case UnOp::Sigmoid:
       if (fl)
         return {std::string(d_.sigmoid) + "(" + a.text + ")", kPrecPrimary};
+      if (e.type == DType::F64)
+        return {"(1.0 / (1.0 + " + std::string(d_.math(UnOp::Exp, false)) + "(-" +
+                    wrap(a, a.prec <= kPrecUnary) + ")))",
+                kPrecPrimary};
       return {"static_cast<" + T + ">(" + d_.sigmoid + "(static_cast<float>(" + a.text + ")))",
               kPrecPrimary};
     default: break;
     }
     const char *fn = d_.math(e.uop, fl);
     AICF_CHECK(fn, d_.who, ": unary op ", unOpName(e.uop));
-    if (fl && isFloat(x->type))
+    if ((fl && isFloat(x->type) && x->type != DType::F64) ||
+        (e.type == DType::F64 && x->type == DType::F64))
       return {std::string(fn) + "(" + a.text + ")", kPrecPrimary};
     if (fl)
       return {std::string(fn) + "(static_cast<float>(" + a.text + "))", kPrecPrimary};
@@ -150,7 +179,7 @@ private:
   Printed binary(const Expr &e) const {
     Printed a = print(e.args.at(0)), b = print(e.args.at(1));
     std::string T = valueType(e.type);
-    bool fl = isFloat(e.type);
+    bool fl = isFloat(e.type) && e.type != DType::F64; // f64 takes the double spellings
     int p = 0;
     switch (e.bop) {
     case BinOp::Min: return {"aicf_min<" + T + ">(" + a.text + ", " + b.text + ")", kPrecPrimary};
@@ -167,6 +196,10 @@ private:
       if (fl)
         return {std::string(d_.fmodF32) + "(static_cast<float>(" + a.text +
                     "), static_cast<float>(" + b.text + "))",
+                kPrecPrimary};
+      if (e.type == DType::F64)
+        return {std::string(d_.fmodF64) + "(static_cast<double>(" + a.text +
+                    "), static_cast<double>(" + b.text + "))",
                 kPrecPrimary};
       p = kPrecMul;
       break;

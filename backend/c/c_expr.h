@@ -27,7 +27,7 @@ struct Dialect {
   const char *(*math)(kir::UnOp op, bool f32);
   const char *absFloat, *absOther; // abs of a float / of another type ("<T>" appended if
   bool absOtherTemplated;          // absOtherTemplated)
-  const char *powF32, *powF64, *fmodF32, *sigmoid;
+  const char *powF32, *powF64, *fmodF32, *fmodF64, *sigmoid;
   // Whether elemRef re-joins the digits of a flattened index (kir.cpp operator+: As[e / 32,
   // e % 32] -> As[e]; a pixel split over a map W wide: [p / W, p % W] -> p W). Off for CUDA:
   // ptxas spilled 4 bytes at 40 registers on the LLaMA block's k7_matmul (sm_90) with the
@@ -41,6 +41,7 @@ const char *valueType(DType t);
 // The C++ element type of a buffer.
 const char *storageType(const Dialect &d, DType t);
 std::string floatLiteral(const Dialect &d, float f);
+std::string doubleLiteral(const Dialect &d, double v);
 std::string intLiteral(int64_t v);
 
 std::string str(const Dialect &d, const kir::ExprP &e);

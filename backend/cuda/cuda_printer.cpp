@@ -134,6 +134,7 @@ const cexpr::Dialect kCuda = {"CUDA printer",
                               "powf",
                               "pow",
                               "fmodf",
+                              "fmod",
                               "aicf_sigmoid<float>",
                               /*joinIndexDigits=*/false};
 

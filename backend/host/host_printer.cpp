@@ -774,6 +774,7 @@ const cexpr::Dialect kHost = {"host printer",
                               "std::pow",
                               "std::pow",
                               "std::fmod",
+                              "std::fmod",
                               "aicf_sigmoid",
                               /*joinIndexDigits=*/true};
 

@@ -184,7 +184,7 @@ TEST_CASE("npy: bad files are user errors naming the file and the reason") {
   writeBytes(p, npyFile("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
                         f32Bytes({0, 1, 2, 3, 4, 5})));
   expectNpyError(p, "big-endian data ('>f4') is not supported");
-  for (const char *descr : {"<f8", "|u1", "<u2", "<c8", "O"}) {
+  for (const char *descr : {"<c8", "<c16", "<f16", "|V4", "O"}) {
     writeBytes(p, npyFile(cat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (1,), }"),
                           std::string(16, '\0')));
     expectNpyError(p, cat("unsupported dtype '", descr, "'"));
