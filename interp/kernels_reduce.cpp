@@ -85,13 +85,13 @@ double minNaN(double a, double x) {
   return (x < a || std::isnan(x)) && !std::isnan(a) ? x : a;
 }
 
-Tensor reduceFloat(const KernelCtx &ctx, Red kind) {
+// Float reductions accumulate in double from the elements as stored (f32, or f64 unrounded).
+template <typename T>
+Tensor reduceFloatOf(const KernelCtx &ctx, Red kind, const T *p) {
   const Tensor &x = ctx.x(0);
   int64_t outN = 0;
   std::vector<int64_t> ost = reducedStrides(x.shape(), ctx.node.ints("axes"), outN);
   int64_t count = outN ? x.numel() / outN : 0;
-  FloatIn xv(x);
-  const float *p = xv.data();
   std::vector<double> acc(static_cast<size_t>(outN), 0.0);
   const auto &shape = x.shape();
   switch (kind) {
@@ -134,16 +134,21 @@ Tensor reduceFloat(const KernelCtx &ctx, Red kind) {
     break;
   }
   }
-  std::vector<float> out(static_cast<size_t>(outN));
   for (int64_t o = 0; o < outN; ++o) {
-    double v = acc[o];
     if (kind == Red::Mean)
-      v = count ? v / double(count) : kNaN;
+      acc[o] = count ? acc[o] / double(count) : kNaN;
     else if (kind == Red::L2)
-      v = std::sqrt(v);
-    out[o] = static_cast<float>(v);
+      acc[o] = std::sqrt(acc[o]);
   }
-  return fromFloats(out, ctx.outType());
+  return fromDoubles(acc, ctx.outType());
+}
+
+Tensor reduceFloat(const KernelCtx &ctx, Red kind) {
+  const Tensor &x = ctx.x(0);
+  if (x.dtype() == DType::F64)
+    return reduceFloatOf(ctx, kind, x.data<double>());
+  FloatIn xv(x);
+  return reduceFloatOf(ctx, kind, xv.data());
 }
 
 Tensor reduceInt(const KernelCtx &ctx, Red kind) {
@@ -519,7 +524,7 @@ std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
   };
   if (blocked)
     lanesToPlanes(xv, planes / 16, inPlane, false);
-  std::vector<float> out(static_cast<size_t>(planes * outPlane));
+  std::vector<double> out(static_cast<size_t>(planes * outPlane));
 #pragma omp parallel for if (planes * outPlane * kerN > 65536)
   for (int64_t pl = 0; pl < planes; ++pl) {
     const double *xp = xv.data() + pl * inPlane;
@@ -553,7 +558,7 @@ std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
         int64_t div = includePad ? padCount : count;
         acc = div ? acc / double(div) : kNaN;
       }
-      out[pl * outPlane + op] = static_cast<float>(acc);
+      out[pl * outPlane + op] = acc;
       for (int64_t d = static_cast<int64_t>(S) - 1; d >= 0; --d) {
         if (++o[d] < O[d])
           break;
@@ -561,28 +566,24 @@ std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
       }
     }
   }
-  if (blocked) {
-    std::vector<double> ov(out.begin(), out.end());
-    lanesToPlanes(ov, planes / 16, outPlane, true);
-    std::copy(ov.begin(), ov.end(), out.begin());
-  }
-  return {fromFloats(out, ot)};
+  if (blocked)
+    lanesToPlanes(out, planes / 16, outPlane, true);
+  return {fromDoubles(out, ot)};
 }
 
 std::vector<Tensor> globalPool(const KernelCtx &ctx, bool isMax) {
   const Tensor &x = ctx.x(0);
   int64_t planes = x.shape()[0] * x.shape()[1];
   int64_t plane = planes ? x.numel() / planes : 0;
-  FloatIn xv(x);
-  std::vector<float> out(static_cast<size_t>(planes));
+  std::vector<double> xv = x.toDoubles(), out(static_cast<size_t>(planes));
   for (int64_t pl = 0; pl < planes; ++pl) {
-    const float *p = xv.data() + pl * plane;
+    const double *p = xv.data() + pl * plane;
     double acc = isMax ? -kInf : 0.0;
     for (int64_t i = 0; i < plane; ++i)
       acc = isMax ? maxNaN(acc, p[i]) : acc + p[i];
-    out[pl] = static_cast<float>(isMax ? acc : (plane ? acc / double(plane) : kNaN));
+    out[pl] = isMax ? acc : (plane ? acc / double(plane) : kNaN);
   }
-  return {fromFloats(out, ctx.outType())};
+  return {fromDoubles(out, ctx.outType())};
 }
 
 } // namespace

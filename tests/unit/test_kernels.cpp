@@ -72,6 +72,7 @@ Tol interpTol(DType t) {
   case DType::F32: return {1e-5, 1e-4};
   case DType::F16: return {1e-3, 1e-2};
   case DType::BF16: return {1e-2, 2e-2};
+  case DType::F64: return {1e-13, 1e-12}; // computed in double: a few ulps of summation order
   default: return {0, 0};
   }
 }
@@ -1131,5 +1132,101 @@ TEST_CASE("kernels: host reduction lane counts match the interpreter") {
       CAPTURE(vec);
       checkHostKnobs(part, vals, {{"vec", vec}}, scratch.path, cat(caseName, "_v", vec));
     }
+  }
+}
+
+// The integer family and f64 (issue 20) through both plans: u8 / i16 / u16 / u32 arithmetic
+// wrapping at their width, u64 compared, divided and min'd unsigned (values from 2^63 up),
+// f64 computed in double (0.1 + 0.2 is not 0.3 there, and exp keeps its 16 digits), casts
+// between them, an f64 reduction and a u8 max pool. Inputs are chosen to hit the edges; the
+// interpreter's values are checked against hand-computed ones first, then every kernel
+// against the interpreter (integers exactly, f64 within a few ulps).
+TEST_CASE("kernels: integer and f64 dtypes wrap, compare and compute like the interpreter") {
+  const char *text = R"(graph @dt(%a8: u8[6], %b8: u8[6], %a16: i16[6], %b16: i16[6], %au: u16[6], %bu: u16[6], %a32: u32[6], %b32: u32[6], %a64: u64[6], %b64: u64[6], %x: f64[2,6], %y: f64[2,6], %im: u8[1,1,4,4]) -> (%s8: u8[6], %d8: u8[6], %m16: i16[6], %q16: i16[6], %mx: u16[6], %q32: u32[6], %lt64: bool[6], %mn64: u64[6], %q64: u64[6], %c64: f64[6], %fx: f64[2,6], %ex: f64[2,6], %sg: f64[2,6], %rs: f64[2], %cf: u8[2,6], %mp: u8[1,1,2,2], %c32: f32[2,6]) {
+  %s8 = add(%a8, %b8) : u8[6]
+  %d8 = sub(%a8, %b8) : u8[6]
+  %m16 = mul(%a16, %b16) : i16[6]
+  %q16 = div(%a16, %b16) : i16[6]
+  %mx = max(%au, %bu) : u16[6]
+  %q32 = div(%a32, %b32) : u32[6]
+  %lt64 = less(%a64, %b64) : bool[6]
+  %mn64 = min(%a64, %b64) : u64[6]
+  %q64 = div(%a64, %b64) : u64[6]
+  %c64 = cast(%a64) {to = "f64"} : f64[6]
+  %fx = add(%x, %y) : f64[2,6]
+  %ex = exp(%x) : f64[2,6]
+  %sg = sigmoid(%x) : f64[2,6]
+  %rs = reduce_sum(%x) {axes = [1], keepdims = 0} : f64[2]
+  %cf = cast(%x) {to = "u8"} : u8[2,6]
+  %mp = max_pool(%im) {ceil_mode = 0, dilations = [1, 1], kernel_shape = [2, 2], pads = [0, 0, 0, 0], strides = [2, 2]} : u8[1,1,2,2]
+  %c32 = cast(%fx) {to = "f32"} : f32[2,6]
+  return %s8, %d8, %m16, %q16, %mx, %q32, %lt64, %mn64, %q64, %c64, %fx, %ex, %sg, %rs, %cf, %mp, %c32
+}
+)";
+  std::unique_ptr<Graph> g = parseGraph(text, "dtypes.mcir");
+  auto ints = [](DType t, std::vector<int64_t> v, std::vector<int64_t> shape) {
+    Tensor x(TensorType(t, std::move(shape)));
+    for (size_t i = 0; i < v.size(); ++i)
+      x.setInt(static_cast<int64_t>(i), v[i]);
+    return x;
+  };
+  auto reals = [](std::vector<double> v, std::vector<int64_t> shape) {
+    Tensor x(TensorType(DType::F64, std::move(shape)));
+    for (size_t i = 0; i < v.size(); ++i)
+      x.setDouble(static_cast<int64_t>(i), v[i]);
+    return x;
+  };
+  const int64_t big = INT64_MIN + 5; // u64 2^63 + 5
+  std::vector<Tensor> in = {
+      ints(DType::U8, {250, 3, 0, 255, 128, 7}, {6}),
+      ints(DType::U8, {10, 5, 1, 255, 128, 0}, {6}),
+      ints(DType::I16, {300, -300, 32767, -32768, 7, -7}, {6}),
+      ints(DType::I16, {300, 200, 2, -1, -2, 2}, {6}),
+      ints(DType::U16, {65535, 0, 40000, 1, 2, 3}, {6}),
+      ints(DType::U16, {1, 65535, 30000, 2, 2, 0}, {6}),
+      ints(DType::U32, {4294967295, 10, 7, 0, 3000000000, 1}, {6}),
+      ints(DType::U32, {2, 3, 7, 5, 7, 4294967295}, {6}),
+      ints(DType::U64, {big, 3, -1, 0, 10, big}, {6}),
+      ints(DType::U64, {3, big, 2, 1, 10, big}, {6}),
+      reals({0.1, -1.5, 250.75, 3.0, -0.0, 1e-300, 2.5, 0.5, -700.0, 20.0, 1.0, 255.9}, {2, 6}),
+      reals({0.2, 1.5, 4.25, -3.0, 0.0, 1e-300, 1.0, 0.25, 700.0, -20.0, 2.0, 0.1}, {2, 6}),
+      ints(DType::U8, {1, 200, 3, 4, 250, 6, 7, 8, 9, 10, 255, 12, 13, 14, 15, 16}, {1, 1, 4, 4})};
+  std::map<const Value *, Tensor> vals = interpretAll(*g, in);
+  auto out = [&](const char *name) -> const Tensor & {
+    for (const Value *v : g->outputs())
+      if (v->name() == name)
+        return vals.at(v);
+    FAIL("no output ", name);
+    throw 0;
+  };
+  CHECK(out("s8").toInts() == std::vector<int64_t>{4, 8, 1, 254, 0, 7});
+  CHECK(out("d8").toInts() == std::vector<int64_t>{240, 254, 255, 0, 0, 7});
+  CHECK(out("m16").toInts() == std::vector<int64_t>{24464, 5536, -2, -32768, -14, -14});
+  CHECK(out("q16").toInts() == std::vector<int64_t>{1, -1, 16383, -32768, -3, -3});
+  CHECK(out("mx").toInts() == std::vector<int64_t>{65535, 65535, 40000, 2, 2, 3});
+  CHECK(out("q32").toInts() == std::vector<int64_t>{2147483647, 3, 1, 0, 428571428, 0});
+  CHECK(out("lt64").toInts() == std::vector<int64_t>{0, 1, 0, 1, 0, 0});
+  CHECK(out("mn64").toInts() == std::vector<int64_t>{3, 3, 2, 0, 10, big});
+  CHECK(out("q64").toInts() == std::vector<int64_t>{3074457345618258604, 0, INT64_MAX, 0, 1, 1});
+  CHECK(out("c64").getDouble(0) == 9223372036854775813.0);
+  CHECK(out("c64").getDouble(2) == 18446744073709551615.0);
+  CHECK(out("fx").getDouble(0) == 0.1 + 0.2); // double, not f32, arithmetic
+  CHECK(out("fx").getDouble(0) != 0.3);
+  CHECK(out("ex").getDouble(0) == std::exp(0.1));
+  CHECK(out("cf").toInts() == std::vector<int64_t>{0, 255, 250, 3, 0, 0, 2, 0, 68, 20, 1, 255});
+  CHECK(out("mp").toInts() == std::vector<int64_t>{250, 8, 14, 255});
+  CHECK(out("c32").getDouble(0) == static_cast<double>(static_cast<float>(0.1 + 0.2)));
+
+  ScratchDir scratch;
+  for (const std::string plan : kPlans) {
+    CAPTURE(plan);
+    Knobs knobs;
+    knobs.planFor = Target::parseSpec(plan);
+    Partition part = partitionGraph(*g);
+    Lowered low = lowerAll(part, knobs, "dt_");
+    REQUIRE(low.skipped == 0);
+    std::unique_ptr<LoadedLibrary> lib =
+        buildLibrary(low.kernels, scratch.path, cat("dtypes_", planTag(plan)));
+    CHECK(checkGroups(part, low, *lib, vals) == static_cast<int>(part.groups.size()));
   }
 }
