@@ -1142,7 +1142,8 @@ TEST_CASE("kernels: host reduction lane counts match the interpreter") {
 // interpreter's values are checked against hand-computed ones first, then every kernel
 // against the interpreter (integers exactly, f64 within a few ulps).
 TEST_CASE("kernels: integer and f64 dtypes wrap, compare and compute like the interpreter") {
-  const char *text = R"(graph @dt(%a8: u8[6], %b8: u8[6], %a16: i16[6], %b16: i16[6], %au: u16[6], %bu: u16[6], %a32: u32[6], %b32: u32[6], %a64: u64[6], %b64: u64[6], %x: f64[2,6], %y: f64[2,6], %im: u8[1,1,4,4]) -> (%s8: u8[6], %d8: u8[6], %m16: i16[6], %q16: i16[6], %mx: u16[6], %q32: u32[6], %lt64: bool[6], %mn64: u64[6], %q64: u64[6], %c64: f64[6], %fx: f64[2,6], %ex: f64[2,6], %sg: f64[2,6], %rs: f64[2], %cf: u8[2,6], %mp: u8[1,1,2,2], %c32: f32[2,6]) {
+  const char *text =
+      R"(graph @dt(%a8: u8[6], %b8: u8[6], %a16: i16[6], %b16: i16[6], %au: u16[6], %bu: u16[6], %a32: u32[6], %b32: u32[6], %a64: u64[6], %b64: u64[6], %x: f64[2,6], %y: f64[2,6], %im: u8[1,1,4,4]) -> (%s8: u8[6], %d8: u8[6], %m16: i16[6], %q16: i16[6], %mx: u16[6], %q32: u32[6], %lt64: bool[6], %mn64: u64[6], %q64: u64[6], %c64: f64[6], %fx: f64[2,6], %ex: f64[2,6], %sg: f64[2,6], %rs: f64[2], %cf: u8[2,6], %mp: u8[1,1,2,2], %c32: f32[2,6]) {
   %s8 = add(%a8, %b8) : u8[6]
   %d8 = sub(%a8, %b8) : u8[6]
   %m16 = mul(%a16, %b16) : i16[6]
