@@ -12,6 +12,7 @@
 #include "passes/choose_attention.h"
 #include "passes/pass.h"
 #include "plan/attention_choice.h"
+#include "plan/branch_guards.h"
 #include "plan/chain_split_choice.h"
 #include "plan/cost_model.h"
 #include "plan/dispatch_groups.h"
@@ -459,6 +460,12 @@ void checkCandidateRank(CompileState &s) {
                     1);
 }
 
+// Host plans: a branch's steps run only when its side is taken (plan/branch_guards.h). On the
+// kernel steps (one per group), before the memory plan appends its copies.
+void branchGuards(CompileState &s) {
+  guardBranchSteps(s.model.plan, *s.graph, s.part.groups, s.buffers);
+}
+
 // Output copies, liveness, in-place reuse and the arena (plan/memory_plan.h), on the steps.
 void memoryPlan(CompileState &s) {
   planMemory(s.model.plan, s.buffers);
@@ -512,6 +519,7 @@ const std::vector<CompileStage> &compileStages() {
       {"kernel-ir-passes", kernelIrPasses},
       {"plan-steps", planSteps},
       {"check-candidate-rank", checkCandidateRank},
+      {"branch-guards", branchGuards},
       {"memory-plan", memoryPlan},
       {"dispatch-groups", dispatchGroups},
       {"print", printSource},
@@ -669,6 +677,12 @@ void printPlanReport(std::ostream &os, const Plan &p) {
      << lower << " if each kernel touched its buffers once); model lower bound "
      << p.lowerBoundBytes << " bytes (inputs + weights read once, outputs written once); " << flops
      << " FLOPs\n";
+  for (size_t s = 0; s < p.steps.size(); ++s) // branches chosen at run time (branch_guards.h)
+    if (!p.steps[s].guard.empty()) {
+      const PlanBuffer *b = p.buffer(p.steps[s].guard);
+      os << "   step " << s << " runs only when " << b->id << " (" << b->value << ") is "
+         << (p.steps[s].guardWhen ? "true" : "false") << " (a branch chosen at run time)\n";
+    }
   os << "   arena: " << p.arenaBytes << " bytes planned vs " << p.naiveArenaBytes
      << " bytes for all intermediates without reuse; weights.bin " << p.weightsBytes << " bytes\n";
   std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels)\n",

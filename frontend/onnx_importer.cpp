@@ -828,38 +828,73 @@ private:
 
   // If with a condition known at compile time (a constant, or computed from constants and
   // --const inputs): its outputs are the selected branch's, whose initializers and nodes join
-  // the graph (nested Ifs the same way). A condition known only at run time is refused, naming
-  // it: runtime branches are not supported yet.
+  // the graph (nested Ifs the same way). A condition known only at run time: runtimeIf.
   void inlineIf(const onnx::NodeProto &n, int index) {
     ConvertCtx ctx(env_, n, index, opset_);
     const Tensor *cond = ctx.constInput(0);
     if (!cond) {
-      if (ctx.input(0)->isInput())
-        ctx.requireConst(0, "condition"); // names the --const that binds it
-      ctx.fail(cat("condition input '", n.input(0),
-                   "' is not a compile-time constant: it is computed at run time; bind the graph "
-                   "inputs it depends on with --const (a branch chosen at run time is not "
-                   "supported)"));
+      runtimeIf(ctx, n, index);
+      return;
     }
     if (cond->numel() != 1)
       ctx.fail(cat("condition '", n.input(0), "' has ", cond->numel(), " elements, not one"));
     bool taken = cond->getDouble(0) != 0;
-    const onnx::GraphProto *branch = &graphAttr(ctx, n, taken ? "then_branch" : "else_branch");
-    if (branch->output_size() != n.output_size())
-      ctx.fail(cat("the ", taken ? "then" : "else", " branch returns ", branch->output_size(),
-                   " values for ", n.output_size(), " outputs"));
-    addBranchWeights(ctx, *branch);
-    for (const onnx::NodeProto &m : branch->node())
-      convertNode(m, index);
+    std::vector<Value *> outs = convertBranch(ctx, n, index, taken);
+    for (int k = 0; k < n.output_size(); ++k)
+      if (!n.output(k).empty())
+        env_.values[n.output(k)] = outs[static_cast<size_t>(k)];
+  }
+
+  // If with a condition known only at run time: both branches join the graph, and each output
+  // is where(cond, then value, else value) with the scalar condition. Host plans run a branch's
+  // kernels only when its side is taken (plan/branch_guards.h); GPU plans and the interpreter
+  // compute both. The branches must give each output the same dtype and shape.
+  void runtimeIf(ConvertCtx &ctx, const onnx::NodeProto &n, int index) {
+    Value *cond = ctx.input(0);
+    const TensorType &ct = cond->type();
+    if (ct.dtype != DType::Bool)
+      ctx.fail(cat("condition '", n.input(0), "' is ", ct.str(), ", not bool"));
+    if (!ct.isStatic() || ct.numel() != 1)
+      ctx.fail(cat("condition '", n.input(0), "' is ", ct.str(), ", not one element"));
+    cond = ctx.reshape(cond, {});
+    std::vector<Value *> thenOuts = convertBranch(ctx, n, index, true);
+    std::vector<Value *> elseOuts = convertBranch(ctx, n, index, false);
     for (int k = 0; k < n.output_size(); ++k) {
-      const std::string &out = n.output(k);
-      if (out.empty())
+      if (n.output(k).empty())
         continue;
-      auto it = env_.values.find(branch->output(k).name());
-      if (it == env_.values.end())
-        ctx.fail(cat("branch output '", branch->output(k).name(), "' is not computed"));
-      env_.values[out] = it->second;
+      const TensorType &t = thenOuts[static_cast<size_t>(k)]->type(),
+                       &e = elseOuts[static_cast<size_t>(k)]->type();
+      if (t != e)
+        ctx.fail(cat("output ", k, " ('", n.output(k), "') is ", t.str(),
+                     " in the then branch and ", e.str(),
+                     " in the else branch: a branch chosen at run time needs the same "
+                     "type from both (bind the condition's inputs with --const to choose at "
+                     "compile time)"));
+      env_.values[n.output(k)] = ctx.emit(
+          Op::Where, {cond, thenOuts[static_cast<size_t>(k)], elseOuts[static_cast<size_t>(k)]});
     }
+  }
+
+  // The then (`then` true) or else branch of an If converted into the graph: its initializers
+  // and nodes; returns the values of its outputs, one per output of n.
+  std::vector<Value *> convertBranch(const ConvertCtx &ctx, const onnx::NodeProto &n, int index,
+                                     bool then) {
+    const char *side = then ? "then" : "else";
+    const onnx::GraphProto &branch = graphAttr(ctx, n, cat(side, "_branch"));
+    if (branch.output_size() != n.output_size())
+      ctx.fail(cat("the ", side, " branch returns ", branch.output_size(), " values for ",
+                   n.output_size(), " outputs"));
+    addBranchWeights(ctx, branch);
+    for (const onnx::NodeProto &m : branch.node())
+      convertNode(m, index);
+    std::vector<Value *> outs;
+    for (int k = 0; k < n.output_size(); ++k) {
+      auto it = env_.values.find(branch.output(k).name());
+      if (it == env_.values.end())
+        ctx.fail(cat("branch output '", branch.output(k).name(), "' is not computed"));
+      outs.push_back(it->second);
+    }
+    return outs;
   }
 
   // The graph attribute `name` of n (failing through ctx when it is missing).

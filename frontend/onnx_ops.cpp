@@ -287,20 +287,24 @@ void convInverseHyperbolic(ConvertCtx &c) {
   c.setOutput(0, out);
 }
 
-// Mod: fmod = 1 truncates the quotient (C fmod); fmod = 0 (integers only) gives the remainder
-// the divisor's sign (Python's %).
+// Mod: fmod = 1 truncates the quotient (C fmod); fmod = 0 gives the remainder the divisor's
+// sign (Python's %, numpy.mod; for floats as onnx 1.23's node tests define it).
 void convMod(ConvertCtx &c) {
   Value *a = c.input(0), *b = c.input(1);
   DType t = a->type().dtype;
   bool fmod = c.attrInt("fmod", 0) != 0;
   Value *q = c.emit(Op::Div, {a, b});
   if (isFloat(t)) {
-    if (!fmod)
-      c.fail("fmod = 0 is not defined for floating-point inputs");
     Value *neg = c.emit(Op::Less, {q, c.scalar(t, 0.0)});
     q = c.emit(Op::Where, {neg, c.emit(Op::Ceil, {q}), c.emit(Op::Floor, {q})});
   }
   Value *r = c.emit(Op::Sub, {a, c.emit(Op::Mul, {q, b})});
+  if (isFloat(t)) { // a finite a mod +-inf is a (where q b would be 0 inf = NaN)
+    Value *zero = c.scalar(t, 0.0);
+    Value *bInf = c.emit(Op::Equal, {c.emit(Op::Abs, {b}), c.scalar(t, INFINITY)});
+    Value *aFinite = c.emit(Op::Equal, {c.emit(Op::Sub, {a, a}), zero});
+    r = c.emit(Op::Where, {c.emit(Op::And, {bInf, aFinite}), a, r});
+  }
   if (!fmod) {
     Value *zero = c.scalar(t, 0.0);
     Value *nonzero = c.emit(Op::Not, {c.emit(Op::Equal, {r, zero})});

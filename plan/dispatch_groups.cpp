@@ -111,7 +111,8 @@ void groupDispatches(Plan &plan, const Hardware &hw) {
   for (size_t i = 0; i < steps.size(); ++i) {
     PlanStep &s = steps[i];
     s.group = -1;
-    bool kernel = !s.kindId.empty() && s.chunks > 0;
+    // (A guarded step runs alone: the runtime decides it before dispatching.)
+    bool kernel = !s.kindId.empty() && s.chunks > 0 && s.guard.empty();
     Touch t = kernel ? regions.touch(s) : Touch{};
     bool joins =
         kernel && !open.empty() && chunks + s.chunks <= kMaxGroupChunks &&

@@ -265,6 +265,12 @@ void Plan::writeYaml(std::ostream &os) const {
     if (s.group >= 0)
       y << YAML::Key << "group" << YAML::Value << s.group;
     y << YAML::EndMap;
+    if (!s.guard.empty()) {
+      y << YAML::Key << "guard" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "buffer" << YAML::Value << s.guard;
+      y << YAML::Key << "when" << YAML::Value << s.guardWhen;
+      y << YAML::EndMap;
+    }
     y << YAML::Key << "constraints" << YAML::Value << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "in_place" << YAML::Value << s.inPlace;
     y << YAML::EndMap;

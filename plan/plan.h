@@ -62,6 +62,10 @@ struct PlanStep {
   int64_t threads = 1;
   int64_t chunks = 0; // host plans: the pool's chunks for the grid's blocks (cost_model.h)
   int group = -1;     // host plans: the first step of its dispatch group (dispatch_groups.h)
+  // Host plans: runs only when the one-element bool buffer `guard` holds `guardWhen` (a branch
+  // chosen at run time, plan/branch_guards.h); "" for an unconditional step.
+  std::string guard;
+  bool guardWhen = true;
   int64_t sharedBytes = 0;
   bool inPlace = false; // an output shares an input's storage
   std::vector<std::string> properties;

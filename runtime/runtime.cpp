@@ -81,6 +81,8 @@ struct Step {
   LaunchFn launch = nullptr; // cuda plans; neither for a built-in copy step
   std::vector<int> args;     // buffer indices: inputs then outputs
   size_t numInputs = 0;
+  int guard = -1; // cpu plans: runs only when this one-byte bool buffer is guardWhen
+  bool guardWhen = true;
 };
 
 // 64-byte aligned storage. A buffer of 2 MiB or more (the weights, the arena) is 2 MiB aligned
@@ -413,6 +415,8 @@ void checkGroups(aicf_model &m) {
     if (st.group < 0)
       continue;
     std::string what = "step " + st.symbol;
+    if (st.guard >= 0)
+      throw Error(cat(what, ": a guarded step cannot be part of a dispatch group"));
     size_t first = static_cast<size_t>(st.group);
     if (first > i || m.steps[first].group != st.group ||
         (i > first && m.steps[i - 1].group != st.group))
@@ -577,6 +581,22 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
       if (std::string(key) == "inputs")
         st.numInputs = st.args.size();
     }
+    if (const YAML::Node g = s["guard"]) { // a branch chosen at run time (host plans)
+      if (m.cuda)
+        throw Error(cat(what, ": a guard on a cuda plan (guards are for cpu plans)"));
+      YAML::Node id = need(g, "buffer", what + ": guard");
+      auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
+      if (it == byId.end() || m.buffers[it->second].dtype != "bool" ||
+          m.buffers[it->second].bytes != 1)
+        throw Error(cat(what, ": guard buffer ", id.IsScalar() ? id.Scalar() : "?",
+                        " is not a one-element bool buffer"));
+      st.guard = it->second;
+      try {
+        st.guardWhen = need(g, "when", what + ": guard").as<bool>();
+      } catch (const YAML::Exception &) {
+        throw Error(cat(what, ": guard.when is not true or false"));
+      }
+    }
     if (st.kind == "copy" && st.symbol.empty()) {
       if (st.args.size() != 2 || st.numInputs != 1 ||
           m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
@@ -735,6 +755,13 @@ void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, dou
   std::vector<int64_t> firstChunk;
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const Step &st = m.steps[s];
+    // The side of a runtime branch not taken: skipped (its condition was written by an
+    // earlier step, or is an input).
+    if (st.guard >= 0 && (*static_cast<const uint8_t *>(m.ptrs[st.guard]) != 0) != st.guardWhen) {
+      if (times)
+        times[s] = 0;
+      continue;
+    }
     // A dispatch group's steps in one pool run; a profiled run times each step on its own.
     if (st.groupEnd > s + 1 && !times) {
       size_t end = st.groupEnd, numArgs = 0;

@@ -1169,7 +1169,9 @@ void graphAttr(onnx::NodeProto &n, const std::string &name, const onnx::GraphPro
 
 // If: a condition computed from constants and --const inputs selects its branch at compile
 // time (Silero VAD's sample-rate switch); the branch's initializers and nodes join the graph,
-// nested Ifs too. A condition known only at run time is refused, naming it.
+// nested Ifs too. A condition known only at run time keeps both branches, selected per output
+// by where (the interpreter computes both; host plans skip the side not taken, see the
+// aicfc / aicf-run test below).
 TEST_CASE("importer: If with a compile-time condition is replaced by its branch") {
   ModelBuilder b(13);
   b.input("x", TensorProto::FLOAT, {2, 3}).input("sr", TensorProto::INT64, {});
@@ -1209,10 +1211,36 @@ TEST_CASE("importer: If with a compile-time condition is replaced by its branch"
     CHECK(y.getDouble(2) == (sr == 16000 ? 6 : 4));  // 3 * 2, or 3 + 1
     CHECK(y.getDouble(4) == (sr == 16000 ? 10 : 6)); // 5 * 2, or 5 + 1
   }
-  // Unbound: the condition is named.
-  CHECK(importError(b, "if.onnx")
-            .find("node '/if' (If): condition input 'is16' is not a compile-time constant: it "
-                  "is computed at run time; bind the graph inputs it depends on with --const") !=
+  // Unbound: chosen at run time, nested If included.
+  auto g = b.import("if_runtime.onnx");
+  for (int64_t sr : {16000, 8000}) {
+    CAPTURE(sr);
+    Tensor y = interpret(*g, {x, Tensor::fromI64({sr}, {})})[0];
+    CHECK(y.getDouble(2) == (sr == 16000 ? 6 : 4));
+    CHECK(y.getDouble(4) == (sr == 16000 ? 10 : 6));
+  }
+  // Branches whose outputs differ in type cannot be selected at run time.
+  ModelBuilder d(13);
+  d.input("x", TensorProto::FLOAT, {2, 3}).input("c", TensorProto::BOOL, {});
+  d.output("y", TensorProto::FLOAT, {});
+  onnx::NodeProto &dif = d.node("If", {"c"}, {"y"}, "/if");
+  graphAttr(dif, "then_branch", branch("t", "Mul", 2.0f, "t_out"));
+  onnx::GraphProto sumG;
+  sumG.set_name("e");
+  onnx::NodeProto *sn = sumG.add_node();
+  sn->set_op_type("ReduceSum");
+  sn->set_name("/sum");
+  sn->add_input("x");
+  sn->add_output("e_out");
+  auto *keep = sn->add_attribute();
+  keep->set_name("keepdims");
+  keep->set_type(onnx::AttributeProto::INT);
+  keep->set_i(0);
+  sumG.add_output()->set_name("e_out");
+  graphAttr(dif, "else_branch", sumG);
+  CHECK(importError(d, "if_types.onnx")
+            .find("node '/if' (If): output 0 ('y') is f32[2,3] in the then branch and f32[] in "
+                  "the else branch: a branch chosen at run time needs the same type from both") !=
         std::string::npos);
   // An unsupported op inside a branch is listed like any other.
   ModelBuilder u(13);
@@ -1224,6 +1252,91 @@ TEST_CASE("importer: If with a compile-time condition is replaced by its branch"
   CHECK(
       importError(u, "if_unsupported.onnx").find("1 unsupported op: BitShift (1: 'e_BitShift')") !=
       std::string::npos);
+}
+
+// A branch chosen at run time through the tools: the condition is computed from the input
+// (sum(x) > 0) and each side ends in a softmax. The then side's softmax takes the select as its
+// epilogue (so it runs always); the else side's kernel is guarded in plan.yaml (when false).
+// aicf-run gives each side's values for inputs that take it.
+TEST_CASE("importer: If with a runtime condition, guarded steps through aicfc and aicf-run") {
+  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+    return;
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {2, 4});
+  b.output("y", TensorProto::FLOAT, {2, 4});
+  b.initF32("zero", {0.0f}, {});
+  b.node("ReduceSum", {"x"}, {"s"}, "/sum").add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("keepdims");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  b.node("Greater", {"s", "zero"}, {"pos"}, "/gt");
+  onnx::NodeProto &iff = b.node("If", {"pos"}, {"r"}, "/if");
+  auto side = [](const std::string &name, const std::string &pre) {
+    onnx::GraphProto g;
+    g.set_name(name);
+    onnx::NodeProto *n = g.add_node();
+    n->set_op_type(pre);
+    n->set_name(name + "_" + pre);
+    n->add_input("x");
+    n->add_output(name + "_a");
+    onnx::NodeProto *sm = g.add_node();
+    sm->set_op_type("Softmax");
+    sm->set_name(name + "_softmax");
+    sm->add_input(name + "_a");
+    sm->add_output(name + "_out");
+    g.add_output()->set_name(name + "_out");
+    return g;
+  };
+  graphAttr(iff, "then_branch", side("t", "Exp"));
+  graphAttr(iff, "else_branch", side("e", "Neg"));
+  b.node("Identity", {"r"}, {"y"}, "/id");
+  std::string model = b.save("cli_if.onnx");
+  fs::path out = scratchDir() / "cli_if_out";
+  std::string compile =
+      cat("'", (bin / "aicfc").string(), "' '", model, "' -o '", out.string(), "' > /dev/null");
+  int rc = std::system(compile.c_str());
+  REQUIRE(WIFEXITED(rc));
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  std::ifstream pf(out / "plan.yaml");
+  std::string plan((std::istreambuf_iterator<char>(pf)), std::istreambuf_iterator<char>());
+  CHECK(plan.find("guard: {buffer: b") != std::string::npos);
+  CHECK(plan.find("when: false}") != std::string::npos);
+  // softmax(v) per row of 4, in double.
+  auto softmax = [](std::vector<double> v) {
+    for (size_t r = 0; r < v.size(); r += 4) {
+      double m = std::max({v[r], v[r + 1], v[r + 2], v[r + 3]}), z = 0;
+      for (size_t j = r; j < r + 4; ++j)
+        z += std::exp(v[j] - m);
+      for (size_t j = r; j < r + 4; ++j)
+        v[j] = std::exp(v[j] - m) / z;
+    }
+    return v;
+  };
+  for (float sign : {1.0f, -1.0f}) {
+    CAPTURE(sign);
+    std::vector<float> xs = {0.5f, 1, -0.25f, 2, 0.1f, 0.2f, 0.3f, -0.4f};
+    for (float &v : xs)
+      v *= sign;
+    fs::path xf = scratchDir() / "cli_if_x.npy", res = scratchDir() / "cli_if_res";
+    fs::create_directories(res);
+    writeNpy(xf.string(), Tensor::fromF32(xs, {2, 4}));
+    std::string run = cat("'", (bin / "aicf-run").string(), "' '", out.string(), "' --input x='",
+                          xf.string(), "' --output-dir '", res.string(), "' > /dev/null");
+    rc = std::system(run.c_str());
+    REQUIRE(WIFEXITED(rc));
+    REQUIRE(WEXITSTATUS(rc) == 0);
+    std::vector<double> pre;
+    for (float v : xs)
+      pre.push_back(sign > 0 ? std::exp(double(v)) : -double(v)); // then: exp, else: neg
+    std::vector<double> want = softmax(pre);
+    Tensor y = readNpy((res / "y.npy").string());
+    for (int64_t i = 0; i < 8; ++i)
+      CHECK(y.getDouble(i) == doctest::Approx(want[static_cast<size_t>(i)]).epsilon(1e-5));
+  }
 }
 
 namespace {
@@ -1501,4 +1614,34 @@ TEST_CASE("importer: LpNormalization of a zero vector is zero") {
   std::vector<double> want = {0.6, 0, 0.8, 0};
   for (size_t i = 0; i < want.size(); ++i)
     CHECK(std::abs(y.getDouble(static_cast<int64_t>(i)) - want[i]) < 1e-6);
+}
+
+// Mod on floats, both modes, against C's fmod (fmod = 1) and Python's % (fmod = 0, the divisor's
+// sign; onnx 1.23's node tests define it for floats), the infinities and NaNs included.
+TEST_CASE("importer: Mod on floats follows fmod and Python's %, infinities included") {
+  const float inf = INFINITY;
+  std::vector<float> a = {5.5f, -5.5f, 5.5f, -3, 3, -1, 1, inf, 1, 0};
+  std::vector<float> bv = {2, 2, -2, inf, inf, -inf, -inf, 2, 0, -2};
+  for (int64_t fmod : {1, 0}) {
+    CAPTURE(fmod);
+    ModelBuilder b(13);
+    b.input("a", TensorProto::FLOAT, {10}).input("b", TensorProto::FLOAT, {10});
+    b.output("y", TensorProto::FLOAT, {10});
+    attr(b.node("Mod", {"a", "b"}, {"y"}, "/mod"), "fmod", fmod);
+    auto g = b.import("mod.onnx");
+    Tensor y = interpret(*g, {Tensor::fromF32(a, {10}), Tensor::fromF32(bv, {10})})[0];
+    for (size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      double want = std::fmod(double(a[i]), double(bv[i]));
+      if (fmod == 0 && want != 0 && (want < 0) != (bv[i] < 0))
+        want += bv[i]; // Python: -3 % inf = inf, 1 % -inf = -inf
+      double got = y.getDouble(static_cast<int64_t>(i));
+      if (std::isnan(want))
+        CHECK(std::isnan(got));
+      else if (std::isinf(want))
+        CHECK(got == want);
+      else
+        CHECK(got == doctest::Approx(want));
+    }
+  }
 }
