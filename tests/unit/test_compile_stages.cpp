@@ -121,7 +121,8 @@ TEST_CASE("compile stages: listed once, in order") {
                      "block-channels", "fold-channel-scale", "merge-siblings", "split-chains",
                      "pack-weights", "partition", "choose-attention", "split-k", "describe-plan",
                      "value-buffers", "plan", "verify-kernel-ir", "kernel-ir-passes", "plan-steps",
-                     "check-candidate-rank", "memory-plan", "dispatch-groups", "print"});
+                     "check-candidate-rank", "branch-guards", "memory-plan", "dispatch-groups",
+                     "print"});
 }
 
 TEST_CASE("compile stages: run one by one, they give buildModel's result") {
