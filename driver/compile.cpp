@@ -140,6 +140,18 @@ void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
     useGraph(s, std::move(copy));
 }
 
+// Every target: f64 nodes of the f32-accumulating recipes computed in f32 between casts
+// (passes/legalize_f64.cpp), first, so that every later stage sees only f32 in those ops.
+void legalizeF64(CompileState &s) {
+  std::unique_ptr<Graph> copy = s.graph->clone();
+  PassManager pm;
+  pm.add(createPass("legalize-f64"));
+  PassContext ctx;
+  ctx.target = s.target;
+  if (pm.run(*copy, ctx))
+    useGraph(s, std::move(copy));
+}
+
 // Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before
 // pack-weights so that the blocked convs' weights are packed like any GEMM's. GPU plans keep
 // NCHW.
@@ -504,6 +516,7 @@ void printSource(CompileState &s) {
 // recorded) and writes the output folder.
 const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
+      {"legalize-f64", legalizeF64},
       {"block-channels", blockChannels},
       {"fold-channel-scale", foldChannelScale},
       {"merge-siblings", mergeSiblings},

@@ -49,6 +49,7 @@ const PassEntry kPasses[] = {
     {"annotate-properties", createAnnotatePropertiesPass},
     // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
     {"pack-weights", createPackWeightsPass},
+    {"legalize-f64", createLegalizeF64Pass},
     // A host plan's conv layout: the compile driver runs it for host plans (block_channels.cpp)
     {"block-channels", createBlockChannelsPass},
     // ... and a squeeze-and-excitation scale folded into the next pointwise blocked_conv
