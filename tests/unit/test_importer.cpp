@@ -1337,6 +1337,33 @@ TEST_CASE("importer: If with a runtime condition, guarded steps through aicfc an
     for (int64_t i = 0; i < 8; ++i)
       CHECK(y.getDouble(i) == doctest::Approx(want[static_cast<size_t>(i)]).epsilon(1e-5));
   }
+  // A tampered guard is refused when the folder is opened, naming the step.
+  auto tampered = [&](const std::string &from, const std::string &to, const std::string &want) {
+    CAPTURE(to);
+    fs::path bad = scratchDir() / "cli_if_bad";
+    fs::remove_all(bad);
+    fs::copy(out, bad);
+    std::string text = plan;
+    size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    std::ofstream(bad / "plan.yaml") << text;
+    fs::path err = scratchDir() / "cli_if_err.txt", xf = scratchDir() / "cli_if_x.npy";
+    std::string run = cat("'", (bin / "aicf-run").string(), "' '", bad.string(), "' --input x='",
+                          xf.string(), "' > /dev/null 2> '", err.string(), "'");
+    int code = std::system(run.c_str());
+    CHECK(WIFEXITED(code));
+    CHECK(WEXITSTATUS(code) != 0);
+    std::ifstream ef(err);
+    std::string msg((std::istreambuf_iterator<char>(ef)), std::istreambuf_iterator<char>());
+    CHECK_MESSAGE(msg.find(want) != std::string::npos, "aicf-run said: ", msg);
+  };
+  tampered("when: false}", "when: maybe}", "guard.when is not true or false");
+  size_t g = plan.find("guard: {buffer: ");
+  REQUIRE(g != std::string::npos);
+  std::string id = plan.substr(g + 16, plan.find(',', g) - g - 16);
+  tampered("guard: {buffer: " + id, "guard: {buffer: b0",
+           "guard buffer b0 is not a one-element bool buffer");
 }
 
 namespace {
