@@ -704,7 +704,7 @@ void bindPointers(aicf_model &m, const char *api, const void *const *inputs, voi
       m.ptrs[i] = weightBase + b.offset;
     else
       m.ptrs[i] = arenaBase + b.offset;
-    if (!m.ptrs[i])
+    if (!m.ptrs[i] && b.bytes > 0) // (an empty input no step reads may be null)
       throw Error(cat(api, ": ", b.kind, " '", b.value, "' is a null pointer"));
   }
   for (size_t i = 0; i < m.buffers.size(); ++i)
@@ -877,9 +877,11 @@ void runCudaHost(aicf_model &m, const void *const *inputs, void *const *outputs,
   }
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     const Buffer &b = m.buffers[m.inputs[i]];
-    if (!inputs[i])
+    if (!inputs[i] && b.bytes > 0)
       throw Error(cat("aicf_run: input '", b.value, "' is a null pointer"));
     dIn[i] = d.base + d.stagingOffset[m.inputs[i]];
+    if (b.bytes == 0)
+      continue;
     check(rt,
           rt.memcpyAsync(const_cast<void *>(dIn[i]), inputs[i], static_cast<size_t>(b.bytes),
                          aicf::rt::kMemcpyHostToDevice, d.stream),

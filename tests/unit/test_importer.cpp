@@ -1672,3 +1672,37 @@ TEST_CASE("importer: Mod on floats follows fmod and Python's %, infinities inclu
     }
   }
 }
+
+// An input no node reads may be empty (CastLike's type template, as ONNX's node tests give it,
+// [0]): it imports, and aicf-run takes its 0-element .npy. A used empty input stays refused
+// (testdata/bad/empty_input.onnx).
+TEST_CASE("importer: an empty input that no node reads (CastLike's template) runs") {
+  ModelBuilder b(15);
+  b.input("x", TensorProto::FLOAT, {2, 2}).input("like", TensorProto::DOUBLE, {0});
+  b.output("y", TensorProto::DOUBLE, {2, 2});
+  b.node("CastLike", {"x", "like"}, {"y"}, "/castlike");
+  auto g = b.import("castlike_empty.onnx");
+  Tensor y = interpret(
+      *g, {Tensor::fromF32({0.1f, 2, -3, 4.5f}, {2, 2}), Tensor(TensorType(DType::F64, {0}))})[0];
+  CHECK(y.dtype() == DType::F64);
+  CHECK(y.getDouble(0) == double(0.1f));
+  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+    return;
+  std::string model = b.save("castlike_empty.onnx");
+  fs::path out = scratchDir() / "castlike_out", res = scratchDir() / "castlike_res";
+  fs::path xf = scratchDir() / "castlike_x.npy", lf = scratchDir() / "castlike_like.npy";
+  writeNpy(xf.string(), Tensor::fromF32({0.1f, 2, -3, 4.5f}, {2, 2}));
+  writeNpy(lf.string(), Tensor(TensorType(DType::F64, {0})));
+  fs::create_directories(res);
+  std::string cmd =
+      cat("'", (bin / "aicfc").string(), "' '", model, "' -o '", out.string(), "' > /dev/null && '",
+          (bin / "aicf-run").string(), "' '", out.string(), "' --input x='", xf.string(),
+          "' --input like='", lf.string(), "' --output-dir '", res.string(), "' > /dev/null");
+  int rc = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(rc));
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  Tensor got = readNpy((res / "y.npy").string());
+  CHECK(got.dtype() == DType::F64);
+  CHECK(got.toDoubles() == std::vector<double>{double(0.1f), 2, -3, 4.5});
+}
