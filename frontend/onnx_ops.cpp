@@ -864,12 +864,16 @@ void convLpNorm(ConvertCtx &c) {
   c.setOutput(0, c.emit(Op::Where, {zero, c.scalar(t, 0.0), c.emit(Op::Div, {x, norm})}));
 }
 
-// Attention-23, the cases our attention op expresses: no past key/value, no softcap, the plain
-// qk output mode. 3-D inputs [B, S, H*D] are split into heads; grouped-query K/V heads are
-// repeated to the query heads.
+// Attention-23/24, the cases our attention op expresses: no softcap, no nonpad_kv_seqlen, the
+// plain qk output mode. 3-D inputs [B, S, H*D] are split into heads; a past key / value cache
+// [B, Hkv, P, D] is concatenated before the new keys / values (present_key / present_value are
+// the concatenations); grouped-query K/V heads are repeated to the query heads. is_causal lets
+// query i see key j <= i + P (P = 0 without a cache: top-left). The op's own causal flag is the
+// bottom-right diagonal (P = Sk - Sq); another offset becomes a constant bool mask, and'ed with
+// a given bool mask or turned into -inf in a given additive one.
 void convAttention(ConvertCtx &c) {
-  if (c.hasInput(4) || c.hasInput(5))
-    c.fail("past_key / past_value inputs are not supported");
+  if (c.hasInput(4) != c.hasInput(5))
+    c.fail("past_key and past_value must be given together");
   if (c.hasInput(6))
     c.fail("nonpad_kv_seqlen is not supported");
   if (c.attrFloat("softcap", 0.0) != 0.0)
@@ -900,6 +904,19 @@ void convAttention(ConvertCtx &c) {
     k = splitHeads(k, kvh, "K");
     v = splitHeads(v, kvh, "V");
   }
+  int64_t past = 0;
+  if (c.hasInput(4)) {
+    Value *pk = c.input(4), *pv = c.input(5);
+    const Shape &kss = k->type().shape, &pks = pk->type().shape, &pvs = pv->type().shape;
+    if (pk->type().rank() != 4 || pv->type().rank() != 4 || pks[0] != kss[0] || pks[1] != kss[1] ||
+        pks[3] != kss[3] || pvs[0] != kss[0] || pvs[1] != kss[1] || pvs[2] != pks[2] ||
+        pvs[3] != v->type().shape[3])
+      c.fail(cat("past_key ", pk->type().str(), " / past_value ", pv->type().str(),
+                 " do not match the keys ", k->type().str(), " and values ", v->type().str()));
+    past = pks[2];
+    k = c.emit(Op::Concat, {pk, k}, {{"axis", int64_t(2)}});
+    v = c.emit(Op::Concat, {pv, v}, {{"axis", int64_t(2)}});
+  }
   const Shape &qs = q->type().shape, &ks = k->type().shape;
   int64_t hq = qs[1], hkv = ks[1];
   Value *presentK = k, *presentV = v;
@@ -917,12 +934,25 @@ void convAttention(ConvertCtx &c) {
   }
   int64_t sq = qs[2], sk = ks[2];
   bool causal = c.attrInt("is_causal", 0) != 0;
-  if (causal && sq != sk)
-    c.fail("is_causal with different query and key lengths is not supported");
   double scale = c.attrFloat("scale", 1.0 / std::sqrt(static_cast<double>(qs[3])));
   std::vector<Value *> ops = {q, k, v};
-  if (c.hasInput(3))
-    ops.push_back(c.input(3));
+  Value *mask = c.hasInput(3) ? c.input(3) : nullptr;
+  if (causal && past != sk - sq) { // the op's diagonal is Sk - Sq: this one as a mask
+    Tensor t(TensorType(DType::Bool, {sq, sk}));
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < sk; ++j)
+        t.setInt(i * sk + j, j <= i + past ? 1 : 0);
+    Value *allowed = c.constant(std::move(t));
+    if (!mask)
+      mask = allowed;
+    else if (mask->type().dtype == DType::Bool)
+      mask = c.emit(Op::And, {mask, allowed});
+    else
+      mask = c.emit(Op::Where, {allowed, mask, c.scalar(mask->type().dtype, -INFINITY)});
+    causal = false;
+  }
+  if (mask)
+    ops.push_back(mask);
   Value *y = c.emit(Op::Attention, ops, {{"scale", scale}, {"causal", int64_t(causal)}});
   if (r == 3) {
     const Shape &ys = y->type().shape;

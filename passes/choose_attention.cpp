@@ -34,8 +34,8 @@ std::string materializationBlocker(const Node &a) {
 
 namespace {
 
-TensorPtr scalar(double v) {
-  auto t = std::make_shared<Tensor>(TensorType(DType::F32, {}));
+TensorPtr scalar(double v, DType t0) {
+  auto t = std::make_shared<Tensor>(TensorType(t0, {}));
   t->setDouble(0, v);
   return t;
 }
@@ -52,10 +52,18 @@ Value *emitMaterializedAttention(Graph &g, const Node &a, Node *before) {
   std::swap(perm[r - 1], perm[r - 2]);
   Value *kt = g.createNode(Op::Transpose, {k}, {{"perm", perm}}, loc, before)->result();
   Value *s = g.createNode(Op::MatMul, {q, kt}, {}, loc, before)->result();
-  Value *scale = g.addWeight("attention_scale", scalar(a.f("scale")));
+  DType dt = s->type().dtype; // the scores' (and the constants') dtype: f32, f16, bf16
+  Value *scale = g.addWeight("attention_scale", scalar(a.f("scale"), dt));
   s = g.createNode(Op::Mul, {s, scale}, {}, loc, before)->result();
-  if (a.numOperands() == 4)
-    s = g.createNode(Op::Add, {s, a.operand(3)}, {}, loc, before)->result();
+  auto negInf = [&] {
+    return g.addWeight("attention_neg_inf", scalar(-std::numeric_limits<double>::infinity(), dt));
+  };
+  if (a.numOperands() == 4) { // additive if float, keep-where-true if bool
+    Value *m = a.operand(3);
+    s = m->type().dtype == DType::Bool
+            ? g.createNode(Op::Where, {m, s, negInf()}, {}, loc, before)->result()
+            : g.createNode(Op::Add, {s, m}, {}, loc, before)->result();
+  }
   if (a.i("causal")) {
     // Key j is visible to query i when j <= i + (Sk - Sq).
     const TensorType &st = s->type();
@@ -65,9 +73,7 @@ Value *emitMaterializedAttention(Graph &g, const Node &a, Node *before) {
       for (int64_t j = 0; j < sk; ++j)
         mask->setInt(i * sk + j, j <= i + (sk - sq) ? 1 : 0);
     Value *mv = g.addWeight("attention_causal_mask", mask);
-    Value *ninf =
-        g.addWeight("attention_neg_inf", scalar(-std::numeric_limits<double>::infinity()));
-    s = g.createNode(Op::Where, {mv, s, ninf}, {}, loc, before)->result();
+    s = g.createNode(Op::Where, {mv, s, negInf()}, {}, loc, before)->result();
   }
   Value *p = g.createNode(Op::Softmax, {s}, {{"axis", int64_t(-1)}}, loc, before)->result();
   return g.createNode(Op::MatMul, {p, v}, {}, loc, before)->result();

@@ -1706,3 +1706,81 @@ TEST_CASE("importer: an empty input that no node reads (CastLike's template) run
   CHECK(got.dtype() == DType::F64);
   CHECK(got.toDoubles() == std::vector<double>{double(0.1f), 2, -3, 4.5});
 }
+
+// Attention with a key / value cache and is_causal at each alignment ONNX defines: query i sees
+// key j <= i + P, P the cache length (0 without a cache: top-left, when Sq != Sk). Checked
+// against a scalar transcription, with present_key / present_value the concatenations.
+TEST_CASE("importer: Attention with past key / value and causal offsets matches ONNX's rule") {
+  struct Case {
+    int sq, sk, past;
+  };
+  const int D = 2;
+  for (Case cs : {Case{2, 2, 2}, Case{3, 2, 0}, Case{1, 2, 1}, Case{2, 3, 0}}) {
+    CAPTURE(cs.sq);
+    CAPTURE(cs.sk);
+    CAPTURE(cs.past);
+    int total = cs.past + cs.sk;
+    auto vals = [](int64_t n, float seed) {
+      std::vector<float> v;
+      for (int64_t i = 0; i < n; ++i)
+        v.push_back(std::sin(seed + 0.7f * float(i)));
+      return v;
+    };
+    std::vector<float> q = vals(cs.sq * D, 0.1f), k = vals(cs.sk * D, 1.3f),
+                       v = vals(cs.sk * D, 2.9f), pk = vals(cs.past * D, 4.1f),
+                       pv = vals(cs.past * D, 5.3f);
+    ModelBuilder b(23);
+    b.input("q", TensorProto::FLOAT, {1, 1, cs.sq, D})
+        .input("k", TensorProto::FLOAT, {1, 1, cs.sk, D})
+        .input("v", TensorProto::FLOAT, {1, 1, cs.sk, D});
+    std::vector<std::string> ins = {"q", "k", "v"};
+    if (cs.past) {
+      b.input("pk", TensorProto::FLOAT, {1, 1, cs.past, D})
+          .input("pv", TensorProto::FLOAT, {1, 1, cs.past, D});
+      ins.insert(ins.end(), {"", "pk", "pv"});
+    }
+    b.output("y", TensorProto::FLOAT, {1, 1, cs.sq, D});
+    std::vector<std::string> outs = {"y"};
+    if (cs.past) {
+      b.output("present_k", TensorProto::FLOAT, {1, 1, total, D});
+      outs.push_back("present_k");
+    }
+    attr(b.node("Attention", ins, outs, "/attn"), "is_causal", int64_t(1));
+    auto g = b.import("attention_past.onnx");
+    std::vector<Tensor> in = {Tensor::fromF32(q, {1, 1, cs.sq, D}),
+                              Tensor::fromF32(k, {1, 1, cs.sk, D}),
+                              Tensor::fromF32(v, {1, 1, cs.sk, D})};
+    if (cs.past) {
+      in.push_back(Tensor::fromF32(pk, {1, 1, cs.past, D}));
+      in.push_back(Tensor::fromF32(pv, {1, 1, cs.past, D}));
+    }
+    std::vector<Tensor> got = interpret(*g, in);
+    // Keys and values with the cache in front.
+    std::vector<float> K = pk, V = pv;
+    K.insert(K.end(), k.begin(), k.end());
+    V.insert(V.end(), v.begin(), v.end());
+    double scale = 1.0 / std::sqrt(double(D));
+    for (int64_t i = 0; i < cs.sq; ++i) {
+      std::vector<double> w(static_cast<size_t>(total), 0.0);
+      double m = -INFINITY, z = 0;
+      for (int64_t j = 0; j <= std::min<int64_t>(total - 1, i + cs.past); ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < D; ++d)
+          s += double(q[size_t(i * D + d)]) * K[size_t(j * D + d)];
+        w[size_t(j)] = s * scale;
+        m = std::max(m, w[size_t(j)]);
+      }
+      for (int64_t j = 0; j <= std::min<int64_t>(total - 1, i + cs.past); ++j)
+        z += std::exp(w[size_t(j)] - m);
+      for (int64_t d = 0; d < D; ++d) {
+        double y = 0;
+        for (int64_t j = 0; j <= std::min<int64_t>(total - 1, i + cs.past); ++j)
+          y += std::exp(w[size_t(j)] - m) / z * V[size_t(j * D + d)];
+        CHECK(got[0].getDouble(i * D + d) == doctest::Approx(y).epsilon(1e-5));
+      }
+    }
+    if (cs.past)
+      for (int64_t e = 0; e < total * D; ++e)
+        CHECK(got[1].getDouble(e) == K[size_t(e)]);
+  }
+}
