@@ -1365,12 +1365,16 @@ void emitResize(ConvertCtx &c, const Shape &sizes, const std::vector<double> &sc
     c.setOutput(0, c.input(0));
     return;
   }
-  c.setOutput(0, c.emit(Op::Resize, {c.input(0)},
-                        {{"sizes", sizes},
-                         {"scales", scales},
-                         {"mode", mode},
-                         {"coordinate_transformation_mode", coord},
-                         {"nearest_mode", nearest}}));
+  AttrMap attrs = {{"sizes", sizes},
+                   {"scales", scales},
+                   {"mode", mode},
+                   {"coordinate_transformation_mode", coord},
+                   {"nearest_mode", nearest}};
+  if (mode == "cubic") {
+    attrs["cubic_coeff_a"] = c.attrFloat("cubic_coeff_a", -0.75);
+    attrs["exclude_outside"] = c.attrInt("exclude_outside", 0);
+  }
+  c.setOutput(0, c.emit(Op::Resize, {c.input(0)}, std::move(attrs)));
 }
 
 // Output dims from scales: floor(in * scale), computed in float like the ONNX reference.
@@ -1386,8 +1390,8 @@ std::string resizeMode(ConvertCtx &c) {
   std::string mode = c.attrStr("mode", "nearest");
   if (mode == "bilinear") // Upsample-7 accepted this spelling
     mode = "linear";
-  if (mode != "nearest" && mode != "linear")
-    c.fail(cat("mode '", mode, "' is not supported (nearest or linear)"));
+  if (mode != "nearest" && mode != "linear" && (mode != "cubic" || c.opType() == "Upsample"))
+    c.fail(cat("mode '", mode, "' is not supported (nearest, linear or cubic)"));
   return mode;
 }
 

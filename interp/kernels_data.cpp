@@ -1,13 +1,17 @@
 // Data-movement kernels: reshape, transpose, concat, split, slice, gather, expand, tile, pad and
-// resize. They move raw elements (any dtype) except linear resize, which interpolates in double.
+// resize. They move raw elements (any dtype) except linear and cubic resize, which interpolate in
+// double.
 //
 // resize follows the ONNX reference (onnx/reference/ops/op_resize.py): the output coordinate is
 // mapped to the input by coordinate_transformation_mode using the node's scales (or out/in where
 // a scale is not positive); nearest rounds by nearest_mode and clamps to the input; linear
 // clamps the coordinate to [0, len-1] and interpolates between its floor and the next element,
-// one axis at a time (separable, so N-d linear is multilinear). Integer data is interpolated in
-// double and rounded to nearest.
+// one axis at a time (separable, so N-d linear is multilinear); cubic is Keys' convolution over
+// four taps per axis (resizeCubic). Integer data is interpolated in double and rounded to
+// nearest.
 #include "interp/kernels.h"
+
+#include <array>
 
 #include <algorithm>
 
@@ -254,6 +258,76 @@ std::vector<Tensor> kernel_Pad(const KernelCtx &ctx) {
   return {gatherByAxisMaps(x, maps, elementBytes(x.dtype(), ctx.node.f("value")))};
 }
 
+namespace {
+
+// Keys' cubic convolution weights of the taps at offsets -1, 0, 1, 2 from floor(c), t = c -
+// floor(c) in [0, 1), coefficient A (ONNX's cubic_coeff_a).
+std::array<double, 4> cubicWeights(double t, double A) {
+  auto near = [A](double s) { return ((A + 2) * s - (A + 3)) * s * s + 1; };      // |s| <= 1
+  auto far = [A](double s) { return ((A * s - 5 * A) * s + 8 * A) * s - 4 * A; }; // 1 < |s| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+// Cubic resize (ONNX's, as its reference computes it): per output position the input coordinate
+// c (not clamped), taps floor(c) - 1 .. floor(c) + 2 read at indices clamped to the axis (edge
+// padding), weighted by Keys' cubic convolution with coefficient A at t = c - floor(c); with
+// exclude_outside the taps outside the axis weigh 0 and the rest are renormalised. Separable,
+// one axis at a time, in double.
+template <typename ScaleOf>
+Tensor resizeCubic(const KernelCtx &ctx, ScaleOf scaleOf) {
+  const Tensor &x = ctx.x(0);
+  const TensorType &ot = ctx.outType();
+  const std::string &ctm = ctx.node.s("coordinate_transformation_mode");
+  double A = ctx.node.f("cubic_coeff_a");
+  bool exclude = ctx.node.i("exclude_outside") != 0;
+  std::vector<double> cur = x.toDoubles();
+  std::vector<int64_t> shape = x.shape();
+  for (int64_t d = 0; d < ot.rank(); ++d) {
+    int64_t lenIn = shape[d], lenOut = ot.shape[d];
+    if (lenIn == lenOut && scaleOf(d) == 1.0)
+      continue;
+    std::vector<std::array<int64_t, 4>> idx(static_cast<size_t>(lenOut));
+    std::vector<std::array<double, 4>> w(static_cast<size_t>(lenOut));
+    for (int64_t i = 0; i < lenOut; ++i) {
+      double c = inputCoord(ctx, ctm, i, lenIn, lenOut, scaleOf(d));
+      double base = std::floor(c);
+      std::array<double, 4> k = cubicWeights(c - base, A);
+      double sum = 0;
+      for (int t = 0; t < 4; ++t) {
+        int64_t j = static_cast<int64_t>(base) - 1 + t;
+        if (exclude && (j < 0 || j >= lenIn))
+          k[t] = 0;
+        sum += k[t];
+        idx[i][t] = std::clamp<int64_t>(j, 0, lenIn - 1);
+      }
+      for (int t = 0; t < 4; ++t)
+        w[i][t] = exclude ? k[t] / sum : k[t];
+    }
+    int64_t outer = prod(shape, 0, static_cast<size_t>(d));
+    int64_t inner = prod(shape, static_cast<size_t>(d) + 1, shape.size());
+    std::vector<double> next(static_cast<size_t>(outer * lenOut * inner), 0.0);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < lenOut; ++i) {
+        double *y = next.data() + (o * lenOut + i) * inner;
+        for (int t = 0; t < 4; ++t) {
+          const double *a = cur.data() + (o * lenIn + idx[i][t]) * inner;
+          for (int64_t j = 0; j < inner; ++j)
+            y[j] += w[i][t] * a[j];
+        }
+      }
+    cur.swap(next);
+    shape[d] = lenOut;
+  }
+  if (isFloat(ot.dtype))
+    return fromDoubles(cur, ot);
+  Tensor out(ot);
+  for (int64_t i = 0; i < out.numel(); ++i)
+    out.setInt(i, truncToInt64(std::nearbyint(cur[i])));
+  return out;
+}
+
+} // namespace
+
 std::vector<Tensor> kernel_Resize(const KernelCtx &ctx) {
   const Tensor &x = ctx.x(0);
   const TensorType &ot = ctx.outType();
@@ -279,8 +353,10 @@ std::vector<Tensor> kernel_Resize(const KernelCtx &ctx) {
     }
     return {gatherByAxisMaps(x, maps, std::vector<uint8_t>(dtypeSize(x.dtype()), 0))};
   }
-  if (mode != "linear")
-    ctx.fail(cat("mode '", mode, "' is not nearest or linear"));
+  if (mode != "linear" && mode != "cubic")
+    ctx.fail(cat("mode '", mode, "' is not nearest, linear or cubic"));
+  if (mode == "cubic")
+    return {resizeCubic(ctx, scaleOf)};
   // Separable linear interpolation, one axis at a time, in double.
   std::vector<double> cur = x.toDoubles();
   std::vector<int64_t> shape = x.shape();

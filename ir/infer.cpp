@@ -666,8 +666,8 @@ std::vector<TensorType> inferResize(InferCtx &ctx) {
       static_cast<int64_t>(scales.size()) != x.rank())
     ctx.fail(cat("resize sizes and scales need one value per axis of ", x.str()));
   const std::string &mode = ctx.s("mode");
-  if (mode != "nearest" && mode != "linear")
-    ctx.fail(cat("resize mode '", mode, "' is not nearest or linear"));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    ctx.fail(cat("resize mode '", mode, "' is not nearest, linear or cubic"));
   return {TensorType(x.dtype, sizes)};
 }
 

@@ -1,6 +1,6 @@
 // The data-movement recipe: transpose, concat, split, slice (negative steps included), gather
 // (negative indices wrap), expand, tile, pad (constant / reflect / edge, negative pads crop)
-// and resize (nearest with every nearest_mode, linear, with the half_pixel,
+// and resize (nearest with every nearest_mode, linear and cubic, with the half_pixel,
 // pytorch_half_pixel, align_corners and asymmetric coordinate modes).
 //
 // Each op is an index map: a flat grid x threads x vector loop runs over the output elements
@@ -367,8 +367,11 @@ private:
       }
       return at(x, idx);
     }
+    if (mode == "cubic")
+      return resizeCubic(oidx, out);
     if (mode != "linear")
-      throw UserError(cat(a_.where(), ": resize: mode '", mode, "' is not nearest or linear"));
+      throw UserError(
+          cat(a_.where(), ": resize: mode '", mode, "' is not nearest, linear or cubic"));
     // Multilinear: per resized axis i0, i1 = min(i0 + 1, len - 1) and the weight of i1.
     std::vector<size_t> axes;
     for (size_t d = 0; d < r; ++d) {
@@ -415,6 +418,79 @@ private:
       return sum;
     // Integers are interpolated and rounded half to even, as the interpreter does.
     E rounded = kir::unary(kir::UnOp::Round, sum);
+    return kir::cast(kir::cast(rounded, DType::I64), t);
+  }
+
+  // Cubic (the interpreter's kernel_Resize): per resized axis the coordinate c in f32, taps
+  // floor(c) - 1 .. floor(c) + 2 at indices clamped to the axis, Keys' weights at t = c -
+  // floor(c) (exclude_outside: 0 outside the axis, the rest renormalised); the 4^axes corner
+  // products summed.
+  E resizeCubic(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
+    const Value *x = a_.operand(0);
+    const std::vector<int64_t> &xs = x->type().shape;
+    const std::vector<int64_t> &os = a_.result(0)->type().shape;
+    const auto &scales = a_.floats("scales");
+    const std::string &ctm = a_.s("coordinate_transformation_mode");
+    double A = a_.f("cubic_coeff_a");
+    bool exclude = a_.i("exclude_outside") != 0;
+    auto f = [](double v) { return kir::fconst(v); };
+    auto nearW = [&](E t) { return ((f(A + 2) * t - f(A + 3)) * t) * t + f(1.0); };
+    auto farW = [&](E t) { return ((f(A) * t - f(5 * A)) * t + f(8 * A)) * t - f(4 * A); };
+    std::vector<size_t> axes;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      ResizeAxis ax = resizeAxis(xs[d], os[d], scales[d]);
+      bool ident = xs[d] == os[d];
+      for (int64_t i = 0; i < os[d] && ident; ++i)
+        ident = coordD(ctm, ax, i) == double(i);
+      if (ident)
+        continue;
+      axes.push_back(d);
+      std::string s = cat("r", d);
+      out.push_back(kir::decl(s + "_c", DType::F32, coordE(ctm, ax, oidx[d])));
+      E c = kir::var(s + "_c", DType::F32);
+      out.push_back(
+          kir::decl(s + "_b", DType::I64, kir::cast(kir::unary(kir::UnOp::Floor, c), DType::I64)));
+      E b = kir::var(s + "_b");
+      out.push_back(kir::decl(s + "_t", DType::F32, c - kir::cast(b, DType::F32)));
+      E t = kir::var(s + "_t", DType::F32);
+      E w[4] = {farW(t + f(1.0)), nearW(t), nearW(f(1.0) - t), farW(f(2.0) - t)};
+      for (int k = 0; k < 4; ++k) {
+        E j = b + E(int64_t(k - 1));
+        out.push_back(kir::decl(cat(s, "_i", k), DType::I64,
+                                kir::max(E(int64_t(0)), kir::min(j, E(xs[d] - 1)))));
+        E wk = exclude ? kir::select((j >= E(int64_t(0))) && (j < E(xs[d])), w[k], f(0.0)) : w[k];
+        out.push_back(kir::decl(cat(s, "_w", k), DType::F32, wk));
+      }
+      if (exclude) {
+        E sum = kir::var(s + "_w0", DType::F32) + kir::var(s + "_w1", DType::F32) +
+                kir::var(s + "_w2", DType::F32) + kir::var(s + "_w3", DType::F32);
+        out.push_back(kir::decl(s + "_n", DType::F32, f(1.0) / sum));
+      }
+    }
+    E total;
+    size_t corners = size_t(1) << (2 * axes.size());
+    for (size_t corner = 0; corner < corners; ++corner) {
+      std::vector<E> idx = oidx;
+      E w;
+      for (size_t j = 0; j < axes.size(); ++j) {
+        std::string s = cat("r", axes[j]);
+        int k = static_cast<int>((corner >> (2 * j)) & 3);
+        idx[axes[j]] = kir::var(cat(s, "_i", k));
+        E wj = kir::var(cat(s, "_w", k), DType::F32);
+        if (exclude)
+          wj = wj * kir::var(s + "_n", DType::F32);
+        w = w ? w * wj : wj;
+      }
+      E v = at(x, idx);
+      if (!isFloat(v->type))
+        v = kir::cast(v, DType::F32);
+      E term = w ? w * v : v;
+      total = total ? total + term : term;
+    }
+    DType t = x->type().dtype;
+    if (isFloat(t))
+      return total;
+    E rounded = kir::unary(kir::UnOp::Round, total);
     return kir::cast(kir::cast(rounded, DType::I64), t);
   }
 

@@ -624,6 +624,19 @@ const OpCase kOpCases[] = {
 }
 )",
      {"data_movement"}},
+    // Cubic resize: up and down, A = -0.75 and -0.5, exclude_outside, both half-pixel forms and
+    // align_corners; one axis and two (16 taps); u8 data rounded like the interpreter.
+    {"resize_cubic",
+     R"(graph @rc(%x: f32[1,1,4,6], %u: u8[1,1,4,4]) -> (%c1: f32[1,1,8,9], %c2: f32[1,1,3,4], %c3: f32[1,1,7,5], %c4: f32[1,1,4,10], %c5: u8[1,1,8,8]) {
+  %c1 = resize(%x) {coordinate_transformation_mode = "half_pixel", mode = "cubic", scales = [1.0, 1.0, 2.0, 1.5], sizes = [1, 1, 8, 9]} : f32[1,1,8,9]
+  %c2 = resize(%x) {coordinate_transformation_mode = "align_corners", cubic_coeff_a = -0.5, mode = "cubic", scales = [1.0, 1.0, 0.75, 0.6667], sizes = [1, 1, 3, 4]} : f32[1,1,3,4]
+  %c3 = resize(%x) {coordinate_transformation_mode = "pytorch_half_pixel", exclude_outside = 1, mode = "cubic", scales = [0.0, 0.0, 0.0, 0.0], sizes = [1, 1, 7, 5]} : f32[1,1,7,5]
+  %c4 = resize(%x) {coordinate_transformation_mode = "asymmetric", exclude_outside = 1, mode = "cubic", scales = [1.0, 1.0, 1.0, 1.6667], sizes = [1, 1, 4, 10]} : f32[1,1,4,10]
+  %c5 = resize(%u) {coordinate_transformation_mode = "half_pixel", mode = "cubic", scales = [1.0, 1.0, 2.0, 2.0], sizes = [1, 1, 8, 8]} : u8[1,1,8,8]
+  return %c1, %c2, %c3, %c4, %c5
+}
+)",
+     {"data_movement"}},
     // Layout ops folded into their readers (lower/fusion.h, rule 0; issue 17): each reader
     // reads the source through the composed index map, no layout kernel runs.
     {"fold_chain_contraction",
