@@ -166,11 +166,14 @@ def main():
                [f32("x", ["batch", "seq", 16])], [f32("y", ["batch", "seq", 16])]),
          "2 unbound dynamic dim(s), bind each with the flag shown: 'batch' (input 'x' dim 0): "
          "--dim batch=N; 'seq' (input 'x' dim 1): --dim seq=N")
-    save("resize_cubic.onnx",
-         model([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="cubic")],
+    save("resize_tf_crop.onnx",
+         model([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="up", mode="linear",
+                                 coordinate_transformation_mode="tf_crop_and_resize")],
                [f32("x", [1, 1, 2, 2])], [f32("y", [1, 1, 4, 4])],
-               [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]),
-         "node 'up' (Resize): mode 'cubic' is not supported")
+               [numpy_helper.from_array(np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32), "roi"),
+                numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]),
+         "node 'up' (Resize): coordinate_transformation_mode 'tf_crop_and_resize' is not "
+         "supported")
 
     # --- window attributes (libonnx's shape inference divides by strides: checked before it) ------
     x4, y4 = f32("x", [1, 1, 8, 8]), f32("y", ["n", "c", "h", "w"])
