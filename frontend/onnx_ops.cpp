@@ -314,6 +314,47 @@ void convMod(ConvertCtx &c) {
   c.setOutput(0, r);
 }
 
+// BitShift, as ONNX's reference defines it for every integer type: a shift by y < 0 or y >=
+// the width gives 0 (a right shift of a negative signed value: -1); otherwise x << y wraps at the
+// width and x >> y is arithmetic for signed types. Composed of elementwise ops in uint64:
+// x << y = x * 2^y (2^y exact below 2^64, the product wrapping, then narrowed); x >> y = x / 2^y
+// for x >= 0, and ~(~x / 2^y) for x < 0 (~x = -1 - x is then >= 0).
+void convBitShift(ConvertCtx &c) {
+  Value *x = c.input(0), *y = c.input(1);
+  DType t = x->type().dtype;
+  if (!isInteger(t))
+    c.fail(cat("BitShift needs integers, got ", dtypeName(t)));
+  std::string dir = c.attrStr("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT")
+    c.fail(cat("direction '", dir, "' is not LEFT or RIGHT"));
+  bool isSigned = !isUnsigned(t);
+  auto cast = [&](Value *v, DType to) {
+    return v->type().dtype == to ? v : c.emit(Op::Cast, {v}, {{"to", std::string(dtypeName(to))}});
+  };
+  double width = double(8 * dtypeSize(t));
+  Value *zero = c.scalar(y->type().dtype, 0.0);
+  Value *valid = c.emit(Op::And, {c.emit(Op::GreaterEqual, {y, zero}),
+                                  c.emit(Op::Less, {y, c.scalar(y->type().dtype, width)})});
+  Value *shift = c.emit(Op::Where, {valid, y, zero});
+  Value *pow2 = c.emit(Op::Pow, {c.scalar(DType::U64, 2.0), cast(shift, DType::U64)});
+  Value *r, *outside;
+  if (dir == "LEFT") {
+    r = cast(c.emit(Op::Mul, {cast(x, DType::U64), pow2}), t);
+    outside = c.scalar(t, 0.0);
+  } else if (!isSigned) {
+    r = cast(c.emit(Op::Div, {cast(x, DType::U64), pow2}), t);
+    outside = c.scalar(t, 0.0);
+  } else {
+    Value *neg = c.emit(Op::Less, {x, c.scalar(t, 0.0)});
+    Value *minus1 = c.scalar(t, -1.0);
+    Value *nx = c.emit(Op::Where, {neg, c.emit(Op::Sub, {minus1, x}), x});
+    Value *q = cast(c.emit(Op::Div, {cast(nx, DType::U64), pow2}), t);
+    r = c.emit(Op::Where, {neg, c.emit(Op::Sub, {minus1, q}), q});
+    outside = c.emit(Op::Where, {neg, minus1, c.scalar(t, 0.0)});
+  }
+  c.setOutput(0, c.emit(Op::Where, {valid, r, outside}));
+}
+
 void convWhere(ConvertCtx &c) {
   c.setOutput(0, c.emit(Op::Where, {c.input(0), c.input(1), c.input(2)}));
 }
@@ -1785,6 +1826,7 @@ constexpr OnnxOpEntry kTable[] = {
     {"Min", 1, convVariadic<Op::Min>},
     {"Mish", 18, convMish},
     {"Mod", 10, convMod},
+    {"BitShift", 11, convBitShift},
     {"Mul", 1, convBinary<Op::Mul>},
     {"Neg", 1, convUnary<Op::Neg>},
     {"NegativeLogLikelihoodLoss", 12, convNllLoss},
