@@ -65,17 +65,6 @@ std::vector<int64_t> toInt64s(const Tensor &t); // floats truncated toward zero
 // A tensor of `type` from int64 values, narrowed with wrap-around (bool: nonzero).
 Tensor fromInt64s(const std::vector<int64_t> &values, const TensorType &type);
 
-// float -> int64 truncating toward zero; NaN gives 0, out-of-range values saturate.
-inline int64_t truncToInt64(double v) {
-  if (std::isnan(v))
-    return 0;
-  if (v >= 9.2233720368547758e18)
-    return INT64_MAX;
-  if (v <= -9.2233720368547758e18)
-    return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
-
 // ---- strided row iteration --------------------------------------------------------------------
 
 // Strides (in elements) of `shape` when broadcast to `out` (right-aligned, numpy rules): 0 on

@@ -71,23 +71,9 @@ std::string formatLoc(const Location &loc) {
   return s + "])";
 }
 
-// f64 elements in double's shortest round-trip form.
-std::string formatFloat64(double v) {
-  if (std::isnan(v))
-    return "nan";
-  if (std::isinf(v))
-    return v > 0 ? "inf" : "-inf";
-  char buf[48];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  std::string s(buf, res.ptr);
-  if (s.find_first_of(".eE") == std::string::npos)
-    s += ".0";
-  return s;
-}
-
 std::string formatElement(const Tensor &t, int64_t i) {
   switch (t.dtype()) {
-  case DType::F64: return formatFloat64(t.data<double>()[i]);
+  case DType::F64: return formatFloat(t.data<double>()[i]); // shortest round trip (attributes.h)
   case DType::F32:
   case DType::F16:
   case DType::BF16: return formatFloat32(static_cast<float>(t.getDouble(i)));

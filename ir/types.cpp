@@ -158,9 +158,7 @@ Tensor::Tensor(TensorType type, std::vector<uint8_t> bytes)
              " needs ", type_.bytes(), " bytes, got ", bytes_.size());
 }
 
-namespace {
-// Toward zero, NaN -> 0, saturating at the int64 range.
-int64_t truncSat(double v) {
+int64_t truncToInt64(double v) {
   if (std::isnan(v))
     return 0;
   if (v >= 9223372036854775808.0)
@@ -169,7 +167,6 @@ int64_t truncSat(double v) {
     return INT64_MIN;
   return static_cast<int64_t>(v);
 }
-} // namespace
 
 double Tensor::getDouble(int64_t i) const {
   switch (dtype()) {
@@ -221,9 +218,9 @@ void Tensor::setDouble(int64_t i, double v) {
     else if (v >= 9223372036854775808.0)
       data<uint64_t>()[i] = v >= 18446744073709551615.0 ? UINT64_MAX : static_cast<uint64_t>(v);
     else
-      data<uint64_t>()[i] = static_cast<uint64_t>(truncSat(v));
+      data<uint64_t>()[i] = static_cast<uint64_t>(truncToInt64(v));
     return;
-  default: setInt(i, truncSat(v)); return;
+  default: setInt(i, truncToInt64(v)); return;
   }
 }
 

@@ -35,6 +35,10 @@ bool isUnsigned(DType t);                               // u8, u16, u32, u64
 
 inline constexpr int64_t kDynamicDim = -1;
 
+// float -> int64 truncating toward zero; NaN gives 0, out-of-range values saturate (the
+// interpreter's float -> integer conversion, and Tensor::setDouble's).
+int64_t truncToInt64(double v);
+
 // The size limits (kMaxTensorElements, kMaxTotalBytes) are in support/checked_math.h.
 
 struct TensorType {

@@ -2,6 +2,8 @@
 // from the Dialect.
 #include "backend/c/c_expr.h"
 
+#include "ir/attributes.h"
+
 #include "support/diagnostics.h"
 #include "support/half.h"
 
@@ -58,12 +60,7 @@ std::string doubleLiteral(const Dialect &d, double v) {
     return std::string("static_cast<double>(") + d.nan + ")";
   if (std::isinf(v))
     return std::string("static_cast<double>(") + (v > 0 ? d.inf : d.negInf) + ")";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  std::string s(buf, res.ptr);
-  if (s.find_first_of(".eE") == std::string::npos)
-    s += ".0";
-  return s;
+  return formatFloat(v); // shortest round trip, always with '.' or an exponent
 }
 
 std::string intLiteral(int64_t v) {
