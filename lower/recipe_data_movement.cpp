@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace aicf {
 
@@ -395,16 +396,31 @@ private:
       out.push_back(kir::decl(s + "_i1", DType::I64, kir::min(i0 + E(int64_t(1)), E(xs[d] - 1))));
       out.push_back(kir::decl(s + "_w", DType::F32, cv - kir::cast(i0, DType::F32)));
     }
+    return tapSum(x, oidx, axes, 2, [](const std::string &s, int k) {
+      E w = kir::var(s + "_w", DType::F32);
+      return k ? w : kir::fconst(1.0) - w;
+    });
+  }
+
+  // The interpolated value: over every corner of `taps` taps per resized axis (axis d's tap k at
+  // index variable r<d>_i<k>, weighing weight("r<d>", k)), the sum of the weight products times
+  // the element; integer data rounded half to even, as the interpreter does.
+  E tapSum(const Value *x, const std::vector<E> &oidx, const std::vector<size_t> &axes, int taps,
+           const std::function<E(const std::string &, int)> &weight) {
     E sum;
-    for (size_t corner = 0; corner < (size_t(1) << axes.size()); ++corner) {
+    size_t corners = 1;
+    for (size_t j = 0; j < axes.size(); ++j)
+      corners *= static_cast<size_t>(taps);
+    for (size_t corner = 0; corner < corners; ++corner) {
       std::vector<E> idx = oidx;
       E w;
+      size_t rest = corner;
       for (size_t j = 0; j < axes.size(); ++j) {
         std::string s = cat("r", axes[j]);
-        bool hi = (corner >> j) & 1;
-        idx[axes[j]] = kir::var(s + (hi ? "_i1" : "_i0"));
-        E wj =
-            hi ? kir::var(s + "_w", DType::F32) : kir::fconst(1.0) - kir::var(s + "_w", DType::F32);
+        int k = static_cast<int>(rest % static_cast<size_t>(taps));
+        rest /= static_cast<size_t>(taps);
+        idx[axes[j]] = kir::var(cat(s, "_i", k));
+        E wj = weight(s, k);
         w = w ? w * wj : wj;
       }
       E v = at(x, idx);
@@ -416,7 +432,6 @@ private:
     DType t = x->type().dtype;
     if (isFloat(t))
       return sum;
-    // Integers are interpolated and rounded half to even, as the interpreter does.
     E rounded = kir::unary(kir::UnOp::Round, sum);
     return kir::cast(kir::cast(rounded, DType::I64), t);
   }
@@ -467,31 +482,10 @@ private:
         out.push_back(kir::decl(s + "_n", DType::F32, f(1.0) / sum));
       }
     }
-    E total;
-    size_t corners = size_t(1) << (2 * axes.size());
-    for (size_t corner = 0; corner < corners; ++corner) {
-      std::vector<E> idx = oidx;
-      E w;
-      for (size_t j = 0; j < axes.size(); ++j) {
-        std::string s = cat("r", axes[j]);
-        int k = static_cast<int>((corner >> (2 * j)) & 3);
-        idx[axes[j]] = kir::var(cat(s, "_i", k));
-        E wj = kir::var(cat(s, "_w", k), DType::F32);
-        if (exclude)
-          wj = wj * kir::var(s + "_n", DType::F32);
-        w = w ? w * wj : wj;
-      }
-      E v = at(x, idx);
-      if (!isFloat(v->type))
-        v = kir::cast(v, DType::F32);
-      E term = w ? w * v : v;
-      total = total ? total + term : term;
-    }
-    DType t = x->type().dtype;
-    if (isFloat(t))
-      return total;
-    E rounded = kir::unary(kir::UnOp::Round, total);
-    return kir::cast(kir::cast(rounded, DType::I64), t);
+    return tapSum(x, oidx, axes, 4, [&](const std::string &s, int k) {
+      E w = kir::var(cat(s, "_w", k), DType::F32);
+      return exclude ? w * kir::var(s + "_n", DType::F32) : w;
+    });
   }
 
   kir::Kernel split() {
