@@ -128,9 +128,16 @@ void useGraph(CompileState &s, std::unique_ptr<Graph> copy) {
 
 // A host plan's layout pass, on a copy of the graph under a pass manager (verified); the copy
 // replaces the graph when the pass changed it.
+void runPassOnCopy(CompileState &s, const char *pass);
+
 void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
   if (s.hw.gpu || !enabled)
     return;
+  runPassOnCopy(s, pass);
+}
+
+// Runs `pass` on a copy of the graph, which replaces it when the pass changed it.
+void runPassOnCopy(CompileState &s, const char *pass) {
   std::unique_ptr<Graph> copy = s.graph->clone();
   PassManager pm;
   pm.add(createPass(pass));
@@ -143,13 +150,7 @@ void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
 // Every target: f64 nodes of the f32-accumulating recipes computed in f32 between casts
 // (passes/legalize_f64.cpp), first, so that every later stage sees only f32 in those ops.
 void legalizeF64(CompileState &s) {
-  std::unique_ptr<Graph> copy = s.graph->clone();
-  PassManager pm;
-  pm.add(createPass("legalize-f64"));
-  PassContext ctx;
-  ctx.target = s.target;
-  if (pm.run(*copy, ctx))
-    useGraph(s, std::move(copy));
+  runPassOnCopy(s, "legalize-f64");
 }
 
 // Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before
