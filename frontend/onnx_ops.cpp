@@ -612,23 +612,55 @@ void convRmsNorm(ConvertCtx &c) {
                         {{"axis", axis}, {"epsilon", c.attrFloat("epsilon", 1e-5)}}));
 }
 
+// BatchNormalization-14/15 with training_mode = 1: y normalised by the batch's own statistics,
+// the mean and the population variance over every axis but the channel axis 1, computed with
+// reduce_mean; outputs 1 and 2 are the updated running statistics, input_running * momentum +
+// current * (1 - momentum) (ONNX's reference; momentum defaults to 0.9).
+void batchNormTraining(ConvertCtx &c, const std::vector<Value *> &ops) {
+  Value *x = ops[0];
+  const Shape &xs = x->type().shape;
+  DType t = x->type().dtype;
+  Shape axes = {0};
+  for (int64_t a = 2; a < static_cast<int64_t>(xs.size()); ++a)
+    axes.push_back(a);
+  Value *meanK = c.emit(Op::ReduceMean, {x}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+  Value *d = c.emit(Op::Sub, {x, meanK});
+  Value *var =
+      c.emit(Op::ReduceMean, {c.emit(Op::Mul, {d, d})}, {{"axes", axes}, {"keepdims", int64_t(0)}});
+  Value *mean = c.reshape(meanK, {xs[1]});
+  c.setOutput(0, c.emit(Op::BatchNorm, {x, ops[1], ops[2], mean, var},
+                        {{"epsilon", c.attrFloat("epsilon", 1e-5)}}));
+  double momentum = c.attrFloat("momentum", 0.9);
+  for (size_t k = 1; k <= 2; ++k) {
+    if (!c.outputUsed(k))
+      continue;
+    Value *running = c.emit(Op::Mul, {ops[2 + k], c.scalar(t, momentum)});
+    Value *current = c.emit(Op::Mul, {k == 1 ? mean : var, c.scalar(t, 1.0 - momentum)});
+    c.setOutput(k, c.castTo(c.emit(Op::Add, {running, current}), c.type(2 + k).dtype));
+  }
+}
+
 void convBatchNorm(ConvertCtx &c) {
   if (c.opset() < 7 && c.attrInt("is_test", 0) == 0)
     c.fail("is_test = 0 (training mode, batch statistics) is not supported (inference only)");
   if (c.opset() < 9 && c.attrInt("spatial", 1) != 1)
     c.fail("spatial = 0 (per-activation statistics) is not supported");
-  if (c.attrInt("training_mode", 0) != 0)
-    c.fail("training_mode = 1 is not supported (inference only)");
-  for (size_t k = 1; k < c.numOutputs(); ++k)
-    if (c.outputUsed(k))
-      c.fail(cat("output ", k, " ('", c.node().output(static_cast<int>(k)),
-                 "', a training statistic) is not supported (inference only)"));
+  bool training = c.opset() >= 14 && c.attrInt("training_mode", 0) != 0;
+  if (!training)
+    for (size_t k = 1; k < c.numOutputs(); ++k)
+      if (c.outputUsed(k))
+        c.fail(cat("output ", k, " ('", c.node().output(static_cast<int>(k)),
+                   "', a training statistic) needs training_mode = 1"));
   Value *x = c.input(0);
   DType t = x->type().dtype;
   // BatchNormalization-15 lets scale/bias and mean/var have their own float types.
   std::vector<Value *> ops = {x};
   for (size_t k = 1; k <= 4; ++k)
     ops.push_back(c.castTo(c.input(k), t));
+  if (training) {
+    batchNormTraining(c, ops);
+    return;
+  }
   c.setOutput(0, c.emit(Op::BatchNorm, ops, {{"epsilon", c.attrFloat("epsilon", 1e-5)}}));
 }
 
@@ -1015,8 +1047,6 @@ void convPool(ConvertCtx &c) {
   auto k = c.attrIntsOpt("kernel_shape");
   if (!k)
     c.fail("attribute 'kernel_shape' is required");
-  if (op == Op::MaxPool && c.outputUsed(1))
-    c.fail("output 1 (Indices) is not supported");
   Window w = windowAttrs(c, in, *k);
   AttrMap attrs = {{"kernel_shape", *k},
                    {"strides", w.strides},
@@ -1026,6 +1056,11 @@ void convPool(ConvertCtx &c) {
   if (op == Op::AvgPool)
     attrs["count_include_pad"] = c.attrInt("count_include_pad", 0);
   c.setOutput(0, c.emit(op, {c.input(0)}, attrs));
+  // MaxPool's Indices (opset 8+): the flat index of each maximum, its own node.
+  if (op == Op::MaxPool && c.outputUsed(1)) {
+    attrs["storage_order"] = c.attrInt("storage_order", 0);
+    c.setOutput(1, c.emit(Op::MaxPoolIndices, {c.input(0)}, attrs));
+  }
 }
 
 // ---- data movement ----------------------------------------------------------------------------
@@ -1399,9 +1434,13 @@ void convCumSum(ConvertCtx &c) {
 }
 
 // Resize to `sizes` (output dims) with per-axis `scales` for the coordinate mapping.
+// tf_crop_and_resize: `roi` is the crop box, [starts..., ends...] over every axis.
 void emitResize(ConvertCtx &c, const Shape &sizes, const std::vector<double> &scales,
-                const std::string &mode, const std::string &coord, const std::string &nearest) {
-  if (sizes == c.type(0).shape &&
+                const std::string &mode, const std::string &coord, const std::string &nearest,
+                const std::vector<double> &roi = {}) {
+  // Scale 1 maps every coordinate to itself, except in the modes that shift or crop.
+  if (sizes == c.type(0).shape && coord != "tf_crop_and_resize" &&
+      coord != "tf_half_pixel_for_nn" &&
       std::all_of(scales.begin(), scales.end(), [](double s) { return s == 1.0; })) {
     c.setOutput(0, c.input(0));
     return;
@@ -1414,6 +1453,10 @@ void emitResize(ConvertCtx &c, const Shape &sizes, const std::vector<double> &sc
   if (mode == "cubic") {
     attrs["cubic_coeff_a"] = c.attrFloat("cubic_coeff_a", -0.75);
     attrs["exclude_outside"] = c.attrInt("exclude_outside", 0);
+  }
+  if (coord == "tf_crop_and_resize") {
+    attrs["roi"] = roi;
+    attrs["extrapolation_value"] = c.attrFloat("extrapolation_value", 0.0);
   }
   c.setOutput(0, c.emit(Op::Resize, {c.input(0)}, std::move(attrs)));
 }
@@ -1454,14 +1497,9 @@ void convResize(ConvertCtx &c) {
   }
   std::string mode = resizeMode(c);
   std::string coord = c.attrStr("coordinate_transformation_mode", "half_pixel");
-  if (coord == "tf_crop_and_resize")
-    c.fail("coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
-  static const char *known[] = {"half_pixel",
-                                "asymmetric",
-                                "align_corners",
-                                "pytorch_half_pixel",
-                                "tf_half_pixel_for_nearest",
-                                "half_pixel_symmetric"};
+  static const char *known[] = {
+      "half_pixel",           "asymmetric",           "align_corners",     "pytorch_half_pixel",
+      "tf_half_pixel_for_nn", "half_pixel_symmetric", "tf_crop_and_resize"};
   if (std::find(std::begin(known), std::end(known), coord) == std::end(known))
     c.fail(cat("coordinate_transformation_mode '", coord, "' is unknown"));
   std::string nearest = c.attrStr("nearest_mode", "round_prefer_floor");
@@ -1512,7 +1550,26 @@ void convResize(ConvertCtx &c) {
       scales[static_cast<size_t>(axes[k])] = given[k];
     sizes = sizesFromScales(in, scales);
   }
-  emitResize(c, sizes, scales, mode, coord, nearest);
+  // tf_crop_and_resize: the roi input, [starts, ends] over the resized axes (the others keep
+  // the whole axis, [0, 1]). Output sizes from scales stay floor(in * scale), as ONNX Runtime
+  // and the ONNX reference compute them.
+  std::vector<double> roi;
+  if (coord == "tf_crop_and_resize") {
+    if (!c.hasInput(1))
+      c.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs the roi input");
+    std::vector<double> given = c.constDoubles(1, "roi");
+    if (given.size() != 2 * axes.size())
+      c.fail(
+          cat("roi needs 2 values per resized axis (", 2 * axes.size(), "), got ", given.size()));
+    roi.assign(2 * in.size(), 0.0);
+    std::fill(roi.begin() + static_cast<long>(in.size()), roi.end(), 1.0);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      auto a = static_cast<size_t>(axes[k]);
+      roi[a] = given[k];
+      roi[in.size() + a] = given[axes.size() + k];
+    }
+  }
+  emitResize(c, sizes, scales, mode, coord, nearest, roi);
 }
 
 void convDepthToSpace(ConvertCtx &c) {

@@ -8,7 +8,8 @@
 // clamps the coordinate to [0, len-1] and interpolates between its floor and the next element,
 // one axis at a time (separable, so N-d linear is multilinear); cubic is Keys' convolution over
 // four taps per axis (resizeCubic). Integer data is interpolated in double and rounded to
-// nearest.
+// nearest. tf_crop_and_resize maps onto the node's roi box and sets every element whose
+// coordinate falls outside the input on some axis to extrapolation_value.
 #include "interp/kernels.h"
 
 #include <array>
@@ -49,8 +50,9 @@ std::vector<uint8_t> elementBytes(DType dtype, double value) {
 // Input coordinate of output coordinate `xo` (ONNX coordinate_transformation_mode). As in the
 // ONNX reference, the resized length is the real lenIn * scale (2.4 for 4 * 0.6), not the rounded
 // output size; the two agree whenever the scale came from the sizes.
+// tf_crop_and_resize maps onto the crop box [r0, r1] (normalised input coordinates) of the axis.
 double inputCoord(const KernelCtx &ctx, const std::string &mode, int64_t xo, int64_t lenIn,
-                  int64_t lenOut, double scale) {
+                  int64_t lenOut, double scale, double r0 = 0.0, double r1 = 1.0) {
   double x = static_cast<double>(xo);
   double resized = double(lenIn) * scale;
   if (std::fabs(resized - double(lenOut)) < 1e-9 * std::max(1.0, resized))
@@ -63,8 +65,17 @@ double inputCoord(const KernelCtx &ctx, const std::string &mode, int64_t xo, int
     return resized == 1 ? 0.0 : x * double(lenIn - 1) / (resized - 1);
   if (mode == "asymmetric")
     return x / scale;
+  if (mode == "tf_half_pixel_for_nn")
+    return (x + 0.5) / scale;
+  if (mode == "half_pixel_symmetric")
+    return double(lenIn) / 2 * (1 - double(lenOut) / resized) + ((x + 0.5) / scale - 0.5);
+  if (mode == "tf_crop_and_resize")
+    return lenOut > 1
+               ? x * (r1 - r0) * double(lenIn - 1) / double(lenOut - 1) + r0 * double(lenIn - 1)
+               : 0.5 * (r0 + r1) * double(lenIn - 1);
   ctx.fail(cat("coordinate_transformation_mode '", mode,
-               "' is not supported (half_pixel, pytorch_half_pixel, align_corners, asymmetric)"));
+               "' is not supported (half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
+               "tf_half_pixel_for_nn, half_pixel_symmetric, tf_crop_and_resize)"));
 }
 
 int64_t nearestIndex(const KernelCtx &ctx, const std::string &mode, double x, int64_t lenIn) {
@@ -273,23 +284,25 @@ std::array<double, 4> cubicWeights(double t, double A) {
 // padding), weighted by Keys' cubic convolution with coefficient A at t = c - floor(c); with
 // exclude_outside the taps outside the axis weigh 0 and the rest are renormalised. Separable,
 // one axis at a time, in double.
-template <typename ScaleOf>
-Tensor resizeCubic(const KernelCtx &ctx, ScaleOf scaleOf) {
+template <typename CoordOf>
+Tensor resizeCubic(const KernelCtx &ctx, CoordOf coordOf) {
   const Tensor &x = ctx.x(0);
   const TensorType &ot = ctx.outType();
-  const std::string &ctm = ctx.node.s("coordinate_transformation_mode");
   double A = ctx.node.f("cubic_coeff_a");
   bool exclude = ctx.node.i("exclude_outside") != 0;
   std::vector<double> cur = x.toDoubles();
   std::vector<int64_t> shape = x.shape();
   for (int64_t d = 0; d < ot.rank(); ++d) {
     int64_t lenIn = shape[d], lenOut = ot.shape[d];
-    if (lenIn == lenOut && scaleOf(d) == 1.0)
+    bool identity = lenIn == lenOut;
+    for (int64_t i = 0; i < lenOut && identity; ++i)
+      identity = coordOf(d, i, lenIn) == double(i);
+    if (identity)
       continue;
     std::vector<std::array<int64_t, 4>> idx(static_cast<size_t>(lenOut));
     std::vector<std::array<double, 4>> w(static_cast<size_t>(lenOut));
     for (int64_t i = 0; i < lenOut; ++i) {
-      double c = inputCoord(ctx, ctm, i, lenIn, lenOut, scaleOf(d));
+      double c = coordOf(d, i, lenIn);
       double base = std::floor(c);
       std::array<double, 4> k = cubicWeights(c - base, A);
       double sum = 0;
@@ -341,22 +354,54 @@ std::vector<Tensor> kernel_Resize(const KernelCtx &ctx) {
   for (int64_t d = 0; d < r; ++d)
     if (x.shape()[d] == 0 && ot.shape[d] != 0)
       ctx.fail(cat("cannot resize axis ", d, " of size 0 to ", ot.shape[d]));
+  // tf_crop_and_resize: the crop box per axis, and where a coordinate falls outside the input
+  // (on any axis) the element is extrapolation_value, whatever the mode.
+  const auto &roi = ctx.node.floats("roi");
+  bool crop = ctm == "tf_crop_and_resize";
+  if (crop && static_cast<int64_t>(roi.size()) != 2 * r)
+    ctx.fail(cat("tf_crop_and_resize needs roi with 2 values per axis, got ", roi.size()));
+  auto coordOf = [&](int64_t d, int64_t i, int64_t lenIn) {
+    return crop ? inputCoord(ctx, ctm, i, lenIn, ot.shape[d], scaleOf(d), roi[d], roi[r + d])
+                : inputCoord(ctx, ctm, i, lenIn, ot.shape[d], scaleOf(d));
+  };
+  std::vector<std::vector<char>> outside(static_cast<size_t>(r));
+  bool anyOutside = false;
+  if (crop)
+    for (int64_t d = 0; d < r; ++d)
+      for (int64_t i = 0; i < ot.shape[d]; ++i) {
+        double c = coordOf(d, i, x.shape()[d]);
+        outside[d].push_back(c < 0 || c > double(x.shape()[d] - 1));
+        anyOutside = anyOutside || outside[d].back();
+      }
+  double ev = ctx.node.f("extrapolation_value");
+  auto extrapolate = [&](Tensor t) {
+    if (!anyOutside)
+      return t;
+    std::vector<int64_t> st = stridesOf(ot.shape);
+    for (int64_t e = 0; e < t.numel(); ++e) {
+      bool out = false;
+      for (int64_t d = 0; d < r && !out; ++d)
+        out = outside[d][(e / st[d]) % ot.shape[d]];
+      if (out)
+        t.setDouble(e, ev);
+    }
+    return t;
+  };
   if (mode == "nearest") {
     const std::string &nm = ctx.node.s("nearest_mode");
     std::vector<std::vector<int64_t>> maps;
     for (int64_t d = 0; d < r; ++d) {
       std::vector<int64_t> m(static_cast<size_t>(ot.shape[d]));
       for (int64_t i = 0; i < ot.shape[d]; ++i)
-        m[i] = nearestIndex(ctx, nm, inputCoord(ctx, ctm, i, x.shape()[d], ot.shape[d], scaleOf(d)),
-                            x.shape()[d]);
+        m[i] = nearestIndex(ctx, nm, coordOf(d, i, x.shape()[d]), x.shape()[d]);
       maps.push_back(std::move(m));
     }
-    return {gatherByAxisMaps(x, maps, std::vector<uint8_t>(dtypeSize(x.dtype()), 0))};
+    return {extrapolate(gatherByAxisMaps(x, maps, std::vector<uint8_t>(dtypeSize(x.dtype()), 0)))};
   }
   if (mode != "linear" && mode != "cubic")
     ctx.fail(cat("mode '", mode, "' is not nearest, linear or cubic"));
   if (mode == "cubic")
-    return {resizeCubic(ctx, scaleOf)};
+    return {extrapolate(resizeCubic(ctx, coordOf))};
   // Separable linear interpolation, one axis at a time, in double.
   std::vector<double> cur = x.toDoubles();
   std::vector<int64_t> shape = x.shape();
@@ -366,7 +411,7 @@ std::vector<Tensor> kernel_Resize(const KernelCtx &ctx) {
     std::vector<double> w1(static_cast<size_t>(lenOut));
     bool identity = lenIn == lenOut;
     for (int64_t i = 0; i < lenOut; ++i) {
-      double c = inputCoord(ctx, ctm, i, lenIn, lenOut, scaleOf(d));
+      double c = coordOf(d, i, lenIn);
       c = std::clamp(c, 0.0, double(lenIn - 1));
       i0[i] = static_cast<int64_t>(std::floor(c));
       i1[i] = std::min(i0[i] + 1, lenIn - 1);
@@ -393,11 +438,11 @@ std::vector<Tensor> kernel_Resize(const KernelCtx &ctx) {
   Tensor out(ot);
   if (isFloat(ot.dtype)) {
     std::vector<float> f(cur.begin(), cur.end());
-    return {fromFloats(f, ot)};
+    return {extrapolate(fromFloats(f, ot))};
   }
   for (int64_t i = 0; i < out.numel(); ++i)
     out.setInt(i, truncToInt64(std::nearbyint(cur[i])));
-  return {out};
+  return {extrapolate(std::move(out))};
 }
 
 } // namespace aicf::interp

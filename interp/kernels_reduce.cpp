@@ -490,15 +490,17 @@ std::vector<Tensor> kernel_MeanVarianceNorm(const KernelCtx &ctx) {
 
 namespace {
 
-// Runs `window(values, count, countWithPad)` for every output position of every (n, c) plane,
-// where `values` are the in-range inputs of the window.
-std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
+// Folds every window of every (n, c) plane: max, average, or (indices) the flat index of the
+// maximum in x, max_pool_indices' rule (ir/ops.def).
+std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax, bool indices = false) {
   const Tensor &x = ctx.x(0);
   const TensorType &ot = ctx.outType();
   const auto &ks = ctx.node.ints("kernel_shape"), &st = ctx.node.ints("strides"),
              &pd = ctx.node.ints("pads"), &dl = ctx.node.ints("dilations");
   bool includePad = !isMax && ctx.node.i("count_include_pad") != 0;
-  bool blocked = ctx.node.i("blocked") != 0; // [N, CB, spatial..., 16]: planes are the lanes
+  // [N, CB, spatial..., 16]: planes are the lanes
+  bool blocked = !indices && ctx.node.i("blocked") != 0;
+  bool colMajor = indices && ctx.node.i("storage_order") != 0;
   size_t S = x.shape().size() - (blocked ? 3 : 2);
   std::vector<int64_t> I(x.shape().begin() + 2, x.shape().begin() + 2 + static_cast<long>(S)),
       O(ot.shape.begin() + 2, ot.shape.begin() + 2 + static_cast<long>(S));
@@ -531,22 +533,31 @@ std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
     std::vector<int64_t> o(S, 0), k(S, 0);
     for (int64_t op = 0; op < outPlane; ++op) {
       double acc = isMax ? -kInf : 0.0;
-      int64_t count = 0, padCount = 0;
+      int64_t count = 0, padCount = 0, arg = -1;
       std::fill(k.begin(), k.end(), 0);
       for (int64_t kp = 0; kp < kerN; ++kp) {
-        int64_t off = 0;
+        int64_t off = 0, colOff = 0, colStride = 1;
         bool inside = true, insidePadded = true;
         for (size_t d = 0; d < S; ++d) {
           int64_t i = o[d] * st[d] - pd[d] + k[d] * dl[d];
           inside = inside && i >= 0 && i < I[d];
           insidePadded = insidePadded && i < I[d] + pd[S + d];
           off = off * I[d] + i;
+          colOff += i * colStride;
+          colStride *= I[d];
         }
         padCount += insidePadded;
         if (inside) {
           ++count;
           double v = xp[off];
-          acc = isMax ? maxNaN(acc, v) : acc + v;
+          if (indices) {
+            if (arg < 0 || v > acc || (std::isnan(v) && !std::isnan(acc))) {
+              acc = v;
+              arg = pl * inPlane + (colMajor ? colOff : off);
+            }
+          } else {
+            acc = isMax ? maxNaN(acc, v) : acc + v;
+          }
         }
         for (int64_t d = static_cast<int64_t>(S) - 1; d >= 0; --d) {
           if (++k[d] < ks[d])
@@ -558,6 +569,8 @@ std::vector<Tensor> pool(const KernelCtx &ctx, bool isMax) {
         int64_t div = includePad ? padCount : count;
         acc = div ? acc / double(div) : kNaN;
       }
+      if (indices)
+        acc = double(arg);
       out[pl * outPlane + op] = acc;
       for (int64_t d = static_cast<int64_t>(S) - 1; d >= 0; --d) {
         if (++o[d] < O[d])
@@ -590,6 +603,9 @@ std::vector<Tensor> globalPool(const KernelCtx &ctx, bool isMax) {
 
 std::vector<Tensor> kernel_MaxPool(const KernelCtx &ctx) {
   return pool(ctx, true);
+}
+std::vector<Tensor> kernel_MaxPoolIndices(const KernelCtx &ctx) {
+  return pool(ctx, true, true);
 }
 std::vector<Tensor> kernel_AvgPool(const KernelCtx &ctx) {
   return pool(ctx, false);

@@ -473,9 +473,10 @@ std::vector<TensorType> inferAttention(InferCtx &ctx) {
 
 // ---- pooling ------------------------------------------------------------------------------------
 
-std::vector<TensorType> inferPool(InferCtx &ctx) {
+namespace {
+
+std::vector<int64_t> poolShape(InferCtx &ctx, bool blocked) {
   const TensorType &x = ctx.operand(0);
-  bool blocked = ctx.i("blocked") != 0;
   if (x.rank() < (blocked ? 4 : 3) || (blocked && x.shape.back() != 16))
     ctx.fail(cat(ctx.info().name, " needs x ", blocked ? "[N,CB,...,16]" : "[N,C,...]", ", got ",
                  x.str()));
@@ -489,7 +490,20 @@ std::vector<TensorType> inferPool(InferCtx &ctx) {
                             ctx.i("ceil_mode") != 0));
   if (blocked)
     out.push_back(16);
-  return {TensorType(x.dtype, out)};
+  return out;
+}
+
+} // namespace
+
+std::vector<TensorType> inferPool(InferCtx &ctx) {
+  return {TensorType(ctx.operand(0).dtype, poolShape(ctx, ctx.i("blocked") != 0))};
+}
+
+std::vector<TensorType> inferPoolIndices(InferCtx &ctx) {
+  int64_t order = ctx.i("storage_order");
+  if (order != 0 && order != 1)
+    ctx.fail(cat(ctx.info().name, " storage_order must be 0 or 1, got ", order));
+  return {TensorType(DType::I64, poolShape(ctx, false))};
 }
 
 std::vector<TensorType> inferGlobalPool(InferCtx &ctx) {
@@ -668,6 +682,11 @@ std::vector<TensorType> inferResize(InferCtx &ctx) {
   const std::string &mode = ctx.s("mode");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     ctx.fail(cat("resize mode '", mode, "' is not nearest, linear or cubic"));
+  const auto &roi = ctx.floats("roi");
+  bool crop = ctx.s("coordinate_transformation_mode") == "tf_crop_and_resize";
+  if (crop ? static_cast<int64_t>(roi.size()) != 2 * x.rank() : !roi.empty())
+    ctx.fail(cat("resize roi needs ", crop ? "2 values per axis" : "tf_crop_and_resize", ", got ",
+                 roi.size(), " values"));
   return {TensorType(x.dtype, sizes)};
 }
 

@@ -1,7 +1,8 @@
 // The data-movement recipe: transpose, concat, split, slice (negative steps included), gather
 // (negative indices wrap), expand, tile, pad (constant / reflect / edge, negative pads crop)
 // and resize (nearest with every nearest_mode, linear and cubic, with the half_pixel,
-// pytorch_half_pixel, align_corners and asymmetric coordinate modes).
+// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, half_pixel_symmetric and
+// tf_crop_and_resize coordinate modes; the last stores extrapolation_value outside the input).
 //
 // Each op is an index map: a flat grid x threads x vector loop runs over the output elements
 // (over the input's for split, whose pieces are several outputs), computes the source index of
@@ -53,17 +54,27 @@ int64_t normAxis(int64_t axis, size_t rank) {
 struct ResizeAxis {
   int64_t lenIn = 1, lenOut = 1;
   double scale = 1, resized = 1;
+  double r0 = 0, r1 = 1; // tf_crop_and_resize: the axis's crop box
 };
 
-ResizeAxis resizeAxis(int64_t lenIn, int64_t lenOut, double attrScale) {
+ResizeAxis resizeAxis(int64_t lenIn, int64_t lenOut, double attrScale, double r0 = 0,
+                      double r1 = 1) {
   ResizeAxis r;
   r.lenIn = lenIn;
   r.lenOut = lenOut;
+  r.r0 = r0;
+  r.r1 = r1;
   r.scale = attrScale > 0 ? attrScale : double(lenOut) / double(lenIn);
   r.resized = double(lenIn) * r.scale;
   if (std::fabs(r.resized - double(lenOut)) < 1e-9 * std::max(1.0, r.resized))
     r.resized = double(lenOut);
   return r;
+}
+
+// half_pixel_symmetric's shift: the input centre times (1 - the output size over the real
+// resized length).
+double halfPixelSymmetricOffset(const ResizeAxis &a) {
+  return double(a.lenIn) / 2 * (1 - double(a.lenOut) / a.resized);
 }
 
 double coordD(const std::string &mode, const ResizeAxis &a, int64_t xo) {
@@ -76,9 +87,25 @@ double coordD(const std::string &mode, const ResizeAxis &a, int64_t xo) {
     return a.resized == 1 ? 0.0 : x * double(a.lenIn - 1) / (a.resized - 1);
   if (mode == "asymmetric")
     return x / a.scale;
+  if (mode == "tf_half_pixel_for_nn")
+    return (x + 0.5) / a.scale;
+  if (mode == "half_pixel_symmetric")
+    return halfPixelSymmetricOffset(a) + ((x + 0.5) / a.scale - 0.5);
+  if (mode == "tf_crop_and_resize")
+    return a.lenOut > 1 ? x * (a.r1 - a.r0) * double(a.lenIn - 1) / double(a.lenOut - 1) +
+                              a.r0 * double(a.lenIn - 1)
+                        : 0.5 * (a.r0 + a.r1) * double(a.lenIn - 1);
   throw UserError(cat("resize: coordinate_transformation_mode '", mode,
                       "' is not supported (half_pixel, pytorch_half_pixel, align_corners, "
-                      "asymmetric)"));
+                      "asymmetric, tf_half_pixel_for_nn, half_pixel_symmetric, "
+                      "tf_crop_and_resize)"));
+}
+
+// Whether output coordinate xo of the axis maps outside the input (tf_crop_and_resize then
+// stores extrapolation_value there).
+bool outsideD(const std::string &mode, const ResizeAxis &a, int64_t xo) {
+  double c = coordD(mode, a, xo);
+  return mode == "tf_crop_and_resize" && (c < 0 || c > double(a.lenIn - 1));
 }
 
 // The same formula in f32, operation for operation as the kernel evaluates it (no
@@ -87,6 +114,12 @@ float coordF(const std::string &mode, const ResizeAxis &a, int64_t xo) {
   float x = static_cast<float>(xo), s = static_cast<float>(a.scale);
   if (mode == "half_pixel" || (mode == "pytorch_half_pixel" && a.resized > 1))
     return (x + 0.5f) / s - 0.5f;
+  if (mode == "tf_half_pixel_for_nn")
+    return (x + 0.5f) / s;
+  if (mode == "half_pixel_symmetric")
+    return static_cast<float>(halfPixelSymmetricOffset(a)) + ((x + 0.5f) / s - 0.5f);
+  if (mode == "tf_crop_and_resize") // (nearestE takes the exact map: a multiply-add may fuse)
+    return static_cast<float>(coordD(mode, a, xo));
   if (mode == "pytorch_half_pixel")
     return 0.0f;
   if (mode == "align_corners")
@@ -100,6 +133,14 @@ E coordE(const std::string &mode, const ResizeAxis &a, E xo) {
   auto f = [](double v) { return kir::fconst(static_cast<float>(v)); };
   if (mode == "half_pixel" || (mode == "pytorch_half_pixel" && a.resized > 1))
     return (x + f(0.5)) / f(a.scale) - f(0.5);
+  if (mode == "tf_half_pixel_for_nn")
+    return (x + f(0.5)) / f(a.scale);
+  if (mode == "half_pixel_symmetric")
+    return f(halfPixelSymmetricOffset(a)) + ((x + f(0.5)) / f(a.scale) - f(0.5));
+  if (mode == "tf_crop_and_resize")
+    return a.lenOut > 1 ? x * f((a.r1 - a.r0) * double(a.lenIn - 1) / double(a.lenOut - 1)) +
+                              f(a.r0 * double(a.lenIn - 1))
+                        : f(0.5 * (a.r0 + a.r1) * double(a.lenIn - 1));
   if (mode == "pytorch_half_pixel")
     return f(0.0);
   if (mode == "align_corners")
@@ -136,7 +177,7 @@ std::vector<int64_t> nearestMap(const std::string &ctm, const std::string &nm,
 
 E nearestE(const std::string &ctm, const std::string &nm, const ResizeAxis &a, E xo) {
   std::vector<int64_t> want = nearestMap(ctm, nm, a);
-  bool f32Exact = true;
+  bool f32Exact = ctm != "tf_crop_and_resize";
   for (int64_t i = 0; i < a.lenOut && f32Exact; ++i)
     f32Exact = nearestOf<float>(nm, coordF(ctm, a, i), a.lenIn) == want[i];
   if (f32Exact) {
@@ -347,19 +388,67 @@ private:
     return kir::select(inside, v, fill);
   }
 
+  // Axis d of the resize anchor (its crop box with tf_crop_and_resize).
+  ResizeAxis axisOf(size_t d) const {
+    const std::vector<int64_t> &xs = a_.operand(0)->type().shape;
+    const std::vector<int64_t> &os = a_.result(0)->type().shape;
+    const auto &scales = a_.floats("scales"), &roi = a_.floats("roi");
+    AICF_CHECK(scales.size() == xs.size(), a_.where(), ": resize scales rank");
+    if (a_.s("coordinate_transformation_mode") != "tf_crop_and_resize")
+      return resizeAxis(xs[d], os[d], scales[d]);
+    AICF_CHECK(roi.size() == 2 * xs.size(), a_.where(), ": resize roi rank");
+    return resizeAxis(xs[d], os[d], scales[d], roi[d], roi[xs.size() + d]);
+  }
+
+  // The resized value, or with tf_crop_and_resize extrapolation_value where the output index
+  // maps outside the input on some axis: per axis the inside indices form one range (the
+  // coordinate is affine in the index), decided in double at compile time as the interpreter
+  // decides it.
   E resize(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
+    E v = resizeValue(oidx, out);
+    const std::string &ctm = a_.s("coordinate_transformation_mode");
+    if (ctm != "tf_crop_and_resize")
+      return v;
+    const std::vector<int64_t> &os = a_.result(0)->type().shape;
+    E inside;
+    for (size_t d = 0; d < os.size(); ++d) {
+      ResizeAxis ax = axisOf(d);
+      int64_t lo = -1, hi = -2;
+      bool any = false;
+      for (int64_t i = 0; i < os[d]; ++i) {
+        if (outsideD(ctm, ax, i)) {
+          any = true;
+          continue;
+        }
+        AICF_CHECK(lo < 0 || hi == i - 1, a_.where(), ": resize crop inside range not contiguous");
+        if (lo < 0)
+          lo = i;
+        hi = i;
+      }
+      if (!any)
+        continue;
+      E in = lo < 0 ? (oidx[d] < zero()) : ((oidx[d] >= E(lo)) && (oidx[d] <= E(hi)));
+      inside = inside ? (inside && in) : in;
+    }
+    if (!inside)
+      return v;
+    double ev = a_.f("extrapolation_value");
+    E fill = isFloat(v->type) ? kir::fconst(ev, v->type)
+                              : kir::cast(E(static_cast<int64_t>(ev)), v->type);
+    return kir::select(inside, v, fill);
+  }
+
+  E resizeValue(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
     const Value *x = a_.operand(0);
     const std::vector<int64_t> &xs = x->type().shape;
     const std::vector<int64_t> &os = a_.result(0)->type().shape;
-    const auto &scales = a_.floats("scales");
     const std::string &mode = a_.s("mode"), &ctm = a_.s("coordinate_transformation_mode");
     size_t r = xs.size();
-    AICF_CHECK(scales.size() == r, a_.where(), ": resize scales rank");
     if (mode == "nearest") {
       const std::string &nm = a_.s("nearest_mode");
       std::vector<E> idx(r);
       for (size_t d = 0; d < r; ++d) {
-        ResizeAxis ax = resizeAxis(xs[d], os[d], scales[d]);
+        ResizeAxis ax = axisOf(d);
         std::vector<int64_t> m = nearestMap(ctm, nm, ax);
         bool ident = xs[d] == os[d];
         for (int64_t i = 0; i < os[d] && ident; ++i)
@@ -376,7 +465,7 @@ private:
     // Multilinear: per resized axis i0, i1 = min(i0 + 1, len - 1) and the weight of i1.
     std::vector<size_t> axes;
     for (size_t d = 0; d < r; ++d) {
-      ResizeAxis ax = resizeAxis(xs[d], os[d], scales[d]);
+      ResizeAxis ax = axisOf(d);
       bool ident = xs[d] == os[d];
       for (int64_t i = 0; i < os[d] && ident; ++i) {
         double c = std::clamp(coordD(ctm, ax, i), 0.0, double(xs[d] - 1));
@@ -444,7 +533,6 @@ private:
     const Value *x = a_.operand(0);
     const std::vector<int64_t> &xs = x->type().shape;
     const std::vector<int64_t> &os = a_.result(0)->type().shape;
-    const auto &scales = a_.floats("scales");
     const std::string &ctm = a_.s("coordinate_transformation_mode");
     double A = a_.f("cubic_coeff_a");
     bool exclude = a_.i("exclude_outside") != 0;
@@ -453,7 +541,7 @@ private:
     auto farW = [&](E t) { return ((f(A) * t - f(5 * A)) * t + f(8 * A)) * t - f(4 * A); };
     std::vector<size_t> axes;
     for (size_t d = 0; d < xs.size(); ++d) {
-      ResizeAxis ax = resizeAxis(xs[d], os[d], scales[d]);
+      ResizeAxis ax = axisOf(d);
       bool ident = xs[d] == os[d];
       for (int64_t i = 0; i < os[d] && ident; ++i)
         ident = coordD(ctm, ax, i) == double(i);

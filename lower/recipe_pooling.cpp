@@ -1,5 +1,7 @@
 // The pooling recipe: max_pool / avg_pool over N-d windows (NC... layout) with pads, strides,
-// dilations, ceil_mode (already reflected in the output shape) and count_include_pad.
+// dilations, ceil_mode (already reflected in the output shape) and count_include_pad, and
+// max_pool_indices (the flat form on every plan: the maximum's flat index in x, its first
+// occurrence in window order, a NaN winning over numbers).
 //
 // A flat grid x threads x vector loop over the output elements; each element walks its window
 // with one serial loop per spatial dim, reading only positions inside the input. Exactly the
@@ -356,15 +358,18 @@ kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
 
 kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
   using kir::E;
-  AICF_CHECK(g.anchor && (g.anchor->op() == Op::MaxPool || g.anchor->op() == Op::AvgPool),
+  AICF_CHECK(g.anchor && (g.anchor->op() == Op::MaxPool || g.anchor->op() == Op::AvgPool ||
+                          g.anchor->op() == Op::MaxPoolIndices),
              "pooling recipe on group ", g.id, " (", g.kind, ")");
-  if (g.anchor->i("blocked") != 0) // (one thread per block on a GPU plan too: correct, not tuned)
-    return poolingBlocked(g, name, knobs);
-  if (!isGpuPlan(knobs))
+  // max_pool_indices: the flat form on every plan.
+  bool indices = g.anchor->op() == Op::MaxPoolIndices;
+  if (!indices && g.anchor->i("blocked") != 0) // (one thread per block on a GPU plan too:
+    return poolingBlocked(g, name, knobs);     // correct, not tuned)
+  if (!indices && !isGpuPlan(knobs))
     return knobs.get("plane", 0) != 0 && maxPoolPlaneLegal(*g.anchor) ? maxPoolPlane(g, name)
                                                                       : poolingRows(g, name, knobs);
   const Node &a = *g.anchor;
-  bool isMax = a.op() == Op::MaxPool;
+  bool isMax = a.op() != Op::AvgPool;
   bool includePad = !isMax && a.i("count_include_pad") != 0;
   const Value *x = a.operand(0);
   const Value *res = a.result(0);
@@ -390,10 +395,18 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
                                    kir::decl("cnt", DType::I64, zero)};
     if (includePad)
       out.push_back(kir::decl("pcnt", DType::I64, zero));
+    if (indices)
+      out.push_back(kir::decl("arg", DType::I64, E(int64_t(-1))));
     // Innermost: the window position's input coordinates, then the accumulation.
     std::vector<E> xidx = {oidx[0], oidx[1]};
     std::vector<kir::StmtP> inner;
     E inside, insidePadded;
+    // max_pool_indices: the position's flat index in x, (n C + c) * plane + the spatial offset
+    // (row major, or the first spatial dim fastest for storage_order = 1).
+    bool colMajor = indices && a.i("storage_order") != 0;
+    E flat = oidx[0] * E(xs[1]) + oidx[1];
+    E colOff;
+    int64_t colStride = 1;
     for (size_t d = 0; d < S; ++d) {
       std::string pi = cat("pi", d);
       E kd = kir::var(cat("k", d));
@@ -404,14 +417,28 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
       inside = inside ? (inside && in) : in;
       insidePadded = insidePadded ? (insidePadded && inP) : inP;
       xidx.push_back(c);
+      flat = flat * E(xs[2 + d]) + (colMajor ? zero : c);
+      colOff = colOff ? colOff + c * E(colStride) : c;
+      colStride *= xs[2 + d];
     }
+    if (colMajor)
+      flat = flat + colOff;
     E v = ge.at(x, xidx);
     if (v->type != ct)
       v = kir::cast(v, ct);
     E acc = kir::var("acc", ct);
-    E upd = isMax ? flatloop::nanMaxUpdate(acc, v) : acc + v;
-    std::vector<kir::StmtP> take = {kir::assign("acc", upd),
-                                    kir::assign("cnt", kir::var("cnt") + one)};
+    std::vector<kir::StmtP> take;
+    if (indices) {
+      // The first maximum wins; a NaN over a number (the value max_pool gives).
+      inner.push_back(kir::decl("xv", ct, v));
+      E xv = kir::var("xv", ct), arg = kir::var("arg");
+      auto orE = [](E a, E b) { return kir::binary(kir::BinOp::Or, a, b); };
+      E better = orE(orE(arg<zero, xv> acc), flatloop::isNaN(xv) && (acc == acc));
+      take = {kir::ifThen(better, {kir::assign("acc", xv), kir::assign("arg", flat)})};
+    } else {
+      E upd = isMax ? flatloop::nanMaxUpdate(acc, v) : acc + v;
+      take = {kir::assign("acc", upd), kir::assign("cnt", kir::var("cnt") + one)};
+    }
     inner.push_back(inside ? kir::ifThen(inside, take) : kir::seq(take));
     if (includePad && static_cast<bool>(insidePadded))
       inner.push_back(kir::ifThen(insidePadded, {kir::assign("pcnt", kir::var("pcnt") + one)}));
@@ -419,7 +446,7 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
     for (size_t d = S; d-- > 0;)
       loops = {kir::forLoop(cat("k", d), zero, E(ks[d]), loops)};
     out.insert(out.end(), loops.begin(), loops.end());
-    E value = acc;
+    E value = indices ? kir::var("arg") : acc;
     if (!isMax) {
       E div = includePad ? kir::var("pcnt") : kir::var("cnt");
       value = kir::select(div == zero, kir::fconst(NAN, ct), acc / kir::cast(div, ct));
@@ -447,7 +474,7 @@ class PoolingRecipe final : public Recipe {
 public:
   const char *name() const override { return "pooling"; }
   bool lowers(const Node *a) const override {
-    return a && (a->op() == Op::MaxPool || a->op() == Op::AvgPool);
+    return a && (a->op() == Op::MaxPool || a->op() == Op::AvgPool || a->op() == Op::MaxPoolIndices);
   }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipePooling(g, n, k), name());
@@ -455,8 +482,12 @@ public:
   KnobSet canonicalKnobs(const KnobSet &k) const override {
     return knobsToMap(knobsFromMap<PoolingKnobs>(k));
   }
+  // The flat form: every GPU pool and max_pool_indices on the host (no rows counted).
+  static bool flatForm(const FlatLoopProblem &p, const Hardware &hw) {
+    return hw.gpu || (!p.blocked && p.rows == 0);
+  }
   std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
-    if (hw.gpu)
+    if (flatForm(problemOf<FlatLoopProblem>(d), hw))
       return flatloop::candidates(d, hw, 4);
     // Host: output rows per block (OpenMP runs the blocks), no block mostly idle; the plane form
     // (max_pool) while a phase plane and the output grid stay in L1.
@@ -476,7 +507,7 @@ public:
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
     const auto &p = problemOf<FlatLoopProblem>(k);
-    if (hw.gpu)
+    if (flatForm(p, hw))
       return flatloop::costShape(k, hw, flops, 7.0 + 4.0 * double(p.taps));
     CostShape s;
     int64_t lanes = std::max<int64_t>(1, hw.vectorLanesF32());

@@ -637,6 +637,39 @@ const OpCase kOpCases[] = {
 }
 )",
      {"data_movement"}},
+    // max_pool_indices (the flat form on both plans): row and column major, padding, dilation,
+    // ceil_mode windows that reach past the input, 1-D; a fused cast of the indices; u8 data
+    // with ties (the first maximum wins).
+    {"max_pool_indices",
+     R"(graph @mpi(%x: f32[2,3,7,6], %z: f32[2,3,9], %u: u8[1,2,5,5]) -> (%i1: i64[2,3,4,4], %i2: i64[2,3,4,4], %i3: i64[2,3,3,3], %i4: i64[2,3,3], %i5: f32[2,3,4,4], %i6: i64[1,2,2,2]) {
+  %i1 = max_pool_indices(%x) {ceil_mode = 1, dilations = [1, 1], kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : i64[2,3,4,4]
+  %i2 = max_pool_indices(%x) {ceil_mode = 1, dilations = [1, 1], kernel_shape = [3, 3], pads = [1, 1, 1, 1], storage_order = 1, strides = [2, 2]} : i64[2,3,4,4]
+  %i3 = max_pool_indices(%x) {dilations = [2, 2], kernel_shape = [2, 2], pads = [0, 1, 1, 0], storage_order = 1, strides = [2, 2]} : i64[2,3,3,3]
+  %i4 = max_pool_indices(%z) {ceil_mode = 1, dilations = [1], kernel_shape = [3], pads = [0, 0], strides = [3]} : i64[2,3,3]
+  %i5 = cast(%i1) {to = "f32"} : f32[2,3,4,4]
+  %i6 = max_pool_indices(%u) {dilations = [1, 1], kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [2, 2]} : i64[1,2,2,2]
+  return %i1, %i2, %i3, %i4, %i5, %i6
+}
+)",
+     {"pooling"}},
+    // Resize's shifted and cropping coordinate modes: tf_half_pixel_for_nn, half_pixel_symmetric,
+    // and tf_crop_and_resize (nearest, linear and cubic; boxes reaching past the input on both
+    // sides, extrapolation_value there; one axis cropped at its own length; a u8 crop).
+    {"resize_crop",
+     R"(graph @rcr(%x: f32[1,2,4,6], %u: u8[1,1,4,4]) -> (%t1: f32[1,2,3,4], %t2: f32[1,2,8,9], %h1: f32[1,2,8,9], %h2: f32[1,2,3,4], %c1: f32[1,2,3,5], %c2: f32[1,2,5,4], %c3: f32[1,2,4,7], %c4: f32[1,2,4,6], %c5: u8[1,1,3,3]) {
+  %t1 = resize(%x) {coordinate_transformation_mode = "tf_half_pixel_for_nn", mode = "nearest", scales = [1.0, 1.0, 0.75, 0.6667], sizes = [1, 2, 3, 4]} : f32[1,2,3,4]
+  %t2 = resize(%x) {coordinate_transformation_mode = "tf_half_pixel_for_nn", mode = "nearest", nearest_mode = "ceil", scales = [1.0, 1.0, 2.0, 1.5], sizes = [1, 2, 8, 9]} : f32[1,2,8,9]
+  %h1 = resize(%x) {coordinate_transformation_mode = "half_pixel_symmetric", mode = "linear", scales = [1.0, 1.0, 2.0, 1.5], sizes = [1, 2, 8, 9]} : f32[1,2,8,9]
+  %h2 = resize(%x) {coordinate_transformation_mode = "half_pixel_symmetric", mode = "nearest", scales = [1.0, 1.0, 0.8, 0.7], sizes = [1, 2, 3, 4]} : f32[1,2,3,4]
+  %c1 = resize(%x) {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 10.0, mode = "linear", roi = [0.0, 0.0, 0.4, -0.3, 1.0, 1.0, 1.2, 0.9], scales = [0.0, 0.0, 0.0, 0.0], sizes = [1, 2, 3, 5]} : f32[1,2,3,5]
+  %c2 = resize(%x) {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = -2.5, mode = "nearest", roi = [0.0, 0.0, -0.2, 0.1, 1.0, 1.0, 1.3, 0.8], scales = [0.0, 0.0, 0.0, 0.0], sizes = [1, 2, 5, 4]} : f32[1,2,5,4]
+  %c3 = resize(%x) {coordinate_transformation_mode = "tf_crop_and_resize", mode = "cubic", roi = [0.0, 0.0, 0.1, -0.1, 1.0, 1.0, 0.9, 1.1], scales = [0.0, 0.0, 0.0, 0.0], sizes = [1, 2, 4, 7]} : f32[1,2,4,7]
+  %c4 = resize(%x) {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 1.0, mode = "linear", roi = [0.0, 0.0, 0.25, 0.0, 1.0, 1.0, 0.75, 1.0], scales = [1.0, 1.0, 1.0, 1.0], sizes = [1, 2, 4, 6]} : f32[1,2,4,6]
+  %c5 = resize(%u) {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 7.0, mode = "linear", roi = [0.0, 0.0, 0.5, 0.5, 1.0, 1.0, 1.5, 1.5], scales = [0.0, 0.0, 0.0, 0.0], sizes = [1, 1, 3, 3]} : u8[1,1,3,3]
+  return %t1, %t2, %h1, %h2, %c1, %c2, %c3, %c4, %c5
+}
+)",
+     {"data_movement"}},
     // Layout ops folded into their readers (lower/fusion.h, rule 0; issue 17): each reader
     // reads the source through the composed index map, no layout kernel runs.
     {"fold_chain_contraction",
