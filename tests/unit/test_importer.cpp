@@ -518,8 +518,8 @@ TEST_CASE("importer: BatchNormalization-9, -14 (training_mode) and -15 (mixed dt
   Node *n = only(keep(b9.import("bn9.onnx")), "batch_norm");
   CHECK(n->f("epsilon") == doctest::Approx(1e-3));
 
-  ModelBuilder b14 = build(14, TensorProto::FLOAT);
   // training_mode = 1 normalises by the batch's statistics (values: the last test case here).
+  ModelBuilder b14 = build(14, TensorProto::FLOAT);
   attr(b14.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}, "bn"),
        "training_mode", int64_t(1));
   CHECK(ops(*b14.import("bn14.onnx")) ==
