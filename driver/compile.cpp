@@ -16,6 +16,7 @@
 #include "plan/chain_split_choice.h"
 #include "plan/cost_model.h"
 #include "plan/dispatch_groups.h"
+#include "plan/loop_bodies.h"
 #include "plan/memory_plan.h"
 #include "plan/planner.h"
 #include "plan/sibling_merge_choice.h"
@@ -95,6 +96,11 @@ AttentionPolicy attentionPolicy(const std::string &choice) {
   if (choice == "materialized")
     return AttentionPolicy::Materialized;
   return AttentionPolicy::Cost;
+}
+
+// A loop node's group: no kernel, a runtime loop step (loopStep, stage loop-bodies).
+bool isLoop(const KernelGroup &grp) {
+  return grp.anchor && grp.anchor->op() == Op::Loop;
 }
 
 bool hasAttention(const Graph &g) {
@@ -331,6 +337,11 @@ void plan(CompileState &s) {
   std::unordered_map<std::string, PlanDecision> searched; // planKey -> decision
   for (size_t i = 0; i < s.part.groups.size(); ++i) {
     const KernelGroup &grp = s.part.groups[i];
+    if (isLoop(grp)) { // no kernel: the runtime runs the body's steps (stage loop-bodies)
+      s.groupKernels.emplace_back();
+      s.decisions.emplace_back();
+      continue;
+    }
     std::string name = symbolFor(static_cast<int>(i), grp.kind);
     PlanDecision dec;
     kir::Kernel k;
@@ -357,9 +368,13 @@ void plan(CompileState &s) {
 // Every lowered kernel is checked (structure, the SIMT rule) before any pass or printer sees
 // it, so an invalid kernel is blamed on its recipe.
 void verifyKernelIr(CompileState &s) {
-  for (const kir::Kernel &k : s.groupKernels)
+  for (size_t i = 0; i < s.groupKernels.size(); ++i) {
+    const kir::Kernel &k = s.groupKernels[i];
+    if (i < s.part.groups.size() && isLoop(s.part.groups[i]))
+      continue;
     if (std::string all = kir::verifyKernelText(k); !all.empty())
       throw InternalError(cat("recipe ", k.recipe, " built an invalid kernel ", k.name, ":", all));
+  }
 }
 
 // The Kernel IR pipeline (kir/kir_pass.h: FuseReductionEpilogue) on every kernel, verified after
@@ -368,8 +383,28 @@ void verifyKernelIr(CompileState &s) {
 void kernelIrPasses(CompileState &s) {
   kir::KernelPassManager pm;
   kir::buildDefaultKernelPipeline(pm);
-  for (kir::Kernel &k : s.groupKernels)
-    pm.run(k);
+  for (size_t i = 0; i < s.groupKernels.size(); ++i)
+    if (i >= s.part.groups.size() || !isLoop(s.part.groups[i]))
+      pm.run(s.groupKernels[i]);
+}
+
+// A loop group's step: a runtime built-in over its inputs and outputs; stage loop-bodies adds
+// the body's steps after it.
+PlanStep loopStep(CompileState &s, const KernelGroup &grp) {
+  Plan &p = s.model.plan;
+  if (s.target.gpu())
+    throw UserError(cat(grp.anchor->where(), ": a loop kept at run time runs on cpu targets only ",
+                        "(bind its trip count and condition with --const to unroll it)"));
+  PlanStep st;
+  st.kind = "loop";
+  st.recipe = "runtime";
+  for (const Value *v : grp.inputs)
+    st.inputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
+  for (const Value *v : grp.outputs)
+    st.outputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
+  st.loop.emplace();
+  st.origins = grp.anchor->loc.origins;
+  return st;
 }
 
 // A plan step from group `grp`, its kernel and the planner's decision.
@@ -443,6 +478,11 @@ void planSteps(CompileState &s) {
   Plan &p = s.model.plan;
   std::unordered_map<std::string, std::string> emitted; // kernel text -> symbol
   for (size_t i = 0; i < s.part.groups.size(); ++i) {
+    if (isLoop(s.part.groups[i])) {
+      p.steps.push_back(loopStep(s, s.part.groups[i]));
+      s.loopNodes.push_back(s.part.groups[i].anchor);
+      continue;
+    }
     kir::Kernel &k = s.groupKernels[i];
     std::string name = symbolFor(static_cast<int>(i), s.part.groups[i].kind);
     k.name.clear();
@@ -488,6 +528,40 @@ void memoryPlan(CompileState &s) {
 // (plan/dispatch_groups.h). After the memory plan, since independence is decided on the arena.
 void dispatchGroups(CompileState &s) {
   groupDispatches(s.model.plan, s.hw);
+}
+
+// Loop bodies (plan/loop_bodies.h): each compiled as a model of its own, through every stage,
+// then spliced after its loop step, its kernels renamed and its weights placed after the
+// graph's. After the enclosing plan is complete (its arena and weights are what the body's go
+// after) and before the source is printed (the body's kernels join it).
+void loopBodies(CompileState &s) {
+  Plan &p = s.model.plan;
+  size_t k = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (!p.steps[i].loop)
+      continue;
+    AICF_CHECK(k < s.loopNodes.size(), "more loop steps than loop nodes");
+    const Node &node = *s.loopNodes[k];
+    std::string prefix = cat("l", k++, "_");
+    CompiledModel body;
+    try {
+      body = buildModel(*node.body, s.opts);
+    } catch (const UserError &e) {
+      throw UserError(cat(node.where(), ": loop body @", node.body->name(), ": ", e.what()),
+                      e.exitCode());
+    }
+    int64_t base = spliceLoopBody(p, i, body.plan, prefix);
+    for (kir::Kernel &kern : body.kernels) {
+      kern.name = prefix + kern.name;
+      s.model.kernels.push_back(std::move(kern));
+    }
+    s.model.bodyWeights.emplace_back(base,
+                                     packWeights(body.graph ? *body.graph : *node.body, body.plan));
+    for (auto &[offset, bytes] : body.bodyWeights)
+      s.model.bodyWeights.emplace_back(base + offset, std::move(bytes));
+    p.predictedTimeUs += body.plan.predictedTimeUs; // one iteration's
+    i += static_cast<size_t>(p.steps[i].loop->bodySteps);
+  }
 }
 
 // The source: the kernels through the target's printer, then the runtime ABI's entry points.
@@ -536,6 +610,7 @@ const std::vector<CompileStage> &compileStages() {
       {"branch-guards", branchGuards},
       {"memory-plan", memoryPlan},
       {"dispatch-groups", dispatchGroups},
+      {"loop-bodies", loopBodies},
       {"print", printSource},
   };
   return stages;
@@ -634,6 +709,8 @@ void writeArtifacts(
     if (finalize)
       finalize(plan, files);
     std::vector<uint8_t> weights = packWeights(m.graph ? *m.graph : g, plan);
+    for (const auto &[offset, bytes] : m.bodyWeights) // loop bodies' weights (stage loop-bodies)
+      std::copy(bytes.begin(), bytes.end(), weights.begin() + offset);
     writeFile(tmp / "weights.bin", std::string(weights.begin(), weights.end()));
     std::ostringstream yaml;
     plan.writeYaml(yaml);
@@ -675,7 +752,10 @@ void printPlanReport(std::ostream &os, const Plan &p) {
                 std::string(7, ' '), st.registers);
     std::snprintf(line, sizeof line,
                   "%-4zu %-20s %-28s %-20s %12lld %12lld %6.2f %12lld %10.2f%s\n", s,
-                  st.kind.c_str(), st.kindId.empty() ? "(runtime copy)" : st.kindId.c_str(),
+                  st.kind.c_str(),
+                  !st.kindId.empty() ? st.kindId.c_str()
+                  : st.loop          ? "(runtime loop)"
+                                     : "(runtime copy)",
                   st.recipe.c_str(), static_cast<long long>(st.bytes),
                   static_cast<long long>(st.lowerBoundBytes),
                   st.lowerBoundBytes ? double(st.bytes) / double(st.lowerBoundBytes) : 1.0,
@@ -697,10 +777,21 @@ void printPlanReport(std::ostream &os, const Plan &p) {
       os << "   step " << s << " runs only when " << b->id << " (" << b->value << ") is "
          << (p.steps[s].guardWhen ? "true" : "false") << " (a branch chosen at run time)\n";
     }
+  for (size_t s = 0; s < p.steps.size(); ++s) // loops kept at run time (loop_bodies.h)
+    if (const auto &l = p.steps[s].loop; l && l->bodySteps > 0) {
+      const PlanStep &st = p.steps[s];
+      os << "   step " << s << " runs steps " << s + 1 << "-" << s + size_t(l->bodySteps)
+         << " per iteration while " << l->state[0] << " < " << st.inputs[0] << " (trip count) and "
+         << l->state[1] << " (condition); the body writes " << l->next[0] << " (next condition)\n";
+    }
   os << "   arena: " << p.arenaBytes << " bytes planned vs " << p.naiveArenaBytes
      << " bytes for all intermediates without reuse; weights.bin " << p.weightsBytes << " bytes\n";
-  std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels)\n",
-                p.predictedTimeUs);
+  std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels%s)\n",
+                p.predictedTimeUs,
+                std::any_of(p.steps.begin(), p.steps.end(),
+                            [](const PlanStep &st) { return st.loop.has_value(); })
+                    ? "; one iteration of each loop"
+                    : "");
   os << line;
   for (const AttentionDecision &d : p.attention) {
     auto us = [&](double v, const std::string &why) {

@@ -88,6 +88,9 @@ struct CompiledModel {
   // identical share one symbol, PlanStep::kindId; built-in copy steps have none).
   std::vector<kir::Kernel> kernels;
   std::string source; // kernels.cpp (host) or kernels.cu (CUDA targets)
+  // The weights of loop bodies (compiled as graphs of their own, stage loop-bodies): where each
+  // body's packed weights go in weights.bin, after the graph's own.
+  std::vector<std::pair<int64_t, std::vector<uint8_t>>> bodyWeights;
 };
 
 // Partitions, lowers and plans memory (runs compileStages() in order); no files are touched.
@@ -112,6 +115,7 @@ struct CompileState {
   // Per kernel group, in partition order: the planned kernel and the planner's decision.
   std::vector<kir::Kernel> groupKernels;
   std::vector<PlanDecision> decisions;
+  std::vector<const Node *> loopNodes; // the loop steps' nodes, in step order (loop-bodies)
   CompiledModel model;
 };
 

@@ -70,10 +70,14 @@ const std::string &ConvertCtx::inputName(size_t i) const {
 Value *ConvertCtx::input(size_t i) const {
   if (!hasInput(i))
     fail(cat("input ", i, " is required"));
-  auto it = env_.values.find(node_.input(static_cast<int>(i)));
-  if (it == env_.values.end())
-    fail(cat("input '", node_.input(static_cast<int>(i)), "' is not defined"));
-  return it->second;
+  const std::string &name = node_.input(static_cast<int>(i));
+  auto it = env_.values.find(name);
+  if (it != env_.values.end())
+    return it->second;
+  if (env_.capture)
+    if (Value *v = env_.capture(name))
+      return v;
+  fail(cat("input '", name, "' is not defined"));
 }
 
 const Tensor *ConvertCtx::constInput(size_t i) const {
@@ -213,7 +217,8 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
                                            int numResults) {
   Node *n = nullptr;
   try {
-    n = env_.graph.createNode(op, std::move(operands), std::move(attrs), loc_, nullptr, numResults);
+    n = env_.graph->createNode(op, std::move(operands), std::move(attrs), loc_, nullptr,
+                               numResults);
   } catch (const UserError &e) {
     std::string msg = e.what();
     std::string prefix = loc_.str() + ": ";
@@ -243,7 +248,7 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
   std::vector<Value *> out;
   for (Tensor &t : vals)
     out.push_back(constant(std::move(t)));
-  env_.graph.eraseNode(n);
+  env_.graph->eraseNode(n);
   return out;
 }
 
@@ -256,7 +261,7 @@ Value *ConvertCtx::emit(Op op, std::vector<Value *> operands, AttrMap attrs) {
 }
 
 Value *ConvertCtx::constant(Tensor t) {
-  Value *w = env_.graph.addWeight(weightName(), std::make_shared<const Tensor>(std::move(t)));
+  Value *w = env_.graph->addWeight(weightName(), std::make_shared<const Tensor>(std::move(t)));
   w->loc = loc_;
   return w;
 }

@@ -803,7 +803,8 @@ private:
       return;
     }
     if (n.op_type() == "Loop" || n.op_type() == "Scan") {
-      unrollLoop(n, index);
+      if (!unrollLoop(n, index))
+        runtimeLoop(n, index);
       return;
     }
     const OnnxOpEntry *entry = findOnnxOp(n.op_type());
@@ -915,7 +916,7 @@ private:
       } catch (const UserError &e) {
         ctx.fail(cat("subgraph initializer '", t.name(), "' ", e.what()));
       }
-      Value *w = graph_->addWeight(t.name(), v);
+      Value *w = env_.graph->addWeight(t.name(), v);
       w->loc = Location(t.name());
       env_.values[t.name()] = w;
     }
@@ -923,29 +924,31 @@ private:
 
   // Loop with a trip count known at compile time, and Scan (static scan length), unrolled: the
   // body's nodes are converted once per iteration with the loop-carried values (and Loop's
-  // iteration number, Scan's slices) bound to its inputs. Loop's condition must stay known at
-  // compile time (a loop that ends on a value computed at run time is refused); its scan
-  // outputs, and Scan's, are the per-iteration values stacked on a new first axis. At most
-  // kMaxUnroll iterations.
-  void unrollLoop(const onnx::NodeProto &n, int index) {
-    static constexpr int64_t kMaxUnroll = 256;
+  // iteration number, Scan's slices) bound to its inputs. Loop's scan outputs, and Scan's, are
+  // the per-iteration values stacked on a new first axis. At most kMaxUnroll iterations.
+  // Returns false, converting nothing, for a Loop to keep at run time (runtimeLoop): no trip
+  // count, one known only at run time or above kMaxUnroll, or a condition computed at run time.
+  static constexpr int64_t kMaxUnroll = 256;
+  bool unrollLoop(const onnx::NodeProto &n, int index) {
     ConvertCtx ctx(env_, n, index, opset_);
     const onnx::GraphProto &body = graphAttr(ctx, n, "body");
     bool loop = n.op_type() == "Loop";
     int64_t states = 0, trips = 0, scanIn = 0;
     std::vector<Value *> carried;
     Value *cond = nullptr;
+    // What the unrolling binds, restored when it gives up (the nodes it added are dead then).
+    std::unordered_map<std::string, Value *> before;
     if (loop) {
-      if (!ctx.hasInput(0))
-        ctx.fail("a loop without a trip count M is not supported (it would run until a value "
-                 "computed at run time ends it)");
-      std::vector<int64_t> m = ctx.constInts(0, "trip count M");
-      trips = m.empty() ? 0 : m[0];
+      const Tensor *m = ctx.constInput(0);
+      if (!m || m->numel() != 1 || m->getInt(0) > kMaxUnroll)
+        return false;
+      trips = m->getInt(0);
       if (ctx.hasInput(1)) {
         cond = ctx.input(1);
-        if (!cond->isWeight() && cond->isInput())
-          ctx.requireConst(1, "loop condition"); // names the --const that binds it
+        if (!cond->isWeight())
+          return false;
       }
+      before = env_.values;
       states = static_cast<int64_t>(n.input_size()) - 2;
       for (int64_t j = 0; j < states; ++j)
         carried.push_back(ctx.input(static_cast<size_t>(2 + j)));
@@ -973,16 +976,17 @@ private:
                      body.output_size(), " values for ", states, " state values"));
     }
     if (trips > kMaxUnroll)
-      ctx.fail(cat(trips, " iterations: loops are unrolled at compile time, at most ", kMaxUnroll,
-                   " (a loop kept at run time is not supported)"));
+      ctx.fail(cat(trips, " iterations: Scan is unrolled at compile time, at most ", kMaxUnroll,
+                   " iterations"));
     const int64_t scanOut = body.output_size() - (loop ? 1 : 0) - states;
     std::vector<std::vector<Value *>> scans(static_cast<size_t>(scanOut));
     int64_t it = 0;
     for (; it < trips; ++it) {
       if (cond) {
-        if (!cond->isWeight())
-          ctx.fail(cat("the loop condition is computed at run time (iteration ", it,
-                       "): only loops whose condition is known at compile time are unrolled"));
+        if (!cond->isWeight()) { // computed at run time: the loop is kept at run time
+          env_.values = std::move(before);
+          return false;
+        }
         if (cond->data()->getDouble(0) == 0)
           break;
       }
@@ -1019,8 +1023,11 @@ private:
         return f->second;
       };
       int64_t o = 0;
-      if (loop)
-        cond = out(o++);
+      if (loop) { // without a condition input the body's condition is ignored (a for loop)
+        Value *next = out(o++);
+        if (ctx.hasInput(1))
+          cond = next;
+      }
       for (int64_t j = 0; j < states; ++j)
         carried[j] = out(o++);
       for (int64_t k = 0; k < scanOut; ++k) {
@@ -1043,6 +1050,153 @@ private:
                               ? scans[k][0]
                               : ctx.emit(Op::Concat, scans[k], {{"axis", int64_t(0)}});
     }
+    return true;
+  }
+
+  // A Loop kept at run time (ONNX Loop semantics; interp kernel_Loop, plan `loop` steps): a loop
+  // node owning its body, converted into a graph of its own. The values the body reads from
+  // enclosing graphs become body inputs (operands of the node after the carried values);
+  // constants are copied in, so they fold inside the body. The carried values must keep their
+  // types from one iteration to the next, and scan outputs (stacked per iteration, so as long
+  // as the loop runs) need a trip count known at compile time.
+  void runtimeLoop(const onnx::NodeProto &n, int index) {
+    ConvertCtx ctx(env_, n, index, opset_);
+    const onnx::GraphProto &body = graphAttr(ctx, n, "body");
+    const int states = n.input_size() - 2;
+    if (states < 0 || body.input_size() != 2 + states || body.output_size() < 1 + states)
+      ctx.fail(cat("the body takes ", body.input_size(), " inputs and returns ", body.output_size(),
+                   " values for ", std::max(states, 0), " loop-carried values"));
+    const int scanOut = body.output_size() - 1 - states;
+    if (scanOut > 0) {
+      std::string what = "trip count M of a loop with scan outputs (stacked per iteration, their "
+                         "length must be known at compile time)";
+      if (!ctx.hasInput(0))
+        ctx.fail(cat("the ", what, " is missing"));
+      const Tensor &m = ctx.requireConst(0, what);
+      ctx.fail(cat(m.numel() == 1 ? m.getInt(0) : 0, " iterations: loops are unrolled at ",
+                   "compile time, at most ", kMaxUnroll,
+                   ", when they have scan outputs (stacked "
+                   "per iteration)"));
+    }
+    auto scalar = [&](size_t i, DType dt, const char *what) {
+      Value *v = ctx.input(i);
+      const TensorType &t = v->type();
+      if (t.dtype != dt || !t.isStatic() || t.numel() != 1)
+        ctx.fail(cat(what, " '", n.input(static_cast<int>(i)), "' is ", t.str(), ", not one ",
+                     dtypeName(dt)));
+      return ctx.reshape(v, {});
+    };
+    Value *trip = ctx.hasInput(0) ? scalar(0, DType::I64, "trip count M")
+                                  : ctx.constant(Tensor::fromI64({INT64_MAX}, {}));
+    Value *cond = nullptr;
+    if (ctx.hasInput(1)) {
+      cond = scalar(1, DType::Bool, "condition");
+    } else {
+      Tensor yes(TensorType(DType::Bool, {}));
+      yes.setInt(0, 1);
+      cond = ctx.constant(yes);
+    }
+    std::vector<Value *> operands = {trip, cond};
+    for (int j = 0; j < states; ++j)
+      operands.push_back(ctx.input(static_cast<size_t>(2 + j)));
+
+    // The body graph, its inputs mirroring the operands.
+    std::string name = "loop_" + (n.name().empty() ? n.output(0) : n.name());
+    for (char &ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+        ch = '_';
+    auto g = std::make_shared<Graph>(name);
+    std::vector<std::string> bodyIn;
+    for (int k = 0; k < body.input_size(); ++k)
+      bodyIn.push_back(body.input(k).name().empty() ? cat("in", k) : body.input(k).name());
+    std::unordered_map<std::string, Value *> values;
+    for (size_t k = 0; k < operands.size(); ++k) {
+      TensorType t = k == 0 ? TensorType(DType::I64, {}) : operands[k]->type();
+      Value *v = g->addInput(bodyIn[k], t);
+      v->loc = Location(bodyIn[k]);
+      values[bodyIn[k]] = v;
+    }
+    // Names the body reads from outside: resolved once each, through the enclosing scopes.
+    Graph *outerGraph = env_.graph;
+    std::unordered_map<std::string, Value *> outerValues = std::move(env_.values);
+    std::function<Value *(const std::string &)> outerCapture = std::move(env_.capture);
+    std::unordered_map<std::string, Value *> captured;
+    env_.graph = g.get();
+    env_.values = std::move(values);
+    env_.capture = [&](const std::string &vname) -> Value * {
+      if (auto it = captured.find(vname); it != captured.end())
+        return it->second;
+      Value *outer = nullptr;
+      if (auto it = outerValues.find(vname); it != outerValues.end())
+        outer = it->second;
+      else if (outerCapture)
+        outer = outerCapture(vname);
+      if (!outer)
+        return nullptr;
+      Value *v = nullptr;
+      if (outer->isWeight()) {
+        v = g->addWeight(vname, outer->data());
+      } else {
+        v = g->addInput(vname, outer->type());
+        operands.push_back(outer);
+      }
+      v->loc = Location(vname);
+      return captured[vname] = v;
+    };
+    auto restore = [&] {
+      env_.graph = outerGraph;
+      env_.values = std::move(outerValues);
+      env_.capture = std::move(outerCapture);
+    };
+    std::vector<Value *> outs;
+    try {
+      addBranchWeights(ctx, body);
+      for (const onnx::NodeProto &m : body.node())
+        convertNode(m, index);
+      for (int k = 0; k < 1 + states; ++k) {
+        const std::string &o = body.output(k).name();
+        auto it = env_.values.find(o);
+        Value *v = it != env_.values.end() ? it->second : env_.capture(o);
+        if (!v)
+          ctx.fail(cat("body output '", o, "' is not computed"));
+        if (k == 0 && !ctx.hasInput(1)) {
+          // No condition input: ONNX ignores the body's condition (a for loop).
+          Tensor yes(TensorType(DType::Bool, {}));
+          yes.setInt(0, 1);
+          v = g->addWeight(cat(name, ".true"), std::make_shared<const Tensor>(std::move(yes)));
+        } else if (k == 0) {
+          if (v->type().dtype != DType::Bool || v->type().numel() != 1)
+            ctx.fail(cat("body output '", o, "' (the condition) is ", v->type().str(),
+                         ", not one bool"));
+          if (v->type().rank() != 0)
+            v = g->createNode(Op::Reshape, {v}, {{"shape", Shape{}}}, ctx.loc())->result();
+        } else if (v->type() != operands[static_cast<size_t>(1 + k)]->type()) {
+          ctx.fail(cat("loop-carried value '", n.input(1 + k), "' is ",
+                       operands[static_cast<size_t>(1 + k)]->type().str(), " but the body returns ",
+                       v->type().str(), " for it: a loop kept at run time needs its carried ",
+                       "values to keep their types (bind the trip count with --const to unroll)"));
+        }
+        // Each output a distinct node result of the body.
+        bool shared = std::find(outs.begin(), outs.end(), v) != outs.end();
+        if (v->kind() != ValueKind::Result || shared)
+          v = g->createNode(Op::Identity, {v}, {}, ctx.loc())->result();
+        outs.push_back(v);
+      }
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
+    g->setOutputs(outs);
+    g->removeDeadCode();
+    std::vector<TensorType> types;
+    for (int j = 0; j < states; ++j)
+      types.push_back(operands[static_cast<size_t>(2 + j)]->type());
+    Node *node = outerGraph->addNode(Op::Loop, operands, types, {}, ctx.loc());
+    node->body = std::move(g);
+    for (int j = 0; j < states; ++j)
+      if (j < n.output_size() && !n.output(j).empty())
+        env_.values[n.output(j)] = node->result(static_cast<size_t>(j));
   }
 
   // Empty constants are fine while they are folded away (Resize's empty roi, the shape of a

@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,9 +33,13 @@ inline constexpr int kMaxOpset = 28;
 // What converters share with the importer.
 struct ImportEnv {
   ImportEnv(Graph &g, std::string file_, std::string modelDir_)
-      : graph(g), file(std::move(file_)), modelDir(std::move(modelDir_)) {}
+      : graph(&g), file(std::move(file_)), modelDir(std::move(modelDir_)) {}
 
-  Graph &graph;
+  Graph *graph; // where nodes go: the model's graph, or a loop body being converted
+  // Inside a loop body kept at run time (onnx_importer.cpp, runtimeLoop): resolves a name the
+  // body reads from an enclosing graph (a body input bound to the outer value, or a copy of an
+  // outer constant); null at the top level.
+  std::function<Value *(const std::string &)> capture;
   std::unordered_map<std::string, Value *> values; // ONNX value name -> IR value
   std::unordered_set<std::string> used;            // names some node or graph output reads
   std::unordered_set<std::string> graphOutputs;    // reserved for the graph's output values
@@ -49,7 +54,7 @@ public:
   const onnx::NodeProto &node() const { return node_; }
   const std::string &opType() const { return node_.op_type(); }
   int opset() const { return opset_; }
-  Graph &graph() { return env_.graph; }
+  Graph &graph() { return *env_.graph; }
   const Location &loc() const { return loc_; }
 
   // "node 'name' (Op)" or "node #3 (Op)" when the node has no name.

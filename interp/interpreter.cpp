@@ -6,6 +6,7 @@
 #include "interp/kernels.h"
 #include "support/diagnostics.h"
 
+#include <iterator>
 #include <map>
 #include <unordered_map>
 
@@ -124,6 +125,32 @@ std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vect
   return env;
 }
 } // namespace
+
+namespace interp {
+// Loop (ONNX Loop's semantics): the body runs while the iteration number is below the trip
+// count and the condition holds, its outputs fed back as the next condition and carried values;
+// the results are the carried values after the last iteration (the initial ones when none ran).
+std::vector<Tensor> kernel_Loop(const KernelCtx &ctx) {
+  const Node &n = ctx.node;
+  if (!n.body)
+    throw UserError(cat(n.where(), ": loop has no body graph"));
+  const int64_t trip = ctx.x(0).getInt(0);
+  bool cond = ctx.x(1).getInt(0) != 0;
+  std::vector<Tensor> in;
+  in.push_back(Tensor::fromI64({0}, {}));
+  for (size_t k = 1; k < ctx.numIn(); ++k)
+    in.push_back(ctx.x(k));
+  for (int64_t it = 0; it < trip && cond; ++it) {
+    in[0] = Tensor::fromI64({it}, {});
+    std::vector<Tensor> out = interpret(*n.body, in);
+    cond = out[0].getInt(0) != 0;
+    for (size_t k = 0; k < out.size(); ++k)
+      in[1 + k] = std::move(out[k]);
+  }
+  return std::vector<Tensor>(std::make_move_iterator(in.begin() + 2),
+                             std::make_move_iterator(in.begin() + 2 + n.numResults()));
+}
+} // namespace interp
 
 namespace {
 // splitmix64 (Steele, Lea, Flood 2014): tiny, and the same sequence on every platform.

@@ -127,6 +127,8 @@ std::unique_ptr<Graph> Graph::clone() const {
       types.push_back(r->type());
     Node *m = c->addNode(n->op(), std::move(ops), std::move(types), n->attrs, n->loc);
     m->props = n->props;
+    if (n->body)
+      m->body = n->body->clone();
     for (size_t i = 0; i < n->results().size(); ++i) {
       const Value *r = n->results()[i];
       if (!r->name().empty())

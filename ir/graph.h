@@ -116,6 +116,9 @@ public:
   SourcePos pos;
   PropertySet props;
   std::vector<Certificate> certificates;
+  // Op::Loop: the body graph the node owns (its inputs mirror the operands, its outputs are the
+  // next condition and carried values; ir/ops.def); cloned with the node. Null for other ops.
+  std::shared_ptr<Graph> body;
 
   // Attribute accessors; missing attributes fall back to the op's schema default.
   int64_t i(std::string_view name) const;

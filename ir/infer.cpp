@@ -690,4 +690,20 @@ std::vector<TensorType> inferResize(InferCtx &ctx) {
   return {TensorType(x.dtype, sizes)};
 }
 
+// Loop: the carried values keep their types (the verifier checks the body against them).
+std::vector<TensorType> inferLoop(InferCtx &ctx) {
+  int carried = ctx.numResults();
+  if (carried < 0 || static_cast<size_t>(2 + carried) > ctx.numOperands())
+    ctx.fail(cat("loop has ", ctx.numOperands(), " operands for ", carried, " carried values"));
+  const TensorType &trip = ctx.operand(0), &cond = ctx.operand(1);
+  if (trip != TensorType(DType::I64, {}))
+    ctx.fail(cat("loop trip count is ", trip.str(), ", not i64[]"));
+  if (cond != TensorType(DType::Bool, {}))
+    ctx.fail(cat("loop condition is ", cond.str(), ", not bool[]"));
+  std::vector<TensorType> out;
+  for (int k = 0; k < carried; ++k)
+    out.push_back(ctx.operand(static_cast<size_t>(2 + k)));
+  return out;
+}
+
 } // namespace aicf

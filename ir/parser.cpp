@@ -936,8 +936,24 @@ private:
     if (!typed)
       types = inferTypes(info, opTok, results, operands, attrs, loc);
 
+    // A loop's body graph follows the node, parsed with names of its own.
+    std::shared_ptr<Graph> body;
+    if (op == Op::Loop) {
+      if (!atIdent("graph"))
+        failExpected("the loop's body 'graph @name(...) -> (...) { ... }'");
+      Graph *outer = g_;
+      std::map<std::string, Value *> outerValues;
+      std::vector<ForwardRef> outerRefs;
+      std::swap(values_, outerValues);
+      std::swap(forwardRefs_, outerRefs);
+      body = parseGraphBody();
+      std::swap(values_, outerValues);
+      std::swap(forwardRefs_, outerRefs);
+      g_ = outer;
+    }
     Node *n =
         g_->addNode(op, std::move(operands), std::move(types), std::move(attrs), std::move(loc));
+    n->body = std::move(body);
     n->pos = posOf(results[0]);
     n->props = props;
     for (size_t k : forward)

@@ -214,6 +214,11 @@ private:
     if (!n->loc.empty())
       os_ << " " << formatLoc(n->loc);
     os_ << "\n";
+    if (n->body) { // a loop's body graph, nested under the node and indented
+      std::istringstream lines(printGraph(*n->body));
+      for (std::string line; std::getline(lines, line);)
+        os_ << (line.empty() ? "" : "    ") << line << "\n";
+    }
   }
 
   std::ostream &os_;

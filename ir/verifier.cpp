@@ -220,6 +220,49 @@ private:
         report(where, n.pos,
                cat(n.numResults() > 1 ? cat("result #", i, " type ") : std::string("result type "),
                    n.result(i)->type().str(), " does not match inferred ", inferred[i].str()));
+    checkBody(n, where, types);
+  }
+
+  // A loop's body: a graph of its own (verified the same way) whose inputs have the operands'
+  // types and whose outputs are the condition and the carried values; no other node has one.
+  void checkBody(const Node &n, const std::string &where, const std::vector<TensorType> &operands) {
+    if (n.op() != Op::Loop) {
+      if (n.body)
+        report(where, n.pos, cat(n.name(), " has a body graph (only loop has one)"));
+      return;
+    }
+    if (!n.body) {
+      report(where, n.pos, "loop has no body graph");
+      return;
+    }
+    const Graph &b = *n.body;
+    if (b.inputs().size() != operands.size()) {
+      report(where, n.pos,
+             cat("loop body @", b.name(), " takes ", b.inputs().size(), " inputs for ",
+                 operands.size(), " operands"));
+      return;
+    }
+    for (size_t k = 0; k < operands.size(); ++k)
+      if (b.inputs()[k]->type() != operands[k])
+        report(where, n.pos,
+               cat("loop body input #", k, " is ", b.inputs()[k]->type().str(), ", operand #", k,
+                   " is ", operands[k].str()));
+    std::vector<TensorType> want = {TensorType(DType::Bool, {})};
+    for (const Value *r : n.results())
+      want.push_back(r->type());
+    if (b.outputs().size() != want.size()) {
+      report(where, n.pos,
+             cat("loop body @", b.name(), " returns ", b.outputs().size(), " values, want ",
+                 want.size(), " (the condition and ", want.size() - 1, " carried values)"));
+      return;
+    }
+    for (size_t k = 0; k < want.size(); ++k)
+      if (b.outputs()[k] && b.outputs()[k]->type() != want[k])
+        report(where, n.pos,
+               cat("loop body output #", k, " is ", b.outputs()[k]->type().str(), ", want ",
+                   want[k].str()));
+    for (const VerifierDiagnostic &d : Verifier(b).run())
+      report(cat(where, ": body @", b.name(), ": ", d.where), d.pos, d.message);
   }
 
   static std::string arityText(const OpInfo &info) {

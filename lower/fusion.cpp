@@ -125,6 +125,8 @@ Caps capsFor(const Node *anchor) {
   if (!anchor)
     return c;
   const OpInfo &info = anchor->info();
+  if (anchor->op() == Op::Loop) // run by the runtime over its body's steps: absorbs nothing
+    return Caps{false, false, true};
   if (anchor->numResults() != 1) { // split: several results, no single epilogue shape
     c.epilogue = false;
     return c;
@@ -252,6 +254,10 @@ private:
           why = "read by batch_norm, whose recipe reads plain buffers";
           return;
         }
+        if (u->op() == Op::Loop) {
+          why = "read by a loop, whose body reads plain buffers";
+          return;
+        }
         for (size_t k = 0; k < u->numOperands(); ++k)
           if (u->operand(k) == v)
             reads.push_back(LayoutRead{n, u, static_cast<int>(k), m, v->type().bytes()});
@@ -297,7 +303,7 @@ private:
       }
       const Node *d = v->def();
       if (!m || !d || d->info().has(VIEW) || isLayoutOp(*d) || d->numResults() != 1 ||
-          !onlyReader(v, reader))
+          d->op() == Op::Loop || !onlyReader(v, reader))
         return {};
       out.push_back(Sink{v, *m});
     }
@@ -797,6 +803,10 @@ private:
           if (auto it = sinkOf_.find(r); it != sinkOf_.end())
             kg.storeThrough.push_back({r, it->second.first, it->second.second});
         }
+    if (grp.anchor && grp.anchor->op() == Op::Loop) { // positional: every operand and result
+      kg.inputs = grp.anchor->operands();
+      kg.outputs = grp.anchor->results();
+    }
     return kg;
   }
 

@@ -27,10 +27,12 @@ namespace aicf {
 struct KernelGroup {
   int id = 0;
   std::string kind; // logical opcode: "attention", "layer_norm", "matmul", "fused_elementwise", ...
-  Node *anchor = nullptr;       // null for a pure elementwise group
-  std::vector<Node *> nodes;    // every node of the group, in graph order
-  std::vector<Value *> inputs;  // read from outside the group, first-use order, no duplicates
-  std::vector<Value *> outputs; // produced here and used outside (or graph outputs)
+  Node *anchor = nullptr;    // null for a pure elementwise group
+  std::vector<Node *> nodes; // every node of the group, in graph order
+  // Read from outside the group, first-use order, no duplicates; a loop group: its operands.
+  std::vector<Value *> inputs;
+  // Produced here and used outside (or graph outputs); a loop group: all its results.
+  std::vector<Value *> outputs;
   // Outputs stored through a layout op (rule 0, the producer side): output `value` is not
   // stored in a buffer of its own but into `into`, the layout op's result, at map(index). The
   // kernel's param for `value` is `into`'s buffer; several groups may write one `into` (the

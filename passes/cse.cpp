@@ -23,7 +23,7 @@ public:
     bool changed = mergeWeights(g);
     std::map<std::string, Node *> seen;
     for (Node *n : g.nodes()) {
-      if (!n->info().has(PURE))
+      if (!n->info().has(PURE) || n->body) // a loop: its body is no attribute CSE compares
         continue;
       std::string key = keyOf(*n);
       auto [it, inserted] = seen.emplace(key, n);

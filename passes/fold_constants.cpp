@@ -24,7 +24,7 @@ public:
   bool run(Graph &g, PassContext &) override {
     bool changed = false;
     for (Node *n : g.nodes()) {
-      if (!n->info().has(PURE) || n->numOperands() == 0)
+      if (!n->info().has(PURE) || n->numOperands() == 0 || n->body) // loops stay at run time
         continue;
       bool allConst = true;
       int64_t inElems = 0, outElems = 0;

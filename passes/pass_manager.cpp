@@ -81,6 +81,10 @@ bool PassManager::run(Graph &g, PassContext &ctx) {
   std::ostream &irOut = opts_.irOut ? *opts_.irOut : stderrStream();
   std::vector<PassTime> times;
   bool anyChanged = false;
+  // Loop bodies first: each is a graph of its own, optimised by the same pipeline.
+  for (Node *n : g.nodes())
+    if (n->body)
+      anyChanged = run(*n->body, ctx) || anyChanged;
   for (const std::unique_ptr<Pass> &pass : passes_) {
     const std::string name = pass->name();
     const bool printBefore = selected(opts_.printIrBefore, name);

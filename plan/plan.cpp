@@ -271,6 +271,13 @@ void Plan::writeYaml(std::ostream &os) const {
       y << YAML::Key << "when" << YAML::Value << s.guardWhen;
       y << YAML::EndMap;
     }
+    if (s.loop) {
+      y << YAML::Key << "loop" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "body_steps" << YAML::Value << s.loop->bodySteps;
+      y << YAML::Key << "state" << YAML::Value << YAML::Flow << s.loop->state;
+      y << YAML::Key << "next" << YAML::Value << YAML::Flow << s.loop->next;
+      y << YAML::EndMap;
+    }
     y << YAML::Key << "constraints" << YAML::Value << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "in_place" << YAML::Value << s.inPlace;
     y << YAML::EndMap;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -66,6 +67,18 @@ struct PlanStep {
   // chosen at run time, plan/branch_guards.h); "" for an unconditional step.
   std::string guard;
   bool guardWhen = true;
+  // kind "loop" (host plans; a runtime built-in): the body's steps follow this one, `bodySteps`
+  // of them, and run once per iteration; the runtime, not the step order, runs them. `state`:
+  // the body's input buffers the runtime writes (iteration number, condition, carried values;
+  // the values it reads from outside alias the step's inputs); `next`: the body's outputs (the
+  // next condition and carried values), copied into `state` after each iteration. The step's
+  // inputs are the trip count, the condition, the initial carried values and the outer values;
+  // its outputs the final carried values.
+  struct Loop {
+    int bodySteps = 0;
+    std::vector<std::string> state, next;
+  };
+  std::optional<Loop> loop;
   int64_t sharedBytes = 0;
   bool inPlace = false; // an output shares an input's storage
   std::vector<std::string> properties;

@@ -83,6 +83,11 @@ struct Step {
   size_t numInputs = 0;
   int guard = -1; // cpu plans: runs only when this one-byte bool buffer is guardWhen
   bool guardWhen = true;
+  // A loop step (cpu plans, plan.yaml `loop`): the next bodySteps steps are its body, run once
+  // per iteration; state: the body's iteration number, condition and carried values (written
+  // here), next: its outputs (the next condition and carried values). -1: no loop step.
+  int64_t bodySteps = -1;
+  std::vector<int> state, next;
 };
 
 // 64-byte aligned storage. A buffer of 2 MiB or more (the weights, the arena) is 2 MiB aligned
@@ -433,6 +438,54 @@ void checkGroups(aicf_model &m) {
       throw Error(cat("step ", st.symbol, ": launch.group ", st.group, " has one step"));
 }
 
+// Loop steps: the body lies inside the steps (and inside any enclosing body), no dispatch group
+// crosses its ends, and the buffers the runtime copies between have matching sizes: operands
+// (trip count, condition, initial carried values, outer values), state (iteration number,
+// condition, carried values), next (condition, carried values) and results (carried values).
+void checkLoops(aicf_model &m) {
+  std::vector<size_t> ends = {m.steps.size()}; // the enclosing bodies' ends
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    while (i >= ends.back())
+      ends.pop_back();
+    const Step &st = m.steps[i];
+    if (st.bodySteps < 0)
+      continue;
+    std::string what = cat("loop step ", i);
+    if (st.bodySteps > static_cast<int64_t>(ends.back() - i - 1))
+      throw Error(cat(what, ": its ", st.bodySteps, " body steps run past ",
+                      ends.size() > 1 ? "the enclosing loop's body" : "the last step"));
+    size_t end = i + 1 + static_cast<size_t>(st.bodySteps);
+    for (size_t j = i + 1; j < end; ++j) {
+      const Step &b = m.steps[j];
+      if (b.group >= 0 && (static_cast<size_t>(b.group) <= i || m.steps[b.group].groupEnd > end))
+        throw Error(cat(what, ": a dispatch group crosses the end of its body"));
+    }
+    size_t carried = st.args.size() - st.numInputs;
+    if (st.numInputs < 2 + carried || st.state.size() != 2 + carried ||
+        st.next.size() != 1 + carried)
+      throw Error(cat(what, ": ", st.numInputs, " inputs, ", carried, " outputs, ", st.state.size(),
+                      " state and ", st.next.size(), " next buffers do not fit together"));
+    auto bytes = [&](int b) { return m.buffers[b].bytes; };
+    auto dtype = [&](int b) { return m.buffers[b].dtype; };
+    if (dtype(st.args[0]) != "i64" || bytes(st.args[0]) != 8 || dtype(st.state[0]) != "i64" ||
+        bytes(st.state[0]) != 8)
+      throw Error(cat(what, ": the trip count and iteration number are not one i64"));
+    for (int b : {st.args[1], st.state[1], st.next[0]})
+      if (dtype(b) != "bool" || bytes(b) != 1)
+        throw Error(cat(what, ": a condition buffer is not one bool"));
+    for (size_t j = 0; j < carried; ++j) {
+      int64_t n = bytes(st.args[2 + j]);
+      if (bytes(st.state[2 + j]) != n || bytes(st.next[1 + j]) != n ||
+          bytes(st.args[st.numInputs + j]) != n)
+        throw Error(cat(what, ": carried value ", j, " has buffers of different sizes"));
+    }
+    for (int b : st.state)
+      if (m.buffers[m.buffers[b].storage].kind != "arena")
+        throw Error(cat(what, ": state buffer ", m.buffers[b].id, " is not in the arena"));
+    ends.push_back(end);
+  }
+}
+
 // Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
 // checks its kernels against the steps.
 void loadPlan(aicf_model &m, const YAML::Node &plan) {
@@ -597,7 +650,25 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
         throw Error(cat(what, ": guard.when is not true or false"));
       }
     }
-    if (st.kind == "copy" && st.symbol.empty()) {
+    if (const YAML::Node l = s["loop"]) { // a loop kept at run time (host plans)
+      if (m.cuda)
+        throw Error(cat(what, ": a loop on a cuda plan (loops are for cpu plans)"));
+      if (st.kind != "loop" || !st.symbol.empty())
+        throw Error(cat(what, ": only a built-in loop step has a loop"));
+      st.bodySteps = readInt(l, "body_steps", what + ": loop", 0, kInt64Max);
+      for (const char *key : {"state", "next"})
+        for (const YAML::Node &id :
+             needSequence(need(l, key, what + ": loop"), cat(what, ": loop.", key))) {
+          auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
+          if (it == byId.end())
+            throw Error(cat(what, ": loop.", key, " names unknown buffer ",
+                            id.IsScalar() ? id.Scalar() : "?"));
+          (std::string(key) == "state" ? st.state : st.next).push_back(it->second);
+        }
+    }
+    if (st.bodySteps >= 0) {
+      // checked with the other steps in checkLoops
+    } else if (st.kind == "copy" && st.symbol.empty()) {
       if (st.args.size() != 2 || st.numInputs != 1 ||
           m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
         throw Error("a copy step needs one input and one output of equal size");
@@ -632,6 +703,7 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
     m.steps.push_back(st);
   }
   checkGroups(m);
+  checkLoops(m);
   // The argument count and byte size of every kernel call, as libmodel.so was compiled for.
   if (layout != layoutFn())
     throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
@@ -741,6 +813,40 @@ struct GroupCall {
   }
 };
 
+// The scratch of a host run's step calls, reused across steps (and loop iterations).
+struct HostCalls {
+  std::vector<void *> args;
+  std::vector<StepCall> calls;
+  std::vector<int64_t> firstChunk;
+};
+
+void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double *times);
+
+// Loop step `s`: the body's steps once per iteration while the iteration number is below the
+// trip count and the condition holds, the body's outputs copied back into its state between
+// iterations; then the carried values into the step's outputs.
+void runHostLoop(aicf_model &m, size_t s, HostCalls &hc, double *times) {
+  const Step &st = m.steps[s];
+  auto copy = [&](int to, int from) {
+    if (m.ptrs[to] != m.ptrs[from])
+      std::memmove(m.ptrs[to], m.ptrs[from], static_cast<size_t>(m.buffers[from].bytes));
+  };
+  const size_t carried = st.args.size() - st.numInputs;
+  int64_t trip = 0;
+  std::memcpy(&trip, m.ptrs[st.args[0]], sizeof trip);
+  for (size_t k = 1; k < 2 + carried; ++k) // the condition and the initial carried values
+    copy(st.state[k], st.args[k]);
+  auto *cond = static_cast<const uint8_t *>(m.ptrs[st.state[1]]);
+  for (int64_t it = 0; it < trip && *cond != 0; ++it) {
+    std::memcpy(m.ptrs[st.state[0]], &it, sizeof it);
+    runHostSteps(m, s + 1, s + 1 + static_cast<size_t>(st.bodySteps), hc, times);
+    for (size_t k = 0; k < 1 + carried; ++k)
+      copy(st.state[1 + k], st.next[k]);
+  }
+  for (size_t k = 0; k < carried; ++k)
+    copy(st.args[st.numInputs + k], st.state[2 + k]);
+}
+
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
   bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
                static_cast<char *>(m.arena->ptr));
@@ -749,17 +855,36 @@ void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, dou
     m.pool.reset();
     m.pool = std::make_unique<aicf::rt::ThreadPool>(m.threads, m.pinThreads, m.adaptiveThreads);
   }
+  if (times) // loop bodies add up their iterations
+    std::fill(times, times + m.steps.size(), 0.0);
   m.pool->beginRun();
-  std::vector<void *> args;
-  std::vector<StepCall> calls;
-  std::vector<int64_t> firstChunk;
-  for (size_t s = 0; s < m.steps.size(); ++s) {
+  HostCalls hc;
+  try {
+    runHostSteps(m, 0, m.steps.size(), hc, times);
+  } catch (...) {
+    m.pool->endRun();
+    throw;
+  }
+  m.pool->endRun();
+}
+
+// Steps [begin, end) in order (a loop step runs its body and resumes after it).
+void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double *times) {
+  std::vector<void *> &args = hc.args;
+  std::vector<StepCall> &calls = hc.calls;
+  std::vector<int64_t> &firstChunk = hc.firstChunk;
+  for (size_t s = begin; s < end; ++s) {
     const Step &st = m.steps[s];
     // The side of a runtime branch not taken: skipped (its condition was written by an
     // earlier step, or is an input).
-    if (st.guard >= 0 && (*static_cast<const uint8_t *>(m.ptrs[st.guard]) != 0) != st.guardWhen) {
+    if (st.guard >= 0 && (*static_cast<const uint8_t *>(m.ptrs[st.guard]) != 0) != st.guardWhen)
+      continue;
+    if (st.bodySteps >= 0) {
+      auto t0 = std::chrono::steady_clock::now();
+      runHostLoop(m, s, hc, times);
       if (times)
-        times[s] = 0;
+        times[s] += secondsSince(t0);
+      s += static_cast<size_t>(st.bodySteps);
       continue;
     }
     // A dispatch group's steps in one pool run; a profiled run times each step on its own.
@@ -796,9 +921,8 @@ void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, dou
       m.pool->run(st.chunks, &StepCall::run, &call);
     }
     if (times)
-      times[s] = secondsSince(t0);
+      times[s] += secondsSince(t0);
   }
-  m.pool->endRun();
 }
 
 // Enqueues the steps on stream s in plan order; with times, waits for each step and records its

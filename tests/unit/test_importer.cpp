@@ -7,6 +7,7 @@
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "model_dirs.h"
 #include "support/cli_util.h"
@@ -1571,7 +1572,7 @@ TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled")
   CHECK(got[0].toDoubles() == std::vector<double>{9, 12});
   CHECK(got[1].toDoubles() == std::vector<double>{1, 2, 4, 6, 9, 12});
 
-  // A trip count given at run time: bound with --const, or refused naming it.
+  // A trip count given at run time: bound with --const to unroll.
   ModelBuilder dyn(13);
   dyn.input("m", TensorProto::INT64, {}).input("y", TensorProto::FLOAT, {1});
   dyn.output("res_y", TensorProto::FLOAT, {1});
@@ -1600,9 +1601,9 @@ TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled")
     v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
   }
   graphAttr(dl, "body", db);
-  CHECK(importError(dyn, "loop_dyn.onnx")
-            .find("node '/loop' (Loop): trip count M input 'm' is not a compile-time constant (a "
-                  "graph input: bind it with --const m=FILE.npy)") != std::string::npos);
+  // Unbound, the loop is kept at run time (the next test case); bound, it unrolls.
+  g = dyn.import("loop_dyn.onnx");
+  CHECK(interpret(*g, {Tensor::fromI64({3}, {}), Tensor::fromF32({1}, {1})})[0].getDouble(0) == 8);
   ImportOptions bind;
   bind.constInputs = {{"m", parseConstFlag("m=3")}};
   g = dyn.import("loop_dyn.onnx", bind);
@@ -1611,6 +1612,138 @@ TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled")
 
 // SpaceToDepth-28's mode: CRD keeps the channel before the block offset (out channel
 // c b^2 + bh b + bw), DCR (the default) puts it after (out channel (bh b + bw) C + c).
+// A Loop kept at run time (interp kernel_Loop; plan steps in test_loops.cpp): y <- y * 2 + x
+// with x read from the outer graph, while sum(y) < limit and i < M. Unrolled when M and the
+// condition are constants and M <= 256; otherwise a loop node owning its body.
+TEST_CASE("importer: Loop kept at run time (trip count, condition, outer values)") {
+  // trips < 0: M is a graph input; condInput: the condition is given (else the body's is
+  // ignored, a for loop); carriedShape: what the body returns for y.
+  auto loopModel = [](int64_t trips, bool condInput, std::vector<int64_t> carriedShape = {3}) {
+    ModelBuilder b(13);
+    b.input("x", TensorProto::FLOAT, {3}).input("limit", TensorProto::FLOAT, {});
+    if (trips < 0)
+      b.input("m", TensorProto::INT64, {});
+    else
+      b.initI64("m", {trips}, {});
+    b.initF32("y0", {1, 1, 1}, {3});
+    TensorProto &yes = b.initializer();
+    yes.set_name("yes");
+    yes.set_data_type(TensorProto::BOOL);
+    yes.add_int32_data(1);
+    b.output("y", TensorProto::FLOAT, {3});
+    onnx::NodeProto &loop = b.node("Loop", {"m", condInput ? "yes" : "", "y0"}, {"y"}, "/loop");
+    onnx::GraphProto body;
+    body.set_name("body");
+    auto in = [&](const char *name, int type) {
+      auto *v = body.add_input();
+      v->set_name(name);
+      v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    };
+    in("i", TensorProto::INT64);
+    in("c", TensorProto::BOOL);
+    in("y_in", TensorProto::FLOAT);
+    TensorProto *two = body.add_initializer();
+    two->set_name("two");
+    two->set_data_type(TensorProto::FLOAT);
+    two->add_float_data(2.0f);
+    TensorProto *shape = body.add_initializer();
+    shape->set_name("shape");
+    shape->set_data_type(TensorProto::INT64);
+    shape->add_dims(static_cast<int64_t>(carriedShape.size()));
+    for (int64_t d : carriedShape)
+      shape->add_int64_data(d);
+    auto node = [&](const char *op, std::vector<std::string> ins, const char *out) {
+      onnx::NodeProto *n = body.add_node();
+      n->set_op_type(op);
+      n->set_name(cat("/body/", out));
+      for (auto &i : ins)
+        n->add_input(i);
+      n->add_output(out);
+      return n;
+    };
+    node("Mul", {"y_in", "two"}, "y2");
+    node("Add", {"y2", "x"}, "y_sum");
+    node("Reshape", {"y_sum", "shape"}, "y_out");
+    attr(*node("ReduceSum", {"y_out"}, "s"), "keepdims", int64_t(0));
+    node("Less", {"s", "limit"}, "c_out");
+    for (const char *o : {"c_out", "y_out"}) {
+      auto *v = body.add_output();
+      v->set_name(o);
+      v->mutable_type()->mutable_tensor_type()->set_elem_type(
+          std::string(o) == "c_out" ? TensorProto::BOOL : TensorProto::FLOAT);
+    }
+    graphAttr(loop, "body", body);
+    return b;
+  };
+  auto loopNodes = [](const Graph &g) {
+    int k = 0;
+    for (const Node *n : g.nodes())
+      k += n->op() == Op::Loop;
+    return k;
+  };
+  // y after `iters` iterations of y <- 2y + x from y0 = 1 (x = 1, 0, -1 per element), in f32
+  // as the model computes it (after 128 iterations the first two overflow to inf).
+  auto expect = [](int iters) {
+    std::vector<float> y = {1, 1, 1}, x = {1, 0, -1};
+    for (int k = 0; k < iters; ++k)
+      for (int j = 0; j < 3; ++j)
+        y[j] = 2 * y[j] + x[j];
+    return std::vector<double>(y.begin(), y.end());
+  };
+  Tensor x = f32Tensor({1, 0, -1}, {3});
+  auto run = [&](const Graph &g, float limit, std::vector<Tensor> extra = {}) {
+    std::vector<Tensor> ins = {x, Tensor::fromF32({limit}, {})};
+    for (Tensor &t : extra)
+      ins.push_back(t);
+    return interpret(g, ins)[0];
+  };
+  auto same = [](const Tensor &got, const std::vector<double> &want) {
+    REQUIRE(got.numel() == 3);
+    for (int64_t j = 0; j < 3; ++j)
+      CHECK(got.getDouble(j) == want[static_cast<size_t>(j)]);
+  };
+
+  // A constant trip count and no condition input: unrolled (the body's condition ignored).
+  auto unrolled = loopModel(4, false).import("loop_for.onnx");
+  CHECK(loopNodes(*unrolled) == 0);
+  same(run(*unrolled, -100), expect(4));
+  // A trip count over the unroll limit: kept at run time, the body's condition still ignored.
+  auto big = loopModel(300, false).import("loop_300.onnx");
+  REQUIRE(loopNodes(*big) == 1);
+  same(run(*big, -100), expect(300));
+  // A condition computed at run time: kept at run time; sums 3 * 2^k - ... grow past the limit.
+  auto cond = loopModel(50, true).import("loop_cond.onnx");
+  REQUIRE(loopNodes(*cond) == 1);
+  // sum(y) after k iterations: 3 * 2^k; the body runs while the new sum is below the limit,
+  // and the iteration that reaches it still updates y.
+  same(run(*cond, 20.0f), expect(3)); // sums 6, 12, 24: stops after the third
+  same(run(*cond, 1.0f), expect(1));
+  // The trip count a graph input: the same body, M given at run time.
+  auto runtimeM = loopModel(-1, true).import("loop_m.onnx");
+  REQUIRE(loopNodes(*runtimeM) == 1);
+  same(run(*runtimeM, 1e9f, {Tensor::fromI64({7}, {})}), expect(7));
+  same(run(*runtimeM, 1e9f, {Tensor::fromI64({0}, {})}), expect(0));
+  // The loop node owns its body: the outer x is a body input, the body verifies, prints and
+  // parses back to the same text.
+  const Node *ln = nullptr;
+  for (const Node *n : runtimeM->nodes())
+    if (n->op() == Op::Loop)
+      ln = n;
+  REQUIRE(ln);
+  REQUIRE(ln->body);
+  CHECK(ln->numOperands() == 5); // m, cond, y0, then x and limit as the body reads them
+  REQUIRE(ln->body->inputs().size() == 5);
+  CHECK(ln->body->inputs()[3]->name() == "x");
+  CHECK(ln->body->inputs()[4]->name() == "limit");
+  std::string text = printGraph(*runtimeM);
+  CHECK(text.find("= loop(") != std::string::npos);
+  CHECK(printGraph(*parseGraph(text, "loop.mcir")) == text);
+  // A carried value whose shape changes per iteration cannot be kept at run time.
+  CHECK(importError(loopModel(-1, true, {1, 3}), "loop_shape.onnx")
+            .find("loop-carried value 'y0' is f32[3] but the body returns f32[1,3] for it") !=
+        std::string::npos);
+}
+
 TEST_CASE("importer: SpaceToDepth in DCR and CRD modes") {
   for (const char *mode : {"DCR", "CRD"}) {
     CAPTURE(mode);
