@@ -226,6 +226,17 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
       msg = msg.substr(prefix.size());
     fail(msg);
   }
+  // Empty results (a 0 dim) hold no values: constants, whatever the operands.
+  bool empty = n->numResults() > 0;
+  for (Value *r : n->results())
+    empty = empty && r->type().isStatic() && r->type().numel() == 0;
+  if (empty) {
+    std::vector<Value *> out;
+    for (Value *r : n->results())
+      out.push_back(constant(Tensor(r->type())));
+    env_.graph->eraseNode(n);
+    return out;
+  }
   // Fold when every operand is constant and the results are small.
   bool fold = n->info().has(PURE);
   for (Value *o : n->operands())

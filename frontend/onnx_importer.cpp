@@ -174,8 +174,10 @@ private:
     for (const auto &imp : model_.opset_import())
       if (isDefaultDomain(imp.domain()))
         opset_ = static_cast<int>(imp.version());
-    if (opset_ < 0)
+    if (opset_ < 0) {
+      checkOps(); // a model of another domain only (training ops): its ops say more
       fail("the model imports no opset of the default ONNX domain");
+    }
     if (opset_ < kMinOpset || opset_ > kMaxOpset)
       fail(cat("opset ", opset_, " is not supported (supported: ", kMinOpset, " to ", kMaxOpset,
                ")"));
@@ -742,6 +744,13 @@ private:
       Value *v = graph.addInput(d.name, d.type);
       v->loc = Location(d.name);
       env_.values[d.name] = v;
+      // An empty input (a 0 dim) holds no values: the graph reads an empty constant instead,
+      // and what it computes folds (the input stays, unread, for the caller's 0 bytes).
+      if (d.type.isStatic() && d.type.numel() == 0) {
+        Value *w = graph.addWeight(d.name + ".empty", std::make_shared<const Tensor>(d.type));
+        w->loc = Location(d.name);
+        env_.values[d.name] = w;
+      }
     }
     for (const auto &[cname, t] : constInputs_) { // --const: constants named as the inputs
       Value *w = graph.addWeight(cname, t);
@@ -929,7 +938,7 @@ private:
   // Returns false, converting nothing, for a Loop to keep at run time (runtimeLoop): no trip
   // count, one known only at run time or above kMaxUnroll, or a condition computed at run time.
   static constexpr int64_t kMaxUnroll = 256;
-  bool unrollLoop(const onnx::NodeProto &n, int index) {
+  bool unrollLoop(const onnx::NodeProto &n, int index, bool scan9 = false) {
     ConvertCtx ctx(env_, n, index, opset_);
     const onnx::GraphProto &body = graphAttr(ctx, n, "body");
     bool loop = n.op_type() == "Loop";
@@ -963,8 +972,10 @@ private:
         for (int64_t v : ctx.attrInts(a))
           if (v != 0)
             ctx.fail(cat(a, " other than 0 is not supported"));
-      if (opset_ < 9)
-        ctx.fail("Scan-8 (with a batch axis and sequence_lens) is not supported");
+      if (opset_ < 9 && !scan9) {
+        scan8(ctx, n, index);
+        return true;
+      }
       for (int64_t j = 0; j < states; ++j)
         carried.push_back(ctx.input(static_cast<size_t>(j)));
       trips = scanIn > 0 ? ctx.input(static_cast<size_t>(states))->type().shape.at(0) : 0;
@@ -1051,6 +1062,67 @@ private:
                               : ctx.emit(Op::Concat, scans[k], {{"axis", int64_t(0)}});
     }
     return true;
+  }
+
+  // Scan-8: every input and output has a leading batch axis (scan inputs [batch, sequence, ...])
+  // and input 0 is the optional sequence_lens. Each batch element is a Scan-9 of its own,
+  // unrolled, and the results are stacked on the batch axis. Sequence lengths other than the
+  // full one (ragged batches) and reversed directions are refused.
+  void scan8(ConvertCtx &ctx, const onnx::NodeProto &n, int index) {
+    for (int64_t v : ctx.attrInts("directions"))
+      if (v != 0)
+        ctx.fail("directions other than 0 are not supported");
+    const int64_t scanIn = ctx.attrIntReq("num_scan_inputs");
+    const int ins = n.input_size() - 1;
+    if (ins < scanIn || scanIn < 1)
+      ctx.fail(cat(ins, " inputs after sequence_lens for ", scanIn, " scan inputs"));
+    const Shape &first = ctx.type(static_cast<size_t>(1 + ins - scanIn)).shape;
+    if (first.size() < 2)
+      ctx.fail("a scan input needs a batch and a sequence axis");
+    const int64_t batch = first[0], length = first[1];
+    if (ctx.hasInput(0))
+      for (int64_t l : ctx.constInts(0, "sequence_lens"))
+        if (l != length)
+          ctx.fail(cat("sequence_lens ", l, " differs from the scan length ", length,
+                       " (ragged batches are not supported)"));
+    for (int k = 1; k <= ins; ++k)
+      if (ctx.rank(static_cast<size_t>(k)) < 1 ||
+          ctx.type(static_cast<size_t>(k)).shape[0] != batch)
+        ctx.fail(cat("input '", n.input(k), "' has no batch axis of ", batch));
+    std::vector<std::vector<Value *>> outs(static_cast<size_t>(n.output_size()));
+    for (int64_t b = 0; b < batch; ++b) {
+      onnx::NodeProto one = n; // this batch element's Scan-9
+      one.clear_input();
+      one.clear_output();
+      for (int k = 1; k <= ins; ++k) {
+        Value *x = ctx.input(static_cast<size_t>(k));
+        Shape rest(x->type().shape.begin() + 1, x->type().shape.end());
+        Value *sl = ctx.emit(Op::Slice, {x},
+                             {{"starts", Shape{b}},
+                              {"ends", Shape{b + 1}},
+                              {"axes", Shape{0}},
+                              {"steps", Shape{1}}});
+        std::string name = cat(n.input(k), ".batch", b);
+        env_.values[name] = ctx.reshape(sl, rest);
+        one.add_input(name);
+      }
+      for (int k = 0; k < n.output_size(); ++k)
+        one.add_output(n.output(k).empty() ? "" : cat(n.output(k), ".batch", b));
+      unrollLoop(one, index, /*scan9=*/true);
+      for (int k = 0; k < n.output_size(); ++k) {
+        if (n.output(k).empty())
+          continue;
+        Value *v = env_.values.at(one.output(k));
+        Shape withBatch = v->type().shape;
+        withBatch.insert(withBatch.begin(), 1);
+        outs[static_cast<size_t>(k)].push_back(ctx.reshape(v, withBatch));
+      }
+    }
+    for (int k = 0; k < n.output_size(); ++k)
+      if (!n.output(k).empty())
+        env_.values[n.output(k)] = outs[k].size() == 1
+                                       ? outs[k][0]
+                                       : ctx.emit(Op::Concat, outs[k], {{"axis", int64_t(0)}});
   }
 
   // A Loop kept at run time (ONNX Loop semantics; interp kernel_Loop, plan `loop` steps): a loop
@@ -1207,20 +1279,31 @@ private:
       std::string name = v->name().empty() ? "" : cat(" '", v->name(), "'");
       return cat(name, " ", v->type().str());
     };
-    // (An input no node reads may be empty: CastLike's type template, given as [0].)
+    // (An input no node reads may be empty: CastLike's type template, given as [0]. So may a
+    // graph output: a constant holding no values, through an identity at most.)
+    auto onlyOutput = [&](const Value *v) {
+      for (const Node *u : graph.users(v))
+        if (u->op() != Op::Identity || !graph.isOutput(u->result()) ||
+            graph.users(u->result()).size() != 0)
+          return false;
+      return true;
+    };
     for (const Value *in : graph.inputs())
       if (std::string p = emptyDimProblem(in->type()); !p.empty() && graph.hasUses(in))
-        fail(cat("input '", in->name(), "' ", p, ": empty tensors are not supported"));
+        fail(cat("input '", in->name(), "' ", p,
+                 ": an empty value is supported only where it folds to a constant"));
     for (const Value *w : graph.weights())
-      if (std::string p = emptyDimProblem(w->type()); !p.empty())
+      if (std::string p = emptyDimProblem(w->type()); !p.empty() && !onlyOutput(w))
         fail(cat(w->loc.empty() || w->loc.str() == w->name() ? std::string()
                                                              : cat("node '", w->loc.str(), "': "),
-                 "constant", where(w), " ", p, ": empty tensors are not supported"));
+                 "constant", where(w), " ", p,
+                 ": an empty value is supported only where it folds to a constant"));
     for (const Node *n : graph.nodes())
       for (const Value *r : n->results())
-        if (std::string p = emptyDimProblem(r->type()); !p.empty())
+        if (std::string p = emptyDimProblem(r->type());
+            !p.empty() && !(n->op() == Op::Identity && n->operand(0)->isWeight() && onlyOutput(r)))
           fail(cat("node '", n->loc.str(), "': result", where(r), " ", p,
-                   ": empty tensors are not supported"));
+                   ": an empty value is supported only where it folds to a constant"));
   }
 
   // A static type from ONNX's shape inference must agree with ours.

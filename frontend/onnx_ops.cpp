@@ -1179,6 +1179,23 @@ void convConcat(ConvertCtx &c) {
   // Concat-1 defaults the axis to 1; from opset 4 on it is required.
   int64_t axis = c.opset() < 4 ? c.attrInt("axis", 1) : c.attrIntReq("axis");
   axis = normAxis(c, axis, xs[0]->type().rank());
+  // Empty pieces (a 0 extent along the axis) add nothing: dropped once their shape checks out.
+  std::vector<Value *> kept;
+  for (Value *x : xs) {
+    const TensorType &t = x->type();
+    if (!t.isStatic() || t.numel() != 0) {
+      kept.push_back(x);
+      continue;
+    }
+    Shape want = xs[0]->type().shape, got = t.shape;
+    if (got.size() != want.size())
+      c.fail(cat("input ", t.str(), " and ", xs[0]->type().str(), " differ in rank"));
+    want[static_cast<size_t>(axis)] = got[static_cast<size_t>(axis)] = 0;
+    if (got != want && xs[0]->type().numel() != 0)
+      c.fail(cat("input ", t.str(), " does not fit ", xs[0]->type().str(), " beside axis ", axis));
+  }
+  if (!kept.empty() && kept.size() < xs.size())
+    xs = kept;
   c.setOutput(0, xs.size() == 1 ? xs[0] : c.emit(Op::Concat, xs, {{"axis", axis}}));
 }
 
@@ -1796,9 +1813,16 @@ void convIdentity(ConvertCtx &c) {
 void convDropout(ConvertCtx &c) {
   if (c.opset() >= 12 && c.hasInput(2)) {
     const Tensor &training = c.requireConst(2, "training_mode");
-    bool zeroRatio = c.hasInput(1) && c.constInput(1) && c.constInput(1)->getDouble(0) == 0.0;
-    if (training.numel() != 1 || (training.getInt(0) != 0 && !zeroRatio))
-      c.fail("training-mode Dropout is not supported (inference only)");
+    if (training.numel() != 1)
+      c.fail("training_mode is not one value");
+    if (training.getInt(0) != 0) {
+      // Training mode drops at random unless the ratio is 0: then it is the identity too.
+      const Tensor *ratio =
+          c.hasInput(1) ? &c.requireConst(1, "ratio of a training-mode Dropout") : nullptr;
+      if (!ratio || ratio->numel() != 1 || ratio->getDouble(0) != 0.0)
+        c.fail("training-mode Dropout with a ratio other than 0 is random (not supported: "
+               "inference only)");
+    }
   }
   Value *x = c.input(0);
   alias(c, 0, x);

@@ -25,7 +25,7 @@ static std::string dimValueProblem(const std::string &s, int64_t &out) {
   if (res.ec != std::errc() || res.ptr != s.data() + s.size())
     return "is not a positive decimal integer";
   if (out == 0)
-    return "is 0: empty tensors are not supported";
+    return "is 0: dims bound on the command line are 1 or more";
   return "";
 }
 

@@ -12,7 +12,7 @@ namespace aicf {
 
 // "x=2x64x256" -> ("x", {2,64,256}); "x=" -> ("x", {}) (a scalar). Each dim is a positive decimal
 // integer up to kMaxTensorElements (support/checked_math.h); anything else is a UserError with
-// exit code 1 (a bad flag value; 0 too, as empty tensors are not supported).
+// exit code 1 (a bad flag value; 0 too: a bound dim is 1 or more).
 std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &text);
 // "batch=2" -> ("batch", 2). The value as for parseShapeFlag; UserError (exit code 1) otherwise.
 std::pair<std::string, int64_t> parseDimFlag(const std::string &text);

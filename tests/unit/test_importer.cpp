@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <tuple>
 #include <variant>
 
 #include <sys/wait.h>
@@ -1742,6 +1743,84 @@ TEST_CASE("importer: Loop kept at run time (trip count, condition, outer values)
   CHECK(importError(loopModel(-1, true, {1, 3}), "loop_shape.onnx")
             .find("loop-carried value 'y0' is f32[3] but the body returns f32[1,3] for it") !=
         std::string::npos);
+}
+
+TEST_CASE("importer: Scan-8 per batch element, empty values folded, Dropout and domains") {
+  // Scan-8: state [2, 2], x [2, 3, 2]; per batch element sum_out = sum_in + row, scan = sum.
+  ModelBuilder s(8);
+  s.input("initial", TensorProto::FLOAT, {2, 2}).input("x", TensorProto::FLOAT, {2, 3, 2});
+  s.output("y", TensorProto::FLOAT, {2, 2}).output("z", TensorProto::FLOAT, {2, 3, 2});
+  onnx::NodeProto &scan = s.node("Scan", {"", "initial", "x"}, {"y", "z"}, "/scan8");
+  attr(scan, "num_scan_inputs", int64_t(1));
+  onnx::GraphProto sb;
+  sb.set_name("sbody");
+  for (const char *name : {"sum_in", "next"}) {
+    auto *v = sb.add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  }
+  for (auto [op, in, out] : {std::tuple{"Add", "next", "sum_out"}, {"Identity", "", "scan_out"}}) {
+    onnx::NodeProto *n = sb.add_node();
+    n->set_op_type(op);
+    n->add_input("sum_in");
+    if (*in)
+      n->add_input(in);
+    n->add_output(out);
+    if (std::string(op) == "Identity")
+      n->set_input(0, "sum_out");
+    auto *v = sb.add_output();
+    v->set_name(out);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  }
+  graphAttr(scan, "body", sb);
+  auto g = s.import("scan8.onnx");
+  std::vector<Tensor> got =
+      interpret(*g, {f32Tensor({0, 0, 10, 20}, {2, 2}),
+                     f32Tensor({1, 2, 3, 4, 5, 6, 1, 1, 2, 2, 3, 3}, {2, 3, 2})});
+  CHECK(got[0].toDoubles() == std::vector<double>{9, 12, 16, 26});
+  CHECK(got[1].toDoubles() == std::vector<double>{1, 2, 4, 6, 9, 12, 11, 21, 13, 23, 16, 26});
+
+  // A slice past the end is empty: a constant output holding no values, from a computed input.
+  ModelBuilder e(13);
+  e.input("x", TensorProto::FLOAT, {2, 3}).output("y", TensorProto::FLOAT, {2, 0});
+  e.initI64("st", {5}).initI64("en", {9}).initI64("ax", {1});
+  e.node("Relu", {"x"}, {"r"});
+  e.node("Slice", {"r", "st", "en", "ax"}, {"y"});
+  g = e.import("empty_slice.onnx");
+  CHECK(g->outputs()[0]->type().str() == "f32[2,0]");
+  CHECK(interpret(*g, {f32Tensor({1, 2, 3, 4, 5, 6}, {2, 3})})[0].numel() == 0);
+  // An empty input: what reads it folds to constants too.
+  ModelBuilder ei(13);
+  ei.input("x", TensorProto::FLOAT, {0, 3}).output("y", TensorProto::FLOAT, {0, 3});
+  ei.node("Relu", {"x"}, {"y"});
+  CHECK(ei.import("empty_in.onnx")->outputs()[0]->type().str() == "f32[0,3]");
+
+  // Training-mode Dropout: the identity when its ratio is a constant 0, refused otherwise.
+  auto dropout = [](float ratio) {
+    ModelBuilder d(13);
+    d.input("x", TensorProto::FLOAT, {2}).output("y", TensorProto::FLOAT, {2});
+    d.initF32("r", {ratio}, {});
+    TensorProto &t = d.initializer();
+    t.set_name("t");
+    t.set_data_type(TensorProto::BOOL);
+    t.add_int32_data(1);
+    d.node("Dropout", {"x", "r", "t"}, {"y"}, "/drop");
+    return d;
+  };
+  g = dropout(0.0f).import("dropout0.onnx");
+  CHECK(interpret(*g, {f32Tensor({1.5f, -2}, {2})})[0].toDoubles() == std::vector<double>{1.5, -2});
+  CHECK(importError(dropout(0.5f), "dropout5.onnx")
+            .find("node '/drop' (Dropout): training-mode Dropout with a ratio other than 0 is "
+                  "random (not supported: inference only)") != std::string::npos);
+
+  // A model of the training domain only names its ops, not the missing default opset.
+  ModelBuilder tr(13);
+  tr.proto().mutable_opset_import(0)->set_domain("ai.onnx.preview.training");
+  tr.input("x", TensorProto::FLOAT, {2}).output("y", TensorProto::FLOAT, {2});
+  tr.node("Momentum", {"x"}, {"y"}, "/m").set_domain("ai.onnx.preview.training");
+  CHECK(importError(tr, "training.onnx")
+            .find("1 op is in an unknown domain (only the default ONNX domain is supported): "
+                  "ai.onnx.preview.training::Momentum (1: '/m')") != std::string::npos);
 }
 
 TEST_CASE("importer: SpaceToDepth in DCR and CRD modes") {
