@@ -1145,10 +1145,14 @@ private:
       if (!ctx.hasInput(0))
         ctx.fail(cat("the ", what, " is missing"));
       const Tensor &m = ctx.requireConst(0, what);
-      ctx.fail(cat(m.numel() == 1 ? m.getInt(0) : 0, " iterations: loops are unrolled at ",
-                   "compile time, at most ", kMaxUnroll,
-                   ", when they have scan outputs (stacked "
-                   "per iteration)"));
+      if (ctx.hasInput(1))
+        ctx.requireConst(1, "condition of a loop with scan outputs (unrolled at compile time)");
+      int64_t trips = m.numel() == 1 ? m.getInt(0) : 0;
+      if (trips > kMaxUnroll)
+        ctx.fail(cat(trips, " iterations: loops are unrolled at compile time, at most ", kMaxUnroll,
+                     ", when they have scan outputs (stacked per iteration)"));
+      ctx.fail("the body computes the condition at run time: a loop with scan outputs is "
+               "unrolled at compile time, and needs its condition known then");
     }
     auto scalar = [&](size_t i, DType dt, const char *what) {
       Value *v = ctx.input(i);

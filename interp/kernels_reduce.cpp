@@ -209,6 +209,17 @@ Tensor reduceInt(const KernelCtx &ctx, Red kind) {
   if (kind == Red::Mean)
     for (int64_t &v : acc)
       v = count ? v / count : 0;
+  // Max / min of an empty set: the type's smallest / largest value (bool: false / true), as
+  // ONNX defines them, not the int64 limit wrapped to the type's width.
+  if (count == 0 && (kind == Red::Max || kind == Red::Min)) {
+    DType dt = ctx.outType().dtype;
+    int bits = dt == DType::Bool ? 1 : static_cast<int>(dtypeSize(dt)) * 8;
+    bool uns = isUnsigned(dt) || dt == DType::Bool;
+    int64_t lo = uns ? 0 : bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+    int64_t hi = uns ? (bits == 64 ? -1 : (int64_t(1) << bits) - 1)
+                     : (bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1);
+    std::fill(acc.begin(), acc.end(), kind == Red::Max ? lo : hi);
+  }
   return fromInt64s(acc, ctx.outType());
 }
 

@@ -12,8 +12,9 @@ every integer input is bound at once), as a user following the message would.
 
 Prints one table per source: tests, those whose ops aicf imports (no "unsupported op" or
 "unknown domain" error), passing, and the failures by kind; with --list, every failing test with
-its reason. Usage: conformance_cli.py BUILD_DIR WORK_DIR [--onnx-tests DIR] [--jobs N] [--list]
-[--only SUBSTRING] [--no-libonnx]
+its reason. With --peer-ort, ONNX Runtime runs the same tests (those whose ops aicf imports) and its count is
+printed beside. Usage: conformance_cli.py BUILD_DIR WORK_DIR [--onnx-tests DIR] [--jobs N]
+[--list] [--only SUBSTRING] [--no-libonnx] [--peer-ort]
 """
 import argparse
 import concurrent.futures as cf
@@ -145,6 +146,40 @@ def run_test(build, work, tdir):
     return name, "pass", ""
 
 
+def ort_passes(tdir):
+    """Whether ONNX Runtime (CPU provider, as installed in the bench venv) runs the test and
+    matches its test_data_set_0 under the same tolerance: the peer's figure on the same tests."""
+    import onnxruntime as ort
+
+    try:
+        model = onnx.load(os.path.join(tdir, "model.onnx"))
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 4
+        sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                    providers=["CPUExecutionProvider"])
+        inits = {t.name for t in model.graph.initializer}
+        inputs = [v for v in model.graph.input if v.name not in inits]
+        ds = os.path.join(tdir, "test_data_set_0")
+        feed = {}
+        for k, v in enumerate(inputs):
+            t = onnx.TensorProto()
+            with open(os.path.join(ds, f"input_{k}.pb"), "rb") as f:
+                t.ParseFromString(f.read())
+            feed[v.name] = numpy_helper.to_array(t)
+        got = sess.run(None, feed)
+        for k, o in enumerate(model.graph.output):
+            want = read_tensor(ds, "output", k, o.type.tensor_type.elem_type)
+            g = np.asarray(got[k])
+            bf16 = o.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16
+            if bf16:
+                g = bf16_as_f32(numpy_helper.from_array(g), o.type.tensor_type.elem_type)
+            if close(g, want, bf16):
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - any failure to load, run or read is a failed test
+        return False
+
+
 def generate_node_tests(out):
     """Writes the installed onnx wheel's node tests (its backend test generators) under `out`,
     one NAME/{model.onnx, test_data_set_K/*.pb} per case, as libonnx-testdata lays them out."""
@@ -185,6 +220,8 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--no-libonnx", action="store_true", help="only the wheel's tests")
     ap.add_argument("--only", default="")
+    ap.add_argument("--peer-ort", action="store_true", help="also run ONNX Runtime on the tests "
+                    "whose ops aicf imports and print how many it passes")
     a = ap.parse_args()
     sources = [] if a.no_libonnx else [("libonnx-testdata", LIBONNX)]
     if a.onnx_tests:
@@ -210,6 +247,11 @@ def main():
         for k in ("pass", "compile", "run", "mismatch", "dtype", "load", "unsupported"):
             if k in kinds:
                 print(f"| {k} | {len(kinds[k])} |")
+        if a.peer_ort:
+            imported = [n for n, k, _ in results if k != "unsupported"]
+            ort_ok = [n for n in imported if ort_passes(os.path.join(root, n))]
+            print(f"ONNX Runtime {__import__('onnxruntime').__version__} on the same "
+                  f"{len(imported)} tests: {len(ort_ok)} pass")
         if a.list:
             for k, items in sorted(kinds.items()):
                 if k != "pass":

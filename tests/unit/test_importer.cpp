@@ -1794,6 +1794,20 @@ TEST_CASE("importer: Scan-8 per batch element, empty values folded, Dropout and 
   ei.input("x", TensorProto::FLOAT, {0, 3}).output("y", TensorProto::FLOAT, {0, 3});
   ei.node("Relu", {"x"}, {"y"});
   CHECK(ei.import("empty_in.onnx")->outputs()[0]->type().str() == "f32[0,3]");
+  // Max / min over an empty set: the type's smallest / largest value (ONNX), folded.
+  for (auto [type, op, want] : {std::tuple{TensorProto::BOOL, "ReduceMax", 0.0},
+                                {TensorProto::BOOL, "ReduceMin", 1.0},
+                                {TensorProto::INT32, "ReduceMax", -2147483648.0},
+                                {TensorProto::UINT8, "ReduceMin", 255.0}}) {
+    CAPTURE(op);
+    ModelBuilder r(18);
+    r.input("x", type, {2, 0}).output("y", type, {2});
+    r.initI64("axes", {1});
+    attr(r.node(op, {"x", "axes"}, {"y"}), "keepdims", int64_t(0));
+    auto rg = r.import("empty_reduce.onnx");
+    Tensor none(TensorType(rg->inputs()[0]->type()));
+    CHECK(interpret(*rg, {none})[0].toDoubles() == std::vector<double>{want, want});
+  }
 
   // Training-mode Dropout: the identity when its ratio is a constant 0, refused otherwise.
   auto dropout = [](float ratio) {
