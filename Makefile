@@ -24,10 +24,11 @@ conformance: build
 # The node tests through the command line, as a user runs a model (aicfc, --const where a
 # value must be constant, aicf-run on .npy inputs): Debian's libonnx-testdata and the node tests
 # the bench venv's onnx wheel generates (written to bench/work/onnx_node_tests), with ONNX
-# Runtime's count on the same tests beside (--peer-ort). Not part of
+# Runtime's count on the same tests beside (--peer-ort); the passing tests are guarded by
+# testdata/conformance/*_cli_passing.txt (a regression fails the target). Not part of
 # `make test` (about half an hour: every test compiles a libmodel.so).
 conformance-cli: build
-	bench/.venv/bin/python scripts/conformance_cli.py build bench/work/conformance_cli --onnx-tests bench/work/onnx_node_tests --peer-ort
+	bench/.venv/bin/python scripts/conformance_cli.py build bench/work/conformance_cli --onnx-tests bench/work/onnx_node_tests --peer-ort --passing testdata/conformance
 
 # Host GEMM throughput of the tiled contraction kernel (256x1024x1024), 1 and 2 threads.
 bench-matmul: build

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -880,10 +881,13 @@ void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double
     if (st.guard >= 0 && (*static_cast<const uint8_t *>(m.ptrs[st.guard]) != 0) != st.guardWhen)
       continue;
     if (st.bodySteps >= 0) {
+      // Profiled, the loop step's own time is its copies: the body's steps count their own.
+      double *body = times ? times + s + 1 : nullptr, *bodyEnd = body ? body + st.bodySteps : body;
+      double before = times ? std::accumulate(body, bodyEnd, 0.0) : 0.0;
       auto t0 = std::chrono::steady_clock::now();
       runHostLoop(m, s, hc, times);
       if (times)
-        times[s] += secondsSince(t0);
+        times[s] += secondsSince(t0) - (std::accumulate(body, bodyEnd, 0.0) - before);
       s += static_cast<size_t>(st.bodySteps);
       continue;
     }

@@ -13,7 +13,9 @@ every integer input is bound at once), as a user following the message would.
 Prints one table per source: tests, those whose ops aicf imports (no "unsupported op" or
 "unknown domain" error), passing, and the failures by kind; with --list, every failing test with
 its reason. With --peer-ort, ONNX Runtime runs the same tests (those whose ops aicf imports) and its count is
-printed beside. Usage: conformance_cli.py BUILD_DIR WORK_DIR [--onnx-tests DIR] [--jobs N]
+printed beside. With --passing DIR, the passing tests are guarded as the in-process lists are:
+DIR/<source>_cli_passing.txt lists them (testdata/conformance/), and a listed test that fails is
+reported as a REGRESSION with exit status 1 (--update rewrites the lists). Usage: conformance_cli.py BUILD_DIR WORK_DIR [--onnx-tests DIR] [--jobs N]
 [--list] [--only SUBSTRING] [--no-libonnx] [--peer-ort]
 """
 import argparse
@@ -220,6 +222,9 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--no-libonnx", action="store_true", help="only the wheel's tests")
     ap.add_argument("--only", default="")
+    ap.add_argument("--passing", help="a directory of guarded lists (<source>_cli_passing.txt): "
+                    "a listed test that fails is a regression (exit 1); written when absent")
+    ap.add_argument("--update", action="store_true", help="rewrite the --passing lists")
     ap.add_argument("--peer-ort", action="store_true", help="also run ONNX Runtime on the tests "
                     "whose ops aicf imports and print how many it passes")
     a = ap.parse_args()
@@ -229,7 +234,7 @@ def main():
             print(f"writing the onnx {onnx.__version__} node tests to {a.onnx_tests}: "
                   f"{generate_node_tests(a.onnx_tests)} cases")
         sources.append(("onnx wheel " + onnx.__version__, a.onnx_tests))
-    failed_any = False
+    failed_any = False  # a listed test that no longer passes (--passing)
     for label, root in sources:
         tests = sorted(d for d in os.listdir(root) if a.only in d and
                        os.path.exists(os.path.join(root, d, "model.onnx")))
@@ -257,8 +262,33 @@ def main():
                 if k != "pass":
                     for n, why in items:
                         print(f"{k}\t{n}\t{why.splitlines()[-1][:200] if why else ''}")
-        failed_any = failed_any or passed < covered
-    return 0
+        if a.passing:
+            # The guarded list: every test once passing must still pass (--update rewrites it).
+            key = "libonnx" if label.startswith("libonnx") else "onnx_wheel"
+            path = os.path.join(a.passing, key + "_cli_passing.txt")
+            now = sorted(n for n, k, _ in results if k == "pass")
+            before = []
+            if os.path.exists(path):
+                with open(path) as f:
+                    before = [ln.strip() for ln in f if ln.strip()]
+            # The tests this run covered (--only, or another wheel, runs fewer); the rest of the
+            # list stands as it was.
+            present = {n for n, _, _ in results}
+            if a.update or not os.path.exists(path):
+                keep = sorted((set(before) - present) | set(now))
+                with open(path, "w") as f:
+                    f.write("".join(n + "\n" for n in keep))
+                print(f"wrote {len(keep)} passing tests to {path}")
+            else:
+                lost = sorted((set(before) & present) - set(now))
+                gained = sorted(set(now) - set(before))
+                print(f"{path}: {len(before)} listed, {len(gained)} newly passing "
+                      f"(--update adds them)")
+                for n in lost:
+                    why = next((w for t, _, w in results if t == n), "")
+                    print(f"REGRESSION\t{n}\t{why.splitlines()[-1][:200] if why else ''}")
+                failed_any = failed_any or bool(lost)
+    return 1 if failed_any else 0
 
 
 if __name__ == "__main__":
