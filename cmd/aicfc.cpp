@@ -33,7 +33,7 @@ struct Flags {
   std::string target = "cpu";
   std::string planFor;
   std::string cpuArch = "native";
-  std::vector<std::string> shapes, dims, consts;
+  std::vector<std::string> shapes, dims, consts, seqs, absent;
   std::string emit;
   bool explain = false;
   std::vector<std::string> printIrBefore, printIrAfter;
@@ -107,6 +107,8 @@ int compile(const Flags &flags) {
   ImportOptions opts;
   opts.inputShapes = parseShapeFlags(flags.shapes);
   opts.dimParams = parseDimFlags(flags.dims);
+  opts.sequenceLengths = parseDimFlags(flags.seqs, "--seq");
+  opts.absentInputs.insert(flags.absent.begin(), flags.absent.end());
   opts.constInputs = parseConstFlags(flags.consts);
   std::map<std::string, TensorType> constTypes;
   std::unique_ptr<Graph> g = importOnnx(flags.model, opts, &constTypes);
@@ -289,6 +291,11 @@ int main(int argc, char **argv) {
       ->check(intInRange(0, 1 << 20));
   app.add_option("--shape", flags.shapes, "bind an input's shape: NAME=2x64x256 (repeatable)");
   app.add_option("--dim", flags.dims, "bind a named dynamic dim: PARAM=VALUE (repeatable)");
+  app.add_option("--absent", flags.absent,
+                 "an optional input compiled as holding no element: NAME (repeatable)");
+  app.add_option("--seq", flags.seqs,
+                 "a sequence input of COUNT tensors, given as inputs NAME.0 ... NAME.<COUNT-1>: "
+                 "NAME=COUNT (repeatable)");
   app.add_option("--const", flags.consts,
                  "bind an input to a value at compile time: NAME=FILE.npy, or NAME=VALUE for an "
                  "input of one element; it is folded like a weight and is no longer an input "

@@ -94,6 +94,7 @@ public:
     loadInitializers();
     checkWindowAttributes();
     runChecker();
+    expandSequenceInputs();
     bindDims();
     inferShapes();
     build();
@@ -194,12 +195,13 @@ private:
       if (!isDefaultDomain(n.domain())) {
         domains[n.domain() + "::" + n.op_type()].push_back(nodeRef(n, i));
         ++numDomain;
-      } else if (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan") {
+      } else if (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan" ||
+                 n.op_type() == "SequenceMap") {
         for (const auto &a : n.attribute())
           if (a.type() == onnx::AttributeProto::GRAPH)
             for (const onnx::NodeProto &m : a.g().node())
               check(m, i);
-      } else if (!findOnnxOp(n.op_type())) {
+      } else if (!findOnnxOp(n.op_type()) && !isSequenceOp(n.op_type())) {
         unsupported[n.op_type()].push_back(nodeRef(n, i));
         ++numUnsupported;
       }
@@ -481,6 +483,63 @@ private:
     TensorType type; // declared; kDynamicDim where unknown
   };
 
+  // Sequence inputs (--seq NAME=COUNT) become the tensor inputs NAME.0 ... of the sequence's
+  // element type (and shape, when it gives one: else --shape NAME.K=...); build() gathers them
+  // into the sequence NAME. An optional input is refused.
+  void expandSequenceInputs() {
+    auto &ins = *g().mutable_input();
+    std::set<std::string> names;
+    for (int i = 0; i < ins.size(); ++i) {
+      onnx::ValueInfoProto v = ins.Get(i);
+      names.insert(v.name());
+      if (v.type().has_optional_type()) { // present: its element's type; or absent
+        optionalInputs_[v.name()] = !opts_.absentInputs.count(v.name());
+        if (opts_.absentInputs.count(v.name())) {
+          ins.DeleteSubrange(i, 1);
+          --i;
+          continue;
+        }
+        onnx::TypeProto elem = v.type().optional_type().elem_type();
+        *ins.Mutable(i)->mutable_type() = elem;
+        *v.mutable_type() = elem;
+      }
+      if (!v.type().has_sequence_type())
+        continue;
+      auto it = opts_.sequenceLengths.find(v.name());
+      if (it == opts_.sequenceLengths.end())
+        fail(cat("input '", v.name(), "' is a sequence: give its length with --seq ", v.name(),
+                 "=COUNT (its elements become the inputs ", v.name(), ".0 ...)"));
+      if (!v.type().sequence_type().elem_type().has_tensor_type())
+        fail(cat("input '", v.name(), "' is a sequence of non-tensors"));
+      std::vector<onnx::ValueInfoProto> elems;
+      for (int64_t k = 0; k < it->second; ++k) {
+        onnx::ValueInfoProto e;
+        e.set_name(cat(v.name(), ".", k));
+        *e.mutable_type() = v.type().sequence_type().elem_type();
+        // Elements may differ in shape: a named dim of the element type is each one's own.
+        if (e.type().tensor_type().has_shape())
+          for (auto &dim : *e.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+            if (dim.has_dim_param())
+              dim.clear_dim_param();
+        elems.push_back(e);
+        seqInputs_[v.name()].push_back(e.name());
+      }
+      seqInputs_[v.name()]; // a sequence of 0 inputs is still one
+      ins.DeleteSubrange(i, 1);
+      for (size_t k = 0; k < elems.size(); ++k)
+        *ins.Add() = elems[k];
+      // (appended at the end: re-visit position i)
+      --i;
+      names.erase(v.name());
+    }
+    for (const auto &[name, count] : opts_.sequenceLengths)
+      if (!seqInputs_.count(name))
+        fail(cat("--seq ", name, "=", count, ": the model has no sequence input '", name, "'"));
+    for (const std::string &name : opts_.absentInputs)
+      if (!optionalInputs_.count(name))
+        fail(cat("--absent ", name, ": the model has no optional input '", name, "'"));
+  }
+
   void bindDims() {
     std::set<std::string> inputNames;
     for (onnx::ValueInfoProto &v : *g().mutable_input()) {
@@ -520,7 +579,7 @@ private:
                      : cat(" (inputs: ", names.empty() ? "none" : names, ")")));
       }
     for (const auto &o : g().output())
-      if (o.has_type())
+      if (o.has_type() && o.type().has_tensor_type())
         try {
           typeFromOnnx(o.type());
         } catch (const UserError &e) {
@@ -752,6 +811,14 @@ private:
         env_.values[d.name] = w;
       }
     }
+    for (const auto &[oname, present] : optionalInputs_) // present, or --absent
+      optional_[oname] = present;
+    for (const auto &[sname, elems] : seqInputs_) { // --seq: the elements, in order
+      std::vector<Value *> xs;
+      for (const std::string &e : elems)
+        xs.push_back(env_.values.at(e));
+      seqs_[sname] = xs;
+    }
     for (const auto &[cname, t] : constInputs_) { // --const: constants named as the inputs
       Value *w = graph.addWeight(cname, t);
       w->loc = Location(cname);
@@ -775,7 +842,35 @@ private:
     if (g().output().empty())
       fail("the graph has no outputs (nothing to compute)");
     std::vector<Value *> outs;
+    std::vector<onnx::ValueInfoProto> outputs;
     for (const auto &o : g().output()) {
+      // An optional output holding no element is not written; one holding one is that element.
+      if (auto op = optional_.find(o.name()); op != optional_.end() && !op->second)
+        continue;
+      auto sq = seqs_.find(o.name());
+      bool isSeq = o.type().has_sequence_type() ||
+                   (o.type().has_optional_type() &&
+                    o.type().optional_type().elem_type().has_sequence_type());
+      if (!isSeq && sq == seqs_.end()) {
+        onnx::ValueInfoProto t = o;
+        if (t.type().has_optional_type())
+          t.clear_type(); // the element's type is what it computes
+        outputs.push_back(t);
+        continue;
+      }
+      if (sq == seqs_.end())
+        fail(cat("output '", o.name(), "' is a sequence that is not computed"));
+      for (size_t k = 0; k < sq->second.size(); ++k) { // a sequence: its elements
+        onnx::ValueInfoProto e;
+        e.set_name(cat(o.name(), ".", k));
+        env_.values[e.name()] = sq->second[k];
+        outputs.push_back(e);
+      }
+    }
+    if (outputs.empty())
+      fail("the graph computes no tensor outputs (its sequences are empty, its optionals hold "
+           "nothing)");
+    for (const auto &o : outputs) {
       Value *v = env_.values.at(o.name());
       bool shared = std::find(outs.begin(), outs.end(), v) != outs.end();
       if (v->kind() != ValueKind::Result || shared || !v->name().empty())
@@ -816,6 +911,15 @@ private:
         runtimeLoop(n, index);
       return;
     }
+    if (isSequenceOp(n.op_type())) {
+      convertSequenceOp(n, index);
+      return;
+    }
+    if (n.op_type() == "Identity" && n.input_size() == 1 && n.output_size() == 1 &&
+        (seqs_.count(n.input(0)) || optional_.count(n.input(0)))) {
+      aliasSequence(n.output(0), n.input(0)); // of a sequence or optional
+      return;
+    }
     const OnnxOpEntry *entry = findOnnxOp(n.op_type());
     AICF_CHECK(entry, "unsupported op ", n.op_type(), " passed checkOps");
     ConvertCtx ctx(env_, n, index, opset_);
@@ -849,10 +953,16 @@ private:
     if (cond->numel() != 1)
       ctx.fail(cat("condition '", n.input(0), "' has ", cond->numel(), " elements, not one"));
     bool taken = cond->getDouble(0) != 0;
+    branchSeqs_.clear();
     std::vector<Value *> outs = convertBranch(ctx, n, index, taken);
-    for (int k = 0; k < n.output_size(); ++k)
-      if (!n.output(k).empty())
+    for (int k = 0; k < n.output_size(); ++k) {
+      if (n.output(k).empty())
+        continue;
+      if (auto b = branchSeqs_.find(k); b != branchSeqs_.end())
+        aliasSequence(n.output(k), b->second);
+      else
         env_.values[n.output(k)] = outs[static_cast<size_t>(k)];
+    }
   }
 
   // If with a condition known only at run time: both branches join the graph, and each output
@@ -860,6 +970,11 @@ private:
   // kernels only when its side is taken (plan/branch_guards.h); GPU plans and the interpreter
   // compute both. The branches must give each output the same dtype and shape.
   void runtimeIf(ConvertCtx &ctx, const onnx::NodeProto &n, int index) {
+    for (const auto &a : n.attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH)
+        for (const auto &o : a.g().output())
+          if (o.type().has_sequence_type() || o.type().has_optional_type())
+            ctx.requireConst(0, "condition of an If returning a sequence or optional");
     Value *cond = ctx.input(0);
     const TensorType &ct = cond->type();
     if (ct.dtype != DType::Bool)
@@ -867,8 +982,12 @@ private:
     if (!ct.isStatic() || ct.numel() != 1)
       ctx.fail(cat("condition '", n.input(0), "' is ", ct.str(), ", not one element"));
     cond = ctx.reshape(cond, {});
+    branchSeqs_.clear();
     std::vector<Value *> thenOuts = convertBranch(ctx, n, index, true);
     std::vector<Value *> elseOuts = convertBranch(ctx, n, index, false);
+    if (!branchSeqs_.empty())
+      ctx.fail(cat("output ", branchSeqs_.begin()->first, " is a sequence or optional: an If ",
+                   "chosen at run time returns tensors only (bind its condition with --const)"));
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty())
         continue;
@@ -899,9 +1018,15 @@ private:
       convertNode(m, index);
     std::vector<Value *> outs;
     for (int k = 0; k < n.output_size(); ++k) {
-      auto it = env_.values.find(branch.output(k).name());
+      const std::string &o = branch.output(k).name();
+      if (seqs_.count(o) || optional_.count(o)) { // a sequence or optional: by name
+        outs.push_back(nullptr);
+        branchSeqs_[k] = o;
+        continue;
+      }
+      auto it = env_.values.find(o);
       if (it == env_.values.end())
-        ctx.fail(cat("branch output '", branch.output(k).name(), "' is not computed"));
+        ctx.fail(cat("branch output '", o, "' is not computed"));
       outs.push_back(it->second);
     }
     return outs;
@@ -944,6 +1069,7 @@ private:
     bool loop = n.op_type() == "Loop";
     int64_t states = 0, trips = 0, scanIn = 0;
     std::vector<Value *> carried;
+    std::vector<std::string> seqKey; // Loop: where a carried sequence lives now ("": a tensor)
     Value *cond = nullptr;
     // What the unrolling binds, restored when it gives up (the nodes it added are dead then).
     std::unordered_map<std::string, Value *> before;
@@ -959,8 +1085,11 @@ private:
       }
       before = env_.values;
       states = static_cast<int64_t>(n.input_size()) - 2;
-      for (int64_t j = 0; j < states; ++j)
-        carried.push_back(ctx.input(static_cast<size_t>(2 + j)));
+      for (int64_t j = 0; j < states; ++j) { // a carried sequence is followed by name
+        const std::string &in = n.input(static_cast<int>(2 + j));
+        seqKey.push_back(seqs_.count(in) ? in : "");
+        carried.push_back(seqKey.back().empty() ? ctx.input(static_cast<size_t>(2 + j)) : nullptr);
+      }
       if (body.input_size() != 2 + states || body.output_size() < 1 + states)
         ctx.fail(cat("the body takes ", body.input_size(), " inputs and returns ",
                      body.output_size(), " values for ", states, " loop-carried values"));
@@ -1012,7 +1141,10 @@ private:
         first = 2;
       }
       for (int64_t j = 0; j < states; ++j)
-        env_.values[body.input(static_cast<int>(first + j)).name()] = carried[j];
+        if (j < static_cast<int64_t>(seqKey.size()) && !seqKey[j].empty())
+          aliasSequence(body.input(static_cast<int>(first + j)).name(), seqKey[j]);
+        else
+          env_.values[body.input(static_cast<int>(first + j)).name()] = carried[j];
       for (int64_t j = 0; j < scanIn; ++j) { // Scan: this iteration's slice of each input
         Value *x = ctx.input(static_cast<size_t>(states + j));
         Shape rest(x->type().shape.begin() + 1, x->type().shape.end());
@@ -1039,8 +1171,15 @@ private:
         if (ctx.hasInput(1))
           cond = next;
       }
-      for (int64_t j = 0; j < states; ++j)
+      for (int64_t j = 0; j < states; ++j) {
+        if (j < static_cast<int64_t>(seqKey.size()) && !seqKey[j].empty()) {
+          seqKey[j] = body.output(static_cast<int>(o++)).name();
+          if (!seqs_.count(seqKey[j]))
+            ctx.fail(cat("body output '", seqKey[j], "' is not a sequence"));
+          continue;
+        }
         carried[j] = out(o++);
+      }
       for (int64_t k = 0; k < scanOut; ++k) {
         Value *v = out(o++);
         Shape one = v->type().shape;
@@ -1048,9 +1187,14 @@ private:
         scans[k].push_back(ctx.reshape(v, one));
       }
     }
-    for (int64_t j = 0; j < states; ++j)
-      if (!n.output(static_cast<int>(j)).empty())
+    for (int64_t j = 0; j < states; ++j) {
+      if (n.output(static_cast<int>(j)).empty())
+        continue;
+      if (j < static_cast<int64_t>(seqKey.size()) && !seqKey[j].empty())
+        aliasSequence(n.output(static_cast<int>(j)), seqKey[j]);
+      else
         env_.values[n.output(static_cast<int>(j))] = carried[j];
+    }
     for (int64_t k = 0; k < scanOut; ++k) {
       const std::string &name = n.output(static_cast<int>(states + k));
       if (name.empty())
@@ -1062,6 +1206,197 @@ private:
                               : ctx.emit(Op::Concat, scans[k], {{"axis", int64_t(0)}});
     }
     return true;
+  }
+
+  // ---- sequences and optionals --------------------------------------------------------------
+  // A sequence is a list of tensors known at compile time (its length and each element's type):
+  // seqs_ maps its ONNX name to the element values, and the sequence ops edit the lists. An
+  // optional is a tensor or sequence that may be absent: optional_ says whether it is present
+  // (its value is under the same name, as a tensor or sequence). A sequence input is given as
+  // its elements (--seq NAME=COUNT: inputs NAME.0 ...), a sequence output as its elements.
+  static bool isSequenceOp(const std::string &op) {
+    static const std::set<std::string> ops = {
+        "SequenceConstruct", "SequenceEmpty",  "SequenceInsert",     "SequenceErase",
+        "SequenceAt",        "SequenceLength", "ConcatFromSequence", "SplitToSequence",
+        "SequenceMap",       "Optional",       "OptionalHasElement", "OptionalGetElement"};
+    return ops.count(op) > 0;
+  }
+
+  // `to` becomes the same sequence or optional as `from` (or the same tensor).
+  void aliasSequence(const std::string &to, const std::string &from) {
+    if (auto it = seqs_.find(from); it != seqs_.end())
+      seqs_[to] = it->second;
+    if (auto it = optional_.find(from); it != optional_.end())
+      optional_[to] = it->second;
+    if (auto it = env_.values.find(from); it != env_.values.end())
+      env_.values[to] = it->second;
+  }
+
+  std::vector<Value *> &sequenceInput(const ConvertCtx &ctx, size_t i) {
+    auto it = seqs_.find(ctx.inputName(i));
+    if (!ctx.hasInput(i) || it == seqs_.end())
+      ctx.fail(cat("input ", i, " ('", ctx.inputName(i), "') is not a sequence"));
+    return it->second;
+  }
+
+  // A position input (Sequence At / Insert / Erase): constant, negative from the end, within
+  // [-size, size] (`end` true: insert may append) or [-size, size - 1].
+  size_t sequencePosition(ConvertCtx &ctx, size_t i, size_t size, bool end) {
+    if (!ctx.hasInput(i))
+      return end ? size : size - 1;
+    int64_t p = ctx.constInts(i, "position").at(0), n = static_cast<int64_t>(size);
+    if (p < -n || p > (end ? n : n - 1))
+      ctx.fail(cat("position ", p, " is outside the sequence of ", n));
+    return static_cast<size_t>(p < 0 ? p + n : p);
+  }
+
+  void convertSequenceOp(const onnx::NodeProto &n, int index) {
+    ConvertCtx ctx(env_, n, index, opset_);
+    const std::string &op = n.op_type();
+    const std::string out = n.output_size() ? n.output(0) : "";
+    if (op == "SequenceEmpty") {
+      seqs_[out] = {};
+    } else if (op == "SequenceConstruct") {
+      std::vector<Value *> xs;
+      for (size_t k = 0; k < ctx.numInputs(); ++k)
+        xs.push_back(ctx.input(k));
+      for (Value *x : xs)
+        if (x->type().dtype != xs[0]->type().dtype)
+          ctx.fail(
+              cat("the elements differ in dtype: ", xs[0]->type().str(), " and ", x->type().str()));
+      seqs_[out] = xs;
+    } else if (op == "SequenceInsert") {
+      std::vector<Value *> xs = sequenceInput(ctx, 0);
+      Value *x = ctx.input(1);
+      if (!xs.empty() && x->type().dtype != xs[0]->type().dtype)
+        ctx.fail(cat("inserting ", x->type().str(), " into a sequence of ",
+                     dtypeName(xs[0]->type().dtype)));
+      xs.insert(xs.begin() + static_cast<int64_t>(sequencePosition(ctx, 2, xs.size(), true)), x);
+      seqs_[out] = xs;
+    } else if (op == "SequenceErase") {
+      std::vector<Value *> xs = sequenceInput(ctx, 0);
+      if (xs.empty())
+        ctx.fail("erasing from an empty sequence");
+      xs.erase(xs.begin() + static_cast<int64_t>(sequencePosition(ctx, 1, xs.size(), false)));
+      seqs_[out] = xs;
+    } else if (op == "SequenceAt") {
+      std::vector<Value *> &xs = sequenceInput(ctx, 0);
+      if (xs.empty())
+        ctx.fail("reading from an empty sequence");
+      ctx.setOutput(0, xs[sequencePosition(ctx, 1, xs.size(), false)]);
+    } else if (op == "SequenceLength") {
+      ctx.setOutput(0, ctx.constant(Tensor::fromI64(
+                           {static_cast<int64_t>(sequenceInput(ctx, 0).size())}, {})));
+    } else if (op == "ConcatFromSequence") {
+      std::vector<Value *> xs = sequenceInput(ctx, 0);
+      if (xs.empty())
+        ctx.fail("concatenating an empty sequence");
+      const int64_t rank = xs[0]->type().rank();
+      const bool fresh = ctx.attrInt("new_axis", 0) != 0;
+      int64_t axis = ctx.attrIntReq("axis");
+      if (axis < -(rank + fresh) || axis > rank - 1 + fresh)
+        ctx.fail(cat("axis ", axis, " is outside rank ", rank + fresh));
+      if (axis < 0)
+        axis += rank + fresh;
+      if (fresh)
+        for (Value *&x : xs) {
+          Shape sh = x->type().shape;
+          sh.insert(sh.begin() + axis, 1);
+          x = ctx.reshape(x, sh);
+        }
+      ctx.setOutput(0, xs.size() == 1 ? xs[0] : ctx.emit(Op::Concat, xs, {{"axis", axis}}));
+    } else if (op == "SplitToSequence") {
+      Value *x = ctx.input(0);
+      const Shape &shape = x->type().shape;
+      int64_t axis = ctx.attrInt("axis", 0);
+      if (axis < -x->type().rank() || axis >= x->type().rank())
+        ctx.fail(cat("axis ", axis, " is outside rank ", x->type().rank()));
+      if (axis < 0)
+        axis += x->type().rank();
+      const int64_t dim = shape[static_cast<size_t>(axis)];
+      Shape sizes;
+      bool squeeze = false;
+      if (!ctx.hasInput(1)) { // pieces of 1, squeezed unless keepdims
+        sizes.assign(static_cast<size_t>(dim), 1);
+        squeeze = ctx.attrInt("keepdims", 1) == 0;
+      } else {
+        const Tensor &t = ctx.requireConst(1, "split");
+        if (t.shape().empty()) { // a scalar: chunks of that size, the last one smaller
+          int64_t chunk = t.getInt(0);
+          if (chunk <= 0)
+            ctx.fail(cat("split ", chunk, " is not positive"));
+          for (int64_t at = 0; at < dim; at += chunk)
+            sizes.push_back(std::min(chunk, dim - at));
+        } else {
+          sizes = ctx.constInts(1, "split");
+        }
+      }
+      std::vector<Value *> pieces =
+          sizes.size() == 1 ? std::vector<Value *>{x}
+                            : ctx.emitMulti(Op::Split, {x}, {{"axis", axis}, {"sizes", sizes}},
+                                            static_cast<int>(sizes.size()));
+      if (squeeze)
+        for (Value *&v : pieces) {
+          Shape sh = v->type().shape;
+          sh.erase(sh.begin() + axis);
+          v = ctx.reshape(v, sh);
+        }
+      seqs_[out] = pieces;
+    } else if (op == "SequenceMap") {
+      sequenceMap(ctx, n, index);
+    } else if (op == "Optional") {
+      if (ctx.hasInput(0))
+        aliasSequence(out, n.input(0));
+      optional_[out] = ctx.hasInput(0);
+    } else if (op == "OptionalHasElement") {
+      bool present = false;
+      if (ctx.hasInput(0)) {
+        auto it = optional_.find(n.input(0));
+        present = it == optional_.end() ? true : it->second; // a plain tensor or sequence
+      }
+      Tensor t(TensorType(DType::Bool, {}));
+      t.setInt(0, present ? 1 : 0);
+      ctx.setOutput(0, ctx.constant(std::move(t)));
+    } else if (op == "OptionalGetElement") {
+      auto it = optional_.find(n.input(0));
+      if (it != optional_.end() && !it->second)
+        ctx.fail(cat("optional '", n.input(0), "' holds no element"));
+      if (!seqs_.count(n.input(0)))
+        ctx.input(0); // fails naming it when it is undefined
+      aliasSequence(out, n.input(0));
+    }
+  }
+
+  // SequenceMap: the body once per element (unrolled), reading the k-th element of each
+  // sequence input and every tensor input whole; each body output collects a sequence.
+  void sequenceMap(ConvertCtx &ctx, const onnx::NodeProto &n, int index) {
+    const onnx::GraphProto &body = graphAttr(ctx, n, "body");
+    const size_t count = sequenceInput(ctx, 0).size();
+    if (static_cast<size_t>(body.input_size()) != ctx.numInputs())
+      ctx.fail(cat("the body takes ", body.input_size(), " inputs for ", ctx.numInputs()));
+    for (size_t i = 1; i < ctx.numInputs(); ++i)
+      if (seqs_.count(ctx.inputName(i)) && seqs_.at(ctx.inputName(i)).size() != count)
+        ctx.fail(cat("the sequences differ in length (", count, " and ",
+                     seqs_.at(ctx.inputName(i)).size(), ")"));
+    std::vector<std::vector<Value *>> outs(static_cast<size_t>(body.output_size()));
+    for (size_t k = 0; k < count; ++k) {
+      for (size_t i = 0; i < ctx.numInputs(); ++i) {
+        auto it = seqs_.find(ctx.inputName(i));
+        env_.values[body.input(static_cast<int>(i)).name()] =
+            it != seqs_.end() ? it->second[k] : ctx.input(i);
+      }
+      addBranchWeights(ctx, body);
+      for (const onnx::NodeProto &m : body.node())
+        convertNode(m, index);
+      for (int j = 0; j < body.output_size(); ++j) {
+        auto it = env_.values.find(body.output(j).name());
+        if (it == env_.values.end())
+          ctx.fail(cat("body output '", body.output(j).name(), "' is not computed"));
+        outs[static_cast<size_t>(j)].push_back(it->second);
+      }
+    }
+    for (int j = 0; j < n.output_size() && j < body.output_size(); ++j)
+      seqs_[n.output(j)] = outs[static_cast<size_t>(j)];
   }
 
   // Scan-8: every input and output has a leading batch axis (scan inputs [batch, sequence, ...])
@@ -1139,6 +1474,17 @@ private:
       ctx.fail(cat("the body takes ", body.input_size(), " inputs and returns ", body.output_size(),
                    " values for ", std::max(states, 0), " loop-carried values"));
     const int scanOut = body.output_size() - 1 - states;
+    for (int j = 0; j < states; ++j)
+      if (seqs_.count(n.input(2 + j))) { // a carried sequence: unrolled, or nothing
+        std::string what = "of a loop carrying a sequence (unrolled at compile time)";
+        if (ctx.hasInput(0))
+          ctx.requireConst(0, "trip count " + what);
+        if (ctx.hasInput(1))
+          ctx.requireConst(1, "condition " + what);
+        ctx.fail(cat("loop-carried sequence '", n.input(2 + j), "': a loop carrying a sequence ",
+                     "is unrolled at compile time, at most ", kMaxUnroll, " iterations with a ",
+                     "condition known then"));
+      }
     if (scanOut > 0) {
       std::string what = "trip count M of a loop with scan outputs (stacked per iteration, their "
                          "length must be known at compile time)";
@@ -1335,6 +1681,11 @@ private:
   std::map<std::string, TensorPtr> initializers_;
   std::vector<InputDecl> inputs_;
   std::map<std::string, TensorType> onnxTypes_;
+  std::unordered_map<std::string, std::vector<Value *>> seqs_; // sequences by ONNX name
+  std::unordered_map<std::string, bool> optional_;             // optionals: present?
+  std::map<int, std::string> branchSeqs_; // convertBranch: sequence outputs by position
+  std::map<std::string, std::vector<std::string>> seqInputs_; // --seq: NAME -> NAME.0 ...
+  std::map<std::string, bool> optionalInputs_;                // optional inputs: present?
 };
 
 } // namespace

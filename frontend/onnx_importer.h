@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ struct ImportOptions {
   // --const NAME=FILE.npy / NAME=VALUE: the input becomes a constant of that value (a weight
   // named NAME, folded like an initializer) and is no longer an input of the graph.
   std::map<std::string, ConstFlag> constInputs;
+  // --seq NAME=COUNT: a sequence input of COUNT tensors, given as the inputs NAME.0 ...
+  // NAME.<COUNT-1> (element shapes from the sequence's type, or --shape NAME.K=...).
+  std::map<std::string, int64_t> sequenceLengths;
+  // Optional inputs are present (a tensor, or a sequence with --seq) unless named here
+  // (--absent NAME): then the graph sees an optional without an element.
+  std::set<std::string> absentInputs;
 };
 
 // Throws UserError (exit code 2) naming the file and node on any problem; an unreadable file

@@ -77,6 +77,35 @@ def read_tensor(ds, kind, k, declared):
         raise ValueError(f"{kind} {k}: {e}") from e
 
 
+def read_sequence(ds, kind, k):
+    """test_data_set's <kind>_<k>.pb as the list of arrays of a sequence of tensors."""
+    p = os.path.join(ds, f"{kind}_{k}.pb")
+    if not os.path.exists(p):
+        raise ValueError(f"{kind} {k} is not written (an optional or map)")
+    seq = onnx.SequenceProto()
+    with open(p, "rb") as f:
+        seq.ParseFromString(f.read())
+    if seq.elem_type != onnx.SequenceProto.TENSOR:
+        raise ValueError(f"{kind} {k} is a sequence of non-tensors")
+    return [numpy_helper.to_array(t) for t in seq.tensor_values]
+
+
+def read_optional(ds, kind, k):
+    """test_data_set's <kind>_<k>.pb as an optional: ("tensor", array), ("sequence", [arrays])
+    or (None, None) when it holds no element."""
+    p = os.path.join(ds, f"{kind}_{k}.pb")
+    if not os.path.exists(p):
+        raise ValueError(f"{kind} {k} is not written")
+    o = onnx.OptionalProto()
+    with open(p, "rb") as f:
+        o.ParseFromString(f.read())
+    if o.elem_type == onnx.OptionalProto.TENSOR and o.HasField("tensor_value"):
+        return "tensor", numpy_helper.to_array(o.tensor_value)
+    if o.elem_type == onnx.OptionalProto.SEQUENCE and o.HasField("sequence_value"):
+        return "sequence", [numpy_helper.to_array(t) for t in o.sequence_value.tensor_values]
+    return None, None
+
+
 def run_test(build, work, tdir):
     name = os.path.basename(tdir)
     wd = os.path.join(work, name)
@@ -92,10 +121,32 @@ def run_test(build, work, tdir):
     outputs = [v.name for v in model.graph.output]
     types = {v.name: v.type.tensor_type.elem_type for v in list(model.graph.input) + list(model.graph.output)}
     ds = os.path.join(tdir, "test_data_set_0")
-    files, integer = {}, []
+    files, integer, seq_flags = {}, [], []
+    vtypes = {v.name: v.type for v in list(model.graph.input) + list(model.graph.output)}
     for k, n in enumerate(inputs):
+        opt = None
+        if vtypes[n].HasField("optional_type"):  # present (its element) or --absent
+            try:
+                opt, val = read_optional(ds, "input", k)
+            except Exception as e:  # noqa: BLE001
+                return name, "dtype", str(e)
+            if opt is None:
+                seq_flags.append(f"--absent={n}")
+                continue
+        if vtypes[n].HasField("sequence_type") or opt == "sequence":
+            try:
+                elems = val if opt else read_sequence(ds, "input", k)
+            except Exception as e:  # noqa: BLE001
+                return name, "dtype", str(e)
+            seq_flags.append(f"--seq={n}={len(elems)}")
+            for j, a in enumerate(elems):  # each element's shape, as aicfc asks for it
+                p = os.path.join(wd, f"in_{k}_{j}.npy")
+                np.save(p, a)
+                files[f"{n}.{j}"] = p
+                seq_flags.append(f"--shape={n}.{j}={'x'.join(str(d) for d in a.shape)}")
+            continue
         try:
-            a = read_tensor(ds, "input", k, types.get(n, 0))
+            a = val if opt else read_tensor(ds, "input", k, types.get(n, 0))
         except Exception as e:  # noqa: BLE001
             return name, "dtype", str(e)
         p = os.path.join(wd, f"in_{k}.npy")
@@ -103,16 +154,22 @@ def run_test(build, work, tdir):
         files[n] = p
         if a.dtype in (np.int64, np.int32):
             integer.append(n)
-    const = []
+    const, shaped = [], False
     out = os.path.join(wd, "out")
     while True:
-        cmd = [os.path.join(build, "aicfc"), model_path, "-o", out] + [f"--const={n}={files[n]}" for n in const]
+        cmd = [os.path.join(build, "aicfc"), model_path, "-o", out] + seq_flags + \
+            [f"--const={n}={files[n]}" for n in const]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode == 0:
             break
         msg = r.stderr.strip()
         if "unsupported op" in msg or "unknown domain" in msg:
             return name, "unsupported", msg
+        if "unbound dynamic dim" in msg and not shaped:  # each input's shape, as the error asks
+            shaped = True
+            seq_flags += [f"--shape={n}={'x'.join(str(d) for d in np.load(files[n]).shape)}"
+                          for n in inputs if n in files]
+            continue
         m = NOT_CONST.search(msg)
         if not m:
             return name, "compile", msg
@@ -127,7 +184,7 @@ def run_test(build, work, tdir):
         const += add
     res = os.path.join(wd, "res")
     os.makedirs(res)
-    runtime_inputs = [n for n in inputs if n not in const]
+    runtime_inputs = [n for n in files if n not in const]
     cmd = [os.path.join(build, "aicf-run"), out, "--output-dir", res] + \
         [f"--input={n}={files[n]}" for n in runtime_inputs]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -135,15 +192,27 @@ def run_test(build, work, tdir):
         return name, "run", r.stderr.strip()
     for k, o in enumerate(outputs):
         try:
-            want = read_tensor(ds, "output", k, types.get(o, 0))
+            if vtypes[o].HasField("optional_type"):  # its element, or no file at all
+                opt, val = read_optional(ds, "output", k)
+                if opt is None:
+                    if os.path.exists(os.path.join(res, f"{o}.npy")):
+                        return name, "mismatch", f"output {o}: written, the optional is empty"
+                    continue
+                wants = [(o, val)] if opt == "tensor" else \
+                    [(f"{o}.{j}", a) for j, a in enumerate(val)]
+            elif vtypes[o].HasField("sequence_type"):  # written as its elements o.0, o.1, ...
+                wants = [(f"{o}.{j}", a) for j, a in enumerate(read_sequence(ds, "output", k))]
+            else:
+                wants = [(o, read_tensor(ds, "output", k, types.get(o, 0)))]
         except Exception as e:  # noqa: BLE001
             return name, "dtype", str(e)
-        p = os.path.join(res, f"{o}.npy")
-        if not os.path.exists(p):
-            return name, "run", f"no output file {o}.npy"
-        why = close(np.load(p), want, types.get(o, 0) == onnx.TensorProto.BFLOAT16)
-        if why:
-            return name, "mismatch", f"output {o}: {why}"
+        for on, want in wants:
+            p = os.path.join(res, f"{on}.npy")
+            if not os.path.exists(p):
+                return name, "run", f"no output file {on}.npy"
+            why = close(np.load(p), want, types.get(o, 0) == onnx.TensorProto.BFLOAT16)
+            if why:
+                return name, "mismatch", f"output {on}: {why}"
     shutil.rmtree(wd, ignore_errors=True)
     return name, "pass", ""
 
@@ -203,10 +272,17 @@ def generate_node_tests(out):
             for kind, vals, decls in (("input", ins, case.model.graph.input),
                                       ("output", outs, case.model.graph.output)):
                 for j, v in enumerate(vals):
-                    if not decls[j].type.HasField("tensor_type"):
-                        continue  # sequences, maps and optionals: not tensors
-                    t = v if isinstance(v, onnx.TensorProto) else numpy_helper.from_array(
-                        np.asarray(v), decls[j].name)
+                    if decls[j].type.HasField("sequence_type") and isinstance(v, list):
+                        t = numpy_helper.from_list([np.asarray(e) for e in v], decls[j].name)
+                    elif decls[j].type.HasField("optional_type"):
+                        t = numpy_helper.from_optional(
+                            v if v is None or isinstance(v, list) else np.asarray(v),
+                            decls[j].name)
+                    elif not decls[j].type.HasField("tensor_type"):
+                        continue  # maps: not written
+                    else:
+                        t = v if isinstance(v, onnx.TensorProto) else numpy_helper.from_array(
+                            np.asarray(v), decls[j].name)
                     with open(os.path.join(dd, f"{kind}_{j}.pb"), "wb") as f:
                         f.write(t.SerializeToString())
     return len(cases)
@@ -230,9 +306,15 @@ def main():
     a = ap.parse_args()
     sources = [] if a.no_libonnx else [("libonnx-testdata", LIBONNX)]
     if a.onnx_tests:
-        if not os.path.isdir(a.onnx_tests) or not os.listdir(a.onnx_tests):
+        # The generated tests carry a stamp of this script's layout (sequences and optionals
+        # written since stamp 2); an older or partial folder is written again.
+        stamp = os.path.join(a.onnx_tests, ".aicf-node-tests-2")
+        if not os.path.exists(stamp):
+            shutil.rmtree(a.onnx_tests, ignore_errors=True)
+            os.makedirs(a.onnx_tests)
             print(f"writing the onnx {onnx.__version__} node tests to {a.onnx_tests}: "
                   f"{generate_node_tests(a.onnx_tests)} cases")
+            open(stamp, "w").close()
         sources.append(("onnx wheel " + onnx.__version__, a.onnx_tests))
     failed_any = False  # a listed test that no longer passes (--passing)
     for label, root in sources:

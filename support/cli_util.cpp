@@ -50,13 +50,18 @@ std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &t
   return {name, shape};
 }
 
-std::pair<std::string, int64_t> parseDimFlag(const std::string &text) {
+std::pair<std::string, int64_t> parseDimFlag(const std::string &text, const char *flag) {
   auto eq = text.find('=');
   int64_t v;
   if (eq == std::string::npos || eq == 0)
-    throw UserError(cat("bad --dim '", text, "': expected PARAM=VALUE (e.g. batch=2)"), 1);
+    throw UserError(cat("bad ", flag, " '", text, "': expected ",
+                        std::string(flag) == "--dim" ? "PARAM=VALUE (e.g. batch=2)"
+                                                     : "NAME=COUNT (e.g. frames=3)"),
+                    1);
+  if (std::string(flag) == "--seq" && text.substr(eq + 1) == "0")
+    return {text.substr(0, eq), 0}; // an empty sequence
   if (std::string p = dimValueProblem(text.substr(eq + 1), v); !p.empty())
-    throw UserError(cat("bad --dim '", text, "': the value ", p), 1);
+    throw UserError(cat("bad ", flag, " '", text, "': the value ", p), 1);
   return {text.substr(0, eq), v};
 }
 
@@ -87,12 +92,15 @@ std::map<std::string, std::vector<int64_t>> parseShapeFlags(const std::vector<st
   return out;
 }
 
-std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts) {
+std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts,
+                                             const char *flag) {
   std::map<std::string, int64_t> out;
   for (const std::string &t : texts) {
-    auto [name, value] = parseDimFlag(t);
+    auto [name, value] = parseDimFlag(t, flag);
     if (!out.emplace(name, value).second)
-      throw UserError(cat("--dim ", name, " given twice (give each dim once)"), 1);
+      throw UserError(cat(flag, " ", name, " given twice (give each ",
+                          std::string(flag) == "--dim" ? "dim" : "sequence", " once)"),
+                      1);
   }
   return out;
 }

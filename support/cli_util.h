@@ -15,12 +15,14 @@ namespace aicf {
 // exit code 1 (a bad flag value; 0 too: a bound dim is 1 or more).
 std::pair<std::string, std::vector<int64_t>> parseShapeFlag(const std::string &text);
 // "batch=2" -> ("batch", 2). The value as for parseShapeFlag; UserError (exit code 1) otherwise.
-std::pair<std::string, int64_t> parseDimFlag(const std::string &text);
+std::pair<std::string, int64_t> parseDimFlag(const std::string &text, const char *flag = "--dim");
 
 // Every --shape / --dim flag, parsed; a name given twice is an error (exit 1), whether or not
 // the values agree, so a typo in a long command line cannot silently win or lose.
 std::map<std::string, std::vector<int64_t>> parseShapeFlags(const std::vector<std::string> &texts);
-std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts);
+// Also for --seq NAME=COUNT (flag names the flag in messages).
+std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts,
+                                             const char *flag = "--dim");
 
 // One --const flag: NAME=FILE.npy (the value of a tensor) or NAME=VALUE (a number, or true /
 // false, for an input of one element). `text` is the flag as given, for messages.

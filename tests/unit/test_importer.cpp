@@ -1837,6 +1837,76 @@ TEST_CASE("importer: Scan-8 per batch element, empty values folded, Dropout and 
                   "ai.onnx.preview.training::Momentum (1: '/m')") != std::string::npos);
 }
 
+// Sequences and optionals are lists known at compile time (onnx_importer.cpp): a sequence input
+// is given as its elements (--seq NAME=COUNT: inputs NAME.0 ...), a sequence output written as
+// its elements, an optional input present unless --absent.
+TEST_CASE("importer: sequences and optionals as compile-time lists") {
+  ModelBuilder b(17);
+  b.input("a", TensorProto::FLOAT, {2}).input("b", TensorProto::FLOAT, {2});
+  auto seqType = [](onnx::ValueInfoProto *v, const std::string &name) {
+    v->set_name(name);
+    auto *t = v->mutable_type()->mutable_sequence_type()->mutable_elem_type();
+    t->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  };
+  seqType(b.proto().mutable_graph()->add_input(), "s"); // --seq s=2: s.0, s.1
+  onnx::ValueInfoProto *opt = b.proto().mutable_graph()->add_input();
+  opt->set_name("o");
+  opt->mutable_type()
+      ->mutable_optional_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(TensorProto::FLOAT);
+  b.initI64("zero", {0}, {}).initI64("one", {1}, {});
+  b.node("SequenceConstruct", {"a", "b"}, {"ab"});
+  b.node("SequenceInsert", {"ab", "a", "zero"}, {"aab"}); // [a, a, b]
+  b.node("SequenceAt", {"aab", "one"}, {"second"});       // a
+  attr(b.node("ConcatFromSequence", {"s"}, {"cat"}), "axis", int64_t(0));
+  b.node("SequenceLength", {"aab"}, {"len"});
+  b.node("SplitToSequence", {"cat"}, {"pieces"});        // 2 + 3 -> 5 pieces of [1]
+  b.node("SequenceErase", {"pieces", "zero"}, {"rest"}); // 4 pieces
+  b.node("OptionalHasElement", {"o"}, {"has"});
+  b.output("second", TensorProto::FLOAT, {2}).output("cat", TensorProto::FLOAT, {5});
+  b.output("len", TensorProto::INT64, {}).output("has", TensorProto::BOOL, {});
+  seqType(b.proto().mutable_graph()->add_output(), "rest");
+  ImportOptions opts;
+  opts.sequenceLengths = {{"s", 2}};
+  opts.inputShapes = {{"s.0", {2}}, {"s.1", {3}}, {"o", {1}}};
+  auto g = b.import("seq.onnx", opts);
+  std::vector<std::string> ins, outs;
+  for (const Value *v : g->inputs())
+    ins.push_back(v->name());
+  for (const Value *v : g->outputs())
+    outs.push_back(v->name());
+  CHECK(ins == std::vector<std::string>{"a", "b", "o", "s.0", "s.1"});
+  CHECK(outs == std::vector<std::string>{"second", "cat", "len", "has", "rest.0", "rest.1",
+                                         "rest.2", "rest.3"});
+  std::vector<Tensor> got =
+      interpret(*g, {f32Tensor({1, 2}, {2}), f32Tensor({3, 4}, {2}), f32Tensor({9}, {1}),
+                     f32Tensor({5, 6}, {2}), f32Tensor({7, 8, 9}, {3})});
+  CHECK(got[0].toDoubles() == std::vector<double>{1, 2});
+  CHECK(got[1].toDoubles() == std::vector<double>{5, 6, 7, 8, 9});
+  CHECK(got[2].getInt(0) == 3);
+  CHECK(got[3].getInt(0) == 1);
+  CHECK(got[4].toDoubles() == std::vector<double>{6});
+  CHECK(got[7].toDoubles() == std::vector<double>{9});
+  // The optional compiled without its element; an unknown --seq or --absent name; no --seq.
+  opts.absentInputs = {"o"};
+  opts.inputShapes.erase("o");
+  g = b.import("seq_absent.onnx", opts);
+  CHECK(g->inputs().size() == 4);
+  CHECK(interpret(*g, {f32Tensor({1, 2}, {2}), f32Tensor({3, 4}, {2}), f32Tensor({5, 6}, {2}),
+                       f32Tensor({7, 8, 9}, {3})})[3]
+            .getInt(0) == 0);
+  ImportOptions bad = opts;
+  bad.sequenceLengths["t"] = 1;
+  CHECK(
+      importError(b, "seq_bad.onnx", bad).find("--seq t=1: the model has no sequence input 't'") !=
+      std::string::npos);
+  CHECK(importError(b, "seq_none.onnx")
+            .find("input 's' is a sequence: give its length with --seq s=COUNT (its elements "
+                  "become the inputs s.0 ...)") != std::string::npos);
+}
+
 TEST_CASE("importer: SpaceToDepth in DCR and CRD modes") {
   for (const char *mode : {"DCR", "CRD"}) {
     CAPTURE(mode);
