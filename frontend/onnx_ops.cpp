@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <numeric>
@@ -937,25 +938,149 @@ void convLpNorm(ConvertCtx &c) {
   c.setOutput(0, c.emit(Op::Where, {zero, c.scalar(t, 0.0), c.emit(Op::Div, {x, norm})}));
 }
 
-// Attention-23/24, the cases our attention op expresses: no softcap, no nonpad_kv_seqlen, the
-// plain qk output mode. 3-D inputs [B, S, H*D] are split into heads; a past key / value cache
+// A [sq, sk] constant of f(query i, key j) (bool or int64).
+Value *attentionGrid(ConvertCtx &c, int64_t sq, int64_t sk,
+                     const std::function<int64_t(int64_t, int64_t)> &f, DType dtype) {
+  Tensor t(TensorType(dtype, {sq, sk}));
+  for (int64_t i = 0; i < sq; ++i)
+    for (int64_t j = 0; j < sk; ++j)
+      t.setInt(i * sk + j, f(i, j));
+  return c.constant(std::move(t));
+}
+
+Value *andMask(ConvertCtx &c, Value *a, Value *b) {
+  return a ? c.emit(Op::And, {a, b}) : b;
+}
+
+// Attention-23/24/25 written out in plain ops, in the order of ONNX's reference
+// (onnx/reference/ops/op_attention.py): Q and K each scaled by sqrt(scale), Q K^T, softcap, the
+// additive bias (attn_mask padded to the keys with False / -inf, is_causal, the sliding window,
+// nonpad_kv_seqlen's padding mask), softmax (in softmax_precision), fully-masked rows (an all
+// -inf bias row) zeroed, then times V. q, k, v are [B, H, S, D] with the cache concatenated and
+// the K/V heads repeated. The causal and window frontiers are query i, key j: j <= i + offset,
+// offset - left <= j - i <= offset + right, with offset the cache length (a constant mask) or,
+// for an external cache, nonpad_kv_seqlen[b] - Sq (a mask compared at run time). Returns Y;
+// *qkOut is qk_matmul_output in its mode.
+Value *attentionByOps(ConvertCtx &c, Value *q, Value *k, Value *v, int64_t past, double scale,
+                      bool causal, Value **qkOut) {
+  DType t = q->type().dtype;
+  int64_t sq = q->type().shape[2], sk = k->type().shape[2], batch = q->type().shape[0];
+  int64_t left = c.attrInt("left_window_size", -1), right = c.attrInt("right_window_size", -1);
+  if (left < -1 || right < -1)
+    c.fail("left_window_size and right_window_size must be -1 or nonnegative");
+  Value *lens = nullptr; // nonpad_kv_seqlen as [B, 1, 1, 1] int64
+  if (c.hasInput(6)) {
+    if (c.hasInput(4))
+      c.fail("nonpad_kv_seqlen cannot be combined with past_key / past_value");
+    Value *n = c.input(6);
+    if (n->type().shape != Shape{batch})
+      c.fail(cat("nonpad_kv_seqlen ", n->type().str(), " is not [batch = ", batch, "]"));
+    lens = c.reshape(c.castTo(n, DType::I64), {batch, 1, 1, 1});
+  }
+  // The mask: bool `allowed` and a float `added`, either absent.
+  Value *allowed = nullptr, *added = nullptr;
+  if (c.hasInput(3)) {
+    Value *m = c.input(3);
+    Shape ms = m->type().shape;
+    bool isBool = m->type().dtype == DType::Bool;
+    if (!ms.empty() && ms.back() > sk)
+      c.fail(cat("attn_mask ", m->type().str(), " is longer than the ", sk, " keys"));
+    if (!ms.empty() && ms.back() < sk) { // padded to the keys: False / -inf
+      Shape ps = ms;
+      ps.back() = sk - ms.back();
+      Tensor pad(TensorType(m->type().dtype, ps));
+      for (int64_t i = 0; i < pad.numel(); ++i)
+        pad.setDouble(i, isBool ? 0.0 : -INFINITY);
+      m = c.emit(Op::Concat, {m, c.constant(std::move(pad))}, {{"axis", int64_t(ms.size() - 1)}});
+    }
+    (isBool ? allowed : added) = m;
+  }
+  // Frontiers j - i <= offset + hi (hi >= 0 on that side) and j - i >= offset - lo.
+  auto frontier = [&](int64_t hi, int64_t lo) {
+    if (!lens) {
+      return attentionGrid(
+          c, sq, sk,
+          [&](int64_t i, int64_t j) {
+            int64_t d = j - i - past;
+            return int64_t((hi < 0 || d <= hi) && (lo < 0 || d >= -lo));
+          },
+          DType::Bool);
+    }
+    // offset = lens - sq: j - i + sq - hi <= lens and lens <= j - i + sq + lo.
+    Value *r = nullptr;
+    if (hi >= 0)
+      r = andMask(
+          c, r,
+          c.emit(Op::LessEqual,
+                 {attentionGrid(
+                      c, sq, sk, [&](int64_t i, int64_t j) { return j - i + sq - hi; }, DType::I64),
+                  lens}));
+    if (lo >= 0)
+      r = andMask(
+          c, r,
+          c.emit(Op::LessEqual,
+                 {lens, attentionGrid(
+                            c, sq, sk, [&](int64_t i, int64_t j) { return j - i + sq + lo; },
+                            DType::I64)}));
+    return r;
+  };
+  if (causal)
+    allowed = andMask(c, allowed, frontier(0, -1));
+  if (left >= 0 || right >= 0)
+    allowed = andMask(c, allowed, frontier(right, left));
+  if (lens) { // padding: key j < nonpad_kv_seqlen[b]
+    Tensor iota(TensorType(DType::I64, {sk}));
+    for (int64_t j = 0; j < sk; ++j)
+      iota.setInt(j, j);
+    allowed = andMask(c, allowed, c.emit(Op::Less, {c.constant(std::move(iota)), lens}));
+  }
+  Value *bias = added;
+  if (allowed)
+    bias = c.emit(Op::Where, {allowed, added ? added : c.scalar(t, 0.0), c.scalar(t, -INFINITY)});
+
+  Value *s = c.scalar(t, std::sqrt(scale));
+  Value *kt = c.emit(Op::Transpose, {c.emit(Op::Mul, {k, s})}, {{"perm", Shape{0, 1, 3, 2}}});
+  Value *qk = c.emit(Op::MatMul, {c.emit(Op::Mul, {q, s}), kt});
+  double softcap = c.attrFloat("softcap", 0.0);
+  if (softcap > 0) {
+    Value *cap = c.scalar(t, softcap);
+    qk = c.emit(Op::Mul, {c.emit(Op::Tanh, {c.emit(Op::Div, {qk, cap})}), cap});
+  }
+  int64_t mode = c.attrInt("qk_matmul_output_mode", 0);
+  if (mode < 0 || mode > 3)
+    c.fail(cat("qk_matmul_output_mode = ", mode, " is not 0, 1, 2 or 3"));
+  *qkOut = qk;
+  if (bias)
+    qk = c.emit(Op::Add, {qk, bias});
+  if (mode == 2)
+    *qkOut = qk;
+  if (c.hasAttr("softmax_precision"))
+    qk = c.castTo(qk, castTarget(c, static_cast<int32_t>(c.attrInt("softmax_precision", 1))));
+  Value *p = c.emit(Op::Softmax, {qk}, {{"axis", int64_t(-1)}});
+  if (bias) {
+    int64_t last = bias->type().rank() - 1;
+    Value *rowMax =
+        c.emit(Op::ReduceMax, {bias}, {{"axes", Shape{last}}, {"keepdims", int64_t(1)}});
+    Value *none = c.emit(Op::Equal, {rowMax, c.scalar(t, -INFINITY)});
+    p = c.emit(Op::Where, {none, c.scalar(p->type().dtype, 0.0), p});
+  }
+  p = c.castTo(p, t);
+  if (mode == 3)
+    *qkOut = p;
+  return c.emit(Op::MatMul, {p, v});
+}
+
+// Attention-23/24/25. 3-D inputs [B, S, H*D] are split into heads; a past key / value cache
 // [B, Hkv, P, D] is concatenated before the new keys / values (present_key / present_value are
 // the concatenations); grouped-query K/V heads are repeated to the query heads. is_causal lets
-// query i see key j <= i + P (P = 0 without a cache: top-left). The op's own causal flag is the
-// bottom-right diagonal (P = Sk - Sq); another offset becomes a constant bool mask, and'ed with
-// a given bool mask or turned into -inf in a given additive one.
+// query i see key j <= i + P (P = 0 without a cache: top-left). Softcap, nonpad_kv_seqlen,
+// sliding windows, a short attn_mask and qk_matmul_output are written out in plain ops
+// (attentionByOps); the rest is our attention op, whose own causal flag is the bottom-right
+// diagonal (P = Sk - Sq): another offset becomes a constant bool mask, and'ed with a given bool
+// mask or turned into -inf in a given additive one.
 void convAttention(ConvertCtx &c) {
   if (c.hasInput(4) != c.hasInput(5))
     c.fail("past_key and past_value must be given together");
-  if (c.hasInput(6))
-    c.fail("nonpad_kv_seqlen is not supported");
-  if (c.attrFloat("softcap", 0.0) != 0.0)
-    c.fail("softcap is not supported");
-  c.requireAttrDefault("qk_matmul_output_mode", 0, "only the plain attention output exists");
-  c.requireAttrDefault("left_window_size", -1, "sliding-window attention is not supported");
-  c.requireAttrDefault("right_window_size", -1, "sliding-window attention is not supported");
-  if (c.outputUsed(3))
-    c.fail("output 3 (qk_matmul_output) is not supported");
   Value *q = c.input(0), *k = c.input(1), *v = c.input(2);
   int64_t r = q->type().rank();
   if (r != 3 && r != 4)
@@ -1008,25 +1133,31 @@ void convAttention(ConvertCtx &c) {
   int64_t sq = qs[2], sk = ks[2];
   bool causal = c.attrInt("is_causal", 0) != 0;
   double scale = c.attrFloat("scale", 1.0 / std::sqrt(static_cast<double>(qs[3])));
-  std::vector<Value *> ops = {q, k, v};
   Value *mask = c.hasInput(3) ? c.input(3) : nullptr;
-  if (causal && past != sk - sq) { // the op's diagonal is Sk - Sq: this one as a mask
-    Tensor t(TensorType(DType::Bool, {sq, sk}));
-    for (int64_t i = 0; i < sq; ++i)
-      for (int64_t j = 0; j < sk; ++j)
-        t.setInt(i * sk + j, j <= i + past ? 1 : 0);
-    Value *allowed = c.constant(std::move(t));
-    if (!mask)
-      mask = allowed;
-    else if (mask->type().dtype == DType::Bool)
-      mask = c.emit(Op::And, {mask, allowed});
-    else
-      mask = c.emit(Op::Where, {allowed, mask, c.scalar(mask->type().dtype, -INFINITY)});
-    causal = false;
+  bool byOps = c.hasInput(6) || c.attrFloat("softcap", 0.0) != 0.0 ||
+               c.attrInt("left_window_size", -1) != -1 ||
+               c.attrInt("right_window_size", -1) != -1 || c.outputUsed(3) ||
+               (mask && mask->type().rank() > 0 && mask->type().shape.back() < sk);
+  Value *y = nullptr, *qkOut = nullptr;
+  if (byOps) {
+    y = attentionByOps(c, q, k, v, past, scale, causal, &qkOut);
+  } else {
+    std::vector<Value *> ops = {q, k, v};
+    if (causal && past != sk - sq) { // the op's diagonal is Sk - Sq: this one as a mask
+      Value *allowed = attentionGrid(
+          c, sq, sk, [&](int64_t i, int64_t j) { return int64_t(j <= i + past); }, DType::Bool);
+      if (!mask)
+        mask = allowed;
+      else if (mask->type().dtype == DType::Bool)
+        mask = c.emit(Op::And, {mask, allowed});
+      else
+        mask = c.emit(Op::Where, {allowed, mask, c.scalar(mask->type().dtype, -INFINITY)});
+      causal = false;
+    }
+    if (mask)
+      ops.push_back(mask);
+    y = c.emit(Op::Attention, ops, {{"scale", scale}, {"causal", int64_t(causal)}});
   }
-  if (mask)
-    ops.push_back(mask);
-  Value *y = c.emit(Op::Attention, ops, {{"scale", scale}, {"causal", int64_t(causal)}});
   if (r == 3) {
     const Shape &ys = y->type().shape;
     y = c.emit(Op::Transpose, {y}, {{"perm", Shape{0, 2, 1, 3}}});
@@ -1037,6 +1168,8 @@ void convAttention(ConvertCtx &c) {
     c.setOutput(1, presentK);
   if (c.outputUsed(2))
     c.setOutput(2, presentV);
+  if (c.outputUsed(3))
+    c.setOutput(3, qkOut);
 }
 
 // ---- pooling ----------------------------------------------------------------------------------

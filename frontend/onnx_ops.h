@@ -25,8 +25,8 @@ namespace aicf {
 // RMSNormalization-23, Attention-23) and input forms (Reduce/Pad axes, Split num_outputs) we know.
 // 24..28 (what the onnx 1.23 wheel defines) change the ops we convert only by new element types
 // (4- and 8-bit floats and integers, which the importer refuses by dtype) and new optional
-// attributes and inputs the converters refuse when set (Attention-24's windows and
-// nonpad_kv_seqlen; Range-27's stash_type only fixes the accumulation type).
+// attributes and inputs (Attention-24's nonpad_kv_seqlen and Attention-25's windows, written
+// out in plain ops; Range-27's stash_type only fixes the accumulation type).
 inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 28;
 

@@ -2244,3 +2244,74 @@ TEST_CASE("importer: BatchNormalization training_mode uses the batch's statistic
       a.set_i(0);
   CHECK(importError(b, "bn_stats.onnx").find("needs training_mode = 1") != std::string::npos);
 }
+
+// Attention-24 with softcap, nonpad_kv_seqlen (an external cache) and is_causal, grouped-query
+// heads, and qk_matmul_output in mode 3: written out in plain ops at import. Checked against a
+// scalar transcription of ONNX's rule: scores q.k * scale, capped to c * tanh(s / c), key j
+// allowed when j < n[b] and j <= i + n[b] - Sq; a row with no key allowed is zero.
+TEST_CASE("importer: Attention softcap and nonpad_kv_seqlen match ONNX's rule") {
+  const int64_t B = 2, H = 2, Sq = 2, Sk = 4, D = 3;
+  const double cap = 0.8;
+  const std::vector<int64_t> lens = {3, 1}; // batch 1: offset -1, its first query sees nothing
+  auto vals = [](int64_t n, float seed) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < n; ++i)
+      v.push_back(1.5f * std::sin(seed + 0.7f * float(i)));
+    return v;
+  };
+  std::vector<float> q = vals(B * H * Sq * D, 0.1f), k = vals(B * Sk * D, 1.3f),
+                     v = vals(B * Sk * D, 2.9f);
+  ModelBuilder b(24);
+  b.input("q", TensorProto::FLOAT, {B, H, Sq, D})
+      .input("k", TensorProto::FLOAT, {B, 1, Sk, D})
+      .input("v", TensorProto::FLOAT, {B, 1, Sk, D})
+      .input("n", TensorProto::INT64, {B});
+  b.output("y", TensorProto::FLOAT, {B, H, Sq, D}).output("p", TensorProto::FLOAT, {B, H, Sq, Sk});
+  auto &n = b.node("Attention", {"q", "k", "v", "", "", "", "n"}, {"y", "", "", "p"}, "/attn");
+  attr(n, "is_causal", int64_t(1));
+  attr(n, "softcap", cap);
+  attr(n, "qk_matmul_output_mode", int64_t(3));
+  auto g = b.import("attention_softcap_nonpad.onnx");
+  Tensor nt(TensorType(DType::I64, {B}));
+  for (int64_t i = 0; i < B; ++i)
+    nt.setInt(i, lens[size_t(i)]);
+  std::vector<Tensor> got =
+      interpret(*g, {Tensor::fromF32(q, {B, H, Sq, D}), Tensor::fromF32(k, {B, 1, Sk, D}),
+                     Tensor::fromF32(v, {B, 1, Sk, D}), nt});
+  double scale = 1.0 / std::sqrt(double(D));
+  for (int64_t bi = 0; bi < B; ++bi)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Sq; ++i) {
+        CAPTURE(bi);
+        CAPTURE(h);
+        CAPTURE(i);
+        int64_t row = (bi * H + h) * Sq + i;
+        std::vector<double> p(size_t(Sk), 0.0);
+        double m = -INFINITY, z = 0;
+        auto allowed = [&](int64_t j) {
+          return j < lens[size_t(bi)] && j <= i + lens[size_t(bi)] - Sq;
+        };
+        for (int64_t j = 0; j < Sk; ++j) {
+          if (!allowed(j))
+            continue;
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d)
+            s += double(q[size_t(row * D + d)]) * k[size_t((bi * Sk + j) * D + d)];
+          p[size_t(j)] = cap * std::tanh(s * scale / cap);
+          m = std::max(m, p[size_t(j)]);
+        }
+        for (int64_t j = 0; j < Sk; ++j)
+          if (allowed(j))
+            z += std::exp(p[size_t(j)] - m);
+        for (int64_t j = 0; j < Sk; ++j) {
+          p[size_t(j)] = allowed(j) ? std::exp(p[size_t(j)] - m) / z : 0.0;
+          CHECK(got[1].getDouble(row * Sk + j) == doctest::Approx(p[size_t(j)]).epsilon(1e-5));
+        }
+        for (int64_t d = 0; d < D; ++d) {
+          double y = 0;
+          for (int64_t j = 0; j < Sk; ++j)
+            y += p[size_t(j)] * v[size_t((bi * Sk + j) * D + d)];
+          CHECK(got[0].getDouble(row * D + d) == doctest::Approx(y).epsilon(1e-5));
+        }
+      }
+}
