@@ -1161,6 +1161,12 @@ onnx::GraphProto branch(const std::string &name, const std::string &op, float v,
   return b;
 }
 
+// A subgraph input or output `name` of element type `type` (rank unknown).
+void typedValue(onnx::ValueInfoProto *v, const std::string &name, int type) {
+  v->set_name(name);
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+
 void graphAttr(onnx::NodeProto &n, const std::string &name, const onnx::GraphProto &g) {
   auto *a = n.add_attribute();
   a->set_name(name);
@@ -1480,11 +1486,7 @@ TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled")
     onnx::NodeProto &loop = b.node("Loop", {"m", "", "y"}, {"res_y", "res_scan"}, "/loop");
     onnx::GraphProto body;
     body.set_name("body");
-    auto in = [&](const char *name, int type) {
-      auto *v = body.add_input();
-      v->set_name(name);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-    };
+    auto in = [&](const char *name, int type) { typedValue(body.add_input(), name, type); };
     in("iter", TensorProto::INT64);
     in("cond_in", TensorProto::BOOL);
     in("y_in", TensorProto::FLOAT);
@@ -1521,10 +1523,8 @@ TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled")
     node("Add", {"y_in", "piece"}, {"y_out"});
     node("Identity", {"y_out"}, {"scan_out"});
     for (const char *o : {"cond_out", "y_out", "scan_out"}) {
-      auto *v = body.add_output();
-      v->set_name(o);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(
-          std::string(o) == "cond_out" ? TensorProto::BOOL : TensorProto::FLOAT);
+      typedValue(body.add_output(), o,
+                 std::string(o) == "cond_out" ? TensorProto::BOOL : TensorProto::FLOAT);
     }
     graphAttr(loop, "body", body);
     return b;
@@ -1635,11 +1635,7 @@ TEST_CASE("importer: Loop kept at run time (trip count, condition, outer values)
     onnx::NodeProto &loop = b.node("Loop", {"m", condInput ? "yes" : "", "y0"}, {"y"}, "/loop");
     onnx::GraphProto body;
     body.set_name("body");
-    auto in = [&](const char *name, int type) {
-      auto *v = body.add_input();
-      v->set_name(name);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-    };
+    auto in = [&](const char *name, int type) { typedValue(body.add_input(), name, type); };
     in("i", TensorProto::INT64);
     in("c", TensorProto::BOOL);
     in("y_in", TensorProto::FLOAT);
@@ -1668,10 +1664,8 @@ TEST_CASE("importer: Loop kept at run time (trip count, condition, outer values)
     attr(*node("ReduceSum", {"y_out"}, "s"), "keepdims", int64_t(0));
     node("Less", {"s", "limit"}, "c_out");
     for (const char *o : {"c_out", "y_out"}) {
-      auto *v = body.add_output();
-      v->set_name(o);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(
-          std::string(o) == "c_out" ? TensorProto::BOOL : TensorProto::FLOAT);
+      typedValue(body.add_output(), o,
+                 std::string(o) == "c_out" ? TensorProto::BOOL : TensorProto::FLOAT);
     }
     graphAttr(loop, "body", body);
     return b;
