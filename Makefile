@@ -17,9 +17,11 @@ format:
 	git ls-files --cached --others --exclude-standard -- '*.cpp' '*.h' | xargs clang-format -i
 
 # The ONNX backend node tests (libonnx-testdata) by op: passed (interpreted) / host (also
-# through the host target) / failed / unsupported; both suites also check their lists.
+# through the host target) / failed / unsupported; both suites also check their lists. Then
+# every node test through the command line (conformance-cli below).
 conformance: build
 	AICF_CONFORMANCE_TABLE=1 build/tests/aicf_unit -tc='onnx node tests*,conformance host*' --no-intro
+	$(MAKE) conformance-cli
 
 # The node tests through the command line, as a user runs a model (aicfc, --const where a
 # value must be constant, aicf-run on .npy inputs): Debian's libonnx-testdata and the node tests

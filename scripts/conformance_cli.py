@@ -232,13 +232,30 @@ def ort_passes(tdir):
         inputs = [v for v in model.graph.input if v.name not in inits]
         ds = os.path.join(tdir, "test_data_set_0")
         feed = {}
-        for k, v in enumerate(inputs):
-            t = onnx.TensorProto()
-            with open(os.path.join(ds, f"input_{k}.pb"), "rb") as f:
-                t.ParseFromString(f.read())
-            feed[v.name] = numpy_helper.to_array(t)
+        for k, v in enumerate(inputs):  # tensors, sequences (lists) and optionals (or None)
+            if v.type.HasField("sequence_type"):
+                feed[v.name] = read_sequence(ds, "input", k)
+            elif v.type.HasField("optional_type"):
+                feed[v.name] = read_optional(ds, "input", k)[1]
+            else:
+                t = onnx.TensorProto()
+                with open(os.path.join(ds, f"input_{k}.pb"), "rb") as f:
+                    t.ParseFromString(f.read())
+                feed[v.name] = numpy_helper.to_array(t)
         got = sess.run(None, feed)
         for k, o in enumerate(model.graph.output):
+            if o.type.HasField("sequence_type") or o.type.HasField("optional_type"):
+                kind, want = ("sequence", read_sequence(ds, "output", k)) \
+                    if o.type.HasField("sequence_type") else read_optional(ds, "output", k)
+                if kind is None:
+                    if got[k] is not None:
+                        return False
+                    continue
+                gs = got[k] if kind == "sequence" else [got[k]]
+                ws = want if kind == "sequence" else [want]
+                if len(gs) != len(ws) or any(close(np.asarray(a), b) for a, b in zip(gs, ws)):
+                    return False
+                continue
             want = read_tensor(ds, "output", k, o.type.tensor_type.elem_type)
             g = np.asarray(got[k])
             bf16 = o.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16
