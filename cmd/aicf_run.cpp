@@ -37,7 +37,7 @@ namespace {
 
 struct Flags {
   std::string model;
-  std::vector<std::string> inputs, shapes, dims, consts;
+  std::vector<std::string> inputs, shapes, dims, consts, seqs, absent;
   bool random = false;
   uint64_t seed = 0;
   std::string outputDir;
@@ -70,6 +70,8 @@ std::unique_ptr<Graph> loadModel(const Flags &flags) {
     opts.inputShapes = parseShapeFlags(flags.shapes);
     opts.dimParams = parseDimFlags(flags.dims);
     opts.constInputs = parseConstFlags(flags.consts);
+    opts.sequenceLengths = parseDimFlags(flags.seqs, "--seq");
+    opts.absentInputs.insert(flags.absent.begin(), flags.absent.end());
     return importOnnx(path, opts);
   }
   if (endsWith(path, ".mcir")) {
@@ -476,6 +478,11 @@ int main(int argc, char **argv) {
   app.add_option("--dim", flags.dims, "bind a named ONNX dim: PARAM=VALUE (repeatable)");
   app.add_option("--const", flags.consts,
                  "bind an ONNX input to a constant: NAME=FILE.npy or NAME=VALUE (repeatable)");
+  app.add_option("--seq", flags.seqs,
+                 "an ONNX sequence input of COUNT tensors, given as NAME.0 ...: NAME=COUNT "
+                 "(repeatable)");
+  app.add_option("--absent", flags.absent,
+                 "an ONNX optional input holding no element: NAME (repeatable)");
   app.add_flag("--print", flags.print,
                "print a summary of each output (default without --output-dir)");
   app.add_flag("--time", flags.time, "print the interpreter's wall time to stderr");
