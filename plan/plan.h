@@ -47,6 +47,18 @@ struct PtxasFigures {
   int64_t stackFrame = 0; // bytes
 };
 
+// A loop step's body (kind "loop", host plans; a runtime built-in): the body's steps follow the
+// loop step, `bodySteps` of them, and run once per iteration; the runtime, not the step order,
+// runs them. `state`: the body's input buffers the runtime writes (iteration number, condition,
+// carried values; the values it reads from outside alias the step's inputs); `next`: the body's
+// outputs (the next condition and carried values), copied into `state` after each iteration.
+// The step's inputs are the trip count, the condition, the initial carried values and the outer
+// values; its outputs the final carried values.
+struct PlanLoop {
+  int bodySteps = 0;
+  std::vector<std::string> state, next;
+};
+
 struct PlanStep {
   std::string kind;   // "attention", "layer_norm", "fused_elementwise", "copy"
   std::string kindId; // the kernel symbol; "" for runtime built-ins (copy)
@@ -67,18 +79,9 @@ struct PlanStep {
   // chosen at run time, plan/branch_guards.h); "" for an unconditional step.
   std::string guard;
   bool guardWhen = true;
-  // kind "loop" (host plans; a runtime built-in): the body's steps follow this one, `bodySteps`
-  // of them, and run once per iteration; the runtime, not the step order, runs them. `state`:
-  // the body's input buffers the runtime writes (iteration number, condition, carried values;
-  // the values it reads from outside alias the step's inputs); `next`: the body's outputs (the
-  // next condition and carried values), copied into `state` after each iteration. The step's
-  // inputs are the trip count, the condition, the initial carried values and the outer values;
-  // its outputs the final carried values.
-  struct Loop {
-    int bodySteps = 0;
-    std::vector<std::string> state, next;
-  };
-  std::optional<Loop> loop;
+  // kind "loop" (host plans; a runtime built-in): see PlanLoop.
+  using Loop = PlanLoop;
+  std::optional<PlanLoop> loop;
   int64_t sharedBytes = 0;
   bool inPlace = false; // an output shares an input's storage
   std::vector<std::string> properties;
