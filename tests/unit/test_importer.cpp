@@ -1793,7 +1793,8 @@ TEST_CASE("importer: Scan-8 per batch element, empty values folded, Dropout and 
                                 {TensorProto::BOOL, "ReduceMin", 1.0},
                                 {TensorProto::INT32, "ReduceMax", -2147483648.0},
                                 {TensorProto::UINT8, "ReduceMin", 255.0}}) {
-    CAPTURE(op);
+    std::string reduce = op; // (clang 14 cannot capture a structured binding)
+    CAPTURE(reduce);
     ModelBuilder r(18);
     r.input("x", type, {2, 0}).output("y", type, {2});
     r.initI64("axes", {1});
