@@ -1063,6 +1063,15 @@ private:
   // Returns false, converting nothing, for a Loop to keep at run time (runtimeLoop): no trip
   // count, one known only at run time or above kMaxUnroll, or a condition computed at run time.
   static constexpr int64_t kMaxUnroll = 256;
+
+  // x[i] along the first axis, that axis dropped (a scan slice, a batch element).
+  static Value *elementAt(ConvertCtx &ctx, Value *x, int64_t i) {
+    Shape rest(x->type().shape.begin() + 1, x->type().shape.end());
+    Value *sl = ctx.emit(
+        Op::Slice, {x},
+        {{"starts", Shape{i}}, {"ends", Shape{i + 1}}, {"axes", Shape{0}}, {"steps", Shape{1}}});
+    return ctx.reshape(sl, rest);
+  }
   bool unrollLoop(const onnx::NodeProto &n, int index, bool scan9 = false) {
     ConvertCtx ctx(env_, n, index, opset_);
     const onnx::GraphProto &body = graphAttr(ctx, n, "body");
@@ -1146,14 +1155,8 @@ private:
         else
           env_.values[body.input(static_cast<int>(first + j)).name()] = carried[j];
       for (int64_t j = 0; j < scanIn; ++j) { // Scan: this iteration's slice of each input
-        Value *x = ctx.input(static_cast<size_t>(states + j));
-        Shape rest(x->type().shape.begin() + 1, x->type().shape.end());
-        Value *sl = ctx.emit(Op::Slice, {x},
-                             {{"starts", Shape{it}},
-                              {"ends", Shape{it + 1}},
-                              {"axes", Shape{0}},
-                              {"steps", Shape{1}}});
-        env_.values[body.input(static_cast<int>(states + j)).name()] = ctx.reshape(sl, rest);
+        env_.values[body.input(static_cast<int>(states + j)).name()] =
+            elementAt(ctx, ctx.input(static_cast<size_t>(states + j)), it);
       }
       addBranchWeights(ctx, body);
       for (const onnx::NodeProto &m : body.node())
@@ -1430,15 +1433,8 @@ private:
       one.clear_input();
       one.clear_output();
       for (int k = 1; k <= ins; ++k) {
-        Value *x = ctx.input(static_cast<size_t>(k));
-        Shape rest(x->type().shape.begin() + 1, x->type().shape.end());
-        Value *sl = ctx.emit(Op::Slice, {x},
-                             {{"starts", Shape{b}},
-                              {"ends", Shape{b + 1}},
-                              {"axes", Shape{0}},
-                              {"steps", Shape{1}}});
         std::string name = cat(n.input(k), ".batch", b);
-        env_.values[name] = ctx.reshape(sl, rest);
+        env_.values[name] = elementAt(ctx, ctx.input(static_cast<size_t>(k)), b);
         one.add_input(name);
       }
       for (int k = 0; k < n.output_size(); ++k)

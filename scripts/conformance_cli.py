@@ -62,15 +62,20 @@ def bf16_as_f32(t, declared):
     return a
 
 
+def read_proto(ds, kind, k, proto, missing):
+    """test_data_set's <kind>_<k>.pb parsed into `proto`; ValueError `missing` when absent."""
+    p = os.path.join(ds, f"{kind}_{k}.pb")
+    if not os.path.exists(p):
+        raise ValueError(f"{kind} {k} {missing}")
+    with open(p, "rb") as f:
+        proto.ParseFromString(f.read())
+    return proto
+
+
 def read_tensor(ds, kind, k, declared):
     """test_data_set's <kind>_<k>.pb as an array (bf16_as_f32); ValueError when it is missing
     (a sequence, map or optional the generator did not write as a tensor)."""
-    p = os.path.join(ds, f"{kind}_{k}.pb")
-    if not os.path.exists(p):
-        raise ValueError(f"{kind} {k} is not a tensor (a sequence, map or optional)")
-    t = onnx.TensorProto()
-    with open(p, "rb") as f:
-        t.ParseFromString(f.read())
+    t = read_proto(ds, kind, k, onnx.TensorProto(), "is not a tensor (a sequence, map or optional)")
     try:
         return bf16_as_f32(t, declared)
     except Exception as e:  # noqa: BLE001
@@ -79,12 +84,7 @@ def read_tensor(ds, kind, k, declared):
 
 def read_sequence(ds, kind, k):
     """test_data_set's <kind>_<k>.pb as the list of arrays of a sequence of tensors."""
-    p = os.path.join(ds, f"{kind}_{k}.pb")
-    if not os.path.exists(p):
-        raise ValueError(f"{kind} {k} is not written (an optional or map)")
-    seq = onnx.SequenceProto()
-    with open(p, "rb") as f:
-        seq.ParseFromString(f.read())
+    seq = read_proto(ds, kind, k, onnx.SequenceProto(), "is not written (an optional or map)")
     if seq.elem_type != onnx.SequenceProto.TENSOR:
         raise ValueError(f"{kind} {k} is a sequence of non-tensors")
     return [numpy_helper.to_array(t) for t in seq.tensor_values]
@@ -93,12 +93,7 @@ def read_sequence(ds, kind, k):
 def read_optional(ds, kind, k):
     """test_data_set's <kind>_<k>.pb as an optional: ("tensor", array), ("sequence", [arrays])
     or (None, None) when it holds no element."""
-    p = os.path.join(ds, f"{kind}_{k}.pb")
-    if not os.path.exists(p):
-        raise ValueError(f"{kind} {k} is not written")
-    o = onnx.OptionalProto()
-    with open(p, "rb") as f:
-        o.ParseFromString(f.read())
+    o = read_proto(ds, kind, k, onnx.OptionalProto(), "is not written")
     if o.elem_type == onnx.OptionalProto.TENSOR and o.HasField("tensor_value"):
         return "tensor", numpy_helper.to_array(o.tensor_value)
     if o.elem_type == onnx.OptionalProto.SEQUENCE and o.HasField("sequence_value"):
@@ -238,10 +233,8 @@ def ort_passes(tdir):
             elif v.type.HasField("optional_type"):
                 feed[v.name] = read_optional(ds, "input", k)[1]
             else:
-                t = onnx.TensorProto()
-                with open(os.path.join(ds, f"input_{k}.pb"), "rb") as f:
-                    t.ParseFromString(f.read())
-                feed[v.name] = numpy_helper.to_array(t)
+                feed[v.name] = numpy_helper.to_array(
+                    read_proto(ds, "input", k, onnx.TensorProto(), "is not written"))
         got = sess.run(None, feed)
         for k, o in enumerate(model.graph.output):
             if o.type.HasField("sequence_type") or o.type.HasField("optional_type"):
