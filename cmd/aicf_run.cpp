@@ -28,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -320,13 +321,45 @@ void benchDeviceIo(aicf_model *m, const std::vector<Tensor> &inputs, std::vector
 
 // A compiled output folder, through the runtime.
 int runFolder(const Flags &flags) {
-  if (!flags.shapes.empty() || !flags.dims.empty() || !flags.consts.empty())
-    throw UserError("--shape, --dim and --const apply to .onnx models only (a compiled folder's "
-                    "shapes and bound inputs are fixed)",
+  if (!flags.dims.empty() || !flags.consts.empty())
+    throw UserError("--dim and --const apply to .onnx models only (a compiled folder's dims and "
+                    "bound inputs are fixed)",
                     1);
   std::unique_ptr<aicf_model, void (*)(aicf_model *)> m(aicf_open(flags.model.c_str()), aicf_close);
   if (!m)
     throw UserError(aicf_last_error(), 2);
+  if (aicf_num_dims(m.get()) == 0 && !flags.shapes.empty())
+    throw UserError("--shape applies to .onnx models and to folders compiled for ranges of dims "
+                    "(this folder's shapes are fixed)",
+                    1);
+  if (aicf_num_dims(m.get()) > 0) {
+    // A folder compiled for ranges of dims: each input takes the shape --shape gives, else its
+    // .npy file's, else the one the folder was optimised for; the runtime checks them.
+    std::map<std::string, std::vector<int64_t>> shapes = parseShapeFlags(flags.shapes);
+    for (const std::string &spec : flags.inputs) {
+      auto eq = spec.find('=');
+      if (eq != std::string::npos && !shapes.count(spec.substr(0, eq)) &&
+          !fs::is_directory(spec.substr(eq + 1)))
+        shapes[spec.substr(0, eq)] = readNpy(spec.substr(eq + 1)).shape();
+    }
+    std::set<std::string> known;
+    for (int i = 0; i < aicf_num_inputs(m.get()); ++i) {
+      aicf_tensor_info info;
+      aicf_input_info(m.get(), i, &info);
+      known.insert(info.name);
+      auto it = shapes.find(info.name);
+      if (it != shapes.end() &&
+          aicf_set_input_shape(m.get(), i, static_cast<int>(it->second.size()),
+                               it->second.data()) != 0)
+        throw UserError(aicf_last_error());
+    }
+    for (const auto &[name, shape] : shapes)
+      if (!known.count(name))
+        throw UserError(cat("--shape ", name, ": the folder has no input '", name, "'"), 1);
+    aicf_tensor_info probe;
+    if (aicf_num_outputs(m.get()) > 0 && aicf_output_info(m.get(), 0, &probe) != 0)
+      throw UserError(aicf_last_error());
+  }
   if (flags.deviceIo) {
     // aicf_open validated plan.yaml, so its target kind is there to read.
     YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());

@@ -106,7 +106,7 @@ int compile(const Flags &flags) {
     checkOutputFolder(flags.outDir, {flags.model});
   ImportOptions opts;
   opts.inputShapes = parseShapeFlags(flags.shapes);
-  opts.dimParams = parseDimFlags(flags.dims);
+  parseDimRangeFlags(flags.dims, opts.dimParams, opts.dimRanges);
   opts.sequenceLengths = parseDimFlags(flags.seqs, "--seq");
   opts.absentInputs.insert(flags.absent.begin(), flags.absent.end());
   opts.constInputs = parseConstFlags(flags.consts);
@@ -290,7 +290,11 @@ int main(int argc, char **argv) {
                  "take each kernel's N-th cheapest feasible schedule (cost-model benchmarks)")
       ->check(intInRange(0, 1 << 20));
   app.add_option("--shape", flags.shapes, "bind an input's shape: NAME=2x64x256 (repeatable)");
-  app.add_option("--dim", flags.dims, "bind a named dynamic dim: PARAM=VALUE (repeatable)");
+  app.add_option(
+      "--dim", flags.dims,
+      "bind a named dynamic dim: PARAM=VALUE, or compile it for a range: PARAM=MIN..MAX[@OPT] "
+      "(the folder then runs any value in the range, planned for OPT, default MAX) "
+      "(repeatable)");
   app.add_option("--absent", flags.absent,
                  "an optional input compiled as holding no element: NAME (repeatable)");
   app.add_option("--seq", flags.seqs,

@@ -316,6 +316,11 @@ void describePlan(CompileState &s) {
   p.hardware = s.hw.name;
   p.hardwareSummary = s.hw.summary();
   p.schedule = opts.schedule;
+  p.dims = s.graph->dims();
+  if (!p.dims.empty() && s.target.gpu())
+    throw UserError(cat("symbolic dims (--dim ", p.dims[0].name, "=", p.dims[0].min, "..",
+                        p.dims[0].max, ") run on cpu targets only for now: bind them with --dim ",
+                        "NAME=N for ", s.target.name()));
   p.remat = s.part.remat;
   p.layoutFolds.clear();
   for (const LayoutDecision &d : s.part.layout)
@@ -430,6 +435,8 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   }
   for (const auto &[axis, extent] : k.grid)
     st.grid.push_back(extent);
+  st.symGrid = k.symGrid;
+  st.dims = !k.dims.empty();
   st.threads = k.threads;
   for (const kir::BufferP &b : k.allocs)
     if (b->scope == kir::Scope::Shared)

@@ -586,23 +586,34 @@ private:
           fail(cat("output '", o.name(), "' ", e.what()));
         }
 
-    // Named dims: --dim first, then what --shape implies for the inputs it binds.
-    std::map<std::string, int64_t> params = opts_.dimParams;
+    // Named dims: --dim first, then what --shape implies for the inputs it binds. A dim
+    // compiled for a range is bound to its planning value here (ONNX's inference and the
+    // folding of shape computations see that), and stays a symbol in the inputs' types.
+    std::map<std::string, int64_t> dimFlags = opts_.dimParams;
+    std::map<std::string, const DimRange *> ranged;
+    for (const DimRange &r : opts_.dimRanges) {
+      dimFlags[r.name] = r.opt;
+      ranged[r.name] = &r;
+    }
+    std::map<std::string, int64_t> params = dimFlags;
     std::map<std::string, std::string> paramSource;
     std::set<std::string> known;
     for (const InputDecl &d : inputs_)
       for (const std::string &n : d.type.dimNames)
         if (!n.empty())
           known.insert(n);
-    for (const auto &[p, v] : opts_.dimParams) {
+    for (const auto &[p, v] : dimFlags) {
+      std::string flag = ranged.count(p) ? cat("--dim ", p, "=", ranged[p]->min, "..",
+                                               ranged[p]->max, "@", ranged[p]->opt)
+                                         : cat("--dim ", p, "=", v);
       if (!known.count(p)) {
         std::string names;
         for (const std::string &k : known)
           names += (names.empty() ? "" : ", ") + k;
-        fail(cat("--dim ", p, "=", v, ": no input dim is named '", p,
+        fail(cat(flag, ": no input dim is named '", p,
                  "' (named dims: ", names.empty() ? "none" : names, ")"));
       }
-      paramSource[p] = cat("--dim ", p, "=", v);
+      paramSource[p] = flag;
     }
     for (const auto &[name, shape] : opts_.inputShapes) {
       auto it = std::find_if(inputs_.begin(), inputs_.end(),
@@ -627,6 +638,9 @@ private:
         std::string p = t.dimName(k);
         if (p.empty())
           continue;
+        if (ranged.count(p))
+          fail(cat(flag, " binds dim '", p, "', which ", paramSource[p],
+                   " compiles for a range (give one)"));
         auto bound = params.find(p);
         if (bound != params.end() && bound->second != shape[k])
           fail(cat(flag, " makes '", p, "' ", shape[k], " but ", paramSource[p], " makes it ",
@@ -637,6 +651,7 @@ private:
     }
 
     // Resolve every input; collect what stays unbound, grouped by name.
+    std::set<std::string> usedRanges;
     std::map<std::string, std::vector<std::string>> unboundNamed;
     std::vector<std::string> unboundOther;
     for (InputDecl &d : inputs_) {
@@ -650,13 +665,19 @@ private:
         continue;
       } else {
         bool open = false;
+        std::vector<SymExpr> sym;
         for (size_t k = 0; k < d.type.shape.size(); ++k) {
+          sym.emplace_back(d.type.shape[k]);
           if (d.type.shape[k] >= 0)
             continue;
           std::string p = d.type.dimName(k);
           auto it = params.find(p);
           if (!p.empty() && it != params.end()) {
             d.type.shape[k] = it->second;
+            if (ranged.count(p)) {
+              sym.back() = SymExpr::symbol(p);
+              usedRanges.insert(p);
+            }
           } else if (!p.empty()) {
             unboundNamed[p].push_back(cat("input '", d.name, "' dim ", k));
           } else {
@@ -667,6 +688,8 @@ private:
           unboundOther.push_back(cat("input '", d.name, "' has unnamed dynamic dims: --shape ",
                                      d.name, "=", shapeFlag(d.type.shape)));
         d.type.dimNames.clear();
+        d.type.sym = std::move(sym);
+        d.type.normalizeSym();
       }
     }
     if (!unboundNamed.empty() || !unboundOther.empty()) {
@@ -799,6 +822,7 @@ private:
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
         ch = '_';
     graph.setName(name.empty() ? fs::path(path_).stem().string() : name);
+    graph.setDims(opts_.dimRanges);
     for (const InputDecl &d : inputs_) {
       Value *v = graph.addInput(d.name, d.type);
       v->loc = Location(d.name);

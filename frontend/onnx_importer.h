@@ -17,6 +17,8 @@ namespace aicf {
 struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> inputShapes; // --shape NAME=2x64x256
   std::map<std::string, int64_t> dimParams;                // --dim PARAM=VALUE
+  // --dim PARAM=MIN..MAX@OPT: the dim stays symbolic (TensorType::sym), planned at OPT.
+  std::vector<DimRange> dimRanges;
   // --const NAME=FILE.npy / NAME=VALUE: the input becomes a constant of that value (a weight
   // named NAME, folded like an initializer) and is no longer an input of the graph.
   std::map<std::string, ConstFlag> constInputs;

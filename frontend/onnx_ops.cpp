@@ -1777,11 +1777,22 @@ void convTrilu(ConvertCtx &c) {
 
 // ---- constants --------------------------------------------------------------------------------
 
+// A shape read at import is a constant; a dim compiled for a range has no one value to give.
+void requireStaticDims(const ConvertCtx &c, const TensorType &t, int64_t start, int64_t end) {
+  for (int64_t i = start; i < end; ++i)
+    if (!t.symDim(static_cast<size_t>(i)).isConstant())
+      c.fail(cat("reads dim ", i, " of ", t.str(), ", which depends on ",
+                 t.symDim(static_cast<size_t>(i)).str(),
+                 ": shape computations on symbolic dims are not supported yet; bind the dim "
+                 "with --dim NAME=N"));
+}
+
 void convShape(ConvertCtx &c) {
   const Shape &s = c.type(0).shape;
   int64_t r = static_cast<int64_t>(s.size());
   int64_t start = c.attrInt("start", 0), end = c.attrInt("end", r);
   clampSlice(r, 1, start, end);
+  requireStaticDims(c, c.type(0), start, end);
   Shape dims;
   for (int64_t i = start; i < end; ++i)
     dims.push_back(s[static_cast<size_t>(i)]);
@@ -1790,6 +1801,7 @@ void convShape(ConvertCtx &c) {
 }
 
 void convSize(ConvertCtx &c) {
+  requireStaticDims(c, c.type(0), 0, c.type(0).rank());
   c.setOutput(0, c.constant(Tensor::fromI64({product(c.type(0).shape)}, {})));
 }
 

@@ -1,6 +1,7 @@
 // Contraction epilogue steps (see epilogue.h): the one place that spells, decodes and checks
 // the `epilogue` attribute; which ops qualify is read from the registry.
 #include "ir/epilogue.h"
+#include "ir/infer_sym.h"
 
 #include "support/diagnostics.h"
 
@@ -50,7 +51,7 @@ bool computeIsEpilogueOp(Op op) {
   AttrMap none;
   try {
     InferCtx ctx(info, operands, none, 1);
-    std::vector<TensorType> r = info.infer(ctx);
+    std::vector<TensorType> r = runInfer(info, ctx);
     return r.size() == 1 && r[0] == TensorType(DType::F32, {2});
   } catch (const InferError &) {
     return false;

@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include "ir/infer_sym.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -102,8 +103,48 @@ void Graph::dropValue(Value *v) {
   values_.pop_back();
 }
 
+std::vector<SymExpr> symShapeOf(const TensorType &t) {
+  std::vector<SymExpr> s;
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    s.push_back(t.symDim(i));
+  return s;
+}
+
+AttrMap reshapeAttrs(const Graph &g, const std::vector<SymExpr> &target) {
+  std::vector<int64_t> shape;
+  std::vector<std::string> sym;
+  bool symbolic = false;
+  auto planning = g.planningDims();
+  for (const SymExpr &e : target) {
+    auto v = e.eval(planning);
+    AICF_CHECK(v, "reshape target dim ", e.str(), " has no value at the planning point");
+    shape.push_back(*v);
+    sym.push_back(e.str());
+    symbolic = symbolic || !e.isConstant();
+  }
+  AttrMap a{{"shape", shape}};
+  if (symbolic)
+    a["sym_shape"] = sym;
+  return a;
+}
+
+const DimRange *Graph::findDim(std::string_view name) const {
+  for (const DimRange &d : dims_)
+    if (d.name == name)
+      return &d;
+  return nullptr;
+}
+
+std::map<std::string, int64_t> Graph::planningDims() const {
+  std::map<std::string, int64_t> m;
+  for (const DimRange &d : dims_)
+    m[d.name] = d.opt;
+  return m;
+}
+
 std::unique_ptr<Graph> Graph::clone() const {
   auto c = std::make_unique<Graph>(name_);
+  c->dims_ = dims_;
   std::unordered_map<const Value *, Value *> map;
   for (const Value *in : inputs_) {
     Value *v = c->addInput(in->name(), in->type());
@@ -220,7 +261,7 @@ Node *Graph::createNode(Op op, std::vector<Value *> operands, AttrMap attrs, Loc
   InferCtx ctx(info, types, attrs, nres);
   std::vector<TensorType> resultTypes;
   try {
-    resultTypes = info.infer(ctx);
+    resultTypes = runInfer(info, ctx);
   } catch (const InferError &e) {
     throw UserError(cat(loc.empty() ? std::string(info.name) : loc.str(), ": ", e.message));
   }

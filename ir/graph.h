@@ -13,6 +13,7 @@
 #include "ir/properties.h"
 #include "ir/types.h"
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -142,6 +143,12 @@ private:
   std::vector<Value *> results_;
 };
 
+// A reshape of `v` to `target` (symbolic dims allowed): the `shape` attribute at the graph's
+// planning point, and `sym_shape` with every dim's expression when any is symbolic.
+AttrMap reshapeAttrs(const Graph &g, const std::vector<SymExpr> &target);
+// t's dims as expressions (constants for a static type).
+std::vector<SymExpr> symShapeOf(const TensorType &t);
+
 class Graph {
 public:
   explicit Graph(std::string name = "main") : name_(std::move(name)) {}
@@ -150,6 +157,14 @@ public:
 
   const std::string &name() const { return name_; }
   void setName(std::string n) { name_ = std::move(n); }
+
+  // The symbolic dims (--dim NAME=MIN..MAX@OPT) the types may use, in the order the plan and
+  // the runtime index them; empty for a static graph.
+  const std::vector<DimRange> &dims() const { return dims_; }
+  void setDims(std::vector<DimRange> d) { dims_ = std::move(d); }
+  const DimRange *findDim(std::string_view name) const;
+  // Each symbol at its planning value (opt).
+  std::map<std::string, int64_t> planningDims() const;
 
   // A structurally identical copy: same inputs, weights (sharing their data), nodes with their
   // attributes, locations and properties, value names and outputs.
@@ -213,6 +228,7 @@ private:
   void dropValue(Value *v);
 
   std::string name_;
+  std::vector<DimRange> dims_;
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_set<const Node *> nodeSet_; // the nodes of nodes_ (hasNode)

@@ -15,13 +15,15 @@
 //   }
 //
 // Grammar (whitespace and newlines are not significant; `//` starts a comment to end of line):
-//   graph     := 'graph' '@' NAME '(' [param {',' param}] ')' '->' '(' [param {',' param}] ')'
-//                '{' {weight | node} 'return' [value {',' value}] '}'
+//   graph     := 'graph' '@' NAME [dims] '(' [param {',' param}] ')' '->' '(' [param {',' param}]
+//                ')' '{' {weight | node} 'return' [value {',' value}] '}'
+//   dims      := 'dims' '(' [IDENT '=' '[' MIN ',' MAX ',' OPT ']' {',' ...}] ')'    symbolic dims
 //   param     := value ':' type [loc]             inputs; outputs name the values `return` lists
 //   weight    := value '=' 'weight' type ['=' (literal | 'elided')] [loc]
 //   node      := value {',' value} '=' OP '(' [value {',' value}] ')' [attrs] [':' type {',' type}]
 //                ['props' '[' [PROPERTY {',' PROPERTY}] ']'] [loc]    (props, loc: any order)
-//   type      := DTYPE '[' [dim {',' dim}] ']'    dim := INT | '?' [IDENT]     e.g. f32[?batch,64]
+//   type      := DTYPE '[' [dim {',' dim}] ']'    dim := INT | '?' [IDENT] | SYMEXPR
+//                e.g. f32[?batch,64]; f32[3*seq,64] (a polynomial in the graph's dims)
 //   attrs     := '{' [IDENT '=' attr {',' IDENT '=' attr}] '}'
 //   attr      := INT | FLOAT | STRING | '[' [scalar {',' scalar}] ']' | '[:f]' | '[:s]'
 //   loc       := 'loc' '(' STRING ')' | 'loc' '(' 'fused' '[' STRING {',' STRING} ']' ')'
@@ -54,6 +56,7 @@
 // numbers; the parser never recurses on nesting, bounds every number and size, and consumes at
 // least one byte per step, so any input ends in a graph or a ParseError.
 #include "ir/parser.h"
+#include "ir/infer_sym.h"
 
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
@@ -93,6 +96,8 @@ enum class Tok {
   Arrow,
   Question,
   Minus,
+  Star,
+  Plus,
 };
 
 struct Token {
@@ -185,6 +190,8 @@ public:
     case ':': return single(Tok::Colon);
     case '=': return single(Tok::Equal);
     case '?': return single(Tok::Question);
+    case '*': return single(Tok::Star);
+    case '+': return single(Tok::Plus);
     case '"': return lexString(t);
     case '%':
     case '@': {
@@ -457,6 +464,7 @@ private:
     expect(Tok::LBracket, "'[' after the dtype");
     bool named = false;
     std::vector<std::string> names;
+    std::vector<SymExpr> syms; // once a dim is symbolic: every dim so far
     if (!at(Tok::RBracket)) {
       while (true) {
         if (at(Tok::Int)) {
@@ -466,6 +474,32 @@ private:
           t.shape.push_back(d);
           names.emplace_back();
           consume();
+        } else if (at(Tok::Ident)) {
+          // A symbolic dim: an expression in the graph's dims ("batch", "3*seq", "seq+1").
+          Token first = tok_;
+          std::string text;
+          while (at(Tok::Ident) || at(Tok::Int) || at(Tok::Star) || at(Tok::Plus) ||
+                 at(Tok::Minus)) {
+            text += tok_.text;
+            consume();
+          }
+          std::string why;
+          auto e = SymExpr::parse(text, &why);
+          if (!e)
+            failAt(first, cat("bad symbolic dim '", excerpt(text), "': ", why));
+          for (const std::string &sym : e->symbols())
+            if (!g_ || !g_->findDim(sym))
+              failAt(first,
+                     cat("unknown dim '", excerpt(sym), "' (declare it in the graph's dims(...))"));
+          auto v = e->eval(g_->planningDims());
+          if (!v || *v < 0)
+            failAt(first, cat("symbolic dim '", excerpt(text), "' is ",
+                              v ? "negative" : "out of range", " at the planning point"));
+          while (syms.size() < t.shape.size())
+            syms.emplace_back(t.shape[syms.size()]);
+          syms.push_back(*e);
+          t.shape.push_back(*v);
+          names.emplace_back();
         } else if (accept(Tok::Question)) {
           t.shape.push_back(kDynamicDim);
           names.emplace_back();
@@ -486,6 +520,11 @@ private:
     }
     if (named)
       t.dimNames = std::move(names);
+    if (!syms.empty()) {
+      while (syms.size() < t.shape.size())
+        syms.emplace_back(t.shape[syms.size()]);
+      t.sym = std::move(syms);
+    }
     if (std::string p = tensorSizeProblem(t); !p.empty())
       failAt(dt, cat("type ", p));
     return t;
@@ -661,6 +700,40 @@ private:
       failAt(nameTok, cat("redefinition of value %", excerpt(nameTok.text)));
   }
 
+  // dims(batch = [1, 64, 8], seq = [1, 512, 128]): each symbol's [min, max, opt].
+  std::vector<DimRange> parseDims() {
+    consume();
+    expect(Tok::LParen, "'(' after 'dims'");
+    std::vector<DimRange> dims;
+    while (!accept(Tok::RParen)) {
+      if (!dims.empty())
+        expect(Tok::Comma, "',' or ')' in dims(...)");
+      Token n = expect(Tok::Ident, "a dim name");
+      if (!isSymbolName(n.text))
+        failAt(n, cat("dim name '", excerpt(n.text), "' is not an identifier"));
+      for (const DimRange &d : dims)
+        if (d.name == n.text)
+          failAt(n, cat("dim '", excerpt(n.text), "' declared twice"));
+      expect(Tok::Equal, "'=' after the dim name");
+      expect(Tok::LBracket, "'[' before the dim's [min, max, opt]");
+      int64_t v[3];
+      for (int k = 0; k < 3; ++k) {
+        if (k)
+          expect(Tok::Comma, "',' in the dim's [min, max, opt]");
+        if (!at(Tok::Int))
+          failExpected("an integer in the dim's [min, max, opt]");
+        v[k] = parseIntText(tok_);
+        consume();
+      }
+      expect(Tok::RBracket, "']' after the dim's [min, max, opt]");
+      if (v[0] < 0 || v[0] > v[1] || v[2] < v[0] || v[2] > v[1])
+        failAt(n, cat("dim '", n.text, "' needs 0 <= min <= opt <= max, got [", v[0], ", ", v[1],
+                      ", ", v[2], "]"));
+      dims.push_back(DimRange{n.text, v[0], v[1], v[2]});
+    }
+    return dims;
+  }
+
   Value *lookup(const Token &nameTok) {
     auto it = values_.find(nameTok.text);
     return it == values_.end() ? nullptr : it->second;
@@ -677,6 +750,8 @@ private:
     Token name = expect(Tok::Global, "'@name' after 'graph'");
     auto g = std::make_unique<Graph>(name.text);
     g_ = g.get();
+    if (atIdent("dims"))
+      g->setDims(parseDims());
 
     expect(Tok::LParen, "'(' before the graph inputs");
     if (!accept(Tok::RParen)) {
@@ -992,7 +1067,7 @@ private:
     InferCtx ctx(info, operandTypes, attrs, nres);
     std::vector<TensorType> types;
     try {
-      types = info.infer(ctx);
+      types = runInfer(info, ctx);
     } catch (const InferError &e) {
       fail(e.message);
     }

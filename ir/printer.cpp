@@ -96,7 +96,17 @@ public:
 
   void print() {
     nameValues();
-    os_ << "graph @" << sanitize(g_.name(), "main") << "(";
+    os_ << "graph @" << sanitize(g_.name(), "main");
+    if (!g_.dims().empty()) {
+      os_ << " dims(";
+      for (size_t i = 0; i < g_.dims().size(); ++i) {
+        const DimRange &d = g_.dims()[i];
+        os_ << (i ? ", " : "") << d.name << " = [" << d.min << ", " << d.max << ", " << d.opt
+            << "]";
+      }
+      os_ << ")";
+    }
+    os_ << "(";
     for (size_t i = 0; i < g_.inputs().size(); ++i) {
       const Value *v = g_.inputs()[i];
       os_ << (i ? ", " : "") << ref(v) << ": " << v->type().str();

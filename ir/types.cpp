@@ -115,6 +115,8 @@ std::string TensorType::str() const {
       s += ',';
     if (shape[i] < 0)
       s += "?" + dimName(i);
+    else if (!sym.empty())
+      s += sym[i].str();
     else
       s += std::to_string(shape[i]);
   }
@@ -122,9 +124,21 @@ std::string TensorType::str() const {
   return s;
 }
 
+void TensorType::normalizeSym() {
+  for (const SymExpr &e : sym)
+    if (!e.isConstant())
+      return;
+  sym.clear();
+}
+
 bool TensorType::operator==(const TensorType &o) const {
   if (dtype != o.dtype || shape != o.shape)
     return false;
+  if (sym != o.sym && !(sym.empty() && o.sym.empty())) {
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (symDim(i) != o.symDim(i))
+        return false;
+  }
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] < 0 && dimName(i) != o.dimName(i))
       return false;

@@ -1,11 +1,16 @@
 // Element types, tensor types and constant tensor data of the Graph IR.
 //
-// A TensorType is a dtype plus a shape. Shapes are static after import (the importer binds
-// dynamic dims with --dim/--shape); a dim of kDynamicDim with an optional name is kept only so
-// the importer can report what is unbound, and so symbolic dims can be added later.
+// A TensorType is a dtype plus a shape. Dims bound at compile time (--dim NAME=N, --shape) are
+// plain values. A dim compiled for a range (--dim NAME=MIN..MAX@OPT, issue 21) is symbolic:
+// `sym` then holds every dim as an expression in the symbols (support/sym_expr.h) and `shape`
+// holds the same dims at the planning point (each symbol at its OPT value), which is what the
+// passes, the cost model and the schedule search reason about; code generation and the plan
+// read `sym` wherever a size reaches the generated code. A dim of kDynamicDim with an optional
+// name is kept only so the importer can report what is unbound.
 #pragma once
 
 #include "support/checked_math.h"
+#include "support/sym_expr.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +50,7 @@ struct TensorType {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;        // kDynamicDim for an unbound dim
   std::vector<std::string> dimNames; // empty, or one per dim ("" when the dim has no name)
+  std::vector<SymExpr> sym;          // empty (static), or every dim symbolically (see above)
 
   TensorType() = default;
   TensorType(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {}
@@ -54,7 +60,12 @@ struct TensorType {
   int64_t numel() const; // product of dims; requires isStatic() and no overflow
   int64_t bytes() const; // numel() * element size; requires the same
   std::string dimName(size_t i) const { return i < dimNames.size() ? dimNames[i] : ""; }
-  std::string str() const; // "f32[2,64,256]", "i64[]", "f32[?batch,64]"
+  bool isSymbolic() const { return !sym.empty(); }
+  // Dim i as an expression: sym[i], or the static value.
+  SymExpr symDim(size_t i) const { return sym.empty() ? SymExpr(shape[i]) : sym[i]; }
+  // Drops `sym` when no dim depends on a symbol.
+  void normalizeSym();
+  std::string str() const; // "f32[2,64,256]", "i64[]", "f32[?batch,64]", "f32[3*seq,64]"
 
   bool operator==(const TensorType &o) const;
   bool operator!=(const TensorType &o) const { return !(*this == o); }

@@ -9,6 +9,7 @@
 // Checks that need well-formed input (inference) are skipped for a node whose operands or
 // attributes are already reported, so one mistake gives one diagnostic.
 #include "ir/verifier.h"
+#include "ir/infer_sym.h"
 
 #include "ir/op_registry.h"
 #include "support/diagnostics.h"
@@ -113,7 +114,31 @@ private:
       report(valueWhere(v), v->pos, cat("graph input ", describe(v), " is not an input value"));
     if (std::string p = tensorSizeProblem(v->type()); !p.empty())
       report(valueWhere(v), v->pos, cat("graph input ", describe(v), ": ", p));
+    checkSym(v->type(), valueWhere(v), v->pos, cat("graph input ", describe(v)));
     defineName(v);
+  }
+
+  // Symbolic dims: every symbol one of the graph's dims, and the expressions giving the type's
+  // planning-point shape (what the passes and the cost model reason about).
+  void checkSym(const TensorType &t, const std::string &where, const SourcePos &pos,
+                const std::string &what) {
+    if (t.sym.empty())
+      return;
+    if (t.sym.size() != t.shape.size()) {
+      report(where, pos, cat(what, " has ", t.sym.size(), " symbolic dims for rank ", t.rank()));
+      return;
+    }
+    auto planning = g_.planningDims();
+    for (size_t i = 0; i < t.sym.size(); ++i) {
+      for (const std::string &s : t.sym[i].symbols())
+        if (!g_.findDim(s))
+          report(where, pos, cat(what, " dim ", i, " uses '", s, "', not a dim of the graph"));
+      auto v = t.sym[i].eval(planning);
+      if (v && *v != t.shape[i])
+        report(where, pos,
+               cat(what, " dim ", i, " is ", t.sym[i].str(), " = ", *v,
+                   " at the planning point, not ", t.shape[i]));
+    }
   }
 
   void checkWeight(const Value *w) {
@@ -127,6 +152,8 @@ private:
     if (!w->isWeight())
       report(valueWhere(w), w->pos, cat(describe(w), " is listed as a weight but is not one"));
     const TensorType &t = w->type();
+    if (t.isSymbolic())
+      report(valueWhere(w), w->pos, cat(describe(w), " is a weight with symbolic dims ", t.str()));
     if (w->dataElided()) { // parsed from `= elided`: only the type is known
       if (!t.isStatic())
         report(valueWhere(w), w->pos, cat("weight ", describe(w), " has a dynamic type ", t.str()));
@@ -183,6 +210,8 @@ private:
         resultsOk = false;
       } else if (!define(r, where, n.pos)) {
         resultsOk = false;
+      } else {
+        checkSym(r->type(), where, n.pos, cat("result #", i));
       }
     }
     int nres = static_cast<int>(n.numResults());
@@ -201,7 +230,7 @@ private:
     InferCtx ctx(info, types, n.attrs, nres);
     std::vector<TensorType> inferred;
     try {
-      inferred = info.infer(ctx);
+      inferred = runInfer(info, ctx);
     } catch (const InferError &e) {
       report(where, n.pos, e.message);
       return;

@@ -562,4 +562,25 @@ E rewriteExpr(const E &e, const std::map<std::string, std::string> &rename, cons
   return changed ? E(std::make_shared<const Expr>(std::move(copy))) : e;
 }
 
+std::string dimVar(const std::string &name) {
+  return "sym_" + name;
+}
+
+E symE(const SymExpr &e) {
+  E sum = int64_t(0);
+  for (const auto &[mono, c] : e.terms()) {
+    E t = c;
+    for (const std::string &s : mono)
+      t = t * var(dimVar(s));
+    sum = sum + t;
+  }
+  return sum;
+}
+
+E symE(const SymExtent &e) {
+  if (e.div == 1)
+    return symE(e.num);
+  return (symE(e.num) + E(e.div - 1)) / E(e.div);
+}
+
 } // namespace aicf::kir

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "ir/types.h"
+#include "support/sym_expr.h"
 
 #include <cstdint>
 #include <functional>
@@ -36,6 +37,10 @@ struct Buffer {
   std::vector<int64_t> shape; // row-major; local buffers: [threads, ...]
   Scope scope = Scope::Global;
   Role role = Role::Temp;
+  // A global param whose dims depend on symbolic dims (issue 21): every dim as an expression
+  // (`shape` then holds the planning-point values); its row strides are read from these. Empty
+  // otherwise. (Last, so that the recipes' positional initialisers stay as they are.)
+  std::vector<SymExpr> sym;
   int64_t numel() const;
 };
 using BufferP = std::shared_ptr<Buffer>;
@@ -301,6 +306,13 @@ struct Kernel {
   std::vector<BufferP> params;
   std::vector<BufferP> allocs; // shared and local buffers
   std::vector<StmtP> body;
+  // Symbolic dims (issue 21): the graph's dims, in the order the runtime passes their values,
+  // when the kernel reads any (as the i64 variables dimVar(name): uniform, like grid axes); empty
+  // for a static kernel.
+  std::vector<std::string> dims;
+  // One extent per grid axis when any axis depends on the dims (`grid` then holds the
+  // planning-point extents, which only the cost model reads); empty otherwise.
+  std::vector<SymExtent> symGrid;
   std::map<std::string, int64_t> knobs; // the schedule knobs the recipe was built with
   // The recipe's typed description of the problem the schedule tiles (contraction M, N, K;
   // attention Sq, Sk, D; norm rows and row length; ...: lower/recipes.h), read back by the same
@@ -308,6 +320,13 @@ struct Kernel {
   // generated code.
   std::shared_ptr<const ProblemFacts> problem;
 };
+
+// The Kernel IR variable holding symbolic dim `name` ("sym_seq").
+std::string dimVar(const std::string &name);
+// A symbolic dim expression as Kernel IR (constants fold: a static expression is an Int).
+E symE(const SymExpr &e);
+// ceil(e.num / e.div) as Kernel IR.
+E symE(const SymExtent &e);
 
 // Text form for goldens and --emit kernels (deterministic); kir/kir_parser.h reads it back.
 std::string printKernel(const Kernel &k);

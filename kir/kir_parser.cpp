@@ -447,19 +447,49 @@ private:
     return *dt;
   }
 
-  std::vector<int64_t> parseShape() {
+  // A shape; a param's dims may be expressions in the kernel's dims ("batch*seq"), which go
+  // into `sym` (the planning values in the shape are then 1 per symbol).
+  std::vector<int64_t> parseShape(std::vector<SymExpr> *sym = nullptr) {
     expect(Tok::LBracket, "'[' after the dtype");
     std::vector<int64_t> shape;
+    std::vector<SymExpr> syms;
     if (accept(Tok::RBracket))
       return shape;
     while (true) {
       Token at = tok();
-      int64_t d = parseInt("a dimension");
-      if (d < 0)
-        failAt(at, cat("dimension ", d, " is negative"));
-      shape.push_back(d);
-      if (accept(Tok::RBracket))
+      if (sym && at.kind == Tok::Ident) {
+        std::string text;
+        while (!this->at(Tok::Comma) && !this->at(Tok::RBracket) && !this->at(Tok::Eof)) {
+          text += tok().text;
+          consume();
+        }
+        std::string why;
+        auto e = SymExpr::parse(text, &why);
+        if (!e)
+          failAt(at, cat("bad symbolic dim '", text, "': ", why));
+        std::map<std::string, int64_t> ones;
+        for (const std::string &d : e->symbols()) {
+          if (!dims_.count(dimVar(d)))
+            failAt(at, cat("dim '", d, "' is not one of the kernel's dims"));
+          ones[d] = 1;
+        }
+        while (syms.size() < shape.size())
+          syms.emplace_back(shape[syms.size()]);
+        syms.push_back(*e);
+        shape.push_back(std::max<int64_t>(1, e->eval(ones).value_or(1)));
+      } else {
+        int64_t d = parseInt("a dimension");
+        if (d < 0)
+          failAt(at, cat("dimension ", d, " is negative"));
+        shape.push_back(d);
+        if (!syms.empty())
+          syms.emplace_back(d);
+      }
+      if (accept(Tok::RBracket)) {
+        if (sym && !syms.empty())
+          *sym = std::move(syms);
         return shape;
+      }
       expect(Tok::Comma, "',' or ']' in the shape");
     }
   }
@@ -487,13 +517,54 @@ private:
       k.recipe = name("the recipe name");
       expect(Tok::RParen, "')' after the recipe name");
     }
+    if (atIdent("dims")) {
+      consume();
+      expect(Tok::LParen, "'(' after 'dims'");
+      while (!accept(Tok::RParen)) {
+        if (!k.dims.empty())
+          expect(Tok::Comma, "',' or ')' in the dims");
+        Token at = tok();
+        std::string d = name("a dim name");
+        if (!isSymbolName(d) || std::count(k.dims.begin(), k.dims.end(), d))
+          failAt(at, cat("bad or repeated dim '", d, "'"));
+        k.dims.push_back(d);
+        dims_.insert(dimVar(d));
+      }
+    }
     expectIdent("grid");
     expect(Tok::LParen, "'(' after 'grid'");
     if (!accept(Tok::RParen)) {
       while (true) {
         std::string axis = name("a grid axis name");
         expect(Tok::Colon, "':' after the grid axis");
-        k.grid.emplace_back(axis, parseInt("the grid axis extent"));
+        if (at(Tok::Ident)) {
+          // A symbolic extent, EXPR or ceil(EXPR/INT) over the kernel's dims; its planning
+          // value is not part of the text (1 here).
+          Token t = tok();
+          std::string text;
+          for (int depth = 0; !at(Tok::Eof);) {
+            if (depth == 0 && (at(Tok::Comma) || at(Tok::RParen)))
+              break;
+            depth += at(Tok::LParen) ? 1 : at(Tok::RParen) ? -1 : 0;
+            text += tok().text;
+            consume();
+          }
+          std::string why;
+          auto e = SymExtent::parse(text, &why);
+          if (!e)
+            failAt(t, cat("bad grid extent '", text, "': ", why));
+          for (const std::string &sym : e->num.symbols())
+            if (!std::count(k.dims.begin(), k.dims.end(), sym))
+              failAt(t, cat("grid extent uses '", sym, "', not one of the kernel's dims"));
+          while (k.symGrid.size() < k.grid.size())
+            k.symGrid.push_back(SymExtent{SymExpr(k.grid[k.symGrid.size()].second), 1});
+          k.symGrid.push_back(*e);
+          k.grid.emplace_back(axis, 1);
+        } else {
+          k.grid.emplace_back(axis, parseInt("the grid axis extent"));
+          if (!k.symGrid.empty())
+            k.symGrid.push_back(SymExtent{SymExpr(k.grid.back().second), 1});
+        }
         if (accept(Tok::RParen))
           break;
         expect(Tok::Comma, "',' or ')' in the grid");
@@ -535,7 +606,7 @@ private:
         consume();
         b->scope = *scope;
         b->dtype = parseDTypeName();
-        b->shape = parseShape();
+        b->shape = parseShape(&b->sym);
         if (atIdent("in") || atIdent("out") || atIdent("temp")) {
           b->role = atIdent("in") ? Role::In : atIdent("out") ? Role::Out : Role::Temp;
           consume();
@@ -598,7 +669,7 @@ private:
       failAt(t, cat("unknown variable '", excerpt(t.text),
                     "' (a combiner sees only a_FIELD, b_FIELD and its lets)"));
     // The thread var and grid axes are i64 everywhere; the verifier says where they may be used.
-    if (t.text == threadVar_ || grid_.count(t.text))
+    if (t.text == threadVar_ || grid_.count(t.text) || dims_.count(t.text))
       return DType::I64;
     failAt(t, cat("unknown variable '", excerpt(t.text), "'"));
   }
@@ -1050,6 +1121,7 @@ private:
   std::vector<VarScope> scopes_;
   std::string threadVar_;
   std::set<std::string> grid_;
+  std::set<std::string> dims_; // the dims' variables (dimVar)
   bool combiner_ = false;
 };
 

@@ -146,7 +146,12 @@ const char *roleName(Role r) {
 }
 
 std::string bufType(const BufferP &b) {
-  return std::string(dtypeName(b->dtype)) + shapeStr(b->shape);
+  if (b->sym.empty())
+    return std::string(dtypeName(b->dtype)) + shapeStr(b->shape);
+  std::string s = std::string(dtypeName(b->dtype)) + "[";
+  for (size_t i = 0; i < b->sym.size(); ++i)
+    s += (i ? "," : "") + b->sym[i].str();
+  return s + "]";
 }
 
 std::string bufNames(const std::vector<BufferP> &bs) {
@@ -322,9 +327,17 @@ std::string printKernel(const Kernel &k) {
   std::string head = "kernel @" + k.name;
   if (!k.recipe.empty())
     head += " recipe(" + k.recipe + ")";
+  if (!k.dims.empty()) {
+    head += " dims(";
+    for (size_t i = 0; i < k.dims.size(); ++i)
+      head += (i ? ", " : "") + k.dims[i];
+    head += ")";
+  }
+  // A symbolic grid prints its extents only: the planning-point values are the cost model's.
   head += " grid(";
   for (size_t i = 0; i < k.grid.size(); ++i)
-    head += (i ? ", " : "") + k.grid[i].first + ": " + std::to_string(k.grid[i].second);
+    head += (i ? ", " : "") + k.grid[i].first + ": " +
+            (k.symGrid.empty() ? std::to_string(k.grid[i].second) : k.symGrid[i].str());
   head += ") block(" + k.threadVar + ": " + std::to_string(k.threads) + ")";
   if (!k.knobs.empty()) {
     head += " knobs {";

@@ -69,6 +69,9 @@ public:
     scopes_.emplace_back();
     for (const auto &[axis, extent] : k_.grid)
       scopes_.back()[axis] = {DType::I64, VarKind::Grid, false};
+    // A symbolic dim's value is uniform, known at launch, like a grid axis.
+    for (const std::string &d : k_.dims)
+      scopes_.back()[dimVar(d)] = {DType::I64, VarKind::Grid, false};
     body(k_.body, /*newScope=*/false);
     return errs_;
   }
@@ -114,6 +117,15 @@ private:
       if (extent < 1)
         err("grid axis " + axis + " has extent " + std::to_string(extent));
     }
+    for (const std::string &d : k_.dims)
+      checkName(dimVar(d));
+    if (!k_.symGrid.empty() && k_.symGrid.size() != k_.grid.size())
+      err("the symbolic grid has " + std::to_string(k_.symGrid.size()) + " extents for " +
+          std::to_string(k_.grid.size()) + " axes");
+    for (const SymExtent &e : k_.symGrid)
+      for (const std::string &sym : e.num.symbols())
+        if (std::find(k_.dims.begin(), k_.dims.end(), sym) == k_.dims.end())
+          err("a grid extent uses '" + sym + "', not one of the kernel's dims");
     checkName(k_.threadVar);
     auto common = [&](const BufferP &b) {
       if (!b) {

@@ -29,6 +29,12 @@ struct Contraction {
   std::string what;           // for the kernel's comment
   std::vector<int64_t> batch; // output batch dims (flattened into grid axis b)
   int64_t M = 1, N = 1, K = 1;
+  // The rows when they depend on symbolic dims (issue 21): M is then their planning value,
+  // and the kernel's row grid, guards and valid rows read Me() instead.
+  std::optional<SymExpr> Msym;
+  E Me() const { return Msym ? kir::symE(*Msym) : E(M); }
+  // Whether a tile of `tile` rows can be ragged: some row tile holds fewer valid rows.
+  bool mRagged(int64_t tile) const { return Msym || M % tile != 0; }
   std::function<E(const Index &b, E row, E k)> aAt; // A element, row < M and k < K
   // Optional scalars the A load needs per k (host copies walk k outside the rows for it).
   std::function<std::vector<StmtP>(E k)> aKDecls;

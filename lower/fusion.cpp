@@ -1191,7 +1191,11 @@ private:
 } // namespace
 
 Partition partitionGraph(const Graph &g, const FusionOptions &opts) {
-  return Partitioner(g, opts).run();
+  Partition p = Partitioner(g, opts).run();
+  for (KernelGroup &grp : p.groups)
+    for (const DimRange &d : g.dims())
+      grp.dims.push_back(d.name);
+  return p;
 }
 
 const Value *storageOf(const Value *v) {

@@ -26,6 +26,7 @@ namespace aicf {
 
 struct KernelGroup {
   int id = 0;
+  std::vector<std::string> dims; // the graph's symbolic dims (Graph::dims), in order
   std::string kind; // logical opcode: "attention", "layer_norm", "matmul", "fused_elementwise", ...
   Node *anchor = nullptr;    // null for a pure elementwise group
   std::vector<Node *> nodes; // every node of the group, in graph order

@@ -7,6 +7,8 @@
 #include "lower/recipes.h"
 #include "support/diagnostics.h"
 
+#include <algorithm>
+
 namespace aicf {
 
 namespace {
@@ -70,8 +72,33 @@ std::string recipeFor(const KernelGroup &g) {
   return selectRecipe(g).recipe->name();
 }
 
+bool groupIsSymbolic(const KernelGroup &g) {
+  auto symbolic = [](const Value *v) { return v->type().isSymbolic(); };
+  if (std::any_of(g.inputs.begin(), g.inputs.end(), symbolic) ||
+      std::any_of(g.outputs.begin(), g.outputs.end(), symbolic))
+    return true;
+  for (const Node *n : g.nodes)
+    if (std::any_of(n->results().begin(), n->results().end(), symbolic))
+      return true;
+  return false;
+}
+
+kir::Kernel buildKernel(const Recipe &r, const KernelGroup &g, const std::string &name,
+                        const Knobs &knobs) {
+  bool symbolic = groupIsSymbolic(g);
+  if (symbolic && !r.symbolicDims(g))
+    throw UserError(cat(g.anchor ? g.anchor->where() : cat("group ", g.id), ": the ", r.name(),
+                        " recipe does not lower symbolic dims yet (", g.kind, " over ",
+                        (g.outputs.empty() ? std::string("?") : g.outputs[0]->type().str()),
+                        "): bind the dims with --dim NAME=N"));
+  kir::Kernel k = r.build(g, name, knobs);
+  if (symbolic)
+    k.dims = g.dims;
+  return k;
+}
+
 kir::Kernel lowerGroup(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
-  return selectRecipe(g).recipe->build(g, name, knobs);
+  return buildKernel(*selectRecipe(g).recipe, g, name, knobs);
 }
 
 kir::Kernel startKernel(const KernelGroup &g, const std::string &name, const std::string &recipe,
@@ -98,6 +125,7 @@ std::vector<kir::BufferP> groupParams(const KernelGroup &g,
     b->name = cat("p", params.size());
     b->dtype = buf->type().dtype;
     b->shape = buf->type().shape;
+    b->sym = buf->type().sym;
     b->scope = kir::Scope::Global;
     b->role = role;
     byValue[v] = b;

@@ -51,5 +51,12 @@ std::string recipeFor(const KernelGroup &g);
 // Builds the kernel for `g`, named `name`, with the selected recipe. Throws UserError naming the
 // node for an op no recipe handles.
 kir::Kernel lowerGroup(const KernelGroup &g, const std::string &name, const Knobs &knobs);
+// recipe.build, refusing a group with symbolic dims the recipe cannot lower, and recording the
+// dims on a symbolic kernel (every caller builds kernels through here).
+class Recipe;
+kir::Kernel buildKernel(const Recipe &recipe, const KernelGroup &g, const std::string &name,
+                        const Knobs &knobs);
+// Whether any value the group reads, computes or writes has symbolic dims (issue 21).
+bool groupIsSymbolic(const KernelGroup &g);
 
 } // namespace aicf

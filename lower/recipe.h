@@ -88,6 +88,11 @@ public:
   // True when the recipe is also its family's generic lowering: it lowers, in its plain form,
   // an anchor whose certificate fails when no later recipe of the registry lowers it.
   virtual bool genericFallback() const { return false; }
+  // Whether the recipe lowers group g when its values have symbolic dims (issue 21): every
+  // extent, bound, guard and stride it emits then reads the dims' variables where the sizes
+  // depend on them. The compile driver also certifies each symbolic kernel by lowering it at
+  // other points of the dims' ranges (stage shape-generic).
+  virtual bool symbolicDims(const KernelGroup &g) const { return false; }
   // True when every output element is written at the index its inputs are read, after reading
   // them (elementwise maps): the memory plan may then give the output a dying input's storage.
   virtual bool writesInPlace() const { return false; }

@@ -195,6 +195,14 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   if (!c1.batch.empty())
     k.grid.emplace_back("b", product(c1.batch));
   k.grid.emplace_back("mt", ceilDiv(M, tl.BM));
+  if (c1.Msym) { // symbolic rows (issue 21): the row tiles and their guards read them
+    if (!c1.batch.empty())
+      throw UserError(cat(n2.where(), ": chained_contraction: symbolic rows with batch dims are "
+                                      "not supported yet"));
+    k.symGrid = {SymExtent{*c1.Msym, tl.BM}};
+  }
+  const E Me = c1.Me();
+  const bool ragged = c1.mRagged(tl.BM);
   Index bi = c1.batch.empty() ? Index{} : unflat(c1.batch, ivar("b"));
   E m0 = ivar("mt") * E(tl.BM), h0 = ivar("ht") * E(tl.BH), k0 = ivar("k0");
 
@@ -272,7 +280,7 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
     return kir::region(
         t, {kir::forLoop("i", zero, E(tl.TM), {kir::forLoop("j", zero, E(tn), std::move(body))})});
   };
-  auto rowsValid = [&](E r) { return M % tl.BM ? r < E(M) : E(); };
+  auto rowsValid = [&](E r) { return ragged ? r < Me : E(); };
 
   // Host: X's tile rows staged once (normalised when a norm is folded, or gathered when X is
   // not a plain row-major read).
@@ -339,7 +347,7 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
           v.ldb = tl.BH;
           v.cols = E(tl.BH);
         }
-        v.rows = !xs && M % tl.BM ? kir::min(E(tl.BM), E(M) - m0) : E(tl.BM);
+        v.rows = !xs && ragged ? kir::min(E(tl.BM), Me - m0) : E(tl.BM);
         v.depth = K1 % tl.BK ? kir::min(E(tl.BK), E(K1) - k0) : E(tl.BK);
         step.push_back(kir::mmaTileViews(Hc[q], xView->buf, w1Views[q] ? w1Views[q].buf() : Bs[q],
                                          tl.BM, tl.BH, tl.BK, tl.TM, tl.TN, v));
@@ -457,6 +465,7 @@ public:
   bool lowersGroup(const KernelGroup &g) const override {
     return !g.chained.empty() && lowers(g.anchor);
   }
+  bool symbolicDims(const KernelGroup &) const override { return true; }
   std::optional<MemProperty> requiredProperty() const override {
     return MemProperty::TileCompatibleCompute;
   }

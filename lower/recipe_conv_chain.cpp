@@ -228,9 +228,9 @@ kir::Kernel recipeConvChain(const KernelGroup &g, const std::string &name, const
     int64_t rows = ((G - 1) * s + span) * W;
     C1 = tempBuffer("C1", {1, rows, Hp}, kir::Scope::Local);
     rowSlot = std::make_shared<kir::Buffer>(
-        kir::Buffer{"rslot", DType::I64, {rows}, kir::Scope::Shared, kir::Role::Temp});
+        kir::Buffer{"rslot", DType::I64, {rows}, kir::Scope::Shared, kir::Role::Temp, {}});
     rowCol = std::make_shared<kir::Buffer>(
-        kir::Buffer{"rcol", DType::I64, {rows}, kir::Scope::Shared, kir::Role::Temp});
+        kir::Buffer{"rcol", DType::I64, {rows}, kir::Scope::Shared, kir::Role::Temp, {}});
     k.allocs.insert(k.allocs.end(), {rowSlot, rowCol, C1});
   }
   k.allocs.push_back(C2);

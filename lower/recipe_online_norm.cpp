@@ -129,14 +129,14 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   std::vector<kir::BufferP> st, red;
   for (const StateField &f : alg.fields) {
     st.push_back(std::make_shared<kir::Buffer>(
-        kir::Buffer{"st_" + f.name, f.dtype, {threads}, kir::Scope::Local, kir::Role::Temp}));
+        kir::Buffer{"st_" + f.name, f.dtype, {threads}, kir::Scope::Local, kir::Role::Temp, {}}));
     red.push_back(std::make_shared<kir::Buffer>(
-        kir::Buffer{"row_" + f.name, f.dtype, {1}, kir::Scope::Shared, kir::Role::Temp}));
+        kir::Buffer{"row_" + f.name, f.dtype, {1}, kir::Scope::Shared, kir::Role::Temp, {}}));
   }
   kir::BufferP xs;
   if (cache)
     xs = std::make_shared<kir::Buffer>(
-        kir::Buffer{"xs", DType::F32, {len}, kir::Scope::Shared, kir::Role::Temp});
+        kir::Buffer{"xs", DType::F32, {len}, kir::Scope::Shared, kir::Role::Temp, {}});
   k.allocs = st;
   k.allocs.insert(k.allocs.end(), red.begin(), red.end());
   if (xs)

@@ -102,7 +102,7 @@ kir::Kernel poolingRows(const KernelGroup &g, const std::string &name, const Kno
   }
   k.problem = problem;
   auto acc = std::make_shared<kir::Buffer>(
-      kir::Buffer{"acc", ct, {OW}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"acc", ct, {OW}, kir::Scope::Shared, kir::Role::Temp, {}});
   k.allocs = {acc};
 
   E zero(int64_t(0)), one(int64_t(1)), ow = kir::var("ow");
@@ -324,9 +324,9 @@ kir::Kernel maxPoolPlane(const KernelGroup &g, const std::string &name) {
   problem->stride = s;
   k.problem = problem;
   auto xp = std::make_shared<kir::Buffer>(
-      kir::Buffer{"xp", DType::F32, {s * s * phase}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"xp", DType::F32, {s * s * phase}, kir::Scope::Shared, kir::Role::Temp, {}});
   auto acc = std::make_shared<kir::Buffer>(
-      kir::Buffer{"acc", DType::F32, {F}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"acc", DType::F32, {F}, kir::Scope::Shared, kir::Role::Temp, {}});
   k.allocs = {xp, acc};
   E zero(int64_t(0)), f = kir::var("f"), nc = kir::var("b");
   E nIdx = nc / E(xs[1]), cIdx = nc % E(xs[1]);

@@ -299,8 +299,8 @@ void foldLanes(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t co
   });
   std::vector<kir::BufferP> lane;
   for (const auto &[field, dt] : a.fields) {
-    auto b = std::make_shared<kir::Buffer>(
-        kir::Buffer{prefix + "_" + field + "_l", dt, {lanes}, kir::Scope::Shared, kir::Role::Temp});
+    auto b = std::make_shared<kir::Buffer>(kir::Buffer{
+        prefix + "_" + field + "_l", dt, {lanes}, kir::Scope::Shared, kir::Role::Temp, {}});
     k.allocs.push_back(b);
     lane.push_back(b);
   }
@@ -490,7 +490,7 @@ kir::Kernel columnReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, 
   k.problem = problem;
   k.grid = {{"row", rows / 16}};
   auto acc = std::make_shared<kir::Buffer>(
-      kir::Buffer{"acc", alg.fields[0].second, {1, 16}, kir::Scope::Local, kir::Role::Temp});
+      kir::Buffer{"acc", alg.fields[0].second, {1, 16}, kir::Scope::Local, kir::Role::Temp, {}});
   k.allocs = {acc};
   E t = kir::var(k.threadVar), l = kir::var("l"), j = kir::var("j");
   // Output 16 row + l of a shape whose last dim is a multiple of 16, as an index: the block's
@@ -539,8 +539,8 @@ kir::Kernel threadReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, 
   problem->perThread = true;
   k.problem = problem;
   k.grid = {{"row", ceilDiv(rows, k.threads)}};
-  auto acc = std::make_shared<kir::Buffer>(
-      kir::Buffer{"acc", alg.fields[0].second, {k.threads}, kir::Scope::Local, kir::Role::Temp});
+  auto acc = std::make_shared<kir::Buffer>(kir::Buffer{
+      "acc", alg.fields[0].second, {k.threads}, kir::Scope::Local, kir::Role::Temp, {}});
   k.allocs = {acc};
   E t = kir::var(k.threadVar), o = kir::var("o", DType::I64), j = kir::var("j");
   E loaded = kir::load(acc, {t});

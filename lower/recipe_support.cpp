@@ -30,7 +30,7 @@ E allOf(const std::vector<E> &conds) {
 
 kir::BufferP tempBuffer(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {
   return std::make_shared<kir::Buffer>(
-      kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp});
+      kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp, {}});
 }
 
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult) {

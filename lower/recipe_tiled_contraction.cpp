@@ -111,6 +111,23 @@ Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t fl
   c.M = as[as.size() - 2];
   c.K = as.back();
   c.N = bs.back();
+  // Symbolic dims: only the rows (of A, or of A's batch flattened into them) may depend on
+  // them; K and N are the weight's.
+  const TensorType &at = a->type(), &bt = b->type();
+  SymExpr mSym = aVec ? SymExpr(1) : at.symDim(at.shape.size() - 2);
+  bool symBatch = false;
+  for (size_t i = 0; i + 2 < at.shape.size(); ++i)
+    symBatch = symBatch || !at.symDim(i).isConstant();
+  for (size_t i = 0; i + 2 < bt.shape.size(); ++i)
+    symBatch = symBatch || !bt.symDim(i).isConstant();
+  bool bMatrixSym = false;
+  for (size_t i = bt.shape.size() >= 2 ? bt.shape.size() - 2 : 0; i < bt.shape.size(); ++i)
+    bMatrixSym = bMatrixSym || !bt.symDim(i).isConstant();
+  if (!at.symDim(at.shape.size() - 1).isConstant() || bMatrixSym)
+    throw UserError(cat(n.where(), ": matmul ", at.str(), " x ", bt.str(),
+                        ": symbolic dims are supported in A's rows only for now"));
+  if (!mSym.isConstant())
+    c.Msym = mSym;
   c.outShape = n.result()->type().shape;
   c.what = cat("matmul ", a->type().str(), " x ", b->type().str());
   std::vector<int64_t> batch = c.batch;
@@ -147,20 +164,30 @@ Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t fl
   if (host && !aVec && !batch.empty() && product(bBatch) == 1 && aBatch == batch &&
       c.M < flattenBelow) {
     int64_t m = c.M;
+    E mE = kir::symE(mSym); // the rows per batch entry as the code reads them
     auto aAt = c.aAt, bAt = c.bAt;
     auto outIndex = c.outIndex;
     Index zero(batch.size(), E(int64_t(0)));
-    auto batchOf = [batch, m](E row) { return unflat(batch, row / E(m)); };
-    c.aAt = [aAt, batchOf, m](const Index &, E row, E k) {
-      return aAt(batchOf(row), row % E(m), k);
+    auto batchOf = [batch, mE](E row) { return unflat(batch, row / mE); };
+    c.aAt = [aAt, batchOf, mE](const Index &, E row, E k) {
+      return aAt(batchOf(row), row % mE, k);
     };
     c.bAt = [bAt, zero](const Index &, E k, E col) { return bAt(zero, k, col); };
-    c.outIndex = [outIndex, batchOf, m](const Index &, E row, E col) {
-      return outIndex(batchOf(row), row % E(m), col);
+    c.outIndex = [outIndex, batchOf, mE](const Index &, E row, E col) {
+      return outIndex(batchOf(row), row % mE, col);
     };
     c.M = product(batch) * m;
+    if (symBatch || c.Msym) {
+      SymExpr rows = mSym;
+      for (size_t i = 0; i < aBatch.size(); ++i)
+        rows = *SymExpr::mul(rows, at.symDim(i));
+      c.Msym = rows;
+    }
     c.batch.clear();
   }
+  if (symBatch && !c.batch.empty())
+    throw UserError(cat(n.where(), ": matmul ", at.str(), " x ", bt.str(),
+                        ": symbolic batch dims of a batched product are not supported yet"));
   splitEpilogue(n, 2, gx, true, c);
   return c;
 }
@@ -174,6 +201,13 @@ Contraction gemmSpec(const Node &n, const GroupExpr &gx) {
   c.outShape = n.result()->type().shape;
   c.M = c.outShape[0];
   c.N = c.outShape[1];
+  if (const TensorType &rt = n.result()->type(); rt.isSymbolic()) {
+    if (!rt.symDim(1).isConstant() ||
+        !(transA ? a->type().symDim(0) : a->type().symDim(1)).isConstant())
+      throw UserError(cat(n.where(), ": gemm ", a->type().str(), " x ", b->type().str(),
+                          ": symbolic dims are supported in A's rows only for now"));
+    c.Msym = rt.symDim(0);
+  }
   c.K = transA ? a->type().shape[0] : a->type().shape[1];
   c.alpha = n.f("alpha");
   c.what = cat("gemm ", transA ? "A^T" : "A", " x ", transB ? "B^T" : "B", " ", a->type().str(),
@@ -861,9 +895,9 @@ std::vector<StmtP> rowNormPrologue(const Node &norm, GroupExpr &gx, Contraction 
   const bool layer = norm.op() == Op::LayerNorm;
   const double eps = norm.f("epsilon");
   auto mean = std::make_shared<kir::Buffer>(
-      kir::Buffer{"nm", DType::F32, {tl.BM}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"nm", DType::F32, {tl.BM}, kir::Scope::Shared, kir::Role::Temp, {}});
   auto rstd = std::make_shared<kir::Buffer>(
-      kir::Buffer{"nr", DType::F32, {tl.BM}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"nr", DType::F32, {tl.BM}, kir::Scope::Shared, kir::Role::Temp, {}});
   if (layer)
     allocs.push_back(mean);
   allocs.push_back(rstd);
@@ -891,7 +925,7 @@ std::vector<StmtP> rowNormPrologue(const Node &norm, GroupExpr &gx, Contraction 
   body.push_back(
       kir::store(rstd, {r}, f32(1.0) / kir::unary(kir::UnOp::Sqrt, fvar("nv") / K_ + f32(eps))));
   std::vector<StmtP> guarded =
-      c.M % tl.BM ? std::vector<StmtP>{kir::ifThen(row < E(c.M), body)} : body;
+      c.mRagged(tl.BM) ? std::vector<StmtP>{kir::ifThen(row < c.Me(), body)} : body;
   std::vector<StmtP> out = {
       kir::comment(cat(norm.name(), " %", y->name().empty() ? cat(y->id()) : y->name(),
                        " folded into A's rows (fusion rule 7): ", layer ? "mean and " : "",
@@ -1028,6 +1062,11 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     k.grid.emplace_back("b", product(c.batch));
   k.grid.emplace_back("mt", ceilDiv(c.M, tl.BM));
   k.grid.emplace_back("nt", ceilDiv(c.N, tl.BN));
+  if (c.Msym) {
+    for (const auto &[axis, extent] : k.grid)
+      k.symGrid.push_back(SymExtent{SymExpr(extent), 1});
+    k.symGrid[c.batch.empty() ? 0 : 1] = SymExtent{*c.Msym, tl.BM};
+  }
   Index bi = c.batch.empty() ? Index{} : unflat(c.batch, ivar("b"));
   E m0 = ivar("mt") * E(tl.BM), n0 = ivar("nt") * E(tl.BN), k0 = ivar("k0");
   std::vector<kir::BufferP> normAllocs;
@@ -1052,7 +1091,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
                "multiple of its k blocks (BK ",
                tl.BK, ", blocks of ", c.bandBlocks[5], ")");
     band = std::make_shared<kir::Buffer>(
-        kir::Buffer{"band", DType::F32, c.band, kir::Scope::Shared, kir::Role::Temp});
+        kir::Buffer{"band", DType::F32, c.band, kir::Scope::Shared, kir::Role::Temp, {}});
   }
   // Packed panels serve column tiles of any multiple of 16: a tile may start or end inside a
   // panel (mma_tile's first column; mobilenet_v2's 144-channel expansions: one tile of 144
@@ -1101,11 +1140,11 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   problem->bInPlace = bRow.has_value();
 
   auto As = std::make_shared<kir::Buffer>(
-      kir::Buffer{"As", DType::F32, {tl.BM, tl.BK}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"As", DType::F32, {tl.BM, tl.BK}, kir::Scope::Shared, kir::Role::Temp, {}});
   auto Bs = std::make_shared<kir::Buffer>(
-      kir::Buffer{"Bs", DType::F32, {tl.BK, tl.BN}, kir::Scope::Shared, kir::Role::Temp});
-  auto C = std::make_shared<kir::Buffer>(
-      kir::Buffer{"C", DType::F32, {tl.threads, tl.TM, tl.TN}, kir::Scope::Local, kir::Role::Temp});
+      kir::Buffer{"Bs", DType::F32, {tl.BK, tl.BN}, kir::Scope::Shared, kir::Role::Temp, {}});
+  auto C = std::make_shared<kir::Buffer>(kir::Buffer{
+      "C", DType::F32, {tl.threads, tl.TM, tl.TN}, kir::Scope::Local, kir::Role::Temp, {}});
   k.allocs = normAllocs;
   if (band)
     k.allocs.push_back(band);
@@ -1124,7 +1163,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   E i = ivar("i"), j = ivar("j");
   E row = m0 + (tv / E(colTiles)) * E(tl.TM) + i;
   E col = n0 + (tv % E(colTiles)) * E(tl.TN) + j;
-  E inside = allOf({c.M % tl.BM ? row < E(c.M) : E(), c.N % tl.BN ? col < E(c.N) : E(),
+  E inside = allOf({c.mRagged(tl.BM) ? row < c.Me() : E(), c.N % tl.BN ? col < E(c.N) : E(),
                     c.rowValid ? c.rowValid(bi, row) : E()});
   auto overTile = [&](std::vector<StmtP> body, bool guarded) {
     std::vector<StmtP> inner =
@@ -1188,7 +1227,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   std::vector<StmtP> update;
   {
     auto aValid = [&](E r, E cc) {
-      return allOf({c.M % tl.BM ? m0 + r < E(c.M) : E(), c.K % tl.BK ? k0 + cc < E(c.K) : E(),
+      return allOf({c.mRagged(tl.BM) ? m0 + r < c.Me() : E(), c.K % tl.BK ? k0 + cc < E(c.K) : E(),
                     c.aValid ? c.aValid(bi, m0 + r, k0 + cc) : E()});
     };
     auto bValid = [&](E r, E cc) {
@@ -1247,7 +1286,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
         v.bFirstCol = n0 % E(bView->panel);
       v.bPanelStride = bView ? bView->stride : 0;
       v.bPrefetch = bView && streamsWeight(*bView, knobs);
-      v.rows = aView && c.M % tl.BM ? kir::min(E(tl.BM), E(c.M) - m0) : E(tl.BM);
+      v.rows = aView && c.mRagged(tl.BM) ? kir::min(E(tl.BM), c.Me() - m0) : E(tl.BM);
       v.cols = bView && ceilDiv(c.N, tl.BN) * tl.BN > bView->cols
                    ? kir::min(E(tl.BN), E(bView->cols) - n0)
                : bRow && c.N % tl.BN != 0 ? kir::min(E(tl.BN), E(c.N) - n0)
@@ -1420,7 +1459,7 @@ kir::Kernel directConvRows(const KernelGroup &g, const std::string &name, const 
   k.problem = problem;
   k.grid = {{"n", geo.N}, {"oc", geo.M}, {"rb", ceilDiv(rows, R)}};
   auto acc = std::make_shared<kir::Buffer>(
-      kir::Buffer{"acc", DType::F32, {OW}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"acc", DType::F32, {OW}, kir::Scope::Shared, kir::Role::Temp, {}});
   k.allocs = {acc};
   k.body.push_back(kir::comment(cat("conv ", x->type().str(), " * ", w->type().str(), ", group ",
                                     geo.G, ": direct, one output row of ", OW,
@@ -1615,9 +1654,9 @@ kir::Kernel directConvPlane(const KernelGroup &g, const std::string &name) {
   k.problem = problem;
   k.grid = {{"n", geo.N}, {"oc", geo.M}};
   auto xp = std::make_shared<kir::Buffer>(
-      kir::Buffer{"xp", DType::F32, {st * st * phase}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"xp", DType::F32, {st * st * phase}, kir::Scope::Shared, kir::Role::Temp, {}});
   auto acc = std::make_shared<kir::Buffer>(
-      kir::Buffer{"acc", DType::F32, {F}, kir::Scope::Shared, kir::Role::Temp});
+      kir::Buffer{"acc", DType::F32, {F}, kir::Scope::Shared, kir::Role::Temp, {}});
   k.allocs = {xp, acc};
   k.body.push_back(kir::comment(
       cat("conv ", x->type().str(), " * ", w->type().str(), ", group ", geo.G, ": direct over ",
@@ -1779,6 +1818,10 @@ public:
     return MemProperty::TileCompatibleCompute;
   }
   bool genericFallback() const override { return true; }
+  // Symbolic rows of a gemm or matmul (their specs read them; anything else they refuse).
+  bool symbolicDims(const KernelGroup &g) const override {
+    return g.anchor && (g.anchor->op() == Op::Gemm || g.anchor->op() == Op::MatMul);
+  }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipeTiledContraction(g, n, k), name());
   }

@@ -134,7 +134,8 @@ private:
           std::vector<Value *> ops = c->operands();
           for (Value *e : extras) {
             if (lastReshape)
-              e = g.createNode(Op::Reshape, {e}, {{"shape", accType.shape}}, loc, before)->result();
+              e = g.createNode(Op::Reshape, {e}, reshapeAttrs(g, symShapeOf(accType)), loc, before)
+                      ->result();
             ops.push_back(e);
           }
           AttrMap attrs = c->attrs;
@@ -142,7 +143,9 @@ private:
           Value *fused = g.createNode(c->op(), ops, attrs, loc, before)->result();
           if (!lastReshape)
             return fused;
-          return g.createNode(Op::Reshape, {fused}, {{"shape", root->type().shape}}, loc, before)
+          return g
+              .createNode(Op::Reshape, {fused}, reshapeAttrs(g, symShapeOf(root->type())), loc,
+                          before)
               ->result();
         },
         cat(c->name(), " with epilogue [", join(epilogueAttr(steps)), "]"));

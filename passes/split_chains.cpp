@@ -105,9 +105,9 @@ Value *emitChainSplit(Graph &g, const Node &c1, const Node &c2, int splits, Node
   size_t rank = xs.size() + 1; // [S, batch.., M, .]
   int64_t pad = static_cast<int64_t>(xs.size()) - 2;
   // X broadcast over the slices.
-  std::vector<int64_t> x1 = xs;
-  x1.insert(x1.begin(), 1);
-  Value *xb = g.createNode(Op::Reshape, {x}, {{"shape", x1}}, loc, before)->result();
+  std::vector<SymExpr> x1 = symShapeOf(x->type());
+  x1.insert(x1.begin(), SymExpr(1));
+  Value *xb = g.createNode(Op::Reshape, {x}, reshapeAttrs(g, x1), loc, before)->result();
   std::string tag = cat("_chain", S);
   Value *w1 = g.addWeight(c1.operand(1)->name() + tag, sliceB(c1, S, pad, false));
   w1->loc = c1.operand(1)->loc;

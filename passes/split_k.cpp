@@ -149,14 +149,15 @@ Value *emitSplitK(Graph &g, const Node &n, int splits, Node *before) {
   } else {
     Value *a = n.operand(0), *b = n.operand(1);
     const auto &as = a->type().shape;
-    int64_t M = as[as.size() - 2], K = as.back();
+    int64_t K = as.back();
+    SymExpr M = a->type().symDim(as.size() - 2);
     bool transB = n.op() == Op::Gemm && n.i("transB") != 0;
     Value *b2 =
         g.addWeight(b->name() + "_split" + std::to_string(S), slicedB(*b->data(), S, transB));
     b2->loc = b->loc;
-    int64_t N = b2->type().shape[2];
     // A [.., M, K] -> [M, S, K/S] -> [S, M, K/S] (index maps over A).
-    Value *a3 = reshape(g, a, {M, S, K / S}, loc, before);
+    Value *a3 =
+        g.createNode(Op::Reshape, {a}, reshapeAttrs(g, {M, S, K / S}), loc, before)->result();
     Value *as3 =
         g.createNode(Op::Transpose, {a3}, {{"perm", std::vector<int64_t>{1, 0, 2}}}, loc, before)
             ->result();
@@ -164,8 +165,10 @@ Value *emitSplitK(Graph &g, const Node &n, int splits, Node *before) {
     acc = g.createNode(Op::ReduceSum, {partial},
                        {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t(0)}}, loc, before)
               ->result();
-    if (outShape != std::vector<int64_t>{M, N})
-      acc = reshape(g, acc, outShape, loc, before);
+    if (acc->type().shape != outShape)
+      acc = g.createNode(Op::Reshape, {acc}, reshapeAttrs(g, symShapeOf(n.result()->type())), loc,
+                         before)
+                ->result();
     if (hasThird)
       acc = g.createNode(Op::Add, {acc, n.operand(2)}, {}, loc, before)->result();
   }

@@ -23,13 +23,20 @@ AttentionCost costAttention(const KernelGroup &g, const Hardware &hw, const Plan
   }
   if (offerMaterialized) {
     // A scratch graph: the operands as inputs (constant masks as weights), the decomposition.
+    // Priced at the planning point: symbolic dims are dropped (their planning values stay).
     Graph scratch("attention_alternative");
     std::vector<Value *> ops;
+    auto planningType = [](TensorType t) {
+      t.sym.clear();
+      return t;
+    };
     for (const Value *o : a.operands())
-      ops.push_back(o->kind() == ValueKind::Weight
-                        ? scratch.addWeight(o->name(), o->data())
-                        : scratch.addInput(o->name().empty() ? "x" : o->name(), o->type()));
-    Node *copy = scratch.addNode(Op::Attention, ops, {a.result()->type()}, a.attrs, a.loc);
+      ops.push_back(
+          o->kind() == ValueKind::Weight
+              ? scratch.addWeight(o->name(), o->data())
+              : scratch.addInput(o->name().empty() ? "x" : o->name(), planningType(o->type())));
+    Node *copy =
+        scratch.addNode(Op::Attention, ops, {planningType(a.result()->type())}, a.attrs, a.loc);
     scratch.addOutput(emitMaterializedAttention(scratch, *copy, copy));
     scratch.eraseNode(copy);
     d.materializedUs = plannedGraphCost(scratch, hw, opts, &d.materializedWhy).us;

@@ -8,10 +8,11 @@
 namespace aicf {
 
 ChainSplitCostFn chainSplitCostFn(const Hardware &hw, const PlannerOptions &opts, bool splitK) {
-  return [&hw, opts, splitK](const Graph &, const Node &c1, const Node &c2, int splits) -> Price {
+  return [&hw, opts, splitK](const Graph &g, const Node &c1, const Node &c2, int splits) -> Price {
     // A scratch graph: the operands as inputs (weights as weights: the split forms slice them),
     // the two contractions, and, for splits > 1, the split form in their place.
     Graph scratch("chain_split_alternative");
+    scratch.setDims(g.dims());
     ScratchOperands operand(scratch);
     std::vector<Value *> ops1, ops2;
     for (const Value *o : c1.operands())

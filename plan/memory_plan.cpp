@@ -24,8 +24,9 @@ int addBuffer(Plan &p, ValueBuffers &vb, const Value *v, BufferKind kind, const 
   b.value = std::move(label);
   b.dtype = t.dtype;
   b.shape = t.shape;
+  b.sym = t.sym;
   b.kind = kind;
-  b.bytes = t.bytes();
+  b.bytes = maxBytes(t, p.dims);
   p.buffers.push_back(b);
   int idx = static_cast<int>(p.buffers.size()) - 1;
   if (v)
@@ -162,7 +163,7 @@ std::vector<int> planInPlace(Plan &p, const std::vector<Lifetime> &life) {
       int i = index.at(id);
       const PlanBuffer &ib = p.buffers[i];
       if (ib.kind == BufferKind::Arena && ib.aliasOf.empty() && ib.dtype == ob.dtype &&
-          ib.shape == ob.shape && life[i].lastUse == static_cast<int>(s) &&
+          ib.shape == ob.shape && ib.sym == ob.sym && life[i].lastUse == static_cast<int>(s) &&
           life[i].def < static_cast<int>(s) &&
           std::count(st.inputs.begin(), st.inputs.end(), id) == 1) {
         shareWith[o] = i;

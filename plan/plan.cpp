@@ -45,6 +45,8 @@ std::string layoutString(const Plan &p) {
         s += (first ? "" : ",") + std::to_string(b->bytes);
         first = false;
       }
+    if (st.dims) // the dims' values follow the buffers (host ABI 2, symbolic kernels)
+      s += ",dims";
     s += ";";
   }
   return s;
@@ -59,6 +61,19 @@ void emitShape(YAML::Emitter &y, const std::vector<int64_t> &shape) {
   y << YAML::EndSeq;
 }
 
+// A buffer's shape: the dims' expressions when symbolic ("batch", "3*seq"), else the values.
+void emitShape(YAML::Emitter &y, const PlanBuffer &b) {
+  if (b.sym.empty())
+    return emitShape(y, b.shape);
+  y << YAML::Flow << YAML::BeginSeq;
+  for (const SymExpr &d : b.sym)
+    if (d.isConstant())
+      y << d.constant();
+    else
+      y << d.str();
+  y << YAML::EndSeq;
+}
+
 void emitIo(YAML::Emitter &y, const Plan &p, BufferKind kind) {
   y << YAML::BeginSeq;
   for (const PlanBuffer &b : p.buffers) {
@@ -68,7 +83,7 @@ void emitIo(YAML::Emitter &y, const Plan &p, BufferKind kind) {
     y << YAML::Key << "name" << YAML::Value << b.value;
     y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
     y << YAML::Key << "shape" << YAML::Value;
-    emitShape(y, b.shape);
+    emitShape(y, b);
     y << YAML::Key << "buffer" << YAML::Value << b.id;
     y << YAML::EndMap;
   }
@@ -96,6 +111,15 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::Key << "schedule" << YAML::Value << schedule;
   y << YAML::EndMap;
   y << YAML::Key << "hardware" << YAML::Value << hardwareSummary;
+  if (!dims.empty()) {
+    // Symbolic dims: the runtime derives them from the inputs' shapes, in this order.
+    y << YAML::Key << "dims" << YAML::Value << YAML::BeginSeq;
+    for (const DimRange &d : dims)
+      y << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << d.name << YAML::Key
+        << "min" << YAML::Value << d.min << YAML::Key << "max" << YAML::Value << d.max << YAML::Key
+        << "opt" << YAML::Value << d.opt << YAML::EndMap;
+    y << YAML::EndSeq;
+  }
   y << YAML::Key << "inputs" << YAML::Value;
   emitIo(y, *this, BufferKind::Input);
   y << YAML::Key << "outputs" << YAML::Value;
@@ -230,7 +254,7 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "kind" << YAML::Value << bufferKindName(b.kind);
     y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
     y << YAML::Key << "shape" << YAML::Value;
-    emitShape(y, b.shape);
+    emitShape(y, b);
     y << YAML::Key << "bytes" << YAML::Value << b.bytes;
     if (b.kind == BufferKind::Arena || b.kind == BufferKind::Weight)
       y << YAML::Key << "offset" << YAML::Value << b.offset;
@@ -254,10 +278,22 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::EndMap;
     y << YAML::Key << "launch" << YAML::Value << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "grid" << YAML::Value;
-    emitShape(y, s.grid);
+    if (s.symGrid.empty()) {
+      emitShape(y, s.grid);
+    } else { // symbolic extents as text; constant ones as numbers
+      y << YAML::Flow << YAML::BeginSeq;
+      for (const SymExtent &e : s.symGrid)
+        if (e.num.isConstant() && e.div == 1)
+          y << e.num.constant();
+        else
+          y << e.str();
+      y << YAML::EndSeq;
+    }
     y << YAML::Key << "block" << YAML::Value << YAML::Flow << YAML::BeginSeq << s.threads
       << YAML::EndSeq;
     y << YAML::Key << "shared_bytes" << YAML::Value << s.sharedBytes;
+    if (s.dims)
+      y << YAML::Key << "dims" << YAML::Value << true;
     if (s.dynamicSharedBytes)
       y << YAML::Key << "dynamic_shared_bytes" << YAML::Value << s.dynamicSharedBytes;
     if (s.chunks > 0)
@@ -341,6 +377,27 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::EndSeq;
   y << YAML::EndMap;
   os << y.c_str() << "\n";
+}
+
+int64_t maxBytes(const TensorType &t, const std::vector<DimRange> &dims) {
+  if (t.sym.empty())
+    return t.bytes();
+  std::map<std::string, int64_t> top;
+  for (const DimRange &d : dims)
+    top[d.name] = d.max;
+  int64_t n = static_cast<int64_t>(dtypeSize(t.dtype));
+  for (const SymExpr &e : t.sym) {
+    auto v = e.eval(top);
+    if (!e.monotone() || !v)
+      throw UserError(cat("the size of ", t.str(), " has no bound at the dims' maxima (", e.str(),
+                          " is not monotone in them)"));
+    auto p = checkedMul(n, *v);
+    if (!p || *p > kMaxTotalBytes)
+      throw UserError(
+          cat(t.str(), " at the dims' maxima needs more than ", kMaxTotalBytes, " bytes"));
+    n = *p;
+  }
+  return n;
 }
 
 } // namespace aicf

@@ -30,6 +30,10 @@ struct PlanBuffer {
   std::string value; // the graph value's name or "%N"
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  // Symbolic dims (issue 21): every dim as an expression (plan.yaml writes these instead of
+  // `shape`, the planning-point values); `bytes` is then the size at every dim's maximum, which
+  // the memory plan reserves.
+  std::vector<SymExpr> sym;
   BufferKind kind = BufferKind::Arena;
   int64_t offset = 0; // arena: offset in the arena; weight: offset in weights.bin
   int64_t bytes = 0;
@@ -72,6 +76,8 @@ struct PlanStep {
   std::vector<std::string> inputs, outputs; // buffer ids, in the kernel's argument order
   std::map<std::string, std::string> attrs; // typed text (the graph attributes, printed)
   std::vector<int64_t> grid;
+  std::vector<SymExtent> symGrid; // a symbolic grid's extents (grid: the planning point's)
+  bool dims = false;              // the kernel reads the symbolic dims (one more argument)
   int64_t threads = 1;
   int64_t chunks = 0; // host plans: the pool's chunks for the grid's blocks (cost_model.h)
   int group = -1;     // host plans: the first step of its dispatch group (dispatch_groups.h)
@@ -140,6 +146,7 @@ struct Plan {
   // cpu targets: the instruction-set extensions libmodel.so may use (backend/host/host_build.h
   // hostIsaFeatures of cpuArch); the runtime refuses the folder on a CPU without one of them.
   std::vector<std::string> isa;
+  std::vector<DimRange> dims; // symbolic dims (--dim NAME=MIN..MAX@OPT), the runtime's order
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;
   std::vector<BoundInput> boundInputs; // aicfc --const
@@ -168,5 +175,9 @@ struct Plan {
 // exports the same string (aicf_layout), so the runtime refuses a plan that was edited to
 // describe buffers the kernels were not compiled for.
 std::string layoutString(const Plan &p);
+
+// t's size in bytes at every symbolic dim's maximum (t.bytes() for a static type); UserError
+// when a dim is not monotone in the dims (its maximum then is not at theirs).
+int64_t maxBytes(const TensorType &t, const std::vector<DimRange> &dims);
 
 } // namespace aicf

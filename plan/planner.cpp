@@ -59,7 +59,7 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   base.planFor = opts.planFor;
   RecipeSelection sel = selectRecipe(g);
   const Recipe &recipe = *sel.recipe;
-  kir::Kernel dflt = recipe.build(g, name, base);
+  kir::Kernel dflt = buildKernel(recipe, g, name, base);
   PlanDecision d;
   d.recipeReason = sel.reason;
   d.recipeFallback = sel.fallback;
@@ -83,7 +83,7 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
     for (const KnobSet &ks : recipe.candidates(dflt, hw)) {
       Knobs kn = base;
       kn.values = ks;
-      kir::Kernel k = recipe.build(g, name, kn);
+      kir::Kernel k = buildKernel(recipe, g, name, kn);
       bool seen = false;
       for (const Lowered &l : all)
         seen = seen || l.k.knobs == k.knobs;

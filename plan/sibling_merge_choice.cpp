@@ -8,10 +8,11 @@ namespace aicf {
 
 SiblingMergeCostFn siblingMergeCostFn(const Hardware &hw, const PlannerOptions &opts) {
   return
-      [&hw, opts](const Graph &, const std::vector<const Node *> &siblings, bool merged) -> Price {
+      [&hw, opts](const Graph &g, const std::vector<const Node *> &siblings, bool merged) -> Price {
         // A scratch graph: the operands as inputs (weights as weights: the merged form concatenates
         // them), the siblings, and, when merged, the merged contraction in their place.
         Graph scratch("sibling_merge_alternative");
+        scratch.setDims(g.dims());
         ScratchOperands operand(scratch);
         std::vector<const Node *> copies;
         for (const Node *n : siblings) {

@@ -6,10 +6,11 @@
 namespace aicf {
 
 SplitKCostFn splitKCostFn(const Hardware &hw, const PlannerOptions &opts) {
-  return [&hw, opts](const Graph &, const Node &n, int splits) {
+  return [&hw, opts](const Graph &g, const Node &n, int splits) {
     // A scratch graph: the operands as inputs (weights as weights: the split forms regroup
     // them), the contraction, and, for splits > 1, its split form in its place.
     Graph scratch("split_k_alternative");
+    scratch.setDims(g.dims());
     ScratchOperands operand(scratch);
     std::vector<Value *> ops;
     for (const Value *o : n.operands())

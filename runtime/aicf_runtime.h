@@ -58,6 +58,25 @@ int aicf_num_outputs(const aicf_model *m);
 int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out);
 int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out);
 
+/* Symbolic dims (a folder compiled with aicfc --dim NAME=MIN..MAX[@OPT]): the folder runs every
+ * input shape whose dims lie in those ranges. aicf_num_dims is 0 for a static folder. */
+typedef struct {
+  const char *name;
+  int64_t min, max, opt;
+  int64_t value; /* the value the shapes set (aicf_set_input_shape) give; opt until then */
+} aicf_dim_desc;
+int aicf_num_dims(const aicf_model *m);
+int aicf_dim_info(const aicf_model *m, int i, aicf_dim_desc *out);
+
+/* Sets input i's shape for the next runs (rank as aicf_input_info reports). Its static dims
+ * must be as compiled; the symbolic ones are checked when the dims are derived: by
+ * aicf_output_info and aicf_run, from all inputs' shapes together (a dim outside its range, or
+ * two inputs disagreeing on a dim, is an error naming the input and dim, and nothing runs).
+ * aicf_input_info then reports the shape set and its byte size; aicf_output_info the outputs'
+ * shapes and sizes that follow. The memory was reserved at open for the dims' maxima: no run
+ * allocates. A static folder accepts only its own shapes. 0 on success. */
+int aicf_set_input_shape(aicf_model *m, int i, int rank, const int64_t *shape);
+
 /* cpu plans: the threads that run the model's steps, the calling thread included (the model's
  * own pool; default: the machine's hardware threads), 1 to AICF_MAX_THREADS; 0 on success, 1
  * (with a message) for a count outside that range. Takes effect at the next aicf_run; not to be
@@ -84,9 +103,9 @@ int aicf_set_adaptive_threads(aicf_model *m, int enabled);
 int aicf_set_cuda_graph(aicf_model *m, int enabled);
 
 /* Runs the plan. inputs[i] / outputs[i] point to host buffers of exactly the byte sizes given
- * by aicf_input_info / aicf_output_info, in their order. On a cuda plan the inputs are copied
- * to the device, the steps run, the outputs are copied back, and the call returns when done.
- * 0 on success. */
+ * by aicf_input_info / aicf_output_info (for the shapes set), in their order. On a cuda plan the
+ * inputs are copied to the device, the steps run, the outputs are copied back, and the call returns
+ * when done. 0 on success. */
 int aicf_run(aicf_model *m, const void *const *inputs, void *const *outputs);
 
 /* cuda plans only: runs the plan on device buffers d_inputs[i] / d_outputs[i] (sizes as for

@@ -8,6 +8,7 @@
 #include "runtime/cudart.h"
 #include "runtime/isa_features.h"
 #include "runtime/thread_pool.h"
+#include "support/sym_expr.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -61,8 +62,10 @@ int64_t dtypeBytes(const std::string &dt) {
 
 struct Buffer {
   std::string id, value, kind, dtype;
-  std::vector<int64_t> shape;
-  int64_t bytes = 0, offset = 0;
+  std::vector<int64_t> shape;     // a symbolic buffer: its current shape (set per run)
+  std::vector<aicf::SymExpr> sym; // symbolic dims (plan.yaml shape entries that are text)
+  int64_t bytes = 0, offset = 0;  // a symbolic buffer: bytes at the dims' maxima (reserved)
+  int64_t curBytes = 0;           // the bytes the current shape holds (= bytes when static)
   std::string aliasOf;
   int index = -1;
   int storage = -1; // buffer whose memory this one uses (itself unless an alias)
@@ -74,9 +77,15 @@ using LaunchFn = int (*)(void *const *, aicf::rt::CudaStream); // returns a cuda
 
 struct Step {
   std::string kind, symbol;
-  KernelFn fn = nullptr;     // cpu plans
-  int64_t blocks = 1;        // cpu plans: the grid's blocks (launch.grid)
-  int64_t chunks = 1;        // cpu plans: how many pieces the thread pool runs them in
+  KernelFn fn = nullptr; // cpu plans
+  int64_t blocks = 1;    // cpu plans: the grid's blocks (launch.grid)
+  int64_t chunks = 1;    // cpu plans: how many pieces the thread pool runs them in
+  // Symbolic dims: the kernel reads their values (one more argument), and a symbolic grid's
+  // extents; blocks and chunks are then set per run, chunks keeping the planned blocks per
+  // chunk (chunkBlocks).
+  bool dims = false;
+  std::vector<aicf::SymExtent> symGrid;
+  int64_t chunkBlocks = 1;
   int group = -1;            // cpu plans: launch.group, the first step of its dispatch group
   size_t groupEnd = 0;       // on a group's first step: one past its last step
   LaunchFn launch = nullptr; // cuda plans; neither for a built-in copy step
@@ -159,6 +168,12 @@ struct CudaState {
 struct aicf_model {
   std::string dir;
   bool cuda = false; // target.kind: cuda
+  // Symbolic dims (plan.yaml `dims`): their ranges, current values (derived from the input
+  // shapes set with aicf_set_input_shape; the opt values until then) and the shapes set.
+  std::vector<aicf::DimRange> dims;
+  std::vector<int64_t> dimValues;
+  std::vector<std::vector<int64_t>> inputShapes; // per input: the shape of the next run
+  bool shapesApplied = true;                     // buffers and steps reflect inputShapes
   std::unique_ptr<CudaState> dev;
   std::vector<Buffer> buffers;
   std::vector<Step> steps;
@@ -246,13 +261,41 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-std::vector<int64_t> readShape(const YAML::Node &map, const std::string &what) {
+// A shape; with `dims`, entries may be expressions in them ("batch", "3*seq"), returned in
+// *sym (every dim; the shape then holds each at the dims' maxima).
+std::vector<int64_t> readShape(const YAML::Node &map, const std::string &what,
+                               const std::vector<aicf::DimRange> *dims = nullptr,
+                               std::vector<aicf::SymExpr> *sym = nullptr) {
   YAML::Node n = needSequence(need(map, "shape", what), cat(what, ": shape"));
   if (n.size() > AICF_MAX_RANK)
     throw Error(cat(what, ": rank ", n.size(), " exceeds ", AICF_MAX_RANK));
   std::vector<int64_t> s;
-  for (const YAML::Node &d : n)
+  std::vector<aicf::SymExpr> syms;
+  bool symbolic = false;
+  for (const YAML::Node &d : n) {
+    int64_t v = 0;
+    if (dims && d.IsScalar() && !YAML::convert<int64_t>::decode(d, v)) {
+      std::string why;
+      auto e = aicf::SymExpr::parse(d.Scalar(), &why);
+      if (!e)
+        throw Error(cat(what, ": dimension '", d.Scalar(), "': ", why));
+      std::map<std::string, int64_t> top;
+      for (const aicf::DimRange &r : *dims)
+        top[r.name] = r.max;
+      auto at = e->eval(top);
+      if (!at || !e->monotone() || *at < 0 || *at > kMaxDim)
+        throw Error(cat(what, ": dimension '", d.Scalar(),
+                        "' names an unknown dim or has no bound in the dims' ranges"));
+      syms.push_back(*e);
+      s.push_back(*at);
+      symbolic = true;
+      continue;
+    }
     s.push_back(toInt(d, cat(what, ": dimension"), 0, kMaxDim));
+    syms.emplace_back(s.back());
+  }
+  if (sym && symbolic)
+    *sym = std::move(syms);
   return s;
 }
 
@@ -487,6 +530,141 @@ void checkLoops(aicf_model &m) {
   }
 }
 
+// --- Symbolic dims ------------------------------------------------------------------------------
+// A plan compiled for ranges of dims (aicfc --dim NAME=MIN..MAX@OPT) runs any shapes in them:
+// the caller sets each input's shape (aicf_set_input_shape), the dims are derived from the
+// inputs' plain symbolic dims and checked against their ranges and against every other dim of
+// every input, and only then do the buffers' shapes, the copies' sizes and the kernels' grids
+// follow. The memory was reserved at open for the dims' maxima, so no run allocates.
+
+std::map<std::string, int64_t> dimMap(const aicf_model &m, const std::vector<int64_t> &values) {
+  std::map<std::string, int64_t> d;
+  for (size_t i = 0; i < m.dims.size(); ++i)
+    d[m.dims[i].name] = values[i];
+  return d;
+}
+
+std::string shapeOf(const Buffer &b) {
+  if (b.sym.empty())
+    return shapeText(b.shape);
+  std::string s = "[";
+  for (size_t i = 0; i < b.sym.size(); ++i)
+    s += (i ? ", " : "") + b.sym[i].str();
+  return s + "]";
+}
+
+// The dims the inputs' shapes give; throws an Error naming the input and dim on any conflict.
+std::vector<int64_t> deriveDims(const aicf_model &m) {
+  std::vector<int64_t> values(m.dims.size(), -1);
+  std::vector<std::string> from(m.dims.size());
+  auto index = [&](const std::string &name) {
+    for (size_t i = 0; i < m.dims.size(); ++i)
+      if (m.dims[i].name == name)
+        return i;
+    return m.dims.size();
+  };
+  for (size_t k = 0; k < m.inputs.size(); ++k) {
+    const Buffer &b = m.buffers[m.inputs[k]];
+    const std::vector<int64_t> &shape = m.inputShapes[k];
+    for (size_t d = 0; d < b.sym.size(); ++d) {
+      auto name = b.sym[d].asSymbol();
+      if (!name)
+        continue;
+      size_t i = index(*name);
+      const aicf::DimRange &r = m.dims[i];
+      std::string where = cat("input ", b.value, " dim ", d, " (", r.name, ")");
+      if (shape[d] < r.min || shape[d] > r.max)
+        throw Error(cat(where, " is ", shape[d], ", outside ", r.name, "'s range ", r.min, "..",
+                        r.max, " (the folder was compiled for it)"));
+      if (values[i] >= 0 && values[i] != shape[d])
+        throw Error(
+            cat(where, " is ", shape[d], ", but ", from[i], " makes ", r.name, " ", values[i]));
+      values[i] = shape[d];
+      from[i] = cat("input ", m.buffers[m.inputs[k]].value, " dim ", d);
+    }
+  }
+  for (size_t i = 0; i < m.dims.size(); ++i)
+    if (values[i] < 0)
+      throw Error(cat("dim ", m.dims[i].name, " is no input's dim: it cannot be derived"));
+  auto dims = dimMap(m, values);
+  for (size_t k = 0; k < m.inputs.size(); ++k) {
+    const Buffer &b = m.buffers[m.inputs[k]];
+    for (size_t d = 0; d < b.sym.size(); ++d) {
+      auto want = b.sym[d].eval(dims);
+      if (!want || *want != m.inputShapes[k][d])
+        throw Error(cat("input ", b.value, " has shape ", shapeText(m.inputShapes[k]), ", but ",
+                        shapeOf(b), " with the dims it gives is ",
+                        want ? std::to_string(*want) : std::string("undefined"), " in dim ", d));
+    }
+  }
+  return values;
+}
+
+// Buffers, copies and grids for the current input shapes (deriveDims first).
+void applyShapes(aicf_model &m) {
+  if (m.shapesApplied)
+    return;
+  std::vector<int64_t> values = deriveDims(m);
+  auto dims = dimMap(m, values);
+  for (Buffer &b : m.buffers) {
+    if (b.sym.empty())
+      continue;
+    int64_t n = dtypeBytes(b.dtype);
+    for (size_t d = 0; d < b.sym.size(); ++d) {
+      auto v = b.sym[d].eval(dims);
+      if (!v || *v < 0)
+        throw Error(cat("buffer ", b.id, " dim ", d, " (", b.sym[d].str(), ") is undefined"));
+      b.shape[d] = *v;
+      n *= *v; // within bytes, the size at the maxima (monotone, checked at open)
+    }
+    b.curBytes = n;
+    if (b.curBytes > b.bytes)
+      throw Error(
+          cat("buffer ", b.id, " needs ", b.curBytes, " bytes, above the ", b.bytes, " reserved"));
+  }
+  for (Step &st : m.steps) {
+    if (st.symGrid.empty())
+      continue;
+    st.blocks = 1;
+    for (const aicf::SymExtent &e : st.symGrid)
+      st.blocks *= std::max<int64_t>(*e.eval(dims), 0);
+    st.chunks = std::clamp<int64_t>(
+        (st.blocks + st.chunkBlocks - 1) / st.chunkBlocks, 1,
+        std::max<int64_t>(1, std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks)));
+  }
+  m.dimValues = values;
+  m.shapesApplied = true;
+}
+
+// At open: every input's shape at the opt point, each dim derivable from the inputs, and no
+// runtime loop over symbolic buffers (its state copies are sized for one shape).
+void initShapes(aicf_model &m) {
+  m.inputShapes.clear();
+  auto opt = dimMap(m, m.dimValues);
+  for (int i : m.inputs) {
+    const Buffer &b = m.buffers[i];
+    std::vector<int64_t> shape = b.shape;
+    for (size_t d = 0; d < b.sym.size(); ++d)
+      shape[d] = *b.sym[d].eval(opt);
+    m.inputShapes.push_back(shape);
+  }
+  if (m.dims.empty())
+    return;
+  if (m.cuda)
+    throw Error("symbolic dims on a cuda plan (they run on cpu plans for now)");
+  for (const Step &st : m.steps)
+    if (st.bodySteps >= 0)
+      throw Error("a runtime loop in a plan with symbolic dims");
+  for (Step &st : m.steps)
+    if (st.fn && !st.dims)
+      for (int a : st.args)
+        if (!m.buffers[a].sym.empty())
+          throw Error(cat("step ", st.symbol, " reads symbolic buffer ", m.buffers[a].id,
+                          " but not the dims"));
+  m.shapesApplied = false;
+  applyShapes(m);
+}
+
 // Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
 // checks its kernels against the steps.
 void loadPlan(aicf_model &m, const YAML::Node &plan) {
@@ -503,6 +681,24 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
   m.weightsBytes = readInt(need(plan, "weights", "plan"), "bytes", "weights", 0, kInt64Max);
   m.arenaBytes = readInt(need(plan, "arena", "plan"), "bytes", "arena", 0, kInt64Max);
 
+  if (const YAML::Node dims = plan["dims"]) {
+    for (const YAML::Node &d : needSequence(dims, "dims")) {
+      aicf::DimRange r;
+      r.name = readString(d, "name", "a dim");
+      std::string what = "dim " + r.name;
+      if (!aicf::isSymbolName(r.name))
+        throw Error(cat(what, ": not an identifier"));
+      for (const aicf::DimRange &o : m.dims)
+        if (o.name == r.name)
+          throw Error(cat(what, " defined twice"));
+      r.min = readInt(d, "min", what, 1, kMaxDim);
+      r.max = readInt(d, "max", what, r.min, kMaxDim);
+      r.opt = readInt(d, "opt", what, r.min, r.max);
+      m.dims.push_back(r);
+      m.dimValues.push_back(r.opt);
+    }
+  }
+
   std::map<std::string, int> byId;
   for (const YAML::Node &b : needSequence(plan["buffers"], "buffers")) {
     Buffer buf;
@@ -511,7 +707,9 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
     buf.value = readString(b, "value", what);
     buf.kind = readString(b, "kind", what);
     buf.dtype = readString(b, "dtype", what);
-    buf.shape = readShape(b, what);
+    buf.shape = readShape(b, what, &m.dims, &buf.sym);
+    if (!buf.sym.empty() && buf.kind == "weight")
+      throw Error(cat(what, ": a weight with symbolic dims"));
     buf.bytes = readInt(b, "bytes", what, 0, kInt64Max);
     if (b["offset"])
       buf.offset = readInt(b, "offset", what, 0, kInt64Max);
@@ -533,6 +731,7 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
                       " of ", buf.dtype, " (", bytes, " bytes)"));
     if (byId.count(buf.id))
       throw Error(cat(what, " defined twice"));
+    buf.curBytes = buf.bytes;
     byId[buf.id] = static_cast<int>(m.buffers.size());
     m.buffers.push_back(buf);
   }
@@ -684,13 +883,46 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
         throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
       // The grid's blocks (a kernel without grid axes is one block) and the pool's chunks.
       YAML::Node launch = need(s, "launch", what);
+      std::map<std::string, int64_t> opt, top;
+      for (const aicf::DimRange &r : m.dims) {
+        opt[r.name] = r.opt;
+        top[r.name] = r.max;
+      }
+      bool symbolic = false;
+      std::vector<aicf::SymExtent> ext;
       for (const YAML::Node &e :
-           needSequence(need(launch, "grid", what + ": launch"), what + ": launch.grid"))
-        if (__builtin_mul_overflow(st.blocks, toInt(e, what + ": launch.grid extent", 1, kMaxDim),
-                                   &st.blocks))
+           needSequence(need(launch, "grid", what + ": launch"), what + ": launch.grid")) {
+        int64_t v = 0;
+        if (!m.dims.empty() && e.IsScalar() && !YAML::convert<int64_t>::decode(e, v)) {
+          std::string why;
+          auto x = aicf::SymExtent::parse(e.Scalar(), &why);
+          auto hi = x ? x->eval(top) : std::nullopt;
+          if (!x || !hi || !x->num.monotone() || *hi > kMaxDim)
+            throw Error(cat(what, ": launch.grid extent '", e.Scalar(),
+                            "': ", x ? "names an unknown dim or has no bound" : why));
+          ext.push_back(*x);
+          symbolic = true;
+          v = *x->eval(opt);
+        } else {
+          v = toInt(e, what + ": launch.grid extent", 1, kMaxDim);
+          ext.push_back(aicf::SymExtent{aicf::SymExpr(v), 1});
+        }
+        if (__builtin_mul_overflow(st.blocks, v, &st.blocks))
           throw Error(cat(what, ": launch.grid overflows"));
-      st.chunks = readInt(launch, "chunks", what + ": launch", 1,
-                          std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks));
+      }
+      // A symbolic grid's blocks at the opt point (what chunks was planned for).
+      st.chunks = readInt(
+          launch, "chunks", what + ": launch", 1,
+          std::max<int64_t>(1, std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks)));
+      if (symbolic) {
+        st.symGrid = std::move(ext);
+        st.chunkBlocks = std::max<int64_t>(1, (st.blocks + st.chunks - 1) / st.chunks);
+      }
+      if (launch["dims"]) {
+        if (m.dims.empty())
+          throw Error(cat(what, ": launch.dims without plan dims"));
+        st.dims = true;
+      }
       if (launch["group"])
         st.group = static_cast<int>(
             readInt(launch, "group", what + ": launch", 0, static_cast<int64_t>(m.steps.size())));
@@ -699,12 +931,15 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
       layout += st.symbol + ":";
       for (size_t a = 0; a < st.args.size(); ++a)
         layout += (a ? "," : "") + std::to_string(m.buffers[st.args[a]].bytes);
+      if (st.dims)
+        layout += ",dims";
       layout += ";";
     }
     m.steps.push_back(st);
   }
   checkGroups(m);
   checkLoops(m);
+  initShapes(m);
   // The argument count and byte size of every kernel call, as libmodel.so was compiled for.
   if (layout != layoutFn())
     throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
@@ -849,6 +1084,7 @@ void runHostLoop(aicf_model &m, size_t s, HostCalls &hc, double *times) {
 }
 
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
+  applyShapes(m); // refuses inconsistent shapes before anything runs
   bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
                static_cast<char *>(m.arena->ptr));
   if (!m.pool || m.pool->threads() != m.threads || m.pool->pinned() != m.pinThreads ||
@@ -895,7 +1131,7 @@ void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double
     if (st.groupEnd > s + 1 && !times) {
       size_t end = st.groupEnd, numArgs = 0;
       for (size_t i = s; i < end; ++i)
-        numArgs += m.steps[i].args.size();
+        numArgs += m.steps[i].args.size() + (m.steps[i].dims ? 1 : 0);
       args.resize(numArgs); // filled in place below: the calls keep pointers into it
       calls.clear();
       firstChunk.assign(1, 0);
@@ -904,9 +1140,11 @@ void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double
         const Step &g = m.steps[i];
         for (size_t k = 0; k < g.args.size(); ++k)
           a[k] = m.ptrs[g.args[k]];
+        if (g.dims)
+          a[g.args.size()] = m.dimValues.data();
         calls.push_back(StepCall{g.fn, a, g.blocks, g.chunks});
         firstChunk.push_back(firstChunk.back() + g.chunks);
-        a += g.args.size();
+        a += g.args.size() + (g.dims ? 1 : 0);
       }
       GroupCall call{calls.data(), firstChunk.data()};
       m.pool->run(firstChunk.back(), &GroupCall::run, &call);
@@ -916,11 +1154,13 @@ void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double
     auto t0 = std::chrono::steady_clock::now();
     if (!st.fn) {
       std::memmove(m.ptrs[st.args[1]], m.ptrs[st.args[0]],
-                   static_cast<size_t>(m.buffers[st.args[0]].bytes));
+                   static_cast<size_t>(m.buffers[st.args[0]].curBytes));
     } else {
       args.clear();
       for (int a : st.args)
         args.push_back(m.ptrs[a]);
+      if (st.dims)
+        args.push_back(m.dimValues.data());
       StepCall call{st.fn, args.data(), st.blocks, st.chunks};
       m.pool->run(st.chunks, &StepCall::run, &call);
     }
@@ -1057,12 +1297,17 @@ int info(const aicf_model *m, const std::vector<int> &list, int i, aicf_tensor_i
   if (!m || !out || i < 0 || i >= static_cast<int>(list.size()))
     return fail(cat("tensor index ", i, " out of range"));
   const Buffer &b = m->buffers[list[i]];
+  // An input's shape is the one set for the next run; an output's follows from the inputs'.
+  const std::vector<int64_t> &shape = &list == &m->inputs ? m->inputShapes[i] : b.shape;
   out->name = b.value.c_str();
   out->dtype = b.dtype.c_str();
-  out->rank = static_cast<int>(b.shape.size());
-  for (int d = 0; d < AICF_MAX_RANK; ++d)
-    out->shape[d] = d < out->rank ? b.shape[d] : 0;
-  out->bytes = static_cast<size_t>(b.bytes);
+  out->rank = static_cast<int>(shape.size());
+  int64_t bytes = dtypeBytes(b.dtype);
+  for (int d = 0; d < AICF_MAX_RANK; ++d) {
+    out->shape[d] = d < out->rank ? shape[d] : 0;
+    bytes *= d < out->rank ? shape[d] : 1;
+  }
+  out->bytes = static_cast<size_t>(b.sym.empty() ? b.bytes : bytes);
   return 0;
 }
 
@@ -1103,7 +1348,51 @@ int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out) {
   return m ? info(m, m->inputs, i, out) : fail("null model");
 }
 int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out) {
-  return m ? info(m, m->outputs, i, out) : fail("null model");
+  if (!m)
+    return fail("null model");
+  try {
+    applyShapes(const_cast<aicf_model &>(*m)); // the outputs' shapes follow the inputs'
+  } catch (const std::exception &e) {
+    return fail(cat("aicf_output_info: ", e.what()));
+  }
+  return info(m, m->outputs, i, out);
+}
+int aicf_num_dims(const aicf_model *m) {
+  return m ? static_cast<int>(m->dims.size()) : 0;
+}
+int aicf_dim_info(const aicf_model *m, int i, aicf_dim_desc *out) {
+  if (!m || !out || i < 0 || i >= aicf_num_dims(m))
+    return fail(cat("dim index ", i, " out of range"));
+  const aicf::DimRange &d = m->dims[i];
+  out->name = d.name.c_str();
+  out->min = d.min;
+  out->max = d.max;
+  out->opt = d.opt;
+  out->value = m->dimValues[i];
+  return 0;
+}
+int aicf_set_input_shape(aicf_model *m, int i, int rank, const int64_t *shape) {
+  if (!m)
+    return fail("aicf_set_input_shape: null model");
+  if (i < 0 || i >= aicf_num_inputs(m))
+    return fail(cat("aicf_set_input_shape: input index ", i, " out of range"));
+  const Buffer &b = m->buffers[m->inputs[i]];
+  if (rank != static_cast<int>(b.shape.size()) || (rank > 0 && !shape))
+    return fail(
+        cat("aicf_set_input_shape: input ", b.value, " has rank ", b.shape.size(), ", got ", rank));
+  std::vector<int64_t> s(shape, shape + rank);
+  for (int d = 0; d < rank; ++d) {
+    bool fixed = b.sym.empty() || b.sym[d].isConstant();
+    int64_t want = b.sym.empty() ? b.shape[d] : b.sym[d].constant();
+    if (fixed && s[d] != want)
+      return fail(cat("aicf_set_input_shape: input ", b.value, " dim ", d, " is ", s[d],
+                      ", but it is ", want, " in every shape the folder runs"));
+    if (s[d] < 0)
+      return fail(cat("aicf_set_input_shape: input ", b.value, " dim ", d, " is negative"));
+  }
+  m->inputShapes[i] = std::move(s);
+  m->shapesApplied = false;
+  return 0;
 }
 int aicf_set_num_threads(aicf_model *m, int n) {
   if (!m)

@@ -20,7 +20,7 @@ DEPS = {
     'backend/host': ['backend/c', 'runtime'],  # runtime/isa_features.h: the runtime's own table
     'backend/cuda': ['backend/c', 'plan'],
     'driver': ['plan', 'backend/host', 'backend/cuda'],
-    'runtime': [],
+    'runtime': ['support'],  # support/sym_expr.h only: compiled into the runtime (CMakeLists.txt)
 }
 
 

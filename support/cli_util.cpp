@@ -10,6 +10,8 @@
 #include <ios>
 #include <iostream>
 #include <new>
+#include <set>
+#include <tuple>
 
 namespace aicf {
 
@@ -103,6 +105,51 @@ std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &tex
                       1);
   }
   return out;
+}
+
+void parseDimRangeFlags(const std::vector<std::string> &texts,
+                        std::map<std::string, int64_t> &fixed, std::vector<DimRange> &ranges) {
+  std::vector<std::string> plain;
+  std::set<std::string> seen;
+  for (const std::string &t : texts) {
+    auto eq = t.find('=');
+    size_t dots = t.find("..");
+    if (eq == std::string::npos || eq == 0 || dots == std::string::npos || dots < eq) {
+      plain.push_back(t);
+      continue;
+    }
+    std::string name = t.substr(0, eq);
+    auto bad = [&](const std::string &why) {
+      return UserError(cat("bad --dim '", t, "': ", why), 1);
+    };
+    if (!isSymbolName(name))
+      throw bad("a dim compiled for a range needs a name of letters, digits and '_' (it names "
+                "the dim in the generated code)");
+    std::string lo = t.substr(eq + 1, dots - eq - 1), rest = t.substr(dots + 2);
+    size_t at = rest.find('@');
+    std::string hi = rest.substr(0, at), opt = at == std::string::npos ? "" : rest.substr(at + 1);
+    DimRange r;
+    r.name = name;
+    for (auto [part, out, what] :
+         {std::tuple{lo, &r.min, "minimum"}, std::tuple{hi, &r.max, "maximum"}})
+      if (std::string p = dimValueProblem(part, *out); !p.empty())
+        throw bad(cat("the ", what, " '", part, "' ", p, " (expected NAME=MIN..MAX[@OPT])"));
+    r.opt = r.max;
+    if (at != std::string::npos)
+      if (std::string p = dimValueProblem(opt, r.opt); !p.empty())
+        throw bad(cat("the value to optimise for '", opt, "' ", p));
+    if (r.min > r.max)
+      throw bad(cat("the minimum ", r.min, " is above the maximum ", r.max));
+    if (r.opt < r.min || r.opt > r.max)
+      throw bad(cat("the value to optimise for ", r.opt, " is outside ", r.min, "..", r.max));
+    if (!seen.insert(name).second)
+      throw UserError(cat("--dim ", name, " given twice (give each dim once)"), 1);
+    ranges.push_back(r);
+  }
+  fixed = parseDimFlags(plain);
+  for (const auto &[name, v] : fixed)
+    if (seen.count(name))
+      throw UserError(cat("--dim ", name, " given twice (give each dim once)"), 1);
 }
 
 ConstFlag parseConstFlag(const std::string &text) {

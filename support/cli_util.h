@@ -2,6 +2,8 @@
 // tool body with the project's error conventions.
 #pragma once
 
+#include "support/sym_expr.h"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,6 +25,14 @@ std::map<std::string, std::vector<int64_t>> parseShapeFlags(const std::vector<st
 // Also for --seq NAME=COUNT (flag names the flag in messages).
 std::map<std::string, int64_t> parseDimFlags(const std::vector<std::string> &texts,
                                              const char *flag = "--dim");
+
+// Every --dim flag: NAME=N binds the dim to N (into `fixed`); NAME=MIN..MAX or
+// NAME=MIN..MAX@OPT compiles it for the range (into `ranges`, in the flags' order), planned for
+// OPT (default MAX). Values as for parseDimFlag, MIN <= OPT <= MAX; a range's NAME must be an
+// identifier ([A-Za-z_][A-Za-z0-9_]*: it names the dim in the generated code). UserError (exit
+// code 1) otherwise, or for a name given twice.
+void parseDimRangeFlags(const std::vector<std::string> &texts,
+                        std::map<std::string, int64_t> &fixed, std::vector<DimRange> &ranges);
 
 // One --const flag: NAME=FILE.npy (the value of a tensor) or NAME=VALUE (a number, or true /
 // false, for an input of one element). `text` is the flag as given, for messages.

@@ -244,6 +244,15 @@ std::string str(const Dialect &d, const ExprP &e) {
 
 std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP> &idx) {
   size_t first = d.localPerThread && b->scope == Scope::Local ? 1 : 0;
+  if (!b->sym.empty()) {
+    // Symbolic dims (a global param): row-major strides as expressions in the dims' variables.
+    E off(int64_t(0)), stride(int64_t(1));
+    for (size_t i = idx.size(); i-- > 0;) {
+      off = E(idx[i]) * stride + off;
+      stride = stride * kir::symE(b->sym[i]);
+    }
+    return b->name + "[" + str(d, off.get()) + "]";
+  }
   std::vector<int64_t> dims(b->shape.begin() + static_cast<std::ptrdiff_t>(first), b->shape.end());
   std::vector<int64_t> strides = stridesOf(dims);
   E off(int64_t(0));

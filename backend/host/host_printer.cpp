@@ -806,6 +806,14 @@ public:
       line(1, maybeUnused(b) + T + " *__restrict " + b->name + " = static_cast<" + T + " *>(args[" +
                   std::to_string(i) + "]);");
     }
+    // Symbolic dims (issue 21): their values follow the params, one int64 array for all.
+    if (!k_.dims.empty()) {
+      line(1, "const int64_t *aicf_dims = static_cast<const int64_t *>(args[" +
+                  std::to_string(k_.params.size()) + "]);");
+      for (size_t i = 0; i < k_.dims.size(); ++i)
+        line(1, "[[maybe_unused]] const int64_t " + kir::dimVar(k_.dims[i]) + " = aicf_dims[" +
+                    std::to_string(i) + "];");
+    }
     // Split on-chip buffers between the stack (per block) and the heap (per call).
     std::vector<BufferP> onStack, onHeap;
     int64_t stackBytes = 0;
@@ -827,7 +835,31 @@ public:
       line(ind, maybeUnused(b) + T + " *__restrict " + b->name + " = static_cast<" + T +
                     " *>(aicf_alloc(" + std::to_string(b->numel()) + " * sizeof(" + T + ")));");
     }
-    if (parallel) {
+    if (parallel && !k_.symGrid.empty()) {
+      // A symbolic grid: the extents from the dims, the blocks unflattened by division.
+      std::vector<std::string> ext;
+      for (size_t i = 0; i < k_.grid.size(); ++i) {
+        ext.push_back("aicf_g" + std::to_string(i));
+        line(ind, "const int64_t " + ext.back() + " = " +
+                      cexpr::str(kHost, kir::symE(k_.symGrid[i]).get()) + ";");
+      }
+      std::string total;
+      for (const std::string &e : ext)
+        total += (total.empty() ? "" : " * ") + e;
+      line(ind, "const int64_t aicf_n = " + total + ";");
+      line(ind, "const int64_t aicf_end = hi < aicf_n ? hi : aicf_n;");
+      line(ind, "for (int64_t aicf_blk = lo < 0L ? 0L : lo; aicf_blk < aicf_end; ++aicf_blk) {");
+      ++ind;
+      std::string stride;
+      for (size_t i = k_.grid.size(); i-- > 0;) {
+        std::string e = stride.empty() ? "aicf_blk" : "aicf_blk / (" + stride + ")";
+        if (i > 0)
+          e = "(" + e + ") % " + ext[i];
+        line(ind, maybeUnusedVar(k_.grid[i].first) + "const int64_t " + k_.grid[i].first + " = " +
+                      e + ";");
+        stride += (stride.empty() ? "" : " * ") + ext[i];
+      }
+    } else if (parallel) {
       int64_t stride = 1;
       for (const auto &[axis, extent] : k_.grid)
         stride *= extent;
@@ -1030,6 +1062,8 @@ private:
   // the others stay unset), until it returns false; whether it never did.
   bool sweepGrid(const std::vector<ExprP> &reads, std::map<std::string, int64_t> &env,
                  const std::function<bool()> &visit) const {
+    if (!k_.symGrid.empty()) // a symbolic grid has no points to enumerate at compile time
+      return false;
     std::function<bool(size_t)> sweep = [&](size_t axis) {
       if (axis == k_.grid.size())
         return visit();

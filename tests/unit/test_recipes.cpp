@@ -660,7 +660,7 @@ using namespace aicf::kir;
 
 BufferP buf(const std::string &name, std::vector<int64_t> shape, Scope scope,
             Role role = Role::Temp) {
-  return std::make_shared<Buffer>(Buffer{name, DType::F32, std::move(shape), scope, role});
+  return std::make_shared<Buffer>(Buffer{name, DType::F32, std::move(shape), scope, role, {}});
 }
 
 // A per-row matmul: reduce k { init acc[t, r] = 0; update acc[t, r] += A[r, k] B[k, t] } in a

@@ -1,0 +1,259 @@
+// Symbolic shape inference (issue 21). The op's own inference (ir/infer.cpp) computes and checks
+// the result types at the planning point, as for a static graph; when an operand has symbolic
+// dims, the rule here gives each result dim as an expression in the symbols. The rule is chosen
+// by the op's inference function, since that function is what defines the op's shape semantics
+// (every op inferred by inferBroadcast broadcasts, every one inferred by inferUnary keeps its
+// operand's shape). An op without a rule is refused, naming the dims to bind, instead of
+// carrying its planning-point shape as if it held for every value.
+#include "ir/infer_sym.h"
+
+#include "ir/epilogue.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <set>
+
+namespace aicf {
+
+#define OP(id, name, minOps, maxOps, nres, flags, infer, ...)                                      \
+  std::vector<TensorType> infer(InferCtx &ctx);
+#include "ir/ops.def"
+#undef OP
+
+namespace {
+
+using SymShape = std::vector<SymExpr>;
+
+SymShape symShape(const TensorType &t) {
+  SymShape s;
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    s.push_back(t.symDim(i));
+  return s;
+}
+
+std::string symStr(const SymShape &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? "," : "") + s[i].str();
+  return out + "]";
+}
+
+// numpy broadcasting of two symbolic shapes: a dim of 1 takes the other; equal dims stay; any
+// other pair would hold only where the two happen to be equal, which a range cannot promise.
+SymShape broadcastSym(const InferCtx &ctx, const SymShape &a, const SymShape &b) {
+  size_t r = std::max(a.size(), b.size());
+  SymShape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    SymExpr da = i < r - a.size() ? SymExpr(1) : a[i - (r - a.size())];
+    SymExpr db = i < r - b.size() ? SymExpr(1) : b[i - (r - b.size())];
+    if (da == db || db == SymExpr(1))
+      out[i] = da;
+    else if (da == SymExpr(1))
+      out[i] = db;
+    else
+      ctx.fail(cat(ctx.info().name, " operand shapes ", symStr(a), " and ", symStr(b),
+                   " broadcast only where ", da.str(), " equals ", db.str(),
+                   ": not for every value of the symbolic dims"));
+  }
+  return out;
+}
+
+SymShape broadcastOperands(const InferCtx &ctx, size_t from, size_t to) {
+  SymShape s = symShape(ctx.operand(from));
+  for (size_t k = from + 1; k < to; ++k)
+    s = broadcastSym(ctx, s, symShape(ctx.operand(k)));
+  return s;
+}
+
+SymExpr product(const InferCtx &ctx, const SymShape &s) {
+  SymExpr n = 1;
+  for (const SymExpr &d : s) {
+    auto p = SymExpr::mul(n, d);
+    if (!p)
+      ctx.fail(cat(ctx.info().name, " element count ", symStr(s), " overflows"));
+    n = *p;
+  }
+  return n;
+}
+
+void requireEqual(const InferCtx &ctx, const SymExpr &a, const SymExpr &b, const char *what) {
+  if (a != b)
+    ctx.fail(cat(ctx.info().name, " ", what, " ", a.str(), " and ", b.str(),
+                 " are equal only for some values of the symbolic dims"));
+}
+
+// Epilogue operands (from `first` on) broadcast to the result for every value.
+void checkEpilogueSym(const InferCtx &ctx, size_t first, const SymShape &out) {
+  for (size_t k = first; k < ctx.numOperands(); ++k) {
+    SymShape b = broadcastSym(ctx, out, symShape(ctx.operand(k)));
+    if (b != out)
+      ctx.fail(cat(ctx.info().name, " epilogue operand ", ctx.operand(k).str(),
+                   " does not broadcast to the result's ", symStr(out)));
+  }
+}
+
+std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
+                              const std::vector<TensorType> &results) {
+  using F = InferFn;
+  // Results with the shape of operand 0.
+  for (F same : {F(inferUnary), F(inferUnaryFloat), F(inferSoftmax), F(inferUnaryBool),
+                 F(inferCast), F(inferNorm)})
+    if (fn == same) {
+      std::vector<SymShape> out;
+      for (const TensorType &r : results) {
+        if (r.shape != ctx.operand(0).shape)
+          return {};
+        out.push_back(symShape(ctx.operand(0)));
+      }
+      return out;
+    }
+  if (fn == F(inferBroadcast) || fn == F(inferCompare) || fn == F(inferLogical))
+    return {broadcastOperands(ctx, 0, ctx.numOperands())};
+  if (fn == F(inferPow))
+    return {broadcastOperands(ctx, 0, 2)};
+  if (fn == F(inferWhere))
+    return {broadcastOperands(ctx, 0, 3)};
+  if (fn == F(inferGemm)) {
+    SymShape a = symShape(ctx.operand(0)), b = symShape(ctx.operand(1));
+    bool ta = ctx.i("transA") != 0, tb = ctx.i("transB") != 0;
+    requireEqual(ctx, ta ? a[0] : a[1], tb ? b[1] : b[0], "contracted dims");
+    SymShape out{ta ? a[1] : a[0], tb ? b[0] : b[1]};
+    size_t extras = static_cast<size_t>(epilogueOperandCount(ctx.strs("epilogue")));
+    size_t first = 2;
+    if (ctx.numOperands() == 3 + extras) {
+      if (broadcastSym(ctx, out, symShape(ctx.operand(2))) != out)
+        ctx.fail(
+            cat("gemm C operand ", ctx.operand(2).str(), " does not broadcast to ", symStr(out)));
+      first = 3;
+    }
+    checkEpilogueSym(ctx, first, out);
+    return {out};
+  }
+  if (fn == F(inferMatMul)) {
+    SymShape a = symShape(ctx.operand(0)), b = symShape(ctx.operand(1));
+    bool aVec = a.size() == 1, bVec = b.size() == 1;
+    if (aVec)
+      a.insert(a.begin(), SymExpr(1));
+    if (bVec)
+      b.push_back(SymExpr(1));
+    requireEqual(ctx, a.back(), b[b.size() - 2], "contracted dims");
+    SymShape out =
+        broadcastSym(ctx, SymShape(a.begin(), a.end() - 2), SymShape(b.begin(), b.end() - 2));
+    if (!aVec)
+      out.push_back(a[a.size() - 2]);
+    if (!bVec)
+      out.push_back(b.back());
+    checkEpilogueSym(ctx, 2, out);
+    return {out};
+  }
+  if (fn == F(inferReshape)) {
+    const auto &texts = ctx.strs("sym_shape");
+    if (texts.empty())
+      ctx.fail(cat("reshape of ", ctx.operand(0).str(), " to ", shapeStr(ctx.ints("shape")),
+                   " needs the target's symbolic dims (sym_shape)"));
+    if (texts.size() != ctx.ints("shape").size())
+      ctx.fail(
+          cat("reshape sym_shape has ", texts.size(), " dims, shape ", ctx.ints("shape").size()));
+    SymShape out;
+    for (const std::string &t : texts) {
+      std::string why;
+      auto e = SymExpr::parse(t, &why);
+      if (!e)
+        ctx.fail(cat("reshape sym_shape dim '", t, "': ", why));
+      out.push_back(*e);
+    }
+    // The element counts agree as polynomials: for every value of the dims, not just one.
+    if (product(ctx, out) != product(ctx, symShape(ctx.operand(0))))
+      ctx.fail(cat("reshape of ", ctx.operand(0).str(), " to ", symStr(out),
+                   " changes the element count for some values of the symbolic dims"));
+    return {out};
+  }
+  if (fn == F(inferReduce)) {
+    SymShape x = symShape(ctx.operand(0)), out;
+    const auto &axes = ctx.ints("axes");
+    for (size_t d = 0; d < x.size(); ++d) {
+      bool reduced = axes.empty() ||
+                     std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+      if (!reduced)
+        out.push_back(x[d]);
+      else if (ctx.i("keepdims"))
+        out.push_back(SymExpr(1));
+    }
+    return {out};
+  }
+  if (fn == F(inferConcat)) {
+    SymShape out = symShape(ctx.operand(0));
+    size_t axis = static_cast<size_t>(ctx.i("axis") < 0 ? ctx.i("axis") + ctx.operand(0).rank()
+                                                        : ctx.i("axis"));
+    for (size_t k = 1; k < ctx.numOperands(); ++k) {
+      SymShape y = symShape(ctx.operand(k));
+      for (size_t d = 0; d < out.size(); ++d)
+        if (d != axis)
+          requireEqual(ctx, out[d], y[d], "operand dims off the axis");
+      auto sum = SymExpr::add(out[axis], y[axis]);
+      if (!sum)
+        ctx.fail("concat result dim overflows");
+      out[axis] = *sum;
+    }
+    return {out};
+  }
+  if (fn == F(inferSplit)) {
+    // Pieces of fixed sizes: the split axis must be static; the other dims carry over.
+    SymShape x = symShape(ctx.operand(0));
+    size_t axis = static_cast<size_t>(ctx.i("axis") < 0 ? ctx.i("axis") + ctx.operand(0).rank()
+                                                        : ctx.i("axis"));
+    if (!x[axis].isConstant())
+      ctx.fail(cat("split along dim ", axis, " of ", ctx.operand(0).str(),
+                   " into fixed sizes holds for one value of ", x[axis].str(), " only"));
+    std::vector<SymShape> out;
+    for (int64_t sz : ctx.ints("sizes")) {
+      SymShape piece = x;
+      piece[axis] = SymExpr(sz);
+      out.push_back(piece);
+    }
+    return out;
+  }
+  if (fn == F(inferTranspose)) {
+    SymShape x = symShape(ctx.operand(0)), out;
+    for (int64_t p : ctx.ints("perm"))
+      out.push_back(x[static_cast<size_t>(p)]);
+    return {out};
+  }
+  return {};
+}
+
+} // namespace
+
+std::vector<TensorType> runInfer(const OpInfo &info, InferCtx &ctx) {
+  std::vector<TensorType> results = info.infer(ctx);
+  bool symbolic = false;
+  for (size_t k = 0; k < ctx.numOperands(); ++k)
+    symbolic = symbolic || ctx.operand(k).isSymbolic();
+  if (!symbolic) {
+    for (TensorType &r : results)
+      r.sym.clear();
+    return results;
+  }
+  std::vector<SymShape> syms = ruleFor(info.infer, ctx, results);
+  if (syms.size() != results.size()) {
+    std::set<std::string> names;
+    for (size_t k = 0; k < ctx.numOperands(); ++k)
+      for (const SymExpr &e : ctx.operand(k).sym)
+        for (const std::string &s : e.symbols())
+          names.insert(s);
+    std::string list;
+    for (const std::string &n : names)
+      list += (list.empty() ? "" : ", ") + n;
+    ctx.fail(cat(info.name, " has no symbolic shape rule yet, and its operands depend on ", list,
+                 ": bind ", names.size() == 1 ? "it" : "them", " to one value with --dim NAME=N"));
+  }
+  for (size_t r = 0; r < results.size(); ++r) {
+    AICF_CHECK(syms[r].size() == results[r].shape.size(), "symbolic rule of ", info.name,
+               " gives rank ", syms[r].size(), " for ", results[r].str());
+    results[r].sym = syms[r];
+    results[r].normalizeSym();
+  }
+  return results;
+}
+
+} // namespace aicf
