@@ -393,6 +393,81 @@ void kernelIrPasses(CompileState &s) {
       pm.run(s.groupKernels[i]);
 }
 
+// Symbolic dims (issue 21): every symbolic kernel is certified shape-generic. It is lowered
+// again, with the knobs chosen at the planning point and through the same Kernel IR passes, with
+// every dim at its minimum and at its maximum; its Kernel IR must print exactly as at the
+// planning point (the dims are variables there, so the text does not depend on their values).
+// A kernel that differs depends on a size it read at one point (a planning-point extent baked
+// into a bound, a guard dropped because the planning size divided a tile), and is refused,
+// naming the first line that differs, rather than run wrong at other shapes.
+void certifyShapeGeneric(CompileState &s) {
+  const std::vector<DimRange> &dims = s.graph->dims();
+  if (dims.empty())
+    return;
+  std::vector<std::map<std::string, int64_t>> points(2);
+  for (const DimRange &d : dims) {
+    points[0][d.name] = d.min;
+    points[1][d.name] = d.max;
+  }
+  // Every value the groups touch, with its planning-point type to restore.
+  std::vector<std::pair<Value *, TensorType>> values;
+  std::set<Value *> seen;
+  for (const KernelGroup &grp : s.part.groups)
+    for (Node *n : grp.nodes)
+      for (const auto *list : {&n->operands(), &n->results()})
+        for (Value *v : *list)
+          if (v->type().isSymbolic() && seen.insert(v).second)
+            values.emplace_back(v, v->type());
+  kir::KernelPassManager pm;
+  kir::buildDefaultKernelPipeline(pm);
+  auto restore = [&] {
+    for (auto &[v, t] : values)
+      v->setType(t);
+  };
+  for (const auto &point : points) {
+    for (auto &[v, t] : values) {
+      TensorType at = t;
+      for (size_t i = 0; i < at.sym.size(); ++i)
+        at.shape[i] = *at.sym[i].eval(point);
+      v->setType(at);
+    }
+    std::string where;
+    for (const auto &[name, value] : point)
+      where += (where.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+    for (size_t i = 0; i < s.groupKernels.size(); ++i) {
+      const kir::Kernel &k = s.groupKernels[i];
+      if (k.dims.empty())
+        continue;
+      std::string want = kir::printKernel(k), got, why;
+      try {
+        Knobs kn;
+        kn.planFor = s.planner.planFor;
+        kn.values = k.knobs;
+        kir::Kernel again = lowerGroup(s.part.groups[i], k.name, kn);
+        pm.run(again);
+        got = kir::printKernel(again);
+      } catch (const std::exception &e) {
+        why = e.what();
+      }
+      if (why.empty() && got == want)
+        continue;
+      if (why.empty()) {
+        std::istringstream a(want), b(got);
+        std::string la, lb;
+        while (std::getline(a, la) && std::getline(b, lb) && la == lb) {
+        }
+        why = cat("its Kernel IR differs there:\n    planning point: ", la, "\n    ", where, ": ",
+                  lb);
+      }
+      restore();
+      throw UserError(cat("kernel ", k.name, " (", k.recipe,
+                          ") is not shape-generic: lowered again at ", where, ", ", why,
+                          "\n  bind the dims with --dim NAME=N to compile this model"));
+    }
+  }
+  restore();
+}
+
 // A loop group's step: a runtime built-in over its inputs and outputs; stage loop-bodies adds
 // the body's steps after it.
 PlanStep loopStep(CompileState &s, const KernelGroup &grp) {
@@ -612,6 +687,7 @@ const std::vector<CompileStage> &compileStages() {
       {"plan", plan},
       {"verify-kernel-ir", verifyKernelIr},
       {"kernel-ir-passes", kernelIrPasses},
+      {"shape-generic", certifyShapeGeneric},
       {"plan-steps", planSteps},
       {"check-candidate-rank", checkCandidateRank},
       {"branch-guards", branchGuards},
