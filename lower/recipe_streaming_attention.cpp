@@ -102,6 +102,22 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   std::vector<int64_t> batch(qshape.begin(), qshape.end() - 2);
   int64_t B = product(batch), Sq = qshape[r - 2], D = qshape[r - 1];
   int64_t Sk = kv->type().shape[r - 2], Dv = v->type().shape[r - 1];
+  // Symbolic dims (issue 21): the batch dims, Sq and Sk may depend on them (D and Dv are the
+  // heads' static widths); every bound, guard and grid extent below reads SqE / SkE / the
+  // symbolic grid, and a tile is treated as ragged whenever its extent is symbolic.
+  const TensorType &qt = q->type(), &kt = kv->type();
+  SymExpr bSym = 1;
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (d > 0 && !qt.symDim(d).isConstant())
+      throw UserError(cat(n.where(), ": attention ", qt.str(),
+                          ": only the outermost batch dim may be symbolic"));
+    bSym = *SymExpr::mul(bSym, qt.symDim(d));
+  }
+  if (!qt.symDim(r - 1).isConstant() || !v->type().symDim(r - 1).isConstant())
+    throw UserError(cat(n.where(), ": attention ", qt.str(), ": symbolic head widths"));
+  const SymExpr sqSym = qt.symDim(r - 2), skSym = kt.symDim(r - 2);
+  const E SqE = kir::symE(sqSym), SkE = kir::symE(skSym);
+  const bool skSymbolic = !skSym.isConstant();
   double scale = n.f("scale");
   bool causal = n.i("causal") != 0;
   bool maskBool = mask && mask->type().dtype == DType::Bool;
@@ -144,6 +160,15 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   if (!batch.empty())
     k.grid.emplace_back("b", B);
   k.grid.emplace_back("qt", nQT);
+  if (!bSym.isConstant() || !sqSym.isConstant()) {
+    if (!batch.empty())
+      k.symGrid.push_back(SymExtent{bSym, 1});
+    k.symGrid.push_back(SymExtent{sqSym, BR});
+  }
+  // Ragged tiles: always, where the extent is symbolic.
+  const bool qRagged = !sqSym.isConstant() || Sq % BR != 0;
+  const bool kRagged = skSymbolic || Sk % BC != 0;
+  const E nKTe = skSymbolic ? (SkE + E(BC - 1)) / E(BC) : E(nKT);
   std::vector<E> bIdx = batch.empty() ? std::vector<E>{} : unflat(batch, ivar("b"));
   E q0 = ivar("qt") * E(BR), k0 = ivar("kt") * E(BC);
 
@@ -167,8 +192,8 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   E row = ivar("row");
   auto perOwnedRow = [&](std::vector<StmtP> body, std::vector<StmtP> outside = {}) {
     std::vector<StmtP> perRow = {kir::decl("row", DType::I64, q0 + rowLocal)};
-    if (Sq % BR != 0)
-      perRow.push_back(kir::ifThen(row < E(Sq), body, outside));
+    if (qRagged)
+      perRow.push_back(kir::ifThen(row < SqE, body, outside));
     else
       perRow.insert(perRow.end(), body.begin(), body.end());
     return kir::region(t, {kir::forLoop("i", E(int64_t(0)), E(tm), perRow)});
@@ -182,7 +207,7 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
              [&](E rr, E c) {
                return asF32(gx.at(q, concat(bIdx, {q0 + rr, c})));
              },
-             Sq % BR == 0 ? std::function<E(E)>() : [&](E rr) { return q0 + rr < E(Sq); })}));
+             !qRagged ? std::function<E(E)>() : [&](E rr) { return q0 + rr < SqE; })}));
   k.body.push_back(kir::region(
       t, {kir::forLoop("i", E(int64_t(0)), E(tm),
                        {kir::store(mSt, {tv, i}, f32(kNegInf)), kir::store(lSt, {tv, i}, f32(0.0)),
@@ -191,16 +216,18 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
 
   // The key tiles this query tile sees. Causal: query row i sees keys j <= i + (Sk - Sq), so the
   // tile needs ceil((min(q0 + BR, Sq) + Sk - Sq) / BC) key tiles (clamped to [0, nKT]).
-  E nTiles = E(nKT);
+  E nTiles = nKTe;
   if (causal) {
-    E needed = (kir::min(q0 + E(BR), E(Sq)) + E(Sk - Sq + BC - 1)) / E(BC);
-    nTiles = kir::min(E(nKT), kir::max(E(int64_t(0)), needed));
+    E needed = sqSym.isConstant() && !skSymbolic
+                   ? (kir::min(q0 + E(BR), E(Sq)) + E(Sk - Sq + BC - 1)) / E(BC)
+                   : (kir::min(q0 + E(BR), SqE) + (SkE - SqE) + E(BC - 1)) / E(BC);
+    nTiles = kir::min(nKTe, kir::max(E(int64_t(0)), needed));
   }
   std::vector<StmtP> tile;
   {
     std::function<E(E)> keyValid;
-    if (Sk % BC != 0)
-      keyValid = [&](E jj) { return k0 + jj < E(Sk); };
+    if (kRagged)
+      keyValid = [&](E jj) { return k0 + jj < SkE; };
     // K transposed (ksT[c, j] = K[k0 + j, c]) so that S = qs x ksT is a plain mma_tile.
     StmtP kCopy;
     {
@@ -232,21 +259,37 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
     E key = ivar("key");
     E s = kir::load(S, {tv, i, j}) * f32(scale);
     if (mask) {
-      std::vector<int64_t> scores = batch;
-      scores.push_back(Sq);
-      scores.push_back(Sk);
-      E mv = gx.at(mask, broadcastIndex(mask->type().shape, scores, concat(bIdx, {row, key})));
+      // The mask's broadcast over [batch..., Sq, Sk], decided on the symbolic dims: a dim of 1
+      // broadcasts; any other must equal the scores' for every value of the dims.
+      std::vector<SymExpr> scores;
+      for (size_t d = 0; d + 2 < r; ++d)
+        scores.push_back(qt.symDim(d));
+      scores.push_back(sqSym);
+      scores.push_back(skSym);
+      const TensorType &mt = mask->type();
+      std::vector<E> at = concat(bIdx, {row, key}), idx;
+      size_t off = scores.size() - mt.shape.size();
+      for (size_t d = 0; d < mt.shape.size(); ++d) {
+        SymExpr md = mt.symDim(d), sd = scores[off + d];
+        if (md == SymExpr(1) && sd != SymExpr(1))
+          idx.push_back(E(int64_t(0)));
+        else if (md == sd)
+          idx.push_back(at[off + d]);
+        else
+          throw UserError(cat(n.where(), ": attention mask ", mt.str(),
+                              " does not broadcast to the scores for every value of the dims"));
+      }
+      E mv = gx.at(mask, idx);
       s = maskBool ? kir::select(mv, s, f32(kNegInf)) : s + asF32(mv);
     }
     std::vector<E> visible;
-    if (Sk % BC != 0)
-      visible.push_back(key < E(Sk));
+    if (kRagged)
+      visible.push_back(key < SkE);
     if (causal)
-      visible.push_back(key <= row + E(Sk - Sq));
+      visible.push_back(key <= row + (skSymbolic || !sqSym.isConstant() ? SkE - SqE : E(Sk - Sq)));
     E vis = allOf(visible);
     std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
-    if (static_cast<bool>(vis) &&
-        Sk % BC != 0) // keys past the end: the mask must not be read there
+    if (static_cast<bool>(vis) && kRagged) // keys past the end: the mask must not be read there
       perKey.push_back(kir::ifThen(vis, {kir::store(S, {tv, i, j}, s)},
                                    {kir::store(S, {tv, i, j}, f32(kNegInf))}));
     else
@@ -318,6 +361,7 @@ class StreamingAttentionRecipe final : public Recipe {
 public:
   const char *name() const override { return "streaming_attention"; }
   bool lowers(const Node *a) const override { return a && a->op() == Op::Attention; }
+  bool symbolicDims(const KernelGroup &) const override { return true; }
   std::optional<MemProperty> requiredProperty() const override {
     return MemProperty::WeightedStreamingReduction;
   }

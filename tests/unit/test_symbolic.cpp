@@ -1,0 +1,230 @@
+// Symbolic dims (issue 21): one folder compiled for a range of a dim (aicfc --dim
+// NAME=MIN..MAX@OPT) runs every shape in the range. Covered here: the expressions
+// (support/sym_expr.h), the --dim range flags, symbolic types in IR text and the verifier, and
+// the bundled mlp_dyn_op13 compiled once for batch 1..64 and run through aicf-run and the C API
+// at the range's ends and between, against the interpreter on a static import of each shape
+// (the same 1e-4 + 1e-4 |ref| tolerance as every compiled-versus-interpreter check: the
+// symbolic kernels run the same micro-kernels in the same order as the static ones).
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "runtime/aicf_runtime.h"
+#include "support/cli_util.h"
+#include "support/diagnostics.h"
+#include "support/sym_expr.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+
+namespace {
+
+SymExpr P(const std::string &text) {
+  auto e = SymExpr::parse(text);
+  REQUIRE_MESSAGE(e, text);
+  return *e;
+}
+
+// The exit status of a shell command, its output (stdout and stderr) in `out`.
+int sh(const std::string &cmd, std::string *out = nullptr) {
+  fs::path log = fs::temp_directory_path() / cat("aicf_symbolic_", ::getpid(), ".log");
+  int rc = std::system(cat(cmd, " > '", log.string(), "' 2>&1").c_str());
+  if (out) {
+    std::ifstream f(log);
+    out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  fs::remove(log);
+  REQUIRE(WIFEXITED(rc));
+  return WEXITSTATUS(rc);
+}
+
+std::string userError(const std::function<void()> &fn) {
+  try {
+    fn();
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("symbolic: expressions are canonical polynomials") {
+  CHECK(P("seq*batch*3 + seq + 1").str() == "3*batch*seq+seq+1");
+  CHECK(P("2*seq - seq").str() == "seq");
+  CHECK(P("seq - seq").str() == "0");
+  CHECK(P("-seq + 4").str() == "-seq+4");
+  CHECK(P("seq*seq").str() == "seq*seq");
+  CHECK(P("12").isConstant());
+  CHECK(P("12").constant() == 12);
+  CHECK(P("batch").asSymbol() == "batch");
+  CHECK(!P("2*batch").asSymbol());
+  CHECK(P("3*batch*seq+seq").symbols() == std::vector<std::string>{"batch", "seq"});
+  CHECK(*SymExpr::mul(P("batch+1"), P("seq")) == P("batch*seq+seq"));
+  CHECK(*SymExpr::divExact(P("6*seq+12"), 3) == P("2*seq+4"));
+  CHECK(!SymExpr::divExact(P("6*seq+1"), 3));
+  CHECK(P("3*batch*seq+1").eval({{"batch", 2}, {"seq", 5}}) == 31);
+  CHECK(!P("seq").eval({{"batch", 2}}));                   // unbound
+  CHECK(!P("9223372036854775807*seq").eval({{"seq", 2}})); // overflow
+  CHECK(P("3*seq+1").monotone());
+  CHECK(!P("4-seq").monotone());
+  std::string why;
+  CHECK(!SymExpr::parse("seq/2", &why));
+  CHECK(why == "unexpected '/'");
+  CHECK(!SymExpr::parse("seq*", &why));
+  CHECK(why == "missing a number or symbol at the end");
+  // Grid extents: ceil(num / div).
+  auto x = SymExtent::parse("ceil(3*seq/8)");
+  REQUIRE(x);
+  CHECK(x->str() == "ceil(3*seq/8)");
+  CHECK(x->eval({{"seq", 8}}) == 3);
+  CHECK(x->eval({{"seq", 1}}) == 1);
+  CHECK(!SymExtent::parse("ceil(seq/0)"));
+  CHECK(SymExtent::parse("batch")->div == 1);
+}
+
+TEST_CASE("symbolic: --dim ranges") {
+  std::map<std::string, int64_t> fixed;
+  std::vector<DimRange> ranges;
+  parseDimRangeFlags({"batch=3", "seq=1..512@128", "heads=2..8"}, fixed, ranges);
+  CHECK(fixed == std::map<std::string, int64_t>{{"batch", 3}});
+  REQUIRE(ranges.size() == 2);
+  CHECK((ranges[0].name == "seq" && ranges[0].min == 1 && ranges[0].max == 512 &&
+         ranges[0].opt == 128));
+  CHECK((ranges[1].name == "heads" && ranges[1].opt == 8)); // OPT defaults to MAX
+  auto bad = [](std::vector<std::string> flags) {
+    std::map<std::string, int64_t> f;
+    std::vector<DimRange> r;
+    return userError([&] { parseDimRangeFlags(flags, f, r); });
+  };
+  CHECK(bad({"seq=8..4"}) == "bad --dim 'seq=8..4': the minimum 8 is above the maximum 4");
+  CHECK(bad({"seq=1..4@9"}) == "bad --dim 'seq=1..4@9': the value to optimise for 9 is outside "
+                               "1..4");
+  CHECK(bad({"seq=1..64", "seq=2"}) == "--dim seq given twice (give each dim once)");
+  CHECK(bad({"seq len=1..64"}).find("needs a name of letters, digits and '_'") !=
+        std::string::npos);
+  CHECK(bad({"seq=0..64"}).rfind("bad --dim 'seq=0..64': the minimum '0' ", 0) == 0);
+}
+
+TEST_CASE("symbolic: IR text round-trips symbolic types and the verifier checks them") {
+  const std::string text = "graph @g dims(batch = [1, 64, 8], seq = [1, 512, 128])(%x: "
+                           "f32[batch,seq,64]) -> (%y: f32[batch*seq,64]) {\n"
+                           "  %y = reshape(%x) {shape = [1024, 64], sym_shape = [\"batch*seq\", "
+                           "\"64\"]} : f32[batch*seq,64]\n"
+                           "  return %y\n"
+                           "}\n";
+  auto g = parseGraph(text, "sym.mcir");
+  CHECK(verifyGraphDiagnostics(*g).empty());
+  CHECK(g->inputs()[0]->type().shape == std::vector<int64_t>{8, 128, 64});
+  CHECK(g->outputs()[0]->type().str() == "f32[batch*seq,64]");
+  CHECK(printGraph(*parseGraph(printGraph(*g), "again.mcir")) == printGraph(*g));
+  // An unknown dim, and a reshape whose element count holds at one point only.
+  CHECK_THROWS_WITH(
+      parseGraph("graph @g(%x: f32[n,4]) -> (%x: f32[n,4]) {\n  return %x\n}\n", "u.mcir"),
+      "u.mcir:1:18: unknown dim 'n' (declare it in the graph's dims(...))");
+  std::string wrong = text;
+  wrong.replace(wrong.find("\"batch*seq\", \"64\""), 17, "\"8*seq\", \"64\"");
+  std::string msg;
+  try {
+    parseGraph(wrong, "w.mcir");
+  } catch (const std::exception &e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("changes the element count for some values of the symbolic dims") !=
+        std::string::npos);
+}
+
+TEST_CASE("symbolic: mlp_dyn compiled once for batch 1..64 runs every batch in range") {
+  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+    return;
+  fs::path model = fs::path(AICF_TESTDATA) / "models" / "mlp_dyn_op13" / "model.onnx";
+  fs::path scratch = fs::temp_directory_path() / cat("aicf_symbolic_test_", ::getpid());
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string();
+  fs::path out = scratch / "mlp";
+  std::string log;
+  REQUIRE_MESSAGE(
+      sh(cat(aicfc, " '", model.string(), "' --dim batch=1..64@8 -o '", out.string(), "'"), &log) ==
+          0,
+      log);
+  // plan.yaml records the dims and the symbolic shapes; the kernels read the dim.
+  std::ifstream planFile(out / "plan.yaml");
+  std::string plan((std::istreambuf_iterator<char>(planFile)), std::istreambuf_iterator<char>());
+  CHECK(plan.find("  - {name: batch, min: 1, max: 64, opt: 8}") != std::string::npos);
+  CHECK(plan.find("{name: x, dtype: f32, shape: [batch, 64], buffer: b0}") != std::string::npos);
+  CHECK(plan.find("grid: [ceil(batch/8)]") != std::string::npos);
+  std::ifstream src(out / "kernels.cpp");
+  std::string kernels((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+  CHECK(kernels.find("const int64_t sym_batch = aicf_dims[0];") != std::string::npos);
+
+  // One folder, five shapes: the range's ends, the planned value and two others, each against
+  // the interpreter on the model imported at that shape (--random: the same seeded values).
+  for (int batch : {1, 3, 8, 17, 64}) {
+    CAPTURE(batch);
+    fs::path ref = scratch / cat("ref", batch);
+    REQUIRE_MESSAGE(sh(cat(run, " '", model.string(), "' --shape x=", batch,
+                           "x64 --random --output-dir '", ref.string(), "'"),
+                       &log) == 0,
+                    log);
+    CHECK_MESSAGE(sh(cat(run, " '", out.string(), "' --shape x=", batch,
+                         "x64 --random --reference '", ref.string(), "'"),
+                     &log) == 0,
+                  log);
+  }
+  // Out of range, and a static dim that differs: refused before anything runs, naming both.
+  CHECK(sh(cat(run, " '", out.string(), "' --shape x=65x64 --random"), &log) != 0);
+  CHECK(log.find("error: aicf_output_info: input x dim 0 (batch) is 65, outside batch's range "
+                 "1..64 (the folder was compiled for it)") != std::string::npos);
+  CHECK(sh(cat(run, " '", out.string(), "' --shape x=4x63 --random"), &log) != 0);
+  CHECK(log.find("error: aicf_set_input_shape: input x dim 1 is 63, but it is 64 in every shape "
+                 "the folder runs") != std::string::npos);
+
+  // The C API: dims, shapes set per run, outputs following them, errors leaving outputs alone.
+  aicf_model *m = aicf_open(out.string().c_str());
+  REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
+  REQUIRE(aicf_num_dims(m) == 1);
+  aicf_dim_desc d;
+  REQUIRE(aicf_dim_info(m, 0, &d) == 0);
+  CHECK(
+      (std::string(d.name) == "batch" && d.min == 1 && d.max == 64 && d.opt == 8 && d.value == 8));
+  int64_t shape[2] = {5, 64};
+  REQUIRE(aicf_set_input_shape(m, 0, 2, shape) == 0);
+  aicf_tensor_info in, outInfo;
+  REQUIRE(aicf_input_info(m, 0, &in) == 0);
+  CHECK((in.shape[0] == 5 && in.bytes == 5 * 64 * 4));
+  REQUIRE(aicf_output_info(m, 0, &outInfo) == 0);
+  CHECK((outInfo.rank == 2 && outInfo.shape[0] == 5 && outInfo.shape[1] == 10 &&
+         outInfo.bytes == 5 * 10 * 4));
+  REQUIRE(aicf_dim_info(m, 0, &d) == 0);
+  CHECK(d.value == 5);
+  std::vector<float> x(5 * 64, 0.5f), y(5 * 10, -7.0f);
+  const void *ins[] = {x.data()};
+  void *outs[] = {y.data()};
+  CHECK(aicf_run(m, ins, outs) == 0);
+  CHECK(y[0] != -7.0f);
+  int64_t tooBig[2] = {100, 64};
+  REQUIRE(aicf_set_input_shape(m, 0, 2, tooBig) == 0); // checked with the other inputs, at run
+  std::fill(y.begin(), y.end(), -7.0f);
+  CHECK(aicf_run(m, ins, outs) != 0);
+  CHECK(std::string(aicf_last_error()) ==
+        "input x dim 0 (batch) is 100, outside batch's range 1..64 (the folder was compiled for "
+        "it)");
+  CHECK(y[0] == -7.0f); // nothing ran
+  CHECK(aicf_set_input_shape(m, 0, 3, tooBig) != 0);
+  CHECK(std::string(aicf_last_error()) == "aicf_set_input_shape: input x has rank 2, got 3");
+  aicf_close(m);
+  fs::remove_all(scratch);
+}
