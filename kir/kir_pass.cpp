@@ -3,6 +3,7 @@
 
 #include "kir/fuse_mma_tile_epilogue.h"
 #include "kir/fuse_reduction_epilogue.h"
+#include "kir/version_full_tiles.h"
 #include "support/diagnostics.h"
 
 namespace aicf::kir {
@@ -44,6 +45,17 @@ public:
   }
 };
 
+class VersionFullTilesPass final : public KernelPass {
+public:
+  const char *name() const override { return "version-full-tiles"; }
+  const char *summary() const override {
+    return "symbolic grids: full tiles run a copy of the body without the ragged tile's guards";
+  }
+  bool run(Kernel &k, std::vector<std::string> &notes) override {
+    return versionFullTiles(k, notes);
+  }
+};
+
 } // namespace
 
 bool KernelPassManager::run(Kernel &k, std::vector<std::string> *notes) const {
@@ -69,11 +81,13 @@ std::unique_ptr<KernelPass> createKernelPass(const std::string &name) {
     return std::make_unique<FuseReductionEpiloguePass>();
   if (name == "fuse-mma-tile-epilogue")
     return std::make_unique<FuseMmaTileEpiloguePass>();
+  if (name == "version-full-tiles")
+    return std::make_unique<VersionFullTilesPass>();
   return nullptr;
 }
 
 std::vector<std::string> allKernelPassNames() {
-  return {"fuse-reduction-epilogue", "fuse-mma-tile-epilogue"};
+  return {"fuse-reduction-epilogue", "fuse-mma-tile-epilogue", "version-full-tiles"};
 }
 
 bool runDefaultKernelPipeline(Kernel &k, std::vector<std::string> *notes) {
@@ -91,6 +105,9 @@ void buildDefaultKernelPipeline(KernelPassManager &pm) {
   // epilogue (activation, residual, the output's store) go into the mma_tile, which runs them
   // on the micro-kernel's registers instead of as passes over the C tile.
   pm.add(createKernelPass("fuse-mma-tile-epilogue"));
+  // Last, so that both versions keep what the passes above did: a kernel over symbolic dims
+  // (issue 21) gets a copy of its body for full tiles, without the ragged tile's guards.
+  pm.add(createKernelPass("version-full-tiles"));
 }
 
 } // namespace aicf::kir

@@ -169,6 +169,9 @@ TEST_CASE("symbolic: mlp_dyn compiled once for batch 1..64 runs every batch in r
   std::ifstream src(out / "kernels.cpp");
   std::string kernels((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
   CHECK(kernels.find("const int64_t sym_batch = aicf_dims[0];") != std::string::npos);
+  // Full row tiles run a copy of the body without the ragged tile's guards
+  // (kir/version_full_tiles.h).
+  CHECK(kernels.find("if (mt * 8L + 8L <= sym_batch) {") != std::string::npos);
 
   // One folder, five shapes: the range's ends, the planned value and two others, each against
   // the interpreter on the model imported at that shape (--random: the same seeded values).
