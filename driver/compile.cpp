@@ -818,6 +818,22 @@ void printPlanReport(std::ostream &os, const Plan &p) {
   os << "\n   hardware: " << p.hardwareSummary
      << "\n   schedule: " << (p.schedule == "cost" ? "chosen by the cost model" : "recipe defaults")
      << "\n";
+  if (!p.dims.empty()) {
+    // Symbolic dims: one plan for the ranges, priced at the opt point; memory for the maxima.
+    os << "   dims:";
+    for (const DimRange &d : p.dims)
+      os << " " << d.name << " in " << d.min << ".." << d.max << " (planned for " << d.opt << ")";
+    os << "; one generic plan for every value (its kernels certified shape-generic at the ranges' "
+          "ends), full tiles versioned without guards; figures below at the planned values, "
+          "buffers sized for the maxima\n";
+    for (size_t s = 0; s < p.steps.size(); ++s)
+      if (!p.steps[s].symGrid.empty()) {
+        os << "   step " << s << " grid:";
+        for (const SymExtent &e : p.steps[s].symGrid)
+          os << " " << e.str();
+        os << "\n";
+      }
+  }
   bool gpu = false;
   for (const PlanStep &st : p.steps)
     gpu = gpu || st.occupancy >= 0;
