@@ -317,10 +317,6 @@ void describePlan(CompileState &s) {
   p.hardwareSummary = s.hw.summary();
   p.schedule = opts.schedule;
   p.dims = s.graph->dims();
-  if (!p.dims.empty() && s.target.gpu())
-    throw UserError(cat("symbolic dims (--dim ", p.dims[0].name, "=", p.dims[0].min, "..",
-                        p.dims[0].max, ") run on cpu targets only for now: bind them with --dim ",
-                        "NAME=N for ", s.target.name()));
   p.remat = s.part.remat;
   p.layoutFolds.clear();
   for (const LayoutDecision &d : s.part.layout)

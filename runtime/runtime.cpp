@@ -140,15 +140,30 @@ struct CudaState {
   aicf::rt::CudaGraph graph = nullptr;
   aicf::rt::CudaGraphExec exec = nullptr;
   std::vector<void *> graphPtrs; // the buffer pointers the graph was captured with
+  // Symbolic dims: the graph above is for graphDims; graphs of other shapes captured with the
+  // same pointers are kept here (at most kShapeGraphs), so alternating shapes replay too.
+  std::vector<int64_t> graphDims;
+  struct Captured {
+    aicf::rt::CudaGraph graph = nullptr;
+    aicf::rt::CudaGraphExec exec = nullptr;
+  };
+  std::map<std::vector<int64_t>, Captured> shapeGraphs;
+  static constexpr size_t kShapeGraphs = 16;
 
   void dropGraph() {
     if (exec)
       rt->graphExecDestroy(exec);
     if (graph)
       rt->graphDestroy(graph);
+    for (auto &[dims, c] : shapeGraphs) {
+      rt->graphExecDestroy(c.exec);
+      rt->graphDestroy(c.graph);
+    }
+    shapeGraphs.clear();
     exec = nullptr;
     graph = nullptr;
     graphPtrs.clear();
+    graphDims.clear();
   }
   ~CudaState() {
     if (!rt)
@@ -650,8 +665,6 @@ void initShapes(aicf_model &m) {
   }
   if (m.dims.empty())
     return;
-  if (m.cuda)
-    throw Error("symbolic dims on a cuda plan (they run on cpu plans for now)");
   for (const Step &st : m.steps)
     if (st.bodySteps >= 0)
       throw Error("a runtime loop in a plan with symbolic dims");
@@ -1180,13 +1193,15 @@ void launchSteps(aicf_model &m, aicf::rt::CudaStream s, double *times) {
     if (!st.launch) {
       check(rt,
             rt.memcpyAsync(m.ptrs[st.args[1]], m.ptrs[st.args[0]],
-                           static_cast<size_t>(m.buffers[st.args[0]].bytes),
+                           static_cast<size_t>(m.buffers[st.args[0]].curBytes),
                            aicf::rt::kMemcpyDeviceToDevice, s),
             "copy step");
     } else {
       args.clear();
       for (int a : st.args)
         args.push_back(m.ptrs[a]);
+      if (st.dims) // host memory: the launcher reads the values and passes them by value
+        args.push_back(m.dimValues.data());
       int e = st.launch(args.data(), s);
       if (e != 0)
         throw Error(cat("launching ", st.symbol, ": ", rt.describe(e)));
@@ -1208,8 +1223,30 @@ void enqueue(aicf_model &m, aicf::rt::CudaStream s, double *times) {
     launchSteps(m, s, times);
     return;
   }
+  if (d.exec && d.graphPtrs == m.ptrs && d.graphDims != m.dimValues) {
+    // Another shape with the same buffers: swap in its graph if captured, else keep this one
+    // aside and capture the new shape's.
+    auto it = d.shapeGraphs.find(m.dimValues);
+    CudaState::Captured current{d.graph, d.exec};
+    if (it != d.shapeGraphs.end()) {
+      d.graph = it->second.graph;
+      d.exec = it->second.exec;
+      d.shapeGraphs.erase(it);
+    } else {
+      d.graph = nullptr;
+      d.exec = nullptr;
+    }
+    if (d.shapeGraphs.size() >= CudaState::kShapeGraphs) { // the oldest key goes
+      rt.graphExecDestroy(d.shapeGraphs.begin()->second.exec);
+      rt.graphDestroy(d.shapeGraphs.begin()->second.graph);
+      d.shapeGraphs.erase(d.shapeGraphs.begin());
+    }
+    d.shapeGraphs[d.graphDims] = current;
+    d.graphDims = m.dimValues;
+  }
   if (!d.exec || d.graphPtrs != m.ptrs) {
-    d.dropGraph();
+    if (d.graphPtrs != m.ptrs)
+      d.dropGraph();
     check(rt, rt.streamBeginCapture(d.stream, aicf::rt::kStreamCaptureModeRelaxed),
           "cudaStreamBeginCapture");
     try {
@@ -1223,6 +1260,7 @@ void enqueue(aicf_model &m, aicf::rt::CudaStream s, double *times) {
     check(rt, rt.streamEndCapture(d.stream, &d.graph), "cudaStreamEndCapture");
     check(rt, rt.graphInstantiate(&d.exec, d.graph, 0), "cudaGraphInstantiate");
     d.graphPtrs = m.ptrs;
+    d.graphDims = m.dimValues;
   }
   check(rt, rt.graphLaunch(d.exec, s), "cudaGraphLaunch");
 }
@@ -1233,6 +1271,7 @@ char *deviceArena(const aicf_model &m) {
 
 // aicf_run on a cuda plan: inputs to their device staging, the steps, outputs back, then waits.
 void runCudaHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
+  applyShapes(m); // refuses inconsistent shapes before anything is copied or launched
   CudaState &d = *m.dev;
   const aicf::rt::Cudart &rt = *d.rt;
   std::vector<const void *> dIn(m.inputs.size());
@@ -1248,10 +1287,10 @@ void runCudaHost(aicf_model &m, const void *const *inputs, void *const *outputs,
     if (!inputs[i] && b.bytes > 0)
       throw Error(cat("aicf_run: input '", b.value, "' is a null pointer"));
     dIn[i] = d.base + d.stagingOffset[m.inputs[i]];
-    if (b.bytes == 0)
+    if (b.curBytes == 0)
       continue;
     check(rt,
-          rt.memcpyAsync(const_cast<void *>(dIn[i]), inputs[i], static_cast<size_t>(b.bytes),
+          rt.memcpyAsync(const_cast<void *>(dIn[i]), inputs[i], static_cast<size_t>(b.curBytes),
                          aicf::rt::kMemcpyHostToDevice, d.stream),
           "copying an input to the device");
   }
@@ -1259,7 +1298,7 @@ void runCudaHost(aicf_model &m, const void *const *inputs, void *const *outputs,
   enqueue(m, d.stream, times);
   for (size_t i = 0; i < m.outputs.size(); ++i)
     check(rt,
-          rt.memcpyAsync(outputs[i], dOut[i], static_cast<size_t>(m.buffers[m.outputs[i]].bytes),
+          rt.memcpyAsync(outputs[i], dOut[i], static_cast<size_t>(m.buffers[m.outputs[i]].curBytes),
                          aicf::rt::kMemcpyDeviceToHost, d.stream),
           "copying an output to the host");
   check(rt, rt.streamSynchronize(d.stream), "running the plan");
@@ -1438,6 +1477,7 @@ int aicf_run_device(aicf_model *m, const void *const *d_inputs, void *const *d_o
   if ((!d_inputs && !m->inputs.empty()) || (!d_outputs && !m->outputs.empty()))
     return fail("aicf_run_device: null input or output array");
   return guarded(*m, [&] {
+    applyShapes(*m);
     bindPointers(*m, "aicf_run_device", d_inputs, d_outputs, m->dev->base, deviceArena(*m));
     enqueue(*m, static_cast<aicf::rt::CudaStream>(stream), nullptr);
   });

@@ -170,6 +170,22 @@ struct GridMap {
 GridMap mapGrid(const Kernel &k) {
   GridMap g;
   size_t n = k.grid.size();
+  if (!k.symGrid.empty()) {
+    // A symbolic grid (issue 21): flattened on x, its extents computed from the dims in the
+    // kernel (aicf_g<i>, as the launcher computes the block count); dims[0] unused.
+    std::string stride;
+    g.axisExpr.resize(n);
+    for (size_t i = n; i-- > 0;) {
+      std::string e = "static_cast<int64_t>(blockIdx.x)";
+      if (!stride.empty())
+        e = "(" + e + " / (" + stride + "))";
+      if (i > 0)
+        e = "(" + e + " % aicf_g" + std::to_string(i) + ")";
+      g.axisExpr[i] = e;
+      stride += (stride.empty() ? "" : " * ") + std::string("aicf_g") + std::to_string(i);
+    }
+    return g;
+  }
   bool direct = n <= 3;
   for (size_t i = 0; i + 1 < n && direct; ++i) // axes mapped to y and z
     direct = k.grid[i].second <= kMaxGridYZ;
@@ -233,7 +249,14 @@ public:
     for (size_t i = 0; i < k_.params.size(); ++i)
       os_ << (i ? ",\n    " : "") << paramType(k_.params[i]) << " *__restrict__ "
           << k_.params[i]->name;
+    // Symbolic dims: their values by value (a CUDA Graph captures them, one per shape).
+    for (size_t i = 0; i < k_.dims.size(); ++i)
+      os_ << (i || !k_.params.empty() ? ",\n    " : "") << "const int64_t "
+          << kir::dimVar(k_.dims[i]);
     os_ << ") {\n";
+    for (size_t i = 0; i < k_.symGrid.size(); ++i)
+      line(1, "[[maybe_unused]] const int64_t aicf_g" + std::to_string(i) + " = " +
+                  cexpr::str(kCuda, kir::symE(k_.symGrid[i]).get()) + ";");
     for (size_t i = 0; i < k_.grid.size(); ++i)
       line(1, maybeUnusedVar(k_.grid[i].first) + "const int64_t " + k_.grid[i].first + " = " +
                   gm.axisExpr[i] + ";");
@@ -287,13 +310,36 @@ private:
       line(1, "if (aicf_attr != cudaSuccess)");
       line(2, "return static_cast<int>(aicf_attr);");
     }
-    std::string call = k_.name + "<<<dim3(" + num(gm.dims[0]) + ", " + num(gm.dims[1]) + ", " +
-                       num(gm.dims[2]) + "), dim3(" + num(k_.threads) + "), " + num(dynamic) +
+    std::string grid =
+        "dim3(" + num(gm.dims[0]) + ", " + num(gm.dims[1]) + ", " + num(gm.dims[2]) + ")";
+    if (!k_.dims.empty()) {
+      // The dims' values follow the buffers (host memory: read here, passed by value).
+      line(1, "const int64_t *aicf_dims = static_cast<const int64_t *>(args[" +
+                  num(static_cast<int64_t>(k_.params.size())) + "]);");
+      for (size_t i = 0; i < k_.dims.size(); ++i)
+        line(1, "[[maybe_unused]] const int64_t " + kir::dimVar(k_.dims[i]) + " = aicf_dims[" +
+                    num(static_cast<int64_t>(i)) + "];");
+    }
+    if (!k_.symGrid.empty()) {
+      std::string total;
+      for (size_t i = 0; i < k_.symGrid.size(); ++i)
+        total += (total.empty() ? "" : " * ") + std::string("(") +
+                 cexpr::str(kCuda, kir::symE(k_.symGrid[i]).get()) + ")";
+      line(1, "const int64_t aicf_blocks = " + total + ";");
+      line(1, "if (aicf_blocks <= 0)");
+      line(2, "return 0;");
+      line(1, "if (aicf_blocks > " + num(kMaxGridX) + ")");
+      line(2, "return static_cast<int>(cudaErrorInvalidConfiguration);");
+      grid = "dim3(static_cast<unsigned>(aicf_blocks), 1, 1)";
+    }
+    std::string call = k_.name + "<<<" + grid + ", dim3(" + num(k_.threads) + "), " + num(dynamic) +
                        ", aicf_stream>>>(";
     for (size_t i = 0; i < k_.params.size(); ++i) {
       std::string T = paramType(k_.params[i]);
       call += (i ? ", " : "") + std::string("static_cast<") + T + " *>(args[" + num(i) + "])";
     }
+    for (size_t i = 0; i < k_.dims.size(); ++i)
+      call += (i || !k_.params.empty() ? ", " : "") + kir::dimVar(k_.dims[i]);
     line(1, call + ");");
     line(1, "return static_cast<int>(cudaGetLastError());");
     os_ << "}\n";

@@ -173,6 +173,15 @@ TEST_CASE("symbolic: mlp_dyn compiled once for batch 1..64 runs every batch in r
   // (kir/version_full_tiles.h).
   CHECK(kernels.find("if (mt * 8L + 8L <= sym_batch) {") != std::string::npos);
 
+  // The sm_90 plan too, emulated on the host (its kernels: blocks of many threads).
+  fs::path emulated = scratch / "mlp_sm90";
+  REQUIRE_MESSAGE(sh(cat(aicfc, " '", model.string(),
+                         "' --dim batch=1..64@8 --plan-for "
+                         "cuda:sm_90 -o '",
+                         emulated.string(), "'"),
+                     &log) == 0,
+                  log);
+
   // One folder, five shapes: the range's ends, the planned value and two others, each against
   // the interpreter on the model imported at that shape (--random: the same seeded values).
   for (int batch : {1, 3, 8, 17, 64}) {
@@ -182,10 +191,11 @@ TEST_CASE("symbolic: mlp_dyn compiled once for batch 1..64 runs every batch in r
                            "x64 --random --output-dir '", ref.string(), "'"),
                        &log) == 0,
                     log);
-    CHECK_MESSAGE(sh(cat(run, " '", out.string(), "' --shape x=", batch,
-                         "x64 --random --reference '", ref.string(), "'"),
-                     &log) == 0,
-                  log);
+    for (const fs::path &folder : {out, emulated})
+      CHECK_MESSAGE(sh(cat(run, " '", folder.string(), "' --shape x=", batch,
+                           "x64 --random --reference '", ref.string(), "'"),
+                       &log) == 0,
+                    folder.string() + ": " + log);
   }
   // Out of range, and a static dim that differs: refused before anything runs, naming both.
   CHECK(sh(cat(run, " '", out.string(), "' --shape x=65x64 --random"), &log) != 0);
