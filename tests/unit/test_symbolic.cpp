@@ -191,11 +191,13 @@ TEST_CASE("symbolic: mlp_dyn compiled once for batch 1..64 runs every batch in r
                            "x64 --random --output-dir '", ref.string(), "'"),
                        &log) == 0,
                     log);
-    for (const fs::path &folder : {out, emulated})
+    for (const fs::path &folder : {out, emulated}) {
+      CAPTURE(folder);
       CHECK_MESSAGE(sh(cat(run, " '", folder.string(), "' --shape x=", batch,
                            "x64 --random --reference '", ref.string(), "'"),
                        &log) == 0,
-                    folder.string() + ": " + log);
+                    log);
+    }
   }
   // Out of range, and a static dim that differs: refused before anything runs, naming both.
   CHECK(sh(cat(run, " '", out.string(), "' --shape x=65x64 --random"), &log) != 0);
