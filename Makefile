@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance conformance-cli bench-matmul bench bench-costmodel silero-vad bench-compile fuzz clean
+.PHONY: all build demo test format conformance conformance-cli bench-matmul bench bench-dyn bench-costmodel silero-vad bench-compile fuzz clean
 
 all: build
 
@@ -40,6 +40,13 @@ bench-matmul: build
 # bench/results.md and bench/latency_ratio.png. Not part of `make test`.
 bench:
 	scripts/bench.sh
+
+# Symbolic dims (issue 21): each *_dyn testdata model compiled once for ranges of its dims
+# against its static compile: compile times, the ranged folder checked at several shapes against
+# the interpreter, and latency at the optimised shape (interleaved): bench/dyn_results.md.
+# Not part of `make test`.
+bench-dyn: build
+	$(shell test -x bench/.venv/bin/python && echo bench/.venv/bin/python || echo python3) bench/dyn_bench.py
 
 # Silero VAD from PyPI (an If on the sample rate, an LSTM step), rates bound by --const, checked
 # chunk by chunk against ONNX Runtime. Not part of `make test`.
