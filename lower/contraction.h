@@ -32,6 +32,14 @@ struct Contraction {
   // The rows when they depend on symbolic dims (issue 21): M is then their planning value,
   // and the kernel's row grid, guards and valid rows read Me() instead.
   std::optional<SymExpr> Msym;
+  // The output's dims as expressions (symShapeOf(result type)); epilogue operands broadcast to
+  // these, so that a symbolic dim of 1 at the planning point is not taken for a broadcast one.
+  std::vector<SymExpr> outSym;
+  std::vector<SymExpr> outDims() const {
+    if (!outSym.empty())
+      return outSym;
+    return std::vector<SymExpr>(outShape.begin(), outShape.end());
+  }
   E Me() const { return Msym ? kir::symE(*Msym) : E(M); }
   // Whether a tile of `tile` rows can be ragged: some row tile holds fewer valid rows.
   bool mRagged(int64_t tile) const { return Msym || M % tile != 0; }

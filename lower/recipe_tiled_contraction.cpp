@@ -56,10 +56,10 @@ E ivar(const std::string &name) {
 
 // An extra epilogue operand broadcast to the output, at output index `out`.
 std::function<E(const Index &)> broadcastTerm(const GroupExpr &gx, const Value *v,
-                                              const std::vector<int64_t> &outShape,
+                                              const std::vector<SymExpr> &outDims,
                                               double scale = 1.0) {
-  return [&gx, v, outShape, scale](const Index &out) {
-    E e = asF32(gx.at(v, broadcastIndex(v->type().shape, outShape, out)));
+  return [&gx, v, outDims, scale](const Index &out) {
+    E e = asF32(gx.at(v, broadcastIndex(symShapeOf(v->type()), outDims, out)));
     return scale == 1.0 ? e : f32(scale) * e;
   };
 }
@@ -78,7 +78,7 @@ void splitEpilogue(const Node &n, size_t firstExtra, const GroupExpr &gx, bool a
       operand = n.operand(next++);
     }
     if (additive && step.op == Op::Add) {
-      c.addTerms.push_back(broadcastTerm(gx, operand, c.outShape));
+      c.addTerms.push_back(broadcastTerm(gx, operand, c.outDims()));
       continue;
     }
     additive = false;
@@ -129,17 +129,38 @@ Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t fl
   if (!mSym.isConstant())
     c.Msym = mSym;
   c.outShape = n.result()->type().shape;
+  if (n.result()->type().isSymbolic())
+    c.outSym = symShapeOf(n.result()->type());
   c.what = cat("matmul ", a->type().str(), " x ", b->type().str());
   std::vector<int64_t> batch = c.batch;
-  c.aAt = [&gx, a, aVec, aBatch, batch](const Index &bi, E row, E k) {
-    Index idx = broadcastIndex(aBatch, batch, bi);
+  // The operands' batch broadcast, decided on the symbolic dims: a symbolic batch dim is never
+  // a broadcast one (its value 1 at some point is not a broadcast), so it reads as 2 here.
+  std::vector<int64_t> aB = aBatch, bB = bBatch, oB = batch;
+  if (symBatch) {
+    auto mark = [](std::vector<int64_t> &dims, const TensorType &t, size_t lead) {
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (i >= lead && !t.symDim(i - lead).isConstant())
+          dims[i] = 2;
+    };
+    mark(aB, at, 0);
+    mark(bB, bt, 0);
+    for (size_t i = 0; i < oB.size(); ++i) {
+      size_t ra = oB.size() - aB.size(), rb = oB.size() - bB.size();
+      bool sa = i >= ra && !at.symDim(i - ra).isConstant();
+      bool sb = i >= rb && !bt.symDim(i - rb).isConstant();
+      if (sa || sb)
+        oB[i] = 2;
+    }
+  }
+  c.aAt = [&gx, a, aVec, aB, oB](const Index &bi, E row, E k) {
+    Index idx = broadcastIndex(aB, oB, bi);
     if (!aVec)
       idx.push_back(row);
     idx.push_back(k);
     return asF32(gx.at(a, idx));
   };
-  c.bAt = [&gx, b, bVec, bBatch, batch](const Index &bi, E k, E col) {
-    Index idx = broadcastIndex(bBatch, batch, bi);
+  c.bAt = [&gx, b, bVec, bB, oB](const Index &bi, E k, E col) {
+    Index idx = broadcastIndex(bB, oB, bi);
     idx.push_back(k);
     if (!bVec)
       idx.push_back(col);
@@ -161,8 +182,10 @@ Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t fl
   // per-batch tiles are as good (measured on the LLaMA MLP, 64 rows: slightly better). Host
   // plans only for now: on sm_80 the row split's index arithmetic costs BERT's projection
   // register spills (the GPU plans have not been measured on a GPU yet).
+  // Symbolic rows or batch: always (the choice must not depend on where in the range the plan
+  // was made, and a symbolic batch is lowered only as rows).
   if (host && !aVec && !batch.empty() && product(bBatch) == 1 && aBatch == batch &&
-      c.M < flattenBelow) {
+      (c.M < flattenBelow || symBatch || c.Msym)) {
     int64_t m = c.M;
     E mE = kir::symE(mSym); // the rows per batch entry as the code reads them
     auto aAt = c.aAt, bAt = c.bAt;
@@ -207,6 +230,7 @@ Contraction gemmSpec(const Node &n, const GroupExpr &gx) {
       throw UserError(cat(n.where(), ": gemm ", a->type().str(), " x ", b->type().str(),
                           ": symbolic dims are supported in A's rows only for now"));
     c.Msym = rt.symDim(0);
+    c.outSym = symShapeOf(rt);
   }
   c.K = transA ? a->type().shape[0] : a->type().shape[1];
   c.alpha = n.f("alpha");
@@ -221,7 +245,7 @@ Contraction gemmSpec(const Node &n, const GroupExpr &gx) {
   };
   c.outIndex = [](const Index &, E row, E col) { return Index{row, col}; };
   if (hasC)
-    c.addTerms.push_back(broadcastTerm(gx, n.operand(2), c.outShape, n.f("beta")));
+    c.addTerms.push_back(broadcastTerm(gx, n.operand(2), c.outDims(), n.f("beta")));
   splitEpilogue(n, hasC ? 3 : 2, gx, true, c);
   return c;
 }
@@ -602,7 +626,8 @@ std::vector<StmtP> applySteps(const Contraction &c, const GroupExpr &gx, const I
   std::vector<StmtP> body;
   for (size_t i = 0; i < c.steps.size(); ++i) {
     const auto &[step, operand] = c.steps[i];
-    E opnd = operand ? asF32(gx.at(operand, broadcastIndex(operand->type().shape, c.outShape, out)))
+    E opnd = operand ? asF32(gx.at(operand, broadcastIndex(symShapeOf(operand->type()),
+                                                           c.outDims(), out)))
                      : E();
     std::string next = cat(prefix, i + 1);
     body.push_back(kir::decl(next, DType::F32, epilogueStepExpr(step, fvar(cur), opnd)));
