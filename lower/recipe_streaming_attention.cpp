@@ -201,13 +201,13 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   auto vec = kir::Stmt::LoopKind::Vectorized;
 
   // Stage the query tile; reset the running state of the owned rows.
-  k.body.push_back(kir::region(
-      t, {tileCopy(
-             qsh, BR, D, threads, t, "e",
-             [&](E rr, E c) {
-               return asF32(gx.at(q, concat(bIdx, {q0 + rr, c})));
-             },
-             !qRagged ? std::function<E(E)>() : [&](E rr) { return q0 + rr < SqE; })}));
+  k.body.push_back(
+      kir::region(t, {tileCopy(
+                         qsh, BR, D, threads, t, "e",
+                         [&](E rr, E c) {
+                           return asF32(gx.at(q, concat(bIdx, {q0 + rr, c})));
+                         },
+                         !qRagged ? std::function<E(E)>() : [&](E rr) { return q0 + rr < SqE; })}));
   k.body.push_back(kir::region(
       t, {kir::forLoop("i", E(int64_t(0)), E(tm),
                        {kir::store(mSt, {tv, i}, f32(kNegInf)), kir::store(lSt, {tv, i}, f32(0.0)),

@@ -626,9 +626,10 @@ std::vector<StmtP> applySteps(const Contraction &c, const GroupExpr &gx, const I
   std::vector<StmtP> body;
   for (size_t i = 0; i < c.steps.size(); ++i) {
     const auto &[step, operand] = c.steps[i];
-    E opnd = operand ? asF32(gx.at(operand, broadcastIndex(symShapeOf(operand->type()),
-                                                           c.outDims(), out)))
-                     : E();
+    E opnd =
+        operand
+            ? asF32(gx.at(operand, broadcastIndex(symShapeOf(operand->type()), c.outDims(), out)))
+            : E();
     std::string next = cat(prefix, i + 1);
     body.push_back(kir::decl(next, DType::F32, epilogueStepExpr(step, fvar(cur), opnd)));
     cur = next;
