@@ -3,8 +3,9 @@
 against the static compiles of the same model.
 
 For every testdata model whose name ends in _dyn (or --only), with its args.txt binding each
-named dim to a value V (`--dim seq=24`, or `--shape x=8x64` for a leading batch dim):
-  * compile time: the static compile (args.txt) and the ranged one (each dim 1..--max@V), the
+named dim to a value V (`--dim seq=24`, or `--shape x=8x64` for a leading batch dim) and its
+ranges.txt giving the ranges (`--dim seq=1..128@24`; without it, 1..max(64, 4V)@V):
+  * compile time: the static compile (args.txt) and the ranged one (ranges.txt), the
     median of --compiles runs each (aicfc wall time, libmodel.so built included);
   * correctness: the ranged folder run at the range's ends, at V and between (aicf-run
     --random --shape ...) against the interpreter on the ONNX model at the same shapes;
@@ -119,6 +120,15 @@ def main():
         inputs = onnx_inputs(model)
         opt = static_dims(args, inputs)
         ranges = {d: (1, a.max or max(64, 4 * v), v) for d, v in opt.items()}
+        # The model's own ranges (ranges.txt: --dim NAME=MIN..MAX@OPT, the ones the tests use;
+        # e.g. GPT-2's causal-mask buffer bounds seq) unless --max is given.
+        rpath = os.path.join(mdir, "ranges.txt")
+        if os.path.exists(rpath) and not a.max:
+            toks = open(rpath).read().split()
+            for i, t in enumerate(toks):
+                if t == "--dim":
+                    m = re.fullmatch(r"(\w+)=(\d+)\.\.(\d+)@(\d+)", toks[i + 1])
+                    ranges[m.group(1)] = (int(m.group(2)), int(m.group(3)), int(m.group(4)))
         rflags = []
         for d, (lo, hi, v) in ranges.items():
             rflags += ["--dim", f"{d}={lo}..{hi}@{v}"]
