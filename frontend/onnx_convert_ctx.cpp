@@ -1,7 +1,9 @@
 // ConvertCtx (onnx_ops.h): what an op converter sees of its ONNX node, and how it adds nodes.
 // Every node it creates carries the ONNX node's name as its location, and nodes whose operands
 // are all constants are evaluated with the reference interpreter on the spot, so that
-// Shape -> Gather -> Concat -> Reshape chains reach Reshape as plain constants.
+// Shape -> Gather -> Concat -> Reshape chains reach Reshape as plain constants. With symbolic
+// dims the same chains carry each element as an expression beside the planning-point data
+// (onnx_sym_values.h), and nothing reads such a value as data.
 #include "frontend/onnx_ops.h"
 
 #include "frontend/onnx_tensor.h"
@@ -84,12 +86,21 @@ const Tensor *ConvertCtx::constInput(size_t i) const {
   if (!hasInput(i))
     return nullptr;
   Value *v = input(i);
-  return v->isWeight() ? v->data().get() : nullptr;
+  return v->isWeight() && !symValue(v) ? v->data().get() : nullptr;
+}
+
+const SymElems *ConvertCtx::symValue(const Value *v) const {
+  auto it = env_.symValues.find(v);
+  return it == env_.symValues.end() ? nullptr : &it->second;
 }
 
 const Tensor &ConvertCtx::requireConst(size_t i, const std::string &what) const {
   const Tensor *t = constInput(i);
   if (!t) {
+    if (const SymElems *e = hasInput(i) ? symValue(input(i)) : nullptr)
+      fail(cat(what, " input '", inputName(i), "' is ", symElemsStr(*e),
+               ", computed from the symbolic dims: this use of a shape computation is not "
+               "supported (bind the dims with --dim NAME=N)"));
     // A graph input read as a constant: the user can bind it (--const).
     const Value *v = hasInput(i) ? input(i) : nullptr;
     fail(cat(what, " input '", inputName(i), "' is not a compile-time constant",
@@ -105,6 +116,16 @@ std::vector<int64_t> ConvertCtx::constInts(size_t i, const std::string &what) co
   if (!isInteger(t.dtype()))
     fail(cat(what, " input '", inputName(i), "' must be an integer tensor, got ", t.type().str()));
   return t.toInts();
+}
+
+SymElems ConvertCtx::symInts(size_t i, const std::string &what) const {
+  if (hasInput(i))
+    if (const SymElems *e = symValue(input(i)))
+      return *e;
+  SymElems out;
+  for (int64_t v : constInts(i, what))
+    out.emplace_back(v);
+  return out;
 }
 
 std::vector<double> ConvertCtx::constDoubles(size_t i, const std::string &what) const {
@@ -229,7 +250,7 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
   // Empty results (a 0 dim) hold no values: constants, whatever the operands.
   bool empty = n->numResults() > 0;
   for (Value *r : n->results())
-    empty = empty && r->type().isStatic() && r->type().numel() == 0;
+    empty = empty && r->type().isStatic() && !r->type().isSymbolic() && r->type().numel() == 0;
   if (empty) {
     std::vector<Value *> out;
     for (Value *r : n->results())
@@ -237,30 +258,52 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
     env_.graph->eraseNode(n);
     return out;
   }
-  // Fold when every operand is constant and the results are small.
+  // Fold when every operand is constant and the results are small. A result with symbolic dims
+  // is never folded: a weight would fix its size at the planning point.
   bool fold = n->info().has(PURE);
-  for (Value *o : n->operands())
+  std::vector<const SymElems *> syms;
+  bool symbolic = false;
+  for (Value *o : n->operands()) {
     fold = fold && o->isWeight();
+    syms.push_back(symValue(o));
+    symbolic = symbolic || syms.back();
+  }
   for (Value *r : n->results())
-    fold = fold && ConvertCtx::foldable(r->type());
-  if (!fold)
+    fold = fold && ConvertCtx::foldable(r->type()) && !r->type().isSymbolic();
+  if (!fold) {
+    // A shape value read as data would compute with its planning-point value.
+    for (size_t k = 0; k < syms.size(); ++k)
+      if (syms[k])
+        fail(cat(n->name(), " reads ", describeSym(n->operand(k), *syms[k]),
+                 " as data: values computed from the symbolic dims are supported only as "
+                 "shapes (Reshape, Expand, ConstantOfShape, Slice bounds, Range limit)"));
     return n->results();
+  }
   std::vector<const Tensor *> args;
   for (Value *o : n->operands())
     args.push_back(o->data().get());
   std::vector<Tensor> vals;
+  std::vector<SymElems> elems;
   try {
     vals = evalNode(*n, args);
+    if (symbolic)
+      elems = evalSymbolic(*n, syms, env_.dims);
   } catch (const UserError &e) {
     fail(e.what());
   }
   AICF_CHECK(vals.size() == n->numResults(), "evalNode returned ", vals.size(), " results for ",
              n->name());
   std::vector<Value *> out;
-  for (Tensor &t : vals)
-    out.push_back(constant(std::move(t)));
+  for (size_t k = 0; k < vals.size(); ++k)
+    out.push_back(symbolic ? symConstant(std::move(vals[k]), std::move(elems[k]))
+                           : constant(std::move(vals[k])));
   env_.graph->eraseNode(n);
   return out;
+}
+
+std::string ConvertCtx::describeSym(const Value *v, const SymElems &e) const {
+  std::string from = v->loc.empty() ? v->name() : v->loc.str();
+  return cat("the shape value ", symElemsStr(e), " (computed by '", from, "')");
 }
 
 bool ConvertCtx::foldable(const TensorType &t) {
@@ -287,6 +330,78 @@ Value *ConvertCtx::reshape(Value *v, std::vector<int64_t> shape) {
   if (v->type().shape == shape)
     return v;
   return emit(Op::Reshape, {v}, {{"shape", std::move(shape)}});
+}
+
+Value *ConvertCtx::symConstant(Tensor t, SymElems elems) {
+  AICF_CHECK(static_cast<int64_t>(elems.size()) == t.numel(), "shape value of ", elems.size(),
+             " expressions for ", t.type().str());
+  for (size_t i = 0; i < elems.size(); ++i) {
+    // The data is the expressions' value at the planning point: ONNX's inference and the
+    // folding saw the same.
+    auto v = elems[i].eval(planningDims());
+    AICF_CHECK(v && *v == t.getInt(static_cast<int64_t>(i)), "shape value element ", elems[i].str(),
+               " is not ", t.getInt(static_cast<int64_t>(i)), " at the planning point");
+  }
+  Value *w = constant(std::move(t));
+  bool symbolic = false;
+  for (const SymExpr &e : elems)
+    symbolic = symbolic || !e.isConstant();
+  if (symbolic)
+    env_.symValues[w] = std::move(elems);
+  return w;
+}
+
+std::map<std::string, int64_t> ConvertCtx::planningDims() const {
+  std::map<std::string, int64_t> m;
+  for (const DimRange &d : env_.dims)
+    m[d.name] = d.opt;
+  return m;
+}
+
+int64_t ConvertCtx::planning(const SymExpr &e) const {
+  auto v = e.eval(planningDims());
+  if (!v)
+    fail(cat(e.str(), " has no value at the planning point"));
+  return *v;
+}
+
+SymBounds ConvertCtx::bounds(const SymExpr &e, const std::string &what) const {
+  auto b = symBounds(e, env_.dims);
+  if (!b)
+    fail(cat(what, " ", e.str(), " has no bounds within the dims' ranges (it overflows)"));
+  return *b;
+}
+
+std::string ConvertCtx::rangesOf(const SymExpr &e) const {
+  std::string s;
+  for (const std::string &name : e.symbols())
+    for (const DimRange &d : env_.dims)
+      if (d.name == name)
+        s += cat(s.empty() ? " (" : ", ", name, " in ", d.min, "..", d.max);
+  return s.empty() ? s : s + ")";
+}
+
+bool ConvertCtx::provablyLe(const SymExpr &a, const SymExpr &b) const {
+  auto d = SymExpr::sub(b, a);
+  auto bd = d ? symBounds(*d, env_.dims) : std::nullopt;
+  return bd && bd->lo >= 0;
+}
+
+Value *ConvertCtx::reshapeSym(Value *v, const SymElems &shape) {
+  if (symShapeOf(v->type()) == shape)
+    return v;
+  std::vector<int64_t> planned;
+  std::vector<std::string> texts;
+  bool symbolic = false;
+  for (const SymExpr &e : shape) {
+    planned.push_back(planning(e));
+    texts.push_back(e.str());
+    symbolic = symbolic || !e.isConstant();
+  }
+  AttrMap attrs{{"shape", planned}};
+  if (symbolic)
+    attrs["sym_shape"] = texts;
+  return emit(Op::Reshape, {v}, std::move(attrs));
 }
 
 Value *ConvertCtx::castTo(Value *v, DType dtype) {

@@ -6,7 +6,8 @@
 //   4. window attributes checked (libonnx's inference divides by strides unchecked), then
 //      onnx::checker (skipped for models newer than libonnx knows: IR > 8 or opset > 17);
 //   5. binding dynamic dims (--shape / --dim; sizes within the limits of ir/types.h, no empty
-//      tensors), then ONNX shape inference on the bound model;
+//      tensors; a ranged dim at its planning value), then ONNX shape inference on the bound
+//      model (with ranged dims, also at a second point of the ranges);
 //   6. one converter per node (onnx_ops.cpp), folding constant subgraphs as they appear;
 //   7. outputs keep their ONNX names, dead code goes, and the graph is verified.
 // Any problem is a UserError naming the file and, where there is one, the node.
@@ -674,6 +675,7 @@ private:
           auto it = params.find(p);
           if (!p.empty() && it != params.end()) {
             d.type.shape[k] = it->second;
+            sym.back() = SymExpr(it->second);
             if (ranged.count(p)) {
               sym.back() = SymExpr::symbol(p);
               usedRanges.insert(p);
@@ -745,6 +747,7 @@ private:
   void inferShapes() {
     if (newerThanLib_ || hasEmptyInput_)
       return;
+    inferShapesAtOtherPoint();
     try {
       onnx::ShapeInferenceOptions options(false, 0, true);
       onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
@@ -758,6 +761,77 @@ private:
           onnxTypes_[v.name()] = t;
       } catch (const UserError &) {
       }
+  }
+
+  // With ranged dims, ONNX's inference runs a second time with each ranged dim at another value
+  // of its range (its maximum, else its minimum; distinct dims at distinct values where the
+  // ranges allow), and crossCheck evaluates our symbolic types there: a converter that read a
+  // planning-point dim as a constant (and so built a static type where the size follows a dim)
+  // is caught at its node, whatever op it is. The copy leaves out the large initializers (their
+  // types stay, as inputs): shape inference reads only small ones' values.
+  void inferShapesAtOtherPoint() {
+    if (opts_.dimRanges.empty())
+      return;
+    std::set<int64_t> taken;
+    for (const DimRange &r : opts_.dimRanges) {
+      int64_t v = r.opt;
+      for (int64_t cand : {r.max, r.min, (r.min + r.max) / 2, r.max - 1, r.min + 1})
+        if (cand >= r.min && cand <= r.max && cand != r.opt && !taken.count(cand)) {
+          v = cand;
+          break;
+        }
+      taken.insert(v);
+      otherPoint_[r.name] = v;
+    }
+    onnx::ModelProto alt;
+    *alt.mutable_opset_import() = model_.opset_import();
+    alt.set_ir_version(model_.ir_version());
+    onnx::GraphProto &ag = *alt.mutable_graph();
+    *ag.mutable_node() = g().node();
+    *ag.mutable_input() = g().input();
+    for (const onnx::TensorProto &t : g().initializer()) {
+      int64_t n = 1;
+      for (int64_t d : t.dims())
+        n *= d;
+      if (n <= 1024) {
+        *ag.add_initializer() = t;
+        continue;
+      }
+      onnx::ValueInfoProto *in = ag.add_input();
+      in->set_name(t.name());
+      auto *tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      for (int64_t d : t.dims())
+        tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    for (const auto &o : g().output()) {
+      onnx::ValueInfoProto *v = ag.add_output();
+      v->set_name(o.name());
+      if (o.type().has_tensor_type())
+        v->mutable_type()->mutable_tensor_type()->set_elem_type(o.type().tensor_type().elem_type());
+    }
+    for (onnx::ValueInfoProto &v : *ag.mutable_input())
+      for (const InputDecl &d : inputs_)
+        if (d.name == v.name() && d.type.isSymbolic()) {
+          auto *shape = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+          shape->clear_dim();
+          for (const SymExpr &e : d.type.sym)
+            shape->add_dim()->set_dim_value(e.eval(otherPoint_).value_or(-1));
+        }
+    try {
+      onnx::ShapeInferenceOptions options(false, 0, true);
+      onnx::shape_inference::InferShapes(alt, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception &) {
+      return;
+    }
+    for (const auto *list : {&ag.value_info(), &ag.output()})
+      for (const auto &v : *list)
+        try {
+          TensorType t = typeFromOnnx(v.type());
+          if (v.type().tensor_type().has_shape() && t.isStatic())
+            onnxTypesAlt_[v.name()] = t;
+        } catch (const UserError &) {
+        }
   }
 
   // The value --const binds to input `d`: a .npy file of the input's dtype whose shape fits the
@@ -823,6 +897,7 @@ private:
         ch = '_';
     graph.setName(name.empty() ? fs::path(path_).stem().string() : name);
     graph.setDims(opts_.dimRanges);
+    env_.dims = opts_.dimRanges;
     for (const InputDecl &d : inputs_) {
       Value *v = graph.addInput(d.name, d.type);
       v->loc = Location(d.name);
@@ -915,6 +990,13 @@ private:
     }
     graph.setOutputs(outs);
     graph.removeDeadCode();
+    // A shape value computed from the symbolic dims holds its planning-point data: converters
+    // refuse to read it as data, and this catches what reaches the graph otherwise (an output).
+    for (const Value *w : graph.weights())
+      if (auto it = env_.symValues.find(w); it != env_.symValues.end() && graph.hasUses(w))
+        fail(cat("node '", w->loc.str(), "': the shape value ", symElemsStr(it->second),
+                 " computed from the symbolic dims is used as data (a graph output or an "
+                 "operand): values computed from symbolic dims are supported only as shapes"));
     checkNoEmptyValues(graph);
     try {
       verifyGraph(graph);
@@ -1576,6 +1658,10 @@ private:
       if (!outer)
         return nullptr;
       Value *v = nullptr;
+      if (auto sym = env_.symValues.find(outer); sym != env_.symValues.end())
+        ctx.fail(cat("the body reads '", vname, "', the shape value ", symElemsStr(sym->second),
+                     " computed from the symbolic dims: not supported in a loop kept at run "
+                     "time (bind the dims with --dim NAME=N)"));
       if (outer->isWeight()) {
         v = g->addWeight(vname, outer->data());
       } else {
@@ -1678,13 +1764,27 @@ private:
 
   // A static type from ONNX's shape inference must agree with ours.
   void crossCheck(const ConvertCtx &ctx, const std::string &out) {
-    auto it = onnxTypes_.find(out);
-    if (it == onnxTypes_.end())
-      return;
     const TensorType &ours = env_.values.at(out)->type();
-    if (it->second.dtype != ours.dtype || it->second.shape != ours.shape)
+    auto it = onnxTypes_.find(out);
+    if (it != onnxTypes_.end() &&
+        (it->second.dtype != ours.dtype || it->second.shape != ours.shape))
       ctx.fail(cat("result '", out, "' is ", ours.str(), " but ONNX shape inference gives ",
                    it->second.str()));
+    auto alt = onnxTypesAlt_.find(out);
+    if (alt == onnxTypesAlt_.end())
+      return;
+    std::vector<int64_t> there;
+    for (size_t i = 0; i < ours.shape.size(); ++i)
+      there.push_back(ours.symDim(i).eval(otherPoint_).value_or(-1));
+    if (there != alt->second.shape) {
+      std::string point;
+      for (const auto &[name, v] : otherPoint_)
+        point += cat(point.empty() ? "" : ", ", name, " = ", v);
+      ctx.fail(cat("result '", out, "' is ", ours.str(), ", which is ", shapeStr(there), " at ",
+                   point, ", but ONNX shape inference gives ", shapeStr(alt->second.shape),
+                   " there: this conversion does not follow the symbolic dims (bind them with "
+                   "--dim NAME=N)"));
+    }
   }
 
   std::string path_;
@@ -1701,6 +1801,8 @@ private:
   std::map<std::string, TensorPtr> initializers_;
   std::vector<InputDecl> inputs_;
   std::map<std::string, TensorType> onnxTypes_;
+  std::map<std::string, TensorType> onnxTypesAlt_; // at otherPoint_ (inferShapesAtOtherPoint)
+  std::map<std::string, int64_t> otherPoint_;
   std::unordered_map<std::string, std::vector<Value *>> seqs_; // sequences by ONNX name
   std::unordered_map<std::string, bool> optional_;             // optionals: present?
   std::map<int, std::string> branchSeqs_; // convertBranch: sequence outputs by position

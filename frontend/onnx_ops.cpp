@@ -5,6 +5,12 @@
 // slice bounds) and emit fully explicit attributes. Version-specific semantics are handled in
 // the converter, keyed on ctx.opset(): attribute-vs-input forms (Squeeze/Unsqueeze/Split/Reduce
 // axes, Slice-1 vs 10, Clip-6 vs 11, Pad-2 vs 11), Upsample vs Resize, BatchNormalization, ...
+// With dims compiled for a range (issue 21) a shape may be a list of expressions in the dims:
+// the shape-reading converters (Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Expand,
+// ConstantOfShape, Slice, Gather, Range, Trilu, Dropout) then resolve the same conventions over
+// expressions, exactly for every value in the ranges or not at all; the others keep their
+// static code, and what they would fix at the planning point is refused by the symbolic shape
+// rules or by the importer's second ONNX inference (onnx_importer.cpp).
 //
 // The table is at the bottom of the file, alphabetical.
 #include "frontend/onnx_ops.h"
@@ -39,6 +45,52 @@ Shape normAxes(const ConvertCtx &c, Shape axes, int64_t rank, const char *what =
 
 void alias(ConvertCtx &c, size_t out, Value *v) {
   c.setOutput(out, v);
+}
+
+// ---- symbolic dims (issue 21) -----------------------------------------------------------------
+// A converter whose inputs are static keeps its static code, so static compiles are unchanged;
+// with a symbolic input dim or shape value it computes the result's dims as expressions.
+
+bool symInput(const ConvertCtx &c, size_t i) {
+  return c.hasInput(i) && c.symValue(c.input(i));
+}
+
+SymExpr symOk(const ConvertCtx &c, std::optional<SymExpr> e) {
+  if (!e)
+    c.fail("shape arithmetic on the symbolic dims overflows int64");
+  return *e;
+}
+
+SymExpr symProduct(const ConvertCtx &c, const SymElems &s, size_t from = 0, size_t to = SIZE_MAX) {
+  SymExpr n = 1;
+  for (size_t i = from; i < s.size() && i < to; ++i)
+    n = symOk(c, SymExpr::mul(n, s[i]));
+  return n;
+}
+
+// `shape` (and `sym_shape` when a dim is symbolic) for a reshape or expand to `dims`.
+AttrMap symShapeAttrs(const ConvertCtx &c, const SymElems &dims) {
+  std::vector<int64_t> planned;
+  std::vector<std::string> texts;
+  bool symbolic = false;
+  for (const SymExpr &e : dims) {
+    planned.push_back(c.planning(e));
+    texts.push_back(e.str());
+    symbolic = symbolic || !e.isConstant();
+  }
+  AttrMap attrs{{"shape", planned}};
+  if (symbolic)
+    attrs["sym_shape"] = texts;
+  return attrs;
+}
+
+// A dim given as an expression must be >= 1 for every value: a 0 would be an empty tensor
+// (unsupported), a negative one no shape at all.
+void requirePositiveDim(const ConvertCtx &c, const SymExpr &e, const std::string &what) {
+  if (e.isConstant())
+    return;
+  if (c.bounds(e, what).lo < 1)
+    c.fail(cat(what, " ", e.str(), " is not >= 1 for every value of the dims", c.rangesOf(e)));
 }
 
 // ---- elementwise ------------------------------------------------------------------------------
@@ -1230,9 +1282,54 @@ Shape resolveReshape(ConvertCtx &c, const Shape &in, Shape target, bool allowZer
   return target;
 }
 
+// resolveReshape over expressions: a 0 copies the input's dim, a -1 is the element count over
+// the other dims, which must divide it for every value (a single-term divisor: a product of
+// dims); every other dim must be >= 1 throughout the ranges.
+SymElems resolveReshapeSym(ConvertCtx &c, const SymElems &in, SymElems target, bool allowZero) {
+  std::optional<size_t> infer;
+  SymExpr known = 1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == SymExpr(0) && !allowZero) {
+      if (i >= in.size())
+        c.fail(cat("shape ", symElemsStr(target), " copies dim ", i, " that ", symElemsStr(in),
+                   " does not have"));
+      target[i] = in[i];
+    }
+    if (target[i] == SymExpr(-1)) {
+      if (infer)
+        c.fail(cat("shape ", symElemsStr(target), " has more than one -1"));
+      infer = i;
+      continue;
+    }
+    if (target[i].isConstant() && target[i].constant() < 0)
+      c.fail(cat("shape ", symElemsStr(target), " has a negative dim"));
+    requirePositiveDim(c, target[i], cat("reshape target dim ", i));
+    known = symOk(c, SymExpr::mul(known, target[i]));
+  }
+  SymExpr numel = symProduct(c, in);
+  if (infer) {
+    auto q = divExactSym(numel, known);
+    if (!q)
+      c.fail(cat("cannot reshape ", symElemsStr(in), " to ", symElemsStr(target), ": ", numel.str(),
+                 " elements over ", known.str(),
+                 " is not a whole number for every value of the symbolic dims"));
+    target[*infer] = *q;
+  }
+  if (symProduct(c, target) != numel)
+    c.fail(cat("cannot reshape ", symElemsStr(in), " (", numel.str(), " elements) to ",
+               symElemsStr(target), " (", symProduct(c, target).str(),
+               " elements) for every value of the symbolic dims"));
+  return target;
+}
+
 void convReshape(ConvertCtx &c) {
-  Shape target = c.opset() < 5 ? c.attrInts("shape") : c.constInts(1, "shape");
   bool allowZero = c.attrInt("allowzero", 0) != 0;
+  if (c.opset() >= 5 && (c.type(0).isSymbolic() || symInput(c, 1))) {
+    c.setOutput(0, c.reshapeSym(c.input(0), resolveReshapeSym(c, symShapeOf(c.type(0)),
+                                                              c.symInts(1, "shape"), allowZero)));
+    return;
+  }
+  Shape target = c.opset() < 5 ? c.attrInts("shape") : c.constInts(1, "shape");
   c.setOutput(0, c.reshape(c.input(0), resolveReshape(c, c.type(0).shape, target, allowZero)));
 }
 
@@ -1244,6 +1341,12 @@ void convFlatten(ConvertCtx &c) {
     c.fail(cat("axis ", axis, " is out of range for rank ", r));
   if (axis < 0)
     axis += r;
+  if (c.type(0).isSymbolic()) {
+    SymElems d = symShapeOf(c.type(0));
+    size_t a = static_cast<size_t>(axis);
+    c.setOutput(0, c.reshapeSym(c.input(0), {symProduct(c, d, 0, a), symProduct(c, d, a)}));
+    return;
+  }
   c.setOutput(0, c.reshape(c.input(0), {product(s, 0, axis), product(s, axis)}));
 }
 
@@ -1254,9 +1357,40 @@ std::optional<Shape> axesOperand(ConvertCtx &c) {
   return c.attrIntsOpt("axes");
 }
 
+// Squeeze of symbolic dims: a dim is squeezed only when it is 1 for every value; one that is 1
+// for some values only would change the rank with the value (refused).
+void squeezeSym(ConvertCtx &c, const std::optional<Shape> &axes) {
+  SymElems s = symShapeOf(c.type(0)), out;
+  Shape ax;
+  if (axes)
+    ax = normAxes(c, *axes, static_cast<int64_t>(s.size()));
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool one = s[d] == SymExpr(1);
+    if (!axes) {
+      if (!one && !s[d].isConstant() && c.bounds(s[d], "dim").lo <= 1)
+        c.fail(cat("squeezes the dims of size 1 of ", c.type(0).str(), ", and dim ", d, " (",
+                   s[d].str(), ") is 1 for some values only", c.rangesOf(s[d]), ": give the axes"));
+      if (!one)
+        out.push_back(s[d]);
+      continue;
+    }
+    bool squeezed = std::binary_search(ax.begin(), ax.end(), static_cast<int64_t>(d));
+    if (squeezed && !one)
+      c.fail(cat("cannot squeeze axis ", d, " of ", c.type(0).str(),
+                 ": its size is not 1 for every value of the symbolic dims"));
+    if (!squeezed)
+      out.push_back(s[d]);
+  }
+  c.setOutput(0, c.reshapeSym(c.input(0), out));
+}
+
 void convSqueeze(ConvertCtx &c) {
   const Shape &s = c.type(0).shape;
   auto axes = axesOperand(c);
+  if (c.type(0).isSymbolic()) {
+    squeezeSym(c, axes);
+    return;
+  }
   Shape out;
   if (!axes) {
     for (int64_t d : s)
@@ -1282,6 +1416,14 @@ void convUnsqueeze(ConvertCtx &c) {
     c.fail("axes are required");
   int64_t outRank = static_cast<int64_t>(s.size() + axes->size());
   Shape ax = normAxes(c, *axes, outRank);
+  if (c.type(0).isSymbolic()) {
+    SymElems in = symShapeOf(c.type(0)), out;
+    size_t next = 0;
+    for (int64_t d = 0; d < outRank; ++d)
+      out.push_back(std::binary_search(ax.begin(), ax.end(), d) ? SymExpr(1) : in[next++]);
+    c.setOutput(0, c.reshapeSym(c.input(0), out));
+    return;
+  }
   Shape out;
   size_t next = 0;
   for (int64_t d = 0; d < outRank; ++d)
@@ -1382,7 +1524,119 @@ void clampSlice(int64_t dim, int64_t step, int64_t &start, int64_t &end) {
   }
 }
 
+// A slice bound (step > 0) over a symbolic axis or given as an expression, as clampSlice makes
+// it: negative counts from the end, then clamped into [0, dim]. Exact only when the same case
+// applies for every value of the dims (always within the axis, or always clamped to one end);
+// a bound clamped for some values only would make the extent a min(), which is refused.
+SymExpr sliceBound(const ConvertCtx &c, const SymExpr &v, const SymExpr &dim, const char *what,
+                   int64_t axis, const TensorType &t) {
+  bool negative;
+  if (v.isConstant()) {
+    negative = v.constant() < 0;
+  } else {
+    SymBounds b = c.bounds(v, cat("slice ", what));
+    if (b.lo < 0 && b.hi >= 0)
+      c.fail(cat("slice ", what, " ", v.str(), " of axis ", axis, " of ", t.str(),
+                 " is negative (counted from the end) for some values only", c.rangesOf(v)));
+    negative = b.hi < 0;
+  }
+  SymExpr x = negative ? symOk(c, SymExpr::add(v, dim)) : v;
+  if (c.provablyLe(dim, x))
+    return dim;
+  if (c.provablyLe(x, SymExpr(0)))
+    return SymExpr(0);
+  if (c.provablyLe(SymExpr(0), x) && c.provablyLe(x, dim))
+    return x;
+  c.fail(cat("slice ", what, " ", v.str(), " of axis ", axis, " of ", t.str(),
+             " is clamped to the axis for some values of the dims only",
+             c.rangesOf(symOk(c, SymExpr::add(x, dim)))));
+}
+
+void sliceSym(ConvertCtx &c) {
+  const TensorType &t = c.type(0);
+  int64_t r = t.rank();
+  SymElems starts, ends;
+  Shape axes, steps;
+  if (c.opset() < 10) {
+    for (int64_t v : c.attrInts("starts"))
+      starts.emplace_back(v);
+    for (int64_t v : c.attrInts("ends"))
+      ends.emplace_back(v);
+    axes = c.attrInts("axes");
+  } else {
+    starts = c.symInts(1, "starts");
+    ends = c.symInts(2, "ends");
+    if (c.hasInput(3))
+      axes = c.constInts(3, "axes");
+    if (c.hasInput(4))
+      steps = c.constInts(4, "steps");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("starts, ends, axes and steps must have the same length");
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  bool identity = true, symbolic = false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    axes[k] = normAxis(c, axes[k], r);
+    if (seen[static_cast<size_t>(axes[k])])
+      c.fail(cat("axis ", axes[k], " is sliced twice"));
+    seen[static_cast<size_t>(axes[k])] = true;
+    if (steps[k] == 0)
+      c.fail("steps must not be 0");
+    SymExpr dim = t.symDim(static_cast<size_t>(axes[k]));
+    if (dim.isConstant() && starts[k].isConstant() && ends[k].isConstant()) {
+      int64_t s0 = starts[k].constant(), e0 = ends[k].constant();
+      clampSlice(dim.constant(), steps[k], s0, e0);
+      starts[k] = s0;
+      ends[k] = e0;
+      identity = identity && steps[k] == 1 && s0 == 0 && e0 == dim.constant();
+      continue;
+    }
+    if (steps[k] < 0)
+      c.fail(cat("a reverse slice (step ", steps[k], ") of axis ", axes[k], " of ", t.str(),
+                 " with symbolic dims or bounds is not supported"));
+    starts[k] = sliceBound(c, starts[k], dim, "start", axes[k], t);
+    ends[k] = sliceBound(c, ends[k], dim, "end", axes[k], t);
+    SymExpr extent = symOk(c, SymExpr::sub(ends[k], starts[k]));
+    if (!extent.isConstant() && steps[k] != 1)
+      c.fail(cat("a slice of axis ", axes[k], " of ", t.str(), " from ", starts[k].str(), " to ",
+                 ends[k].str(), " by step ", steps[k],
+                 ": a symbolic extent is supported with step 1 only"));
+    if (c.bounds(extent, "slice extent").lo < 1)
+      c.fail(cat("the slice [", starts[k].str(), ", ", ends[k].str(), ") of axis ", axes[k], " of ",
+                 t.str(), " is empty for some values of the dims", c.rangesOf(extent)));
+    symbolic = symbolic || !starts[k].isConstant() || !ends[k].isConstant();
+    identity = identity && steps[k] == 1 && starts[k] == SymExpr(0) && ends[k] == dim;
+  }
+  if (identity) {
+    c.setOutput(0, c.input(0));
+    return;
+  }
+  Shape s0, e0;
+  std::vector<std::string> ss, es;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    s0.push_back(c.planning(starts[k]));
+    e0.push_back(c.planning(ends[k]));
+    ss.push_back(starts[k].str());
+    es.push_back(ends[k].str());
+  }
+  AttrMap attrs = {{"starts", s0}, {"ends", e0}, {"axes", axes}, {"steps", steps}};
+  if (symbolic) {
+    attrs["sym_starts"] = ss;
+    attrs["sym_ends"] = es;
+  }
+  c.setOutput(0, c.emit(Op::Slice, {c.input(0)}, std::move(attrs)));
+}
+
 void convSlice(ConvertCtx &c) {
+  if (c.type(0).isSymbolic() || (c.opset() >= 10 && (symInput(c, 1) || symInput(c, 2)))) {
+    sliceSym(c);
+    return;
+  }
   const Shape &s = c.type(0).shape;
   int64_t r = static_cast<int64_t>(s.size());
   Shape starts, ends, axes, steps;
@@ -1426,6 +1680,42 @@ void convSlice(ConvertCtx &c) {
                         {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}));
 }
 
+// Constant indices into a symbolic axis: each must be in range for every value of the dim. A
+// negative one counts from the end, a symbolic position: one such index is a slice of extent 1
+// from dim + index (then the axis dropped for a scalar index); several are refused.
+void gatherSym(ConvertCtx &c, Value *x, const Tensor &t, int64_t axis) {
+  SymExpr dim = x->type().symDim(static_cast<size_t>(axis));
+  SymBounds b = c.bounds(dim, "dim");
+  bool negative = false;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t v = t.getInt(i);
+    if (v >= b.lo || v < -b.lo)
+      c.fail(cat("index ", v, " is out of range for axis ", axis, " of ", x->type().str(),
+                 " for some values of the dims", c.rangesOf(dim)));
+    negative = negative || v < 0;
+  }
+  if (!negative) {
+    c.setOutput(0, c.emit(Op::Gather, {x, c.input(1)}, {{"axis", axis}}));
+    return;
+  }
+  if (t.numel() != 1)
+    c.fail(cat("negative indices into the symbolic axis ", axis, " of ", x->type().str(),
+               " count from a symbolic end: supported for one index only"));
+  SymExpr start = symOk(c, SymExpr::add(dim, SymExpr(t.getInt(0))));
+  SymExpr end = symOk(c, SymExpr::add(start, SymExpr(1)));
+  Value *s = c.emit(Op::Slice, {x},
+                    {{"starts", Shape{c.planning(start)}},
+                     {"ends", Shape{c.planning(end)}},
+                     {"axes", Shape{axis}},
+                     {"steps", Shape{1}},
+                     {"sym_starts", std::vector<std::string>{start.str()}},
+                     {"sym_ends", std::vector<std::string>{end.str()}}});
+  SymElems out = symShapeOf(x->type());
+  out.erase(out.begin() + axis);
+  out.insert(out.begin() + axis, static_cast<size_t>(t.type().rank()), SymExpr(1));
+  c.setOutput(0, c.reshapeSym(s, out));
+}
+
 void convGather(ConvertCtx &c) {
   Value *x = c.input(0), *idx = c.input(1);
   int64_t axis = normAxis(c, c.attrInt("axis", 0), x->type().rank());
@@ -1434,6 +1724,10 @@ void convGather(ConvertCtx &c) {
   if (const Tensor *t = c.constInput(1)) {
     if (!isInteger(t->dtype()))
       c.fail(cat("indices must be integers, got ", t->type().str()));
+    if (!x->type().symDim(static_cast<size_t>(axis)).isConstant()) {
+      gatherSym(c, x, *t, axis);
+      return;
+    }
     bool negative = false;
     for (int64_t i = 0; i < t->numel(); ++i) {
       int64_t v = t->getInt(i);
@@ -1451,7 +1745,32 @@ void convGather(ConvertCtx &c) {
   c.setOutput(0, c.emit(Op::Gather, {x, idx}, {{"axis", axis}}));
 }
 
+// Expand with symbolic dims: numpy broadcasting of the input's dims and the target's, which
+// holds for every value only where the two are equal or one is 1.
+void expandSym(ConvertCtx &c) {
+  SymElems in = symShapeOf(c.type(0)), target = c.symInts(1, "shape");
+  size_t r = std::max(in.size(), target.size());
+  SymElems out(r);
+  for (size_t i = 0; i < r; ++i) {
+    SymExpr a = i < r - in.size() ? SymExpr(1) : in[i - (r - in.size())];
+    SymExpr b = i < r - target.size() ? SymExpr(1) : target[i - (r - target.size())];
+    if (a == b || b == SymExpr(1))
+      out[i] = a;
+    else if (a == SymExpr(1))
+      out[i] = b;
+    else
+      c.fail(cat("cannot expand ", c.type(0).str(), " to ", symElemsStr(target), ": ", a.str(),
+                 " and ", b.str(), " broadcast only where they are equal"));
+    requirePositiveDim(c, out[i], cat("expanded dim ", i));
+  }
+  c.setOutput(0, out == in ? c.input(0) : c.emit(Op::Expand, {c.input(0)}, symShapeAttrs(c, out)));
+}
+
 void convExpand(ConvertCtx &c) {
+  if (c.type(0).isSymbolic() || symInput(c, 1)) {
+    expandSym(c);
+    return;
+  }
   Shape target = c.constInts(1, "shape");
   auto out = broadcastShapes(c.type(0).shape, target);
   if (!out)
@@ -1752,6 +2071,8 @@ void convSpaceToDepth(ConvertCtx &c) {
   c.setOutput(0, c.reshape(x, {n, ch * b * b, h, w}));
 }
 
+void checkConstantSize(const ConvertCtx &c, const TensorType &t);
+
 // Trilu: a constant keep-mask over the last two axes selects x or zero.
 void convTrilu(ConvertCtx &c) {
   Value *x = c.input(0);
@@ -1767,42 +2088,54 @@ void convTrilu(ConvertCtx &c) {
   }
   bool upper = c.attrInt("upper", 1) != 0;
   int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  // Symbolic rows or columns: mask[i, j] depends on i and j only, so the mask for any value is
+  // the top-left corner of the one for the dims' maxima (a constant), cut by a slice.
+  SymExpr symRows = x->type().symDim(s.size() - 2), symCols = x->type().symDim(s.size() - 1);
+  bool symbolic = !symRows.isConstant() || !symCols.isConstant();
+  if (symbolic) {
+    rows = c.bounds(symRows, "rows").hi;
+    cols = c.bounds(symCols, "columns").hi;
+    checkConstantSize(c, TensorType(DType::Bool, {rows, cols}));
+  }
   Tensor mask(TensorType(DType::Bool, {rows, cols}));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
       mask.setInt(i * cols + j, upper ? j - i >= k : j - i <= k);
+  Value *keep = c.constant(std::move(mask));
+  if (symbolic)
+    keep = c.emit(Op::Slice, {keep},
+                  {{"starts", Shape{0, 0}},
+                   {"ends", Shape{c.planning(symRows), c.planning(symCols)}},
+                   {"axes", Shape{0, 1}},
+                   {"steps", Shape{1, 1}},
+                   {"sym_starts", std::vector<std::string>{"0", "0"}},
+                   {"sym_ends", std::vector<std::string>{symRows.str(), symCols.str()}}});
   Value *zero = c.scalar(x->type().dtype, 0.0);
-  c.setOutput(0, c.emit(Op::Where, {c.constant(std::move(mask)), x, zero}));
+  c.setOutput(0, c.emit(Op::Where, {keep, x, zero}));
 }
 
 // ---- constants --------------------------------------------------------------------------------
 
-// A shape read at import is a constant; a dim compiled for a range has no one value to give.
-void requireStaticDims(const ConvertCtx &c, const TensorType &t, int64_t start, int64_t end) {
-  for (int64_t i = start; i < end; ++i)
-    if (!t.symDim(static_cast<size_t>(i)).isConstant())
-      c.fail(cat("reads dim ", i, " of ", t.str(), ", which depends on ",
-                 t.symDim(static_cast<size_t>(i)).str(),
-                 ": shape computations on symbolic dims are not supported yet; bind the dim "
-                 "with --dim NAME=N"));
-}
-
+// A shape read at import is a constant; with symbolic dims it is a symbolic shape value (the
+// planning-point dims as data, the dims' expressions beside them).
 void convShape(ConvertCtx &c) {
   const Shape &s = c.type(0).shape;
   int64_t r = static_cast<int64_t>(s.size());
   int64_t start = c.attrInt("start", 0), end = c.attrInt("end", r);
   clampSlice(r, 1, start, end);
-  requireStaticDims(c, c.type(0), start, end);
   Shape dims;
-  for (int64_t i = start; i < end; ++i)
+  SymElems elems;
+  for (int64_t i = start; i < end; ++i) {
     dims.push_back(s[static_cast<size_t>(i)]);
+    elems.push_back(c.type(0).symDim(static_cast<size_t>(i)));
+  }
   int64_t n = static_cast<int64_t>(dims.size());
-  c.setOutput(0, c.constant(Tensor::fromI64(dims, {n})));
+  c.setOutput(0, c.symConstant(Tensor::fromI64(dims, {n}), elems));
 }
 
 void convSize(ConvertCtx &c) {
-  requireStaticDims(c, c.type(0), 0, c.type(0).rank());
-  c.setOutput(0, c.constant(Tensor::fromI64({product(c.type(0).shape)}, {})));
+  c.setOutput(0, c.symConstant(Tensor::fromI64({product(c.type(0).shape)}, {}),
+                               {symProduct(c, symShapeOf(c.type(0)))}));
 }
 
 // Constants computed here from constant inputs (Range, EyeLike, windows) are allocated at once,
@@ -1822,6 +2155,21 @@ void checkConstantSize(const ConvertCtx &c, const TensorType &t) {
 // A small result is a constant; a large one is its single value broadcast (an expand, which
 // readers fold as an index map), so that neither the importer nor weights.bin holds it.
 void convConstantOfShape(ConvertCtx &c) {
+  if (symInput(c, 0)) { // a symbolic shape: the value broadcast to it, never a weight
+    SymElems shape = c.symInts(0, "shape");
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i].isConstant() && shape[i].constant() < 1)
+        c.fail(cat("shape ", symElemsStr(shape), " has a dim < 1"));
+      requirePositiveDim(c, shape[i], cat("dim ", i));
+    }
+    std::optional<Tensor> value = c.attrTensor("value");
+    if (value && value->numel() != 1)
+      c.fail(cat("value must hold one element, got ", value->type().str()));
+    Value *one = value ? c.constant(Tensor(TensorType(value->dtype(), {}), value->bytes()))
+                       : c.scalar(DType::F32, 0.0);
+    c.setOutput(0, c.emit(Op::Expand, {one}, symShapeAttrs(c, shape)));
+    return;
+  }
   Shape shape = c.constInts(0, "shape");
   for (int64_t d : shape)
     if (d < 0)
@@ -1847,7 +2195,41 @@ void convConstantOfShape(ConvertCtx &c) {
   c.setOutput(0, c.constant(std::move(out)));
 }
 
+// Range to a symbolic limit (position ids: Range(0, seq)): the values do not depend on the
+// limit, only the count does, so it is the first `limit - start` elements of the range to the
+// limit's maximum, a constant, by a slice with a symbolic end. From a constant start by step 1.
+void rangeSym(ConvertCtx &c) {
+  SymElems start = c.symInts(0, "start"), limit = c.symInts(1, "limit"),
+           delta = c.symInts(2, "delta");
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1)
+    c.fail("start, limit and delta must be scalars");
+  if (!start[0].isConstant() || delta[0] != SymExpr(1))
+    c.fail(cat("Range(", start[0].str(), ", ", limit[0].str(), ", ", delta[0].str(),
+               ") over symbolic dims is supported from a constant start by step 1 only"));
+  SymExpr n = symOk(c, SymExpr::sub(limit[0], start[0]));
+  SymBounds b = c.bounds(n, "element count");
+  if (b.lo < 1)
+    c.fail(cat("the range has ", n.str(), " elements, not >= 1 for every value of the dims",
+               c.rangesOf(n)));
+  DType t = c.type(0).dtype;
+  checkConstantSize(c, TensorType(t, {b.hi}));
+  Tensor full(TensorType(t, {b.hi}));
+  for (int64_t i = 0; i < b.hi; ++i)
+    full.setInt(i, start[0].constant() + i);
+  c.setOutput(0, c.emit(Op::Slice, {c.constant(std::move(full))},
+                        {{"starts", Shape{0}},
+                         {"ends", Shape{c.planning(n)}},
+                         {"axes", Shape{0}},
+                         {"steps", Shape{1}},
+                         {"sym_starts", std::vector<std::string>{"0"}},
+                         {"sym_ends", std::vector<std::string>{n.str()}}}));
+}
+
 void convRange(ConvertCtx &c) {
+  if (symInput(c, 0) || symInput(c, 1) || symInput(c, 2)) {
+    rangeSym(c);
+    return;
+  }
   const Tensor &start = c.requireConst(0, "start"), &limit = c.requireConst(1, "limit"),
                &delta = c.requireConst(2, "delta");
   for (const Tensor *t : {&start, &limit, &delta})
@@ -1916,7 +2298,7 @@ void convEyeLike(ConvertCtx &c) {
   DType t =
       c.hasAttr("dtype") ? castTarget(c, static_cast<int32_t>(c.attrInt("dtype", 1))) : in.dtype;
   int64_t k = c.attrInt("k", 0);
-  if (!in.isStatic())
+  if (!in.isStatic() || in.isSymbolic())
     c.fail(cat("input must have a static shape, got ", in.str()));
   checkConstantSize(c, TensorType(t, in.shape));
   Tensor out(TensorType(t, in.shape));
@@ -1971,7 +2353,12 @@ void convDropout(ConvertCtx &c) {
   }
   Value *x = c.input(0);
   alias(c, 0, x);
-  if (c.outputUsed(1)) {
+  if (c.outputUsed(1) && x->type().isSymbolic()) { // all ones, broadcast to x's dims
+    Tensor one(TensorType(c.opset() >= 10 ? DType::Bool : x->type().dtype, {}));
+    one.setDouble(0, 1.0);
+    c.setOutput(1, c.emit(Op::Expand, {c.constant(std::move(one))},
+                          symShapeAttrs(c, symShapeOf(x->type()))));
+  } else if (c.outputUsed(1)) {
     Tensor mask(TensorType(c.opset() >= 10 ? DType::Bool : x->type().dtype, x->type().shape));
     for (int64_t i = 0; i < mask.numel(); ++i)
       mask.setDouble(i, 1.0);

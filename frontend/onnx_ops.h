@@ -4,11 +4,14 @@
 // compile-time constants, node creation with constant folding, and diagnostics naming the node.
 #pragma once
 
+#include "frontend/onnx_sym_values.h"
 #include "ir/graph.h"
+#include "ir/instantiate.h"
 
 #include <onnx/onnx_pb.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,6 +48,11 @@ struct ImportEnv {
   std::unordered_set<std::string> graphOutputs;    // reserved for the graph's output values
   std::string file;                                // the model path, for diagnostics
   std::string modelDir;                            // for external data in Constant attributes
+  // Dims compiled for a range (--dim NAME=MIN..MAX@OPT), and the symbolic shape values
+  // (onnx_sym_values.h): weights holding a shape computation's planning-point data, with each
+  // element as an expression in the dims. Only values with a non-constant element are listed.
+  std::vector<DimRange> dims;
+  std::unordered_map<const Value *, SymElems> symValues;
 };
 
 class ConvertCtx {
@@ -70,11 +78,18 @@ public:
   int64_t rank(size_t i) const { return type(i).rank(); }
   const std::string &inputName(size_t i) const;
   // The constant data of input i when it is a weight (an initializer, a Constant, or folded).
+  // A symbolic shape value has no one value: null (a converter that can take one asks symInts).
   const Tensor *constInput(size_t i) const;
-  // As constInput, but fails with "<what> input 'x' is not a compile-time constant".
+  // As constInput, but fails with "<what> input 'x' is not a compile-time constant" (or, for a
+  // symbolic shape value, that it depends on the symbolic dims).
   const Tensor &requireConst(size_t i, const std::string &what) const;
   std::vector<int64_t> constInts(size_t i, const std::string &what) const;
   std::vector<double> constDoubles(size_t i, const std::string &what) const;
+  // The elements of an integer input known at compile time as expressions in the symbolic
+  // dims: a symbolic shape value's, or a constant's values.
+  SymElems symInts(size_t i, const std::string &what) const;
+  // v's elements when it is a symbolic shape value, else null.
+  const SymElems *symValue(const Value *v) const;
 
   // --- outputs ---
   size_t numOutputs() const { return static_cast<size_t>(node_.output_size()); }
@@ -108,12 +123,28 @@ public:
   Value *scalar(DType dtype, double v);                 // rank-0 weight
   Value *reshape(Value *v, std::vector<int64_t> shape); // no node when the shape is unchanged
   Value *castTo(Value *v, DType dtype);                 // no node when already that dtype
+  // A shape value: `t` holds the planning-point data, `elems` every element as an expression
+  // (listed in ImportEnv::symValues when one is not constant).
+  Value *symConstant(Tensor t, SymElems elems);
+  // A reshape to dims given as expressions (sym_shape when one is symbolic); no node when the
+  // shape is unchanged.
+  Value *reshapeSym(Value *v, const SymElems &shape);
+  // `e`'s value at the planning point, and its bounds over the dims' ranges (failing, naming
+  // `what`, when they overflow).
+  int64_t planning(const SymExpr &e) const;
+  SymBounds bounds(const SymExpr &e, const std::string &what) const;
+  // " (seq in 1..64)": the ranges of e's symbols, for messages.
+  std::string rangesOf(const SymExpr &e) const;
+  // Whether a <= b for every value of the dims (false when the bounds cannot show it).
+  bool provablyLe(const SymExpr &a, const SymExpr &b) const;
 
 private:
   const onnx::AttributeProto *findAttr(std::string_view name) const;
   const onnx::AttributeProto &attrOfType(std::string_view name, int type) const;
   Value *fold(Node *n, size_t result);
   std::string weightName() const;
+  std::map<std::string, int64_t> planningDims() const;
+  std::string describeSym(const Value *v, const SymElems &e) const;
 
   ImportEnv &env_;
   const onnx::NodeProto &node_;

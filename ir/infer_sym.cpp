@@ -92,9 +92,43 @@ void checkEpilogueSym(const InferCtx &ctx, size_t first, const SymShape &out) {
   }
 }
 
+// A list attribute of expressions (reshape / expand sym_shape, slice sym_starts / sym_ends):
+// empty when unset, else `want` parsed entries.
+SymShape symList(const InferCtx &ctx, const char *attr, size_t want) {
+  const auto &texts = ctx.strs(attr);
+  if (texts.empty())
+    return {};
+  if (texts.size() != want)
+    ctx.fail(cat(ctx.info().name, " ", attr, " has ", texts.size(), " entries for ", want));
+  SymShape out;
+  for (const std::string &t : texts) {
+    std::string why;
+    auto e = SymExpr::parse(t, &why);
+    if (!e)
+      ctx.fail(cat(ctx.info().name, " ", attr, " entry '", t, "': ", why));
+    out.push_back(*e);
+  }
+  return out;
+}
+
+size_t axisOf(const InferCtx &ctx, int64_t axis, int64_t rank) {
+  return static_cast<size_t>(axis < 0 ? axis + rank : axis);
+}
+
 std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
                               const std::vector<TensorType> &results) {
   using F = InferFn;
+  if (fn == F(inferNorm)) {
+    // The parameters are weights (static): they broadcast to the normalised dims only where
+    // those are static or the parameter's dim is 1.
+    SymShape x = symShape(ctx.operand(0));
+    size_t axis = axisOf(ctx, ctx.i("axis"), ctx.operand(0).rank());
+    SymShape norm(x.begin() + static_cast<std::ptrdiff_t>(axis), x.end());
+    for (size_t k = 1; k < ctx.numOperands(); ++k)
+      if (broadcastSym(ctx, norm, symShape(ctx.operand(k))) != norm)
+        ctx.fail(cat(ctx.info().name, " parameter ", ctx.operand(k).str(),
+                     " does not broadcast to the normalised dims ", symStr(norm)));
+  }
   // Results with the shape of operand 0.
   for (F same : {F(inferUnary), F(inferUnaryFloat), F(inferSoftmax), F(inferUnaryBool),
                  F(inferCast), F(inferNorm)})
@@ -147,21 +181,10 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
     return {out};
   }
   if (fn == F(inferReshape)) {
-    const auto &texts = ctx.strs("sym_shape");
-    if (texts.empty())
+    SymShape out = symList(ctx, "sym_shape", ctx.ints("shape").size());
+    if (out.empty())
       ctx.fail(cat("reshape of ", ctx.operand(0).str(), " to ", shapeStr(ctx.ints("shape")),
                    " needs the target's symbolic dims (sym_shape)"));
-    if (texts.size() != ctx.ints("shape").size())
-      ctx.fail(
-          cat("reshape sym_shape has ", texts.size(), " dims, shape ", ctx.ints("shape").size()));
-    SymShape out;
-    for (const std::string &t : texts) {
-      std::string why;
-      auto e = SymExpr::parse(t, &why);
-      if (!e)
-        ctx.fail(cat("reshape sym_shape dim '", t, "': ", why));
-      out.push_back(*e);
-    }
     // The element counts agree as polynomials: for every value of the dims, not just one.
     if (product(ctx, out) != product(ctx, symShape(ctx.operand(0))))
       ctx.fail(cat("reshape of ", ctx.operand(0).str(), " to ", symStr(out),
@@ -213,6 +236,93 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
     }
     return out;
   }
+  if (fn == F(inferArg)) {
+    SymShape x = symShape(ctx.operand(0)), out;
+    size_t axis = axisOf(ctx, ctx.i("axis"), ctx.operand(0).rank());
+    for (size_t d = 0; d < x.size(); ++d)
+      if (d != axis)
+        out.push_back(x[d]);
+      else if (ctx.i("keepdims"))
+        out.push_back(SymExpr(1));
+    return {out};
+  }
+  if (fn == F(inferSlice)) {
+    // A window with constant bounds keeps its static extent (the importer checked that the
+    // bounds lie within the axis for every value in the dims' ranges, or bound them
+    // symbolically); a symbolic bound gives end - start, with step 1 only: a longer step would
+    // take a floor division of the extent.
+    SymShape x = symShape(ctx.operand(0)), out = x;
+    const auto &starts = ctx.ints("starts"), &ends = ctx.ints("ends"), &axes = ctx.ints("axes"),
+               &steps = ctx.ints("steps");
+    SymShape ss = symList(ctx, "sym_starts", axes.size()),
+             se = symList(ctx, "sym_ends", axes.size());
+    for (size_t k = 0; k < axes.size(); ++k) {
+      size_t a = static_cast<size_t>(axes[k]);
+      SymExpr s = ss.empty() ? SymExpr(starts[k]) : ss[k],
+              e = se.empty() ? SymExpr(ends[k]) : se[k];
+      if (s.isConstant() && e.isConstant()) {
+        if (s.constant() != starts[k] || e.constant() != ends[k])
+          ctx.fail(cat("slice symbolic bounds [", s.str(), ", ", e.str(), ") differ from [",
+                       starts[k], ", ", ends[k], ")"));
+        out[a] = SymExpr(results[0].shape[a]);
+        continue;
+      }
+      if (steps[k] != 1)
+        ctx.fail(cat("slice of axis ", a, " of ", ctx.operand(0).str(), " from ", s.str(), " to ",
+                     e.str(), " by step ", steps[k],
+                     ": a symbolic bound is supported with step 1 only"));
+      auto extent = SymExpr::sub(e, s);
+      if (!extent)
+        ctx.fail("slice extent overflows");
+      out[a] = *extent;
+    }
+    return {out};
+  }
+  if (fn == F(inferGather)) {
+    SymShape x = symShape(ctx.operand(0)), idx = symShape(ctx.operand(1));
+    size_t axis = axisOf(ctx, ctx.i("axis"), ctx.operand(0).rank());
+    SymShape out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
+    out.insert(out.end(), idx.begin(), idx.end());
+    out.insert(out.end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
+    return {out};
+  }
+  if (fn == F(inferExpand)) {
+    SymShape target = symList(ctx, "sym_shape", ctx.ints("shape").size());
+    if (target.empty())
+      for (int64_t d : ctx.ints("shape"))
+        target.push_back(SymExpr(d));
+    return {broadcastSym(ctx, symShape(ctx.operand(0)), target)};
+  }
+  if (fn == F(inferTile)) {
+    SymShape out = symShape(ctx.operand(0));
+    const auto &reps = ctx.ints("repeats");
+    for (size_t d = 0; d < out.size(); ++d) {
+      auto p = SymExpr::mul(out[d], SymExpr(reps[d]));
+      if (!p)
+        ctx.fail("tile result dim overflows");
+      out[d] = *p;
+    }
+    return {out};
+  }
+  if (fn == F(inferAttention)) {
+    SymShape q = symShape(ctx.operand(0)), k = symShape(ctx.operand(1)),
+             v = symShape(ctx.operand(2));
+    size_t r = q.size();
+    requireEqual(ctx, q[r - 1], k[r - 1], "q and k head sizes");
+    requireEqual(ctx, k[r - 2], v[r - 2], "k and v lengths");
+    for (size_t d = 0; d + 2 < r; ++d) {
+      requireEqual(ctx, q[d], k[d], "q and k batch dims");
+      requireEqual(ctx, q[d], v[d], "q and v batch dims");
+    }
+    SymShape scores(q.begin(), q.end() - 1);
+    scores.push_back(k[r - 2]);
+    if (ctx.numOperands() == 4 && broadcastSym(ctx, scores, symShape(ctx.operand(3))) != scores)
+      ctx.fail(cat("attention mask ", ctx.operand(3).str(), " does not broadcast to the scores ",
+                   symStr(scores)));
+    SymShape out(q.begin(), q.end() - 1);
+    out.push_back(v[r - 1]);
+    return {out};
+  }
   if (fn == F(inferTranspose)) {
     SymShape x = symShape(ctx.operand(0)), out;
     for (int64_t p : ctx.ints("perm"))
@@ -226,9 +336,15 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
 
 std::vector<TensorType> runInfer(const OpInfo &info, InferCtx &ctx) {
   std::vector<TensorType> results = info.infer(ctx);
+  // Symbolic when an operand is, or when the op's own symbolic attributes give a dim an
+  // expression (a slice of a constant buffer up to a symbolic end, an expand of a scalar to a
+  // symbolic shape).
   bool symbolic = false;
   for (size_t k = 0; k < ctx.numOperands(); ++k)
     symbolic = symbolic || ctx.operand(k).isSymbolic();
+  for (const AttrSpec &a : info.attrs)
+    if (a.kind == AttrKind::Strings && std::string_view(a.name).rfind("sym_", 0) == 0)
+      symbolic = symbolic || !ctx.strs(a.name).empty();
   if (!symbolic) {
     for (TensorType &r : results)
       r.sym.clear();

@@ -4,6 +4,7 @@
 // decompositions add the same as when the driver rewrote them itself.
 #include "passes/choose_attention.h"
 
+#include "ir/instantiate.h"
 #include "passes/explain.h"
 #include "passes/passes.h"
 #include "support/diagnostics.h"
@@ -16,6 +17,12 @@ namespace aicf {
 std::string materializationBlocker(const Node &a) {
   const TensorType &q = a.operand(0)->type(), &k = a.operand(1)->type();
   int64_t sq = q.shape[q.rank() - 2], sk = k.shape[k.rank() - 2];
+  // With symbolic lengths the causal mask is a cut of a constant band (emitMaterializedAttention),
+  // which needs the key offset Sk - Sq to be one number for every value of the dims.
+  auto offset = SymExpr::sub(k.symDim(k.rank() - 2), q.symDim(q.rank() - 2));
+  if (a.i("causal") && (!offset || !offset->isConstant()))
+    return cat("the causal key offset ", offset ? offset->str() : "Sk - Sq",
+               " depends on the symbolic dims");
   if (a.i("causal") && sk < sq)
     return "a causal mask with Sk < Sq hides whole rows (attention gives zeros, softmax NaN)";
   if (a.numOperands() < 4)
@@ -65,14 +72,35 @@ Value *emitMaterializedAttention(Graph &g, const Node &a, Node *before) {
             : g.createNode(Op::Add, {s, m}, {}, loc, before)->result();
   }
   if (a.i("causal")) {
-    // Key j is visible to query i when j <= i + (Sk - Sq).
+    // Key j is visible to query i when j <= i + (Sk - Sq). With symbolic lengths (and the
+    // constant offset materializationBlocker requires) the mask is the top-left corner of the
+    // one for the lengths' maxima, cut by a slice: mask[i, j] depends on i and j only.
     const TensorType &st = s->type();
     int64_t sq = st.shape[st.rank() - 2], sk = st.shape[st.rank() - 1];
-    auto mask = std::make_shared<Tensor>(TensorType(DType::Bool, {sq, sk}));
-    for (int64_t i = 0; i < sq; ++i)
-      for (int64_t j = 0; j < sk; ++j)
-        mask->setInt(i * sk + j, j <= i + (sk - sq) ? 1 : 0);
+    SymExpr symSq = st.symDim(st.rank() - 2), symSk = st.symDim(st.rank() - 1);
+    int64_t offset = sk - sq, rows = sq, cols = sk;
+    bool symbolic = !symSq.isConstant() || !symSk.isConstant();
+    if (symbolic) {
+      auto bq = symBounds(symSq, g.dims()), bk = symBounds(symSk, g.dims());
+      AICF_CHECK(bq && bk, "attention lengths ", symSq.str(), ", ", symSk.str(), " have no bounds");
+      rows = bq->hi;
+      cols = bk->hi;
+    }
+    auto mask = std::make_shared<Tensor>(TensorType(DType::Bool, {rows, cols}));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        mask->setInt(i * cols + j, j <= i + offset ? 1 : 0);
     Value *mv = g.addWeight("attention_causal_mask", mask);
+    if (symbolic)
+      mv = g.createNode(Op::Slice, {mv},
+                        {{"starts", std::vector<int64_t>{0, 0}},
+                         {"ends", std::vector<int64_t>{sq, sk}},
+                         {"axes", std::vector<int64_t>{0, 1}},
+                         {"steps", std::vector<int64_t>{1, 1}},
+                         {"sym_starts", std::vector<std::string>{"0", "0"}},
+                         {"sym_ends", std::vector<std::string>{symSq.str(), symSk.str()}}},
+                        loc, before)
+               ->result();
     s = g.createNode(Op::Where, {mv, s, negInf()}, {}, loc, before)->result();
   }
   Value *p = g.createNode(Op::Softmax, {s}, {{"axis", int64_t(-1)}}, loc, before)->result();

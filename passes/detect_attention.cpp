@@ -10,14 +10,16 @@
 // carries weighted_streaming_reduction + tile_compatible_compute + rematerializable_intermediate
 // and lowers to a streaming (FlashAttention-style) kernel that never stores the scores.
 // Legality: the scores feed only softmax·V; softmax runs over the key axis; q, k, v share batch
-// dims; a where-mask has a constant fill that acts as -inf and, if constant, is recognised as
-// causal only when it really is lower-triangular; the head count matches the reshape that made
-// the heads.
+// dims; a where-mask has a constant fill that acts as -inf and, if constant (or a cut of a
+// constant, with symbolic dims), is recognised as causal only when it really is lower-triangular;
+// the head count matches the reshape that made the heads.
+#include "ir/instantiate.h"
 #include "passes/match.h"
 #include "passes/passes.h"
 #include "support/diagnostics.h"
 
 #include <cmath>
+#include <optional>
 
 namespace aicf {
 
@@ -95,6 +97,100 @@ MaskKind classifyBoolMask(const Tensor &cond, int64_t sq, int64_t sk, std::strin
   return MaskKind::Other;
 }
 
+// The offset, as an expression, at which `v` starts along `axis`: a slice's start (symbolic or
+// not) for the sliced axis, 0 otherwise. Null when a slice steps other than by 1.
+std::optional<SymExpr> sliceStart(const Node *s, int64_t axis) {
+  const auto &axes = s->ints("axes");
+  const auto &sym = s->strs("sym_starts");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] != axis)
+      continue;
+    if (s->ints("steps")[k] != 1)
+      return std::nullopt;
+    return sym.empty() ? std::optional<SymExpr>(SymExpr(s->ints("starts")[k]))
+                       : SymExpr::parse(sym[k]);
+  }
+  return SymExpr(0);
+}
+
+// A where-condition cut from a constant by slices of step 1 (torch's GPT-2 export slices the
+// causal buffer tril(ones(N, N)) to rows [Sk - Sq, Sk) and columns [0, Sk), Sk read from the key's
+// shape). With symbolic dims the cut's values are not known at compile time, but a banded
+// constant -- keep(r, c) iff c - r <= k over the whole buffer -- cut from row r0 and column c0
+// keeps key j for query i iff j - i <= k + r0 - c0: causal for every value of the dims exactly
+// when k + r0 - c0 equals Sk - Sq as expressions. The cut must stay within the buffer for every
+// value, which the dims' maxima decide.
+bool causalCut(const Graph &g, const Value *cond, const SymExpr &sq, const SymExpr &sk,
+               std::string &evidence) {
+  const TensorType &ct = cond->type();
+  int64_t r = ct.rank();
+  if (r < 2 || ct.symDim(r - 2) != sq || ct.symDim(r - 1) != sk)
+    return false;
+  for (int64_t d = 0; d + 2 < r; ++d)
+    if (ct.symDim(d) != SymExpr(1))
+      return false;
+  SymExpr r0 = 0, c0 = 0;
+  const Value *v = cond;
+  std::vector<const Node *> slices;
+  while (Node *s = producer(v, Op::Slice)) {
+    for (int64_t a : s->ints("axes"))
+      if (a < r - 2)
+        return false;
+    auto dr = sliceStart(s, r - 2), dc = sliceStart(s, r - 1);
+    auto nr = dr ? SymExpr::add(r0, *dr) : std::nullopt;
+    auto nc = dc ? SymExpr::add(c0, *dc) : std::nullopt;
+    if (!nr || !nc)
+      return false;
+    r0 = *nr;
+    c0 = *nc;
+    v = s->operand(0);
+  }
+  if (v == cond || !v->hasData() || v->type().dtype != DType::Bool)
+    return false;
+  const Tensor &buf = *v->data();
+  const auto &bs = buf.shape();
+  if (static_cast<int64_t>(bs.size()) != r)
+    return false;
+  for (int64_t d = 0; d + 2 < r; ++d)
+    if (bs[d] != 1)
+      return false;
+  int64_t rows = bs[r - 2], cols = bs[r - 1];
+  // The band k from the first row that keeps some columns but not all, then every entry checked.
+  std::optional<int64_t> k;
+  for (int64_t i = 0; i < rows && !k; ++i) {
+    int64_t kept = 0;
+    for (int64_t j = 0; j < cols; ++j)
+      kept += buf.getInt(i * cols + j) != 0;
+    if (kept > 0 && kept < cols)
+      k = kept - 1 - i;
+  }
+  if (!k)
+    return false;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if ((buf.getInt(i * cols + j) != 0) != (j - i <= *k))
+        return false;
+  // Within the buffer: 0 <= r0, r0 + Sq <= rows, and the same for the columns.
+  auto within = [&](const SymExpr &start, const SymExpr &len, int64_t size) {
+    auto end = SymExpr::add(start, len);
+    auto bs0 = symBounds(start, g.dims());
+    auto be = end ? symBounds(*end, g.dims()) : std::nullopt;
+    return bs0 && be && bs0->lo >= 0 && be->hi <= size;
+  };
+  if (!within(r0, sq, rows) || !within(c0, sk, cols))
+    return false;
+  auto offset = SymExpr::sub(r0, c0);
+  auto want = SymExpr::sub(sk, sq);
+  auto have = offset ? SymExpr::add(*offset, SymExpr(*k)) : std::nullopt;
+  if (!have || !want || *have != *want)
+    return false;
+  evidence = cat(
+      "constant ", describe(v), " ", buf.type().str(), " is banded (kept iff column - row <= ", *k,
+      "), cut from row ", r0.str(), " and column ", c0.str(), " to [", sq.str(), ",", sk.str(),
+      "], within the buffer for every value of the dims: key j kept iff j <= i + ", want->str());
+  return true;
+}
+
 bool matchAt(const Graph &g, Node *sm, AttnMatch &m) {
   const TensorType &st = sm->result()->type();
   if (st.rank() < 2)
@@ -118,7 +214,12 @@ bool matchAt(const Graph &g, Node *sm, AttnMatch &m) {
       m.nodes.push_back(w);
       bool fillOk = *fill <= -1e4;
       std::string fillEv = cat("fill ", *fill, fillOk ? " acts as -inf" : " is not <= -1e4");
-      if (w->operand(0)->hasData()) {
+      std::string cut;
+      if (!w->operand(0)->isWeight() &&
+          causalCut(g, w->operand(0), st.symDim(st.rank() - 2), st.symDim(st.rank() - 1), cut)) {
+        m.causal = true;
+        m.maskEvidence = cut + "; " + fillEv;
+      } else if (w->operand(0)->hasData()) {
         std::string ev;
         MaskKind k = classifyBoolMask(*w->operand(0)->data(), sq, sk, ev);
         m.causal = k == MaskKind::Causal;
@@ -166,6 +267,18 @@ bool matchAt(const Graph &g, Node *sm, AttnMatch &m) {
   m.kT = peelScale(mm->operand(1), m);
   return m.q->type().rank() >= 2 && m.q->type().rank() == m.kT->type().rank() &&
          m.v->type().rank() == m.q->type().rank();
+}
+
+// Whether `from` broadcasts to `to` for every value of the dims: each dim equal to the
+// target's, or 1.
+bool broadcastsTo(const std::vector<SymExpr> &from, const std::vector<SymExpr> &to) {
+  if (from.size() > to.size())
+    return false;
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != to[off + i] && from[i] != SymExpr(1))
+      return false;
+  return true;
 }
 
 // Evidence for "head count consistent with the reshape constants".
@@ -230,8 +343,11 @@ private:
     };
     add("softmax over the key axis", axis == -1 || axis == r - 1,
         cat("axis ", axis, " of ", scores.str()));
-    std::vector<int64_t> qb(qt.shape.begin(), qt.shape.end() - 2),
-        kb(kt.shape.begin(), kt.shape.end() - 2), vb(vt.shape.begin(), vt.shape.end() - 2);
+    // Dims compared as expressions: with symbolic dims, equal at the planning point is not
+    // enough.
+    std::vector<SymExpr> qs = symShapeOf(qt), ks = symShapeOf(kt), vs = symShapeOf(vt);
+    std::vector<SymExpr> qb(qs.begin(), qs.end() - 2), kb(ks.begin(), ks.end() - 2),
+        vb(vs.begin(), vs.end() - 2);
     add("q, k, v share batch dims", qb == kb && qb == vb,
         cat("q ", qt.str(), ", k^T ", kt.str(), ", v ", vt.str()));
     add("floating-point operands", isFloat(qt.dtype), qt.str());
@@ -239,8 +355,7 @@ private:
       add("mask recognised", m.maskOk, m.maskEvidence);
     if (m.mask && !m.mask->isWeight() && m.mask->type().dtype != DType::Bool)
       add("additive mask broadcasts to the scores",
-          broadcastShapes(scores.shape, m.mask->type().shape).value_or(std::vector<int64_t>{}) ==
-              scores.shape,
+          broadcastsTo(symShapeOf(m.mask->type()), symShapeOf(scores)),
           cat(m.mask->type().str(), " vs ", scores.str()));
     cert.conditions.push_back(headsCondition(m.q));
 

@@ -123,9 +123,19 @@ private:
     const TensorType &xt = m.x->type();
     std::vector<int64_t> axes = reducedAxes(m.mean);
     std::vector<int64_t> normShape;
-    if (!axes.empty())
+    std::vector<SymExpr> normSym;
+    if (!axes.empty()) {
       normShape.assign(xt.shape.begin() + axes.front(), xt.shape.end());
+      for (int64_t d = axes.front(); d < xt.rank(); ++d)
+        normSym.push_back(xt.symDim(static_cast<size_t>(d)));
+    }
     TensorType normType(xt.dtype, normShape);
+    // A gamma of ones (beta without gamma) broadcasts along a symbolic normalised dim as 1: a
+    // weight cannot have the dim's planning size.
+    TensorType onesType = normType;
+    for (size_t d = 0; d < normSym.size(); ++d)
+      if (!normSym[d].isConstant())
+        onesType.shape[d] = 1;
 
     Certificate cert;
     cert.property = MemProperty::OnlineReducibleNorm;
@@ -142,12 +152,19 @@ private:
         cat("mean axes ", shapeStr(axes), ", variance axes ", shapeStr(reducedAxes(m.var))));
     add("epsilon a constant in (0, 0.1]", m.epsConst && m.eps > 0 && m.eps <= 0.1,
         m.epsConst ? cat("epsilon = ", m.eps) : "epsilon is not a scalar constant");
+    // (Dims compared as expressions: a weight's dim matches a symbolic one only as 1.)
     auto paramOk = [&](const Value *p) {
       if (!p)
         return true;
-      auto b = broadcastShapes(normShape, p->type().shape);
-      return p->isWeight() && p->type().dtype == xt.dtype && b && *b == normShape &&
-             p->type().rank() <= static_cast<int64_t>(normShape.size());
+      const TensorType &pt = p->type();
+      if (!p->isWeight() || pt.dtype != xt.dtype ||
+          pt.rank() > static_cast<int64_t>(normSym.size()))
+        return false;
+      size_t off = normSym.size() - static_cast<size_t>(pt.rank());
+      for (size_t d = 0; d < static_cast<size_t>(pt.rank()); ++d)
+        if (pt.symDim(d) != normSym[off + d] && pt.symDim(d) != SymExpr(1))
+          return false;
+      return true;
     };
     add("gamma/beta constants of the normalised shape " + normType.str(),
         paramOk(m.gamma) && paramOk(m.beta),
@@ -160,7 +177,7 @@ private:
                         [&](Node *before, const Location &loc) {
                           std::vector<Value *> ops = {m.x};
                           if (m.gamma || m.beta)
-                            ops.push_back(m.gamma ? m.gamma : onesLike(g, normType));
+                            ops.push_back(m.gamma ? m.gamma : onesLike(g, onesType));
                           if (m.beta)
                             ops.push_back(m.beta);
                           AttrMap attrs = {{"axis", axes.front() - xt.rank()}, {"epsilon", m.eps}};

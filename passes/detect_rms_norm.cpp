@@ -104,6 +104,11 @@ private:
         !w || (broadcastShapes(normShape, w->type().shape).value_or(std::vector<int64_t>{1, -1}) ==
                    normShape &&
                w->type().rank() <= static_cast<int64_t>(normShape.size()));
+    // Along a symbolic normalised dim the weight broadcasts for every value only as 1.
+    for (int64_t d = 0; wOk && w && d < w->type().rank(); ++d) {
+      int64_t xd = xt.rank() - w->type().rank() + d;
+      wOk = w->type().shape[d] == 1 || xt.symDim(static_cast<size_t>(xd)).isConstant();
+    }
     cert.conditions.push_back({"weight a constant of the normalised shape",
                                w ? describe(w) + " " + w->type().str() : "absent", wOk});
     double epsVal = eps.value_or(0.0);

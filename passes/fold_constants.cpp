@@ -2,7 +2,7 @@
 // new weights. Exporters leave many such nodes (shape arithmetic, mask construction, scaled
 // constants); folding them lets pattern detection see plain constants. Results larger than
 // kMaxFoldElements are left alone so folding never multiplies the weight size (e.g. an Expand
-// of a scalar to a large tensor stays an expand).
+// of a scalar to a large tensor stays an expand), and so are results with symbolic dims.
 #include "interp/interpreter.h"
 #include "passes/passes.h"
 
@@ -33,9 +33,14 @@ public:
         if (v->isWeight())
           inElems += v->type().numel();
       }
-      for (Value *r : n->results())
+      // A result with symbolic dims (a slice of a constant to a symbolic end) has no one size:
+      // a weight would fix it at the planning point.
+      bool symbolic = false;
+      for (Value *r : n->results()) {
         outElems += r->type().numel();
-      if (!allConst || (outElems > kMaxFoldElements && outElems > inElems))
+        symbolic = symbolic || r->type().isSymbolic();
+      }
+      if (!allConst || symbolic || (outElems > kMaxFoldElements && outElems > inElems))
         continue;
       std::vector<const Tensor *> args;
       for (Value *v : n->operands())
