@@ -131,6 +131,7 @@ TEST_CASE("compile stages: listed once, in order") {
                                           "plan",
                                           "verify-kernel-ir",
                                           "kernel-ir-passes",
+                                          "shape-generic",
                                           "plan-steps",
                                           "check-candidate-rank",
                                           "branch-guards",
