@@ -15,10 +15,14 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -241,5 +245,118 @@ TEST_CASE("symbolic: mlp_dyn compiled once for batch 1..64 runs every batch in r
   CHECK(aicf_set_input_shape(m, 0, 3, tooBig) != 0);
   CHECK(std::string(aicf_last_error()) == "aicf_set_input_shape: input x has rank 2, got 3");
   aicf_close(m);
+  fs::remove_all(scratch);
+}
+
+namespace {
+
+// The graph inputs of an ONNX model with their dims (a dim_param name, or "" and the value).
+std::vector<std::pair<std::string, std::vector<std::pair<std::string, int64_t>>>>
+inputDims(const fs::path &model, const std::string &aicfc) {
+  // aicfc --emit graph with the model's ranges prints each input's symbolic type.
+  std::string out;
+  std::ifstream r(model.parent_path() / "ranges.txt");
+  std::string ranges((std::istreambuf_iterator<char>(r)), std::istreambuf_iterator<char>());
+  while (!ranges.empty() && std::isspace(static_cast<unsigned char>(ranges.back())))
+    ranges.pop_back();
+  REQUIRE(sh(cat(aicfc, " '", model.string(), "' ", ranges, " --emit graph"), &out) == 0);
+  std::string head = out.substr(0, out.find(") -> ("));
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, int64_t>>>> ins;
+  for (size_t at = head.find("%"); at != std::string::npos; at = head.find("%", at + 1)) {
+    size_t colon = head.find(':', at), open = head.find('[', colon), close = head.find(']', open);
+    std::vector<std::pair<std::string, int64_t>> dims;
+    std::string list = head.substr(open + 1, close - open - 1);
+    for (size_t b = 0; b <= list.size();) {
+      size_t e = list.find(',', b);
+      std::string d = list.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      if (std::isdigit(static_cast<unsigned char>(d[0])))
+        dims.emplace_back("", std::stoll(d));
+      else
+        dims.emplace_back(d, 0);
+      if (e == std::string::npos)
+        break;
+      b = e + 1;
+    }
+    ins.emplace_back(head.substr(at + 1, colon - at - 1), dims);
+    at = close;
+  }
+  return ins;
+}
+
+} // namespace
+
+TEST_CASE("symbolic: each *_dyn model compiled once for its ranges runs at >= 3 shapes") {
+  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+    return;
+  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string();
+  fs::path scratch = fs::temp_directory_path() / cat("aicf_symbolic_dyn_", ::getpid());
+  fs::remove_all(scratch);
+  int models = 0;
+  for (const auto &e : fs::directory_iterator(fs::path(AICF_TESTDATA) / "models")) {
+    fs::path ranges = e.path() / "ranges.txt";
+    if (!fs::exists(ranges))
+      continue;
+    ++models;
+    fs::path model = e.path() / "model.onnx";
+    std::string name = e.path().filename().string();
+    CAPTURE(name);
+    std::ifstream rf(ranges);
+    std::vector<std::string> flags{std::istream_iterator<std::string>(rf),
+                                   std::istream_iterator<std::string>()};
+    // dim -> {min, opt, max} from the --dim NAME=MIN..MAX@OPT flags.
+    std::map<std::string, std::array<int64_t, 3>> dims;
+    std::string joined;
+    for (size_t i = 0; i + 1 < flags.size(); i += 2) {
+      std::map<std::string, int64_t> fixed;
+      std::vector<DimRange> r;
+      parseDimRangeFlags({flags[i + 1]}, fixed, r);
+      REQUIRE(r.size() == 1);
+      dims[r[0].name] = {r[0].min, r[0].opt, r[0].max};
+      joined += " --dim " + flags[i + 1];
+    }
+    fs::path out = scratch / name;
+    std::string log;
+    REQUIRE_MESSAGE(
+        sh(cat(aicfc, " '", model.string(), "'", joined, " -o '", out.string(), "'"), &log) == 0,
+        log);
+    auto inputs = inputDims(model, aicfc);
+    // The ranges' minima, the planned values, a ragged value between, the maxima.
+    for (int which = 0; which < 4; ++which) {
+      std::map<std::string, int64_t> point;
+      for (const auto &[d, v] : dims)
+        point[d] = which == 0   ? v[0]
+                   : which == 1 ? v[1]
+                   : which == 3 ? v[2]
+                                : (v[1] + v[2]) / 2 + 1;
+      std::string shapes, where;
+      for (const auto &[in, ds] : inputs) {
+        shapes += " --shape " + in + "=";
+        for (size_t k = 0; k < ds.size(); ++k)
+          shapes += (k ? "x" : "") +
+                    std::to_string(ds[k].first.empty() ? ds[k].second : point.at(ds[k].first));
+      }
+      for (const auto &[d, v] : point)
+        where += cat(d, "=", v, " ");
+      CAPTURE(where);
+      fs::path ref = scratch / cat(name, "_ref", which);
+      REQUIRE_MESSAGE(sh(cat(run, " '", model.string(), "'", shapes, " --random --output-dir '",
+                             ref.string(), "'"),
+                         &log) == 0,
+                      log);
+      CHECK_MESSAGE(sh(cat(run, " '", out.string(), "'", shapes, " --random --reference '",
+                           ref.string(), "'"),
+                       &log) == 0,
+                    log);
+    }
+  }
+  CHECK(models >= 3);
+  // Two inputs disagreeing on a dim: refused naming both, before anything runs.
+  std::string log;
+  CHECK(sh(cat(run, " '", (scratch / "bert_layer_dyn_op13").string(),
+               "' --shape hidden=3x24x128 --shape attention_mask=3x25 --random"),
+           &log) != 0);
+  CHECK(log.find("error: aicf_output_info: input attention_mask dim 1 (seq) is 25, but input "
+                 "hidden dim 1 makes seq 24") != std::string::npos);
   fs::remove_all(scratch);
 }
