@@ -11,8 +11,14 @@ namespace aicf::flatloop {
 
 using kir::E;
 
-Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec) {
+Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec, std::optional<SymExpr> symN) {
   Schedule s;
+  if (symN && symN->isConstant())
+    symN.reset();
+  // The default knobs are the planning-point count's: build keeps the guard wherever the chunk
+  // does not divide a symbolic count for every value of the dims (a guarded 16-wide loop beats
+  // one element per block).
+  s.symN = symN;
   if (isGpuPlan(k)) {
     s.threads = k.get("threads", n >= 65536 ? 256 : 128);
     s.vec = k.get("vec", (maxVec >= 4 && n % 4 == 0) ? 4 : 1);
@@ -39,13 +45,23 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   auto problem = std::make_shared<FlatLoopProblem>();
   problem->n = n;
   kern.problem = problem;
-  bool guard = s.blocks * s.threads * s.vec != n;
+  int64_t chunk = s.threads * s.vec;
+  bool guard = s.blocks * chunk != n;
+  E count = E(n);
+  if (s.symN) {
+    // The grid and the guard from the dims: exact blocks when the chunk divides the count for
+    // every value, else ceil and a guard.
+    std::optional<SymExpr> exact = SymExpr::divExact(*s.symN, chunk);
+    kern.symGrid = {exact ? SymExtent{*exact, 1} : SymExtent{*s.symN, chunk}};
+    guard = !exact.has_value();
+    count = kir::symE(*s.symN);
+  }
   E base = kir::var("b") * E(s.threads) + kir::var(kern.threadVar);
   E i = s.vec == 1 ? base : vectorStart(kern, s) + lane();
   std::vector<kir::StmtP> inner = {kir::decl("i", DType::I64, i)};
   std::vector<kir::StmtP> work = body(kir::var("i"));
   if (guard)
-    inner.push_back(kir::ifThen(kir::var("i") < E(n), work));
+    inner.push_back(kir::ifThen(kir::var("i") < count, work));
   else
     inner.insert(inner.end(), work.begin(), work.end());
   std::vector<kir::StmtP> regionBody;

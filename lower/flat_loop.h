@@ -9,6 +9,7 @@
 #include "lower/recipe.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,14 +19,21 @@ namespace aicf::flatloop {
 // (OpenMP runs the grid) and the widest of 16/8/4/2/1 (at most maxVec) dividing n; cuda
 // plans: 256 threads (128 below 64K elements) and 4-wide vectors when 4 divides n. Knobs
 // "threads" and "vec" given explicitly win.
+// Symbolic dims (issue 21): `symN`, the count as an expression, when it depends on the dims
+// (n is then its planning value, which the default knobs are chosen for). The grid is
+// ceil(symN / (threads * vec)) and the guard stays unless that chunk divides symN for every
+// value of the dims: nothing in the loop depends on the planning value.
 struct Schedule {
   int64_t threads = 1, vec = 1, blocks = 1;
+  std::optional<SymExpr> symN;
 };
-Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec = 16);
+Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec = 16,
+                  std::optional<SymExpr> symN = std::nullopt);
 
 // Fills `kern` with grid(b: blocks) block(t: threads) and one region in which every thread
 // handles `vec` consecutive elements, i = (b * threads + t) * vec + v, guarded by i < n when
-// the grid overshoots; `body(i)` gives the statements for element i. Records the knobs.
+// the grid overshoots; `body(i)` gives the statements for element i. Records the knobs. With
+// s.symN the grid is symbolic (Kernel::symGrid) and the guard reads the dims.
 void build(kir::Kernel &kern, int64_t n, const Schedule &s,
            const std::function<std::vector<kir::StmtP>(kir::E i)> &body);
 // The first element of the current vector in a loop `build` made, (b * threads + t) * vec, and

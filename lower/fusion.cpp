@@ -15,7 +15,11 @@
 //     is the producer's store order. A concat is always stored when it can be (its readers then
 //     read one plain buffer, not a select per element); a transpose when the producer's stores
 //     stay contiguous along its innermost dim, or when the alternative is a kernel. Every
-//     decision is recorded with the maps and both costs (Partition::layout).
+//     decision is recorded with the maps and both costs (Partition::layout). Over symbolic dims
+//     (issue 21) the maps, which hold planning-point integers, only price and record the
+//     decision: readers read a folded op, and producers store through a stored one, op by op
+//     from the dims' expressions (GroupExpr, storeIndex); a chain read through a reshape that
+//     regroups symbolic dims (a division by a run-time size per element) is materialised.
 //  1. Views. A VIEW node (reshape) is no kernel: its result aliases its operand's buffer
 //     (storageOf). A view also ends fusion: a consumer reading a view reads a materialised
 //     buffer, so the view's source is an output of the group that computes it. A reshape of a
@@ -119,6 +123,31 @@ struct Caps {
   bool epilogue = true;    // applies elementwise consumers of its result before storing
   bool multiOutput = true; // writes every group output (not only the last epilogue value)
 };
+
+// Whether two values have the same dims at every point of the symbolic dims' ranges: their
+// planning shapes may agree by chance ([n, 128] and [128, 128] planned at n = 128).
+bool sameDims(const TensorType &a, const TensorType &b) {
+  return a.shape == b.shape && symShapeOf(a) == symShapeOf(b);
+}
+
+// Whether reading through reshape n divides by a symbolic size per element (issue 21): the
+// dims it regroups, past those it keeps at either end, are not all static ([3 * seq, 128] to
+// [3, seq, 128] splits 3 * seq by seq; [seq, 128] to [seq, 4, 32] only splits 128).
+bool symbolicRegroup(const Node &n) {
+  std::vector<SymExpr> from = symShapeOf(n.operand(0)->type()),
+                       to = symShapeOf(n.result(0)->type());
+  size_t lead = 0, tail = 0;
+  while (lead < from.size() && lead < to.size() && from[lead] == to[lead])
+    ++lead;
+  while (tail < from.size() - lead && tail < to.size() - lead &&
+         from[from.size() - 1 - tail] == to[to.size() - 1 - tail])
+    ++tail;
+  auto constant = [](const SymExpr &e) { return e.isConstant(); };
+  return !std::all_of(from.begin() + static_cast<std::ptrdiff_t>(lead),
+                      from.end() - static_cast<std::ptrdiff_t>(tail), constant) ||
+         !std::all_of(to.begin() + static_cast<std::ptrdiff_t>(lead),
+                      to.end() - static_cast<std::ptrdiff_t>(tail), constant);
+}
 
 Caps capsFor(const Node *anchor) {
   Caps c;
@@ -224,7 +253,8 @@ private:
     int minIdx = 0, maxIdx = 0; // positions of its first and last node (rule 3's pruning)
     // The members' results by shape (rule 3 for pure elementwise groups: only results of
     // another shape than the joining node's can break the one-output-shape rule).
-    std::map<std::vector<int64_t>, std::vector<const Value *>> resultsByShape;
+    // Keyed by the dims as expressions, which tell symbolic shapes apart.
+    std::map<std::vector<SymExpr>, std::vector<const Value *>> resultsByShape;
   };
 
   bool floating(const Node *n) const { return n && floating_[idx(n)]; }
@@ -242,6 +272,14 @@ private:
         if (u->info().has(VIEW) || isLayoutOp(*u)) {
           if (!isLayoutOp(*u)) {
             why = cat("read by ", u->name(), " with a dynamic shape");
+            return;
+          }
+          // Folded layout ops over symbolic dims are read op by op from the dims' expressions
+          // (GroupExpr); a reshape regrouping symbolic dims would cost its readers a division by
+          // a run-time size per element: a kernel writes the result once instead.
+          if (u->info().has(VIEW) && symbolicRegroup(*u)) {
+            why = cat("read through ", u->name(), " ", u->result(0)->type().str(),
+                      ", which regroups symbolic dims");
             return;
           }
           for (int r = 0; r < static_cast<int>(u->numResults()); ++r)
@@ -439,7 +477,7 @@ private:
     grp.minIdx = std::min(grp.minIdx, idx(n));
     grp.maxIdx = std::max(grp.maxIdx, idx(n));
     for (const Value *r : n->results())
-      grp.resultsByShape[r->type().shape].push_back(r);
+      grp.resultsByShape[symShapeOf(r->type())].push_back(r);
   }
 
   // Rule 6: whether group gi cannot take `more` nodes.
@@ -525,9 +563,10 @@ private:
     Caps caps = capsFor(grp.anchor);
     if (!caps.epilogue)
       return false;
-    const std::vector<int64_t> &shape = n->result(0)->type().shape;
+    const TensorType &type = n->result(0)->type();
+    std::vector<SymExpr> shape = symShapeOf(type);
     if (grp.anchor) {
-      if (shape != grp.anchor->result(0)->type().shape)
+      if (!sameDims(type, grp.anchor->result(0)->type()))
         return false;
       for (Value *o : n->operands()) {
         const Node *d = o->def();
@@ -911,7 +950,9 @@ private:
   // Rule 8: both contractions run over the same batch (the chained kernel's grid).
   static bool sameBatch(const Node &c1, const Node &c2) {
     const auto &a = c1.result()->type().shape, &b = c2.result()->type().shape;
-    return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin());
+    std::vector<SymExpr> sa = symShapeOf(c1.result()->type()), sb = symShapeOf(c2.result()->type());
+    return a.size() == b.size() && std::equal(a.begin(), a.end() - 2, b.begin()) &&
+           std::equal(sa.begin(), sa.end() - 2, sb.begin());
   }
 
   // Rules 8 and 9: the group computing `v`, which node `n` (of group `own`) reads once, when v
@@ -953,10 +994,10 @@ private:
         continue;
       // The first group: c1 and elementwise nodes of its result's shape (and copies); A its one
       // output.
-      const std::vector<int64_t> &hshape = c1->result()->type().shape;
+      const TensorType &hshape = c1->result()->type();
       bool ok = std::all_of(groups_[gA].nodes.begin(), groups_[gA].nodes.end(), [&](Node *m) {
         return m == c1 || copies_.count({gA, idx(m)}) > 0 ||
-               (m->info().has(EW) && m->numResults() == 1 && m->result()->type().shape == hshape);
+               (m->info().has(EW) && m->numResults() == 1 && sameDims(m->result()->type(), hshape));
       });
       KernelGroup kA = kernelGroup(gA);
       if (!ok || kA.outputs.size() != 1 || kA.outputs[0] != a)
@@ -971,7 +1012,7 @@ private:
         if (gs < 0 || gs == gA || gs == g2 || !chainable(*s) ||
             std::find(firsts.begin(), firsts.end(), gs) != firsts.end())
           continue;
-        if (s->operand(0) != c1->operand(0) || s->result()->type().shape != hshape ||
+        if (s->operand(0) != c1->operand(0) || !sameDims(s->result()->type(), hshape) ||
             !aloneIn(gs, s) || outputs_.count(in))
           continue;
         std::vector<const Node *> rs;
@@ -1012,7 +1053,7 @@ private:
       if (gc < 0 || normEpilogue_.count(gc))
         continue;
       Node *c = groups_[gc].anchor;
-      if (!c || !chainable(*c) || c->result()->type().shape != v->type().shape)
+      if (!c || !chainable(*c) || !sameDims(c->result()->type(), v->type()))
         continue;
       KernelGroup kc = kernelGroup(gc);
       if (kc.outputs.size() != 1 || kc.outputs[0] != v || !kc.storeThrough.empty() ||
@@ -1059,10 +1100,10 @@ private:
     const Node *c = grp.anchor;
     if (!grp.alive || !c || chained_.count(gi) || normEpilogue_.count(gi))
       return false;
-    const std::vector<int64_t> &shape = c->result()->type().shape;
+    const TensorType &shape = c->result()->type();
     bool ok = std::all_of(grp.nodes.begin(), grp.nodes.end(), [&](Node *m) {
       return m == c || (!copies_.count({gi, idx(m)}) && m->info().has(EW) && m->numResults() == 1 &&
-                        m->result()->type().shape == shape);
+                        sameDims(m->result()->type(), shape));
     });
     if (!ok)
       return false;

@@ -430,6 +430,117 @@ std::vector<E> unflat(const std::vector<int64_t> &shape, E flat) {
   return idx;
 }
 
+SymExpr symNumel(const SymShape &shape) {
+  SymExpr n = 1;
+  for (const SymExpr &d : shape) {
+    std::optional<SymExpr> p = SymExpr::mul(n, d);
+    AICF_CHECK(p.has_value(), "symNumel: the element count overflows");
+    n = *p;
+  }
+  return n;
+}
+
+bool isUnitDim(const SymExpr &d) {
+  return d.isConstant() && d.constant() == 1;
+}
+
+bool sameShape(const TensorType &a, const TensorType &b) {
+  return a.shape == b.shape && (a.sym == b.sym || symShapeOf(a) == symShapeOf(b));
+}
+
+std::vector<E> broadcastIndex(const SymShape &from, const SymShape &to, const std::vector<E> &idx) {
+  AICF_CHECK(idx.size() == to.size(), "broadcastIndex: ", idx.size(), " indices for rank ",
+             to.size());
+  AICF_CHECK(from.size() <= to.size(), "broadcastIndex: cannot broadcast rank ", from.size(),
+             " to rank ", to.size());
+  size_t lead = to.size() - from.size();
+  std::vector<E> out;
+  out.reserve(from.size());
+  for (size_t d = 0; d < from.size(); ++d) {
+    AICF_CHECK(from[d] == to[lead + d] || isUnitDim(from[d]), "broadcastIndex: dim ", d, " (",
+               from[d].str(), ") does not broadcast to ", to[lead + d].str());
+    out.push_back(isUnitDim(from[d]) ? E(int64_t(0)) : idx[lead + d]);
+  }
+  return out;
+}
+
+E flatIndex(const SymShape &shape, const std::vector<E> &idx) {
+  AICF_CHECK(idx.size() == shape.size(), "flatIndex: ", idx.size(), " indices for rank ",
+             shape.size());
+  E flat = E(int64_t(0));
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * kir::symE(shape[d]) + (isUnitDim(shape[d]) ? E(int64_t(0)) : idx[d]);
+  return flat;
+}
+
+std::vector<E> unflatIndex(const SymShape &shape, E flat) {
+  // Row-major strides as expressions, innermost 1.
+  SymShape st(shape.size(), SymExpr(1));
+  for (size_t d = shape.size(); d-- > 1;) {
+    std::optional<SymExpr> s = SymExpr::mul(st[d], shape[d]);
+    AICF_CHECK(s.has_value(), "unflatIndex: the strides overflow");
+    st[d - 1] = *s;
+  }
+  std::vector<E> idx(shape.size());
+  size_t firstBig = 0;
+  while (firstBig < shape.size() && isUnitDim(shape[firstBig]))
+    ++firstBig;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (isUnitDim(shape[d])) {
+      idx[d] = E(int64_t(0));
+      continue;
+    }
+    E q = flat / kir::symE(st[d]);
+    idx[d] = d == firstBig ? q : q % kir::symE(shape[d]);
+  }
+  return idx;
+}
+
+std::vector<E> unflat(const SymShape &shape, E flat) {
+  std::vector<E> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (d == 0) {
+      idx[d] = flat;
+    } else {
+      bool unit = isUnitDim(shape[d]);
+      idx[d] = unit ? E(int64_t(0)) : flat % kir::symE(shape[d]);
+      flat = unit ? flat : flat / kir::symE(shape[d]);
+    }
+  }
+  return idx;
+}
+
+bool isSymbolicLayout(const Node &n) {
+  if (!isLayoutOp(n))
+    return false;
+  auto symbolic = [](const Value *v) { return v->type().isSymbolic(); };
+  return std::any_of(n.operands().begin(), n.operands().end(), symbolic) ||
+         std::any_of(n.results().begin(), n.results().end(), symbolic);
+}
+
+std::vector<E> regroupIndex(const SymShape &from, const SymShape &to, const std::vector<E> &idx) {
+  AICF_CHECK(idx.size() == from.size(), "regroupIndex: ", idx.size(), " indices for rank ",
+             from.size());
+  size_t lead = 0, tail = 0;
+  while (lead < from.size() && lead < to.size() && from[lead] == to[lead])
+    ++lead;
+  while (tail < from.size() - lead && tail < to.size() - lead &&
+         from[from.size() - 1 - tail] == to[to.size() - 1 - tail])
+    ++tail;
+  auto part = [](const SymShape &s, size_t lo, size_t hi) {
+    return SymShape(s.begin() + static_cast<std::ptrdiff_t>(lo),
+                    s.begin() + static_cast<std::ptrdiff_t>(hi));
+  };
+  std::vector<E> mid(idx.begin() + static_cast<std::ptrdiff_t>(lead),
+                     idx.end() - static_cast<std::ptrdiff_t>(tail));
+  std::vector<E> out(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(lead));
+  for (const E &e : unflatIndex(part(to, lead, to.size() - tail),
+                                flatIndex(part(from, lead, from.size() - tail), mid)))
+    out.push_back(e);
+  out.insert(out.end(), idx.end() - static_cast<std::ptrdiff_t>(tail), idx.end());
+  return out;
+}
+
 // ---- GroupExpr ----------------------------------------------------------------------------------
 
 GroupExpr::GroupExpr(const KernelGroup &g, std::map<const Value *, kir::BufferP> params)
@@ -460,7 +571,9 @@ bool GroupExpr::member(const Node *n) const {
 
 E GroupExpr::atMapped(const Value *v, const IndexMap &map, const std::vector<E> &idx) const {
   const Node *def = v->def();
-  if (!(def && isLayoutOp(*def) && member(def) && !subst_.count(v))) {
+  // A layout op over symbolic dims is read op by op (at: atSymbolicLayout), not by composing
+  // its planning-point map.
+  if (!(def && isLayoutOp(*def) && member(def) && !subst_.count(v)) || isSymbolicLayout(*def)) {
     std::vector<E> at_;
     for (const IndexExpr &e : map.exprs)
       at_.push_back(indexExpr(e, idx));
@@ -486,6 +599,80 @@ E GroupExpr::atMapped(const Value *v, const IndexMap &map, const std::vector<E> 
   return out;
 }
 
+E GroupExpr::atSymbolicLayout(const Value *v, const std::vector<E> &idx) const {
+  const Node &n = *v->def();
+  const Value *x = n.operand(0);
+  SymShape in = symShapeOf(x->type()), out = symShapeOf(v->type());
+  auto axisOf = [&](int64_t a) {
+    return static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(in.size()) : a);
+  };
+  switch (n.op()) {
+  case Op::Reshape: return at(x, regroupIndex(out, in, idx));
+  case Op::Transpose: {
+    const std::vector<int64_t> &perm = n.ints("perm");
+    std::vector<E> i(in.size());
+    for (size_t d = 0; d < perm.size(); ++d)
+      i.at(static_cast<size_t>(perm[d])) = idx[d];
+    return at(x, i);
+  }
+  case Op::Split: {
+    // Piece r starts after the earlier pieces along the (static) axis.
+    size_t axis = axisOf(n.i("axis"));
+    SymExpr begin = 0;
+    for (int k = 0; k < v->resultIndex(); ++k)
+      begin = *SymExpr::add(begin, n.result(static_cast<size_t>(k))->type().symDim(axis));
+    std::vector<E> i = idx;
+    i[axis] = idx[axis] + kir::symE(begin);
+    return at(x, i);
+  }
+  case Op::Slice: {
+    const auto &starts = n.ints("starts"), &axes = n.ints("axes"), &steps = n.ints("steps");
+    static const std::vector<std::string> none;
+    const std::vector<std::string> &symStarts =
+        n.hasAttr("sym_starts") ? n.strs("sym_starts") : none;
+    std::vector<E> i = idx;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      size_t a = axisOf(axes[k]);
+      E start = E(starts[k]);
+      if (!symStarts.empty()) {
+        std::optional<SymExpr> e = SymExpr::parse(symStarts.at(k));
+        AICF_CHECK(e.has_value(), n.where(), ": slice sym_starts '", symStarts.at(k), "'");
+        start = kir::symE(*e);
+      }
+      i[a] = start + idx[a] * E(steps[k]);
+    }
+    return at(x, i);
+  }
+  case Op::Expand: return at(x, broadcastIndex(in, out, idx));
+  case Op::Concat: {
+    // A select chain on the axis, first piece outermost: only the taken branch is evaluated
+    // (the printers spell select as ?:), so no piece reads out of bounds.
+    size_t axis = axisOf(n.i("axis"));
+    std::vector<std::pair<SymExpr, const Value *>> ends; // each piece's end, and its operand
+    SymExpr end = 0;
+    for (const Value *o : n.operands()) {
+      SymExpr len = o->type().symDim(axis);
+      if (len.isConstant() && len.constant() == 0)
+        continue;
+      end = *SymExpr::add(end, len);
+      ends.emplace_back(end, o);
+    }
+    AICF_CHECK(!ends.empty(), n.where(), ": concat with no elements");
+    E val;
+    for (size_t k = ends.size(); k-- > 0;) {
+      SymExpr begin = k == 0 ? SymExpr(0) : ends[k - 1].first;
+      std::vector<E> i = idx;
+      i[axis] = idx[axis] - kir::symE(begin);
+      E piece = at(ends[k].second, i);
+      val = val ? kir::select(idx[axis] < kir::symE(ends[k].first), piece, val) : piece;
+    }
+    return val;
+  }
+  default: break;
+  }
+  throw InternalError(cat("GroupExpr: no symbolic index rule for layout op ", n.name()));
+}
+
 E GroupExpr::at(const Value *v, const std::vector<E> &idx) const {
   AICF_CHECK(idx.size() == v->type().shape.size(), "GroupExpr::at(%", v->name(), "): ", idx.size(),
              " indices for rank ", v->type().rank());
@@ -494,15 +681,18 @@ E GroupExpr::at(const Value *v, const std::vector<E> &idx) const {
   // Computed inside the group by an elementwise node: inline it (recompute, never reload an
   // output buffer the kernel is still writing).
   const Node *def = v->def();
-  if (def && isLayoutOp(*def) && member(def))
+  if (def && isLayoutOp(*def) && member(def)) {
+    if (isSymbolicLayout(*def))
+      return atSymbolicLayout(v, idx);
     return atMapped(v, IndexMap::identity(v->type().shape), idx);
+  }
   if (def && def->info().has(EW) &&
       std::find(g_.nodes.begin(), g_.nodes.end(), def) != g_.nodes.end()) {
-    const std::vector<int64_t> &shape = v->type().shape;
+    SymShape shape = symShapeOf(v->type());
     std::vector<E> ops;
     ops.reserve(def->numOperands());
     for (const Value *o : def->operands())
-      ops.push_back(at(o, broadcastIndex(o->type().shape, shape, idx)));
+      ops.push_back(at(o, broadcastIndex(symShapeOf(o->type()), shape, idx)));
     return elementwiseExpr(*def, ops);
   }
   if (auto it = params_.find(v); it != params_.end())
@@ -554,14 +744,14 @@ std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
     int k = 0;
     for (const Node *n : gx.consumersInGroup(anchorResult)) {
       const Value *r = n->result(0);
-      AICF_CHECK(r->type().shape == anchorResult->type().shape, "group ", g.id, ": epilogue %",
+      AICF_CHECK(sameShape(r->type(), anchorResult->type()), "group ", g.id, ": epilogue %",
                  r->name(), " ", r->type().str(), " does not have the anchor's shape ",
                  anchorResult->type().str());
       bindValue(r, cat(bindPrefix, "_e", k++), gx.at(r, idx));
     }
   }
   for (const Value *v : g.outputs) {
-    AICF_CHECK(!bind || v->type().shape == anchorResult->type().shape, "group ", g.id, ": output %",
+    AICF_CHECK(!bind || sameShape(v->type(), anchorResult->type()), "group ", g.id, ": output %",
                v->name(), " ", v->type().str(), " does not have the anchor's shape ",
                anchorResult->type().str());
     auto at = storeAt.find(v);
@@ -571,10 +761,57 @@ std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
   return out;
 }
 
+namespace {
+
+// storeIndex through a layout op over symbolic dims (isSymbolicLayout): the views between the
+// stored value and the layout op regroup the index, then the layout op places it (a transpose
+// permutes, a concat offsets it along the axis), each from the dims' expressions.
+std::vector<E> symbolicStoreIndex(const KernelGroup::StoreThrough &st, std::vector<E> idx) {
+  const Node &n = *st.into->def();
+  for (size_t k = 0; k < n.numOperands(); ++k) {
+    // The views from the stored value to operand k, outermost first.
+    std::vector<const Node *> views;
+    const Value *o = n.operand(k);
+    while (o != st.value && o->def() && o->def()->info().has(VIEW)) {
+      views.push_back(o->def());
+      o = o->def()->operand(0);
+    }
+    if (o != st.value)
+      continue;
+    for (size_t j = views.size(); j-- > 0;) {
+      AICF_CHECK(views[j]->op() == Op::Reshape, "store through ", n.name(), ": view ",
+                 views[j]->name(), " is not a reshape");
+      idx = regroupIndex(symShapeOf(views[j]->operand(0)->type()),
+                         symShapeOf(views[j]->result(0)->type()), idx);
+    }
+    if (n.op() == Op::Transpose) {
+      const std::vector<int64_t> &perm = n.ints("perm");
+      std::vector<E> out(perm.size());
+      for (size_t d = 0; d < perm.size(); ++d)
+        out[d] = idx.at(static_cast<size_t>(perm[d]));
+      return out;
+    }
+    AICF_CHECK(n.op() == Op::Concat, "store through ", n.name(), ": not a transpose or concat");
+    int64_t a = n.i("axis");
+    size_t axis = static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(idx.size()) : a);
+    SymExpr begin = 0;
+    for (size_t p = 0; p < k; ++p)
+      begin = *SymExpr::add(begin, n.operand(p)->type().symDim(axis));
+    idx[axis] = idx[axis] + kir::symE(begin);
+    return idx;
+  }
+  throw InternalError(
+      cat("store through ", n.name(), ": %", st.value->name(), " reaches none of its operands"));
+}
+
+} // namespace
+
 std::vector<E> storeIndex(const KernelGroup &g, const Value *v, const std::vector<E> &idx) {
   const KernelGroup::StoreThrough *st = g.storedThrough(v);
   if (!st)
     return idx;
+  if (isSymbolicLayout(*st->into->def()) || v->type().isSymbolic())
+    return symbolicStoreIndex(*st, idx);
   std::vector<E> out;
   out.reserve(st->map.exprs.size());
   for (const IndexExpr &e : st->map.exprs)
@@ -608,6 +845,9 @@ bool plusDimOnce(const IndexExpr &e, int d, int &seen) {
 std::optional<std::vector<IndexExpr>> laneSplitStore(const KernelGroup &g, const Value *v) {
   const KernelGroup::StoreThrough *st = g.storedThrough(v);
   if (!st || st->map.domain.empty() || st->map.range.empty() || st->map.domain.back() % 16 != 0)
+    return std::nullopt;
+  // Over symbolic dims the map holds at the planning point only: storeIndex computes the index.
+  if (isSymbolicLayout(*st->into->def()) || v->type().isSymbolic())
     return std::nullopt;
   std::vector<int64_t> domain = st->map.domain;
   int last = static_cast<int>(domain.size()) - 1;

@@ -8,6 +8,7 @@
 #include "ir/epilogue.h"
 #include "kir/kir.h"
 #include "lower/fusion.h"
+#include "support/sym_expr.h"
 
 #include <functional>
 #include <map>
@@ -40,6 +41,39 @@ std::vector<kir::E> broadcastIndex(const std::vector<int64_t> &from, const std::
 kir::E flatIndex(const std::vector<int64_t> &shape, const std::vector<kir::E> &idx);
 std::vector<kir::E> unflatIndex(const std::vector<int64_t> &shape, kir::E flat);
 std::vector<kir::E> unflat(const std::vector<int64_t> &shape, kir::E flat);
+
+// Symbolic dims (issue 21): the same helpers over a value's dims as expressions (symShapeOf,
+// ir/graph.h; every dim a constant for a static value). A symbolic extent or stride is read
+// from the dims' variables (kir::symE) where the static forms have its value, and a dim counts
+// as 1 (indexed by 0, broadcast) only when it is the constant 1 (a symbol whose planning value
+// is 1 is not). With constant dims they build exactly the static forms' expressions, so a
+// recipe can use them for every value and its static kernels print as before.
+using SymShape = std::vector<SymExpr>;
+// The element count; InternalError on overflow (types are range-checked where they are made).
+SymExpr symNumel(const SymShape &shape);
+// Whether the dim is the constant 1.
+bool isUnitDim(const SymExpr &d);
+// Whether two types have the same dims at every point of the dims' ranges (their planning
+// shapes may agree by chance: [n, 128] and [128, 128] at n = 128).
+bool sameShape(const TensorType &a, const TensorType &b);
+std::vector<kir::E> broadcastIndex(const SymShape &from, const SymShape &to,
+                                   const std::vector<kir::E> &idx);
+kir::E flatIndex(const SymShape &shape, const std::vector<kir::E> &idx);
+std::vector<kir::E> unflatIndex(const SymShape &shape, kir::E flat);
+std::vector<kir::E> unflat(const SymShape &shape, kir::E flat);
+
+// Layout ops over symbolic dims (issue 21). Their index maps (ir/index_map.h) hold
+// planning-point integers and are simplified over planning-point ranges, so GroupExpr reads a
+// folded one, and storeIndex stores through one, op by op instead, computing each index from
+// the dims' expressions: exact at every value of the dims.
+// Whether layout op `n` reads or writes a value with symbolic dims.
+bool isSymbolicLayout(const Node &n);
+// The index into shape `to` of the element at index `idx` of shape `from`, the two holding the
+// same elements in the same row-major order (a reshape, either way): the dims both keep at
+// either end pass through, the rest is flattened with `from`'s dims and unflattened with
+// `to`'s.
+std::vector<kir::E> regroupIndex(const SymShape &from, const SymShape &to,
+                                 const std::vector<kir::E> &idx);
 
 // An index expression (ir/index_map.h) with its dims replaced by `dims`.
 kir::E indexExpr(const IndexExpr &e, const std::vector<kir::E> &dims);
@@ -96,6 +130,9 @@ public:
 private:
   // `v` at map(idx), where `map` sends the reader's index `idx` to v's index.
   kir::E atMapped(const Value *v, const IndexMap &map, const std::vector<kir::E> &idx) const;
+  // `v`, the result of a folded layout op over symbolic dims (isSymbolicLayout), at `idx`: its
+  // operand read at the index the op's semantics give, from the dims' expressions.
+  kir::E atSymbolicLayout(const Value *v, const std::vector<kir::E> &idx) const;
   bool member(const Node *n) const;
 
   const KernelGroup &g_;

@@ -41,8 +41,9 @@ E computeValue(E v) {
   return v;
 }
 
-E clampIdx(E c, int64_t len) {
-  return kir::max(zero(), kir::min(c, E(len - 1)));
+// c clamped to [0, len): a symbolic length (issue 21) is read from the dims.
+E clampIdx(E c, const SymExpr &len) {
+  return kir::max(zero(), kir::min(c, kir::symE(len) - E(int64_t(1))));
 }
 
 int64_t normAxis(int64_t axis, size_t rank) {
@@ -219,10 +220,7 @@ public:
     if (a_.op() == Op::Split)
       return split();
     const Value *res = a_.result(0);
-    const std::vector<int64_t> &os = res->type().shape;
-    int64_t n = numel(os);
-    flatloop::build(k_, n, flatloop::schedule(knobs_, n), [&](E i) {
-      std::vector<E> oidx = unflatIndex(os, i);
+    elementLoop(res->type(), [&](const std::vector<E> &oidx) {
       std::vector<kir::StmtP> out;
       E value = element(oidx, out);
       DType outT = res->type().dtype;
@@ -252,11 +250,59 @@ private:
 
   E at(const Value *v, const std::vector<E> &idx) { return computeValue(ge_->at(v, idx)); }
 
+  // Fills the kernel with a loop over the elements of a value of type `t`, `body(idx)` giving
+  // each element's statements: the flat grid x threads x vector loop, unflattening the element
+  // number. Symbolic dims (issue 21): the count, grid and guard from the dims; on host plans,
+  // where the unflattening would divide by a run-time size per element, one block per row of
+  // the last dim instead (its index unflattened once, the threads striding along the row).
+  void elementLoop(const TensorType &t,
+                   const std::function<std::vector<kir::StmtP>(const std::vector<E> &)> &body) {
+    SymShape sym = symShapeOf(t);
+    int64_t n = numel(t.shape);
+    flatloop::Schedule s = flatloop::schedule(knobs_, n, 16, symNumel(sym));
+    if (!t.isSymbolic() || isGpuPlan(knobs_) || sym.size() < 2) {
+      flatloop::build(k_, n, s, [&](E i) { return body(unflatIndex(sym, i)); });
+      return;
+    }
+    SymShape outer(sym.begin(), sym.end() - 1);
+    std::vector<int64_t> outerPlan(t.shape.begin(), t.shape.end() - 1);
+    int64_t rows = numel(outerPlan);
+    SymExpr rowsSym = symNumel(outer);
+    k_.grid = {{"b", std::max<int64_t>(rows, 1)}};
+    if (!rowsSym.isConstant())
+      k_.symGrid = {SymExtent{rowsSym, 1}};
+    k_.threadVar = "t";
+    k_.threads = s.threads;
+    k_.knobs["threads"] = s.threads;
+    k_.knobs["vec"] = 1; // the row loop is the vector loop
+    auto problem = std::make_shared<FlatLoopProblem>();
+    problem->n = n;
+    problem->rows = rows;
+    k_.problem = problem;
+    std::vector<kir::StmtP> region;
+    std::vector<E> idx;
+    std::vector<E> outerIdx = unflatIndex(outer, kir::var("b"));
+    for (size_t d = 0; d < outerIdx.size(); ++d) {
+      if (outerIdx[d]->kind == kir::Expr::Kind::Int || outerIdx[d]->kind == kir::Expr::Kind::Var) {
+        idx.push_back(outerIdx[d]);
+        continue;
+      }
+      std::string r = cat("r", d);
+      region.push_back(kir::decl(r, DType::I64, outerIdx[d]));
+      idx.push_back(kir::var(r));
+    }
+    idx.push_back(kir::var("j"));
+    E tv = kir::var(k_.threadVar);
+    region.push_back(kir::forLoop("j", tv, kir::symE(sym.back()) - tv, body(idx), s.threads,
+                                  s.threads == 1 ? kir::Stmt::LoopKind::Vectorized
+                                                 : kir::Stmt::LoopKind::Serial));
+    k_.body.push_back(kir::region(k_.threadVar, region));
+  }
+
   // The anchor's value at output index `oidx`; may emit statements into `out` first.
   E element(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
     const Value *x = a_.operand(0);
     const std::vector<int64_t> &xs = x->type().shape;
-    const std::vector<int64_t> &os = a_.result(0)->type().shape;
     switch (a_.op()) {
     case Op::Transpose: {
       const auto &perm = a_.ints("perm");
@@ -268,18 +314,31 @@ private:
     case Op::Slice: {
       std::vector<E> idx = oidx;
       const auto &starts = a_.ints("starts"), &axes = a_.ints("axes"), &steps = a_.ints("steps");
+      // A start that depends on symbolic dims (sym_starts, issue 21) is read from the dims;
+      // constant starts hold for every value (ir/ops.def).
+      static const std::vector<std::string> none;
+      const std::vector<std::string> &symStarts =
+          a_.hasAttr("sym_starts") ? a_.strs("sym_starts") : none;
       for (size_t j = 0; j < axes.size(); ++j) {
         int64_t ax = normAxis(axes[j], xs.size());
-        idx[ax] = E(starts[j]) + oidx[ax] * E(steps[j]);
+        E start = E(starts[j]);
+        if (!symStarts.empty()) {
+          std::optional<SymExpr> e = SymExpr::parse(symStarts.at(j));
+          AICF_CHECK(e.has_value(), a_.where(), ": slice sym_starts '", symStarts.at(j), "'");
+          start = kir::symE(*e);
+        }
+        idx[ax] = start + oidx[ax] * E(steps[j]);
       }
       return at(x, idx);
     }
-    case Op::Expand: return at(x, broadcastIndex(xs, os, oidx));
+    case Op::Expand:
+      return at(x, broadcastIndex(symShapeOf(x->type()), symShapeOf(a_.result(0)->type()), oidx));
     case Op::Tile: {
       std::vector<E> idx = oidx;
+      SymShape xsym = symShapeOf(x->type()), osym = symShapeOf(a_.result(0)->type());
       for (size_t d = 0; d < xs.size(); ++d)
-        if (xs[d] != os[d])
-          idx[d] = xs[d] == 1 ? zero() : oidx[d] % E(xs[d]);
+        if (xsym[d] != osym[d])
+          idx[d] = isUnitDim(xsym[d]) ? zero() : oidx[d] % kir::symE(xsym[d]);
       return at(x, idx);
     }
     case Op::Gather: return gather(oidx);
@@ -301,8 +360,8 @@ private:
     E kv = ge_->at(ind, iidx);
     if (kv->type != DType::I64)
       kv = kir::cast(kv, DType::I64);
-    int64_t len = xs[axis];
-    kv = kir::select(kv < zero(), kv + E(len), kv);
+    SymExpr len = x->type().symDim(axis);
+    kv = kir::select(kv < zero(), kv + kir::symE(len), kv);
     std::vector<E> idx(oidx.begin(), oidx.begin() + static_cast<long>(axis));
     idx.push_back(clampIdx(kv, len));
     idx.insert(idx.end(), oidx.begin() + static_cast<long>(axis + ri), oidx.end());
@@ -312,17 +371,20 @@ private:
   E concat(const std::vector<E> &oidx, std::vector<kir::StmtP> &out) {
     size_t axis = static_cast<size_t>(normAxis(a_.i("axis"), oidx.size()));
     E c = oidx[axis];
-    // if / else chain over the pieces; the value lands in a scalar.
+    // if / else chain over the pieces; the value lands in a scalar. A piece's bounds along the
+    // axis are sums of the operands' dims, read from the dims where symbolic (issue 21).
     std::vector<std::pair<E, E>> pieces; // (condition, value)
-    int64_t begin = 0;
+    SymExpr begin = 0;
     for (const Value *in : a_.operands()) {
-      int64_t len = in->type().shape[axis];
-      if (len == 0)
+      SymExpr len = in->type().symDim(axis);
+      if (len.isConstant() && len.constant() == 0)
         continue;
       std::vector<E> idx = oidx;
-      idx[axis] = c - E(begin);
-      pieces.push_back({c < E(begin + len), at(in, idx)});
-      begin += len;
+      idx[axis] = c - kir::symE(begin);
+      std::optional<SymExpr> end = SymExpr::add(begin, len);
+      AICF_CHECK(end.has_value(), "concat: the axis length overflows");
+      pieces.push_back({c < kir::symE(*end), at(in, idx)});
+      begin = *end;
     }
     AICF_CHECK(!pieces.empty(), "concat with no elements");
     // Only the selected piece is read (the others' indices would be out of range).
@@ -580,9 +642,10 @@ private:
     const Value *x = a_.operand(0);
     const std::vector<int64_t> &xs = x->type().shape;
     size_t axis = static_cast<size_t>(normAxis(a_.i("axis"), xs.size()));
-    int64_t n = numel(xs);
-    flatloop::build(k_, n, flatloop::schedule(knobs_, n), [&](E i) {
-      std::vector<E> idx = unflatIndex(xs, i);
+    // Symbolic dims: the split axis is static (its pieces have fixed sizes: ir/infer_sym.cpp),
+    // the loop over the input's elements reads the dims (elementLoop).
+    AICF_CHECK(x->type().symDim(axis).isConstant(), a_.where(), ": split along a symbolic axis");
+    elementLoop(x->type(), [&](const std::vector<E> &idx) {
       std::vector<kir::StmtP> out;
       E v = at(x, idx);
       out.push_back(kir::decl("sv", v->type, v));
@@ -638,6 +701,14 @@ public:
     case Op::Resize: return true;
     default: return false;
     }
+  }
+  // Symbolic dims: loop counts, output indices, piece bounds (concat), a gather's axis
+  // length, an expand's or tile's source dims and a slice's symbolic starts read from the dims.
+  // Pad and resize compute their source indices from the sizes at compile time (reflect
+  // periods, per-coordinate resize maps): they are not lowered over symbolic dims.
+  bool symbolicDims(const KernelGroup &g) const override {
+    Op op = g.anchor ? g.anchor->op() : Op::Identity;
+    return op != Op::Pad && op != Op::Resize;
   }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipeDataMovement(g, n, k), name());

@@ -43,21 +43,23 @@ E fvar(const std::string &name) {
 // The per-thread walk over a row of `len` elements: thread t takes `vec` consecutive elements
 // at a time, the block covers threads * vec per step. `body(j)` is emitted once per element
 // (j: the element's position in the row), guarded when the row does not fill the last step.
-std::vector<StmtP> rowWalk(int64_t len, int64_t threads, int64_t vec, const std::string &t,
+// A symbolic length (issue 21) reads the steps and the guard's bound from the dims, and keeps
+// the guard unless the chunk divides the length for every value of the dims.
+std::vector<StmtP> rowWalk(const SymExpr &len, int64_t threads, int64_t vec, const std::string &t,
                            kir::Stmt::LoopKind innerKind,
                            const std::function<std::vector<StmtP>(E j)> &body) {
   int64_t chunk = threads * vec;
-  int64_t steps = ceilDiv(len, chunk);
+  E steps = len.isConstant() ? E(ceilDiv(len.constant(), chunk)) : kir::symE(SymExtent{len, chunk});
   E j = kir::var("j");
   std::vector<StmtP> inner = {
       kir::decl("j", DType::I64, kir::var("c") * E(chunk) + kir::var(t) * E(vec) + kir::var("v"))};
   std::vector<StmtP> b = body(j);
-  if (len % chunk != 0)
-    inner.push_back(kir::ifThen(j < E(len), b));
+  if (!len.divisibleBy(chunk))
+    inner.push_back(kir::ifThen(j < kir::symE(len), b));
   else
     inner.insert(inner.end(), b.begin(), b.end());
   StmtP vloop = kir::forLoop("v", E(int64_t(0)), E(vec), inner, 1, innerKind);
-  return {kir::forLoop("c", E(int64_t(0)), E(steps), {vloop})};
+  return {kir::forLoop("c", E(int64_t(0)), steps, {vloop})};
 }
 
 } // namespace
@@ -88,7 +90,17 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   std::vector<int64_t> innerDims(shape.begin() + normEnd, shape.end());
   int64_t len = product(normDims), inner = product(innerDims);
   int64_t rows = product(outerDims) * inner;
-  StateAlgebra alg = algebraFor(*spec, len);
+  // Symbolic dims (issue 21): the same split as expressions. Rows, the row length and the
+  // inner stride are read from the dims wherever they depend on them.
+  SymShape xsym = symShapeOf(x->type());
+  SymShape outerSym(xsym.begin(), xsym.begin() + static_cast<std::ptrdiff_t>(a));
+  SymShape normSym(xsym.begin() + static_cast<std::ptrdiff_t>(a),
+                   xsym.begin() + static_cast<std::ptrdiff_t>(normEnd));
+  SymShape innerSym(xsym.begin() + static_cast<std::ptrdiff_t>(normEnd), xsym.end());
+  SymExpr lenSym = symNumel(normSym), innerN = symNumel(innerSym);
+  SymExpr rowsSym = symNumel({symNumel(outerSym), innerN});
+  bool innerOne = isUnitDim(innerN);
+  StateAlgebra alg = algebraFor(*spec, lenSym);
 
   // Knobs: GPU plans spread a row over a block (vec 4: 16-byte accesses). On the host, regions
   // are loops over the threads: for Welford / sum-of-squares states, 32 "threads" of one
@@ -96,8 +108,8 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   // 2.3 ms for one chain); the exp-bound softmax states do best as one chain, 8 per step.
   bool gpu = isGpuPlan(knobs);
   bool manyChains = !gpu && (alg.name == "welford" || alg.name == "sum_squares");
-  int64_t vecDefault = inner == 1 && !manyChains ? (gpu ? 4 : 8) : 1;
-  while (vecDefault > 1 && len % vecDefault != 0)
+  int64_t vecDefault = innerOne && !manyChains ? (gpu ? 4 : 8) : 1;
+  while (vecDefault > 1 && !lenSym.divisibleBy(vecDefault))
     vecDefault /= 2;
   int64_t vec = std::max<int64_t>(1, knobs.get("vec", vecDefault));
   int64_t threadsDefault =
@@ -105,8 +117,12 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
           : (manyChains ? std::clamp<int64_t>(len / 16, 1, 32) : 1);
   int64_t threads = std::max<int64_t>(1, knobs.get("threads", threadsDefault));
   int64_t cache = knobs.get("cache_row", gpu && len * 4 <= 16384 ? 1 : 0) != 0 ? 1 : 0;
+  if (!lenSym.isConstant()) // the on-chip row is sized at compile time
+    cache = 0;
   k.threads = threads;
   k.grid = {{"row", rows}};
+  if (!rowsSym.isConstant())
+    k.symGrid = {SymExtent{rowsSym, 1}};
   k.knobs = {{"threads", threads}, {"vec", vec}, {"cache_row", cache}};
   auto problem = std::make_shared<NormProblem>();
   problem->rows = rows;
@@ -118,11 +134,11 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
 
   // Element (row, j) as a multi-index of the input / result shape.
   E row = kir::var("row");
-  E outerIdx = inner == 1 ? row : row / E(inner);
-  E innerIdx = inner == 1 ? E(int64_t(0)) : row % E(inner);
+  E outerIdx = innerOne ? row : row / kir::symE(innerN);
+  E innerIdx = innerOne ? E(int64_t(0)) : row % kir::symE(innerN);
   auto elementIndex = [&](E j) {
-    return concat(concat(unflat(outerDims, outerIdx), unflat(normDims, j)),
-                  unflat(innerDims, innerIdx));
+    return concat(concat(unflat(outerSym, outerIdx), unflat(normSym, j)),
+                  unflat(innerSym, innerIdx));
   };
 
   // Per-thread state (local, lives across regions) and the merged row state (shared).
@@ -142,15 +158,15 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   if (xs)
     k.allocs.push_back(xs);
 
-  k.body.push_back(
-      kir::comment(cat(n.name(), " over rows of ", len, " elements: state algebra '", alg.name,
-                       "' (", alg.fields.size(), " fields), one pass for the statistics")));
+  k.body.push_back(kir::comment(cat(n.name(), " over rows of ", lenSym.str(),
+                                    " elements: state algebra '", alg.name, "' (",
+                                    alg.fields.size(), " fields), one pass for the statistics")));
 
   // Region 1: stream the row into the thread's state.
   std::vector<StmtP> r1;
   for (const StateField &f : alg.fields)
     r1.push_back(kir::decl(stateVar(f.name), f.dtype, f.init));
-  auto walk1 = rowWalk(len, threads, vec, t, kir::Stmt::LoopKind::Unrolled, [&](E j) {
+  auto walk1 = rowWalk(lenSym, threads, vec, t, kir::Stmt::LoopKind::Unrolled, [&](E j) {
     std::vector<StmtP> b;
     b.push_back(kir::decl(kInputVar, DType::F32, asF32(gx.at(x, elementIndex(j)))));
     if (xs)
@@ -181,18 +197,18 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   for (const auto &[nm, e] : alg.finalizeLets)
     r2.push_back(kir::decl(nm, e->type, e));
   auto walk2 =
-      rowWalk(len, threads, vec, t,
-              inner == 1 ? kir::Stmt::LoopKind::Vectorized : kir::Stmt::LoopKind::Serial, [&](E j) {
+      rowWalk(lenSym, threads, vec, t,
+              innerOne ? kir::Stmt::LoopKind::Vectorized : kir::Stmt::LoopKind::Serial, [&](E j) {
                 std::vector<StmtP> b;
                 std::vector<E> idx = elementIndex(j);
                 b.push_back(kir::decl(kInputVar, DType::F32,
                                       xs ? kir::load(xs, {j}) : asF32(gx.at(x, idx))));
-                std::vector<E> normIdx = unflat(normDims, j);
+                std::vector<E> normIdx = unflat(normSym, j);
                 for (const NormParam &p : alg.params) {
                   const Value *pv = n.operand(p.operand);
                   b.push_back(kir::decl(
                       p.var, DType::F32,
-                      asF32(gx.at(pv, broadcastIndex(pv->type().shape, normDims, normIdx)))));
+                      asF32(gx.at(pv, broadcastIndex(symShapeOf(pv->type()), normSym, normIdx)))));
                 }
                 b.push_back(kir::decl("y", DType::F32, alg.finalize));
                 auto stores = storeGroupOutputs(g, gx, result, fvar("y"), idx);
@@ -223,6 +239,10 @@ public:
     return MemProperty::OnlineReducibleNorm;
   }
   bool genericFallback() const override { return true; }
+  // Symbolic dims: rows (the grid), the row length (the walk's steps and guard, rms_norm's
+  // divisor) and the strides between them are read from the dims; a symbolic row is not cached
+  // on chip (cache_row 0: the cache is sized at compile time).
+  bool symbolicDims(const KernelGroup &) const override { return true; }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipeOnlineNorm(g, n, k), name());
   }

@@ -36,13 +36,16 @@ public:
 
   kir::Kernel build(const std::string &name) {
     AICF_CHECK(!g_.outputs.empty(), "pointwise group ", g_.id, " has no outputs");
-    S_ = g_.outputs.front()->type().shape;
+    const TensorType &st = g_.outputs.front()->type();
+    S_ = st.shape;
+    SS_ = symShapeOf(st);
     for (const Value *o : g_.outputs)
-      AICF_CHECK(o->type().shape == S_, "pointwise group ", g_.id, ": output %", o->name(), " ",
-                 o->type().str(), " differs from the iteration shape ", shapeStr(S_));
+      AICF_CHECK(sameShape(o->type(), st), "pointwise group ", g_.id, ": output %", o->name(), " ",
+                 o->type().str(), " differs from the iteration shape ", st.str());
     int64_t n = 1;
     for (int64_t d : S_)
       n *= d;
+    nSym_ = symNumel(SS_);
     if (!g_.storeThrough.empty() ||
         std::any_of(g_.nodes.begin(), g_.nodes.end(), [](const Node *m) { return isLayoutOp(*m); }))
       return buildMapped(name, n);
@@ -53,8 +56,12 @@ public:
     // Params: flat views of the group's inputs and outputs.
     std::map<const Value *, kir::BufferP> byValue;
     k.params = groupParams(g_, byValue);
-    for (const kir::BufferP &b : k.params)
+    for (const kir::BufferP &b : k.params) {
+      // A symbolic param's flat view is as long as its symbolic element count.
+      if (!b->sym.empty())
+        b->sym = {symNumel(b->sym)};
       b->shape = {std::max<int64_t>(b->numel(), 1)};
+    }
     params_ = byValue;
 
     // Which loads happen, to decide how S collapses.
@@ -64,7 +71,7 @@ public:
     collecting_ = false;
     collapse();
 
-    flatloop::Schedule s = flatloop::schedule(knobs_, n);
+    flatloop::Schedule s = flatloop::schedule(knobs_, n, 16, nSym_);
     flatloop::build(k, n, s, [&](E i) { return element(i, k, s); });
     return k;
   }
@@ -94,21 +101,22 @@ private:
         return (t == DType::F16 || t == DType::BF16) ? kir::cast(y, t) : y;
       });
     }
-    flatloop::Schedule s = flatloop::schedule(knobs_, n);
+    flatloop::Schedule s = flatloop::schedule(knobs_, n, 16, nSym_);
     // Host: when the vector width divides the innermost dim, a vector's elements differ in that
     // dim alone, so the index is unflattened from the vector's first element and the lane added
     // to the innermost index. Every read through a map is then affine in the lane (contiguous
     // loads, compares against constants) instead of a division per lane, which the compiler
     // can only vectorise as a gather (the LLaMA K rotary: a rotate-half select and a cos/sin
     // table broadcast over heads).
-    bool laneInner = !isGpuPlan(knobs_) && s.vec > 1 && !S_.empty() && S_.back() % s.vec == 0;
+    bool laneInner =
+        !isGpuPlan(knobs_) && s.vec > 1 && !SS_.empty() && SS_.back().divisibleBy(s.vec);
     flatloop::build(k, n, s, [&](E i) {
       std::vector<E> idx;
       if (laneInner) {
-        idx = unflatIndex(S_, flatloop::vectorStart(k, s));
+        idx = unflatIndex(SS_, flatloop::vectorStart(k, s));
         idx.back() = idx.back() + flatloop::lane();
       } else {
-        idx = unflatIndex(S_, i);
+        idx = unflatIndex(SS_, i);
       }
       std::vector<kir::StmtP> out;
       for (const Value *o : g_.outputs) {
@@ -125,7 +133,9 @@ private:
 
   const KernelGroup &g_;
   const Knobs &knobs_;
-  std::vector<int64_t> S_;
+  std::vector<int64_t> S_; // the iteration shape at the planning point
+  SymShape SS_;            // and as expressions (symbolic dims, issue 21)
+  SymExpr nSym_;           // its element count
   std::map<const Value *, kir::BufferP> params_;
   bool collecting_ = false;
   std::vector<Load> loads_;
@@ -144,21 +154,25 @@ private:
     return n && std::find(g_.nodes.begin(), g_.nodes.end(), n) != g_.nodes.end();
   }
 
+  bool isFullShape(const Value *v) const {
+    return v->type().shape == S_ && symShapeOf(v->type()) == SS_;
+  }
+
   bool isFullIdentity(const Value *v, const std::vector<int> &map) const {
-    return v->type().shape == S_ && map == identity(S_.size());
+    return isFullShape(v) && map == identity(S_.size());
   }
 
   // Whether a load reads S dim d with a stride (the value spans it) or broadcasts it.
   static bool spans(const Load &l, int d) {
     for (size_t k = 0; k < l.dimMap.size(); ++k)
-      if (l.dimMap[k] == d && l.v->type().shape[k] != 1)
+      if (l.dimMap[k] == d && !isUnitDim(l.v->type().symDim(k)))
         return true;
     return false;
   }
 
   void collapse() {
     for (size_t d = 0; d < S_.size(); ++d) {
-      if (S_[d] == 1)
+      if (isUnitDim(SS_[d]))
         continue;
       int dd = static_cast<int>(d);
       bool merge = !groups_.empty();
@@ -172,19 +186,19 @@ private:
   }
 
   std::vector<kir::StmtP> element(E i, const kir::Kernel &k, const flatloop::Schedule &s) {
-    std::vector<int64_t> cshape;
+    SymShape cshape;
     for (const auto &grp : groups_) {
-      int64_t e = 1;
+      SymShape dims;
       for (int d : grp)
-        e *= S_[d];
-      cshape.push_back(e);
+        dims.push_back(SS_[d]);
+      cshape.push_back(symNumel(dims));
     }
     cidx_ = cshape.size() <= 1 ? std::vector<E>(cshape.size(), i) : unflatIndex(cshape, i);
     // Host, the vector width dividing the innermost collapsed dim: a vector's elements differ
     // in that dim alone, so the index is unflattened once from the vector's first element and
     // the lane added (a broadcast operand's index then has no division per lane: the
     // squeeze-excitation scale [N, CB, 1, 1, 16] over a blocked [N, CB, H, W, 16]).
-    if (cshape.size() > 1 && !isGpuPlan(knobs_) && s.vec > 1 && cshape.back() % s.vec == 0) {
+    if (cshape.size() > 1 && !isGpuPlan(knobs_) && s.vec > 1 && cshape.back().divisibleBy(s.vec)) {
       cidx_ = unflatIndex(cshape, flatloop::vectorStart(k, s));
       cidx_.back() = cidx_.back() + flatloop::lane();
     }
@@ -194,7 +208,7 @@ private:
     int next = 0;
     for (const Node *n : g_.nodes)
       for (const Value *r : n->results()) {
-        if (r->type().shape != S_)
+        if (!isFullShape(r))
           continue;
         E e = eval(r, identity(S_.size()));
         std::string name = cat("e", next++);
@@ -213,14 +227,18 @@ private:
 
   // The flat offset of a load in its (row-major) param.
   E offset(const Value *v, const std::vector<int> &map) const {
-    std::vector<int64_t> st = stridesOf(v->type().shape);
+    // Row-major strides, as expressions over symbolic dims.
+    SymShape shape = symShapeOf(v->type());
+    SymShape st(shape.size(), SymExpr(1));
+    for (size_t k = shape.size(); k-- > 1;)
+      st[k - 1] = symNumel({st[k], shape[k]});
     E off = E(int64_t(0));
     for (size_t j = 0; j < groups_.size(); ++j) {
       // The innermost S dim of the group that the value spans gives the stride.
       int inner = groups_[j].back();
       for (size_t k = 0; k < map.size(); ++k)
-        if (map[k] == inner && v->type().shape[k] != 1)
-          off = off + cidx_[j] * E(st[k]);
+        if (map[k] == inner && !isUnitDim(shape[k]))
+          off = off + cidx_[j] * kir::symE(st[k]);
     }
     return off;
   }
@@ -282,6 +300,9 @@ public:
   const char *name() const override { return "pointwise"; }
   bool writesInPlace() const override { return true; }
   bool lowers(const Node *a) const override { return !a || a->op() == Op::BatchNorm; }
+  // Symbolic dims: the flat loop's count, grid and guard, the collapsed dims' extents and the
+  // loads' strides are expressions in the dims (broadcast dims only where constant 1).
+  bool symbolicDims(const KernelGroup &) const override { return true; }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipePointwise(g, n, k), name());
   }

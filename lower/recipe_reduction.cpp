@@ -117,7 +117,7 @@ E floatToInt(E x) {
   return kir::select(isNaN(x), i64(0), kir::cast(c, DType::I64));
 }
 
-Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
+Algebra reduceAlgebra(Op op, DType inT, const SymExpr &count) {
   bool fl = isFloat(inT);
   DType ct = fl ? floatCompute(inT) : DType::I64;
   DType ft = floatCompute(inT); // log_sum_exp's state
@@ -129,10 +129,17 @@ Algebra reduceAlgebra(Op op, DType inT, int64_t count) {
   case Op::ReduceSum: return sumLike("sum", ct, toCt, id);
   case Op::ReduceMean:
   case Op::GlobalAvgPool:
-    return sumLike("sum", ct, toCt, [fl, count, fc](E s) {
-      if (count == 0)
-        return fl ? fc(NAN) : i64(0);
-      return fl ? s / fc(double(count)) : s / i64(count);
+    return sumLike("sum", ct, toCt, [fl, count, fc, ct](E s) {
+      if (count.isConstant()) {
+        int64_t c = count.constant();
+        if (c == 0)
+          return fl ? fc(NAN) : i64(0);
+        return fl ? s / fc(double(c)) : s / i64(c);
+      }
+      // A symbolic count (issue 21), read from the dims: 0 / 0 is the NaN of an empty mean;
+      // an integer mean of nothing is 0 (the sum), never a division by zero.
+      E c = kir::symE(count);
+      return fl ? s / kir::cast(c, ct) : s / kir::max(c, i64(1));
     });
   case Op::ReduceL1:
     return sumLike(
@@ -241,10 +248,14 @@ int64_t reductionThreads(const Knobs &k, int64_t count) {
 // Host plans: the row's elements are folded into `vec` lane states, lane l taking elements
 // j = l, l + vec, ... (the order GPU threads take them), by a loop over vec-wide chunks whose
 // inner loop over the lanes vectorises; the lanes then merge in order.
-int64_t reductionLanes(const Knobs &k, int64_t count) {
+// A symbolic count (issue 21) does not bound the lanes: lanes past the count keep their initial
+// state, which every merge leaves as it is.
+int64_t reductionLanes(const Knobs &k, const SymExpr &count) {
   if (isGpuPlan(k))
     return 1;
-  return std::clamp<int64_t>(k.get("vec", 16), 1, std::max<int64_t>(count, 1));
+  if (!count.isConstant())
+    return std::max<int64_t>(k.get("vec", 16), 1);
+  return std::clamp<int64_t>(k.get("vec", 16), 1, std::max<int64_t>(count.constant(), 1));
 }
 
 // Local per-thread state buffers and their shared block_reduce results, one per field.
@@ -290,7 +301,7 @@ kir::Combiner combinerOf(const Algebra &a) {
 // updated a chunk of lanes at a time (the inner loop vectorises), the partial last chunk after,
 // then merged in lane order into sb.shared, exactly the GPU threads' per-thread sequences and
 // block_reduce's merge order.
-void foldLanes(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t count,
+void foldLanes(kir::Kernel &k, const Algebra &a, const StateBufs &sb, const SymExpr &count,
                const std::string &prefix, const std::function<E(E j)> &element,
                std::vector<kir::StmtP> preamble, int64_t lanes) {
   // The per-thread state buffers block_reduce would merge are not used here.
@@ -332,12 +343,21 @@ void foldLanes(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t co
       out.push_back(kir::store(lane[f], {l}, kir::var(cat(prefix, "_n", f), a.fields[f].second)));
     return out;
   };
-  int64_t chunks = count / lanes, rest = count % lanes;
   std::string c = prefix + "_c";
-  if (chunks > 0)
-    body.push_back(kir::forLoop(c, zero, E(chunks), {laneLoop(lanes, updateAt(kir::var(c)))}));
-  if (rest > 0)
-    body.push_back(laneLoop(rest, updateAt(E(chunks))));
+  if (count.isConstant()) {
+    int64_t chunks = count.constant() / lanes, rest = count.constant() % lanes;
+    if (chunks > 0)
+      body.push_back(kir::forLoop(c, zero, E(chunks), {laneLoop(lanes, updateAt(kir::var(c)))}));
+    if (rest > 0)
+      body.push_back(laneLoop(rest, updateAt(E(chunks))));
+  } else {
+    // A symbolic count (issue 21): the full chunks and the rest's lanes from the dims.
+    E n = kir::symE(count), chunks = n / E(lanes);
+    body.push_back(kir::forLoop(c, zero, chunks, {laneLoop(lanes, updateAt(kir::var(c)))}));
+    if (!count.divisibleBy(lanes))
+      body.push_back(kir::forLoop(prefix + "_l", zero, n % E(lanes), updateAt(chunks), 1,
+                                  kir::Stmt::LoopKind::Vectorized));
+  }
   // Merge the lanes in order: m = lane[0], then m = merge(m, lane[i]).
   std::vector<E> m, b;
   for (size_t f = 0; f < a.fields.size(); ++f) {
@@ -361,7 +381,7 @@ void foldLanes(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t co
 
 // Region 1 + block_reduce: thread t folds elements j = t, t + T, ... < count, read by
 // `element(j)`; the merged state lands in sb.shared.
-void foldAndMerge(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t count,
+void foldAndMerge(kir::Kernel &k, const Algebra &a, const StateBufs &sb, const SymExpr &count,
                   const std::string &prefix, const std::function<E(E j)> &element,
                   std::vector<kir::StmtP> preamble = {}) {
   std::string j = prefix + "_j";
@@ -397,7 +417,7 @@ void foldAndMerge(kir::Kernel &k, const Algebra &a, const StateBufs &sb, int64_t
   }
   E t = kir::var(k.threadVar);
   std::vector<kir::StmtP> body = std::move(preamble);
-  body.push_back(kir::reduce(j, t, E(count) - t, init, update, k.threads));
+  body.push_back(kir::reduce(j, t, kir::symE(count) - t, init, update, k.threads));
   for (size_t f = 0; f < a.fields.size(); ++f)
     body.push_back(kir::store(sb.local[f], {t}, state[f]));
   k.body.push_back(kir::region(k.threadVar, body));
@@ -474,12 +494,16 @@ kir::Kernel instanceNorm(const KernelGroup &g, const Knobs &knobs, kir::Kernel k
 // The host column form (see recipeReduction): block `row` owns outputs 16 row .. 16 row + 15,
 // consecutive along the kept innermost dim; acc[l] folds reduced element j of output l in
 // order j = 0, 1, ... (the interpreter's order).
+// Symbolic dims (issue 21): the kept innermost dim is static (a multiple of 16), so the blocks
+// are the kept elements over 16 whatever the dims; counts and indices read the dims.
 kir::Kernel columnReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, const Algebra &alg,
                             const std::vector<int64_t> &xs, const std::vector<int> &reduced,
                             const std::vector<int64_t> &keptShape,
-                            const std::vector<int64_t> &redShape) {
+                            const std::vector<int64_t> &redShape, const SymShape &keptSym,
+                            const SymShape &redSym) {
   const Node &a = *g.anchor;
   const Value *x = a.operand(0), *res = a.result(0);
+  SymExpr rowsSym = symNumel(keptSym), countSym = symNumel(redSym);
   int64_t rows = prod(keptShape), count = prod(redShape);
   k.threads = 1;
   k.knobs = {{"threads", 1}, {"vec", 16}};
@@ -489,32 +513,34 @@ kir::Kernel columnReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, 
   problem->columns = true;
   k.problem = problem;
   k.grid = {{"row", rows / 16}};
+  if (!rowsSym.isConstant())
+    k.symGrid = {SymExtent{*SymExpr::divExact(rowsSym, 16), 1}};
   auto acc = std::make_shared<kir::Buffer>(
       kir::Buffer{"acc", alg.fields[0].second, {1, 16}, kir::Scope::Local, kir::Role::Temp, {}});
   k.allocs = {acc};
   E t = kir::var(k.threadVar), l = kir::var("l"), j = kir::var("j");
   // Output 16 row + l of a shape whose last dim is a multiple of 16, as an index: the block's
   // index over the shape with its last dim counted in 16s, then the lane.
-  auto laneIndex = [&](std::vector<int64_t> shape) {
-    shape.back() /= 16;
+  auto laneIndex = [&](SymShape shape) {
+    shape.back() = *SymExpr::divExact(shape.back(), 16);
     std::vector<E> idx = unflatIndex(shape, kir::var("row"));
     idx.back() = idx.back() * E(int64_t(16)) + l;
     return idx;
   };
   E loaded = kir::load(acc, {t, l});
-  E xv = ge.at(x, operandIndex(xs.size(), reduced, laneIndex(keptShape), unflatIndex(redShape, j)));
+  E xv = ge.at(x, operandIndex(xs.size(), reduced, laneIndex(keptSym), unflatIndex(redSym, j)));
   std::vector<kir::StmtP> body = {
-      kir::comment(cat(a.name(), " over ", count,
+      kir::comment(cat(a.name(), " over ", countSym.str(),
                        " elements for 16 consecutive outputs at a time, "
                        "their states one vector")),
       recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)),
                          {kir::store(acc, {t, l}, alg.init[0])}),
       kir::forLoop(
-          "j", E(int64_t(0)), E(count),
+          "j", E(int64_t(0)), kir::symE(countSym),
           {recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)),
                               {kir::store(acc, {t, l}, alg.update({loaded}, xv, j)[0])})})};
-  std::vector<kir::StmtP> stores =
-      storeGroupOutputs(g, ge, res, alg.finalize({loaded}), laneIndex(res->type().shape), "o");
+  std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, alg.finalize({loaded}),
+                                                     laneIndex(symShapeOf(res->type())), "o");
   body.push_back(recipe::vectorLoop("l", E(int64_t(0)), E(int64_t(16)), stores));
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
@@ -524,14 +550,19 @@ kir::Kernel columnReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, 
 // o = row * threads + t and folds its reduced elements j = 0, 1, ... in order (the
 // interpreter's order) into a state of its own. Outputs next to each other are next to each
 // other in the input too (the innermost dim is kept), so a warp's loads are coalesced.
+// Symbolic dims (issue 21): the reduced count is static (threadFormFits); symbolic rows take
+// the threads knob as it is (no clamp to the planning rows), a grid and a guard from the dims.
 kir::Kernel threadReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, const Algebra &alg,
                             const std::vector<int64_t> &xs, const std::vector<int> &reduced,
                             const std::vector<int64_t> &keptShape,
-                            const std::vector<int64_t> &redShape, const Knobs &knobs) {
+                            const std::vector<int64_t> &redShape, const SymShape &keptSym,
+                            const SymShape &redSym, const Knobs &knobs) {
   const Node &a = *g.anchor;
   const Value *x = a.operand(0), *res = a.result(0);
+  SymExpr rowsSym = symNumel(keptSym);
   int64_t rows = prod(keptShape), count = prod(redShape);
-  k.threads = std::min(knobs.get("threads", 256), roundUp(rows, 32));
+  k.threads = rowsSym.isConstant() ? std::min(knobs.get("threads", 256), roundUp(rows, 32))
+                                   : knobs.get("threads", 256);
   k.knobs = {{"threads", k.threads}};
   auto problem = std::make_shared<ReductionProblem>();
   problem->rows = rows;
@@ -539,37 +570,44 @@ kir::Kernel threadReduction(const KernelGroup &g, kir::Kernel k, GroupExpr &ge, 
   problem->perThread = true;
   k.problem = problem;
   k.grid = {{"row", ceilDiv(rows, k.threads)}};
+  if (!rowsSym.isConstant())
+    k.symGrid = {SymExtent{rowsSym, k.threads}};
   auto acc = std::make_shared<kir::Buffer>(kir::Buffer{
       "acc", alg.fields[0].second, {k.threads}, kir::Scope::Local, kir::Role::Temp, {}});
   k.allocs = {acc};
   E t = kir::var(k.threadVar), o = kir::var("o", DType::I64), j = kir::var("j");
   E loaded = kir::load(acc, {t});
-  E xv = ge.at(
-      x, operandIndex(xs.size(), reduced, unflatIndex(keptShape, o), unflatIndex(redShape, j)));
+  E xv =
+      ge.at(x, operandIndex(xs.size(), reduced, unflatIndex(keptSym, o), unflatIndex(redSym, j)));
   std::vector<kir::StmtP> fold = {
       kir::store(acc, {t}, alg.init[0]),
       kir::forLoop("j", E(int64_t(0)), E(count),
                    {kir::store(acc, {t}, alg.update({loaded}, xv, j)[0])})};
-  std::vector<kir::StmtP> stores =
-      storeGroupOutputs(g, ge, res, alg.finalize({loaded}), unflatIndex(res->type().shape, o), "o");
+  std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, alg.finalize({loaded}),
+                                                     unflatIndex(symShapeOf(res->type()), o), "o");
   fold.insert(fold.end(), stores.begin(), stores.end());
   std::vector<kir::StmtP> body = {
       kir::comment(cat(a.name(), " over ", count, " elements, one output per thread")),
       kir::decl("o", DType::I64, kir::var("row") * E(k.threads) + t)};
-  if (rows % k.threads == 0)
+  if (rowsSym.divisibleBy(k.threads))
     body.insert(body.end(), fold.begin(), fold.end());
   else
-    body.push_back(kir::ifThen(o < E(rows), fold));
+    body.push_back(kir::ifThen(o < kir::symE(rowsSym), fold));
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }
 
 // A GPU reduction of a few elements per output along outer axes (split-k's partial sums: [S,
 // M, N] over S) reads them with one thread per output, not one block per output.
-bool threadFormFits(const std::vector<int64_t> &xs, const std::vector<int> &reduced, int64_t count,
-                    int64_t rows, const Algebra &alg) {
+// Symbolic dims (issue 21): the choice reads static facts only, so every value of the dims
+// makes it alike: a symbolic count never fits (it is not bounded by 64), symbolic rows always
+// count as many.
+bool threadFormFits(const std::vector<int64_t> &xs, const std::vector<int> &reduced,
+                    const SymExpr &count, const SymExpr &rows, int64_t rowsAtPlan,
+                    const Algebra &alg) {
   int rank = static_cast<int>(xs.size());
-  return alg.fields.size() == 1 && count > 0 && count <= 64 && rows >= 32 && !reduced.empty() &&
+  return alg.fields.size() == 1 && count.isConstant() && count.constant() > 0 &&
+         count.constant() <= 64 && (!rows.isConstant() || rowsAtPlan >= 32) && !reduced.empty() &&
          reduced.back() != rank - 1;
 }
 
@@ -604,44 +642,57 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
         reduced.push_back(d);
   }
   std::sort(reduced.begin(), reduced.end());
+  // Symbolic dims (issue 21): the kept and reduced dims as expressions; the grid (rows), the
+  // fold's count and every index read the dims where they depend on them.
+  SymShape xsym = symShapeOf(x->type());
   std::vector<int64_t> keptShape, redShape;
+  SymShape keptSym, redSym;
   for (int d = 0; d < rank; ++d) {
-    if (std::find(reduced.begin(), reduced.end(), d) != reduced.end())
+    if (std::find(reduced.begin(), reduced.end(), d) != reduced.end()) {
       redShape.push_back(xs[d]);
-    else
+      redSym.push_back(xsym[d]);
+    } else {
       keptShape.push_back(xs[d]);
+      keptSym.push_back(xsym[d]);
+    }
   }
   int64_t rows = prod(keptShape), count = prod(redShape);
+  SymExpr rowsSym = symNumel(keptSym), countSym = symNumel(redSym);
   if (isArg)
     AICF_CHECK(count > 0, a.where(), ": arg reduction over an empty axis");
 
   Algebra alg =
       isArg ? argAlgebra(a.op() == Op::ArgMax, a.i("select_last_index") != 0, x->type().dtype)
-            : reduceAlgebra(a.op(), x->type().dtype, count);
+            : reduceAlgebra(a.op(), x->type().dtype, countSym);
   // Host, the innermost dim kept and a multiple of 16 (a channel-blocked global pool: [N, CB,
   // H, W, 16] over H and W): 16 consecutive outputs per block, their one-field states a vector
   // that every reduced element updates with one contiguous load, instead of 16 strided rows.
-  if (!isGpuPlan(knobs) && !isArg && alg.fields.size() == 1 && count > 0 &&
-      reduced.back() != rank - 1 && xs.back() % 16 == 0 && x->type().dtype == DType::F32 &&
+  if (!isGpuPlan(knobs) && !isArg && alg.fields.size() == 1 &&
+      (!countSym.isConstant() || count > 0) && reduced.back() != rank - 1 &&
+      xsym.back().isConstant() && xs.back() % 16 == 0 && x->type().dtype == DType::F32 &&
       a.result()->type().dtype == DType::F32)
-    return columnReduction(g, std::move(k), ge, alg, xs, reduced, keptShape, redShape);
-  if (isGpuPlan(knobs) && !isArg && threadFormFits(xs, reduced, count, rows, alg))
-    return threadReduction(g, std::move(k), ge, alg, xs, reduced, keptShape, redShape, knobs);
+    return columnReduction(g, std::move(k), ge, alg, xs, reduced, keptShape, redShape, keptSym,
+                           redSym);
+  if (isGpuPlan(knobs) && !isArg && threadFormFits(xs, reduced, countSym, rowsSym, rows, alg))
+    return threadReduction(g, std::move(k), ge, alg, xs, reduced, keptShape, redShape, keptSym,
+                           redSym, knobs);
   k.threads = reductionThreads(knobs, count);
   k.knobs["threads"] = k.threads;
   if (!isGpuPlan(knobs))
-    k.knobs["vec"] = reductionLanes(knobs, count);
+    k.knobs["vec"] = reductionLanes(knobs, countSym);
   auto problem = std::make_shared<ReductionProblem>();
   problem->rows = std::max<int64_t>(rows, 1);
   problem->len = count;
   k.problem = problem;
   k.grid = {{"row", std::max<int64_t>(rows, 1)}};
+  if (!rowsSym.isConstant())
+    k.symGrid = {SymExtent{rowsSym, 1}};
   E row = kir::var("row");
-  std::vector<E> keptIdx = unflatIndex(keptShape, row);
+  std::vector<E> keptIdx = unflatIndex(keptSym, row);
 
   StateBufs sb = stateBuffers(k, alg, "st");
-  foldAndMerge(k, alg, sb, count, "st", [&](E j) {
-    return ge.at(x, operandIndex(xs.size(), reduced, keptIdx, unflatIndex(redShape, j)));
+  foldAndMerge(k, alg, sb, countSym, "st", [&](E j) {
+    return ge.at(x, operandIndex(xs.size(), reduced, keptIdx, unflatIndex(redSym, j)));
   });
 
   // Final region: thread 0 finalises and writes the outputs (with the epilogue).
@@ -652,7 +703,7 @@ kir::Kernel recipeReduction(const KernelGroup &g, const std::string &name, const
     value = kir::cast(value, outT);
   else if (!isFloat(outT) && value->type != outT)
     value = kir::cast(value, outT);
-  std::vector<E> outIdx = unflatIndex(res->type().shape, row);
+  std::vector<E> outIdx = unflatIndex(symShapeOf(res->type()), row);
   std::vector<kir::StmtP> stores = storeGroupOutputs(g, ge, res, value, outIdx, "o");
   E t = kir::var(k.threadVar);
   k.body.push_back(kir::region(k.threadVar, {kir::ifThen(t == E(int64_t(0)), stores)}));
@@ -688,6 +739,11 @@ public:
       return true;
     default: return false;
     }
+  }
+  // Symbolic dims: kept dims (the grid) and reduced dims (the fold's count, a mean's divisor)
+  // read from the dims; instance_norm's plane walks are static only.
+  bool symbolicDims(const KernelGroup &g) const override {
+    return g.anchor && g.anchor->op() != Op::InstanceNorm;
   }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipeReduction(g, n, k), name());

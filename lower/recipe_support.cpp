@@ -35,7 +35,7 @@ kir::BufferP tempBuffer(const std::string &name, std::vector<int64_t> shape, kir
 
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult) {
   for (const Value *v : g.outputs)
-    if (v->type().shape != anchorResult->type().shape)
+    if (!sameShape(v->type(), anchorResult->type()))
       throw InternalError(cat("group ", g.id, " (", g.kind, "): output ", v->name(), " ",
                               v->type().str(), " does not have the anchor's shape ",
                               anchorResult->type().str(),

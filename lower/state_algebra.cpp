@@ -132,16 +132,18 @@ StateAlgebra welfordAlgebra(double epsilon, EpsilonPlacement epsilonAt, int scal
   return alg;
 }
 
-StateAlgebra sumSquaresAlgebra(double epsilon, int64_t rowLength, int scaleOperand,
+StateAlgebra sumSquaresAlgebra(double epsilon, const SymExpr &rowLength, int scaleOperand,
                                int biasOperand) {
+  // A symbolic row length is read from the dims (issue 21).
+  E len = rowLength.isConstant() ? f32(double(rowLength.constant()))
+                                 : kir::cast(kir::symE(rowLength), DType::F32);
   StateAlgebra alg;
   alg.name = "sum_squares";
   alg.fields = {{"ss", DType::F32, f32(0.0)}};
   alg.update = {s("ss") + fv(kInputVar) * fv(kInputVar)};
   alg.merge = combinerOf("sum_squares", alg.fields);
   alg.merge.merged = {a("ss") + b("ss")};
-  alg.finalizeLets = {
-      {"inv_rms", kir::unary(kir::UnOp::Rsqrt, s("ss") / f32(double(rowLength)) + f32(epsilon))}};
+  alg.finalizeLets = {{"inv_rms", kir::unary(kir::UnOp::Rsqrt, s("ss") / len + f32(epsilon))}};
   E y = fv(kInputVar) * fv("inv_rms");
   if (scaleOperand >= 0) {
     alg.params.push_back({static_cast<size_t>(scaleOperand), "p_weight"});
@@ -155,7 +157,7 @@ StateAlgebra sumSquaresAlgebra(double epsilon, int64_t rowLength, int scaleOpera
   return alg;
 }
 
-StateAlgebra algebraFor(const NormSpec &spec, int64_t rowLength) {
+StateAlgebra algebraFor(const NormSpec &spec, const SymExpr &rowLength) {
   if (spec.algebra == "softmax")
     return softmaxAlgebra();
   if (spec.algebra == "log_softmax")

@@ -15,6 +15,7 @@
 
 #include "ir/properties.h"
 #include "kir/kir.h"
+#include "support/sym_expr.h"
 
 #include <optional>
 #include <string>
@@ -66,12 +67,13 @@ StateAlgebra logSoftmaxAlgebra();
 StateAlgebra welfordAlgebra(double epsilon, EpsilonPlacement epsilonAt, int scaleOperand,
                             int biasOperand);
 // Sum of squares: s = sum of x^2 over a row of `rowLength`; y = x / sqrt(s/n + eps) * w + b.
-StateAlgebra sumSquaresAlgebra(double epsilon, int64_t rowLength, int scaleOperand,
+// A symbolic `rowLength` (issue 21) is read from the dims' variables.
+StateAlgebra sumSquaresAlgebra(double epsilon, const SymExpr &rowLength, int scaleOperand,
                                int biasOperand);
 
 // The algebra a NormSpec names (ir/properties.h: softmax, log_softmax, welford, sum_squares);
 // InternalError for another name. `rowLength` is the number of elements one state summarises.
-StateAlgebra algebraFor(const NormSpec &spec, int64_t rowLength);
+StateAlgebra algebraFor(const NormSpec &spec, const SymExpr &rowLength);
 
 // The NormSpec of a norm node: its online_reducible_norm certificate's (Certificate::norm,
 // whether the certificate holds or not), nullopt when the node has none.
