@@ -467,17 +467,31 @@ private:
     std::vector<SymExpr> syms; // once a dim is symbolic: every dim so far
     if (!at(Tok::RBracket)) {
       while (true) {
+        // An integer followed by an operator starts a symbolic dim ("2*seq+1", as printed).
+        Token first = tok_;
+        std::string text;
+        bool plain = false; // a plain integer dim, done
         if (at(Tok::Int)) {
           int64_t d = parseIntText(tok_);
-          if (d < 0)
-            failHere(cat("dimension ", d, " is negative"));
-          t.shape.push_back(d);
-          names.emplace_back();
           consume();
-        } else if (at(Tok::Ident)) {
+          bool more = at(Tok::Star) || at(Tok::Plus) || at(Tok::Minus) ||
+                      (at(Tok::Int) && !tok_.text.empty() && tok_.text[0] == '-');
+          if (more) {
+            text = first.text;
+          } else {
+            if (d < 0)
+              failAt(first, cat("dimension ", d, " is negative"));
+            t.shape.push_back(d);
+            names.emplace_back();
+            plain = true;
+          }
+        }
+        if (plain) {
+          // (done above)
+        } else if (!text.empty() || at(Tok::Ident)) {
           // A symbolic dim: an expression in the graph's dims ("batch", "3*seq", "seq+1").
-          Token first = tok_;
-          std::string text;
+          if (text.empty())
+            first = tok_;
           while (at(Tok::Ident) || at(Tok::Int) || at(Tok::Star) || at(Tok::Plus) ||
                  at(Tok::Minus)) {
             text += tok_.text;

@@ -133,6 +133,12 @@ TEST_CASE("symbolic: IR text round-trips symbolic types and the verifier checks 
   CHECK(g->inputs()[0]->type().shape == std::vector<int64_t>{8, 128, 64});
   CHECK(g->outputs()[0]->type().str() == "f32[batch*seq,64]");
   CHECK(printGraph(*parseGraph(printGraph(*g), "again.mcir")) == printGraph(*g));
+  // A dim printed with a leading coefficient reads back (2*n, as the printer writes n + n).
+  auto cg = parseGraph("graph @c dims(n = [1, 40, 16])(%x: f32[n,8]) -> (%z: f32[2*n,8]) {\n"
+                       "  %z = concat(%x, %x) {axis = 0} : f32[2*n,8]\n  return %z\n}\n",
+                       "c.mcir");
+  CHECK(cg->outputs()[0]->type().shape == std::vector<int64_t>{32, 8});
+  CHECK(printGraph(*parseGraph(printGraph(*cg), "c2.mcir")) == printGraph(*cg));
   // An unknown dim, and a reshape whose element count holds at one point only.
   CHECK_THROWS_WITH(
       parseGraph("graph @g(%x: f32[n,4]) -> (%x: f32[n,4]) {\n  return %x\n}\n", "u.mcir"),
