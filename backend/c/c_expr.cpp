@@ -246,10 +246,29 @@ std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP>
   size_t first = d.localPerThread && b->scope == Scope::Local ? 1 : 0;
   if (!b->sym.empty()) {
     // Symbolic dims (a global param): row-major strides as expressions in the dims' variables.
-    E off(int64_t(0)), stride(int64_t(1));
+    // Adjacent dims indexed [a / W, a % W] where W is the second dim (a row of a merged
+    // [batch * seq, ...] view split back) are a times the second's stride, as for static dims
+    // below: no division by a run-time size per element.
+    std::vector<E> strides(idx.size());
+    E stride(int64_t(1));
     for (size_t i = idx.size(); i-- > 0;) {
-      off = E(idx[i]) * stride + off;
+      strides[i] = stride;
       stride = stride * kir::symE(b->sym[i]);
+    }
+    auto bin = [](const ExprP &e, kir::BinOp op) {
+      return e && e->kind == Expr::Kind::Binary && e->bop == op;
+    };
+    E off(int64_t(0));
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (i + 1 < idx.size() && bin(idx[i], kir::BinOp::Div) && bin(idx[i + 1], kir::BinOp::Mod) &&
+          kir::exprEqual(idx[i]->args[0], idx[i + 1]->args[0]) &&
+          kir::exprEqual(idx[i]->args[1], idx[i + 1]->args[1]) &&
+          kir::exprEqual(idx[i]->args[1], kir::symE(b->sym[i + 1]).get())) {
+        off = off + E(idx[i]->args[0]) * strides[i + 1];
+        ++i;
+        continue;
+      }
+      off = off + E(idx[i]) * strides[i];
     }
     return b->name + "[" + str(d, off.get()) + "]";
   }
