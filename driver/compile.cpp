@@ -817,8 +817,9 @@ void printPlanReport(std::ostream &os, const Plan &p) {
   if (!p.dims.empty()) {
     // Symbolic dims: one plan for the ranges, priced at the opt point; memory for the maxima.
     os << "   dims:";
-    for (const DimRange &d : p.dims)
-      os << " " << d.name << " in " << d.min << ".." << d.max << " (planned for " << d.opt << ")";
+    for (size_t i = 0; i < p.dims.size(); ++i)
+      os << (i ? ", " : " ") << p.dims[i].name << " in " << p.dims[i].min << ".." << p.dims[i].max
+         << " (planned for " << p.dims[i].opt << ")";
     os << "; one generic plan for every value (its kernels certified shape-generic at the ranges' "
           "ends), full tiles versioned without guards; figures below at the planned values, "
           "buffers sized for the maxima\n";
