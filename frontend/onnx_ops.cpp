@@ -1552,6 +1552,18 @@ SymExpr sliceBound(const ConvertCtx &c, const SymExpr &v, const SymExpr &dim, co
              c.rangesOf(symOk(c, SymExpr::add(x, dim)))));
 }
 
+// Slice's optional axes (default: 0, 1, ...) and steps (default: 1), and the four lists'
+// lengths checked, for the static and the symbolic form alike.
+void sliceDefaults(const ConvertCtx &c, size_t starts, size_t ends, Shape &axes, Shape &steps) {
+  if (axes.empty())
+    for (size_t i = 0; i < starts; ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty())
+    steps.assign(starts, 1);
+  if (ends != starts || axes.size() != starts || steps.size() != starts)
+    c.fail("starts, ends, axes and steps must have the same length");
+}
+
 void sliceSym(ConvertCtx &c) {
   const TensorType &t = c.type(0);
   int64_t r = t.rank();
@@ -1571,13 +1583,7 @@ void sliceSym(ConvertCtx &c) {
     if (c.hasInput(4))
       steps = c.constInts(4, "steps");
   }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i)
-      axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty())
-    steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    c.fail("starts, ends, axes and steps must have the same length");
+  sliceDefaults(c, starts.size(), ends.size(), axes, steps);
   std::vector<bool> seen(static_cast<size_t>(r), false);
   bool identity = true, symbolic = false;
   for (size_t k = 0; k < axes.size(); ++k) {
@@ -1652,13 +1658,7 @@ void convSlice(ConvertCtx &c) {
     if (c.hasInput(4))
       steps = c.constInts(4, "steps");
   }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i)
-      axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty())
-    steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    c.fail("starts, ends, axes and steps must have the same length");
+  sliceDefaults(c, starts.size(), ends.size(), axes, steps);
   std::vector<bool> seen(static_cast<size_t>(r), false);
   bool identity = true;
   for (size_t k = 0; k < axes.size(); ++k) {

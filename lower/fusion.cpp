@@ -101,6 +101,8 @@
 // algorithm with a heap.
 #include "lower/fusion.h"
 
+#include "lower/group_expr.h"
+
 #include "ir/norm_readers.h"
 #include "support/diagnostics.h"
 
@@ -136,12 +138,7 @@ bool sameDims(const TensorType &a, const TensorType &b) {
 bool symbolicRegroup(const Node &n) {
   std::vector<SymExpr> from = symShapeOf(n.operand(0)->type()),
                        to = symShapeOf(n.result(0)->type());
-  size_t lead = 0, tail = 0;
-  while (lead < from.size() && lead < to.size() && from[lead] == to[lead])
-    ++lead;
-  while (tail < from.size() - lead && tail < to.size() - lead &&
-         from[from.size() - 1 - tail] == to[to.size() - 1 - tail])
-    ++tail;
+  auto [lead, tail] = keptDims(from, to);
   auto constant = [](const SymExpr &e) { return e.isConstant(); };
   return !std::all_of(from.begin() + static_cast<std::ptrdiff_t>(lead),
                       from.end() - static_cast<std::ptrdiff_t>(tail), constant) ||

@@ -518,15 +518,20 @@ bool isSymbolicLayout(const Node &n) {
          std::any_of(n.results().begin(), n.results().end(), symbolic);
 }
 
-std::vector<E> regroupIndex(const SymShape &from, const SymShape &to, const std::vector<E> &idx) {
-  AICF_CHECK(idx.size() == from.size(), "regroupIndex: ", idx.size(), " indices for rank ",
-             from.size());
+std::pair<size_t, size_t> keptDims(const SymShape &from, const SymShape &to) {
   size_t lead = 0, tail = 0;
   while (lead < from.size() && lead < to.size() && from[lead] == to[lead])
     ++lead;
   while (tail < from.size() - lead && tail < to.size() - lead &&
          from[from.size() - 1 - tail] == to[to.size() - 1 - tail])
     ++tail;
+  return {lead, tail};
+}
+
+std::vector<E> regroupIndex(const SymShape &from, const SymShape &to, const std::vector<E> &idx) {
+  AICF_CHECK(idx.size() == from.size(), "regroupIndex: ", idx.size(), " indices for rank ",
+             from.size());
+  auto [lead, tail] = keptDims(from, to);
   auto part = [](const SymShape &s, size_t lo, size_t hi) {
     return SymShape(s.begin() + static_cast<std::ptrdiff_t>(lo),
                     s.begin() + static_cast<std::ptrdiff_t>(hi));

@@ -74,6 +74,9 @@ bool isSymbolicLayout(const Node &n);
 // `to`'s.
 std::vector<kir::E> regroupIndex(const SymShape &from, const SymShape &to,
                                  const std::vector<kir::E> &idx);
+// How many dims a reshape `from` -> `to` keeps at its start and at its end (equal dims on both
+// sides); the dims between are the ones it regroups.
+std::pair<size_t, size_t> keptDims(const SymShape &from, const SymShape &to);
 
 // An index expression (ir/index_map.h) with its dims replaced by `dims`.
 kir::E indexExpr(const IndexExpr &e, const std::vector<kir::E> &dims);
