@@ -15,6 +15,8 @@
 // The table is at the bottom of the file, alphabetical.
 #include "frontend/onnx_ops.h"
 
+#include "ir/infer_sym.h"
+
 #include "frontend/onnx_tensor.h"
 #include "support/diagnostics.h"
 #include "support/int_math.h"
@@ -1749,20 +1751,17 @@ void convGather(ConvertCtx &c) {
 // holds for every value only where the two are equal or one is 1.
 void expandSym(ConvertCtx &c) {
   SymElems in = symShapeOf(c.type(0)), target = c.symInts(1, "shape");
-  size_t r = std::max(in.size(), target.size());
-  SymElems out(r);
-  for (size_t i = 0; i < r; ++i) {
-    SymExpr a = i < r - in.size() ? SymExpr(1) : in[i - (r - in.size())];
-    SymExpr b = i < r - target.size() ? SymExpr(1) : target[i - (r - target.size())];
-    if (a == b || b == SymExpr(1))
-      out[i] = a;
-    else if (a == SymExpr(1))
-      out[i] = b;
-    else
-      c.fail(cat("cannot expand ", c.type(0).str(), " to ", symElemsStr(target), ": ", a.str(),
-                 " and ", b.str(), " broadcast only where they are equal"));
-    requirePositiveDim(c, out[i], cat("expanded dim ", i));
+  size_t r = std::max(in.size(), target.size()), bad = 0;
+  auto bc = broadcastSymShapes(in, target, &bad);
+  if (!bc) {
+    SymExpr a = bad < r - in.size() ? SymExpr(1) : in[bad - (r - in.size())];
+    SymExpr b = bad < r - target.size() ? SymExpr(1) : target[bad - (r - target.size())];
+    c.fail(cat("cannot expand ", c.type(0).str(), " to ", symElemsStr(target), ": ", a.str(),
+               " and ", b.str(), " broadcast only where they are equal"));
   }
+  SymElems out = *bc;
+  for (size_t i = 0; i < r; ++i)
+    requirePositiveDim(c, out[i], cat("expanded dim ", i));
   c.setOutput(0, out == in ? c.input(0) : c.emit(Op::Expand, {c.input(0)}, symShapeAttrs(c, out)));
 }
 

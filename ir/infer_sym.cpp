@@ -38,24 +38,19 @@ std::string symStr(const SymShape &s) {
   return out + "]";
 }
 
-// numpy broadcasting of two symbolic shapes: a dim of 1 takes the other; equal dims stay; any
-// other pair would hold only where the two happen to be equal, which a range cannot promise.
+// numpy broadcasting for every value of the dims (broadcastSymShapes), or the node fails.
 SymShape broadcastSym(const InferCtx &ctx, const SymShape &a, const SymShape &b) {
-  size_t r = std::max(a.size(), b.size());
-  SymShape out(r);
-  for (size_t i = 0; i < r; ++i) {
-    SymExpr da = i < r - a.size() ? SymExpr(1) : a[i - (r - a.size())];
-    SymExpr db = i < r - b.size() ? SymExpr(1) : b[i - (r - b.size())];
-    if (da == db || db == SymExpr(1))
-      out[i] = da;
-    else if (da == SymExpr(1))
-      out[i] = db;
-    else
-      ctx.fail(cat(ctx.info().name, " operand shapes ", symStr(a), " and ", symStr(b),
-                   " broadcast only where ", da.str(), " equals ", db.str(),
-                   ": not for every value of the symbolic dims"));
+  size_t bad = 0;
+  auto out = broadcastSymShapes(a, b, &bad);
+  if (!out) {
+    size_t r = std::max(a.size(), b.size());
+    SymExpr da = bad < r - a.size() ? SymExpr(1) : a[bad - (r - a.size())];
+    SymExpr db = bad < r - b.size() ? SymExpr(1) : b[bad - (r - b.size())];
+    ctx.fail(cat(ctx.info().name, " operand shapes ", symStr(a), " and ", symStr(b),
+                 " broadcast only where ", da.str(), " equals ", db.str(),
+                 ": not for every value of the symbolic dims"));
   }
-  return out;
+  return *out;
 }
 
 SymShape broadcastOperands(const InferCtx &ctx, size_t from, size_t to) {
@@ -333,6 +328,26 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
 }
 
 } // namespace
+
+std::optional<std::vector<SymExpr>> broadcastSymShapes(const std::vector<SymExpr> &a,
+                                                       const std::vector<SymExpr> &b, size_t *bad) {
+  size_t r = std::max(a.size(), b.size());
+  std::vector<SymExpr> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    SymExpr da = i < r - a.size() ? SymExpr(1) : a[i - (r - a.size())];
+    SymExpr db = i < r - b.size() ? SymExpr(1) : b[i - (r - b.size())];
+    if (da == db || db == SymExpr(1)) {
+      out[i] = da;
+    } else if (da == SymExpr(1)) {
+      out[i] = db;
+    } else {
+      if (bad)
+        *bad = i;
+      return std::nullopt;
+    }
+  }
+  return out;
+}
 
 std::vector<TensorType> runInfer(const OpInfo &info, InferCtx &ctx) {
   std::vector<TensorType> results = info.infer(ctx);

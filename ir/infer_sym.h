@@ -4,6 +4,7 @@
 
 #include "ir/op_registry.h"
 
+#include <optional>
 #include <vector>
 
 namespace aicf {
@@ -11,5 +12,12 @@ namespace aicf {
 // info.infer(ctx), then, when an operand has symbolic dims, each result's dims as expressions
 // (TensorType::sym); fails through ctx for an op without a symbolic rule.
 std::vector<TensorType> runInfer(const OpInfo &info, InferCtx &ctx);
+
+// numpy broadcasting of two symbolic shapes: a dim of 1 takes the other, equal dims stay. Any
+// other pair would hold only where the two happen to be equal, which a range cannot promise:
+// nullopt then, with `bad` (when given) the result dim that fails.
+std::optional<std::vector<SymExpr>> broadcastSymShapes(const std::vector<SymExpr> &a,
+                                                       const std::vector<SymExpr> &b,
+                                                       size_t *bad = nullptr);
 
 } // namespace aicf

@@ -6,6 +6,7 @@
 // and as the sm_90 plan emulated on the host; a GPU target is refused, and a tampered loop step
 // is refused when the folder is opened.
 #include "support/diagnostics.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -25,18 +26,7 @@ namespace {
 
 const fs::path kModel = fs::path(AICF_TESTDATA) / "loops" / "loop_runtime_op17";
 
-// The exit status of a shell command, its output (stdout and stderr) in `out`.
-int sh(const std::string &cmd, std::string *out = nullptr) {
-  fs::path log = fs::temp_directory_path() / cat("aicf_loops_", ::getpid(), ".log");
-  int rc = std::system(cat(cmd, " > '", log.string(), "' 2>&1").c_str());
-  if (out) {
-    std::ifstream f(log);
-    out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  }
-  fs::remove(log);
-  REQUIRE(WIFEXITED(rc));
-  return WEXITSTATUS(rc);
-}
+using test_files::sh;
 
 std::string runArgs(const std::string &kase) {
   std::string args;

@@ -12,6 +12,7 @@
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
 #include "support/sym_expr.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -40,18 +41,7 @@ SymExpr P(const std::string &text) {
   return *e;
 }
 
-// The exit status of a shell command, its output (stdout and stderr) in `out`.
-int sh(const std::string &cmd, std::string *out = nullptr) {
-  fs::path log = fs::temp_directory_path() / cat("aicf_symbolic_", ::getpid(), ".log");
-  int rc = std::system(cat(cmd, " > '", log.string(), "' 2>&1").c_str());
-  if (out) {
-    std::ifstream f(log);
-    out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  }
-  fs::remove(log);
-  REQUIRE(WIFEXITED(rc));
-  return WEXITSTATUS(rc);
-}
+using test_files::sh;
 
 std::string userError(const std::function<void()> &fn) {
   try {
