@@ -43,6 +43,8 @@ struct Flags {
   std::string schedule = "cost";
   int candidateRank = 0;
   std::string attention = "cost";
+  std::string precision = "fp32";
+  std::string ioPrecision = "model";
   std::string rowNorms = "cost";
   std::string chains = "cost";
   std::string normEpilogues = "cost";
@@ -172,6 +174,9 @@ int compile(const Flags &flags) {
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
+  copts.precision = *parsePrecision(flags.precision);
+  if (flags.ioPrecision != "model")
+    copts.ioPrecision = *parsePrecision(flags.ioPrecision);
   copts.rowNorms = flags.rowNorms;
   copts.chains = flags.chains;
   copts.normEpilogues = flags.normEpilogues;
@@ -257,6 +262,17 @@ int main(int argc, char **argv) {
                  "split every chain (an MLP's two projections) this many ways along its hidden "
                  "dimension where legal (2, 4, 8, 16, 32; 0: the cost model decides)")
       ->check(CLI::IsMember({0, 2, 4, 8, 16, 32}))
+      ->capture_default_str();
+  app.add_option("--precision", flags.precision,
+                 "GPU plans: the arithmetic of matmul, gemm, conv and attention: fp32 (SIMT); "
+                 "tf32, fp16 or bf16 on tensor cores, operands rounded, f32 accumulation; "
+                 "weights stored in fp16 / bf16; norms, softmax and reductions stay fp32")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
+      ->capture_default_str();
+  app.add_option("--io-precision", flags.ioPrecision,
+                 "the type of the model's float inputs and outputs: model (as the model has "
+                 "them), fp32, fp16 or bf16 (casts fused into the first and last kernels)")
+      ->check(CLI::IsMember({"model", "fp32", "fp16", "bf16"}))
       ->capture_default_str();
   app.add_option("--attention", flags.attention,
                  "cost: streaming or materialised attention by the cost model; streaming; "

@@ -149,6 +149,8 @@ void runPassOnCopy(CompileState &s, const char *pass) {
   pm.add(createPass(pass));
   PassContext ctx;
   ctx.target = s.target;
+  ctx.precision = s.opts.precision;
+  ctx.ioPrecision = s.opts.ioPrecision;
   if (pm.run(*copy, ctx))
     useGraph(s, std::move(copy));
 }
@@ -157,6 +159,29 @@ void runPassOnCopy(CompileState &s, const char *pass) {
 // (passes/legalize_f64.cpp), first, so that every later stage sees only f32 in those ops.
 void legalizeF64(CompileState &s) {
   runPassOnCopy(s, "legalize-f64");
+}
+
+// Every target, --io-precision: the model's float inputs and outputs exchanged in another type
+// through casts the partition fuses into the first and last kernels (passes/io_precision.cpp);
+// after legalize-f64, so an f64 model's interface can be given as f32 too.
+void ioPrecision(CompileState &s) {
+  if (s.opts.ioPrecision)
+    runPassOnCopy(s, "io-precision");
+}
+
+// GPU plans under --precision tf32 / fp16 / bf16: matmul, gemm, dense conv and attention marked
+// to run on tensor cores, their weights stored in the precision (passes/assign_precision.cpp);
+// after merge-siblings and split-chains, whose rewrites build new contractions and weights, and
+// before the partition. Host plans compute in f32: asking them for less is an error.
+void assignPrecision(CompileState &s) {
+  if (!tensorCores(s.opts.precision))
+    return;
+  if (!s.hw.gpu)
+    throw UserError(cat("--precision ", precisionName(s.opts.precision),
+                        " needs a GPU plan (--target cuda:ARCH, or --target cpu --plan-for "
+                        "cuda:ARCH to run that plan here); host plans compute in fp32"),
+                    1);
+  runPassOnCopy(s, "assign-precision");
 }
 
 // Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before
@@ -316,6 +341,7 @@ void describePlan(CompileState &s) {
   p.hardware = s.hw.name;
   p.hardwareSummary = s.hw.summary();
   p.schedule = opts.schedule;
+  p.precision = precisionName(opts.precision);
   p.dims = s.graph->dims();
   p.remat = s.part.remat;
   p.layoutFolds.clear();
@@ -520,6 +546,8 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   st.bytes = cost.bytes;
   st.flops = cost.flops;
   st.timeUs = cost.timeUs;
+  st.precision = precisionName(kir::kernelPrecision(k));
+  st.fp32Us = cost.fp32TimeUs;
   if (!s.target.gpu()) {
     int64_t blocks = 1;
     for (int64_t e : st.grid)
@@ -670,10 +698,12 @@ void printSource(CompileState &s) {
 const std::vector<CompileStage> &compileStages() {
   static const std::vector<CompileStage> stages = {
       {"legalize-f64", legalizeF64},
+      {"io-precision", ioPrecision},
       {"block-channels", blockChannels},
       {"fold-channel-scale", foldChannelScale},
       {"merge-siblings", mergeSiblings},
       {"split-chains", splitChains},
+      {"assign-precision", assignPrecision},
       {"pack-weights", packWeights},
       {"partition", partition},
       {"choose-attention", chooseAttention},
@@ -880,6 +910,39 @@ void printPlanReport(std::ostream &os, const Plan &p) {
          << " per iteration while " << l->state[0] << " < " << st.inputs[0] << " (trip count) and "
          << l->state[1] << " (condition); the body writes " << l->next[0] << " (next condition)\n";
     }
+  // Reduced precision (aicfc --precision): the policy, then each tensor-core step against the
+  // same tiles in fp32 SIMT; the steps not listed compute in fp32.
+  if (p.precision != "fp32") {
+    double tc = 0, simt = 0;
+    for (const PlanStep &st : p.steps)
+      if (st.fp32Us > 0) {
+        tc += st.timeUs;
+        simt += st.fp32Us;
+      }
+    os << "   precision: " << p.precision
+       << " products on tensor cores (operands rounded, f32 accumulation); norms, softmax, "
+          "reductions and elementwise steps in fp32\n";
+    for (size_t s = 0; s < p.steps.size(); ++s) {
+      const PlanStep &st = p.steps[s];
+      if (st.kindId.empty())
+        continue;
+      if (st.fp32Us > 0)
+        std::snprintf(line, sizeof line,
+                      "   step %zu %s: %s, %.2f us predicted vs %.2f us in fp32 SIMT (%.1fx)\n", s,
+                      st.kindId.c_str(), st.precision.c_str(), st.timeUs, st.fp32Us,
+                      st.fp32Us / std::max(st.timeUs, 1e-9));
+      else
+        std::snprintf(line, sizeof line, "   step %zu %s: %s\n", s, st.kindId.c_str(),
+                      st.precision.c_str());
+      os << line;
+    }
+    if (simt > 0) {
+      std::snprintf(line, sizeof line,
+                    "   tensor-core steps: %.2f us predicted vs %.2f us in fp32 SIMT (%.1fx)\n", tc,
+                    simt, simt / std::max(tc, 1e-9));
+      os << line;
+    }
+  }
   os << "   arena: " << p.arenaBytes << " bytes planned vs " << p.naiveArenaBytes
      << " bytes for all intermediates without reuse; weights.bin " << p.weightsBytes << " bytes\n";
   std::snprintf(line, sizeof line, "   predicted time: %.2f us (sum of the kernels%s)\n",

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "kir/kir.h"
 #include "lower/fusion.h"
 #include "plan/memory_plan.h"
@@ -21,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -76,6 +78,12 @@ struct CompileOptions {
   // concatenated weights where the cost model prices it lower (passes/merge_siblings.h); aicfc
   // --no-merge-siblings turns it off (comparisons).
   bool mergeSiblings = true;
+  // --precision: the arithmetic of GPU plans' products (ir/precision.h): fp32 (SIMT), or tf32 /
+  // fp16 / bf16 on tensor cores with f32 accumulation (stage assign-precision).
+  Precision precision = Precision::F32;
+  // --io-precision: the type the model's float inputs and outputs are exchanged in (fp32, fp16,
+  // bf16; stage io-precision); none: the model's own.
+  std::optional<Precision> ioPrecision;
 };
 
 struct CompiledModel {

@@ -3,6 +3,7 @@
 // message the verifier prefixes with the node's location.
 #include "ir/epilogue.h"
 #include "ir/op_registry.h"
+#include "ir/precision.h"
 #include "support/checked_math.h"
 #include "support/diagnostics.h"
 
@@ -164,9 +165,24 @@ std::vector<TensorType> inferWhere(InferCtx &ctx) {
 
 // ---- contractions -------------------------------------------------------------------------------
 
+void checkPrecisionAttr(const InferCtx &ctx) {
+  const std::string &p = ctx.s("precision");
+  if (!p.empty() && (!parsePrecision(p) || *parsePrecision(p) == Precision::F32))
+    ctx.fail(cat(ctx.info().name, " precision \"", p, "\" is not one of tf32, fp16, bf16"));
+}
+
+// A contraction computed in reduced precision (its `precision` attribute, ir/precision.h) may
+// read a B stored in the precision's type beside an f32 A: a weight assign-precision converted
+// (passes/assign_precision.cpp). The result keeps A's type.
+bool mixedPrecisionOperands(const InferCtx &ctx, const TensorType &a, const TensorType &b) {
+  std::optional<Precision> p = parsePrecision(ctx.s("precision"));
+  return p && a.dtype == DType::F32 && b.dtype == precisionStorage(*p) && b.dtype != a.dtype;
+}
+
 std::vector<TensorType> inferMatMul(InferCtx &ctx) {
   const TensorType &a = ctx.operand(0), &b = ctx.operand(1);
-  if (a.dtype != b.dtype)
+  checkPrecisionAttr(ctx);
+  if (a.dtype != b.dtype && !mixedPrecisionOperands(ctx, a, b))
     ctx.fail(cat("matmul operand dtypes differ: ", a.str(), " and ", b.str()));
   if (a.rank() < 1 || b.rank() < 1)
     ctx.fail(cat("matmul operands must have rank >= 1, got ", a.str(), " and ", b.str()));
@@ -194,10 +210,11 @@ std::vector<TensorType> inferMatMul(InferCtx &ctx) {
 }
 
 std::vector<TensorType> inferGemm(InferCtx &ctx) {
+  checkPrecisionAttr(ctx);
   const TensorType &a = ctx.operand(0), &b = ctx.operand(1);
   if (a.rank() != 2 || b.rank() != 2)
     ctx.fail(cat("gemm operands must be matrices, got ", a.str(), " and ", b.str()));
-  if (a.dtype != b.dtype)
+  if (a.dtype != b.dtype && !mixedPrecisionOperands(ctx, a, b))
     ctx.fail(cat("gemm operand dtypes differ: ", a.str(), " and ", b.str()));
   int64_t m = ctx.i("transA") ? a.shape[1] : a.shape[0];
   int64_t ka = ctx.i("transA") ? a.shape[0] : a.shape[1];
@@ -257,6 +274,7 @@ void checkWindowAttrs(const InferCtx &ctx, size_t spatial, bool hasKernelAttr) {
 } // namespace
 
 std::vector<TensorType> inferConv(InferCtx &ctx) {
+  checkPrecisionAttr(ctx);
   const TensorType &x = ctx.operand(0), &w = ctx.operand(1);
   if (x.rank() < 3 || w.rank() != x.rank())
     ctx.fail(cat("conv needs x [N,C,...] and w [M,C/group,...] of equal rank, got ", x.str(),
@@ -436,6 +454,7 @@ std::vector<TensorType> inferBatchNorm(InferCtx &ctx) {
 }
 
 std::vector<TensorType> inferAttention(InferCtx &ctx) {
+  checkPrecisionAttr(ctx);
   const TensorType &q = ctx.operand(0), &k = ctx.operand(1), &v = ctx.operand(2);
   requireFloat(ctx, 0);
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank())

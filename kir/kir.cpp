@@ -444,6 +444,55 @@ StmtP blockReduce(Combiner c, std::vector<BufferP> src, std::vector<BufferP> dst
   return s;
 }
 
+const char *mmaFragName(MmaFrag f) {
+  switch (f) {
+  case MmaFrag::None: return "simt";
+  case MmaFrag::M16N8K16: return "m16n8k16";
+  case MmaFrag::M16N8K8: return "m16n8k8";
+  }
+  return "?";
+}
+
+std::optional<MmaFrag> mmaFragByName(std::string_view s) {
+  for (MmaFrag f : {MmaFrag::None, MmaFrag::M16N8K16, MmaFrag::M16N8K8})
+    if (s == mmaFragName(f))
+      return f;
+  return std::nullopt;
+}
+
+int64_t mmaFragK(MmaFrag f) {
+  return f == MmaFrag::M16N8K16 ? 16 : f == MmaFrag::M16N8K8 ? 8 : 1;
+}
+
+E mmaTileRow(MmaFrag f, int64_t n, int64_t tm, int64_t tn, const E &t, const E &i) {
+  if (f == MmaFrag::None)
+    return (t / E(n / tn)) * E(tm) + i;
+  E w = t / E(int64_t(32)), l = t % E(int64_t(32));
+  return (w / E(n / (4 * tn))) * E(8 * tm) + (i / E(int64_t(2))) * E(int64_t(16)) +
+         (i % E(int64_t(2))) * E(int64_t(8)) + l / E(int64_t(4));
+}
+
+E mmaTileCol(MmaFrag f, int64_t n, int64_t tm, int64_t tn, const E &t, const E &j) {
+  (void)tm;
+  if (f == MmaFrag::None)
+    return (t % E(n / tn)) * E(tn) + j;
+  E w = t / E(int64_t(32)), l = t % E(int64_t(32));
+  return (w % E(n / (4 * tn))) * E(4 * tn) + (j / E(int64_t(2))) * E(int64_t(8)) +
+         (l % E(int64_t(4))) * E(int64_t(2)) + j % E(int64_t(2));
+}
+
+Precision kernelPrecision(const Kernel &k) {
+  Precision p = Precision::F32;
+  forEachStmt(k.body, [&](const Stmt &s) {
+    if (s.kind != Stmt::Kind::MmaTile || s.frag == MmaFrag::None)
+      return;
+    p = s.frag == MmaFrag::M16N8K8  ? Precision::TF32
+        : s.a->dtype == DType::BF16 ? Precision::BF16
+                                    : Precision::F16;
+  });
+  return p;
+}
+
 StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,
               int64_t tn) {
   StmtP s = mk(Stmt::Kind::MmaTile);

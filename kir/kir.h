@@ -15,6 +15,7 @@
 // barriers need no code) and the CUDA printer maps the thread id to threadIdx.x.
 #pragma once
 
+#include "ir/precision.h"
 #include "ir/types.h"
 #include "support/sym_expr.h"
 
@@ -24,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace aicf::kir {
@@ -151,6 +153,19 @@ struct Combiner {
 struct Stmt;
 using StmtP = std::shared_ptr<Stmt>;
 
+// The warp-level tensor-core instruction an mma_tile runs on (sm_80+, PTX mma.sync), or None:
+// SIMT, f32 FMAs. M16N8K16: A and B both f16 or both bf16 (staged so), M16N8K8: tf32, A and B
+// f32 buffers whose elements are rounded to tf32 (ir/precision.h roundToPrecision) as they are
+// read. Either way each product is exact in f32 and accumulates into the f32 C.
+enum class MmaFrag : uint8_t { None, M16N8K16, M16N8K8 };
+const char *mmaFragName(MmaFrag f); // "simt", "m16n8k16", "m16n8k8"
+std::optional<MmaFrag> mmaFragByName(std::string_view s);
+int64_t mmaFragK(MmaFrag f); // the instruction's k: 16, 8 (None: 1)
+// Where thread t's accumulator element (i, j) of an m x n mma_tile with tm x tn per thread sits
+// in the tile (see Stmt::MmaTile): row and column expressions.
+E mmaTileRow(MmaFrag f, int64_t n, int64_t tm, int64_t tn, const E &t, const E &i);
+E mmaTileCol(MmaFrag f, int64_t n, int64_t tm, int64_t tn, const E &t, const E &j);
+
 struct Stmt {
   enum class Kind : uint8_t {
     Seq,         // body
@@ -193,6 +208,14 @@ struct Stmt {
   // MmaTile: A [m, k] and B [k, n] shared, C local [threads, tm, tn]; thread t owns the tile
   // rows (t / (n / tn)) * tm + [0, tm) and columns (t % (n / tn)) * tn + [0, tn);
   // C[t][i][j] += sum over kk < k of A[row i][kk] * B[kk][col j].
+  // Tensor-core fragments (`frag` set, staged operands only): warp w = t / 32, lane l = t % 32
+  // owns a warp tile of 8 tm rows and 4 tn columns, at (w / (n / 4 tn)) 8 tm, (w % (n / 4 tn))
+  // 4 tn, tiled by m16n8 accumulators; its element (i, j) lies at warp row (i / 2) 16 + (i % 2)
+  // 8 + l / 4 and warp column (j / 2) 8 + (l % 4) 2 + j % 2 (the PTX ISA's m16n8 C layout). tm
+  // and tn are even, k a multiple of the instruction's k, threads = (m / 8 tm)(n / 4 tn) 32.
+  // C[t][i][j] accumulates A[row][kk] B[kk][col] for kk = 0, 1, .. k - 1 in that order, in f32
+  // (each product exact): the order the host emulation keeps (the hardware sums each k16 step
+  // inside the instruction, so a GPU's last bits may differ).
   // Operand views (one-thread host tiles, `views` set): A and B are then read where they lie,
   // in any buffer (a kernel parameter), instead of from staged tiles:
   //   A[i][kk] = a[indices[0] + i * lda + kk], or, with aBlocks = {s0, s1, s2, n1, n2, L} (a
@@ -224,6 +247,7 @@ struct Stmt {
   // the micro-kernel's registers; no pass over C remains.
   bool fused = false;
   E first, last;
+  MmaFrag frag = MmaFrag::None;
   BufferP a, b, c;
   int64_t m = 0, n = 0, k = 0, tm = 0, tn = 0;
   bool views = false;
@@ -258,6 +282,11 @@ void forEachExpr(const ExprP &e, const std::function<void(const Expr &)> &fn);
 std::vector<const E *> ownExprs(const Stmt &s);
 // fn on every statement of `list` and below (body, else, init and update lists), pre-order.
 void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const Stmt &)> &fn);
+
+struct Kernel;
+// The arithmetic of the kernel's products: the precision its tensor-core mma_tiles read their
+// operands in (tf32, fp16, bf16), or fp32 (SIMT products, or none).
+Precision kernelPrecision(const Kernel &k);
 
 // Statement builders.
 StmtP seq(std::vector<StmtP> body);

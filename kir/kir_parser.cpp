@@ -891,7 +891,7 @@ private:
     return blockReduce(std::move(c), std::move(src), std::move(dst));
   }
 
-  // mma_tile C += A x B (m = 8, n = 64, k = 64, tm = 8, tn = 64)
+  // mma_tile C += A x B (m = 8, n = 64, k = 64, tm = 8, tn = 64[, frag = m16n8k16])
   StmtP parseMmaTile() {
     consume();
     BufferP c = buffer(expect(Tok::Ident, "the accumulator buffer"));
@@ -969,6 +969,15 @@ private:
       field(names[i]);
       v[i] = parseInt("an integer");
     }
+    MmaFrag frag = MmaFrag::None;
+    if (!hasViews && accept(Tok::Comma)) {
+      field("frag");
+      Token f = expect(Tok::Ident, "a tensor-core shape (m16n8k16, m16n8k8)");
+      std::optional<MmaFrag> parsed = mmaFragByName(f.text);
+      if (!parsed || *parsed == MmaFrag::None)
+        failAt(f, "unknown tensor-core shape '" + f.text + "' (m16n8k16, m16n8k8)");
+      frag = *parsed;
+    }
     if (hasViews) {
       expect(Tok::Comma, "','");
       field("rows");
@@ -1003,7 +1012,9 @@ private:
       }
       return s;
     }
-    return mmaTile(c, a, b, v[0], v[1], v[2], v[3], v[4]);
+    StmtP s = mmaTile(c, a, b, v[0], v[1], v[2], v[3], v[4]);
+    s->frag = frag;
+    return s;
   }
 
   // ---- expressions -----------------------------------------------------------------------------

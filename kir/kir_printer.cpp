@@ -247,6 +247,8 @@ public:
       std::string sizes = "(m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
                           ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
                           ", tn = " + std::to_string(s.tn);
+      if (s.frag != MmaFrag::None)
+        sizes += std::string(", frag = ") + mmaFragName(s.frag);
       if (!s.views || s.indices.size() != s.viewIndices()) {
         line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + " x " + nm(s.b) + " " + sizes + ")");
         return;

@@ -527,6 +527,10 @@ private:
       operand("B", s.b, {s.k, s.n});
     }
     std::vector<int64_t> cshape{k_.threads, s.tm, s.tn};
+    if (s.frag != MmaFrag::None) {
+      fragments(s, cshape);
+      return;
+    }
     if (s.c->scope != Scope::Local || s.c->shape != cshape || s.c->dtype != DType::F32)
       err("mma_tile: C must be a local f32 buffer of shape " + shapeStr(cshape) + ", got " +
           describe(s.c));
@@ -541,6 +545,36 @@ private:
       fusedBodies(s);
     else if (!s.init.empty() || !s.body.empty() || s.first || s.last)
       err("mma_tile: an init or epilogue body without `fused`");
+  }
+
+  // Tensor-core fragments (kir.h): staged operands of the instruction's type, warp tiles that
+  // cover the tile, k in whole instruction steps.
+  void fragments(const Stmt &s, const std::vector<int64_t> &cshape) {
+    const char *name = mmaFragName(s.frag);
+    if (s.views || s.fused) {
+      err(std::string("mma_tile: ") + name + " fragments read staged operands (no views)");
+      return;
+    }
+    bool half = s.a->dtype == s.b->dtype && (s.a->dtype == DType::F16 || s.a->dtype == DType::BF16);
+    if (s.frag == MmaFrag::M16N8K16 ? !half : s.a->dtype != DType::F32 || s.b->dtype != DType::F32)
+      err(std::string("mma_tile: ") + name + " needs A and B " +
+          (s.frag == MmaFrag::M16N8K16 ? "both f16 or both bf16" : "f32 (read as tf32)") +
+          ", got " + describe(s.a) + " and " + describe(s.b));
+    if (s.c->scope != Scope::Local || s.c->shape != cshape || s.c->dtype != DType::F32)
+      err("mma_tile: C must be a local f32 buffer of shape " + shapeStr(cshape) + ", got " +
+          describe(s.c));
+    int64_t wm = 8 * s.tm, wn = 4 * s.tn;
+    if (s.tm % 2 || s.tn % 2 || s.m % wm || s.n % wn || s.k % mmaFragK(s.frag)) {
+      err(std::string("mma_tile: ") + name + " needs tm and tn even, m a multiple of 8 tm (" +
+          std::to_string(wm) + "), n of 4 tn (" + std::to_string(wn) + ") and k of " +
+          std::to_string(mmaFragK(s.frag)) + ", got m " + std::to_string(s.m) + ", n " +
+          std::to_string(s.n) + ", k " + std::to_string(s.k));
+      return;
+    }
+    int64_t threads = (s.m / wm) * (s.n / wn) * 32;
+    if (threads != k_.threads)
+      err("mma_tile: " + std::to_string((s.m / wm) * (s.n / wn)) + " warp tiles need " +
+          std::to_string(threads) + " threads, the block has " + std::to_string(k_.threads));
   }
 
   // A fused init and epilogue (kir.h): per-element code over (t, i, jo, jl), run as if inside

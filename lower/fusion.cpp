@@ -104,6 +104,7 @@
 #include "lower/group_expr.h"
 
 #include "ir/norm_readers.h"
+#include "ir/precision.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -931,9 +932,10 @@ private:
 
   // Rules 8 and 9: whether n is a contraction the chained recipe (and a norm epilogue) can take:
   // matmul over rows of A (B of rank 2, or batched like A: split-chains' slices), gemm without
-  // transA; f32.
+  // transA; f32, in fp32 (the chained recipe has no tensor-core form).
   static bool chainable(const Node &n) {
-    if ((n.op() != Op::Gemm && n.op() != Op::MatMul) || n.numResults() != 1 || n.numOperands() < 2)
+    if ((n.op() != Op::Gemm && n.op() != Op::MatMul) || n.numResults() != 1 ||
+        n.numOperands() < 2 || nodePrecision(n) != Precision::F32)
       return false;
     if (n.result()->type().dtype != DType::F32 || n.operand(0)->type().dtype != DType::F32 ||
         n.operand(1)->type().dtype != DType::F32)

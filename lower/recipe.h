@@ -40,6 +40,9 @@ struct CostShape {
   double chainCycles = 4;  // latency of one step (cycles)
   int64_t serialTiles = 1; // tile steps per block with a barrier (GPU latency term)
   double scalarCycles = 0; // host: scalar work per block that does not vectorise (cycles)
+  // GPU: the tensor-core peak (FLOP/s) the products run at, vectorShare then its share; 0: SIMT
+  // f32 (the FMA peak). The cost model also prices the fp32 SIMT form for --explain.
+  double tensorFlopsPerSec = 0;
 };
 
 // Operand re-reads beyond each param once: `memory` come again from memory, past the last-level

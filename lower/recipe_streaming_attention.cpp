@@ -82,6 +82,24 @@ StmtP tileCopy(const kir::BufferP &dst, int64_t rows, int64_t cols, int64_t thre
   return kir::forLoop(e, ivar(t), E(rows * cols) - ivar(t), {st}, threads);
 }
 
+// The thread tiles of an m x n product on m16n8 fragments over `threads` (whole warps): as
+// many warp rows as 16-row steps allow, up to the warps, the rest as warp columns; nullopt when
+// a warp tile would not be whole m16n8 pairs.
+struct WarpTiles {
+  int64_t tm, tn;
+};
+std::optional<WarpTiles> warpTiles(int64_t m, int64_t n, int64_t threads) {
+  if (threads % 32 != 0 || threads < 32)
+    return std::nullopt;
+  int64_t warps = threads / 32, wr = 1;
+  while (wr * 2 <= warps && warps % (wr * 2) == 0 && m % (16 * wr * 2) == 0)
+    wr *= 2;
+  int64_t wc = warps / wr;
+  if (m % (16 * wr) != 0 || n % (8 * wc) != 0)
+    return std::nullopt;
+  return WarpTiles{m / wr / 8, n / wc / 4};
+}
+
 } // namespace
 
 kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &name,
@@ -137,11 +155,39 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
     else
       brDefault /= 2;
   }
+  // Tensor cores (a GPU plan of an attention in reduced precision, ir/precision.h): both
+  // products on m16n8 fragments (kir.h), one query row per thread for the softmax; tiles of
+  // 64 query rows over 4 warps, 64 keys (32 past head size 64). Head sizes the fragments
+  // cannot tile fall back to the SIMT form (the step then reports fp32).
+  kir::MmaFrag frag = tensorFrag(n, knobs);
+  std::optional<WarpTiles> sTiles, oTiles;
+  const int64_t simtBR = brDefault, simtBC = bcDefault;
+  if (frag != kir::MmaFrag::None) {
+    brDefault = Sq <= 32 ? 32 : 64;
+    bcDefault = std::max(D, Dv) <= 64 ? 64 : 32;
+  }
   int64_t BR = std::max<int64_t>(1, knobs.get("BR", brDefault));
   int64_t BC = std::max<int64_t>(1, knobs.get("BC", bcDefault));
-  int64_t threads = std::max<int64_t>(1, knobs.get("threads", gpu ? BR : 1));
-  AICF_CHECK(BR % threads == 0, "streaming_attention: threads ", threads, " must divide BR ", BR);
-  int64_t tm = BR / threads; // query rows per thread
+  if (frag != kir::MmaFrag::None) {
+    int64_t threads = knobs.get("threads", 128);
+    sTiles = warpTiles(BR, BC, threads);
+    oTiles = warpTiles(BR, Dv, threads);
+    if (!sTiles || !oTiles || threads < BR || D % kir::mmaFragK(frag) || BC % 16) {
+      AICF_CHECK(!knobs.values.count("BR") && !knobs.values.count("BC") &&
+                     !knobs.values.count("threads"),
+                 "streaming_attention: tensor-core tiles BR ", BR, " BC ", BC, " threads ", threads,
+                 " do not split into warp tiles (head sizes ", D, ", ", Dv, ")");
+      frag = kir::MmaFrag::None;
+      BR = simtBR;
+      BC = simtBC;
+    }
+  }
+  int64_t threads = std::max<int64_t>(1, knobs.get("threads", frag != kir::MmaFrag::None ? 128
+                                                              : gpu                      ? BR
+                                                                                         : 1));
+  AICF_CHECK(frag != kir::MmaFrag::None || BR % threads == 0, "streaming_attention: threads ",
+             threads, " must divide BR ", BR);
+  int64_t tm = std::max<int64_t>(1, BR / threads); // query rows per thread
   k.threads = threads;
   k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};
   auto problem = std::make_shared<AttentionProblem>();
@@ -151,6 +197,8 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   problem->D = D;
   problem->Dv = Dv;
   problem->causal = causal;
+  problem->frag = frag;
+  problem->precision = frag == kir::MmaFrag::None ? Precision::F32 : nodePrecision(n);
   k.problem = problem;
   const std::string &t = k.threadVar;
   E tv = ivar(t);
@@ -171,6 +219,221 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   const E nKTe = skSymbolic ? (SkE + E(BC - 1)) / E(BC) : E(nKT);
   std::vector<E> bIdx = batch.empty() ? std::vector<E>{} : unflat(batch, ivar("b"));
   E q0 = ivar("qt") * E(BR), k0 = ivar("kt") * E(BC);
+
+  // A raw score of query `row` and key `key` (the variables the per-key code declares) scaled
+  // and masked: the mask is loaded through its broadcast over [batch..., Sq, Sk], decided on the
+  // symbolic dims (a dim of 1 broadcasts; any other must equal the scores' for every value of
+  // the dims); bool keeps where true, float is added.
+  auto maskedScore = [&](E raw) {
+    E row = ivar("row"), key = ivar("key");
+    E s = raw * f32(scale);
+    if (mask) {
+      std::vector<SymExpr> scores;
+      for (size_t d = 0; d + 2 < r; ++d)
+        scores.push_back(qt.symDim(d));
+      scores.push_back(sqSym);
+      scores.push_back(skSym);
+      const TensorType &mt = mask->type();
+      std::vector<E> at = concat(bIdx, {row, key}), idx;
+      size_t off = scores.size() - mt.shape.size();
+      for (size_t d = 0; d < mt.shape.size(); ++d) {
+        SymExpr md = mt.symDim(d), sd = scores[off + d];
+        if (md == SymExpr(1) && sd != SymExpr(1))
+          idx.push_back(E(int64_t(0)));
+        else if (md == sd)
+          idx.push_back(at[off + d]);
+        else
+          throw UserError(cat(n.where(), ": attention mask ", mt.str(),
+                              " does not broadcast to the scores for every value of the dims"));
+      }
+      E mv = gx.at(mask, idx);
+      s = maskBool ? kir::select(mv, s, f32(kNegInf)) : s + asF32(mv);
+    }
+    return s;
+  };
+  // Whether key `key` is visible to query `row`: inside Sk, and not above the causal diagonal.
+  auto visibleKey = [&]() {
+    E row = ivar("row"), key = ivar("key");
+    std::vector<E> visible;
+    if (kRagged)
+      visible.push_back(key < SkE);
+    if (causal)
+      visible.push_back(key <= row + (skSymbolic || !sqSym.isConstant() ? SkE - SqE : E(Sk - Sq)));
+    return allOf(visible);
+  };
+
+  // The key tiles this query tile sees. Causal: query row i sees keys j <= i + (Sk - Sq), so the
+  // tile needs ceil((min(q0 + BR, Sq) + Sk - Sq) / BC) key tiles (clamped to [0, nKT]).
+  E nTiles = nKTe;
+  if (causal) {
+    E needed = sqSym.isConstant() && !skSymbolic
+                   ? (kir::min(q0 + E(BR), E(Sq)) + E(Sk - Sq + BC - 1)) / E(BC)
+                   : (kir::min(q0 + E(BR), SqE) + (SkE - SqE) + E(BC - 1)) / E(BC);
+    nTiles = kir::min(nKTe, kir::max(E(int64_t(0)), needed));
+  }
+  std::function<E(E)> keyValid;
+  if (kRagged)
+    keyValid = [&](E jj) { return k0 + jj < SkE; };
+  // K transposed (ksT[c, j] = K[k0 + j, c]) so that S = qs x ksT is a plain mma_tile.
+  auto keyTileCopy = [&](const kir::BufferP &ksT) {
+    E e = ivar("e");
+    E jj = threads == 1 ? ivar("er") : e / E(D), c = threads == 1 ? ivar("ec") : e % E(D);
+    E val = asF32(gx.at(kv, concat(bIdx, {k0 + jj, c})));
+    StmtP st = keyValid ? kir::ifThen(keyValid(jj), {kir::store(ksT, {c, jj}, val)},
+                                      {kir::store(ksT, {c, jj}, f32(0.0))})
+                        : kir::store(ksT, {c, jj}, val);
+    return threads == 1 ? kir::forLoop("er", E(int64_t(0)), E(BC),
+                                       {kir::forLoop("ec", E(int64_t(0)), E(D), {st})})
+                        : kir::forLoop("e", tv, E(BC * D) - tv, {st}, threads);
+  };
+  auto valueTileCopy = [&](const kir::BufferP &vsh) {
+    return tileCopy(
+        vsh, BC, Dv, threads, t, "e",
+        [&](E jj, E c) {
+          return asF32(gx.at(v, concat(bIdx, {k0 + jj, c})));
+        },
+        keyValid);
+  };
+  auto queryTileCopy = [&](const kir::BufferP &qsh) {
+    return tileCopy(
+        qsh, BR, D, threads, t, "e",
+        [&](E rr, E c) {
+          return asF32(gx.at(q, concat(bIdx, {q0 + rr, c})));
+        },
+        !qRagged ? std::function<E(E)>() : [&](E rr) { return q0 + rr < SqE; });
+  };
+  if (frag != kir::MmaFrag::None) {
+    // ---- tensor cores: S = qs x ksT and O += ps x vs on m16n8 fragments (kir.h) -----------
+    // Each tile's scores leave the fragments for a shared f32 tile (ss), where the thread that
+    // owns a query row (thread t: row t) runs the online softmax over it in f32, writing the
+    // probabilities rounded to the precision (ps) and the row's rescale factor (rs); the
+    // fragments of O are then rescaled by their rows' factors and accumulate ps x vs. Q, K and
+    // V are rounded where they are staged; m, l and the exponentials stay f32.
+    const DType stage = precisionStorage(problem->precision);
+    auto staged = [&](const char *nm, std::vector<int64_t> shape) {
+      kir::BufferP b = tempBuffer(nm, std::move(shape), kir::Scope::Shared);
+      b->dtype = stage;
+      return b;
+    };
+    kir::BufferP qsh = staged("qs", {BR, D}), ksT = staged("ksT", {D, BC});
+    kir::BufferP vsh = staged("vs", {BC, Dv}), psh = staged("ps", {BR, BC});
+    kir::BufferP ssh = tempBuffer("ss", {BR, BC}, kir::Scope::Shared);
+    kir::BufferP rsh = tempBuffer("rs", {BR}, kir::Scope::Shared);
+    const int64_t tmS = sTiles->tm, tnS = sTiles->tn, tmO = oTiles->tm, tnO = oTiles->tn;
+    kir::BufferP S = tempBuffer("S", {threads, tmS, tnS}, kir::Scope::Local);
+    kir::BufferP O = tempBuffer("O", {threads, tmO, tnO}, kir::Scope::Local);
+    kir::BufferP mSt = tempBuffer("m_run", {threads, 1}, kir::Scope::Local);
+    kir::BufferP lSt = tempBuffer("l_run", {threads, 1}, kir::Scope::Local);
+    k.allocs = {qsh, ksT, vsh, psh, ssh, rsh, S, O, mSt, lSt};
+    k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};
+    k.body.push_back(kir::comment(
+        cat("streaming attention on tensor cores (", kir::mmaFragName(frag), ", ",
+            precisionName(problem->precision), " operands, f32 softmax): ", BR, " query rows x ",
+            BC, "-key tiles, ", threads / 32, " warps; thread t owns query row t's softmax",
+            causal ? "; causal: key tiles above the diagonal skipped" : "")));
+    E i = ivar("i"), j = ivar("j"), zero = E(int64_t(0)), t0 = E(int64_t(0));
+    E owner = threads > BR ? tv < E(BR) : E();
+    auto ownedRow = [&](std::vector<StmtP> body, std::vector<StmtP> outside) {
+      std::vector<StmtP> perRow = {kir::decl("row", DType::I64, q0 + tv)};
+      if (qRagged)
+        perRow.push_back(kir::ifThen(ivar("row") < SqE, body, outside));
+      else
+        perRow.insert(perRow.end(), body.begin(), body.end());
+      return kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, perRow)} : perRow);
+    };
+    // Unrolled: the fragments' registers stay registers only under constant indices.
+    constexpr auto kUnrolled = kir::Stmt::LoopKind::Unrolled;
+    auto overFrag = [&](int64_t tmX, int64_t tnX, std::vector<StmtP> body) {
+      return kir::region(
+          t, {kir::forLoop("i", zero, E(tmX), {kir::forLoop("j", zero, E(tnX), body, 1, kUnrolled)},
+                           1, kUnrolled)});
+    };
+    E rowS = kir::mmaTileRow(frag, BC, tmS, tnS, tv, i);
+    E colS = kir::mmaTileCol(frag, BC, tmS, tnS, tv, j);
+    E rowO = kir::mmaTileRow(frag, Dv, tmO, tnO, tv, i);
+    E colO = kir::mmaTileCol(frag, Dv, tmO, tnO, tv, j);
+
+    k.body.push_back(kir::region(t, {queryTileCopy(qsh)}));
+    std::vector<StmtP> reset = {kir::store(mSt, {tv, t0}, f32(kNegInf)),
+                                kir::store(lSt, {tv, t0}, f32(0.0))};
+    k.body.push_back(kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, reset)} : reset));
+    k.body.push_back(overFrag(tmO, tnO, {kir::store(O, {tv, i, j}, f32(0.0))}));
+
+    std::vector<StmtP> tile;
+    tile.push_back(kir::region(t, {keyTileCopy(ksT), valueTileCopy(vsh)}));
+    tile.push_back(kir::barrier());
+    tile.push_back(overFrag(tmS, tnS, {kir::store(S, {tv, i, j}, f32(0.0))}));
+    tile.push_back(kir::mmaTile(S, qsh, ksT, BR, BC, D, tmS, tnS));
+    tile.back()->frag = frag;
+    tile.push_back(overFrag(tmS, tnS, {kir::store(ssh, {rowS, colS}, kir::load(S, {tv, i, j}))}));
+    tile.push_back(kir::barrier());
+    {
+      E sc = maskedScore(kir::load(ssh, {tv, j}));
+      E vis = visibleKey();
+      std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
+      if (static_cast<bool>(vis) && kRagged) // keys past the end: the mask is not read there
+        perKey.push_back(kir::ifThen(vis, {kir::store(ssh, {tv, j}, sc)},
+                                     {kir::store(ssh, {tv, j}, f32(kNegInf))}));
+      else
+        perKey.push_back(kir::store(ssh, {tv, j}, vis ? kir::select(vis, sc, f32(kNegInf)) : sc));
+      perKey.push_back(kir::assign("m_tile", kir::max(fvar("m_tile"), kir::load(ssh, {tv, j}))));
+      constexpr auto kVec = kir::Stmt::LoopKind::Vectorized;
+      std::vector<StmtP> rowBody = {
+          kir::decl("m_old", DType::F32, kir::load(mSt, {tv, t0})),
+          kir::decl("m_tile", DType::F32, f32(kNegInf)),
+          kir::forLoop("j", zero, E(BC), perKey, 1, kVec),
+          kir::decl("m_new", DType::F32, kir::max(fvar("m_old"), fvar("m_tile"))),
+          kir::decl("alpha", DType::F32,
+                    kir::select(fvar("m_old") == fvar("m_new"), f32(1.0),
+                                kir::unary(kir::UnOp::Exp, fvar("m_old") - fvar("m_new")))),
+          kir::decl("l_tile", DType::F32, f32(0.0)),
+          kir::forLoop("j", zero, E(BC),
+                       {kir::decl("pj", DType::F32,
+                                  kir::select(fvar("m_new") == f32(kNegInf), f32(0.0),
+                                              kir::unary(kir::UnOp::Exp,
+                                                         kir::load(ssh, {tv, j}) - fvar("m_new")))),
+                        kir::store(psh, {tv, j}, fvar("pj")),
+                        kir::assign("l_tile", fvar("l_tile") + fvar("pj"))},
+                       1, kVec),
+          kir::store(lSt, {tv, t0}, kir::load(lSt, {tv, t0}) * fvar("alpha") + fvar("l_tile")),
+          kir::store(mSt, {tv, t0}, fvar("m_new")),
+          kir::store(rsh, {tv}, fvar("alpha"))};
+      // Rows beyond Sq (last query tile): zero probabilities, nothing to rescale.
+      std::vector<StmtP> padRow = {
+          kir::forLoop("j", zero, E(BC), {kir::store(psh, {tv, j}, f32(0.0))}, 1, kVec),
+          kir::store(rsh, {tv}, f32(1.0))};
+      tile.push_back(ownedRow(rowBody, padRow));
+    }
+    tile.push_back(kir::barrier());
+    tile.push_back(overFrag(
+        tmO, tnO, {kir::store(O, {tv, i, j}, kir::load(O, {tv, i, j}) * kir::load(rsh, {rowO}))}));
+    tile.push_back(kir::mmaTile(O, psh, vsh, BR, Dv, BC, tmO, tnO));
+    tile.back()->frag = frag;
+    tile.push_back(kir::barrier());
+    k.body.push_back(kir::forLoop("kt", E(int64_t(0)), nTiles, tile));
+
+    // 1 / l per row (0 for a fully masked row: zeros), then each fragment element of O
+    // normalised, through the epilogue, stored.
+    std::vector<StmtP> inv = {
+        kir::decl("l_fin", DType::F32, kir::load(lSt, {tv, t0})),
+        kir::store(rsh, {tv},
+                   kir::select(fvar("l_fin") == f32(0.0), f32(0.0), f32(1.0) / fvar("l_fin")))};
+    k.body.push_back(kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, inv)} : inv));
+    k.body.push_back(kir::barrier());
+    E row = ivar("row"), d = ivar("d");
+    std::vector<StmtP> perD = {
+        kir::decl("d", DType::I64, colO),
+        kir::decl("y", DType::F32, kir::load(O, {tv, i, j}) * kir::load(rsh, {rowO}))};
+    auto stores = storeGroupOutputs(g, gx, result, fvar("y"), concat(bIdx, {row, d}));
+    perD.insert(perD.end(), stores.begin(), stores.end());
+    std::vector<StmtP> fin = {kir::decl("row", DType::I64, q0 + rowO)};
+    if (qRagged)
+      fin.push_back(kir::ifThen(row < SqE, perD));
+    else
+      fin.insert(fin.end(), perD.begin(), perD.end());
+    k.body.push_back(overFrag(tmO, tnO, fin));
+    return k;
+  }
 
   kir::BufferP qsh = tempBuffer("qs", {BR, D}, kir::Scope::Shared);
   kir::BufferP ksT = tempBuffer("ksT", {D, BC}, kir::Scope::Shared);
@@ -201,52 +464,17 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   auto vec = kir::Stmt::LoopKind::Vectorized;
 
   // Stage the query tile; reset the running state of the owned rows.
-  k.body.push_back(
-      kir::region(t, {tileCopy(
-                         qsh, BR, D, threads, t, "e",
-                         [&](E rr, E c) {
-                           return asF32(gx.at(q, concat(bIdx, {q0 + rr, c})));
-                         },
-                         !qRagged ? std::function<E(E)>() : [&](E rr) { return q0 + rr < SqE; })}));
+  k.body.push_back(kir::region(t, {queryTileCopy(qsh)}));
   k.body.push_back(kir::region(
       t, {kir::forLoop("i", E(int64_t(0)), E(tm),
                        {kir::store(mSt, {tv, i}, f32(kNegInf)), kir::store(lSt, {tv, i}, f32(0.0)),
                         kir::forLoop("d", E(int64_t(0)), E(Dv),
                                      {kir::store(O, {tv, i, d}, f32(0.0))}, 1, vec)})}));
 
-  // The key tiles this query tile sees. Causal: query row i sees keys j <= i + (Sk - Sq), so the
-  // tile needs ceil((min(q0 + BR, Sq) + Sk - Sq) / BC) key tiles (clamped to [0, nKT]).
-  E nTiles = nKTe;
-  if (causal) {
-    E needed = sqSym.isConstant() && !skSymbolic
-                   ? (kir::min(q0 + E(BR), E(Sq)) + E(Sk - Sq + BC - 1)) / E(BC)
-                   : (kir::min(q0 + E(BR), SqE) + (SkE - SqE) + E(BC - 1)) / E(BC);
-    nTiles = kir::min(nKTe, kir::max(E(int64_t(0)), needed));
-  }
   std::vector<StmtP> tile;
   {
-    std::function<E(E)> keyValid;
-    if (kRagged)
-      keyValid = [&](E jj) { return k0 + jj < SkE; };
-    // K transposed (ksT[c, j] = K[k0 + j, c]) so that S = qs x ksT is a plain mma_tile.
-    StmtP kCopy;
-    {
-      E e = ivar("e");
-      E jj = threads == 1 ? ivar("er") : e / E(D), c = threads == 1 ? ivar("ec") : e % E(D);
-      E val = asF32(gx.at(kv, concat(bIdx, {k0 + jj, c})));
-      StmtP st = keyValid ? kir::ifThen(keyValid(jj), {kir::store(ksT, {c, jj}, val)},
-                                        {kir::store(ksT, {c, jj}, f32(0.0))})
-                          : kir::store(ksT, {c, jj}, val);
-      kCopy = threads == 1 ? kir::forLoop("er", E(int64_t(0)), E(BC),
-                                          {kir::forLoop("ec", E(int64_t(0)), E(D), {st})})
-                           : kir::forLoop("e", tv, E(BC * D) - tv, {st}, threads);
-    }
-    tile.push_back(kir::region(t, {kCopy, tileCopy(
-                                              vsh, BC, Dv, threads, t, "e",
-                                              [&](E jj, E c) {
-                                                return asF32(gx.at(v, concat(bIdx, {k0 + jj, c})));
-                                              },
-                                              keyValid)}));
+    StmtP kCopy = keyTileCopy(ksT);
+    tile.push_back(kir::region(t, {kCopy, valueTileCopy(vsh)}));
     tile.push_back(kir::barrier());
     tile.push_back(kir::region(
         t, {kir::forLoop("i", E(int64_t(0)), E(tm),
@@ -257,37 +485,8 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   {
     // Scale and mask the scores of each owned row, then the online softmax step.
     E key = ivar("key");
-    E s = kir::load(S, {tv, i, j}) * f32(scale);
-    if (mask) {
-      // The mask's broadcast over [batch..., Sq, Sk], decided on the symbolic dims: a dim of 1
-      // broadcasts; any other must equal the scores' for every value of the dims.
-      std::vector<SymExpr> scores;
-      for (size_t d = 0; d + 2 < r; ++d)
-        scores.push_back(qt.symDim(d));
-      scores.push_back(sqSym);
-      scores.push_back(skSym);
-      const TensorType &mt = mask->type();
-      std::vector<E> at = concat(bIdx, {row, key}), idx;
-      size_t off = scores.size() - mt.shape.size();
-      for (size_t d = 0; d < mt.shape.size(); ++d) {
-        SymExpr md = mt.symDim(d), sd = scores[off + d];
-        if (md == SymExpr(1) && sd != SymExpr(1))
-          idx.push_back(E(int64_t(0)));
-        else if (md == sd)
-          idx.push_back(at[off + d]);
-        else
-          throw UserError(cat(n.where(), ": attention mask ", mt.str(),
-                              " does not broadcast to the scores for every value of the dims"));
-      }
-      E mv = gx.at(mask, idx);
-      s = maskBool ? kir::select(mv, s, f32(kNegInf)) : s + asF32(mv);
-    }
-    std::vector<E> visible;
-    if (kRagged)
-      visible.push_back(key < SkE);
-    if (causal)
-      visible.push_back(key <= row + (skSymbolic || !sqSym.isConstant() ? SkE - SqE : E(Sk - Sq)));
-    E vis = allOf(visible);
+    E s = maskedScore(kir::load(S, {tv, i, j}));
+    E vis = visibleKey();
     std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
     if (static_cast<bool>(vis) && kRagged) // keys past the end: the mask must not be read there
       perKey.push_back(kir::ifThen(vis, {kir::store(S, {tv, i, j}, s)},
@@ -375,6 +574,21 @@ public:
     const AttentionProblem &p = problemOf<AttentionProblem>(d);
     int64_t Sq = p.Sq, Sk = p.Sk;
     std::vector<KnobSet> out;
+    if (p.frag != kir::MmaFrag::None) {
+      // Tensor cores: warp-tiled products, one query row per thread at most.
+      for (int64_t br : {32, 64, 128}) {
+        if (br / 2 >= std::max<int64_t>(Sq, 32))
+          continue;
+        for (int64_t bc : {32, 64, 128}) {
+          if (bc / 2 >= std::max<int64_t>(Sk, 32))
+            continue;
+          for (int64_t threads : {64, 128, 256})
+            if (threads >= br && warpTiles(br, bc, threads) && warpTiles(br, p.Dv, threads))
+              out.push_back(knobsToMap(AttentionKnobs{br, bc, threads}));
+        }
+      }
+      return out;
+    }
     for (int64_t br : {16, 32, 64, 128}) {
       if (br / 2 >= std::max<int64_t>(Sq, 16))
         continue; // a query tile mostly padding
@@ -435,6 +649,28 @@ public:
     double pairs = double(nQT * nKT);
     if (p.causal)
       pairs = double(nQT) * (double(nKT) + 1.0) / 2.0;
+    if (p.frag != kir::MmaFrag::None) {
+      // Tensor cores (unmeasured: not run on a GPU yet): the two products at the tiled
+      // contraction's tensor rate for warp tiles of this size, the softmax (~20 FLOPs a score
+      // plus the rescale of O) on the BR row owners at SIMT rate (35% of the f32 peak, as the
+      // SIMT form), and a shared-memory round trip of every score (ss, ps).
+      const bool tf32 = p.frag == kir::MmaFrag::M16N8K8;
+      double products = double(B) * pairs * double(BR * BC) * double(2 * D + 2 * Dv);
+      double softmax = double(B) * pairs * (double(BR * BC) * 20.0 + double(BR * Dv));
+      double tensorPeak = tf32 ? hw.tensorTf32FlopsPerSec : hw.tensorF16FlopsPerSec;
+      double tensorShare = 0.4; // fragments reloaded per key tile, barriers between phases
+      double simt = 0.35 * double(std::min(BR, threads)) / double(threads);
+      double seconds = products / std::max(tensorPeak * tensorShare, 1.0) +
+                       softmax / std::max(hw.fp32FlopsPerSec * simt, 1.0);
+      s.flops = products + softmax;
+      s.tensorFlopsPerSec = tensorPeak;
+      s.vectorShare = s.flops / std::max(tensorPeak * seconds, 1.0);
+      s.rereadSet = tileSet(k);
+      s.serialTiles = nKT;
+      s.chainSteps = pairs / double(nQT);
+      s.chainCycles = 40;
+      return s;
+    }
     // Per (query tile, key tile): both products over full tiles, the exponentials, and the
     // rescaling of the output rows by exp(m_old - m_new).
     double perPair = double(BR * BC) * double(2 * D + 2 * Dv + 20) + double(BR * (Dv + 20));
@@ -461,6 +697,15 @@ public:
   // The score row, the output row and the query row per owned row.
   int64_t registers(const kir::Kernel &k) const override {
     const AttentionProblem &p = problemOf<AttentionProblem>(k);
+    if (p.frag != kir::MmaFrag::None) {
+      // Both accumulator tiles (S, O), the A and B fragments of the wider one.
+      int64_t br = knobOf(k, "BR", 1), threads = std::max<int64_t>(32, k.threads);
+      std::optional<WarpTiles> st = warpTiles(br, knobOf(k, "BC", 1), threads);
+      std::optional<WarpTiles> ot = warpTiles(br, p.Dv, threads);
+      if (st && ot)
+        return 40 + st->tm * st->tn + ot->tm * ot->tn + 2 * std::max(st->tm, ot->tm) +
+               std::max(st->tn, ot->tn);
+    }
     int64_t tm = std::max<int64_t>(1, knobOf(k, "BR", 1) / std::max<int64_t>(1, k.threads));
     return 32 + tm * (2 * knobOf(k, "BC", 1) + p.Dv + p.D);
   }

@@ -1,6 +1,8 @@
 // Helpers shared by the anchor recipes (see recipe_support.h).
 #include "lower/recipe_support.h"
 
+#include "ir/graph.h"
+#include "ir/precision.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -26,6 +28,17 @@ E allOf(const std::vector<E> &conds) {
     all = all ? (all && c) : c;
   }
   return all;
+}
+
+kir::MmaFrag tensorFrag(const Node &n, const Knobs &knobs) {
+  if (!isGpuPlan(knobs))
+    return kir::MmaFrag::None;
+  switch (nodePrecision(n)) {
+  case Precision::TF32: return kir::MmaFrag::M16N8K8;
+  case Precision::F16:
+  case Precision::BF16: return kir::MmaFrag::M16N8K16;
+  default: return kir::MmaFrag::None;
+  }
 }
 
 kir::BufferP tempBuffer(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {

@@ -23,6 +23,11 @@ using aicf::roundUp;
 
 // isGpuPlan: lower/lower.h.
 
+// The tensor-core instruction a GPU plan's products run on for a node computed in reduced
+// precision (its `precision` attribute, passes/assign_precision.cpp): m16n8k8 for tf32,
+// m16n8k16 for fp16 / bf16; None (SIMT f32) on host plans and for fp32 nodes.
+kir::MmaFrag tensorFrag(const Node &n, const Knobs &knobs);
+
 // unflat (row-major multi-index of a flat index): lower/group_expr.h.
 // `e` as an f32 value: group expressions of f16 / bf16 values carry their own (rounded) dtype;
 // recipes compute in f32.

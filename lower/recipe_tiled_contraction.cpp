@@ -637,8 +637,32 @@ std::vector<StmtP> applySteps(const Contraction &c, const GroupExpr &gx, const I
   return body;
 }
 
-Tiles chooseTiles(const Contraction &c, const Knobs &knobs) {
+Tiles chooseTiles(const Contraction &c, const Knobs &knobs, kir::MmaFrag frag) {
   Tiles t{};
+  if (frag != kir::MmaFrag::None) {
+    // Tensor cores: warp tiles of 8 TM x 4 TN (m16n8 accumulators, kir.h); two warp rows from
+    // 64 block rows on, up to four warp columns: 128 x 128 tiles are 8 warps of 64 x 32.
+    auto pick = [](int64_t d) {
+      return d > 64 ? int64_t(128) : d > 32 ? int64_t(64) : int64_t(32);
+    };
+    t.BM = knobs.get("BM", pick(c.M));
+    t.BN = knobs.get("BN", pick(c.N));
+    t.BK = knobs.get("BK", c.K > 16 ? 32 : 16);
+    t.TM = knobs.get("TM", t.BM >= 64 ? t.BM / 16 : t.BM / 8);
+    t.TN = knobs.get("TN", t.BN >= 128 ? t.BN / 16 : t.BN >= 64 ? t.BN / 8 : t.BN / 4);
+    int64_t fk = kir::mmaFragK(frag);
+    AICF_CHECK(t.BM > 0 && t.BN > 0 && t.BK > 0 && t.TM > 0 && t.TN > 0 && t.TM % 2 == 0 &&
+                   t.TN % 2 == 0 && t.BM % (8 * t.TM) == 0 && t.BN % (4 * t.TN) == 0 &&
+                   t.BK % fk == 0,
+               "tiled_contraction: bad tensor-core tile knobs BM ", t.BM, " BN ", t.BN, " BK ",
+               t.BK, " TM ", t.TM, " TN ", t.TN, " (", kir::mmaFragName(frag),
+               ": TM and TN even, BM a multiple of 8 TM, BN of 4 TN, BK of ", fk, ")");
+    t.threads = (t.BM / (8 * t.TM)) * (t.BN / (4 * t.TN)) * 32;
+    if (knobs.values.count("threads"))
+      AICF_CHECK(knobs.get("threads", 0) == t.threads,
+                 "tiled_contraction: threads must be 32 (BM/8TM)(BN/4TN) = ", t.threads);
+    return t;
+  }
   if (isGpuPlan(knobs)) {
     auto pick = [](int64_t d) {
       return d > 64 ? int64_t(128) : d > 32 ? int64_t(64) : int64_t(32);
@@ -1059,7 +1083,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
                           " as an epilogue needs BN = TN = ", whole, " (whole rows)"));
     kn.values["BN"] = kn.values["TN"] = whole;
   }
-  Tiles tl = chooseTiles(c, kn);
+  const kir::MmaFrag frag = c.bandFill ? kir::MmaFrag::None : tensorFrag(n, knobs);
+  Tiles tl = chooseTiles(c, kn, frag);
   k.recipe = "tiled_contraction";
   k.threads = tl.threads;
   auto problem = std::make_shared<ContractionProblem>();
@@ -1069,6 +1094,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   problem->batch = product(c.batch);
   problem->kAlign = c.kAlign;
   problem->normEpilogue = normEpi != nullptr;
+  problem->frag = frag;
+  problem->precision = frag == kir::MmaFrag::None ? Precision::F32 : nodePrecision(n);
   problem->band = static_cast<bool>(c.bandFill);
   if (!c.bandGroups.empty()) {
     problem->rowGroup = c.bandGroups[0];
@@ -1165,10 +1192,14 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
       problem->bPanelWidth = pv->panel;
   problem->bInPlace = bRow.has_value();
 
+  // Tensor cores read the staged tiles in the precision's type: the staging store rounds (to
+  // nearest even), where the operands' rounding happens (tf32 stages f32 and rounds as the
+  // fragments load).
+  const DType stage = precisionStorage(problem->precision);
   auto As = std::make_shared<kir::Buffer>(
-      kir::Buffer{"As", DType::F32, {tl.BM, tl.BK}, kir::Scope::Shared, kir::Role::Temp, {}});
+      kir::Buffer{"As", stage, {tl.BM, tl.BK}, kir::Scope::Shared, kir::Role::Temp, {}});
   auto Bs = std::make_shared<kir::Buffer>(
-      kir::Buffer{"Bs", DType::F32, {tl.BK, tl.BN}, kir::Scope::Shared, kir::Role::Temp, {}});
+      kir::Buffer{"Bs", stage, {tl.BK, tl.BN}, kir::Scope::Shared, kir::Role::Temp, {}});
   auto C = std::make_shared<kir::Buffer>(kir::Buffer{
       "C", DType::F32, {tl.threads, tl.TM, tl.TN}, kir::Scope::Local, kir::Role::Temp, {}});
   k.allocs = normAllocs;
@@ -1187,15 +1218,24 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   // The thread's accumulator element (i, j) sits at output (row, col).
   int64_t colTiles = tl.BN / tl.TN;
   E i = ivar("i"), j = ivar("j");
-  E row = m0 + (tv / E(colTiles)) * E(tl.TM) + i;
-  E col = n0 + (tv % E(colTiles)) * E(tl.TN) + j;
+  E row = frag == kir::MmaFrag::None ? m0 + (tv / E(colTiles)) * E(tl.TM) + i
+                                     : m0 + kir::mmaTileRow(frag, tl.BN, tl.TM, tl.TN, tv, i);
+  E col = frag == kir::MmaFrag::None ? n0 + (tv % E(colTiles)) * E(tl.TN) + j
+                                     : n0 + kir::mmaTileCol(frag, tl.BN, tl.TM, tl.TN, tv, j);
   E inside = allOf({c.mRagged(tl.BM) ? row < c.Me() : E(), c.N % tl.BN ? col < E(c.N) : E(),
                     c.rowValid ? c.rowValid(bi, row) : E()});
+  // Tensor-core tiles walk their accumulators in unrolled loops: the fragments' registers are
+  // only registers while every index into them is a constant (ptxas otherwise moves C to local
+  // memory: 16-byte spills on sm_80).
+  const auto accLoop =
+      frag == kir::MmaFrag::None ? kir::Stmt::LoopKind::Serial : kir::Stmt::LoopKind::Unrolled;
   auto overTile = [&](std::vector<StmtP> body, bool guarded) {
     std::vector<StmtP> inner =
         guarded && static_cast<bool>(inside) ? std::vector<StmtP>{kir::ifThen(inside, body)} : body;
-    return kir::region(t, {kir::forLoop("i", E(int64_t(0)), E(tl.TM),
-                                        {kir::forLoop("j", E(int64_t(0)), E(tl.TN), inner)})});
+    return kir::region(
+        t, {kir::forLoop("i", E(int64_t(0)), E(tl.TM),
+                         {kir::forLoop("j", E(int64_t(0)), E(tl.TN), inner, 1, accLoop)}, 1,
+                         accLoop)});
   };
 
   // Host, a blocked conv: columns walked 16 lanes at a time (q: the channel block), so the
@@ -1325,6 +1365,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
                                          tl.BM, tl.BN, tl.BK, tl.TM, tl.TN, v));
     } else {
       update.push_back(kir::mmaTile(C, As, Bs, tl.BM, tl.BN, tl.BK, tl.TM, tl.TN));
+      update.back()->frag = frag;
       update.push_back(kir::barrier());
     }
   }
@@ -1921,6 +1962,25 @@ public:
           t.push_back(v);
       return t;
     };
+    if (p.frag != kir::MmaFrag::None) {
+      // Tensor cores: warp tiles of 8 TM x 4 TN, one to eight warps; K steps of whole
+      // instructions.
+      int64_t fk = kir::mmaFragK(p.frag);
+      for (int64_t bm : tiles(M))
+        for (int64_t bn : tiles(N))
+          for (int64_t bk : {16, 32, 64})
+            for (int64_t tm : {2, 4, 8})
+              for (int64_t tn : {2, 4, 8, 16}) {
+                if (bk % fk || bk > std::max<int64_t>(16, roundUp(K, 16)) || bm % (8 * tm) ||
+                    bn % (4 * tn))
+                  continue;
+                int64_t threads = (bm / (8 * tm)) * (bn / (4 * tn)) * 32;
+                if (threads > 256)
+                  continue;
+                out.push_back(knobsToMap(ContractionKnobs{bm, bn, bk, tm, tn, std::nullopt}));
+              }
+      return out;
+    }
     for (int64_t bm : tiles(M))
       for (int64_t bn : tiles(N))
         for (int64_t bk : {16, 32})
@@ -1959,6 +2019,21 @@ public:
     // two tile steps' worth of latency (unmeasured: the GPU path has not run on a GPU yet).
     if (hw.gpu && p.normRows)
       s.serialTiles += 2;
+    if (hw.gpu && p.frag != kir::MmaFrag::None) {
+      // Tensor cores (unmeasured: these kernels have not run on a GPU yet). Per k step a warp
+      // loads TM / 2 A fragments (16 x fk) and TN / 2 B fragments (fk x 8) from shared memory
+      // and issues (TM / 2)(TN / 2) instructions of 2 * 16 * 8 * fk FLOPs. Shared memory feeds
+      // ~128 bytes a cycle an SM, the tensor cores want ~32 FLOPs per such byte at fp16 / bf16
+      // (H100: 989 TFLOP/s over 132 SMs at 1.75 GHz), ~16 at tf32; mma.sync reaches ~2/3 of
+      // the datasheet peak at best (wgmma, sm_90's full rate, is not used).
+      const bool tf32 = p.frag == kir::MmaFrag::M16N8K8;
+      const double fk = double(kir::mmaFragK(p.frag)), elem = tf32 ? 4.0 : 2.0;
+      const double flops = double(TM / 2) * double(TN / 2) * 2.0 * 16.0 * 8.0 * fk;
+      const double bytes = (double(TM / 2) * 16.0 + double(TN / 2) * 8.0) * fk * elem;
+      s.tensorFlopsPerSec = tf32 ? hw.tensorTf32FlopsPerSec : hw.tensorF16FlopsPerSec;
+      s.vectorShare = 0.65 * std::min(1.0, flops / bytes / (tf32 ? 16.0 : 32.0));
+      return s;
+    }
     if (hw.gpu) {
       // The accumulator tile stays in registers; FMAs per shared-memory load of the register
       // tile: TM·TN / (TM + TN); four or more keep the FMA pipes fed.

@@ -4,6 +4,7 @@
 // values), grid/threads from the knobs, body from the recipe.
 #pragma once
 
+#include "ir/precision.h"
 #include "lower/lower.h"
 #include "lower/recipe.h"
 
@@ -194,6 +195,10 @@ struct NormProblem : kir::ProblemFacts {
 struct AttentionProblem : kir::ProblemFacts {
   int64_t batch = 1, Sq = 1, Sk = 1, D = 1, Dv = 1;
   bool causal = false;
+  // GPU plans in reduced precision: both products' tensor-core instruction and the precision
+  // the tiles are staged in (ContractionProblem's).
+  kir::MmaFrag frag = kir::MmaFrag::None;
+  Precision precision = Precision::F32;
 };
 struct ContractionProblem : kir::ProblemFacts {
   int64_t M = 1, N = 1, K = 1, batch = 1;
@@ -220,6 +225,10 @@ struct ContractionProblem : kir::ProblemFacts {
   bool fusedTile = false;
   // Host cycles per output element of the epilogue's transcendental steps (blocked convs).
   double epilogueCycles = 0;
+  // GPU plans of a reduced-precision node (ir/precision.h): the tensor-core instruction the
+  // tile runs on and the precision its operands are staged in; None / fp32: SIMT f32.
+  kir::MmaFrag frag = kir::MmaFrag::None;
+  Precision precision = Precision::F32;
 };
 // Y = epi2(epi1(X W1) W2): X [batch, M, K1], W1 [K1, H], W2 [H, N2].
 struct ChainProblem : kir::ProblemFacts {

@@ -5,6 +5,7 @@
 #include "passes/choose_attention.h"
 
 #include "ir/instantiate.h"
+#include "ir/precision.h"
 #include "passes/explain.h"
 #include "passes/passes.h"
 #include "support/diagnostics.h"
@@ -58,7 +59,7 @@ Value *emitMaterializedAttention(Graph &g, const Node &a, Node *before) {
     perm.push_back(d);
   std::swap(perm[r - 1], perm[r - 2]);
   Value *kt = g.createNode(Op::Transpose, {k}, {{"perm", perm}}, loc, before)->result();
-  Value *s = g.createNode(Op::MatMul, {q, kt}, {}, loc, before)->result();
+  Value *s = g.createNode(Op::MatMul, {q, kt}, precisionAttrs(a), loc, before)->result();
   DType dt = s->type().dtype; // the scores' (and the constants') dtype: f32, f16, bf16
   Value *scale = g.addWeight("attention_scale", scalar(a.f("scale"), dt));
   s = g.createNode(Op::Mul, {s, scale}, {}, loc, before)->result();
@@ -104,7 +105,7 @@ Value *emitMaterializedAttention(Graph &g, const Node &a, Node *before) {
     s = g.createNode(Op::Where, {mv, s, negInf()}, {}, loc, before)->result();
   }
   Value *p = g.createNode(Op::Softmax, {s}, {{"axis", int64_t(-1)}}, loc, before)->result();
-  return g.createNode(Op::MatMul, {p, v}, {}, loc, before)->result();
+  return g.createNode(Op::MatMul, {p, v}, precisionAttrs(a), loc, before)->result();
 }
 
 namespace {

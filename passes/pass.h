@@ -7,10 +7,12 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "target/target.h"
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -35,6 +37,12 @@ struct PassContext {
   // read (tile_compatible_compute: on-chip memory). Default: the cpu, its description (the
   // detected host) loaded by the pass that needs it.
   Target target;
+  // The arithmetic precision of products (aicfc --precision; ir/precision.h): assign-precision
+  // marks the contractions and attention of GPU plans with it.
+  Precision precision = Precision::F32;
+  // aicfc --io-precision: the type the model's float inputs and outputs are exchanged in
+  // (io-precision); none: the model's own.
+  std::optional<Precision> ioPrecision;
   std::ostream *log = nullptr;   // diagnostics and explanations go here when set
   ExplainLog *explain = nullptr; // rewrites and certificates are recorded here when set
 };

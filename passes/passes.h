@@ -13,6 +13,8 @@ std::unique_ptr<Pass> createFoldConstantsPass();    // fold-constants
 std::unique_ptr<Pass> createCsePass();              // cse
 std::unique_ptr<Pass> createSimplifyPass();         // simplify
 std::unique_ptr<Pass> createLegalizeF64Pass();      // legalize-f64
+std::unique_ptr<Pass> createAssignPrecisionPass();  // assign-precision
+std::unique_ptr<Pass> createIoPrecisionPass();      // io-precision
 std::unique_ptr<Pass> createPackWeightsPass();      // pack-weights
 std::unique_ptr<Pass> createBlockChannelsPass();    // block-channels
 std::unique_ptr<Pass> createFoldChannelScalePass(); // fold-channel-scale

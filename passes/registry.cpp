@@ -50,6 +50,11 @@ const PassEntry kPasses[] = {
     // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
     {"pack-weights", createPackWeightsPass},
     {"legalize-f64", createLegalizeF64Pass},
+    // GPU plans under --precision: products on tensor cores, weights stored in the precision
+    // (assign_precision.cpp); the compile driver runs it
+    {"assign-precision", createAssignPrecisionPass},
+    // ... and --io-precision: the model's inputs and outputs exchanged in another type
+    {"io-precision", createIoPrecisionPass},
     // A host plan's conv layout: the compile driver runs it for host plans (block_channels.cpp)
     {"block-channels", createBlockChannelsPass},
     // ... and a squeeze-and-excitation scale folded into the next pointwise blocked_conv

@@ -3,6 +3,7 @@
 #include "passes/split_k.h"
 
 #include "ir/epilogue.h"
+#include "ir/precision.h"
 #include "passes/explain.h"
 #include "passes/passes.h"
 #include "support/diagnostics.h"
@@ -66,13 +67,16 @@ TensorPtr groupedWeight(const Tensor &w, int64_t S) {
   std::vector<int64_t> out = shape;
   out[0] = S * M;
   out[1] = Cs;
-  auto t = std::make_shared<Tensor>(TensorType(DType::F32, out));
-  const float *src = w.data<float>();
-  float *dst = t->data<float>();
+  // Byte copies: a weight assign-precision stored as f16 / bf16 keeps its type.
+  const size_t es = dtypeSize(w.type().dtype);
+  auto t = std::make_shared<Tensor>(TensorType(w.type().dtype, out));
+  const uint8_t *src = w.raw();
+  uint8_t *dst = t->raw();
   for (int64_t s = 0; s < S; ++s)
     for (int64_t m = 0; m < M; ++m)
-      std::memcpy(dst + (s * M + m) * run, src + (m * C + s * Cs) * taps,
-                  static_cast<size_t>(run) * sizeof(float));
+      std::memcpy(dst + static_cast<size_t>((s * M + m) * run) * es,
+                  src + static_cast<size_t>((m * C + s * Cs) * taps) * es,
+                  static_cast<size_t>(run) * es);
   return t;
 }
 
@@ -80,12 +84,14 @@ TensorPtr groupedWeight(const Tensor &w, int64_t S) {
 TensorPtr slicedB(const Tensor &b, int64_t S, bool transB) {
   const auto &shape = b.type().shape;
   int64_t K = transB ? shape[1] : shape[0], N = transB ? shape[0] : shape[1];
-  auto t = std::make_shared<Tensor>(TensorType(DType::F32, {S, K / S, N}));
-  const float *src = b.data<float>();
-  float *dst = t->data<float>();
+  const size_t es = dtypeSize(b.type().dtype);
+  auto t = std::make_shared<Tensor>(TensorType(b.type().dtype, {S, K / S, N}));
+  const uint8_t *src = b.raw();
+  uint8_t *dst = t->raw();
   for (int64_t k = 0; k < K; ++k)
     for (int64_t n = 0; n < N; ++n)
-      dst[k * N + n] = transB ? src[n * K + k] : src[k * N + n];
+      std::memcpy(dst + static_cast<size_t>(k * N + n) * es,
+                  src + static_cast<size_t>(transB ? n * K + k : k * N + n) * es, es);
   return t;
 }
 
@@ -161,7 +167,7 @@ Value *emitSplitK(Graph &g, const Node &n, int splits, Node *before) {
     Value *as3 =
         g.createNode(Op::Transpose, {a3}, {{"perm", std::vector<int64_t>{1, 0, 2}}}, loc, before)
             ->result();
-    Value *partial = g.createNode(Op::MatMul, {as3, b2}, {}, loc, before)->result();
+    Value *partial = g.createNode(Op::MatMul, {as3, b2}, precisionAttrs(n), loc, before)->result();
     acc = g.createNode(Op::ReduceSum, {partial},
                        {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t(0)}}, loc, before)
               ->result();

@@ -274,8 +274,16 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
     double issue = std::min(1.0, warpsActive / 8.0); // 4 schedulers, 2 warps each hide latency
     // A block that is not a whole number of warps leaves lanes idle.
     double laneUse = double(threads) / double(roundUp(threads, hw.warpSize));
-    double peak = hw.fp32FlopsPerSec * smShare * s.vectorShare * issue * laneUse;
+    const bool tensor = s.tensorFlopsPerSec > 0;
+    double peak = (tensor ? s.tensorFlopsPerSec : hw.fp32FlopsPerSec) * smShare * s.vectorShare *
+                  issue * laneUse;
     c.computeUs = 1e6 * s.flops / std::max(peak, 1.0) / tail;
+    // The same tile in fp32 SIMT (FMAs at 70% of the f32 peak, the register tile's best), for
+    // --explain's predicted speedup of the tensor cores.
+    double simtUs =
+        tensor ? 1e6 * s.flops /
+                     std::max(hw.fp32FlopsPerSec * smShare * 0.7 * issue * laneUse, 1.0) / tail
+               : 0.0;
     // Latency: the launch, plus one global-memory round trip (~0.5 µs) per serial tile step per
     // round of blocks, hidden by the other resident blocks.
     double rounds = std::ceil(busiest / double(bps));
@@ -285,8 +293,11 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
                      std::max<int64_t>(1, s.serialTiles);
       c.spillUs = 1e6 * double(c.spillBytes) / l2bw;
     }
-    c.overlapUs =
-        w.delta * std::min(1.0, c.occupancy.fraction / 0.25) * std::min(c.trafficUs, c.computeUs);
+    const double overlapShare = w.delta * std::min(1.0, c.occupancy.fraction / 0.25);
+    c.overlapUs = overlapShare * std::min(c.trafficUs, c.computeUs);
+    if (tensor)
+      c.fp32TimeUs = w.alpha * c.trafficUs + simtUs + w.beta * c.latencyUs + w.gamma * c.spillUs -
+                     overlapShare * std::min(c.trafficUs, simtUs);
   } else {
     hostTerms(c, s, recipe, hw, blocks, compulsory, rereadBytes, std::max<int64_t>(1, hw.cores));
     // A step with less work than kHostSerialUs runs whole on the calling thread (hostChunks):

@@ -109,6 +109,7 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "isa" << YAML::Value << YAML::Flow << isa;
   y << YAML::Key << "hardware" << YAML::Value << hardware;
   y << YAML::Key << "schedule" << YAML::Value << schedule;
+  y << YAML::Key << "precision" << YAML::Value << precision;
   y << YAML::EndMap;
   y << YAML::Key << "hardware" << YAML::Value << hardwareSummary;
   if (!dims.empty()) {
@@ -324,6 +325,8 @@ void Plan::writeYaml(std::ostream &os) const {
     if (s.recipeFallback)
       y << YAML::Key << "recipe_reason" << YAML::Value << YAML::DoubleQuoted << s.recipeReason;
     y << YAML::Key << "properties" << YAML::Value << YAML::Flow << s.properties;
+    if (!s.kindId.empty()) // the products' arithmetic (ir/precision.h)
+      y << YAML::Key << "precision" << YAML::Value << s.precision;
     y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
     for (const auto &[k, v] : s.knobs)
       y << YAML::Key << k << YAML::Value << v;
@@ -334,6 +337,8 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "flops" << YAML::Value << s.flops;
     if (!s.kindId.empty())
       y << YAML::Key << "time_us" << YAML::Value << s.timeUs;
+    if (s.fp32Us > 0)
+      y << YAML::Key << "fp32_time_us" << YAML::Value << s.fp32Us;
     if (s.occupancy >= 0) {
       y << YAML::Key << "occupancy" << YAML::Value << s.occupancy;
       y << YAML::Key << "registers" << YAML::Value << s.registers;

@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/setup.sh
+scripts/cuda_tools.sh # cuobjdump for the CUDA tests' SASS checks (only where nvcc is)
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Sanitizer build of the unit tests first, so the main ctest run below includes it.

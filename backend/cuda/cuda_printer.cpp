@@ -1,6 +1,7 @@
 // The CUDA printer (printCudaSource, DESIGN.md §4): spells verified Kernel IR as CUDA C++17 for
 // nvcc, following the host printer's traversal statement by statement and adding no logic:
 //   * each kernel is   extern "C" __global__ void __launch_bounds__(threads) NAME(params...)
+//     (threads, 1 for a tensor-core kernel: the whole register file is its budget)
 //     with one typed __restrict__ pointer per param (const for `in` params);
 //   * grid axes -> blockIdx: the innermost axis on x, then y, z; with more than 3 axes, or an
 //     outer axis above CUDA's 65535 limit for y / z, all axes are folded into x and unflattened
@@ -244,8 +245,11 @@ public:
     int64_t dynamic = shared > staticSharedMax_ ? alignUp(shared, 16) : 0;
 
     kernelComment();
-    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k_.threads << ") " << k_.name
-        << "(";
+    // Tensor-core kernels state one block per SM as the minimum: without it ptxas aims at a
+    // register count of its own and spills address registers around the fragment loads
+    // (gpt2's 32 x 32 bf16 tiles on sm_80: 48 registers, 8-16 bytes of spills; with it, 72, none).
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k_.threads
+        << (kir::kernelPrecision(k_) != Precision::F32 ? ", 1" : "") << ") " << k_.name << "(";
     for (size_t i = 0; i < k_.params.size(); ++i)
       os_ << (i ? ",\n    " : "") << paramType(k_.params[i]) << " *__restrict__ "
           << k_.params[i]->name;
@@ -461,9 +465,107 @@ private:
   // tiles whose k extent is a multiple of 4, four k steps share 128-bit loads: a float4 of A per
   // row (A's tile is row-major, [m, k]) and float4s of B's rows where tn is a multiple of 4 (the
   // thread's columns start at a multiple of tn). Same products, same k order per accumulator.
+  // Tensor-core fragments (kir.h): each warp walks k in instruction steps; per step it loads
+  // its A fragments (16 rows each) and B fragments (8 columns each) from the staged tiles and
+  // issues one mma.sync per (16 x 8) accumulator, whose four floats are the thread's C
+  // elements (2 mi + {0, 1}, 2 ni + {0, 1}). f16 / bf16 fragments come through ldmatrix (A
+  // row-major, B transposed from its k-major rows); tf32 ones are loaded as floats and
+  // rounded with cvt.rna.tf32.f32.
+  void fragments(int ind, const Stmt &s) {
+    const bool tf32 = s.frag == kir::MmaFrag::M16N8K8;
+    const int64_t fk = kir::mmaFragK(s.frag), mt = s.tm / 2, nt = s.tn / 2;
+    const int64_t warpCols = s.n / (4 * s.tn);
+    const std::string a = s.a->name, b = s.b->name, c = s.c->name;
+    line(ind, std::string("{ // mma_tile ") + c + " += " + a + " x " + b + " (m = " + num(s.m) +
+                  ", n = " + num(s.n) + ", k = " + num(s.k) + ", tm = " + num(s.tm) +
+                  ", tn = " + num(s.tn) + ", frag = " + kir::mmaFragName(s.frag) + ")");
+    line(ind + 1, "const int aicf_w = static_cast<int>(threadIdx.x) / 32, aicf_l = "
+                  "static_cast<int>(threadIdx.x) % 32;");
+    line(ind + 1, "const int aicf_wr = aicf_w / " + num(warpCols) + " * " + num(8 * s.tm) +
+                      ", aicf_wc = aicf_w % " + num(warpCols) + " * " + num(4 * s.tn) + ";");
+    line(0, "#pragma unroll");
+    line(ind + 1, "for (int aicf_k = 0; aicf_k < " + num(s.k) + "; aicf_k += " + num(fk) + ") {");
+    line(ind + 2, "unsigned aicf_fa[" + num(mt) + "][4], aicf_fb[" + num(nt) + "][2];");
+    if (tf32) {
+      // m16n8k8 tf32: a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4); b0 (q, g),
+      // b1 (q + 4, g); g = lane / 4, q = lane % 4.
+      line(ind + 2, "const int aicf_g = aicf_l / 4, aicf_q = aicf_l % 4;");
+      line(0, "#pragma unroll");
+      line(ind + 2, "for (int aicf_mi = 0; aicf_mi < " + num(mt) + "; ++aicf_mi) {");
+      line(ind + 3, "const float *aicf_p = &" + a + "[(aicf_wr + aicf_mi * 16 + aicf_g) * " +
+                        num(s.k) + " + aicf_k + aicf_q];");
+      for (int r = 0; r < 4; ++r)
+        line(ind + 3, "asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(aicf_fa[aicf_mi][" +
+                          std::to_string(r) + "]) : \"f\"(aicf_p[" +
+                          std::string(r == 0   ? "0"
+                                      : r == 1 ? "8 * " + num(s.k)
+                                      : r == 2 ? "4"
+                                               : "8 * " + num(s.k) + " + 4") +
+                          "]));");
+      line(ind + 2, "}");
+      line(0, "#pragma unroll");
+      line(ind + 2, "for (int aicf_ni = 0; aicf_ni < " + num(nt) + "; ++aicf_ni) {");
+      line(ind + 3, "const float *aicf_p = &" + b + "[(aicf_k + aicf_q) * " + num(s.n) +
+                        " + aicf_wc + aicf_ni * 8 + aicf_g];");
+      for (int r = 0; r < 2; ++r)
+        line(ind + 3, "asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(aicf_fb[aicf_ni][" +
+                          std::to_string(r) + "]) : \"f\"(aicf_p[" +
+                          std::string(r == 0 ? "0" : "4 * " + num(s.n)) + "]));");
+      line(ind + 2, "}");
+    } else {
+      // ldmatrix.x4: lanes 0-15 give rows 0-15 of the 16 x 16 A block at column 0, lanes 16-31
+      // the same rows at column 8: registers a0..a3 as mma.sync wants them. ldmatrix.x2.trans:
+      // lanes 0-15 give B's k rows 0-15 at the fragment's 8 columns; transposed, each thread
+      // holds (k = 2 (lane % 4) + {0, 1}, n = lane / 4) and the same 8 rows on: b0, b1.
+      line(0, "#pragma unroll");
+      line(ind + 2, "for (int aicf_mi = 0; aicf_mi < " + num(mt) + "; ++aicf_mi) {");
+      line(ind + 3, "const unsigned aicf_p = static_cast<unsigned>(__cvta_generic_to_shared(&" + a +
+                        "[(aicf_wr + aicf_mi * 16 + aicf_l % 16) * " + num(s.k) +
+                        " + aicf_k + aicf_l / 16 * 8]));");
+      line(ind + 3, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, "
+                    "[%4];\\n\" : \"=r\"(aicf_fa[aicf_mi][0]), \"=r\"(aicf_fa[aicf_mi][1]), "
+                    "\"=r\"(aicf_fa[aicf_mi][2]), \"=r\"(aicf_fa[aicf_mi][3]) : \"r\"(aicf_p));");
+      line(ind + 2, "}");
+      line(0, "#pragma unroll");
+      line(ind + 2, "for (int aicf_ni = 0; aicf_ni < " + num(nt) + "; ++aicf_ni) {");
+      line(ind + 3, "const unsigned aicf_p = static_cast<unsigned>(__cvta_generic_to_shared(&" + b +
+                        "[(aicf_k + aicf_l % 16) * " + num(s.n) + " + aicf_wc + aicf_ni * 8]));");
+      line(ind + 3, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, "
+                    "[%2];\\n\" : \"=r\"(aicf_fb[aicf_ni][0]), \"=r\"(aicf_fb[aicf_ni][1]) : "
+                    "\"r\"(aicf_p));");
+      line(ind + 2, "}");
+    }
+    std::string type = tf32 ? "tf32.tf32" : s.a->dtype == DType::BF16 ? "bf16.bf16" : "f16.f16";
+    std::string shape = tf32 ? "m16n8k8" : "m16n8k16";
+    std::string aRegs = "{%4, %5, %6, %7}";
+    line(0, "#pragma unroll");
+    line(ind + 2, "for (int aicf_mi = 0; aicf_mi < " + num(mt) + "; ++aicf_mi)");
+    line(0, "#pragma unroll");
+    line(ind + 3, "for (int aicf_ni = 0; aicf_ni < " + num(nt) + "; ++aicf_ni) {");
+    auto acc = [&](int r) {
+      return c + "[(aicf_mi * 2 + " + std::to_string(r / 2) + ") * " + num(s.tn) +
+             " + aicf_ni * 2 + " + std::to_string(r % 2) + "]";
+    };
+    line(ind + 4, "asm volatile(\"mma.sync.aligned." + shape + ".row.col.f32." + type +
+                      ".f32 {%0, %1, %2, %3}, " + aRegs +
+                      ", {%8, %9}, {%0, %1, %2, %3};\\n\" : \"+f\"(" + acc(0) + "), \"+f\"(" +
+                      acc(1) + "), \"+f\"(" + acc(2) + "), \"+f\"(" + acc(3) +
+                      ") : "
+                      "\"r\"(aicf_fa[aicf_mi][0]), \"r\"(aicf_fa[aicf_mi][1]), "
+                      "\"r\"(aicf_fa[aicf_mi][2]), \"r\"(aicf_fa[aicf_mi][3]), "
+                      "\"r\"(aicf_fb[aicf_ni][0]), \"r\"(aicf_fb[aicf_ni][1]));");
+    line(ind + 3, "}");
+    line(ind + 1, "}");
+    line(ind, "}");
+  }
+
   void mmaTile(int ind, const Stmt &s) override {
     AICF_CHECK(!s.views, "cuda printer: mma_tile operand views are a host-plan form (", k_.name,
                ")");
+    if (s.frag != kir::MmaFrag::None) {
+      fragments(ind, s);
+      return;
+    }
     int64_t colTiles = s.n / s.tn;
     line(ind, "{ // mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
                   " (m = " + num(s.m) + ", n = " + num(s.n) + ", k = " + num(s.k) +

@@ -102,6 +102,14 @@ inline uint16_t aicf_f2bf(float f) {
 }
 inline float aicf_rh(float f) { return aicf_h2f(aicf_f2h(f)); }
 inline float aicf_rbf(float f) { return aicf_bf2f(aicf_f2bf(f)); }
+// f32 as a tensor core reads a tf32 operand (PTX cvt.rna.tf32.f32: 10 mantissa bits, to nearest,
+// ties away from zero; ir/precision.h roundToPrecision).
+inline float aicf_rtf32(float f) {
+  uint32_t u = aicf_f_bits(f);
+  if ((u & 0x7f800000u) == 0x7f800000u)
+    return f;
+  return aicf_bits_f((u + 0x1000u) & 0xffffe000u);
+}
 
 // min/max propagate NaN; sign(NaN) is NaN.
 template <class T> inline T aicf_min(T a, T b) { return (b < a || b != b) ? b : a; }
@@ -1275,13 +1283,50 @@ private:
     return false;
   }
 
+  // Tensor-core fragments (kir.h), emulated: each thread's accumulator elements where the m16n8
+  // layout puts them, each adding the products of its row of A and column of B, as the
+  // instruction reads them (f16 / bf16 widened exactly, f32 rounded to tf32), in k order in f32
+  // (every product is exact in f32, so a fused multiply-add rounds as a multiply and an add).
+  template <class Elem>
+  void fragments(int ind, const Stmt &s, const Elem &elem) {
+    auto n = [](int64_t v) { return std::to_string(v) + "L"; };
+    bool tf32 = s.frag == kir::MmaFrag::M16N8K8;
+    auto operand = [&](const BufferP &buf, const std::string &i) {
+      std::string v = elem(buf, i);
+      return tf32 ? "aicf_rtf32(" + v + ")" : v;
+    };
+    int64_t warpCols = s.n / (4 * s.tn);
+    line(ind, "for (int64_t aicf_t = 0; aicf_t < " + n(k_.threads) + "; ++aicf_t) {");
+    line(ind + 1, "const int64_t aicf_w = aicf_t / 32L, aicf_l = aicf_t % 32L;");
+    line(ind + 1, "const int64_t aicf_r0 = aicf_w / " + n(warpCols) + " * " + n(8 * s.tm) +
+                      " + aicf_l / 4L, aicf_c0 = aicf_w % " + n(warpCols) + " * " + n(4 * s.tn) +
+                      " + aicf_l % 4L * 2L;");
+    line(ind + 1,
+         "float *__restrict aicf_c = " + s.c->name + " + aicf_t * " + n(s.tm * s.tn) + ";");
+    line(ind + 1, "for (int64_t aicf_i = 0; aicf_i < " + n(s.tm) + "; ++aicf_i) {");
+    line(ind + 2, "const int64_t aicf_r = aicf_r0 + aicf_i / 2L * 16L + aicf_i % 2L * 8L;");
+    line(ind + 2, "for (int64_t aicf_j = 0; aicf_j < " + n(s.tn) + "; ++aicf_j) {");
+    line(ind + 3, "const int64_t aicf_cc = aicf_c0 + aicf_j / 2L * 8L + aicf_j % 2L;");
+    line(ind + 3, "float aicf_s = aicf_c[aicf_i * " + n(s.tn) + " + aicf_j];");
+    line(ind + 3, "for (int64_t aicf_k = 0; aicf_k < " + n(s.k) + "; ++aicf_k)");
+    line(ind + 4, "aicf_s += " + operand(s.a, "aicf_r * " + n(s.k) + " + aicf_k") + " * " +
+                      operand(s.b, "aicf_k * " + n(s.n) + " + aicf_cc") + ";");
+    line(ind + 3, "aicf_c[aicf_i * " + n(s.tn) + " + aicf_j] = aicf_s;");
+    line(ind + 2, "}");
+    line(ind + 1, "}");
+    line(ind, "}");
+  }
+
   void mmaTile(int ind, const Stmt &s) override {
     auto n = [](int64_t v) { return std::to_string(v) + "L"; };
     int64_t colTiles = s.n / s.tn;
-    line(ind, "// mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name +
-                  " (m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
-                  ", k = " + std::to_string(s.k) + ", tm = " + std::to_string(s.tm) +
-                  ", tn = " + std::to_string(s.tn) + ")");
+    line(ind,
+         "// mma_tile " + s.c->name + " += " + s.a->name + " x " + s.b->name + " (m = " +
+             std::to_string(s.m) + ", n = " + std::to_string(s.n) + ", k = " + std::to_string(s.k) +
+             ", tm = " + std::to_string(s.tm) + ", tn = " + std::to_string(s.tn) +
+             (s.frag != kir::MmaFrag::None ? std::string(", frag = ") + kir::mmaFragName(s.frag)
+                                           : std::string()) +
+             ")");
     std::string c = s.c->name, a = s.a->name, b = s.b->name;
     if (s.views) { // one thread, operands read where they lie (kir.h)
       std::string at = a + " + (" + ex(s.indices[0]) + "), " + n(s.lda) + ", " + b + " + (" +
@@ -1312,6 +1357,18 @@ private:
         line(ind, "aicf_mma_f32(" + c + ", " + n(s.tn) + ", " + at + n(s.ldb) + ", " + sizes);
       return;
     }
+    auto elem = [](const BufferP &buf, const std::string &i) {
+      std::string ref = buf->name + "[" + i + "]";
+      if (buf->dtype == DType::F16)
+        return "aicf_h2f(" + ref + ")";
+      if (buf->dtype == DType::BF16)
+        return "aicf_bf2f(" + ref + ")";
+      return ref;
+    };
+    if (s.frag != kir::MmaFrag::None) {
+      fragments(ind, s, elem);
+      return;
+    }
     bool vec = s.tn % 16 == 0 && s.a->dtype == DType::F32 && s.b->dtype == DType::F32;
     if (vec) {
       if (k_.threads == 1) {
@@ -1327,14 +1384,6 @@ private:
       return;
     }
     // Generic loops (any tile shape, f16/bf16 operands widened): i-k-j order, j innermost.
-    auto elem = [](const BufferP &buf, const std::string &i) {
-      std::string ref = buf->name + "[" + i + "]";
-      if (buf->dtype == DType::F16)
-        return "aicf_h2f(" + ref + ")";
-      if (buf->dtype == DType::BF16)
-        return "aicf_bf2f(" + ref + ")";
-      return ref;
-    };
     line(ind, "for (int64_t aicf_t = 0; aicf_t < " + n(k_.threads) + "; ++aicf_t) {");
     line(ind + 1, "const int64_t aicf_r0 = aicf_t / " + n(colTiles) + " * " + n(s.tm) +
                       ", aicf_c0 = aicf_t % " + n(colTiles) + " * " + n(s.tn) + ";");

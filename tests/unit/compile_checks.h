@@ -1,7 +1,4 @@
-// A unit-test helper shared by the tests that compile a graph and run it through the runtime:
-// compile `g` with `opts` into a scratch folder (named after `prefix` and a counter), run it on
-// `in` and check every output against the interpreter's with graph_checks::checkClose
-// (|got - want| <= 1e-4 + 1e-4 |want|); returns the compiled model.
+// Unit-test helpers shared by the tests that compile a graph and run it through the runtime.
 #pragma once
 
 #include "driver/compile.h"
@@ -18,13 +15,17 @@
 
 namespace aicf::compile_checks {
 
-inline CompiledModel compileRunCheck(const Graph &g, const CompileOptions &opts,
-                                     const std::vector<Tensor> &in, const std::string &prefix) {
-  std::vector<Tensor> want = interpret(g, in);
+// Compiles `g` with `opts` into a scratch folder (named after `prefix` and a counter), runs it on
+// `in` through the runtime; returns the outputs (in the graph's output types) and, when `model`
+// is given, the compiled model.
+inline std::vector<Tensor> compileRun(const Graph &g, const CompileOptions &opts,
+                                      const std::vector<Tensor> &in, const std::string &prefix,
+                                      CompiledModel *model = nullptr) {
   CompiledModel cm = buildModel(g, opts);
   static int built = 0;
   std::string out = (test_files::scratchDir(prefix) / cat("net", built++)).string();
-  writeArtifacts(g, cm, opts, out);
+  const Graph &compiled = cm.graph ? *cm.graph : g;
+  writeArtifacts(compiled, cm, opts, out);
   aicf_model *m = aicf_open(out.c_str());
   REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
   std::vector<Tensor> got;
@@ -32,12 +33,25 @@ inline CompiledModel compileRunCheck(const Graph &g, const CompileOptions &opts,
   std::vector<void *> op;
   for (const Tensor &t : in)
     ip.push_back(t.raw());
-  for (const Tensor &t : want)
-    got.emplace_back(t.type());
+  for (const Value *v : compiled.outputs())
+    got.emplace_back(v->type());
   for (Tensor &t : got)
     op.push_back(t.raw());
   REQUIRE_MESSAGE(aicf_run(m, ip.data(), op.data()) == 0, aicf_last_error());
   aicf_close(m);
+  if (model)
+    *model = std::move(cm);
+  return got;
+}
+
+// compileRun, then every output checked against the interpreter's with graph_checks::checkClose
+// (|got - want| <= 1e-4 + 1e-4 |want|); returns the compiled model.
+inline CompiledModel compileRunCheck(const Graph &g, const CompileOptions &opts,
+                                     const std::vector<Tensor> &in, const std::string &prefix) {
+  std::vector<Tensor> want = interpret(g, in);
+  CompiledModel cm;
+  std::vector<Tensor> got = compileRun(g, opts, in, prefix, &cm);
+  REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     CAPTURE(i);
     graph_checks::checkClose(got[i], want[i]);

@@ -117,28 +117,15 @@ TEST_CASE("compile stages: listed once, in order") {
     names.emplace_back(s.name);
     CHECK(static_cast<bool>(s.run));
   }
-  CHECK(names == std::vector<std::string>{"legalize-f64",
-                                          "block-channels",
-                                          "fold-channel-scale",
-                                          "merge-siblings",
-                                          "split-chains",
-                                          "pack-weights",
-                                          "partition",
-                                          "choose-attention",
-                                          "split-k",
-                                          "describe-plan",
-                                          "value-buffers",
-                                          "plan",
-                                          "verify-kernel-ir",
-                                          "kernel-ir-passes",
-                                          "shape-generic",
-                                          "plan-steps",
-                                          "check-candidate-rank",
-                                          "branch-guards",
-                                          "memory-plan",
-                                          "dispatch-groups",
-                                          "loop-bodies",
-                                          "print"});
+  CHECK(names ==
+        std::vector<std::string>{"legalize-f64",         "io-precision",   "block-channels",
+                                 "fold-channel-scale",   "merge-siblings", "split-chains",
+                                 "assign-precision",     "pack-weights",   "partition",
+                                 "choose-attention",     "split-k",        "describe-plan",
+                                 "value-buffers",        "plan",           "verify-kernel-ir",
+                                 "kernel-ir-passes",     "shape-generic",  "plan-steps",
+                                 "check-candidate-rank", "branch-guards",  "memory-plan",
+                                 "dispatch-groups",      "loop-bodies",    "print"});
 }
 
 TEST_CASE("compile stages: run one by one, they give buildModel's result") {

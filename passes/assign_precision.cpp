@@ -1,0 +1,97 @@
+// assign-precision (aicfc --precision tf32 | fp16 | bf16; ir/precision.h): marks the products a
+// GPU plan runs on tensor cores and stores their weights in the precision's type.
+//   * matmul, gemm, conv with one group (the tiled contraction's implicit GEMM) and attention
+//     get precision = p: their recipes stage the operands in p and accumulate in f32;
+//   * their f32 constant B operands (matmul's and gemm's B, conv's w) become weights of p's
+//     storage type (f16 / bf16), rounded to nearest even once, here: weights.bin holds half the
+//     bytes, and the kernels read exactly what they would have rounded (tf32 keeps f32 weights:
+//     its rounding happens as the fragments are loaded);
+//   * everything else stays f32: norm statistics, softmax, reductions, elementwise ops, and a
+//     contraction's bias and epilogue operands (added to the f32 accumulator). Grouped and
+//     depthwise convs (the direct recipe, no matrix product to give the tensor cores) too.
+// Why a pass and an attribute: the choice is per node and visible in the IR (--print-ir-after);
+// the interpreter computes a marked node as written (its operands widened); recipes read it.
+// Only the compile driver runs it (stage assign-precision, driver/compile.cpp), for GPU plans,
+// after the graph rewrites that build new contractions from old ones (merge-siblings,
+// split-chains); the later ones (choose-attention, split-k) carry the attribute over.
+#include "passes/passes.h"
+
+#include "ir/graph.h"
+#include "ir/precision.h"
+
+#include <map>
+
+namespace aicf {
+
+namespace {
+
+bool productNode(const Node &n) {
+  switch (n.op()) {
+  case Op::MatMul:
+  case Op::Gemm:
+  case Op::Attention: return true;
+  case Op::Conv: return n.i("group") == 1;
+  default: return false;
+  }
+}
+
+// The operand a weight of the node's own product sits at (its B), or none.
+std::optional<size_t> weightOperand(const Node &n) {
+  if (n.op() == Op::MatMul || n.op() == Op::Gemm || n.op() == Op::Conv)
+    return 1;
+  return std::nullopt;
+}
+
+class AssignPrecision : public Pass {
+public:
+  const char *name() const override { return "assign-precision"; }
+  const char *summary() const override {
+    return "run matmul, gemm, conv and attention in --precision (tensor cores) with their "
+           "weights stored in it";
+  }
+
+  bool run(Graph &g, PassContext &ctx) override {
+    const Precision p = ctx.precision;
+    if (!tensorCores(p))
+      return false;
+    const DType storage = precisionStorage(p);
+    std::map<const Value *, Value *> converted;
+    bool changed = false;
+    for (Node *n : g.nodes()) {
+      if (!productNode(*n) || nodePrecision(*n) == p)
+        continue;
+      n->attrs["precision"] = std::string(precisionName(p));
+      changed = true;
+      std::optional<size_t> wi = weightOperand(*n);
+      if (!wi || storage == DType::F32 || n->operand(0)->type().dtype != DType::F32)
+        continue;
+      Value *w = n->operand(*wi);
+      if (!w->isWeight() || !w->hasData() || w->type().dtype != DType::F32)
+        continue;
+      auto it = converted.find(w);
+      if (it == converted.end()) {
+        const Tensor &d = *w->data();
+        TensorType t = d.type();
+        t.dtype = storage;
+        auto data = std::make_shared<Tensor>(t);
+        for (int64_t i = 0; i < d.numel(); ++i)
+          data->setDouble(i, d.getDouble(i)); // rounds to nearest even
+        Value *nw = g.addWeight(w->name() + "." + precisionName(p), data);
+        nw->loc = w->loc;
+        it = converted.emplace(w, nw).first;
+      }
+      n->setOperand(*wi, it->second);
+    }
+    if (changed)
+      g.removeDeadCode();
+    return changed;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createAssignPrecisionPass() {
+  return std::make_unique<AssignPrecision>();
+}
+
+} // namespace aicf
