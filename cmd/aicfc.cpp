@@ -16,6 +16,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -55,6 +57,34 @@ struct Flags {
   bool noSplitChains = false;
   bool noMergeSiblings = false;
   int chainSlices = 0;
+  bool bundle = false;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+// -v: one line per stage on stderr, with its wall time and the time since the start.
+class Progress {
+public:
+  explicit Progress(bool on) : on_(on), start_(std::chrono::steady_clock::now()) {}
+  void operator()(const std::string &stage, double seconds, const std::string &detail = "") const {
+    if (!on_)
+      return;
+    double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "aicfc: %-22s %8.3f s  (at %7.2f s)%s%s\n", stage.c_str(), seconds, total,
+                 detail.empty() ? "" : "  ", detail.c_str());
+  }
+  // Times fn() and reports it as `stage`.
+  template <typename F>
+  auto time(const std::string &stage, F &&fn) const {
+    auto t0 = std::chrono::steady_clock::now();
+    auto result = fn();
+    (*this)(stage, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return result;
+  }
+
+private:
+  bool on_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // Unknown targets are an error naming the known ones. A CUDA target prints its kernels
@@ -113,7 +143,9 @@ int compile(const Flags &flags) {
   opts.absentInputs.insert(flags.absent.begin(), flags.absent.end());
   opts.constInputs = parseConstFlags(flags.consts);
   std::map<std::string, TensorType> constTypes;
-  std::unique_ptr<Graph> g = importOnnx(flags.model, opts, &constTypes);
+  Progress progress(flags.verbose);
+  std::unique_ptr<Graph> g =
+      progress.time("import", [&] { return importOnnx(flags.model, opts, &constTypes); });
   // The inputs bound at compile time, as plan.yaml records them (their values are constants).
   std::vector<BoundInput> bound;
   for (const auto &[name, f] : opts.constInputs)
@@ -140,7 +172,10 @@ int compile(const Flags &flags) {
   ctx.target = target;
   ExplainLog explain;
   ctx.explain = &explain;
-  pm.run(*g, ctx);
+  progress.time("graph passes", [&] {
+    pm.run(*g, ctx);
+    return 0;
+  });
 
   // 3. The graph stage's outputs: the IR and the explain report.
   std::string graphText = printGraph(*g);
@@ -187,6 +222,8 @@ int compile(const Flags &flags) {
   copts.splitChains = !flags.noSplitChains;
   copts.mergeSiblings = !flags.noMergeSiblings;
   copts.chainSlices = flags.chainSlices;
+  copts.bundle = flags.bundle;
+  copts.onStage = [&](const char *stage, double seconds) { progress(stage, seconds); };
   CompiledModel cm = buildModel(*g, copts);
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
   // beside the estimates).
@@ -330,8 +367,15 @@ int main(int argc, char **argv) {
   app.add_flag("--pass-timing", flags.passTiming, "print time spent in each pass");
   app.add_flag("--verify-passes", flags.verifyPasses,
                "interpret the graph before/after each changed pass and compare");
+  app.add_flag("--bundle", flags.bundle,
+               "with -o: write only what a deployment loads (plan.yaml, weights.bin, "
+               "libmodel.so); no kernel source, no reports");
+  auto *verbose =
+      app.add_flag("-v,--verbose", flags.verbose, "print each stage with its wall time on stderr");
+  app.add_flag("-q,--quiet", flags.quiet, "print no warnings (errors only)")->excludes(verbose);
   if (std::optional<int> rc = parseCommandLine(app, argc, argv))
     return *rc;
+  setWarningsSilenced(flags.quiet);
   return runTool([&] {
     checkPassNames(flags.printIrBefore, "--print-ir-before", true);
     checkPassNames(flags.printIrAfter, "--print-ir-after", true);

@@ -25,6 +25,7 @@
 #include "support/output_folder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -41,6 +42,10 @@ namespace fs = std::filesystem;
 namespace aicf {
 
 namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 std::string symbolFor(int index, const std::string &kind) {
   std::string s = cat("k", index, "_");
@@ -750,8 +755,12 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
 
 CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
   CompileState s(input, opts);
-  for (const CompileStage &stage : compileStages())
+  for (const CompileStage &stage : compileStages()) {
+    auto t0 = std::chrono::steady_clock::now();
     stage.run(s);
+    if (opts.onStage)
+      opts.onStage(stage.name, secondsSince(t0));
+  }
   return std::move(s.model);
 }
 
@@ -804,6 +813,7 @@ void writeArtifacts(
   try {
     StagedOutputFolder staged(outDir); // refuses an OUT that is not ours to replace
     const fs::path &tmp = staged.dir();
+    auto t0 = std::chrono::steady_clock::now();
     Plan plan = m.plan;
     if (m.plan.target.gpu()) {
       plan = compileCudaModel(m, tmp.string()); // kernels.cu, libmodel.so, ptxas figures
@@ -814,9 +824,17 @@ void writeArtifacts(
       compileHostSource(m.source, (tmp / "kernels.cpp").string(), (tmp / "libmodel.so").string(),
                         hb);
     }
+    if (opts.onStage)
+      opts.onStage(m.plan.target.gpu() ? "build (nvcc)" : "build (c++)", secondsSince(t0));
+    t0 = std::chrono::steady_clock::now();
     std::map<std::string, std::string> files = extraFiles;
     if (finalize)
       finalize(plan, files);
+    if (opts.bundle) { // what the runtime reads, nothing else
+      files.clear();
+      fs::remove(tmp / "kernels.cpp");
+      fs::remove(tmp / "kernels.cu");
+    }
     std::vector<uint8_t> weights = packWeights(m.graph ? *m.graph : g, plan);
     for (const auto &[offset, bytes] : m.bodyWeights) // loop bodies' weights (stage loop-bodies)
       std::copy(bytes.begin(), bytes.end(), weights.begin() + offset);
@@ -827,6 +845,8 @@ void writeArtifacts(
     for (const auto &[name, text] : files)
       writeFile(tmp / name, text);
     staged.commit();
+    if (opts.onStage)
+      opts.onStage("write", secondsSince(t0));
   } catch (const fs::filesystem_error &e) {
     throw UserError(
         cat("output folder ", outDir, ": ", e.path1().string(), ": ", e.code().message()), 1);

@@ -84,6 +84,13 @@ struct CompileOptions {
   // --io-precision: the type the model's float inputs and outputs are exchanged in (fp32, fp16,
   // bf16; stage io-precision); none: the model's own.
   std::optional<Precision> ioPrecision;
+  // --bundle: writeArtifacts writes only what a deployment loads (plan.yaml, weights.bin,
+  // libmodel.so, and the .aicf-output marker that lets aicfc replace the folder later); no
+  // kernels.cpp / .cu and no reports.
+  bool bundle = false;
+  // Progress (aicfc -v): called after each stage of buildModel and of writeArtifacts ("build",
+  // "write") with the stage's name and its wall time in seconds.
+  std::function<void(const char *stage, double seconds)> onStage;
 };
 
 struct CompiledModel {

@@ -37,6 +37,11 @@ std::string cat(Args &&...args) {
 
 [[noreturn]] void throwInternal(const char *file, int line, const std::string &msg);
 
+// A warning: something the user should know that does not stop the tool. Printed on stderr as
+// `warning: <message>` unless warnings are silenced (aicfc --quiet).
+void warn(const std::string &msg);
+void setWarningsSilenced(bool silenced);
+
 } // namespace aicf
 
 // Internal invariant check with a message; active in every build type.

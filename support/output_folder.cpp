@@ -171,8 +171,8 @@ void removeOld(const fs::path &old, const std::set<std::string> &files) {
   for (const fs::path &p : victims)
     fs::remove(p, ec);
   if (!fs::remove(old, ec))
-    std::cerr << "warning: kept the previous output folder as " << old.string()
-              << ": it holds files aicfc did not write\n";
+    warn(cat("kept the previous output folder as ", old.string(),
+             ": it holds files aicfc did not write"));
 }
 
 } // namespace
