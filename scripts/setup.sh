@@ -12,6 +12,7 @@ packages=(
   libonnx-testdata
   clang-format
   libomp-dev
+  python3-dev python3-venv
 )
 
 missing=()

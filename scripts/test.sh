@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs the whole suite through
-# ctest — unit tests, IR goldens, model tests, the formatting check, and the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer (built in build-asan/, run as `unit-asan`),
-# and, where clang is installed, a 15 s run of each libFuzzer harness (built in build-fuzz/, run
-# as `fuzz/<harness>`; AICF_TEST_FUZZ=0 skips them).
+# ctest — unit tests (unit/<file>), IR goldens, model tests, the install tree with the C and
+# CMake examples built against it (install/examples), the Python package under pytest
+# (python/pytest), the formatting check, and the unit tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer (built in build-asan/, run as `unit-asan/<file>`), and, where clang
+# is installed, a 15 s run of each libFuzzer harness (built in build-fuzz/, run as
+# `fuzz/<harness>`; AICF_TEST_FUZZ=0 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/setup.sh
 scripts/cuda_tools.sh # cuobjdump for the CUDA tests' SASS checks (only where nvcc is)
+scripts/python_env.sh # numpy, pytest and the Python package's build backend (.tools/pyvenv)
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Sanitizer build of the unit tests first, so the main ctest run below includes it.
