@@ -830,6 +830,11 @@ void writeArtifacts(
     std::map<std::string, std::string> files = extraFiles;
     if (finalize)
       finalize(plan, files);
+    // The Kernel IR of every kernel, for people and aicf-diff (kernels.cpp is its printing).
+    std::string kir;
+    for (const kir::Kernel &k : m.kernels)
+      kir += kir::printKernel(k) + "\n";
+    files["kernels.kir"] = kir;
     if (opts.bundle) { // what the runtime reads, nothing else
       files.clear();
       fs::remove(tmp / "kernels.cpp");

@@ -148,8 +148,8 @@ public:
       py::dtype want = numpyDtype(ins[i].dtype);
       if (!a.dtype().equal(want))
         throw py::type_error(std::string("input '") + ins[i].name + "' is " +
-                             std::string(py::str(a.dtype())) + "; the model takes " +
-                             ins[i].dtype + " (numpy " + std::string(py::str(want)) + ")");
+                             std::string(py::str(a.dtype())) + "; the model takes " + ins[i].dtype +
+                             " (numpy " + std::string(py::str(want)) + ")");
       if (!(a.flags() & py::array::c_style))
         a = py::module_::import("numpy").attr("ascontiguousarray")(a);
       std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
@@ -226,8 +226,7 @@ py::object yamlToPython(const YAML::Node &n) {
     }
     return py::str(s);
   }
-  default:
-    return py::none();
+  default: return py::none();
   }
 }
 

@@ -4,7 +4,7 @@
 # CMake package, aicf.pc; the runtime loading nothing of the compiler: no protobuf, no ONNX),
 # compiles testdata models with the *installed* aicfc --bundle, builds examples/c with pkg-config
 # and examples/cmake with find_package(aicf), and runs both on the models' stored inputs against
-# their stored outputs, plus the C example's errors.
+# their stored outputs, plus the C example's errors; then examples/ci's golden check.
 # usage: run_install_examples.sh BUILD_DIR SOURCE_DIR WORK_DIR
 set -u
 build=$1 src=$2 work=$3
@@ -14,7 +14,7 @@ rm -rf "$work" && mkdir -p "$work" || exit 1
 prefix=$work/prefix
 
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "cmake --install"; }
-for f in bin/aicfc bin/aicf-run bin/aicf-opt include/aicf_runtime.h lib/libaicf_runtime.so \
+for f in bin/aicfc bin/aicf-run bin/aicf-opt bin/aicf-diff include/aicf_runtime.h lib/libaicf_runtime.so \
   lib/cmake/aicf/aicfConfig.cmake lib/cmake/aicf/aicfConfigVersion.cmake \
   lib/cmake/aicf/aicfTargets.cmake lib/pkgconfig/aicf.pc; do
   [ -e "$prefix/$f" ] || fail "the install tree lacks $f"
@@ -69,4 +69,12 @@ out=$("$work/cmake/time_folder" "$work/cmake/model" x="$in/mlp_op17/inputs/x.npy
   fail "time_folder"
 echo "$out"
 echo "$out" | grep -q "^logits f32 (320 bytes): sum " || fail "time_folder printed: $out"
+
+# examples/ci: a golden folder, checked against a new compile with the installed tools.
+gc="env AICF_BIN=$prefix/bin sh $src/examples/ci/golden_check.sh"
+$gc --update "$in/mlp_op13/model.onnx" "$work/golden" >/dev/null || fail "golden_check --update"
+$gc "$in/mlp_op13/model.onnx" "$work/golden" || fail "golden_check of the same compile"
+$gc "$in/mlp_op13/model.onnx" "$work/golden" --schedule default >"$work/golden.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q "target.schedule: cost -> default" "$work/golden.txt" ||
+  { cat "$work/golden.txt"; fail "golden_check of another schedule gave exit $rc"; }
 echo "ok"

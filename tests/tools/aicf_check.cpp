@@ -16,10 +16,10 @@
 //   // GOLDEN: path       the whole output equals this file (relative to FILE's folder);
 //                         AICF_UPDATE_GOLDENS=1 rewrites it instead. P-GOLDEN for prefix P.
 // A RUN line ending in '\' continues on the next RUN line. Substitutions: %s (FILE),
-// %aicf-opt, %aicfc, %aicf-run (tools in --bin-dir), %testdata. Matching is by substring, with
-// runs of whitespace collapsed to one space and ends trimmed, on both sides.
-// Exit 0 when every RUN line passes, 1 otherwise (with the failing CHECK, its file:line and the
-// output around the place it was looked for).
+// %aicf-opt, %aicf-diff, %aicfc, %aicf-run (tools in --bin-dir), %testdata. Matching is by
+// substring, with runs of whitespace collapsed to one space and ends trimmed, on both sides. Exit 0
+// when every RUN line passes, 1 otherwise (with the failing CHECK, its file:line and the output
+// around the place it was looked for).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -251,6 +251,7 @@ private:
   std::string substitute(const std::string &cmd) const {
     const std::pair<std::string, std::string> subs[] = {
         {"%aicf-opt", shellQuote((fs::path(o_.binDir) / "aicf-opt").string())},
+        {"%aicf-diff", shellQuote((fs::path(o_.binDir) / "aicf-diff").string())},
         {"%aicf-run", shellQuote((fs::path(o_.binDir) / "aicf-run").string())},
         {"%aicfc", shellQuote((fs::path(o_.binDir) / "aicfc").string())},
         {"%testdata", shellQuote(o_.testdata)},

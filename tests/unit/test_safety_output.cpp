@@ -280,7 +280,7 @@ TEST_CASE("safety/output: writeArtifacts refuses a user folder before compiling 
   CHECK(listing(s.dir) == "out");
   fs::remove(out / "notes.txt");
   writeArtifacts(*g, m, opts, out.string());
-  CHECK(listing(out) == ".aicf-output,kernels.cpp,libmodel.so,plan.yaml,weights.bin");
+  CHECK(listing(out) == ".aicf-output,kernels.cpp,kernels.kir,libmodel.so,plan.yaml,weights.bin");
   writeArtifacts(*g, m, opts, out.string()); // ours now: replaced
   CHECK(listing(s.dir) == "out");
 }
