@@ -9,6 +9,7 @@
 #include "interp/interpreter.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "plan/report_html.h"
 #include "runtime/aicf_runtime.h"
 #include "runtime/cudart.h"
 #include "support/cli_parse.h"
@@ -49,6 +50,7 @@ struct Flags {
   bool benchGiven = false, threadsGiven = false;
   bool pinThreads = false, fixedThreads = false;
   bool profile = false;
+  bool report = false;
   bool noCudaGraph = false;
   bool deviceIo = false;
   std::string referenceDir;
@@ -457,6 +459,13 @@ int runFolder(const Flags &flags) {
     }
     std::printf("total %.4f ms per run (mean of %d); predicted %.4f ms\n", 1e3 * sum / reps, reps,
                 predSum);
+    if (flags.report) { // the measured points in OUT/report.html (plan/report_html.h)
+      std::vector<double> us;
+      for (double t : total)
+        us.push_back(1e6 * t / reps);
+      rewriteReportHtml(flags.model, us);
+      std::printf("wrote %s\n", (fs::path(flags.model) / "report.html").string().c_str());
+    }
   }
   writeOutputs(flags, names, outputs);
   return 0;
@@ -528,6 +537,10 @@ int main(int argc, char **argv) {
                "are under ~0.2 ms, the pool tries fewer and keeps the faster)");
   app.add_flag("--profile", flags.profile,
                "folder: per-step time table (step, kind, ms, share, the plan's predicted ms)");
+  app.add_flag("--report", flags.report,
+               "with --profile: add the measured step times to the folder's report.html (a "
+               "folder compiled with --explain)")
+      ->needs("--profile");
   app.add_flag("--no-cuda-graph", flags.noCudaGraph,
                "cuda folder: launch every step on each run instead of replaying a CUDA Graph");
   app.add_flag("--device-io", flags.deviceIo,

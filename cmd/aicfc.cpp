@@ -8,6 +8,7 @@
 #include "passes/explain.h"
 #include "passes/pass.h"
 #include "passes/verify_passes.h"
+#include "plan/report_html.h"
 #include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
@@ -250,6 +251,12 @@ int compile(const Flags &flags) {
                        return;
                      printPlanReport(report, final);
                      files["report.txt"] = report.str();
+                     std::ostringstream planYaml;
+                     final.writeYaml(planYaml);
+                     files["report.html"] = renderReportHtml(
+                         {planYaml.str(), files["explain.yaml"], files["graph.mcir"],
+                          fs::path(flags.model).filename().string()},
+                         {});
                    });
     if (reportLater)
       std::cout << report.str();

@@ -147,6 +147,20 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::EndMap;
   y << YAML::Key << "lower_bound_bytes" << YAML::Value << lowerBoundBytes;
   y << YAML::Key << "predicted_time_us" << YAML::Value << predictedTimeUs;
+  // The roofline of the hardware planned for (report.html draws the steps against it): peak
+  // arithmetic of the plan's precision (tensor cores for tf32 / fp16 / bf16) and DRAM bandwidth.
+  {
+    const Hardware &hw = planFor.hw;
+    double peak = precision == "fp32"   ? hw.peakFlops()
+                  : precision == "tf32" ? hw.tensorTf32FlopsPerSec
+                                        : hw.tensorF16FlopsPerSec;
+    if (peak <= 0)
+      peak = hw.peakFlops();
+    y << YAML::Key << "roofline" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "flops_per_s" << YAML::Value << peak;
+    y << YAML::Key << "bytes_per_s" << YAML::Value << hw.dramBytesPerSec;
+    y << YAML::EndMap;
+  }
   if (!attention.empty()) {
     y << YAML::Key << "attention_lowering" << YAML::Value << YAML::BeginSeq;
     for (const AttentionDecision &d : attention) {
