@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format conformance conformance-cli bench-matmul bench bench-dyn bench-costmodel silero-vad bench-compile fuzz clean
+.PHONY: all build demo test format serve-demo conformance conformance-cli bench-matmul bench bench-dyn bench-costmodel silero-vad bench-compile fuzz clean
 
 all: build
 
@@ -73,3 +73,8 @@ bench-compile: build
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+# A bundled model served on Triton Inference Server (PyPI nvidia-pytriton) through the aicf
+# Python package, checked under concurrent load: throughput, p50 / p99. Not part of `make test`.
+serve-demo:
+	scripts/serve_demo.sh
