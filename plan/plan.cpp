@@ -159,6 +159,12 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Key << "roofline" << YAML::Value << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "flops_per_s" << YAML::Value << peak;
     y << YAML::Key << "bytes_per_s" << YAML::Value << hw.dramBytesPerSec;
+    // Host plans: the last-level cache's bandwidth too (all cores), the roof of steps whose
+    // data stays on chip between kernels.
+    double llcPerCycle = hw.l3BytesPerCycle > 0 ? hw.l3BytesPerCycle : hw.l2BytesPerCycle;
+    if (!hw.gpu && llcPerCycle > 0 && hw.ghz > 0 && hw.cores > 0)
+      y << YAML::Key << "cache_bytes_per_s" << YAML::Value
+        << llcPerCycle * hw.ghz * 1e9 * double(hw.cores);
     y << YAML::EndMap;
   }
   if (!attention.empty()) {

@@ -149,7 +149,8 @@ void drawGraph(std::ostream &os, const Graph &g, const std::map<std::string, int
 
 // Log-log roofline: attainable FLOP/s = min(peak, intensity x bandwidth); each step at its
 // arithmetic intensity (flops / predicted bytes) and achieved rate (flops / time).
-void drawRoofline(std::ostream &os, const std::vector<Step> &steps, double peak, double bw) {
+void drawRoofline(std::ostream &os, const std::vector<Step> &steps, double peak, double bw,
+                  double cacheBw) {
   const int W = 720, H = 420, L = 70, R = 20, T = 20, B = 50;
   double xMin = 1e9, xMax = 0, yMin = 1e30, yMax = peak;
   for (const Step &s : steps) {
@@ -194,6 +195,13 @@ void drawRoofline(std::ostream &os, const std::vector<Step> &steps, double peak,
      << num(px(knee), "%.1f") << "," << num(py(peak), "%.1f") << " " << num(px(a1), "%.1f") << ","
      << num(py(peak), "%.1f") << "' class='roof'><title>peak " << num(peak) << " flop/s, bandwidth "
      << num(bw) << " B/s</title></polyline>\n";
+  if (cacheBw > bw) {
+    double cknee = peak / cacheBw;
+    os << "<polyline points='" << num(px(a0), "%.1f") << "," << num(py(a0 * cacheBw), "%.1f") << " "
+       << num(px(cknee), "%.1f") << "," << num(py(peak), "%.1f")
+       << "' class='roof cache'><title>last-level cache bandwidth " << num(cacheBw)
+       << " B/s</title></polyline>\n";
+  }
   for (const Step &s : steps) {
     if (s.flops <= 0 || s.bytes <= 0)
       continue;
@@ -215,7 +223,11 @@ void drawRoofline(std::ostream &os, const std::vector<Step> &steps, double peak,
     }
   }
   os << "</svg>\n<p class='legend'>● predicted &nbsp; ▲ measured (<code>aicf-run OUT --profile "
-        "--report</code>) &nbsp; line: the roofline of the hardware planned for</p>\n";
+        "--report</code>) &nbsp; solid: the DRAM roofline of the hardware planned for"
+     << (cacheBw > bw ? "; dashed: its last-level cache (steps above the DRAM line keep their "
+                        "data on chip)"
+                      : "")
+     << "</p>\n";
 }
 
 const char *kStyle = R"(<style>
@@ -230,7 +242,7 @@ th{background:#f4f4f4} td.n{text-align:right;font-variant-numeric:tabular-nums}
 svg text{font:11px system-ui,sans-serif} svg .op{font-weight:600;font-size:12px} svg .sub{fill:#333;font-size:10px}
 rect.io{fill:#fff;stroke:#444} svg rect{stroke:#555;stroke-width:1} rect.folded{stroke-dasharray:3 2}
 path.edge{fill:none;stroke:#8a8a8a;stroke-width:1.2}
-rect.plot{fill:#fcfcfc;stroke:#bbb} line.grid{stroke:#e6e6e6} polyline.roof{fill:none;stroke:#c0392b;stroke-width:2}
+rect.plot{fill:#fcfcfc;stroke:#bbb} line.grid{stroke:#e6e6e6} polyline.roof{fill:none;stroke:#c0392b;stroke-width:2} polyline.cache{stroke:#e67e22;stroke-dasharray:6 4}
 .ok{color:#1e7e34;font-weight:600} .no{color:#b02a37;font-weight:600} .muted{color:#777}
 details{margin:4px 0} summary{cursor:pointer} code{background:#f4f4f4;padding:0 3px}
 </style>
@@ -321,7 +333,8 @@ std::string renderReportHtml(const ReportSources &src, const std::vector<double>
 
   os << "<h2>Roofline</h2>\n";
   drawRoofline(os, steps, number(plan["roofline"]["flops_per_s"], 0),
-               number(plan["roofline"]["bytes_per_s"], 0));
+               number(plan["roofline"]["bytes_per_s"], 0),
+               number(plan["roofline"]["cache_bytes_per_s"], 0));
 
   // The graph.
   os << "<h2>Graph: nodes coloured by the kernel that computes them</h2>\n";
