@@ -9,5 +9,8 @@ if [ ! -x "$venv/bin/python" ]; then
   /usr/bin/python3 -m venv "$venv"
 fi
 if ! "$venv/bin/python" -c 'import numpy, pytest, scikit_build_core, pybind11' 2>/dev/null; then
-  "$venv/bin/python" -m pip install -q numpy pytest "scikit-build-core>=0.8" "pybind11>=2.10"
+  # A failed download does not stop the test command: the other tests still run, and ctest's
+  # python/pytest fails saying what is missing.
+  "$venv/bin/python" -m pip install -q numpy pytest "scikit-build-core>=0.8" "pybind11>=2.10" ||
+    echo "python_env: warning: could not install numpy / pytest / scikit-build-core / pybind11" >&2
 fi
