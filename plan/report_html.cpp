@@ -4,6 +4,7 @@
 
 #include "ir/parser.h"
 #include "support/diagnostics.h"
+#include "support/output_folder.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -422,8 +423,8 @@ std::string readText(const fs::path &p) {
 
 void rewriteReportHtml(const std::string &dir, const std::vector<double> &measuredUs) {
   fs::path d(dir);
-  std::string marker = readText(d / ".aicf-output");
-  if (marker.find("\nreport.html\n") == std::string::npos || !fs::exists(d / "explain.yaml"))
+  // The page is one of aicfc's files (so a later aicfc -o still replaces the folder).
+  if (!outputFolderFiles(dir).count("report.html") || !fs::exists(d / "explain.yaml"))
     throw UserError(
         cat("--report: ", dir, " has no report.html of aicfc's: compile it with --explain first"),
         1);
@@ -431,8 +432,13 @@ void rewriteReportHtml(const std::string &dir, const std::vector<double> &measur
   src.planYaml = readText(d / "plan.yaml");
   src.explainYaml = readText(d / "explain.yaml");
   src.graphText = readText(d / "graph.mcir");
-  src.title = YAML::Load(src.explainYaml)["graph"].as<std::string>("model");
-  std::string html = renderReportHtml(src, measuredUs);
+  std::string html;
+  try {
+    src.title = YAML::Load(src.explainYaml)["graph"].as<std::string>("model");
+    html = renderReportHtml(src, measuredUs);
+  } catch (const YAML::Exception &e) { // an edited plan.yaml / explain.yaml
+    throw UserError(cat("--report: ", dir, ": malformed plan.yaml or explain.yaml: ", e.what()), 2);
+  }
   fs::path tmp = d / "report.html.tmp";
   {
     std::ofstream f(tmp, std::ios::binary);

@@ -177,6 +177,10 @@ void removeOld(const fs::path &old, const std::set<std::string> &files) {
 
 } // namespace
 
+std::set<std::string> outputFolderFiles(const std::string &outDir) {
+  return readMarker(outDir);
+}
+
 void checkOutputFolder(const std::string &outDir, const std::vector<std::string> &inputs) {
   inspect(normalizeOut(outDir), inputs);
 }

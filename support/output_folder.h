@@ -15,6 +15,7 @@
 #pragma once
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ inline constexpr const char *kOutputMarkerHeader =
 // Checks that `outDir` may receive an output folder (the rules above); `inputs` (the model file)
 // must not lie inside it. Throws UserError (exit 1) otherwise; touches nothing.
 void checkOutputFolder(const std::string &outDir, const std::vector<std::string> &inputs = {});
+
+// The files an aicf output folder's marker lists (the folder's own files besides the marker).
+// UserError (exit 1) when OUT has no valid marker: it is not an aicfc output folder.
+std::set<std::string> outputFolderFiles(const std::string &outDir);
 
 // An output folder being written: files go to dir(), a fresh folder OUT.aicf-tmp-XXXXXX that this
 // object created beside OUT (same parent, so the final rename is atomic). commit() writes the
