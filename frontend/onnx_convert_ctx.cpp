@@ -279,6 +279,10 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
                  "shapes (Reshape, Expand, ConstantOfShape, Slice bounds, Range limit)"));
     return n->results();
   }
+  int64_t resultBytes = 0;
+  for (Value *r : n->results())
+    resultBytes += r->type().bytes();
+  checkComputeBudget(resultBytes); // before the interpreter allocates them
   std::vector<const Tensor *> args;
   for (Value *o : n->operands())
     args.push_back(o->data().get());
@@ -314,7 +318,21 @@ Value *ConvertCtx::emit(Op op, std::vector<Value *> operands, AttrMap attrs) {
   return emitMulti(op, std::move(operands), std::move(attrs), 1)[0];
 }
 
+void ConvertCtx::checkComputeBudget(int64_t bytes) const {
+  if (bytes > env_.computedBudget - env_.computedBytes)
+    fail(cat("computing this constant (", bytes, " bytes) would take the constants computed at ",
+             "import to ", env_.computedBytes + bytes, " bytes, above the budget of ",
+             env_.computedBudget, " bytes"));
+}
+
 Value *ConvertCtx::constant(Tensor t) {
+  int64_t bytes = t.type().bytes();
+  checkComputeBudget(bytes);
+  env_.computedBytes += bytes;
+  return modelConstant(std::move(t));
+}
+
+Value *ConvertCtx::modelConstant(Tensor t) {
   Value *w = env_.graph->addWeight(weightName(), std::make_shared<const Tensor>(std::move(t)));
   w->loc = loc_;
   return w;

@@ -7,12 +7,14 @@
 //      onnx::checker (skipped for models newer than libonnx knows: IR > 8 or opset > 17);
 //   5. binding dynamic dims (--shape / --dim; sizes within the limits of ir/types.h, no empty
 //      tensors; a ranged dim at its planning value), then ONNX shape inference on the bound
-//      model (with ranged dims, also at a second point of the ranges);
+//      model (with ranged dims, also at a second point of the ranges), in a child process
+//      (onnx_inference.h), as a cross-check of our own shape rules;
 //   6. one converter per node (onnx_ops.cpp), folding constant subgraphs as they appear;
 //   7. outputs keep their ONNX names, dead code goes, and the graph is verified.
 // Any problem is a UserError naming the file and, where there is one, the node.
 #include "frontend/onnx_importer.h"
 
+#include "frontend/onnx_inference.h"
 #include "frontend/onnx_ops.h"
 #include "frontend/onnx_tensor.h"
 #include "ir/npy.h"
@@ -21,7 +23,6 @@
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <google/protobuf/io/coded_stream.h>
 
@@ -76,7 +77,9 @@ class Importer {
 public:
   Importer(const std::string &path, const ImportOptions &opts)
       : path_(path), opts_(opts), graph_(std::make_unique<Graph>()),
-        env_(*graph_, path, fs::path(path).parent_path().string()) {}
+        env_(*graph_, path, fs::path(path).parent_path().string()) {
+    env_.computedBudget = opts.computedConstantBudget;
+  }
 
   // The types of the inputs --const bound (after run()).
   std::map<std::string, TensorType> constTypes() const {
@@ -748,13 +751,13 @@ private:
     if (newerThanLib_ || hasEmptyInput_)
       return;
     inferShapesAtOtherPoint();
-    try {
-      onnx::ShapeInferenceOptions options(false, 0, true);
-      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception &) {
-      return; // ONNX's inference gave nothing: ours decides alone
-    }
-    for (const auto &v : g().value_info())
+    // In a child process (frontend/onnx_inference.h): libonnx's inference functions trust ranks
+    // and attribute lengths. When it gives nothing, ours decides alone.
+    IsolatedInference r = inferShapesIsolated(model_);
+    if (!r.inferred)
+      return;
+    *g().mutable_output() = r.inferred->output(); // outputs' types completed, as in place
+    for (const auto &v : r.inferred->value_info())
       try {
         TensorType t = typeFromOnnx(v.type());
         if (v.type().tensor_type().has_shape() && t.isStatic())
@@ -818,13 +821,10 @@ private:
           for (const SymExpr &e : d.type.sym)
             shape->add_dim()->set_dim_value(e.eval(otherPoint_).value_or(-1));
         }
-    try {
-      onnx::ShapeInferenceOptions options(false, 0, true);
-      onnx::shape_inference::InferShapes(alt, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception &) {
+    IsolatedInference r = inferShapesIsolated(alt);
+    if (!r.inferred)
       return;
-    }
-    for (const auto *list : {&ag.value_info(), &ag.output()})
+    for (const auto *list : {&r.inferred->value_info(), &r.inferred->output()})
       for (const auto &v : *list)
         try {
           TensorType t = typeFromOnnx(v.type());

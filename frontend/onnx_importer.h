@@ -14,6 +14,12 @@
 
 namespace aicf {
 
+// The most bytes of constants one import may compute, by default. Each computed constant is
+// also bounded (256 MiB, onnx_ops.cpp), but a model with many of them would otherwise hold them
+// all in the compiler's memory (and in weights.bin): 40 Range nodes of 25M elements took 8 GB
+// and 100 s to import.
+inline constexpr int64_t kComputedConstantBudget = int64_t(1) << 30;
+
 struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> inputShapes; // --shape NAME=2x64x256
   std::map<std::string, int64_t> dimParams;                // --dim PARAM=VALUE
@@ -28,6 +34,9 @@ struct ImportOptions {
   // Optional inputs are present (a tensor, or a sequence with --seq) unless named here
   // (--absent NAME): then the graph sees an optional without an element.
   std::set<std::string> absentInputs;
+  // The most bytes of constants the import may compute (folded nodes, Range, masks; not the
+  // model's own initializers): past it the import stops at the node that would exceed it.
+  int64_t computedConstantBudget = kComputedConstantBudget;
 };
 
 // Throws UserError (exit code 2) naming the file and node on any problem; an unreadable file

@@ -2149,6 +2149,7 @@ void checkConstantSize(const ConvertCtx &c, const TensorType &t) {
   if (t.bytes() > kMaxComputedConstantBytes)
     c.fail(cat("result ", t.str(), " would be a constant of ", t.bytes(),
                " bytes computed at import, above the limit of ", kMaxComputedConstantBytes));
+  c.checkComputeBudget(t.bytes());
 }
 
 // A small result is a constant; a large one is its single value broadcast (an expand, which
@@ -2287,7 +2288,7 @@ void convConstant(ConvertCtx &c) {
   } else {
     c.fail("has no value attribute");
   }
-  c.setOutput(0, c.constant(std::move(t)));
+  c.setOutput(0, c.modelConstant(std::move(t))); // the model's data: not charged
 }
 
 void convEyeLike(ConvertCtx &c) {

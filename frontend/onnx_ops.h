@@ -4,6 +4,7 @@
 // compile-time constants, node creation with constant folding, and diagnostics naming the node.
 #pragma once
 
+#include "frontend/onnx_importer.h"
 #include "frontend/onnx_sym_values.h"
 #include "ir/graph.h"
 #include "ir/instantiate.h"
@@ -53,6 +54,11 @@ struct ImportEnv {
   // element as an expression in the dims. Only values with a non-constant element are listed.
   std::vector<DimRange> dims;
   std::unordered_map<const Value *, SymElems> symValues;
+  // Bytes of the constants computed so far (folded nodes, Range, ConstantOfShape, masks ...),
+  // charged against computedBudget: the model's own initializers and Constant nodes
+  // are not computed and do not count.
+  int64_t computedBytes = 0;
+  int64_t computedBudget = kComputedConstantBudget; // from ImportOptions
 };
 
 class ConvertCtx {
@@ -119,7 +125,11 @@ public:
   static bool foldable(const TensorType &t);
   std::vector<Value *> emitMulti(Op op, std::vector<Value *> operands, AttrMap attrs,
                                  int numResults);
-  Value *constant(Tensor t);                            // a weight named after this node's output
+  Value *constant(Tensor t);      // a computed weight named after this node's output (charged)
+  Value *modelConstant(Tensor t); // the same for data the model holds (a Constant node's value)
+  // Fails unless `bytes` more of computed constants fit the import's budget (call before
+  // computing them).
+  void checkComputeBudget(int64_t bytes) const;
   Value *scalar(DType dtype, double v);                 // rank-0 weight
   Value *reshape(Value *v, std::vector<int64_t> shape); // no node when the shape is unchanged
   Value *castTo(Value *v, DType dtype);                 // no node when already that dtype

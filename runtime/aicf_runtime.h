@@ -78,7 +78,9 @@ int aicf_dim_info(const aicf_model *m, int i, aicf_dim_desc *out);
 int aicf_set_input_shape(aicf_model *m, int i, int rank, const int64_t *shape);
 
 /* cpu plans: the threads that run the model's steps, the calling thread included (the model's
- * own pool; default: the machine's hardware threads), 1 to AICF_MAX_THREADS; 0 on success, 1
+ * own pool; default: the environment's AICF_NUM_THREADS when set, which aicf_open checks is a
+ * whole number from 1 to AICF_MAX_THREADS, else the machine's hardware threads), 1 to
+ * AICF_MAX_THREADS; 0 on success, 1
  * (with a message) for a count outside that range. Takes effect at the next aicf_run; not to be
  * called while a run of the same model is in flight. No effect on cuda plans. */
 #define AICF_MAX_THREADS 1024

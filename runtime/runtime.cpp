@@ -1354,6 +1354,25 @@ int info(const aicf_model *m, const std::vector<int> &list, int i, aicf_tensor_i
 
 extern "C" {
 
+// The default thread count: AICF_NUM_THREADS when the environment sets it (bounded as
+// aicf_set_num_threads bounds its argument: an absurd value is refused, not clamped, and not
+// ignored either), else `hardware`.
+static int defaultThreads(int hardware) {
+  const char *env = std::getenv("AICF_NUM_THREADS");
+  if (!env || !*env)
+    return hardware;
+  long v = 0;
+  bool digits = true;
+  for (const char *c = env; *c && digits; ++c) {
+    digits = *c >= '0' && *c <= '9';
+    v = std::min<long>(v * 10 + (*c - '0'), AICF_MAX_THREADS + 1L); // no overflow
+  }
+  if (!digits || v < 1 || v > AICF_MAX_THREADS)
+    throw std::runtime_error(
+        cat("AICF_NUM_THREADS='", env, "': expected a whole number from 1 to ", AICF_MAX_THREADS));
+  return static_cast<int>(v);
+}
+
 aicf_model *aicf_open(const char *dir) {
   if (!dir) {
     lastError = "aicf_open: null path";
@@ -1362,6 +1381,7 @@ aicf_model *aicf_open(const char *dir) {
   auto m = std::make_unique<aicf_model>();
   m->dir = dir;
   try {
+    m->threads = defaultThreads(m->threads);
     load(*m);
   } catch (const std::exception &e) {
     lastError = e.what();

@@ -262,6 +262,10 @@ void checkNotAbove(const std::string &file, const char *a, int64_t av, const cha
 }
 
 // Keeps fp32FlopsPerSec a true statement of peakFlops() for CPU descriptions.
+// The most cores a host description may claim: the runtime's thread limit (AICF_MAX_THREADS
+// in runtime/aicf_runtime.h), since a plan is chunked for at most that many threads.
+constexpr int64_t kMaxHostCores = 1024;
+
 void finishCpu(Hardware &h) {
   h.fp32FlopsPerSec = h.peakFlops();
 }
@@ -404,6 +408,9 @@ Hardware parseHardwareYaml(const std::string &text, const std::string &sourceNam
     if (h.vectorBits % 32 != 0)
       throw UserError(
           cat(file, ": cpu.vector_bits: expected a multiple of 32, got '", h.vectorBits, "'"));
+    if (h.cores > kMaxHostCores)
+      throw UserError(
+          cat(file, ": cpu.cores: expected at most ", kMaxHostCores, ", got '", h.cores, "'"));
     finishCpu(h);
   }
   return h;
@@ -589,7 +596,7 @@ Hardware detectHostHardware(const std::string &sysRoot) {
     cores = info.processors;
   }
   if (cores > 0)
-    h.cores = cores;
+    h.cores = std::min(cores, kMaxHostCores); // a plan is chunked for at most that many threads
   else
     fallbacks.push_back("cores");
 
@@ -678,8 +685,9 @@ Hardware detectHostHardware(const std::string &sysRoot) {
   }
   if (const char *env = std::getenv("AICF_HOST_CORES"); env && *env) {
     int64_t cores = 0;
-    if (!parseInt(env, cores) || cores <= 0)
-      throw UserError(cat("AICF_HOST_CORES=", env, ": expected a positive integer"));
+    if (!parseInt(env, cores) || cores <= 0 || cores > kMaxHostCores)
+      throw UserError(
+          cat("AICF_HOST_CORES=", env, ": expected a whole number from 1 to ", kMaxHostCores));
     h.cores = cores;
     h.source += cat("; cores from AICF_HOST_CORES=", env);
   }

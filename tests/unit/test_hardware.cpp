@@ -290,6 +290,7 @@ TEST_CASE("hardware: each invalid description gives its exact message") {
       {"cpu_with_l2", "key 'memory.l2_bytes' is not valid for kind cpu"},
       {"cpu_arch", "arch: expected 'x86-64' or 'aarch64', got 'riscv64'"},
       {"vector_bits", "cpu.vector_bits: expected a multiple of 32, got '100'"},
+      {"too_many_cores", "cpu.cores: expected at most 1024, got '4096'"},
       {"smem_per_block", "sm.shared_bytes_per_block (200000) exceeds sm.shared_bytes (167936)"},
       {"static_smem", "sm.static_shared_max (180000) exceeds sm.shared_bytes_per_block (166912)"},
       {"threads_per_block", "sm.max_threads_per_block (4096) exceeds sm.max_threads (2048)"},
@@ -449,10 +450,15 @@ TEST_CASE("hardware: AICF_HOST_PEAK_GFLOPS and AICF_HOST_CORES set the detected 
     CHECK(errorOf([] { detectHostHardware((kTargets / "fake_sys").string()); }) ==
           "AICF_HOST_PEAK_GFLOPS=fast: expected a positive number");
   }
-  {
-    ScopedEnv cores("AICF_HOST_CORES", std::string("0"));
+  for (const char *bad : {"0", "1025", "-2", "many"}) {
+    CAPTURE(bad);
+    ScopedEnv cores("AICF_HOST_CORES", std::string(bad));
     CHECK(errorOf([] { detectHostHardware((kTargets / "fake_sys").string()); }) ==
-          "AICF_HOST_CORES=0: expected a positive integer");
+          cat("AICF_HOST_CORES=", bad, ": expected a whole number from 1 to 1024"));
+  }
+  {
+    ScopedEnv cores("AICF_HOST_CORES", std::string("1024"));
+    CHECK(detectHostHardware((kTargets / "fake_sys").string()).cores == 1024);
   }
 }
 

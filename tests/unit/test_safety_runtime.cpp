@@ -232,6 +232,27 @@ TEST_CASE("safety runtime: thread counts outside 1..AICF_MAX_THREADS are refused
   aicf_close(m);
 }
 
+TEST_CASE("safety runtime: AICF_NUM_THREADS is bounded like aicf_set_num_threads") {
+  // The environment's default thread count: a bad value fails aicf_open (not clamped, not
+  // ignored), so a deployment's typo is seen at once.
+  struct Restore {
+    ~Restore() { ::unsetenv("AICF_NUM_THREADS"); }
+  } restore;
+  for (const char *bad : {"0", "-3", "1025", "99999999999999999999", "4x", "two", " 2"}) {
+    CAPTURE(bad);
+    ::setenv("AICF_NUM_THREADS", bad, 1);
+    CHECK(openError(good()) ==
+          cat("AICF_NUM_THREADS='", bad, "': expected a whole number from 1 to 1024"));
+  }
+  for (const char *ok : {"1", "2", "1024", ""}) {
+    CAPTURE(ok);
+    ::setenv("AICF_NUM_THREADS", ok, 1);
+    aicf_model *m = aicf_open(good().string().c_str());
+    REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
+    aicf_close(m);
+  }
+}
+
 // Dispatch groups (launch.group): steps that run together must be consecutive, name their first
 // step, and share no memory one of them writes; an edited plan that breaks this would race.
 TEST_CASE("safety runtime: dispatch groups are checked") {
