@@ -49,7 +49,7 @@ fi
 # Per harness: the longest input worth mutating, and the seeds (files or folders) from testdata.
 max_len() {
   case $1 in
-    onnx) echo 80000 ;;   # the cnn and mlp models (28 KB, 72 KB); the transformers are too slow
+    onnx) echo 80000 ;;   # the small models whole (the cnn 28 KB, the mlp 72 KB), every one shrunk
     ir) echo 16384 ;;
     npy) echo 8192 ;;
     runtime) echo 16384 ;; # plan.yaml + weights.bin of the harness' small model
@@ -63,9 +63,13 @@ seed() {
   local f
   case $h in
     onnx)
-      for f in testdata/models/*/model.onnx testdata/bad/*.onnx; do
-        [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 80000 ] && cp "$f" "$dir/$(echo "$f" | tr / _)"
-      done ;;
+      # Every ONNX model under testdata, the small ones whole and each one shrunk (its large
+      # initializers made inputs: writeOnnxSeeds in tests/fuzz/fuzz_bodies.h).
+      for f in $(find testdata -name '*.onnx' -not -path '*/fuzz/*' | sort); do
+        [ "$(stat -c %s "$f")" -le 80000 ] && cp "$f" "$dir/$(echo "$f" | tr / _)"
+      done
+      AICF_FUZZ_ONNX_SEEDS="$dir/shrunk" "$build/tests/fuzz/fuzz_onnx" -runs=0 >/dev/null 2>&1
+      mv "$dir"/shrunk/* "$dir"/ 2>/dev/null && rmdir "$dir/shrunk" ;;
     ir)
       find testdata/ir -name '*.mcir' | while read -r f; do cp "$f" "$dir/$(echo "$f" | tr / _)"; done ;;
     npy)

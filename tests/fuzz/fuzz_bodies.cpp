@@ -11,8 +11,11 @@
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -136,6 +139,56 @@ const std::string &runtimeFolder() {
 
 } // namespace
 
+int writeOnnxSeeds(const std::string &testdata, const std::string &dir) {
+  std::vector<fs::path> models;
+  for (const auto &e : fs::recursive_directory_iterator(testdata))
+    if (e.is_regular_file() && e.path().extension() == ".onnx" &&
+        e.path().string().find("/fuzz/") == std::string::npos)
+      models.push_back(e.path());
+  std::sort(models.begin(), models.end());
+  fs::create_directories(dir);
+  int written = 0;
+  for (const fs::path &p : models) {
+    onnx::ModelProto m;
+    std::ifstream f(p, std::ios::binary);
+    if (!m.ParseFromIstream(&f))
+      continue; // a deliberately unreadable bad model: the saved regressions cover those
+    onnx::GraphProto &g = *m.mutable_graph();
+    google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+    for (const onnx::TensorProto &t : g.initializer()) {
+      int64_t n = 1;
+      for (int64_t d : t.dims())
+        n *= d;
+      if (n <= 256) {
+        *kept.Add() = t;
+        continue;
+      }
+      onnx::ValueInfoProto *in = g.add_input();
+      in->set_name(t.name());
+      auto *tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      for (int64_t d : t.dims())
+        tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    g.mutable_initializer()->Swap(&kept);
+    for (onnx::ValueInfoProto &in : *g.mutable_input())
+      if (in.type().has_tensor_type())
+        for (auto &d : *in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+          if (!d.has_dim_value())
+            d.set_dim_value(2);
+    std::string rel = fs::relative(p, testdata).string();
+    for (char &c : rel)
+      if (c == '/')
+        c = '_';
+    std::string bytes;
+    if (!m.SerializeToString(&bytes))
+      continue;
+    writeBytes((fs::path(dir) / rel).string(), bytes.data(), bytes.size());
+    ++written;
+  }
+  return written;
+}
+
 void init(const std::string &testdata) {
   setenv("AICF_HOST_HARDWARE", (testdata + "/targets/ci-host.yaml").c_str(), /*overwrite=*/0);
   // scripts/fuzz.sh asks for the runtime harness' seed this way (it needs the compiled folder).
@@ -143,6 +196,8 @@ void init(const std::string &testdata) {
     std::string bytes = runtimeSeed();
     writeBytes(seed, bytes.data(), bytes.size());
   }
+  if (const char *seeds = std::getenv("AICF_FUZZ_ONNX_SEEDS"); seeds && *seeds)
+    writeOnnxSeeds(testdata, seeds);
 }
 
 Outcome onnx(const uint8_t *data, size_t size) {

@@ -44,9 +44,16 @@ std::string runtimeSeed();
 using Body = Outcome (*)(const uint8_t *, size_t);
 Body bodyByName(const std::string &name);
 
+// Seeds for `onnx` from every ONNX model under `testdata` (models, loops, bad models, ...),
+// written to `dir` small enough to mutate: each initializer of more than 256 elements becomes a
+// graph input of its type (the structure is what the fuzzer should mutate, not weight bytes;
+// the transformer blocks shrink from 3 MB to a few KB), and each named dynamic dim of an input
+// becomes 2. Returns how many were written.
+int writeOnnxSeeds(const std::string &testdata, const std::string &dir);
+
 // Sets AICF_HOST_HARDWARE to testdata/targets/ci-host.yaml when unset, so plans (and so the
 // messages) do not depend on the machine; with AICF_FUZZ_RUNTIME_SEED=FILE, writes runtimeSeed()
-// to FILE.
+// to FILE; with AICF_FUZZ_ONNX_SEEDS=DIR, writes writeOnnxSeeds(testdata, DIR).
 void init(const std::string &testdata);
 
 } // namespace aicf::fuzz

@@ -16,6 +16,8 @@
 #include <iterator>
 #include <vector>
 
+#include <unistd.h>
+
 using namespace aicf;
 namespace fs = std::filesystem;
 
@@ -80,4 +82,26 @@ TEST_CASE("fuzz bodies accept valid inputs") {
   CHECK_FALSE(noWeights.internal);
   CHECK(noWeights.message != "ok");
   CHECK(runBody("onnx", "").message.find("<dir>/model.onnx") != std::string::npos);
+}
+
+TEST_CASE("fuzz seeds: every testdata model, shrunk, goes through the onnx body") {
+  // scripts/fuzz.sh seeds the onnx harness with these; each must reach the body's end or a
+  // user error, never an internal one. The transformer blocks keep their structure at a few KB.
+  fs::path dir = fs::temp_directory_path() / cat("aicf_fuzz_seeds_", ::getpid());
+  int written = fuzz::writeOnnxSeeds(AICF_TESTDATA, dir.string());
+  CHECK(written >= 60);
+  int accepted = 0;
+  for (const auto &e : fs::directory_iterator(dir)) {
+    CAPTURE(e.path().filename().string());
+    std::string bytes = readFile(e.path());
+    if (e.path().filename().string().rfind("models_", 0) == 0)
+      CHECK(bytes.size() <= 80000); // scripts/fuzz.sh: max_len
+    fuzz::Outcome o = runBody("onnx", bytes);
+    CHECK_MESSAGE(!o.internal, o.message);
+    accepted += o.message == "ok";
+  }
+  MESSAGE(written, " seeds, ", accepted, " accepted whole");
+  CHECK(accepted >= 10);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
