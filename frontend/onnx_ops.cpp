@@ -610,6 +610,35 @@ void convArg(ConvertCtx &c) {
                          {"select_last_index", c.attrInt("select_last_index", 0)}}));
 }
 
+// TopK: k from the attribute (opset < 10) or a constant input; `sorted` = 0 allows any order,
+// and the result is sorted anyway. A k computed at run time would give outputs whose length is
+// known only then (not supported: bind what computes it with --const).
+void convTopK(ConvertCtx &c) {
+  Value *x = c.input(0);
+  if (x->type().rank() == 0)
+    c.fail("input must have rank >= 1");
+  int64_t axis = normAxis(c, c.attrInt("axis", -1), c.rank(0));
+  int64_t k = 0;
+  if (c.opset() < 10) {
+    k = c.attrInt("k", -1);
+  } else {
+    Shape kv = c.constInts(1, "k");
+    if (kv.size() != 1)
+      c.fail(cat("k must hold one value, got ", kv.size()));
+    k = kv[0];
+  }
+  const TensorType &t = x->type();
+  if (t.isSymbolic() && !t.symDim(static_cast<size_t>(axis)).isConstant())
+    c.fail(cat("axis ", axis, " of ", t.str(), " is symbolic: top_k needs its length"));
+  if (k < 0 || k > t.shape[static_cast<size_t>(axis)])
+    c.fail(cat("k = ", k, " is not in [0, ", t.shape[static_cast<size_t>(axis)],
+               "], the length of axis ", axis, " of ", t.str()));
+  std::vector<Value *> r = c.emitMulti(
+      Op::TopK, {x}, {{"k", k}, {"axis", axis}, {"largest", c.attrInt("largest", 1)}}, 2);
+  c.setOutput(0, r[0]);
+  c.setOutput(1, r[1]);
+}
+
 // ---- normalisations ---------------------------------------------------------------------------
 
 // Softmax / LogSoftmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1) and
@@ -2490,6 +2519,7 @@ constexpr OnnxOpEntry kTable[] = {
     {"ThresholdedRelu", 10, convThresholdedRelu},
     {"Tile", 6, convTile},
     {"Transpose", 1, convTranspose},
+    {"TopK", 1, convTopK},
     {"Trilu", 14, convTrilu},
     {"Unsqueeze", 1, convUnsqueeze},
     {"Upsample", 7, convUpsample},

@@ -11,6 +11,7 @@
 #include "interp/kernels.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace aicf::interp {
@@ -342,6 +343,63 @@ std::vector<Tensor> kernel_ArgMax(const KernelCtx &ctx) {
 }
 std::vector<Tensor> kernel_ArgMin(const KernelCtx &ctx) {
   return argReduce(ctx, false);
+}
+
+// The k best along the axis by the order: `largest`: greater first (NaN above every number),
+// else smaller first (NaN last); equal values by index. Integers compare as integers (exact
+// beyond 2^53), and the values are copied bit for bit.
+std::vector<Tensor> kernel_TopK(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  int64_t axis = normAxis(ctx, ctx.node.i("axis"), x.type().rank());
+  int64_t k = ctx.node.i("k");
+  bool largest = ctx.node.i("largest") != 0;
+  AxisSplit s = splitAt(x.shape(), axis);
+  Tensor values(ctx.outType(0));
+  std::vector<int64_t> indices(static_cast<size_t>(s.outer * k * s.inner));
+  const bool fp = isFloat(x.dtype());
+  const size_t es = dtypeSize(x.dtype());
+  std::vector<int64_t> order(static_cast<size_t>(s.n));
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      int64_t base = o * s.n * s.inner + i;
+      auto at = [&](int64_t j) { return base + j * s.inner; };
+      // a before b: the better value, or the lower index of two equal ones.
+      auto before = [&](int64_t a, int64_t b) {
+        if (fp) {
+          double va = x.getDouble(at(a)), vb = x.getDouble(at(b));
+          bool na = std::isnan(va), nb = std::isnan(vb);
+          if (na || nb) {
+            if (na && nb)
+              return a < b;
+            return largest ? na : nb;
+          }
+          if (va != vb)
+            return largest ? va > vb : va < vb;
+          return a < b;
+        }
+        if (x.dtype() == DType::U64) { // above 2^63 getInt would wrap
+          uint64_t va = 0, vb = 0;
+          std::memcpy(&va, x.raw() + at(a) * 8, 8);
+          std::memcpy(&vb, x.raw() + at(b) * 8, 8);
+          if (va != vb)
+            return largest ? va > vb : va < vb;
+          return a < b;
+        }
+        int64_t va = x.getInt(at(a)), vb = x.getInt(at(b));
+        if (va != vb)
+          return largest ? va > vb : va < vb;
+        return a < b;
+      };
+      for (int64_t j = 0; j < s.n; ++j)
+        order[static_cast<size_t>(j)] = j;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t src = at(order[static_cast<size_t>(j)]), dst = (o * k + j) * s.inner + i;
+        std::memcpy(values.raw() + dst * es, x.raw() + src * es, es);
+        indices[static_cast<size_t>(dst)] = order[static_cast<size_t>(j)];
+      }
+    }
+  return {std::move(values), fromInt64s(indices, ctx.outType(1))};
 }
 
 // ---- normalisations ---------------------------------------------------------------------------

@@ -406,6 +406,22 @@ std::vector<TensorType> inferArg(InferCtx &ctx) {
   return {TensorType(DType::I64, out)};
 }
 
+std::vector<TensorType> inferTopK(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0);
+  if (x.rank() == 0)
+    ctx.fail(cat("top_k of a scalar ", x.str()));
+  int64_t axis = normAxis(ctx, ctx.i("axis"), x.rank());
+  int64_t k = ctx.i("k");
+  if (k < 0 || k > x.shape[axis])
+    ctx.fail(cat("k = ", k, " is not in [0, ", x.shape[axis], "], the length of axis ", axis,
+                 " of ", x.str()));
+  if (x.dtype == DType::Bool)
+    ctx.fail(cat("top_k of ", x.str(), ": bool has no order"));
+  std::vector<int64_t> out = x.shape;
+  out[axis] = k;
+  return {TensorType(x.dtype, out), TensorType(DType::I64, out)};
+}
+
 // ---- normalisations -----------------------------------------------------------------------------
 
 std::vector<TensorType> inferNorm(InferCtx &ctx) {

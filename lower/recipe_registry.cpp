@@ -17,7 +17,7 @@ const std::vector<const Recipe *> &recipeRegistry() {
       &pointwiseRecipe(),          &reductionRecipe(),  &poolingRecipe(),
       &dataMovementRecipe(),       &onlineNormRecipe(), &streamingAttentionRecipe(),
       &chainedContractionRecipe(), &convChainRecipe(),  &tiledContractionRecipe(),
-      &directConvRecipe(),
+      &directConvRecipe(),         &topKRecipe(),
   };
   return registry;
 }

@@ -106,16 +106,14 @@ def main():
                [f32("x", [4, 4])], [f32("y", [4, 4])], domains=["com.microsoft"]),
          "1 op is in an unknown domain (only the default ONNX domain is supported): "
          "com.microsoft::FusedMatMul (1: 'fmm')")
-    k = numpy_helper.from_array(np.array([2], np.int64), "k")
     save("unsupported_ops.onnx",
-         model([helper.make_node("TopK", ["x", "k"], ["v1", "i1"], name="topk_1"),
-                helper.make_node("TopK", ["v1", "k"], ["v2", "i2"], name="topk_2"),
+         model([helper.make_node("Unique", ["x"], ["v1"], name="unique_1"),
+                helper.make_node("Unique", ["v1"], ["v2"], name="unique_2"),
                 helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms_0"),
                 helper.make_node("Relu", ["v2"], ["y"], name="relu")],
                [f32("x", [4]), f32("boxes", [1, 3, 4]), f32("scores", [1, 1, 3])],
-               [f32("y", [2]), helper.make_tensor_value_info("sel", TensorProto.INT64, None)],
-               [k]),
-         "3 unsupported ops: NonMaxSuppression (1: 'nms_0'), TopK (2: 'topk_1', 'topk_2')")
+               [f32("y", None), helper.make_tensor_value_info("sel", TensorProto.INT64, None)]),
+         "3 unsupported ops: NonMaxSuppression (1: 'nms_0'), Unique (2: 'unique_1', 'unique_2')")
     save("opset_too_new.onnx",
          model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                [f32("x", [4])], [f32("y", [4])], opset=30),

@@ -963,6 +963,52 @@ TEST_CASE("importer: constants computed at import are held to a budget") {
   CHECK(kComputedConstantBudget == int64_t(1) << 30); // the default, documented in the README
 }
 
+TEST_CASE("importer: TopK takes k from the attribute (opset < 10) or a constant input") {
+  for (int opset : {9, 11}) {
+    CAPTURE(opset);
+    ModelBuilder b(opset);
+    b.input("x", TensorProto::FLOAT, {2, 9});
+    b.output("v", TensorProto::FLOAT, {2, 4}).output("i", TensorProto::INT64, {2, 4});
+    onnx::NodeProto &n = b.node("TopK", {"x"}, {"v", "i"}, "topk");
+    if (opset < 10) {
+      attr(n, "k", int64_t(4));
+    } else {
+      b.initI64("k", {4});
+      n.add_input("k");
+      attr(n, "largest", int64_t(0));
+    }
+    const Graph &g = keep(b.import(cat("topk", opset, ".onnx")));
+    Node *t = only(g, "top_k");
+    CHECK(t->i("k") == 4);
+    CHECK(t->i("axis") == 1);
+    CHECK(t->i("largest") == (opset < 10 ? 1 : 0));
+  }
+  auto error = [](ModelBuilder &b, const std::string &file) {
+    try {
+      b.import(file);
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ModelBuilder big(11);
+  big.input("x", TensorProto::FLOAT, {2, 3});
+  big.output("v", TensorProto::FLOAT, {2, 5}).output("i", TensorProto::INT64, {2, 5});
+  big.initI64("k", {5});
+  big.node("TopK", {"x", "k"}, {"v", "i"}, "topk");
+  CHECK(error(big, "topk_big.onnx")
+            .find("node 'topk' (TopK): k = 5 is not in [0, 3], the length "
+                  "of axis 1 of f32[2,3]") != std::string::npos);
+  ModelBuilder run(11);
+  run.input("x", TensorProto::FLOAT, {2, 3});
+  run.input("k", TensorProto::INT64, {1});
+  run.output("v", TensorProto::FLOAT, {2, 2}).output("i", TensorProto::INT64, {2, 2});
+  run.node("TopK", {"x", "k"}, {"v", "i"}, "topk");
+  std::string msg = error(run, "topk_run.onnx");
+  CHECK_MESSAGE(msg.find("node 'topk' (TopK)") != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("--const k=") != std::string::npos, msg);
+}
+
 TEST_CASE("importer: libonnx's shape inference runs in a child process") {
   // An image declared rank 2 before a Conv whose kernel shape comes from its 4-d weight:
   // libonnx 1.12's convPoolShapeInference indexes dims and dilations the input does not have (a

@@ -565,6 +565,21 @@ const OpCase kOpCases[] = {
 }
 )",
      {"reduction"}},
+    {"top_k",
+     R"(graph @tk(%x: f32[3,7,5]) -> (%v: f32[3,3,5], %i: i64[3,3,5], %sv: f32[3,7,2], %ri: i64[3,7,1], %tv: f32[2,5], %ti: i64[2,5], %lv: f32[2,6], %li: i64[2,6], %nv: i32[3,2], %ni: i64[3,2]) {
+  %t = weight f32[2,6] = [1.0, nan, 3.0, 3.0, -inf, nan, 2.0, 2.0, 2.0, inf, -1.0, 2.0]
+  %n = weight i32[3,3] = [5, -2, 5, 7, 7, 7, -9, 0, 4]
+  %v, %i = top_k(%x) {k = 3, axis = 1} : f32[3,3,5], i64[3,3,5]
+  %sv, %si = top_k(%x) {k = 2, axis = -1, largest = 0} : f32[3,7,2], i64[3,7,2]
+  %r = relu(%x) : f32[3,7,5]
+  %rv, %ri = top_k(%r) {k = 1, axis = 2} : f32[3,7,1], i64[3,7,1]
+  %tv, %ti = top_k(%t) {k = 5, axis = 1} : f32[2,5], i64[2,5]
+  %lv, %li = top_k(%t) {k = 6, axis = 1, largest = 0} : f32[2,6], i64[2,6]
+  %nv, %ni = top_k(%n) {k = 2, axis = 1} : i32[3,2], i64[3,2]
+  return %v, %i, %sv, %ri, %tv, %ti, %lv, %li, %nv, %ni
+}
+)",
+     {"top_k"}},
     {"global_pools_instance_norm",
      R"(graph @gp(%x: f32[2,3,4,5], %s: f32[3], %b: f32[3]) -> (%ga: f32[2,3,1,1], %gm: f32[2,3,1,1], %inr: f32[2,3,4,5]) {
   %ga = global_avg_pool(%x) : f32[2,3,1,1]
