@@ -108,6 +108,17 @@ bool isLoop(const KernelGroup &grp) {
   return grp.anchor && grp.anchor->op() == Op::Loop;
 }
 
+// A fail node's group (a branch that cannot run at the bound shapes): no kernel, a runtime fail
+// step (failStep).
+bool isFail(const KernelGroup &grp) {
+  return grp.anchor && grp.anchor->op() == Op::Fail;
+}
+
+// A group the runtime carries out itself: no kernel is planned, lowered or printed for it.
+bool isBuiltin(const KernelGroup &grp) {
+  return isLoop(grp) || isFail(grp);
+}
+
 bool hasAttention(const Graph &g) {
   for (const Node *n : g.nodes())
     if (n->op() == Op::Attention)
@@ -210,9 +221,25 @@ void packWeights(CompileState &s) {
   runHostLayoutPass(s, "pack-weights", s.opts.packWeights);
 }
 
+// GPU plans run every step, both branches of an If chosen at run time (branch guards are
+// host-only), so a branch that cannot run at the bound shapes (a fail node) would fail every
+// run: refused, with the node's message.
+void refuseGpuFails(const CompileState &s) {
+  if (!s.target.gpu() && !s.planFor.gpu())
+    return;
+  for (const Node *n : s.graph->nodes())
+    if (n->op() == Op::Fail)
+      throw UserError(cat(n->s("message"),
+                          "\n  a GPU plan runs both branches of an If chosen at run time (branch "
+                          "guards are host-only): compile for --target cpu, or bind the "
+                          "condition's inputs with --const to remove the branch"));
+}
+
 // Kernel groups: which nodes become one kernel (lower/fusion.h), with the cost model deciding
-// whether a shared elementwise group is recomputed in its consumers.
+// whether a shared elementwise group is recomputed in its consumers. A GPU plan with a branch
+// that cannot run is refused first.
 void partition(CompileState &s) {
+  refuseGpuFails(s);
   s.part = partitionGraph(*s.graph, s.fusion);
 }
 
@@ -369,7 +396,7 @@ void plan(CompileState &s) {
   std::unordered_map<std::string, PlanDecision> searched; // planKey -> decision
   for (size_t i = 0; i < s.part.groups.size(); ++i) {
     const KernelGroup &grp = s.part.groups[i];
-    if (isLoop(grp)) { // no kernel: the runtime runs the body's steps (stage loop-bodies)
+    if (isBuiltin(grp)) { // no kernel: the runtime runs the body's steps, or fails the run
       s.groupKernels.emplace_back();
       s.decisions.emplace_back();
       continue;
@@ -402,7 +429,7 @@ void plan(CompileState &s) {
 void verifyKernelIr(CompileState &s) {
   for (size_t i = 0; i < s.groupKernels.size(); ++i) {
     const kir::Kernel &k = s.groupKernels[i];
-    if (i < s.part.groups.size() && isLoop(s.part.groups[i]))
+    if (i < s.part.groups.size() && isBuiltin(s.part.groups[i]))
       continue;
     if (std::string all = kir::verifyKernelText(k); !all.empty())
       throw InternalError(cat("recipe ", k.recipe, " built an invalid kernel ", k.name, ":", all));
@@ -416,7 +443,7 @@ void kernelIrPasses(CompileState &s) {
   kir::KernelPassManager pm;
   kir::buildDefaultKernelPipeline(pm);
   for (size_t i = 0; i < s.groupKernels.size(); ++i)
-    if (i >= s.part.groups.size() || !isLoop(s.part.groups[i]))
+    if (i >= s.part.groups.size() || !isBuiltin(s.part.groups[i]))
       pm.run(s.groupKernels[i]);
 }
 
@@ -514,6 +541,22 @@ PlanStep loopStep(CompileState &s, const KernelGroup &grp) {
   return st;
 }
 
+// A fail group's step (issue 51: a branch of an If chosen at run time that cannot run at the
+// bound shapes): a runtime built-in that fails the run with the node's message. It must run only
+// when its side is taken, which the branch guards (a later stage) see to on host plans; GPU plans
+// were refused at the partition (refuseGpuFails).
+PlanStep failStep(CompileState &s, const KernelGroup &grp) {
+  Plan &p = s.model.plan;
+  PlanStep st;
+  st.kind = "fail";
+  st.recipe = "runtime";
+  for (const Value *v : grp.outputs)
+    st.outputs.push_back(p.buffers[bufferFor(p, s.buffers, v)].id);
+  st.fail = grp.anchor->s("message");
+  st.origins = grp.anchor->loc.origins;
+  return st;
+}
+
 // A plan step from group `grp`, its kernel and the planner's decision.
 PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
                   const PlanDecision &dec) {
@@ -594,6 +637,10 @@ void planSteps(CompileState &s) {
       s.loopNodes.push_back(s.part.groups[i].anchor);
       continue;
     }
+    if (isFail(s.part.groups[i])) {
+      p.steps.push_back(failStep(s, s.part.groups[i]));
+      continue;
+    }
     kir::Kernel &k = s.groupKernels[i];
     std::string name = symbolFor(static_cast<int>(i), s.part.groups[i].kind);
     k.name.clear();
@@ -628,6 +675,12 @@ void checkCandidateRank(CompileState &s) {
 // kernel steps (one per group), before the memory plan appends its copies.
 void branchGuards(CompileState &s) {
   guardBranchSteps(s.model.plan, *s.graph, s.part.groups, s.buffers);
+  // A fail step left unguarded would fail every run: refused (failStep refused GPU plans).
+  for (const PlanStep &st : s.model.plan.steps)
+    if (st.fail && st.guard.empty())
+      throw UserError(cat(*st.fail, "\n  the plan cannot skip that branch when the other is taken "
+                                    "(its condition is not a buffer written before the branch): "
+                                    "bind the condition's inputs with --const to remove it"));
 }
 
 // Output copies, liveness, in-place reuse and the arena (plan/memory_plan.h), on the steps.
@@ -906,6 +959,7 @@ void printPlanReport(std::ostream &os, const Plan &p) {
                   st.kind.c_str(),
                   !st.kindId.empty() ? st.kindId.c_str()
                   : st.loop          ? "(runtime loop)"
+                  : st.fail          ? "(runtime fail)"
                                      : "(runtime copy)",
                   st.recipe.c_str(), static_cast<long long>(st.bytes),
                   static_cast<long long>(st.lowerBoundBytes),

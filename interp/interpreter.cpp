@@ -51,15 +51,23 @@ std::vector<Tensor> evalNode(const Node &node, const std::vector<const Tensor *>
 }
 
 namespace {
+// What a graph walk leaves: the live tensors, and the values that hold no tensor because
+// computing them fails the run (a fail node's result, and what depends on it), with the message.
+struct Walk {
+  std::unordered_map<const Value *, TensorPtr> env;
+  std::unordered_map<const Value *, std::string> failed;
+};
 // The graph walk shared by interpret() and interpretAll(): `keepAll` keeps every value.
-std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vector<Tensor> &inputs,
-                                                 bool keepAll);
+Walk run(const Graph &g, const std::vector<Tensor> &inputs, bool keepAll);
 } // namespace
 
 std::vector<Tensor> interpret(const Graph &g, const std::vector<Tensor> &inputs) {
-  std::unordered_map<const Value *, TensorPtr> env = run(g, inputs, false);
+  Walk w = run(g, inputs, false);
+  std::unordered_map<const Value *, TensorPtr> &env = w.env;
   std::vector<Tensor> out;
   for (const Value *o : g.outputs()) {
+    if (auto f = w.failed.find(o); f != w.failed.end())
+      throw UserError(f->second);
     auto it = env.find(o);
     AICF_CHECK(it != env.end() && it->second, "graph output ", o->name(), " was not computed");
     out.push_back(*it->second);
@@ -68,16 +76,18 @@ std::vector<Tensor> interpret(const Graph &g, const std::vector<Tensor> &inputs)
 }
 
 std::map<const Value *, Tensor> interpretAll(const Graph &g, const std::vector<Tensor> &inputs) {
-  std::unordered_map<const Value *, TensorPtr> env = run(g, inputs, true);
+  Walk w = run(g, inputs, true);
+  for (const Value *o : g.outputs())
+    if (auto f = w.failed.find(o); f != w.failed.end())
+      throw UserError(f->second);
   std::map<const Value *, Tensor> out;
-  for (const auto &[v, t] : env)
+  for (const auto &[v, t] : w.env)
     out.emplace(v, *t);
   return out;
 }
 
 namespace {
-std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vector<Tensor> &inputs,
-                                                 bool keepAll) {
+Walk run(const Graph &g, const std::vector<Tensor> &inputs, bool keepAll) {
   const auto &gin = g.inputs();
   if (inputs.size() != gin.size())
     throw UserError(
@@ -88,7 +98,8 @@ std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vect
                           inputs[i].type().str()));
 
   // Live tensors: inputs are borrowed, weights shared, results owned.
-  std::unordered_map<const Value *, TensorPtr> env;
+  Walk w;
+  std::unordered_map<const Value *, TensorPtr> &env = w.env;
   for (size_t i = 0; i < gin.size(); ++i)
     env[gin[i]] = TensorPtr(&inputs[i], [](const Tensor *) {});
   for (const Value *w : g.weights())
@@ -100,13 +111,44 @@ std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vect
     for (const Value *v : nodes[k]->operands())
       lastUse[v] = k;
 
+  // Why lazily: a fail node is the side of an If (chosen at run time) that cannot run at the
+  // bound shapes, and the run must fail only when that side is taken, as on host plans, whose
+  // branch guards skip it otherwise. So a fail node's result is recorded as failed instead of
+  // computed; a where whose one-element condition selects its other operand computes as usual
+  // (the failed operand's elements are never selected: zeros stand in for them), and any other
+  // node reading a failed value fails with it. Only a graph output that failed fails the run.
+  // (Evaluating the where's sides on demand instead would reorder the walk for every graph.)
+  std::vector<Tensor> placeholders; // the zeros standing in, kept while the node runs
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node &node = *nodes[k];
+    const std::string *failed = nullptr;
+    if (node.op() == Op::Fail)
+      failed = &node.s("message");
     std::vector<const Tensor *> ops;
-    for (const Value *v : node.operands()) {
+    placeholders.clear();
+    placeholders.reserve(node.numOperands());
+    for (size_t i = 0; i < node.numOperands() && !failed; ++i) {
+      const Value *v = node.operand(i);
+      if (auto f = w.failed.find(v); f != w.failed.end()) {
+        bool unselected = node.op() == Op::Where && i > 0 && !ops.empty() && ops[0]->numel() == 1 &&
+                          (ops[0]->getInt(0) != 0 ? 1u : 2u) != i;
+        if (!unselected) {
+          failed = &f->second;
+          break;
+        }
+        placeholders.emplace_back(v->type());
+        ops.push_back(&placeholders.back());
+        continue;
+      }
       auto it = env.find(v);
       AICF_CHECK(it != env.end() && it->second, node.where(), " uses a value that is not defined");
       ops.push_back(it->second.get());
+    }
+    if (failed) {
+      std::string message = *failed;
+      for (const Value *r : node.results())
+        w.failed[r] = message;
+      continue;
     }
     std::vector<Tensor> results = evalNode(node, ops);
     for (size_t r = 0; r < results.size(); ++r)
@@ -122,11 +164,17 @@ std::unordered_map<const Value *, TensorPtr> run(const Graph &g, const std::vect
       if (!lastUse.count(r) && !g.isOutput(r))
         env.erase(r);
   }
-  return env;
+  return w;
 }
 } // namespace
 
 namespace interp {
+// fail: the run fails with the node's message. The graph walk above evaluates it lazily (only
+// when a graph output needs its value); evaluated on its own (evalNode), it fails at once.
+std::vector<Tensor> kernel_Fail(const KernelCtx &ctx) {
+  throw UserError(ctx.node.s("message"));
+}
+
 // Loop (ONNX Loop's semantics): the body runs while the iteration number is below the trip
 // count and the condition holds, its outputs fed back as the next condition and carried values;
 // the results are the carried values after the last iteration (the initial ones when none ran).

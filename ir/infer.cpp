@@ -726,6 +726,22 @@ std::vector<TensorType> inferResize(InferCtx &ctx) {
 }
 
 // Loop: the carried values keep their types (the verifier checks the body against them).
+// fail: the type its attributes give (the other branch's output type), static at the planning
+// point; its symbolic dims come from sym_shape (infer_sym.cpp).
+std::vector<TensorType> inferFail(InferCtx &ctx) {
+  auto dt = parseDType(ctx.s("dtype"));
+  if (!dt)
+    ctx.fail(cat("fail of unknown dtype '", ctx.s("dtype"), "'"));
+  const auto &shape = ctx.ints("shape");
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      ctx.fail(cat("fail shape ", shapeStr(shape), " must be fully static"));
+    n = mul(ctx, n, d);
+  }
+  return {TensorType(*dt, shape)};
+}
+
 std::vector<TensorType> inferLoop(InferCtx &ctx) {
   int carried = ctx.numResults();
   if (carried < 0 || static_cast<size_t>(2 + carried) > ctx.numOperands())

@@ -186,6 +186,8 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
                    " changes the element count for some values of the symbolic dims"));
     return {out};
   }
+  if (fn == F(inferFail)) // no operands: symbolic only through its own sym_shape
+    return {symList(ctx, "sym_shape", ctx.ints("shape").size())};
   if (fn == F(inferReduce)) {
     SymShape x = symShape(ctx.operand(0)), out;
     const auto &axes = ctx.ints("axes");

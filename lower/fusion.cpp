@@ -50,6 +50,10 @@
 //     groups, all of which inline operands, none through a view and none a graph output, is
 //     copied into every consumer when the cost model prices recomputing it there below storing
 //     it once and reloading it in each; its nodes then belong to several groups.
+//     Branch conditions are exempt from rules 4 and 5 (and a branch select does not join its
+//     condition's group by rule 3): the one-element condition of a where choosing between the
+//     branches of an If chosen at run time (isBranchSelect) is stored, so that host plans read
+//     it before the branches' steps and skip the side not taken (plan/branch_guards.h).
 //  6. Size cap. No group grows past FusionOptions::maxGroupNodes nodes (by rules 3-5): a very
 //     long elementwise chain becomes a sequence of kernels of at most that many nodes, each a
 //     round trip through memory that costs little next to its work, and each a function the
@@ -152,7 +156,8 @@ Caps capsFor(const Node *anchor) {
   if (!anchor)
     return c;
   const OpInfo &info = anchor->info();
-  if (anchor->op() == Op::Loop) // run by the runtime over its body's steps: absorbs nothing
+  // Run by the runtime (over its body's steps; a fail step's error): absorbs nothing.
+  if (anchor->op() == Op::Loop || anchor->op() == Op::Fail)
     return Caps{false, false, true};
   if (anchor->numResults() != 1) { // split: several results, no single epilogue shape
     c.epilogue = false;
@@ -217,6 +222,9 @@ public:
       int target = -1;
       for (Value *o : n->operands()) {
         int gi = directGroup(o);
+        // A branch select reads its condition from the condition's own store (isBranchSelect).
+        if (isBranchSelect(*n) && gi >= 0 && gi == directGroup(n->operand(0)))
+          continue;
         if (gi >= 0 && !full(gi, 1) && canJoinAsEpilogue(n, gi)) {
           target = gi;
           break;
@@ -339,7 +347,7 @@ private:
       }
       const Node *d = v->def();
       if (!m || !d || d->info().has(VIEW) || isLayoutOp(*d) || d->numResults() != 1 ||
-          d->op() == Op::Loop || !onlyReader(v, reader))
+          d->op() == Op::Loop || d->op() == Op::Fail || !onlyReader(v, reader))
         return {};
       out.push_back(Sink{v, *m});
     }
@@ -495,6 +503,16 @@ private:
 
   // The group whose node defines v directly (views end fusion: -1 for them, for inputs and
   // weights).
+  // Whether group gi computes a branch select's condition (isBranchSelect): it must store it.
+  bool holdsBranchCondition(int gi) const {
+    for (const Node *m : groups_[gi].nodes)
+      for (const Value *r : m->results())
+        for (const Node *u : usersOf(r))
+          if (isBranchSelect(*u) && u->operand(0) == r)
+            return true;
+    return false;
+  }
+
   int directGroup(const Value *v) const {
     const Node *d = v->def();
     if (!d || d->info().has(VIEW))
@@ -617,6 +635,8 @@ private:
       std::sort(order.begin(), order.end(),
                 [&](int a, int b) { return lastNode(a) > lastNode(b); });
       for (int gi : order) {
+        if (holdsBranchCondition(gi))
+          continue;
         int consumer = soleConsumer(gi);
         if (consumer < 0 || !capsFor(groups_[consumer].anchor).prologue ||
             full(consumer, groups_[gi].nodes.size()))
@@ -660,7 +680,7 @@ private:
       if (!grp.alive || grp.anchor)
         continue;
       std::vector<int> cons = consumersOf(static_cast<int>(gi));
-      if (cons.size() < 2)
+      if (cons.size() < 2 || holdsBranchCondition(static_cast<int>(gi)))
         continue;
       // Recomputing is allowed only where rematerializable_intermediate is certified (pure,
       // deterministic, elementwise); a node annotate-properties did not check is judged by the
@@ -1229,6 +1249,13 @@ private:
 };
 
 } // namespace
+
+bool isBranchSelect(const Node &n) {
+  if (n.op() != Op::Where)
+    return false;
+  const Value *c = n.operand(0);
+  return !c->hasData() && c->type().isStatic() && c->type().numel() == 1;
+}
 
 Partition partitionGraph(const Graph &g, const FusionOptions &opts) {
   Partition p = Partitioner(g, opts).run();

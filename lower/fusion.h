@@ -168,6 +168,12 @@ struct FusionOptions {
 
 Partition partitionGraph(const Graph &g, const FusionOptions &opts = {});
 
+// A where choosing between the two branches of an If chosen at run time: its condition is one
+// element computed at run time. That condition is stored by the group computing it, never
+// recomputed in or folded into its readers, so that host plans can read it before the
+// branches' steps and skip the side not taken (plan/branch_guards.h).
+bool isBranchSelect(const Node &n);
+
 // The value whose buffer `v` lives in: follows view (reshape) nodes back to their source.
 const Value *storageOf(const Value *v);
 

@@ -37,14 +37,6 @@ Need within(const Need &outer, const Value *c, bool w) {
   return outer;
 }
 
-// A where choosing between two branch values by a one-element condition computed at run time.
-bool isBranchSelect(const Node &n) {
-  if (n.op() != Op::Where)
-    return false;
-  const Value *c = n.operand(0);
-  return !c->hasData() && c->type().isStatic() && c->type().numel() == 1;
-}
-
 } // namespace
 
 int guardBranchSteps(Plan &plan, const Graph &g, const std::vector<KernelGroup> &groups,

@@ -328,6 +328,11 @@ void Plan::writeYaml(std::ostream &os) const {
       y << YAML::Key << "when" << YAML::Value << s.guardWhen;
       y << YAML::EndMap;
     }
+    if (s.fail) {
+      y << YAML::Key << "fail" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      y << YAML::Key << "message" << YAML::Value << *s.fail;
+      y << YAML::EndMap;
+    }
     if (s.loop) {
       y << YAML::Key << "loop" << YAML::Value << YAML::Flow << YAML::BeginMap;
       y << YAML::Key << "body_steps" << YAML::Value << s.loop->bodySteps;

@@ -88,6 +88,9 @@ struct PlanStep {
   // kind "loop" (host plans; a runtime built-in): see PlanLoop.
   using Loop = PlanLoop;
   std::optional<PlanLoop> loop;
+  // kind "fail" (host plans; a runtime built-in, always guarded): running it fails the run with
+  // this message (a branch that cannot run at the bound shapes; plan.yaml `fail: {message}`).
+  std::optional<std::string> fail;
   int64_t sharedBytes = 0;
   bool inPlace = false; // an output shares an input's storage
   std::vector<std::string> properties;

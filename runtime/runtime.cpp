@@ -98,6 +98,10 @@ struct Step {
   // here), next: its outputs (the next condition and carried values). -1: no loop step.
   int64_t bodySteps = -1;
   std::vector<int> state, next;
+  // A fail step (cpu plans, plan.yaml `fail`; always guarded): running it fails the run with
+  // this message (a branch of an If that cannot run at the shapes the plan was compiled for).
+  bool fails = false;
+  std::string failMessage;
 };
 
 // 64-byte aligned storage. A buffer of 2 MiB or more (the weights, the arena) is 2 MiB aligned
@@ -879,8 +883,20 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
           (std::string(key) == "state" ? st.state : st.next).push_back(it->second);
         }
     }
+    if (const YAML::Node f = s["fail"]) { // a branch that cannot run at these shapes
+      if (m.cuda)
+        throw Error(cat(what, ": a fail step on a cuda plan (fail steps are for cpu plans)"));
+      if (st.kind != "fail" || !st.symbol.empty())
+        throw Error(cat(what, ": only a built-in fail step has a fail"));
+      st.fails = true;
+      st.failMessage = readString(f, "message", what + ": fail");
+    }
     if (st.bodySteps >= 0) {
       // checked with the other steps in checkLoops
+    } else if (st.fails) {
+      // It would fail every run unless its branch is skipped.
+      if (st.guard < 0 || st.numInputs != 0)
+        throw Error(cat(what, ": a fail step needs a guard and no inputs"));
     } else if (st.kind == "copy" && st.symbol.empty()) {
       if (st.args.size() != 2 || st.numInputs != 1 ||
           m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
@@ -1129,6 +1145,8 @@ void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double
     // earlier step, or is an input).
     if (st.guard >= 0 && (*static_cast<const uint8_t *>(m.ptrs[st.guard]) != 0) != st.guardWhen)
       continue;
+    if (st.fails) // the side taken cannot run at these shapes
+      throw Error(st.failMessage);
     if (st.bodySteps >= 0) {
       // Profiled, the loop step's own time is its copies: the body's steps count their own.
       double *body = times ? times + s + 1 : nullptr, *bodyEnd = body ? body + st.bodySteps : body;
