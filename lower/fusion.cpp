@@ -501,8 +501,6 @@ private:
     return groupOf_[i] == gi || copies_.count({gi, i}) > 0;
   }
 
-  // The group whose node defines v directly (views end fusion: -1 for them, for inputs and
-  // weights).
   // Whether group gi computes a branch select's condition (isBranchSelect): it must store it.
   bool holdsBranchCondition(int gi) const {
     for (const Node *m : groups_[gi].nodes)
@@ -513,6 +511,8 @@ private:
     return false;
   }
 
+  // The group whose node defines v directly (views end fusion: -1 for them, for inputs and
+  // weights).
   int directGroup(const Value *v) const {
     const Node *d = v->def();
     if (!d || d->info().has(VIEW))
