@@ -133,15 +133,8 @@ std::vector<Tensor> loadInputs(const Graph &g, const Flags &flags) {
     auto it = files.find(in->name());
     if (it == files.end())
       continue;
-    Tensor t = readNpy(it->second);
     const TensorType &want = in->type();
-    // bf16 is stored as f32 in .npy files (support/npy.h): accept f32 data for a bf16 input.
-    if (want.dtype == DType::BF16 && t.dtype() == DType::F32 && t.shape() == want.shape) {
-      Tensor b(want);
-      for (int64_t k = 0; k < t.numel(); ++k)
-        b.setDouble(k, t.getDouble(k));
-      t = std::move(b);
-    }
+    Tensor t = npyFor(readNpy(it->second), want.dtype); // bf16 comes as f32 (ir/npy.h)
     if (t.type() != want)
       throw UserError(cat("input '", in->name(), "': expected ", want.str(), ", got ",
                           t.type().str(), " from ", it->second));

@@ -841,7 +841,7 @@ private:
     std::string flag = cat("--const ", f.text);
     const TensorType &want = d.type;
     if (!f.isValue) {
-      Tensor t = readNpy(f.file);
+      Tensor t = npyFor(readNpy(f.file), want.dtype); // bf16 comes as f32 (ir/npy.h)
       if (t.dtype() != want.dtype)
         fail(cat(flag, ": the file holds ", t.type().str(), " but input '", d.name, "' is ",
                  want.str()));

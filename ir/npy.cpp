@@ -291,4 +291,13 @@ void writeNpy(const std::string &path, const Tensor &t) {
     throw UserError(cat(path, ": cannot write"), 1);
 }
 
+Tensor npyFor(Tensor t, DType want) {
+  if (want != DType::BF16 || t.dtype() != DType::F32)
+    return t;
+  Tensor b(TensorType(DType::BF16, t.shape()));
+  for (int64_t k = 0; k < t.numel(); ++k)
+    b.setDouble(k, t.getDouble(k));
+  return b;
+}
+
 } // namespace aicf

@@ -12,4 +12,9 @@ namespace aicf {
 Tensor readNpy(const std::string &path);                 // UserError "FILE: reason" on bad input
 void writeNpy(const std::string &path, const Tensor &t); // UserError when it cannot write
 
+// A tensor read from .npy for a value of dtype `want`: bf16 values come as f32 (see above), so an
+// f32 tensor for a bf16 value is narrowed (rounded to nearest even); anything else is returned
+// as it is, for the caller to check.
+Tensor npyFor(Tensor t, DType want);
+
 } // namespace aicf

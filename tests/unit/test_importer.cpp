@@ -963,6 +963,24 @@ TEST_CASE("importer: constants computed at import are held to a budget") {
   CHECK(kComputedConstantBudget == int64_t(1) << 30); // the default, documented in the README
 }
 
+TEST_CASE("importer: --const reads a bf16 value from an f32 .npy, as aicf-run does") {
+  // .npy has no bf16 (ir/npy.h): an f32 file binds a bf16 input, rounded to bf16.
+  ModelBuilder b(17);
+  b.input("x", TensorProto::BFLOAT16, {2});
+  b.input("s", TensorProto::BFLOAT16, {2});
+  b.output("y", TensorProto::BFLOAT16, {2});
+  b.node("Add", {"x", "s"}, {"y"});
+  std::string npy = (scratchDir() / "s_bf16.npy").string();
+  writeNpy(npy, Tensor::fromF32({1.5f, 3.0f}, {2}));
+  ImportOptions opts;
+  opts.constInputs["s"] = parseConstFlag(cat("s=", npy));
+  const Graph &g = keep(b.import("const_bf16.onnx", opts));
+  const Value *s = only(g, "add")->operand(1);
+  REQUIRE(s->isWeight());
+  CHECK(s->type().str() == "bf16[2]");
+  CHECK(s->data()->getDouble(1) == 3.0);
+}
+
 TEST_CASE("importer: TopK takes k from the attribute (opset < 10) or a constant input") {
   for (int opset : {9, 11}) {
     CAPTURE(opset);
