@@ -1532,10 +1532,33 @@ void convSplit(ConvertCtx &c) {
   }
   if (static_cast<int64_t>(sizes.size()) != n)
     c.fail(cat("split ", shapeStr(sizes), " has ", sizes.size(), " sizes for ", n, " outputs"));
-  std::vector<Value *> outs =
-      c.emitMulti(Op::Split, {c.input(0)}, {{"axis", axis}, {"sizes", sizes}}, static_cast<int>(n));
-  for (size_t i = 0; i < outs.size(); ++i)
-    c.setOutput(i, outs[i]);
+  // Empty pieces (size 0 beside others: a rotary embedding over the whole head leaves nothing
+  // unrotated) are constants holding no values, which Concat drops; the split cuts the rest.
+  Shape kept;
+  for (int64_t sz : sizes)
+    if (sz != 0)
+      kept.push_back(sz);
+  if (kept.empty() || kept.size() == sizes.size() || c.type(0).isSymbolic()) {
+    std::vector<Value *> outs = c.emitMulti(
+        Op::Split, {c.input(0)}, {{"axis", axis}, {"sizes", sizes}}, static_cast<int>(n));
+    for (size_t i = 0; i < outs.size(); ++i)
+      c.setOutput(i, outs[i]);
+    return;
+  }
+  std::vector<Value *> pieces =
+      kept.size() == 1 ? std::vector<Value *>{c.input(0)}
+                       : c.emitMulti(Op::Split, {c.input(0)}, {{"axis", axis}, {"sizes", kept}},
+                                     static_cast<int>(kept.size()));
+  size_t next = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] != 0) {
+      c.setOutput(i, pieces[next++]);
+      continue;
+    }
+    Shape empty = s;
+    empty[static_cast<size_t>(axis)] = 0;
+    c.setOutput(i, c.constant(Tensor(TensorType(c.type(0).dtype, empty))));
+  }
 }
 
 // Clamps ONNX slice bounds to our convention (see inferSlice): for a positive step start and

@@ -981,6 +981,27 @@ TEST_CASE("importer: --const reads a bf16 value from an f32 .npy, as aicf-run do
   CHECK(s->data()->getDouble(1) == 3.0);
 }
 
+TEST_CASE("importer: a Split's empty pieces are constants; the rest is cut from the input") {
+  // A rotary embedding over the whole head splits off an empty "not rotated" part and concats
+  // it back: the empty piece holds no values and Concat drops it.
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {2, 8});
+  b.output("y", TensorProto::FLOAT, {2, 8});
+  b.initI64("sizes", {8, 0});
+  attr(b.node("Split", {"x", "sizes"}, {"rot", "pass"}, "split"), "axis", int64_t(1));
+  b.node("Neg", {"rot"}, {"r"});
+  attr(b.node("Concat", {"r", "pass"}, {"y"}), "axis", int64_t(1));
+  const Graph &g = keep(b.import("split_empty.onnx"));
+  CHECK(ops(g) == Ops{"neg"});
+  ModelBuilder c(13);
+  c.input("x", TensorProto::FLOAT, {2, 8});
+  c.output("y", TensorProto::FLOAT, {2, 5});
+  c.initI64("sizes", {0, 3, 5});
+  attr(c.node("Split", {"x", "sizes"}, {"e", "a", "y"}, "split"), "axis", int64_t(1));
+  const Graph &g2 = keep(c.import("split_empty3.onnx"));
+  CHECK(only(g2, "split")->ints("sizes") == std::vector<int64_t>{3, 5});
+}
+
 TEST_CASE("importer: TopK takes k from the attribute (opset < 10) or a constant input") {
   for (int opset : {9, 11}) {
     CAPTURE(opset);
