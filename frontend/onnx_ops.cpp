@@ -1799,6 +1799,94 @@ void convGather(ConvertCtx &c) {
   c.setOutput(0, c.emit(Op::Gather, {x, idx}, {{"axis", axis}}));
 }
 
+// ---- gather / scatter by index tensors ----------------------------------------------------------
+// GatherElements, GatherND, ScatterElements (and Scatter-9, its deprecated spelling) and
+// ScatterND map to the registry ops of the same semantics. Indices must be int32 or int64;
+// constant ones are range-checked here so a bad model fails at import naming the node (the
+// interpreter checks computed ones; compiled kernels keep their reads and writes in bounds). All
+// inputs constant (an exporter's mask built by slice assignment): the node folds at import.
+
+void requireIndexInput(const ConvertCtx &c, size_t i) {
+  DType t = c.type(i).dtype;
+  if (t != DType::I64 && t != DType::I32)
+    c.fail(cat("indices must be int32 or int64, got ", c.type(i).str()));
+}
+
+// Constant element indices (GatherElements, ScatterElements): each in [-dim, dim) of the axis.
+void checkElementIndices(const ConvertCtx &c, int64_t axis) {
+  const Tensor *t = c.constInput(1);
+  if (!t)
+    return;
+  int64_t dim = c.type(0).shape[static_cast<size_t>(axis)];
+  for (int64_t i = 0; i < t->numel(); ++i) {
+    int64_t v = t->getInt(i);
+    if (v < -dim || v >= dim)
+      c.fail(cat("index ", v, " is out of range for axis ", axis, " of ", c.type(0).str()));
+  }
+}
+
+// Constant index tuples (GatherND, ScatterND): element j of each in [-dim, dim) of data axis
+// batch_dims + j.
+void checkTupleIndices(const ConvertCtx &c, int64_t batchDims) {
+  const Tensor *t = c.constInput(1);
+  if (!t || t->shape().empty())
+    return;
+  int64_t k = t->shape().back();
+  const Shape &xs = c.type(0).shape;
+  if (k < 1 || batchDims + k > static_cast<int64_t>(xs.size()))
+    return; // inference reports the shape
+  for (int64_t i = 0; i < t->numel(); ++i) {
+    int64_t axis = batchDims + i % k, dim = xs[static_cast<size_t>(axis)], v = t->getInt(i);
+    if (v < -dim || v >= dim)
+      c.fail(cat("index ", v, " is out of range for axis ", axis, " of ", c.type(0).str()));
+  }
+}
+
+std::string scatterReduction(const ConvertCtx &c) {
+  std::string r = c.attrStr("reduction", "none");
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    c.fail(cat("reduction '", r, "' is not none, add, mul, max or min"));
+  return r;
+}
+
+void convGatherElements(ConvertCtx &c) {
+  requireIndexInput(c, 1);
+  if (c.rank(0) < 1 || c.rank(1) != c.rank(0))
+    c.fail(cat("data ", c.type(0).str(), " and indices ", c.type(1).str(),
+               " must have the same rank >= 1"));
+  int64_t axis = normAxis(c, c.attrInt("axis", 0), c.rank(0));
+  checkElementIndices(c, axis);
+  c.setOutput(0, c.emit(Op::GatherElements, {c.input(0), c.input(1)}, {{"axis", axis}}));
+}
+
+void convGatherND(ConvertCtx &c) {
+  requireIndexInput(c, 1);
+  int64_t b = c.attrInt("batch_dims", 0);
+  checkTupleIndices(c, b);
+  c.setOutput(0, c.emit(Op::GatherND, {c.input(0), c.input(1)}, {{"batch_dims", b}}));
+}
+
+// ScatterElements, and Scatter (opsets 9 and 10, the same op without reduction).
+void convScatterElements(ConvertCtx &c) {
+  requireIndexInput(c, 1);
+  if (c.rank(0) < 1 || c.rank(1) != c.rank(0))
+    c.fail(cat("data ", c.type(0).str(), " and indices ", c.type(1).str(),
+               " must have the same rank >= 1"));
+  if (c.type(2).shape != c.type(1).shape)
+    c.fail(cat("updates ", c.type(2).str(), " must have the shape of indices ", c.type(1).str()));
+  int64_t axis = normAxis(c, c.attrInt("axis", 0), c.rank(0));
+  checkElementIndices(c, axis);
+  c.setOutput(0, c.emit(Op::ScatterElements, {c.input(0), c.input(1), c.input(2)},
+                        {{"axis", axis}, {"reduction", scatterReduction(c)}}));
+}
+
+void convScatterND(ConvertCtx &c) {
+  requireIndexInput(c, 1);
+  checkTupleIndices(c, 0);
+  c.setOutput(0, c.emit(Op::ScatterND, {c.input(0), c.input(1), c.input(2)},
+                        {{"reduction", scatterReduction(c)}}));
+}
+
 // Expand with symbolic dims: numpy broadcasting of the input's dims and the target's, which
 // holds for every value only where the two are equal or one is 1.
 void expandSym(ConvertCtx &c) {
@@ -2459,6 +2547,8 @@ constexpr OnnxOpEntry kTable[] = {
     {"Flatten", 1, convFlatten},
     {"Floor", 1, convUnary<Op::Floor>},
     {"Gather", 1, convGather},
+    {"GatherElements", 11, convGatherElements},
+    {"GatherND", 11, convGatherND},
     {"Gelu", 20, convGelu},
     {"Gemm", 1, convGemm},
     {"GlobalAveragePool", 1, convUnary<Op::GlobalAvgPool>},
@@ -2518,6 +2608,9 @@ constexpr OnnxOpEntry kTable[] = {
     {"Reshape", 1, convReshape},
     {"Resize", 10, convResize},
     {"Round", 11, convUnary<Op::Round>},
+    {"Scatter", 9, convScatterElements},
+    {"ScatterElements", 11, convScatterElements},
+    {"ScatterND", 11, convScatterND},
     {"Selu", 1, convSelu},
     {"Shape", 1, convShape},
     {"Shrink", 9, convShrink},

@@ -1,6 +1,10 @@
-// Data-movement kernels: reshape, transpose, concat, split, slice, gather, expand, tile, pad and
-// resize. They move raw elements (any dtype) except linear and cubic resize, which interpolate in
-// double.
+// Data-movement kernels: reshape, transpose, concat, split, slice, gather, gather_elements,
+// gather_nd, scatter_elements, scatter_nd, expand, tile, pad and resize. They move raw elements
+// (any dtype) except linear and cubic resize, which interpolate in double, and the scatters'
+// reductions, which combine in the dtype's compute type (f32 for f32 / f16 / bf16, rounded to
+// the dtype after each update; double for f64; 64-bit wrap-around for integers; or / and for
+// bool), one update at a time in row-major order of the updates (so duplicates are deterministic:
+// the last update of reduction none wins). Indices out of range are errors naming the node.
 //
 // resize follows the ONNX reference (onnx/reference/ops/op_resize.py): the output coordinate is
 // mapped to the input by coordinate_transformation_mode using the node's scales (or out/in where
@@ -200,6 +204,165 @@ std::vector<Tensor> kernel_Gather(const KernelCtx &ctx) {
         std::memcpy(dst, x.raw() + (o * len + i) * chunk, chunk);
       dst += chunk;
     }
+  return {out};
+}
+
+namespace {
+
+// indices[i] (negative counting from the end of an axis of size len), checked.
+int64_t wrapIndex(const KernelCtx &ctx, int64_t v, int64_t len, int64_t axis) {
+  int64_t i = v < 0 ? v + len : v;
+  if (i < 0 || i >= len)
+    ctx.fail(cat("index ", v, " is out of range for axis ", axis, " of size ", len));
+  return i;
+}
+
+std::vector<int64_t> unravelIndex(int64_t flat, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return idx;
+}
+
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction reductionOf(const KernelCtx &ctx) {
+  const std::string &r = ctx.node.s("reduction");
+  if (r == "none")
+    return Reduction::None;
+  if (r == "add")
+    return Reduction::Add;
+  if (r == "mul")
+    return Reduction::Mul;
+  if (r == "max")
+    return Reduction::Max;
+  if (r == "min")
+    return Reduction::Min;
+  ctx.fail(cat("reduction '", r, "' is not none, add, mul, max or min"));
+}
+
+template <typename T>
+T combineValues(Reduction r, T a, T b) {
+  switch (r) {
+  case Reduction::Add: return a + b;
+  case Reduction::Mul: return a * b;
+  case Reduction::Max: return a != a ? a : (b != b || b > a) ? b : a; // NaN propagates
+  case Reduction::Min: return a != a ? a : (b != b || b < a) ? b : a;
+  case Reduction::None: break;
+  }
+  return b;
+}
+
+// out[o] = updates[u], or combined with it by the reduction, in the dtype's compute type.
+void scatterElement(Tensor &out, int64_t o, const Tensor &upd, int64_t u, Reduction r) {
+  size_t es = dtypeSize(out.dtype());
+  if (r == Reduction::None) {
+    copyElem(out.raw() + o * es, upd.raw() + u * es, es);
+    return;
+  }
+  DType t = out.dtype();
+  if (t == DType::F64) {
+    out.setDouble(o, combineValues(r, out.getDouble(o), upd.getDouble(u)));
+  } else if (isFloat(t)) {
+    float a = static_cast<float>(out.getDouble(o)), b = static_cast<float>(upd.getDouble(u));
+    out.setDouble(o, static_cast<double>(combineValues(r, a, b)));
+  } else if (t == DType::Bool) {
+    bool a = out.getInt(o) != 0, b = upd.getInt(u) != 0;
+    out.setInt(o, (r == Reduction::Add || r == Reduction::Max) ? (a || b) : (a && b));
+  } else if (isUnsigned(t)) {
+    auto a = static_cast<uint64_t>(out.getInt(o)), b = static_cast<uint64_t>(upd.getInt(u));
+    out.setInt(o, static_cast<int64_t>(combineValues(r, a, b)));
+  } else { // wrap-around arithmetic, as the narrowing store does
+    int64_t a = out.getInt(o), b = upd.getInt(u);
+    if (r == Reduction::Add)
+      out.setInt(o, static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)));
+    else if (r == Reduction::Mul)
+      out.setInt(o, static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
+    else
+      out.setInt(o, combineValues(r, a, b));
+  }
+}
+
+} // namespace
+
+std::vector<Tensor> kernel_GatherElements(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0), &indices = ctx.x(1);
+  int64_t axis = normAxis(ctx, ctx.node.i("axis"), x.type().rank());
+  const std::vector<int64_t> &xs = x.shape(), &is = indices.shape();
+  std::vector<int64_t> xst = stridesOf(xs), idx = toInt64s(indices);
+  size_t es = dtypeSize(x.dtype());
+  Tensor out(ctx.outType());
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    std::vector<int64_t> c = unravelIndex(i, is);
+    c[axis] = wrapIndex(ctx, idx[i], xs[axis], axis);
+    int64_t off = 0;
+    for (size_t d = 0; d < c.size(); ++d)
+      off += c[d] * xst[d];
+    copyElem(out.raw() + i * es, x.raw() + off * es, es);
+  }
+  return {out};
+}
+
+std::vector<Tensor> kernel_GatherND(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0), &indices = ctx.x(1);
+  const std::vector<int64_t> &xs = x.shape(), &is = indices.shape();
+  size_t b = static_cast<size_t>(ctx.node.i("batch_dims"));
+  size_t k = static_cast<size_t>(is.back());
+  int64_t batches = prod(xs, 0, b), tuples = prod(is, b, is.size() - 1);
+  int64_t slice = prod(xs, b + k, xs.size()), perBatch = prod(xs, b, b + k);
+  std::vector<int64_t> idx = toInt64s(indices);
+  size_t es = dtypeSize(x.dtype());
+  Tensor out(ctx.outType());
+  uint8_t *dst = out.raw();
+  for (int64_t bi = 0; bi < batches; ++bi)
+    for (int64_t n = 0; n < tuples; ++n) {
+      const int64_t *tuple = idx.data() + (bi * tuples + n) * static_cast<int64_t>(k);
+      int64_t off = 0;
+      for (size_t j = 0; j < k; ++j)
+        off = off * xs[b + j] + wrapIndex(ctx, tuple[j], xs[b + j], static_cast<int64_t>(b + j));
+      size_t bytes = static_cast<size_t>(slice) * es;
+      std::memcpy(dst, x.raw() + (bi * perBatch + off) * slice * static_cast<int64_t>(es), bytes);
+      dst += bytes;
+    }
+  return {out};
+}
+
+std::vector<Tensor> kernel_ScatterElements(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0), &indices = ctx.x(1), &upd = ctx.x(2);
+  int64_t axis = normAxis(ctx, ctx.node.i("axis"), x.type().rank());
+  Reduction r = reductionOf(ctx);
+  const std::vector<int64_t> &xs = x.shape(), &is = indices.shape();
+  std::vector<int64_t> xst = stridesOf(xs), idx = toInt64s(indices);
+  Tensor out(ctx.outType(), x.bytes());
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    std::vector<int64_t> c = unravelIndex(i, is);
+    c[axis] = wrapIndex(ctx, idx[i], xs[axis], axis);
+    int64_t off = 0;
+    for (size_t d = 0; d < c.size(); ++d)
+      off += c[d] * xst[d];
+    scatterElement(out, off, upd, i, r);
+  }
+  return {out};
+}
+
+std::vector<Tensor> kernel_ScatterND(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0), &indices = ctx.x(1), &upd = ctx.x(2);
+  Reduction r = reductionOf(ctx);
+  const std::vector<int64_t> &xs = x.shape(), &is = indices.shape();
+  size_t k = static_cast<size_t>(is.back());
+  int64_t tuples = prod(is, 0, is.size() - 1), slice = prod(xs, k, xs.size());
+  std::vector<int64_t> idx = toInt64s(indices);
+  Tensor out(ctx.outType(), x.bytes());
+  for (int64_t u = 0; u < tuples; ++u) {
+    int64_t off = 0;
+    for (size_t j = 0; j < k; ++j)
+      off = off * xs[j] +
+            wrapIndex(ctx, idx[u * static_cast<int64_t>(k) + j], xs[j], static_cast<int64_t>(j));
+    for (int64_t e = 0; e < slice; ++e)
+      scatterElement(out, off * slice + e, upd, u * slice + e, r);
+  }
   return {out};
 }
 

@@ -667,6 +667,88 @@ std::vector<TensorType> inferGather(InferCtx &ctx) {
   return {TensorType(x.dtype, out)};
 }
 
+namespace {
+
+void requireIndices(const InferCtx &ctx, const TensorType &idx) {
+  if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
+    ctx.fail(cat(ctx.info().name, " indices must be i64 or i32, got ", idx.str()));
+}
+
+void checkReduction(const InferCtx &ctx) {
+  const std::string &r = ctx.s("reduction");
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    ctx.fail(cat(ctx.info().name, " reduction '", r, "' is not none, add, mul, max or min"));
+}
+
+} // namespace
+
+std::vector<TensorType> inferGatherElements(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0), &idx = ctx.operand(1);
+  requireIndices(ctx, idx);
+  if (x.rank() == 0 || idx.rank() != x.rank())
+    ctx.fail(cat("gather_elements data ", x.str(), " and indices ", idx.str(),
+                 " must have the same rank >= 1"));
+  normAxis(ctx, ctx.i("axis"), x.rank());
+  return {TensorType(x.dtype, idx.shape)};
+}
+
+std::vector<TensorType> inferGatherND(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0), &idx = ctx.operand(1);
+  requireIndices(ctx, idx);
+  int64_t b = ctx.i("batch_dims");
+  if (x.rank() == 0 || idx.rank() == 0)
+    ctx.fail(cat("gather_nd data ", x.str(), " and indices ", idx.str(), " need rank >= 1"));
+  if (b < 0 || b >= std::min(x.rank(), idx.rank()))
+    ctx.fail(cat("gather_nd batch_dims ", b, " must be in [0, ", std::min(x.rank(), idx.rank()),
+                 ") for data ", x.str(), " and indices ", idx.str()));
+  int64_t k = idx.shape.back();
+  if (k < 1 || b + k > x.rank())
+    ctx.fail(cat("gather_nd index tuples of length ", k, " (the last dim of indices ", idx.str(),
+                 ") must be in [1, ", x.rank() - b, "] for data ", x.str(), " and batch_dims ", b));
+  for (int64_t d = 0; d < b; ++d)
+    if (x.shape[d] != idx.shape[d])
+      ctx.fail(cat("gather_nd batch dim ", d, " differs: data ", x.str(), ", indices ", idx.str()));
+  std::vector<int64_t> out(idx.shape.begin(), idx.shape.end() - 1);
+  out.insert(out.end(), x.shape.begin() + b + k, x.shape.end());
+  return {TensorType(x.dtype, out)};
+}
+
+std::vector<TensorType> inferScatterElements(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0), &idx = ctx.operand(1), &upd = ctx.operand(2);
+  requireIndices(ctx, idx);
+  if (x.rank() == 0 || idx.rank() != x.rank())
+    ctx.fail(cat("scatter_elements data ", x.str(), " and indices ", idx.str(),
+                 " must have the same rank >= 1"));
+  if (upd.dtype != x.dtype || upd.shape != idx.shape)
+    ctx.fail(cat("scatter_elements updates ", upd.str(), " must have the indices' shape ",
+                 shapeStr(idx.shape), " and the data's dtype ", dtypeName(x.dtype)));
+  int64_t axis = normAxis(ctx, ctx.i("axis"), x.rank());
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (d != axis && idx.shape[d] > x.shape[d])
+      ctx.fail(
+          cat("scatter_elements indices ", idx.str(), " exceed data ", x.str(), " on axis ", d));
+  checkReduction(ctx);
+  return {x};
+}
+
+std::vector<TensorType> inferScatterND(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0), &idx = ctx.operand(1), &upd = ctx.operand(2);
+  requireIndices(ctx, idx);
+  if (x.rank() == 0 || idx.rank() == 0)
+    ctx.fail(cat("scatter_nd data ", x.str(), " and indices ", idx.str(), " need rank >= 1"));
+  int64_t k = idx.shape.back();
+  if (k < 1 || k > x.rank())
+    ctx.fail(cat("scatter_nd index tuples of length ", k, " (the last dim of indices ", idx.str(),
+                 ") must be in [1, ", x.rank(), "] for data ", x.str()));
+  std::vector<int64_t> want(idx.shape.begin(), idx.shape.end() - 1);
+  want.insert(want.end(), x.shape.begin() + k, x.shape.end());
+  if (upd.dtype != x.dtype || upd.shape != want)
+    ctx.fail(cat("scatter_nd updates ", upd.str(), " must be ", dtypeName(x.dtype), shapeStr(want),
+                 " for data ", x.str(), " and indices ", idx.str()));
+  checkReduction(ctx);
+  return {x};
+}
+
 std::vector<TensorType> inferExpand(InferCtx &ctx) {
   const TensorType &x = ctx.operand(0);
   auto b = broadcastShapes(x.shape, ctx.ints("shape"));

@@ -163,6 +163,12 @@ Caps capsFor(const Node *anchor) {
     c.epilogue = false;
     return c;
   }
+  // A scatter's element is final only after its last update (lower/recipe_scatter.cpp): no
+  // epilogue runs on it before the store.
+  if (anchor->op() == Op::ScatterElements || anchor->op() == Op::ScatterND) {
+    c.epilogue = false;
+    return c;
+  }
   switch (anchor->op()) {
   case Op::Softmax:
   case Op::LogSoftmax:

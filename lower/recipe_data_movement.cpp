@@ -1,15 +1,16 @@
-// The data-movement recipe: transpose, concat, split, slice (negative steps included), gather
-// (negative indices wrap), expand, tile, pad (constant / reflect / edge, negative pads crop)
-// and resize (nearest with every nearest_mode, linear and cubic, with the half_pixel,
-// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, half_pixel_symmetric and
-// tf_crop_and_resize coordinate modes; the last stores extrapolation_value outside the input).
+// The data-movement recipe: transpose, concat, split, slice (negative steps included), gather,
+// gather_elements and gather_nd (negative indices wrap), expand, tile, pad (constant / reflect /
+// edge, negative pads crop) and resize (nearest with every nearest_mode, linear and cubic, with the
+// half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn,
+// half_pixel_symmetric and tf_crop_and_resize coordinate modes; the last stores extrapolation_value
+// outside the input).
 //
 // Each op is an index map: a flat grid x threads x vector loop runs over the output elements
 // (over the input's for split, whose pieces are several outputs), computes the source index of
 // each element and copies, with the operand's fused prologue inlined at the read and the fused
 // epilogue applied before the store. Semantics are the interpreter's
 // (interp/kernels_data.cpp). Two details:
-//   * reads stay in bounds whatever the data: gather clamps an out-of-range index (the
+//   * reads stay in bounds whatever the data: the gathers clamp an out-of-range index (the
 //     interpreter reports it as an error) and padded / concatenated reads are guarded;
 //   * nearest resize needs the interpreter's exact source index, which is computed in double
 //     there. The kernel computes the coordinate in f32; at compile time the f32 formula is
@@ -342,6 +343,8 @@ private:
       return at(x, idx);
     }
     case Op::Gather: return gather(oidx);
+    case Op::GatherElements: return gatherElements(oidx);
+    case Op::GatherND: return gatherND(oidx);
     case Op::Concat: return concat(oidx, out);
     case Op::Pad: return pad(oidx);
     case Op::Resize: return resize(oidx, out);
@@ -365,6 +368,45 @@ private:
     std::vector<E> idx(oidx.begin(), oidx.begin() + static_cast<long>(axis));
     idx.push_back(clampIdx(kv, len));
     idx.insert(idx.end(), oidx.begin() + static_cast<long>(axis + ri), oidx.end());
+    return at(x, idx);
+  }
+
+  // indices[iidx] as an i64 index into an axis of `len`: negative counts from the end, then
+  // clamped into the axis.
+  E indexAt(const Value *ind, const std::vector<E> &iidx, int64_t len) {
+    E kv = ge_->at(ind, iidx);
+    if (kv->type != DType::I64)
+      kv = kir::cast(kv, DType::I64);
+    kv = kir::select(kv < zero(), kv + E(len), kv);
+    return clampIdx(kv, SymExpr(len));
+  }
+
+  // The result has the indices' shape: x at the output index with the axis coordinate read
+  // from indices there.
+  E gatherElements(const std::vector<E> &oidx) {
+    const Value *x = a_.operand(0), *ind = a_.operand(1);
+    const std::vector<int64_t> &xs = x->type().shape;
+    size_t axis = static_cast<size_t>(normAxis(a_.i("axis"), xs.size()));
+    std::vector<E> idx = oidx;
+    idx[axis] = indexAt(ind, oidx, xs[axis]);
+    return at(x, idx);
+  }
+
+  // Output [indices' dims but the last, x's dims after batch_dims + k]: the batch coordinates,
+  // then the k coordinates of the index tuple at the output's leading index, then the slice's.
+  E gatherND(const std::vector<E> &oidx) {
+    const Value *x = a_.operand(0), *ind = a_.operand(1);
+    const std::vector<int64_t> &xs = x->type().shape, &is = ind->type().shape;
+    size_t b = static_cast<size_t>(a_.i("batch_dims")), q = is.size();
+    size_t k = static_cast<size_t>(is.back());
+    std::vector<E> lead(oidx.begin(), oidx.begin() + static_cast<long>(q - 1));
+    std::vector<E> idx(oidx.begin(), oidx.begin() + static_cast<long>(b));
+    for (size_t j = 0; j < k; ++j) {
+      std::vector<E> iidx = lead;
+      iidx.push_back(E(static_cast<int64_t>(j)));
+      idx.push_back(indexAt(ind, iidx, xs[b + j]));
+    }
+    idx.insert(idx.end(), oidx.begin() + static_cast<long>(q - 1), oidx.end());
     return at(x, idx);
   }
 
@@ -681,7 +723,8 @@ kir::Kernel recipeDataMovement(const KernelGroup &g, const std::string &name, co
 
 namespace {
 
-// Requires: a transpose, concat, split, slice, gather, expand, tile, pad or resize anchor.
+// Requires: a transpose, concat, split, slice, gather, gather_elements, gather_nd, expand,
+// tile, pad or resize anchor.
 // Knobs: FlatLoopKnobs.
 class DataMovementRecipe final : public Recipe {
 public:
@@ -695,6 +738,8 @@ public:
     case Op::Split:
     case Op::Slice:
     case Op::Gather:
+    case Op::GatherElements:
+    case Op::GatherND:
     case Op::Expand:
     case Op::Tile:
     case Op::Pad:
@@ -705,10 +750,11 @@ public:
   // Symbolic dims: loop counts, output indices, piece bounds (concat), a gather's axis
   // length, an expand's or tile's source dims and a slice's symbolic starts read from the dims.
   // Pad and resize compute their source indices from the sizes at compile time (reflect
-  // periods, per-coordinate resize maps): they are not lowered over symbolic dims.
+  // periods, per-coordinate resize maps), and gather_elements / gather_nd have no symbolic
+  // shape rule: they are not lowered over symbolic dims.
   bool symbolicDims(const KernelGroup &g) const override {
     Op op = g.anchor ? g.anchor->op() : Op::Identity;
-    return op != Op::Pad && op != Op::Resize;
+    return op != Op::Pad && op != Op::Resize && op != Op::GatherElements && op != Op::GatherND;
   }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipeDataMovement(g, n, k), name());

@@ -2,7 +2,8 @@
 // the cost model (labels, knob reads, the row-state cost shape of reductions and norms).
 // Order matters where two recipes lower the same anchor: the specialised one, which requires a
 // certified property, comes first; the family's generic recipe after it (tiled_contraction
-// before direct_conv for a conv).
+// before direct_conv for a conv). scatter and top_k lower only their own anchors (scatter:
+// a copy, then the updates in order, which no index map expresses; top_k: k selection passes).
 #include "lower/recipe.h"
 #include "lower/recipes.h"
 #include "support/int_math.h"
@@ -17,7 +18,7 @@ const std::vector<const Recipe *> &recipeRegistry() {
       &pointwiseRecipe(),          &reductionRecipe(),  &poolingRecipe(),
       &dataMovementRecipe(),       &onlineNormRecipe(), &streamingAttentionRecipe(),
       &chainedContractionRecipe(), &convChainRecipe(),  &tiledContractionRecipe(),
-      &directConvRecipe(),         &topKRecipe(),
+      &directConvRecipe(),         &scatterRecipe(),    &topKRecipe(),
   };
   return registry;
 }

@@ -160,6 +160,11 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   // 64 query rows over 4 warps, 64 keys (32 past head size 64). Head sizes the fragments
   // cannot tile fall back to the SIMT form (the step then reports fp32).
   kir::MmaFrag frag = tensorFrag(n, knobs);
+  // A head size no fragment tiles (D not a multiple of the instruction's k, Dv not of 8: a
+  // Swin's 24) takes the SIMT form whatever the knobs: the planner's candidates for this kernel
+  // are then SIMT ones, which name BR, BC and threads.
+  if (frag != kir::MmaFrag::None && (D % kir::mmaFragK(frag) != 0 || Dv % 8 != 0))
+    frag = kir::MmaFrag::None;
   std::optional<WarpTiles> sTiles, oTiles;
   const int64_t simtBR = brDefault, simtBC = bcDefault;
   if (frag != kir::MmaFrag::None) {

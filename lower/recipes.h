@@ -19,6 +19,7 @@ const Recipe &pointwiseRecipe();
 const Recipe &reductionRecipe();
 const Recipe &poolingRecipe();
 const Recipe &dataMovementRecipe();
+const Recipe &scatterRecipe();
 const Recipe &topKRecipe();
 const Recipe &onlineNormRecipe();
 const Recipe &streamingAttentionRecipe();

@@ -2,7 +2,7 @@
 """Exports aicf's test models from PyTorch, with seeded inputs and PyTorch's outputs as references.
 
 Run by hand with Debian's PyTorch (not by CI; CI uses the committed files):
-    apt-get install python3-torch python3-onnx python3-numpy libopenblas0-pthread
+    apt-get install python3-torch python3-torchvision python3-onnx python3-numpy libopenblas0-pthread
     /usr/bin/python3 scripts/gen_models.py            # writes testdata/models/
     /usr/bin/python3 scripts/gen_models.py NAME...    # writes only the named models
 
@@ -17,7 +17,9 @@ BertLayer (additive padding mask, erf GELU, post-LayerNorm), a pre-LN ViT encode
 Block (one fused qkv Linear, reshape + permute + unbind into q, k, v, erf GELU MLP), a LLaMA
 decoder block like transformers' LlamaDecoderLayer (RMSNorm, rotary embeddings with rotate_half,
 grouped-query attention with repeat_kv, additive causal mask, SiLU-gated MLP), a small CNN (conv,
-batch norm, ReLU, pooling, depthwise conv, Gemm) and an MLP.
+batch norm, ReLU, pooling, depthwise conv, Gemm), an MLP, and a small shifted-window transformer
+(torchvision's SwinTransformer: its attention mask built by slice assignment, which the exporter
+writes as ScatterND on constants; torch.roll as Slice + Concat; window partition reshapes).
 """
 import math
 import os
@@ -385,6 +387,29 @@ def main():
     # one shared dim); --shape binds them by position.
     export("cnn_anon_dims_op13", cnn, [x_cnn], ["image"], ["logits"], 13,
            dynamic_axes={"image": {2: "?", 3: "?"}}, args="--shape image=2x3x32x32")
+    # A two-stage Swin (torchvision's SwinTransformer, the swin_t architecture scaled down: embed
+    # dim 24, depths [2, 2], heads [1, 2], swin_t's 7 x 7 windows) on a 56 x 56 image, random
+    # weights. The first stage (14 x 14 tokens) shifts its second block's windows, its attention
+    # mask built by ScatterND; the second (7 x 7, one window) does not shift.
+    from torchvision.models.swin_transformer import SwinTransformer
+    torch.manual_seed(10)
+    swin = SwinTransformer(patch_size=[4, 4], embed_dim=24, depths=[2, 2], num_heads=[1, 2],
+                           window_size=[7, 7], stochastic_depth_prob=0.0, num_classes=10)
+    torch.manual_seed(11)
+    randomize_norms(swin)
+    # torchvision's init (std 0.02 Linear weights and relative position biases) leaves logits of
+    # ~0.01 and attention close to uniform; unit-scale weights and biases make every score, and
+    # so the -100 mask entries, matter in the outputs.
+    with torch.no_grad():
+        for mod in swin.modules():
+            if isinstance(mod, nn.Linear):
+                mod.weight.normal_(0.0, mod.in_features ** -0.5)
+                if mod.bias is not None:
+                    mod.bias.uniform_(-0.1, 0.1)
+            if hasattr(mod, "relative_position_bias_table"):
+                mod.relative_position_bias_table.normal_(0.0, 1.0)
+    x_swin = torch.randn(1, 3, 56, 56, generator=torch.Generator().manual_seed(102))
+    export("swin_tiny_op17", swin, [x_swin], ["image"], ["logits"], 17)
     unknown = ONLY - KNOWN
     if unknown:
         print(f"unknown model names: {sorted(unknown)}", file=sys.stderr)

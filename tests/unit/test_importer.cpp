@@ -2461,3 +2461,100 @@ TEST_CASE("importer: Attention softcap and nonpad_kv_seqlen match ONNX's rule") 
         }
       }
 }
+
+TEST_CASE(
+    "importer: gather / scatter by index tensors, folded on constants, errors name the node") {
+  // A mask built by slice assignment, as exporters write it (torchvision's Swin): ScatterND on
+  // constants folds at import, so only the add remains.
+  {
+    ModelBuilder b(16);
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.output("y", TensorProto::FLOAT, {2, 3});
+    b.initF32("zeros", {0, 0, 0, 0, 0, 0}, {2, 3});
+    b.initI64("idx", {1, 2, 0, -1}, {2, 2});
+    b.initF32("val", {5, 7}, {2});
+    attr(b.node("ScatterND", {"zeros", "idx", "val"}, {"mask"}), "reduction", "add");
+    b.node("Add", {"x", "mask"}, {"y"});
+    auto g = b.import("scatter_fold.onnx");
+    CHECK(ops(*g) == Ops{"add"});
+    Value *mask = only(*g, "add")->operand(1);
+    REQUIRE(mask->isWeight());
+    CHECK(mask->data()->toDoubles() == std::vector<double>{0, 0, 7, 0, 0, 5});
+  }
+  // Run-time indices stay nodes; Scatter-10 is scatter_elements.
+  {
+    ModelBuilder b(10);
+    b.input("x", TensorProto::FLOAT, {2, 3}).input("i", TensorProto::INT64, {2, 1});
+    b.input("u", TensorProto::FLOAT, {2, 1});
+    b.output("y", TensorProto::FLOAT, {2, 3});
+    attr(b.node("Scatter", {"x", "i", "u"}, {"y"}), "axis", int64_t(-1));
+    auto g = b.import("scatter10.onnx");
+    REQUIRE(ops(*g) == Ops{"scatter_elements"});
+    CHECK(only(*g, "scatter_elements")->i("axis") == 1);
+    std::vector<Tensor> out =
+        interpret(*g, {f32Tensor({1, 2, 3, 4, 5, 6}, {2, 3}), Tensor::fromI64({2, -3}, {2, 1}),
+                       f32Tensor({9, 8}, {2, 1})});
+    CHECK(out[0].toDoubles() == std::vector<double>{1, 2, 9, 8, 5, 6});
+  }
+  // GatherND with batch_dims and GatherElements of constant data at run-time indices.
+  {
+    ModelBuilder b(13);
+    b.input("x", TensorProto::FLOAT, {2, 2, 3}).input("i", TensorProto::INT64, {2, 1});
+    b.output("y", TensorProto::FLOAT, {2, 3}).output("z", TensorProto::FLOAT, {1, 1, 3});
+    attr(b.node("GatherND", {"x", "i"}, {"y"}), "batch_dims", int64_t(1));
+    b.initI64("ie", {1, 0, 1}, {1, 1, 3});
+    attr(b.node("GatherElements", {"x", "ie"}, {"z"}), "axis", int64_t(1));
+    auto g = b.import("gathernd.onnx");
+    CHECK(ops(*g) == Ops{"gather_nd", "gather_elements"});
+  }
+  // Errors: the node named, the problem said.
+  {
+    ModelBuilder b(13);
+    b.input("x", TensorProto::FLOAT, {2, 3}).input("i", TensorProto::FLOAT, {2, 3});
+    b.output("y", TensorProto::FLOAT, {2, 3});
+    b.node("GatherElements", {"x", "i"}, {"y"}, "ge");
+    CHECK(importError(b, "ge_float.onnx")
+              .find("node 'ge' (GatherElements): indices must be int32 or int64, got f32[2,3]") !=
+          std::string::npos);
+  }
+  {
+    ModelBuilder b(13);
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.output("y", TensorProto::FLOAT, {1, 2});
+    b.initI64("i", {0, 3}, {1, 2});
+    attr(b.node("GatherElements", {"x", "i"}, {"y"}, "ge"), "axis", int64_t(1));
+    CHECK(importError(b, "ge_range.onnx")
+              .find("node 'ge' (GatherElements): index 3 is out of range for axis 1 of "
+                    "f32[2,3]") != std::string::npos);
+  }
+  {
+    ModelBuilder b(16);
+    b.input("x", TensorProto::FLOAT, {2, 3}).input("u", TensorProto::FLOAT, {1, 3});
+    b.output("y", TensorProto::FLOAT, {2, 3});
+    b.initI64("i", {0, -4}, {1, 2});
+    b.node("ScatterND", {"x", "i", "u"}, {"y"}, "sn");
+    CHECK(importError(b, "sn_range.onnx")
+              .find("node 'sn' (ScatterND): index -4 is out of range for axis 1 of f32[2,3]") !=
+          std::string::npos);
+  }
+  {
+    ModelBuilder b(16);
+    b.input("x", TensorProto::FLOAT, {2, 3}).input("i", TensorProto::INT64, {2, 1});
+    b.input("u", TensorProto::FLOAT, {2, 2});
+    b.output("y", TensorProto::FLOAT, {2, 3});
+    attr(b.node("ScatterND", {"x", "i", "u"}, {"y"}, "sn"), "reduction", "max");
+    CHECK(importError(b, "sn_shape.onnx")
+              .find("node 'sn' (ScatterND): scatter_nd updates f32[2,2] must be f32[2,3] for "
+                    "data f32[2,3] and indices i64[2,1]") != std::string::npos);
+  }
+  {
+    ModelBuilder b(16);
+    b.input("x", TensorProto::FLOAT, {2, 3}).input("i", TensorProto::INT64, {2, 3});
+    b.input("u", TensorProto::FLOAT, {2, 3});
+    b.output("y", TensorProto::FLOAT, {2, 3});
+    attr(b.node("ScatterElements", {"x", "i", "u"}, {"y"}, "se"), "reduction", "sum");
+    CHECK(importError(b, "se_reduction.onnx")
+              .find("node 'se' (ScatterElements): reduction 'sum' is not none, add, mul, max or "
+                    "min") != std::string::npos);
+  }
+}

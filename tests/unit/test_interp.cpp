@@ -866,6 +866,62 @@ TEST_CASE("interp: gather wraps negative indices and rejects out-of-range ones")
                        doctest::Contains("index -4 is out of range"), UserError);
 }
 
+TEST_CASE("interp: gather_elements and gather_nd (batch_dims) wrap negative indices") {
+  Tensor x = f32({0, 1, 2, 3, 4, 5}, {3, 2});
+  Tensor e = run1(Op::GatherElements, {x, i64({2, -3, -1, 1}, {2, 2})}, {{"axis", I(0)}});
+  CHECK(e.shape() == std::vector<int64_t>{2, 2});
+  expectNear(e, {4, 1, 4, 3}, 0);
+  Tensor e1 =
+      run1(Op::GatherElements, {x, typed(DType::I32, {1, 0, -2}, {3, 1})}, {{"axis", I(-1)}});
+  expectNear(e1, {1, 2, 4}, 0);
+  CHECK_THROWS_WITH_AS(run1(Op::GatherElements, {x, i64({0, 2}, {1, 2})}, {{"axis", I(1)}}),
+                       doctest::Contains("index 2 is out of range for axis 1 of size 2"),
+                       UserError);
+  // [2, 3, 2]: tuples of 2 select rows; batch_dims 1 gathers inside each batch.
+  Tensor y = f32({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 3, 2});
+  Tensor n = run1(Op::GatherND, {y, i64({1, -1, 0, 0}, {2, 2})});
+  CHECK(n.shape() == std::vector<int64_t>{2, 2});
+  expectNear(n, {10, 11, 0, 1}, 0);
+  Tensor b = run1(Op::GatherND, {y, i64({2, 0, -1, 1}, {2, 2, 1})}, {{"batch_dims", I(1)}});
+  CHECK(b.shape() == std::vector<int64_t>{2, 2, 2});
+  expectNear(b, {4, 5, 0, 1, 10, 11, 8, 9}, 0);
+  Tensor full = run1(Op::GatherND, {y, i64({1, 2, 1}, {1, 3})});
+  expectNear(full, {11}, 0);
+  CHECK_THROWS_WITH_AS(run1(Op::GatherND, {y, i64({0, 3}, {1, 2})}),
+                       doctest::Contains("index 3 is out of range for axis 1 of size 3"),
+                       UserError);
+}
+
+TEST_CASE("interp: scatter_elements and scatter_nd apply updates in order, with reductions") {
+  Tensor x = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  // Duplicates: reduction none keeps the last update; add and mul accumulate in order.
+  Tensor none = run1(Op::ScatterElements, {x, i64({2, 2, -3}, {1, 3}), f32({7, 8, 9}, {1, 3})},
+                     {{"axis", I(1)}});
+  expectNear(none, {9, 2, 8, 4, 5, 6}, 0);
+  Tensor add = run1(Op::ScatterElements, {x, i64({1, 1}, {1, 2}), f32({10, 20}, {1, 2})},
+                    {{"axis", I(1)}, {"reduction", S("add")}});
+  expectNear(add, {1, 32, 3, 4, 5, 6}, 0);
+  Tensor mx = run1(Op::ScatterElements, {x, i64({1, 0, 1}, {1, 3}), f32({0, 9, 7}, {1, 3})},
+                   {{"axis", I(0)}, {"reduction", S("max")}});
+  expectNear(mx, {1, 9, 3, 4, 5, 7}, 0);
+  CHECK_THROWS_WITH_AS(
+      run1(Op::ScatterElements, {x, i64({3}, {1, 1}), f32({1}, {1, 1})}, {{"axis", I(1)}}),
+      doctest::Contains("index 3 is out of range for axis 1 of size 3"), UserError);
+  // scatter_nd: rows (k = 1) and single elements (k = 2), duplicates in order.
+  Tensor rows =
+      run1(Op::ScatterND, {x, i64({-1, 0, 1}, {3, 1}), f32({7, 8, 9, 1, 1, 1, 2, 2, 2}, {3, 3})});
+  expectNear(rows, {1, 1, 1, 2, 2, 2}, 0);
+  Tensor mul = run1(Op::ScatterND, {x, i64({0, 1, 0, 1, 1, -1}, {3, 2}), f32({2, 3, 4}, {3})},
+                    {{"reduction", S("mul")}});
+  expectNear(mul, {1, 12, 3, 4, 5, 24}, 0);
+  Tensor mn = run1(Op::ScatterND, {i64({5, 6}, {2}), i64({1, 1}, {2, 1}), i64({9, 2}, {2})},
+                   {{"reduction", S("min")}});
+  expectInts(mn, {5, 2});
+  CHECK_THROWS_WITH_AS(run1(Op::ScatterND, {x, i64({0, -4}, {1, 2}), f32({1}, {1})}),
+                       doctest::Contains("index -4 is out of range for axis 1 of size 3"),
+                       UserError);
+}
+
 TEST_CASE("interp: expand and tile") {
   Tensor e = run1(Op::Expand, {f32({1, 2}, {2, 1})}, {{"shape", Is({2, 2, 3})}});
   CHECK(e.shape() == std::vector<int64_t>{2, 2, 3});

@@ -625,6 +625,35 @@ const OpCase kOpCases[] = {
 }
 )",
      {"data_movement"}},
+    // Indices from graph inputs (0 or 1: duplicates everywhere, so the order of the updates
+    // shows) and from weights (negative ones), gather_elements / gather_nd (batch_dims 1) as
+    // index maps, scatter_elements / scatter_nd with every reduction, a fused prologue on the
+    // data, a consumer of the scatter as its own kernel, i64 data, updates inside a smaller
+    // extent of the indices (the lines outside get none).
+    {"gather_scatter",
+     R"(graph @gs(%x: f32[4,5], %j: i32[2,3], %y: f32[2,3,4], %w: f32[4,5], %i: i64[3,5], %u: f32[3,5], %i2: i64[2,3], %u2: f32[2,3], %t: i64[2,2], %v: f32[2,4], %v3: f32[3], %v1: f32[2,3,4], %yi: i64[2,3], %ii: i64[2,2], %ui: i64[2,2]) -> (%ge: f32[2,3], %g1: f32[2,3], %gn: f32[2,4], %gb: f32[2,4], %sa: f32[4,5], %sn: f32[4,5], %sm: f32[4,5], %nd: f32[2,3,4], %n3: f32[2,3,4], %n1: f32[2,3,4], %si: i64[2,3], %r: f32[4,5]) {
+  %ie = weight i64[2,3] = [-1, 0, 3, 2, -4, 1]
+  %in = weight i64[2,2] = [1, -1, 0, 2]
+  %ib = weight i64[2,1] = [-1, 2]
+  %t3 = weight i64[3,3] = [1, -1, 3, 0, 0, 0, 1, 2, -4]
+  %t1 = weight i64[2,1] = [-1, -1]
+  %ge = gather_elements(%x, %ie) {axis = 0} : f32[2,3]
+  %g1 = gather_elements(%x, %j) {axis = -1} : f32[2,3]
+  %gn = gather_nd(%y, %in) : f32[2,4]
+  %gb = gather_nd(%y, %ib) {batch_dims = 1} : f32[2,4]
+  %we = exp(%w) : f32[4,5]
+  %sa = scatter_elements(%we, %i, %u) {reduction = "add"} : f32[4,5]
+  %sn = scatter_elements(%w, %i, %u) : f32[4,5]
+  %sm = scatter_elements(%w, %i2, %u2) {axis = 1, reduction = "max"} : f32[4,5]
+  %nd = scatter_nd(%y, %t, %v) {reduction = "mul"} : f32[2,3,4]
+  %n3 = scatter_nd(%y, %t3, %v3) {reduction = "min"} : f32[2,3,4]
+  %n1 = scatter_nd(%y, %t1, %v1) : f32[2,3,4]
+  %si = scatter_elements(%yi, %ii, %ui) {axis = 1, reduction = "add"} : i64[2,3]
+  %r = relu(%sn) : f32[4,5]
+  return %ge, %g1, %gn, %gb, %sa, %sn, %sm, %nd, %n3, %n1, %si, %r
+}
+)",
+     {"data_movement", "scatter"}},
     {"resize",
      R"(graph @rs(%x: f32[1,1,4,6]) -> (%n1: f32[1,1,8,9], %n2: f32[1,1,8,9], %n3: f32[1,1,3,4], %n4: f32[1,1,7,5], %l1: f32[1,1,8,9], %l2: f32[1,1,8,9], %l3: f32[1,1,3,4], %l4: f32[1,1,7,5]) {
   %n1 = resize(%x) {coordinate_transformation_mode = "half_pixel", mode = "nearest", nearest_mode = "round_prefer_floor", scales = [1.0, 1.0, 2.0, 1.5], sizes = [1, 1, 8, 9]} : f32[1,1,8,9]
@@ -869,6 +898,65 @@ TEST_CASE("kernels: per-op cases match the interpreter") {
       int ok = checkGroups(parts[c], lows[c], *lib, vals);
       CHECK(ok == static_cast<int>(parts[c].groups.size()));
     }
+  }
+}
+
+// Out-of-range indices computed at run time (the interpreter refuses them, naming the node):
+// the compiled gathers read the clamped position and the scatters skip the update, so nothing
+// is read or written out of bounds. Both plans.
+TEST_CASE("kernels: gathers clamp and scatters skip out-of-range indices") {
+  const char *text =
+      R"(graph @oob(%x: f32[3,4], %i: i64[2,4], %u: f32[2,4], %t: i64[2,2], %v: f32[2]) -> (%g: f32[2,4], %s: f32[3,4], %n: f32[3,4], %gn: f32[2]) {
+  %g = gather_elements(%x, %i) {axis = 0} : f32[2,4]
+  %s = scatter_elements(%x, %i, %u) {axis = 0} : f32[3,4]
+  %n = scatter_nd(%x, %t, %v) : f32[3,4]
+  %gn = gather_nd(%x, %t) : f32[2]
+  return %g, %s, %n, %gn
+}
+)";
+  std::vector<float> x(12), u = {100, 101, 102, 103, 104, 105, 106, 107};
+  for (int k = 0; k < 12; ++k)
+    x[k] = float(k);
+  std::map<std::string, Tensor> in = {{"x", Tensor::fromF32(x, {3, 4})},
+                                      {"i", Tensor::fromI64({5, -1, 2, -7, 0, 3, 1, 100}, {2, 4})},
+                                      {"u", Tensor::fromF32(u, {2, 4})},
+                                      {"t", Tensor::fromI64({3, 0, 1, -2}, {2, 2})},
+                                      {"v", Tensor::fromF32({50, 60}, {2})}};
+  std::vector<float> scattered = x, nd = x;
+  scattered[2 * 4 + 1] = 101; // -1 -> 2
+  scattered[2 * 4 + 2] = 102;
+  scattered[0 * 4 + 0] = 104;
+  scattered[1 * 4 + 2] = 106;
+  nd[1 * 4 + 2] = 60; // (1, -2) -> (1, 2); (3, 0) skipped
+  std::map<std::string, std::vector<float>> want = {
+      {"g", {8, 9, 10, 3, 0, 9, 6, 11}}, {"s", scattered}, {"n", nd}, {"gn", {8, 6}}};
+  ScratchDir scratch;
+  for (const std::string plan : kPlans) {
+    CAPTURE(plan);
+    std::unique_ptr<Graph> g = parseGraph(text, "oob.mcir");
+    Partition part = partitionGraph(*g);
+    Knobs knobs;
+    knobs.planFor = Target::parseSpec(plan);
+    Lowered low = lowerAll(part, knobs, "oob_");
+    REQUIRE(low.skipped == 0);
+    std::unique_ptr<LoadedLibrary> lib =
+        buildLibrary(low.kernels, scratch.path, cat("oob_", planTag(plan)));
+    int checked = 0;
+    for (const KernelGroup &grp : part.groups) {
+      const kir::Kernel &k = low.kernels.at(static_cast<size_t>(low.kernelOf[grp.id]));
+      std::vector<const Tensor *> ins;
+      for (const Value *v : grp.inputs)
+        ins.push_back(&in.at(v->name()));
+      REQUIRE(grp.outputs.size() == 1);
+      const Value *o = grp.outputs[0];
+      std::vector<Tensor> outs =
+          runKernel(lib->kernel(k.name), ins, {testing::outputBufferType(grp, o)});
+      CAPTURE(o->name());
+      CHECK(outs[0].toDoubles() ==
+            std::vector<double>(want.at(o->name()).begin(), want.at(o->name()).end()));
+      ++checked;
+    }
+    CHECK(checked == 4);
   }
 }
 

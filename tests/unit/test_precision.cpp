@@ -177,6 +177,37 @@ TEST_CASE("precision: emulated tensor-core products are bit-exact against a scal
   }
 }
 
+TEST_CASE("precision: an attention whose head size no fragment tiles plans its SIMT form") {
+  // Head size 24 (a small Swin's): not a multiple of fp16 / bf16's k of 16, so the attention
+  // runs SIMT in f32 whatever the planner's knobs (its candidates name BR, BC and threads);
+  // tf32's k of 8 tiles it.
+  const char *text =
+      R"(graph @att(%q: f32[4,1,49,24], %k: f32[4,1,49,24], %v: f32[4,1,49,24]) -> (%y: f32[4,1,49,24]) {
+  %y = attention(%q, %k, %v) {scale = 0.2}
+  return %y
+}
+)";
+  std::unique_ptr<Graph> g = parseGraph(text, "att24.mcir");
+  std::vector<Tensor> in = randomInputs(*g, 5);
+  std::vector<Tensor> want = interpret(*g, in);
+  for (Precision p : {Precision::F16, Precision::BF16, Precision::TF32}) {
+    CAPTURE(std::string(precisionName(p)));
+    CompileOptions o;
+    o.planFor = Target::parseSpec("cuda:sm_90");
+    o.precision = p;
+    o.attention = "streaming"; // the streaming kernel, planned over its candidates
+    CompiledModel cm;
+    std::vector<Tensor> got = compile_checks::compileRun(*g, o, in, "aicf_precision_", &cm);
+    REQUIRE(cm.plan.steps.size() == 1);
+    CHECK(cm.plan.steps[0].kind == "attention");
+    CHECK(cm.plan.steps[0].precision == (p == Precision::TF32 ? "tf32" : "fp32"));
+    double worst = 0;
+    for (int64_t i = 0; i < want[0].numel(); ++i)
+      worst = std::max(worst, std::fabs(got[0].getDouble(i) - want[0].getDouble(i)));
+    CHECK(worst < (p == Precision::TF32 ? 1e-2 : 1e-5));
+  }
+}
+
 TEST_CASE("precision: emulated reduced-precision plans match the fp32 references") {
   std::vector<fs::path> dirs = testing::modelDirs();
   REQUIRE(dirs.size() >= 8);

@@ -54,9 +54,9 @@ const KernelGroup &anchorGroup(const Partition &p, Op op) {
 
 } // namespace
 
-TEST_CASE("recipe registry: eleven recipes, each once, under unique labels") {
+TEST_CASE("recipe registry: twelve recipes, each once, under unique labels") {
   const std::vector<const Recipe *> &reg = recipeRegistry();
-  CHECK(reg.size() == 11);
+  CHECK(reg.size() == 12);
   std::set<const Recipe *> objects(reg.begin(), reg.end());
   CHECK(objects.size() == reg.size());
   std::set<std::string> names;
@@ -65,7 +65,8 @@ TEST_CASE("recipe registry: eleven recipes, each once, under unique labels") {
   CHECK(names.size() == reg.size());
   CHECK(names == std::set<std::string>{"pointwise", "reduction", "pooling", "data_movement",
                                        "online_norm", "streaming_attention", "chained_contraction",
-                                       "conv_chain", "tiled_contraction", "direct_conv", "top_k"});
+                                       "conv_chain", "tiled_contraction", "direct_conv", "scatter",
+                                       "top_k"});
 }
 
 TEST_CASE("recipe knobs: every recipe's knobs round-trip through its typed struct") {
@@ -87,6 +88,7 @@ TEST_CASE("recipe knobs: every recipe's knobs round-trip through its typed struc
       {&chainedContractionRecipe(),
        {{"BH", 16}, {"BK", 32}, {"BM", 32}, {"TM", 2}, {"TN", 1}, {"threads", 256}}},
       {&convChainRecipe(), {{"BK", 64}, {"G", 2}, {"rows", 14}}},
+      {&scatterRecipe(), {{"threads", 64}, {"vec", 1}}},
       {&topKRecipe(), {{"threads", 1}, {"vec", 1}}},
   };
   std::set<std::string> covered;
