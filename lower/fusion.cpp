@@ -49,7 +49,9 @@
 //     carry rematerializable_intermediate (certified by annotate-properties), read by several
 //     groups, all of which inline operands, none through a view and none a graph output, is
 //     copied into every consumer when the cost model prices recomputing it there below storing
-//     it once and reloading it in each; its nodes then belong to several groups.
+//     it once and reloading it in each; its nodes then belong to several groups. Each copy
+//     gives its consumer the group's reads: refused when a consumer computes, directly or
+//     through other groups, a value the group reads (the group graph would be cyclic).
 //     Branch conditions are exempt from rules 4 and 5 (and a branch select does not join its
 //     condition's group by rule 3): the one-element condition of a where choosing between the
 //     branches of an If chosen at run time (isBranchSelect) is stored, so that host plans read
@@ -97,6 +99,7 @@
 //     prices it lower, or within the model's error and fewer bytes (kTimeBand); recorded with
 //     both times (Partition::remat, kind ConvChain). The expanded and depthwise tensors are
 //     never stored.
+// Rules 7-10 copy or merge only where the group graph stays acyclic, as rules 3 and 5 do.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
 // Cost: near-linear in the graph. Group membership is groupOf_ (plus the copies of rule 5),
@@ -567,6 +570,39 @@ private:
     return visit(from);
   }
 
+  // The groups that the nodes of groups `gs` read from, outside `gs`: what those nodes would
+  // still read from elsewhere if they were copied or merged into other groups. Operands that a
+  // member of `gs` computes itself (its own nodes, its copies) are no reads.
+  std::vector<int> externalSources(const std::vector<int> &gs) const {
+    auto inside = [&](const Node *d) {
+      return d && !floating(d) &&
+             std::any_of(gs.begin(), gs.end(), [&](int g) { return contains(g, d); });
+    };
+    std::vector<int> srcs;
+    for (int g : gs)
+      for (const Node *m : groups_[g].nodes)
+        for (const Value *o : m->operands())
+          if (!inside(o->def()))
+            sourceGroups(o, srcs);
+    srcs.erase(
+        std::remove_if(srcs.begin(), srcs.end(),
+                       [&](int p) { return std::find(gs.begin(), gs.end(), p) != gs.end(); }),
+        srcs.end());
+    return srcs;
+  }
+
+  // Whether giving groups `targets` the reads from groups `srcs` (copying or merging nodes that
+  // read them into the targets) keeps the group graph acyclic: no source is a target or depends,
+  // through other groups, on one. (A source depending on a target would then be read by the
+  // target it needs: two kernels each waiting for the other, which finish() cannot order.)
+  bool staysAcyclic(const std::vector<int> &srcs, const std::vector<int> &targets) const {
+    for (int p : srcs)
+      for (int t : targets)
+        if (p == t || dependsOn(p, t))
+          return false;
+    return true;
+  }
+
   // A value that something outside group gi (with `joining`, when given, counted as a
   // member) or the graph's outputs needs.
   bool neededOutside(const Value *v, int gi, const Node *joining = nullptr) const {
@@ -706,6 +742,18 @@ private:
                !full(c, grp.nodes.size());
       });
       if (!inlinable)
+        continue;
+      // Copied into a consumer, the group's nodes read there what the group reads: refused
+      // when a consumer computes, itself or through other groups, something the group reads,
+      // since the group graph would then be cyclic. A consumer that really reads the group
+      // cannot (the graph would already be cyclic), but consumersOf also lists, for a copy an
+      // earlier rematerialisation left in this group, every group reading the copied node, and
+      // those hold their own copy and may need nothing from here. An unrolled LSTM: step t's
+      // cell-state group holds copies of step t-1's and reads step t's gate matmul, whose group
+      // reads step t-1's state and so is listed; copied there, that group would read its own
+      // result, and with step t+1's state copied in too, the matmul groups of steps t and t+1
+      // would each read the other's.
+      if (!staysAcyclic(externalSources({static_cast<int>(gi)}), cons))
         continue;
       int64_t inBytes = 0, outBytes = 0;
       std::unordered_set<const Value *> seen;
@@ -903,6 +951,8 @@ private:
       }
       for (int c : cons)
         ok = ok && !full(c, moved[c].size());
+      // The readers take the norm's reads: none may come from them (see rule 5).
+      ok = ok && staysAcyclic(externalSources({static_cast<int>(gi)}), cons);
       if (!ok || cons.empty())
         continue;
       int64_t bytes = 0; // planned bytes of the kernels priced so far
@@ -1050,7 +1100,7 @@ private:
       int merged = 0;
       for (int f : firsts)
         merged += static_cast<int>(groups_[f].nodes.size());
-      if (full(g2, static_cast<size_t>(merged)))
+      if (full(g2, static_cast<size_t>(merged)) || !mergeStaysAcyclic(g2, firsts))
         continue;
       RematDecision dec;
       dec.kind = RematDecision::Kind::Chain;
@@ -1082,7 +1132,7 @@ private:
         continue;
       KernelGroup kc = kernelGroup(gc);
       if (kc.outputs.size() != 1 || kc.outputs[0] != v || !kc.storeThrough.empty() ||
-          full(gc, groups_[gn].nodes.size()))
+          full(gc, groups_[gn].nodes.size()) || !mergeStaysAcyclic(gc, {gn}))
         continue;
       RematDecision dec;
       dec.kind = RematDecision::Kind::NormEpilogue;
@@ -1159,7 +1209,7 @@ private:
         from.insert(from.begin(), gE);
         chain.insert(chain.begin(), groups_[gE].anchor);
       }
-      if (full(gP, chain.size()))
+      if (full(gP, chain.size()) || !mergeStaysAcyclic(gP, from))
         continue;
       RematDecision dec;
       dec.kind = RematDecision::Kind::ConvChain;
@@ -1175,6 +1225,16 @@ private:
           gP, from, fuse, dec, [&] { chained_[gP] = chain; }, [&] { chained_.erase(gP); });
       p.remat.push_back(dec);
     }
+  }
+
+  // Rules 8-10: whether merging groups `from` into group `into` keeps the group graph acyclic:
+  // no group the merged one reads depends on one of them (it would then read the merged group
+  // and be read by it). The merged groups' results are read only inside them as the rules pick
+  // them; the check keeps that assumption from turning into a cycle.
+  bool mergeStaysAcyclic(int into, const std::vector<int> &from) const {
+    std::vector<int> all = from;
+    all.push_back(into);
+    return staysAcyclic(externalSources(all), all);
   }
 
   // Rules 7-9: the planner's price of group g as it stands (its folded layout ops attached).

@@ -1,11 +1,15 @@
 // Tests of the partition into kernel groups (lower/fusion.h) on small hand-written graphs:
 // anchors with prologue / epilogue membership, elementwise nodes shared by several groups
 // (computed once, with their producer or alone), the single-output rule of contraction
-// epilogues, the one-shape rule of pointwise groups, views and storageOf, cycle avoidance,
-// group inputs / outputs in first-use order, a valid execution order, and determinism.
+// epilogues, the one-shape rule of pointwise groups, views and storageOf, cycle avoidance (joins
+// and recomputed copies), group inputs / outputs in first-use order, a valid execution order,
+// and determinism.
 #include "ir/parser.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
+#include "plan/cost_model.h"
+#include "plan/planner.h"
+#include "target/target.h"
 
 #include <doctest/doctest.h>
 
@@ -37,8 +41,8 @@ std::vector<std::string> describeAll(const Partition &p) {
 }
 
 // Every node is in exactly one group or is a view, except folded layout ops (and the reshapes
-// of their chains), which are in every group reading them; groups are in a valid execution
-// order.
+// of their chains), which are in every group reading them, and elementwise nodes recomputed in
+// several groups (rule 5), none of which stores them; groups are in a valid execution order.
 void checkInvariants(const Graph &g, const Partition &p) {
   std::vector<const Node *> seen, folded;
   for (const LayoutDecision &d : p.layout)
@@ -55,14 +59,27 @@ void checkInvariants(const Graph &g, const Partition &p) {
   for (const Node *n : g.nodes())
     if (isFolded(n))
       seen.push_back(n);
+  std::vector<const Node *> grouped;
+  std::vector<const Value *> stored;
   for (const KernelGroup &kg : p.groups) {
     CHECK(kg.id == static_cast<int>(&kg - p.groups.data()));
     for (const Node *n : kg.nodes)
       if (!isFolded(n))
-        seen.push_back(n);
+        grouped.push_back(n);
+    stored.insert(stored.end(), kg.outputs.begin(), kg.outputs.end());
     CHECK(std::is_sorted(kg.nodes.begin(), kg.nodes.end(), [&](const Node *a, const Node *b) {
       return g.nodeIndex(a) < g.nodeIndex(b);
     }));
+  }
+  std::sort(grouped.begin(), grouped.end());
+  for (auto it = grouped.begin(); it != grouped.end();) {
+    auto end = std::upper_bound(it, grouped.end(), *it);
+    if (end - it > 1) { // recomputed: elementwise, stored by none of its groups
+      CHECK((*it)->info().has(EW));
+      CHECK(std::find(stored.begin(), stored.end(), (*it)->result(0)) == stored.end());
+    }
+    seen.push_back(*it);
+    it = end;
   }
   for (const Node *n : p.views)
     seen.push_back(n);
@@ -232,6 +249,57 @@ TEST_CASE("fusion: a join that would make the group graph cyclic is refused") {
   CHECK(describeAll(p) == std::vector<std::string>{"reduce_max{m|in:x|out:m}",
                                                    "transpose{t|in:m|out:t}",
                                                    "transpose{u,y|in:t,m|out:y}"});
+}
+
+TEST_CASE("fusion: a recomputed group is not copied into a group it reads from") {
+  // Reduced from the unrolled LSTM of testdata/if_branch/vad_if_op17 on the H100 plan: each
+  // step's state c_t reads a slice of its step's matmul m_t (a folded layout op) and c_{t-1};
+  // each m_{t+1} reads c_t. Rule 5 recomputes c1 in m2's group and in c2's. c2's group then
+  // holds a copy of c1, which m2 reads: m2's group is listed among its consumers, though it
+  // has its own copy, while c2 reads m2's result. Copied there, m2's group would read itself;
+  // with c3's group (reading m3, listed for the same reason) copied there too, m2's and m3's
+  // groups each read the other's result: a cyclic group graph, an internal error in finish().
+  // c2 stays a kernel of its own; c3 is recomputed in y's and z's groups.
+  const char *text =
+      R"(graph @t(%x: f32[1,4], %w2: f32[4,8], %w3: f32[4,8], %w4: f32[4,4], %w5: f32[4,4]) -> (%y: f32[1,4], %z: f32[1,4]) {
+  %c1 = tanh(%x) : f32[1,4]
+  %m2 = matmul(%c1, %w2) : f32[1,8]
+  %s2 = slice(%m2) {axes = [1], ends = [4], starts = [0], steps = [1]} : f32[1,4]
+  %c2 = add(%s2, %c1) : f32[1,4]
+  %m3 = matmul(%c2, %w3) : f32[1,8]
+  %s3 = slice(%m3) {axes = [1], ends = [4], starts = [0], steps = [1]} : f32[1,4]
+  %c3 = add(%s3, %c2) : f32[1,4]
+  %y = matmul(%c3, %w4) : f32[1,4]
+  %z = matmul(%c3, %w5) : f32[1,4]
+  return %y, %z
+}
+)";
+  std::vector<std::string> want = {
+      "matmul{c1,m2|in:x,w2|out:m2}", "fused_elementwise{c1,s2,c2|in:x,m2|out:c2}",
+      "matmul{m3|in:c2,w3|out:m3}", "matmul{s3,c3,y|in:m3,c2,w4|out:y}",
+      "matmul{s3,c3,z|in:m3,c2,w5|out:z}"};
+  std::unique_ptr<Graph> g;
+  SUBCASE("the H100 plan's cost model") {
+    Target h100 = Target::parseSpec("cuda:sm_90").loaded();
+    PlannerOptions po;
+    po.planFor = h100;
+    FusionOptions fo;
+    fo.rematCost = rematCostFor(h100.hw);
+    fo.layoutCost = layoutCostFor(h100.hw);
+    fo.kernelCost = kernelCostFor(h100.hw, po);
+    Partition p = partitionText(text, g, fo);
+    CHECK(describeAll(p) == want);
+  }
+  SUBCASE("recomputing always priced lower") {
+    FusionOptions fo;
+    fo.rematCost = [](const KernelGroup &, int64_t, int64_t, int) { return RematCost{1, 0}; };
+    Partition p = partitionText(text, g, fo);
+    CHECK(describeAll(p) == want);
+    // c1 and c3 recomputed; c2's copy refused before it was priced.
+    REQUIRE(p.remat.size() == 2);
+    CHECK(p.remat[0].values == std::vector<std::string>{"c1"});
+    CHECK(p.remat[1].values == std::vector<std::string>{"c3"});
+  }
 }
 
 TEST_CASE("fusion: multi-result anchors take prologues but no epilogue") {
