@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -171,6 +172,64 @@ int writeOnnxSeeds(const std::string &testdata, const std::string &dir) {
         tt->mutable_shape()->add_dim()->set_dim_value(d);
     }
     g.mutable_initializer()->Swap(&kept);
+    // Constant nodes holding large values (index tables, masks) the same way.
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (const onnx::NodeProto &n : g.node()) {
+      const onnx::TensorProto *value = nullptr;
+      if (n.op_type() == "Constant" && n.output_size() == 1)
+        for (const onnx::AttributeProto &a : n.attribute())
+          if (a.name() == "value" && a.has_t())
+            value = &a.t();
+      int64_t count = 1;
+      if (value)
+        for (int64_t d : value->dims())
+          count *= d;
+      if (!value || count <= 256) {
+        *nodes.Add() = n;
+        continue;
+      }
+      onnx::ValueInfoProto *in = g.add_input();
+      in->set_name(n.output(0));
+      auto *tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(value->data_type());
+      for (int64_t d : value->dims())
+        tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    g.mutable_node()->Swap(&nodes);
+    // Names and docs are most of a large graph's bytes (the Swin block's 1,592 nodes): nodes lose
+    // theirs, and values get short ones where no subgraph reads them by name.
+    g.clear_value_info();
+    g.clear_doc_string();
+    bool subgraphs = false;
+    for (onnx::NodeProto &n : *g.mutable_node()) {
+      n.clear_name();
+      n.clear_doc_string();
+      for (const onnx::AttributeProto &a : n.attribute())
+        subgraphs = subgraphs || a.has_g() || a.graphs_size() > 0;
+    }
+    if (!subgraphs) {
+      std::map<std::string, std::string> shortName;
+      auto rename = [&](std::string *name) {
+        if (name->empty())
+          return;
+        auto it = shortName.find(*name);
+        if (it == shortName.end())
+          it = shortName.emplace(*name, cat("v", shortName.size())).first;
+        *name = it->second;
+      };
+      for (onnx::ValueInfoProto &v : *g.mutable_input())
+        rename(v.mutable_name());
+      for (onnx::TensorProto &t : *g.mutable_initializer())
+        rename(t.mutable_name());
+      for (onnx::NodeProto &n : *g.mutable_node()) {
+        for (std::string &i : *n.mutable_input())
+          rename(&i);
+        for (std::string &o : *n.mutable_output())
+          rename(&o);
+      }
+      for (onnx::ValueInfoProto &v : *g.mutable_output())
+        rename(v.mutable_name());
+    }
     for (onnx::ValueInfoProto &in : *g.mutable_input())
       if (in.type().has_tensor_type())
         for (auto &d : *in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
@@ -181,7 +240,7 @@ int writeOnnxSeeds(const std::string &testdata, const std::string &dir) {
       if (c == '/')
         c = '_';
     std::string bytes;
-    if (!m.SerializeToString(&bytes))
+    if (!m.SerializeToString(&bytes) || bytes.size() > kOnnxSeedMaxBytes)
       continue;
     writeBytes((fs::path(dir) / rel).string(), bytes.data(), bytes.size());
     ++written;

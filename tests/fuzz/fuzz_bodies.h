@@ -45,10 +45,13 @@ using Body = Outcome (*)(const uint8_t *, size_t);
 Body bodyByName(const std::string &name);
 
 // Seeds for `onnx` from every ONNX model under `testdata` (models, loops, bad models, ...),
-// written to `dir` small enough to mutate: each initializer of more than 256 elements becomes a
-// graph input of its type (the structure is what the fuzzer should mutate, not weight bytes;
-// the transformer blocks shrink from 3 MB to a few KB), and each named dynamic dim of an input
-// becomes 2. Returns how many were written.
+// written to `dir` small enough to mutate: each initializer (and Constant node) of more than 256
+// elements becomes a graph input of its type (the structure is what the fuzzer should mutate,
+// not weight bytes; the transformer blocks shrink from 3 MB to a few KB), each named dynamic dim
+// of an input becomes 2, nodes lose their names and docs, and values get short names where no
+// subgraph reads them. A seed still over kOnnxSeedMaxBytes (scripts/fuzz.sh's max_len) is not
+// written. Returns how many were written.
+inline constexpr size_t kOnnxSeedMaxBytes = 80000;
 int writeOnnxSeeds(const std::string &testdata, const std::string &dir);
 
 // Sets AICF_HOST_HARDWARE to testdata/targets/ci-host.yaml when unset, so plans (and so the
