@@ -133,4 +133,30 @@ E nanMinUpdate(E acc, E x) {
   return kir::select(orE(x < acc, isNaN(x)) && (acc == acc), x, acc);
 }
 
+void buildLines(kir::Kernel &kern, const Knobs &k, int64_t lines, int64_t lineWork,
+                const std::function<std::vector<kir::StmtP>(kir::E line)> &body) {
+  Schedule s = schedule(k, lines, 1);
+  s.vec = 1;
+  s.blocks = (lines + s.threads - 1) / s.threads;
+  build(kern, lines, s, body);
+  auto problem = std::make_shared<FlatLoopProblem>();
+  problem->n = lines;
+  problem->lineWork = std::max<int64_t>(1, lineWork);
+  kern.problem = problem;
+}
+
+CostShape lineCostShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
+                        double hostCyclesPerStep) {
+  const FlatLoopProblem &p = problemOf<FlatLoopProblem>(k);
+  CostShape s = costShape(k, hw, flops, hostCyclesPerStep * double(p.lineWork));
+  s.chainSteps = double(p.lineWork);
+  return s;
+}
+
+kir::E computeValue(kir::E v) {
+  if (v->type == DType::F16 || v->type == DType::BF16)
+    return kir::cast(v, DType::F32);
+  return v;
+}
+
 } // namespace aicf::flatloop

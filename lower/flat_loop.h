@@ -50,6 +50,17 @@ std::vector<KnobSet> candidates(const kir::Kernel &k, const Hardware &hw, int64_
 CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
                     double hostCyclesPerElement);
 
+// One line per thread and no vector loop, for recipes whose every line is a serial walk that
+// no other thread touches (scatter's updates in order, top_k's selection passes): the flat loop
+// over `lines`, with the problem recorded as {n = lines, lineWork = steps per line}.
+void buildLines(kir::Kernel &kern, const Knobs &k, int64_t lines, int64_t lineWork,
+                const std::function<std::vector<kir::StmtP>(kir::E line)> &body);
+// Their cost shape: independent lines, each lineWork dependent steps of `hostCyclesPerStep`
+// scalar cycles on the host.
+CostShape lineCostShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
+                        double hostCyclesPerStep);
+// A value in its compute type: f32 for f16 / bf16 (a fused f16 value is a rounded f32).
+kir::E computeValue(kir::E v);
 kir::E isNaN(kir::E x);
 kir::E ne(kir::E a, kir::E b);
 kir::E orE(kir::E a, kir::E b);

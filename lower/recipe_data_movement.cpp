@@ -35,12 +35,7 @@ E zero() {
   return E(int64_t(0));
 }
 
-// Values move in their compute type: f32 for floats (a fused f16 value is a rounded f32).
-E computeValue(E v) {
-  if (v->type == DType::F16 || v->type == DType::BF16)
-    return kir::cast(v, DType::F32);
-  return v;
-}
+using flatloop::computeValue; // values move in their compute type
 
 // c clamped to [0, len): a symbolic length (issue 21) is read from the dims.
 E clampIdx(E c, const SymExpr &len) {

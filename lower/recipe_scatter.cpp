@@ -37,12 +37,7 @@ E zero() {
   return E(int64_t(0));
 }
 
-// Values combine in their compute type: f32 for f16 / bf16.
-E computeValue(E v) {
-  if (v->type == DType::F16 || v->type == DType::BF16)
-    return kir::cast(v, DType::F32);
-  return v;
-}
+using flatloop::computeValue; // values combine in their compute type
 
 int64_t numel(const std::vector<int64_t> &s, size_t from = 0, size_t to = SIZE_MAX) {
   int64_t n = 1;
@@ -50,12 +45,6 @@ int64_t numel(const std::vector<int64_t> &s, size_t from = 0, size_t to = SIZE_M
     n *= s[i];
   return n;
 }
-
-// The scatter's problem: the flat loop's (its lines) and each line's serial work (elements
-// copied plus updates applied), which the cost shape charges.
-struct ScatterProblem : FlatLoopProblem {
-  int64_t lineWork = 1;
-};
 
 class Scatter {
 public:
@@ -90,17 +79,10 @@ private:
   std::map<const Value *, kir::BufferP> byValue_;
   std::unique_ptr<GroupExpr> ge_;
 
-  // The flat loop over `lines`, one line per thread.
+  // The flat loop over `lines`, one line per thread (flatloop::buildLines).
   void lineLoop(int64_t lines, int64_t lineWork,
                 const std::function<std::vector<kir::StmtP>(E)> &body) {
-    flatloop::Schedule s = flatloop::schedule(knobs_, lines, 1);
-    s.vec = 1;
-    s.blocks = (lines + s.threads - 1) / s.threads;
-    flatloop::build(k_, lines, s, body);
-    auto problem = std::make_shared<ScatterProblem>();
-    problem->n = lines;
-    problem->lineWork = lineWork;
-    k_.problem = problem;
+    flatloop::buildLines(k_, knobs_, lines, lineWork, body);
   }
 
   E operandAt(const Value *v, const std::vector<E> &idx) { return computeValue(ge_->at(v, idx)); }
@@ -244,10 +226,7 @@ public:
   // the host: an index computation, a load and a store that do not vectorise).
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
-    const ScatterProblem &p = problemOf<ScatterProblem>(k);
-    CostShape s = flatloop::costShape(k, hw, flops, 4.0 * double(p.lineWork));
-    s.chainSteps = double(p.lineWork);
-    return s;
+    return flatloop::lineCostShape(k, hw, flops, 4.0);
   }
   int64_t registers(const kir::Kernel &) const override { return 24; }
 };

@@ -24,11 +24,6 @@ namespace {
 
 using kir::E;
 
-// The line count and each line's comparisons, which the cost shape charges.
-struct TopKProblem : FlatLoopProblem {
-  int64_t lineWork = 1;
-};
-
 class TopK {
 public:
   TopK(const KernelGroup &g, const std::string &name, const Knobs &knobs)
@@ -71,10 +66,7 @@ public:
                                flatloop::orE(better, (va == vb) && byIndex));
     };
 
-    flatloop::Schedule s = flatloop::schedule(knobs_, lines, 1);
-    s.vec = 1;
-    s.blocks = (lines + s.threads - 1) / s.threads;
-    flatloop::build(k_, lines, s, [&](E i) {
+    flatloop::buildLines(k_, knobs_, lines, k * n, [&](E i) {
       std::vector<E> line = unflatIndex(lineShape, i);
       auto at = [&](E j) {
         std::vector<E> idx = line;
@@ -107,10 +99,6 @@ public:
       out.push_back(kir::forLoop("tk_j", E(int64_t(0)), E(k), pass));
       return out;
     });
-    auto problem = std::make_shared<TopKProblem>();
-    problem->n = lines;
-    problem->lineWork = std::max<int64_t>(1, k * n);
-    k_.problem = problem;
     return std::move(k_);
   }
 
@@ -156,10 +144,7 @@ public:
   // the host: a load, the comparisons, two selects; nothing vectorises).
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
-    const TopKProblem &p = problemOf<TopKProblem>(k);
-    CostShape s = flatloop::costShape(k, hw, flops, 3.0 * double(p.lineWork));
-    s.chainSteps = double(p.lineWork);
-    return s;
+    return flatloop::lineCostShape(k, hw, flops, 3.0);
   }
   int64_t registers(const kir::Kernel &) const override { return 24; }
 };
