@@ -287,6 +287,19 @@ void scatterElement(Tensor &out, int64_t o, const Tensor &upd, int64_t u, Reduct
 
 } // namespace
 
+// GatherElements / ScatterElements: the offset into the data (dims xs, strides xst) of element
+// i of the indices (dims is), whose value `index` replaces its coordinate along `axis`.
+static int64_t elementsOffset(const KernelCtx &ctx, int64_t i, const std::vector<int64_t> &is,
+                              int64_t index, const std::vector<int64_t> &xs,
+                              const std::vector<int64_t> &xst, int64_t axis) {
+  std::vector<int64_t> c = unravelIndex(i, is);
+  c[axis] = wrapIndex(ctx, index, xs[axis], axis);
+  int64_t off = 0;
+  for (size_t d = 0; d < c.size(); ++d)
+    off += c[d] * xst[d];
+  return off;
+}
+
 std::vector<Tensor> kernel_GatherElements(const KernelCtx &ctx) {
   const Tensor &x = ctx.x(0), &indices = ctx.x(1);
   int64_t axis = normAxis(ctx, ctx.node.i("axis"), x.type().rank());
@@ -295,11 +308,7 @@ std::vector<Tensor> kernel_GatherElements(const KernelCtx &ctx) {
   size_t es = dtypeSize(x.dtype());
   Tensor out(ctx.outType());
   for (int64_t i = 0; i < indices.numel(); ++i) {
-    std::vector<int64_t> c = unravelIndex(i, is);
-    c[axis] = wrapIndex(ctx, idx[i], xs[axis], axis);
-    int64_t off = 0;
-    for (size_t d = 0; d < c.size(); ++d)
-      off += c[d] * xst[d];
+    int64_t off = elementsOffset(ctx, i, is, idx[i], xs, xst, axis);
     copyElem(out.raw() + i * es, x.raw() + off * es, es);
   }
   return {out};
@@ -337,11 +346,7 @@ std::vector<Tensor> kernel_ScatterElements(const KernelCtx &ctx) {
   std::vector<int64_t> xst = stridesOf(xs), idx = toInt64s(indices);
   Tensor out(ctx.outType(), x.bytes());
   for (int64_t i = 0; i < indices.numel(); ++i) {
-    std::vector<int64_t> c = unravelIndex(i, is);
-    c[axis] = wrapIndex(ctx, idx[i], xs[axis], axis);
-    int64_t off = 0;
-    for (size_t d = 0; d < c.size(); ++d)
-      off += c[d] * xst[d];
+    int64_t off = elementsOffset(ctx, i, is, idx[i], xs, xst, axis);
     scatterElement(out, off, upd, i, r);
   }
   return {out};
