@@ -314,6 +314,81 @@ bool ConvertCtx::foldable(const TensorType &t) {
   return t.isStatic() && t.numel() <= (isFloat(t.dtype) ? kFoldLimit : kFoldLimitIntegral);
 }
 
+std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operands,
+                                             AttrMap attrs, int numResults, int64_t bound,
+                                             size_t output) {
+  bool constant = true;
+  for (Value *o : operands)
+    constant = constant && o->isWeight() && !symValue(o);
+  if (constant) { // evaluated now: its results' lengths are known
+    attrs["dim"] = std::string("folded");
+    attrs["bound"] = bound;
+    Node *n = nullptr;
+    try {
+      n = env_.graph->createNode(op, operands, std::move(attrs), loc_, nullptr, numResults);
+    } catch (const UserError &e) {
+      fail(e.what());
+    }
+    std::vector<const Tensor *> args;
+    for (Value *o : operands)
+      args.push_back(o->data().get());
+    std::vector<Tensor> vals;
+    try {
+      vals = evalNode(*n, args);
+    } catch (const UserError &e) {
+      fail(e.what());
+    }
+    std::vector<Value *> out;
+    for (Tensor &t : vals)
+      out.push_back(this->constant(std::move(t)));
+    env_.graph->eraseNode(n);
+    return out;
+  }
+  if (env_.capture)
+    fail("a result length known only at run time inside a loop kept at run time is not "
+         "supported");
+  // The dim's name: the output's, as an identifier, made unique.
+  const std::string &onnxName = output < numOutputs() ? node_.output(static_cast<int>(output))
+                                                      : node_.name();
+  std::string base;
+  for (char ch : onnxName) {
+    bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
+    if (word || ch == '_')
+      base += ch;
+    else if (!base.empty() && base.back() != '_')
+      base += '_';
+  }
+  while (!base.empty() && base.back() == '_')
+    base.pop_back();
+  while (!base.empty() && base.front() == '_')
+    base.erase(base.begin());
+  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0])))
+    base = "len_" + base;
+  auto taken = [&](const std::string &name) {
+    for (const DimRange &d : env_.dims)
+      if (d.name == name)
+        return true;
+    return false;
+  };
+  std::string name = base;
+  for (int k = 2; taken(name); ++k)
+    name = cat(base, "_", k);
+  if (env_.dataDimMax)
+    for (const std::string &key : {name, onnxName})
+      if (auto it = env_.dataDimMax->find(key); it != env_.dataDimMax->end()) {
+        bound = std::min(bound, it->second);
+        env_.dataDimsBounded[name] = key;
+        break;
+      }
+  env_.dims.push_back(DimRange{name, 0, bound, bound});
+  std::vector<DimRange> graphDims = env_.graph->dims();
+  graphDims.push_back(env_.dims.back());
+  env_.graph->setDims(graphDims);
+  attrs["dim"] = name;
+  attrs["bound"] = bound;
+  return emitMulti(op, std::move(operands), std::move(attrs), numResults);
+}
+
 Value *ConvertCtx::emit(Op op, std::vector<Value *> operands, AttrMap attrs) {
   return emitMulti(op, std::move(operands), std::move(attrs), 1)[0];
 }

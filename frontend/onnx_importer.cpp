@@ -80,6 +80,7 @@ public:
       : path_(path), opts_(opts), graph_(std::make_unique<Graph>()),
         env_(*graph_, path, fs::path(path).parent_path().string()) {
     env_.computedBudget = opts.computedConstantBudget;
+    env_.dataDimMax = &opts_.dataDimMax;
   }
 
   // The types of the inputs --const bound (after run()).
@@ -888,6 +889,23 @@ private:
     return t;
   }
 
+  // Every --max names a data dim the model has (by its name or its ONNX output's).
+  void checkDataDimMax() const {
+    std::set<std::string> used;
+    for (const auto &[dim, key] : env_.dataDimsBounded)
+      used.insert(key);
+    std::string have;
+    for (const DimRange &d : env_.dims)
+      if (d.min == 0 && std::none_of(opts_.dimRanges.begin(), opts_.dimRanges.end(),
+                                     [&](const DimRange &r) { return r.name == d.name; }))
+        have += (have.empty() ? "" : ", ") + d.name;
+    for (const auto &[key, n] : opts_.dataDimMax)
+      if (!used.count(key))
+        throw UserError(cat(path_, ": --max ", key, "=", n, ": the model has no length known only ",
+                            "at run time of that name (",
+                            have.empty() ? "it has none" : "its are: " + have, ")"));
+  }
+
   // ---- 6./7. build ----------------------------------------------------------------------------
 
   void build() {
@@ -936,6 +954,7 @@ private:
 
     for (int i = 0; i < g().node_size(); ++i)
       convertNode(g().node(i), order_[i]);
+    checkDataDimMax();
 
     // Graph outputs: each a distinct, named result. An output that is an input, a weight or
     // another output (Identity chains) gets an identity node of its own.

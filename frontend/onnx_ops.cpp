@@ -610,33 +610,135 @@ void convArg(ConvertCtx &c) {
                          {"select_last_index", c.attrInt("select_last_index", 0)}}));
 }
 
-// TopK: k from the attribute (opset < 10) or a constant input; `sorted` = 0 allows any order,
-// and the result is sorted anyway. A k computed at run time would give outputs whose length is
-// known only then (not supported: bind what computes it with --const).
+// TopK: k from the attribute (opset < 10) or an input; `sorted` = 0 allows any order, and the
+// result is sorted anyway. A k computed at run time makes the outputs' length a data dim
+// (set_dim, bounded by the axis's length: a k above it, or negative, fails the run).
 void convTopK(ConvertCtx &c) {
   Value *x = c.input(0);
   if (x->type().rank() == 0)
     c.fail("input must have rank >= 1");
   int64_t axis = normAxis(c, c.attrInt("axis", -1), c.rank(0));
-  int64_t k = 0;
-  if (c.opset() < 10) {
-    k = c.attrInt("k", -1);
-  } else {
-    Shape kv = c.constInts(1, "k");
-    if (kv.size() != 1)
-      c.fail(cat("k must hold one value, got ", kv.size()));
-    k = kv[0];
-  }
   const TensorType &t = x->type();
   if (t.isSymbolic() && !t.symDim(static_cast<size_t>(axis)).isConstant())
     c.fail(cat("axis ", axis, " of ", t.str(), " is symbolic: top_k needs its length"));
-  if (k < 0 || k > t.shape[static_cast<size_t>(axis)])
-    c.fail(cat("k = ", k, " is not in [0, ", t.shape[static_cast<size_t>(axis)],
-               "], the length of axis ", axis, " of ", t.str()));
-  std::vector<Value *> r = c.emitMulti(
-      Op::TopK, {x}, {{"k", k}, {"axis", axis}, {"largest", c.attrInt("largest", 1)}}, 2);
+  const int64_t n = t.shape[static_cast<size_t>(axis)];
+  AttrMap attrs{{"axis", axis}, {"largest", c.attrInt("largest", 1)}};
+  std::vector<Value *> operands{x};
+  if (c.opset() >= 10 && !c.constInput(1) && !c.symValue(c.input(1))) {
+    Value *kv = c.input(1);
+    if (kv->type().dtype != DType::I64 || !kv->type().isStatic() || kv->type().numel() != 1)
+      c.fail(cat("k must be one i64 value, got ", kv->type().str()));
+    Value *count = c.emitDataDim(Op::SetDim, {kv}, {}, 1, n)[0];
+    const Node *setter = count->def();
+    attrs["k"] = setter->i("bound");
+    attrs["sym_k"] = std::vector<std::string>{setter->s("dim")};
+    operands.push_back(count);
+  } else {
+    int64_t k = 0;
+    if (c.opset() < 10) {
+      k = c.attrInt("k", -1);
+    } else {
+      Shape kv = c.constInts(1, "k");
+      if (kv.size() != 1)
+        c.fail(cat("k must hold one value, got ", kv.size()));
+      k = kv[0];
+    }
+    if (k < 0 || k > n)
+      c.fail(cat("k = ", k, " is not in [0, ", n, "], the length of axis ", axis, " of ", t.str()));
+    attrs["k"] = k;
+  }
+  std::vector<Value *> r = c.emitMulti(Op::TopK, operands, attrs, 2);
   c.setOutput(0, r[0]);
   c.setOutput(1, r[1]);
+}
+
+// ---- lengths known only at run time (issue 51) --------------------------------------------------
+
+// The most elements of t over the dims' ranges.
+int64_t maxElements(const ConvertCtx &c, const TensorType &t) {
+  int64_t n = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    int64_t hi = c.bounds(t.symDim(d), "dim").hi;
+    if (__builtin_mul_overflow(n, hi, &n))
+      c.fail(cat(t.str(), " has too many elements"));
+  }
+  return n;
+}
+
+// NonZero: i64[rank, n] (a data dim, at most the element count).
+void convNonZero(ConvertCtx &c) {
+  Value *x = c.input(0);
+  c.setOutput(0, c.emitDataDim(Op::NonZero, {x}, {}, 2, maxElements(c, x->type()))[0]);
+}
+
+// Compress: the slices along `axis` (of the flattened input without one) whose condition is
+// true: non_zero of the condition gives their indices, a gather takes them. A condition longer
+// than the axis is refused unless constant (ONNX allows only false entries past the end).
+void convCompress(ConvertCtx &c) {
+  Value *x = c.input(0), *cond = c.input(1);
+  if (cond->type().rank() != 1)
+    c.fail(cat("condition must be 1-D, got ", cond->type().str()));
+  int64_t axis = 0;
+  if (c.hasAttr("axis")) {
+    axis = normAxis(c, c.attrInt("axis", 0), c.rank(0));
+  } else {
+    SymExpr n = 1;
+    for (size_t d = 0; d < x->type().shape.size(); ++d)
+      n = *SymExpr::mul(n, x->type().symDim(d));
+    x = c.reshapeSym(x, {n});
+  }
+  SymExpr len = x->type().symDim(static_cast<size_t>(axis));
+  SymExpr condLen = cond->type().symDim(0);
+  if (const Tensor *t = c.constInput(1)) {
+    for (int64_t i = 0; i < t->numel(); ++i)
+      if (t->getInt(i) != 0 && !c.provablyLe(SymExpr(i + 1), len))
+        c.fail(cat("condition entry ", i, " is true, past the ", len.str(), " slices of axis ",
+                   axis));
+  } else if (!c.provablyLe(condLen, len)) {
+    c.fail(cat("condition of length ", condLen.str(), " is longer than axis ", axis, " (",
+               len.str(), ")"));
+  }
+  Value *idx = c.emitDataDim(Op::NonZero, {cond}, {}, 2, c.bounds(condLen, "length").hi)[0];
+  const TensorType &it = idx->type();
+  idx = c.reshapeSym(idx, {it.symDim(1)});
+  c.setOutput(0, c.emit(Op::Gather, {x, idx}, {{"axis", axis}}));
+}
+
+// NonMaxSuppression: the thresholds and the per-class limit must be compile-time constants;
+// the selected rows are a data dim of at most batch x classes x min(limit, boxes).
+void convNonMaxSuppression(ConvertCtx &c) {
+  Value *boxes = c.input(0), *scores = c.input(1);
+  auto scalarInput = [&](size_t i, const char *what) -> std::optional<double> {
+    if (!c.hasInput(i))
+      return std::nullopt;
+    std::vector<double> v = c.constDoubles(i, what);
+    if (v.size() > 1)
+      c.fail(cat(what, " must hold one value, got ", v.size()));
+    return v.empty() ? std::nullopt : std::optional<double>(v[0]);
+  };
+  auto maxPer = scalarInput(2, "max_output_boxes_per_class");
+  auto iou = scalarInput(3, "iou_threshold");
+  auto score = scalarInput(4, "score_threshold");
+  const TensorType &bt = boxes->type(), &st = scores->type();
+  if (bt.rank() != 3 || st.rank() != 3)
+    c.fail(cat("boxes ", bt.str(), " and scores ", st.str(), " must have rank 3"));
+  int64_t per = maxPer ? std::max<int64_t>(0, static_cast<int64_t>(*maxPer)) : 0;
+  int64_t batches = c.bounds(bt.symDim(0), "batch").hi;
+  int64_t classes = c.bounds(st.symDim(1), "classes").hi;
+  int64_t nb = c.bounds(bt.symDim(1), "boxes").hi;
+  int64_t bound = 0;
+  if (__builtin_mul_overflow(batches * classes, std::min(per, nb), &bound))
+    c.fail("the most selected boxes overflow");
+  AttrMap attrs{{"max_per_class", per},
+                {"iou_threshold", iou ? *iou : 0.0},
+                {"score_threshold", score ? *score : 0.0},
+                {"has_score_threshold", int64_t(score ? 1 : 0)},
+                {"center_point_box", c.attrInt("center_point_box", 0)}};
+  if (bound == 0) { // nothing can be selected
+    c.setOutput(0, c.constant(Tensor(TensorType(DType::I64, {0, 3}))));
+    return;
+  }
+  c.setOutput(0, c.emitDataDim(Op::NonMaxSuppression, {boxes, scores}, attrs, 2, bound)[0]);
 }
 
 // ---- normalisations ---------------------------------------------------------------------------
@@ -2527,6 +2629,7 @@ constexpr OnnxOpEntry kTable[] = {
     {"Ceil", 1, convUnary<Op::Ceil>},
     {"Celu", 12, convCelu},
     {"Clip", 1, convClip},
+    {"Compress", 9, convCompress},
     {"Concat", 1, convConcat},
     {"Constant", 1, convConstant},
     {"ConstantOfShape", 9, convConstantOfShape},
@@ -2584,6 +2687,8 @@ constexpr OnnxOpEntry kTable[] = {
     {"BitShift", 11, convBitShift},
     {"Mul", 1, convBinary<Op::Mul>},
     {"Neg", 1, convUnary<Op::Neg>},
+    {"NonMaxSuppression", 10, convNonMaxSuppression},
+    {"NonZero", 9, convNonZero},
     {"NegativeLogLikelihoodLoss", 12, convNllLoss},
     {"Not", 1, convUnary<Op::Not>},
     {"OneHot", 9, convOneHot},

@@ -59,6 +59,10 @@ struct ImportEnv {
   // are not computed and do not count.
   int64_t computedBytes = 0;
   int64_t computedBudget = kComputedConstantBudget; // from ImportOptions
+  // Data dims (issue 51): --max bounds, and which of them a dim used (dim name -> the --max
+  // key), so an unused --max is reported.
+  const std::map<std::string, int64_t> *dataDimMax = nullptr;
+  std::map<std::string, std::string> dataDimsBounded;
 };
 
 class ConvertCtx {
@@ -121,6 +125,12 @@ public:
   // operand is a weight and the result is small, the node is evaluated right away and replaced
   // by a weight: this is how shape computations fold.
   Value *emit(Op op, std::vector<Value *> operands, AttrMap attrs = {});
+  // A node of an op that sets a data dim (SETS_DIM: a result length known only at run time),
+  // `bound` the most the model allows: a new dim named after this node's output `output`, its
+  // bound lowered by --max, added to the graph's dims (min 0, planned at the bound). With
+  // every operand constant the node is evaluated instead and no dim is made.
+  std::vector<Value *> emitDataDim(Op op, std::vector<Value *> operands, AttrMap attrs,
+                                   int numResults, int64_t bound, size_t output = 0);
   // Whether a result of this type is small enough to be folded into a weight at import.
   static bool foldable(const TensorType &t);
   std::vector<Value *> emitMulti(Op op, std::vector<Value *> operands, AttrMap attrs,

@@ -4,6 +4,7 @@
 #include "interp/interpreter.h"
 
 #include "interp/kernels.h"
+#include "ir/instantiate.h"
 #include "support/diagnostics.h"
 
 #include <iterator>
@@ -44,9 +45,14 @@ std::vector<Tensor> evalNode(const Node &node, const std::vector<const Tensor *>
   std::vector<Tensor> results = interp::kernelFor(node.op())(kctx);
   AICF_CHECK(results.size() == outTypes.size(), "kernel for ", info.name, " returned ",
              results.size(), " results, expected ", outTypes.size());
+  // An op that sets a data dim returns its results at their actual length: only the dtype and
+  // rank are as planned (the planning types hold the bound).
   for (size_t i = 0; i < results.size(); ++i)
-    AICF_CHECK(results[i].type() == outTypes[i], "kernel for ", info.name, " returned ",
-               results[i].type().str(), ", expected ", outTypes[i].str());
+    AICF_CHECK(results[i].type() == outTypes[i] ||
+                   (info.has(SETS_DIM) && results[i].dtype() == outTypes[i].dtype &&
+                    results[i].type().rank() == outTypes[i].rank()),
+               "kernel for ", info.name, " returned ", results[i].type().str(), ", expected ",
+               outTypes[i].str());
   return results;
 }
 
@@ -119,6 +125,10 @@ Walk run(const Graph &g, const std::vector<Tensor> &inputs, bool keepAll) {
   // node reading a failed value fails with it. Only a graph output that failed fails the run.
   // (Evaluating the where's sides on demand instead would reorder the walk for every graph.)
   std::vector<Tensor> placeholders; // the zeros standing in, kept while the node runs
+  // Data dims (lengths known only at run time, issue 51): their values as the nodes setting
+  // them compute them; a later node's symbolic attributes (a reshape's sym_shape, top_k's sym_k)
+  // are evaluated at them.
+  std::map<std::string, int64_t> dataDims;
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node &node = *nodes[k];
     const std::string *failed = nullptr;
@@ -150,7 +160,22 @@ Walk run(const Graph &g, const std::vector<Tensor> &inputs, bool keepAll) {
         w.failed[r] = message;
       continue;
     }
-    std::vector<Tensor> results = evalNode(node, ops);
+    std::vector<Tensor> results;
+    if (auto bound = boundAttrs(node, dataDims)) {
+      // The node's symbolic attributes at the data dims' values (restored after the call).
+      Node &mut = const_cast<Node &>(node);
+      std::swap(mut.attrs, *bound);
+      struct Restore {
+        Node &n;
+        AttrMap &a;
+        ~Restore() { std::swap(n.attrs, a); }
+      } restore{mut, *bound};
+      results = evalNode(node, ops);
+    } else {
+      results = evalNode(node, ops);
+    }
+    if (node.info().has(SETS_DIM))
+      dataDims[node.s("dim")] = results.back().getInt(0);
     for (size_t r = 0; r < results.size(); ++r)
       env[node.result(r)] = std::make_shared<const Tensor>(std::move(results[r]));
     if (keepAll)

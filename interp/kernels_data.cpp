@@ -614,3 +614,104 @@ std::vector<Tensor> kernel_Resize(const KernelCtx &ctx) {
 }
 
 } // namespace aicf::interp
+
+namespace aicf::interp {
+
+// ---- lengths known only at run time -----------------------------------------------------------
+// Each returns its results at their actual length (the planning types hold the bound); the
+// interpreter records the last result as the data dim's value (interpreter.cpp).
+
+// The non-zero elements' indices, one column per element in row-major order.
+std::vector<Tensor> kernel_NonZero(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const std::vector<int64_t> &shape = x.shape();
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (isFloat(x.dtype()) ? x.getDouble(i) != 0.0 : x.getInt(i) != 0)
+      hits.push_back(i);
+  const int64_t rank = x.type().rank(), n = static_cast<int64_t>(hits.size());
+  std::vector<int64_t> out(static_cast<size_t>(rank * n));
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t rest = hits[static_cast<size_t>(c)];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      out[static_cast<size_t>(d * n + c)] = rest % shape[static_cast<size_t>(d)];
+      rest /= shape[static_cast<size_t>(d)];
+    }
+  }
+  return {fromInt64s(out, TensorType(DType::I64, {rank, n})), Tensor::fromI64({n}, {})};
+}
+
+std::vector<Tensor> kernel_SetDim(const KernelCtx &ctx) {
+  return {Tensor::fromI64({ctx.x(0).getInt(0)}, {})};
+}
+
+namespace {
+// ONNX's suppression test in the boxes' own precision (f32; f16 / bf16 widened): whether box a
+// overlaps box b by an IoU above the threshold. Corners may come in either order.
+bool suppresses(const float *a, const float *b, bool centered, float iou) {
+  float ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
+  if (!centered) { // [y1, x1, y2, x2]
+    ax0 = std::min(a[1], a[3]), ax1 = std::max(a[1], a[3]);
+    ay0 = std::min(a[0], a[2]), ay1 = std::max(a[0], a[2]);
+    bx0 = std::min(b[1], b[3]), bx1 = std::max(b[1], b[3]);
+    by0 = std::min(b[0], b[2]), by1 = std::max(b[0], b[2]);
+  } else { // [x center, y center, width, height]
+    ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
+    bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
+  }
+  float ix0 = std::max(ax0, bx0), ix1 = std::min(ax1, bx1);
+  float iy0 = std::max(ay0, by0), iy1 = std::min(ay1, by1);
+  if (ix1 <= ix0 || iy1 <= iy0)
+    return false;
+  float inter = (ix1 - ix0) * (iy1 - iy0);
+  float areaA = (ax1 - ax0) * (ay1 - ay0), areaB = (bx1 - bx0) * (by1 - by0);
+  float uni = areaA + areaB - inter;
+  if (inter <= 0 || areaA <= 0 || areaB <= 0 || uni <= 0)
+    return false;
+  return inter / uni > iou;
+}
+} // namespace
+
+// Greedy suppression per batch and class, candidates by descending score (ties: lower index).
+std::vector<Tensor> kernel_NonMaxSuppression(const KernelCtx &ctx) {
+  const Tensor &boxesT = ctx.x(0), &scoresT = ctx.x(1);
+  const int64_t batches = boxesT.shape()[0], nb = boxesT.shape()[1], classes = scoresT.shape()[1];
+  FloatIn boxes(boxesT), scores(scoresT);
+  const int64_t maxPer = ctx.node.i("max_per_class");
+  const bool thresholded = ctx.node.i("has_score_threshold") != 0;
+  const float scoreTh = static_cast<float>(ctx.node.f("score_threshold"));
+  const float iouTh = static_cast<float>(ctx.node.f("iou_threshold"));
+  const bool centered = ctx.node.i("center_point_box") != 0;
+  std::vector<int64_t> rows;
+  std::vector<int64_t> order, kept;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t c = 0; c < classes; ++c) {
+      const float *s = scores.data() + (b * classes + c) * nb;
+      const float *bx = boxes.data() + b * nb * 4;
+      order.clear();
+      for (int64_t i = 0; i < nb; ++i)
+        if (!thresholded || s[i] > scoreTh)
+          order.push_back(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+      kept.clear();
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= maxPer)
+          break;
+        bool keep = true;
+        for (int64_t k : kept)
+          if (suppresses(bx + i * 4, bx + k * 4, centered, iouTh)) {
+            keep = false;
+            break;
+          }
+        if (!keep)
+          continue;
+        kept.push_back(i);
+        rows.insert(rows.end(), {b, c, i});
+      }
+    }
+  int64_t n = static_cast<int64_t>(rows.size()) / 3;
+  return {fromInt64s(rows, TensorType(DType::I64, {n, 3})), Tensor::fromI64({n}, {})};
+}
+
+} // namespace aicf::interp

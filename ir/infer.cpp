@@ -417,9 +417,61 @@ std::vector<TensorType> inferTopK(InferCtx &ctx) {
                  " of ", x.str()));
   if (x.dtype == DType::Bool)
     ctx.fail(cat("top_k of ", x.str(), ": bool has no order"));
+  if (ctx.numOperands() == 2) { // k known at run time: its count (set_dim), its expression
+    if (ctx.operand(1) != TensorType(DType::I64, {}))
+      ctx.fail(cat("top_k run-time k is ", ctx.operand(1).str(), ", not i64[]"));
+    if (ctx.strs("sym_k").size() != 1)
+      ctx.fail("top_k with a run-time k needs sym_k (one expression)");
+  }
   std::vector<int64_t> out = x.shape;
   out[axis] = k;
   return {TensorType(x.dtype, out), TensorType(DType::I64, out)};
+}
+
+// ---- lengths known only at run time -----------------------------------------------------------
+// The planning types: the data dim at its bound (runInfer gives it its symbol).
+
+namespace {
+int64_t dataBound(InferCtx &ctx) {
+  if (!isSymbolName(ctx.s("dim")))
+    ctx.fail(cat(ctx.info().name, " dim '", ctx.s("dim"), "' is not an identifier"));
+  int64_t bound = ctx.i("bound");
+  if (bound < 0)
+    ctx.fail(cat(ctx.info().name, " bound ", bound, " is negative"));
+  return bound;
+}
+} // namespace
+
+std::vector<TensorType> inferNonZero(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0);
+  int64_t bound = dataBound(ctx);
+  if (x.isStatic() && bound > x.numel())
+    ctx.fail(cat("non_zero bound ", bound, " is above the ", x.numel(), " elements of ", x.str()));
+  return {TensorType(DType::I64, {x.rank(), bound}), TensorType(DType::I64, {})};
+}
+
+std::vector<TensorType> inferSetDim(InferCtx &ctx) {
+  const TensorType &v = ctx.operand(0);
+  dataBound(ctx);
+  if (v.dtype != DType::I64 || !v.isStatic() || v.numel() != 1)
+    ctx.fail(cat("set_dim of ", v.str(), ": needs one i64 element"));
+  return {TensorType(DType::I64, {})};
+}
+
+std::vector<TensorType> inferNms(InferCtx &ctx) {
+  const TensorType &boxes = ctx.operand(0), &scores = ctx.operand(1);
+  int64_t bound = dataBound(ctx);
+  if (boxes.rank() != 3 || boxes.shape[2] != 4 || !isFloat(boxes.dtype))
+    ctx.fail(cat("non_max_suppression boxes ", boxes.str(), ": need float [batch, boxes, 4]"));
+  if (scores.rank() != 3 || scores.dtype != boxes.dtype || scores.shape[0] != boxes.shape[0] ||
+      scores.shape[2] != boxes.shape[1])
+    ctx.fail(cat("non_max_suppression scores ", scores.str(), " do not match boxes ", boxes.str(),
+                 ": need [batch, classes, boxes] of the same dtype"));
+  if (ctx.i("max_per_class") < 0)
+    ctx.fail("non_max_suppression max_per_class is negative");
+  if (ctx.i("center_point_box") != 0 && ctx.i("center_point_box") != 1)
+    ctx.fail("non_max_suppression center_point_box must be 0 or 1");
+  return {TensorType(DType::I64, {bound, 3}), TensorType(DType::I64, {})};
 }
 
 // ---- normalisations -----------------------------------------------------------------------------

@@ -186,6 +186,25 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
                    " changes the element count for some values of the symbolic dims"));
     return {out};
   }
+  // Lengths known only at run time: the data dim's symbol (operands may be symbolic too).
+  if (fn == F(inferNonZero))
+    return {{SymExpr(ctx.operand(0).rank()), SymExpr::symbol(ctx.s("dim"))}, {}};
+  if (fn == F(inferSetDim))
+    return {{}};
+  if (fn == F(inferNms)) {
+    requireEqual(ctx, ctx.operand(0).symDim(0), ctx.operand(1).symDim(0), "batch dims");
+    requireEqual(ctx, ctx.operand(0).symDim(1), ctx.operand(1).symDim(2), "box counts");
+    return {{SymExpr::symbol(ctx.s("dim")), SymExpr(3)}, {}};
+  }
+  if (fn == F(inferTopK)) {
+    SymShape x = symShape(ctx.operand(0));
+    size_t axis = axisOf(ctx, ctx.i("axis"), ctx.operand(0).rank());
+    if (!x[axis].isConstant())
+      ctx.fail(cat(ctx.info().name, " along a symbolic axis ", symStr(x)));
+    SymShape k = symList(ctx, "sym_k", 1);
+    x[axis] = k.empty() ? SymExpr(ctx.i("k")) : k[0];
+    return {x, x};
+  }
   if (fn == F(inferFail)) // no operands: symbolic only through its own sym_shape
     return {symList(ctx, "sym_shape", ctx.ints("shape").size())};
   if (fn == F(inferReduce)) {
@@ -362,6 +381,7 @@ std::vector<TensorType> runInfer(const OpInfo &info, InferCtx &ctx) {
   for (const AttrSpec &a : info.attrs)
     if (a.kind == AttrKind::Strings && std::string_view(a.name).rfind("sym_", 0) == 0)
       symbolic = symbolic || !ctx.strs(a.name).empty();
+  symbolic = symbolic || info.has(SETS_DIM); // its result length is the data dim
   if (!symbolic) {
     for (TensorType &r : results)
       r.sym.clear();

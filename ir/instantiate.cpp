@@ -48,7 +48,42 @@ std::vector<int64_t> evalAll(const std::vector<std::string> &texts,
   return out;
 }
 
+// The symbolic attributes and the plain attributes they give the values of.
+constexpr std::pair<const char *, const char *> kSymAttrs[] = {
+    {"sym_shape", "shape"}, {"sym_starts", "starts"}, {"sym_ends", "ends"}, {"sym_k", "k"}};
+
 } // namespace
+
+std::optional<AttrMap> boundAttrs(const Node &n, const std::map<std::string, int64_t> &point) {
+  if (n.op() == Op::Fail) // its sym_shape only describes the type it stands for
+    return std::nullopt;
+  std::optional<AttrMap> out;
+  for (const auto &[symAttr, attr] : kSymAttrs) {
+    auto it = n.attrs.find(symAttr);
+    if (it == n.attrs.end())
+      continue;
+    const auto &texts = std::get<std::vector<std::string>>(it->second);
+    if (texts.empty())
+      continue;
+    bool known = true;
+    for (const std::string &t : texts) {
+      auto e = SymExpr::parse(t);
+      for (const std::string &sym : e ? e->symbols() : std::vector<std::string>{})
+        known = known && point.count(sym);
+    }
+    if (!known)
+      continue;
+    if (!out)
+      out = n.attrs;
+    std::vector<int64_t> values = evalAll(texts, point, n, symAttr);
+    if (std::string_view(attr) == "k")
+      (*out)[attr] = values.at(0);
+    else
+      (*out)[attr] = values;
+    out->erase(symAttr);
+  }
+  return out;
+}
 
 void instantiate(Graph &g, const std::map<std::string, int64_t> &point) {
   for (const DimRange &d : g.dims()) {
@@ -73,19 +108,8 @@ void instantiate(Graph &g, const std::map<std::string, int64_t> &point) {
   for (Value *in : g.inputs())
     in->setType(staticType(in->type(), "input " + in->name()));
   for (Node *n : g.nodes()) {
-    auto bind = [&](const char *symAttr, const char *attr) {
-      auto it = n->attrs.find(symAttr);
-      if (it == n->attrs.end())
-        return;
-      n->attrs[attr] = evalAll(std::get<std::vector<std::string>>(it->second), point, *n, symAttr);
-      n->attrs.erase(symAttr);
-    };
-    if (n->op() == Op::Reshape || n->op() == Op::Expand)
-      bind("sym_shape", "shape");
-    if (n->op() == Op::Slice) {
-      bind("sym_starts", "starts");
-      bind("sym_ends", "ends");
-    }
+    if (auto a = boundAttrs(*n, point))
+      n->attrs = std::move(*a);
     std::vector<TensorType> operands;
     for (Value *o : n->operands())
       operands.push_back(o->type());

@@ -35,4 +35,10 @@ std::optional<SymBounds> symBounds(const SymExpr &e, const std::vector<DimRange>
 // is static afterwards (no dims). Throws UserError naming the problem.
 void instantiate(Graph &g, const std::map<std::string, int64_t> &point);
 
+// n's attributes with its symbolic attributes (sym_shape, sym_starts / sym_ends, sym_k) bound to
+// their values at `point` and dropped, as instantiate binds them; nullopt when n has none whose
+// symbols `point` all gives (the reference interpreter binds a data dim's uses this way, once the
+// node setting it has run).
+std::optional<AttrMap> boundAttrs(const Node &n, const std::map<std::string, int64_t> &point);
+
 } // namespace aicf

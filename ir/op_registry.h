@@ -32,6 +32,9 @@ enum OpFlags : uint32_t {
   REDUCE = 1u << 4,   // reduces axes
   CONTRACT = 1u << 5, // contraction (matmul, conv)
   VIEW = 1u << 6,     // reshape-like: same bytes, new type
+  // Sets the data dim its `dim` attribute names (issue 51): a result length known only at run
+  // time. The last result is the dim's value (an i64 scalar the runtime reads after the step).
+  SETS_DIM = 1u << 7,
 };
 
 struct AttrSpec {
