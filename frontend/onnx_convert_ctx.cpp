@@ -314,9 +314,8 @@ bool ConvertCtx::foldable(const TensorType &t) {
   return t.isStatic() && t.numel() <= (isFloat(t.dtype) ? kFoldLimit : kFoldLimitIntegral);
 }
 
-std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operands,
-                                             AttrMap attrs, int numResults, int64_t bound,
-                                             size_t output) {
+std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operands, AttrMap attrs,
+                                             int numResults, int64_t bound, size_t output) {
   bool constant = true;
   for (Value *o : operands)
     constant = constant && o->isWeight() && !symValue(o);
@@ -348,8 +347,8 @@ std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operand
     fail("a result length known only at run time inside a loop kept at run time is not "
          "supported");
   // The dim's name: the output's, as an identifier, made unique.
-  const std::string &onnxName = output < numOutputs() ? node_.output(static_cast<int>(output))
-                                                      : node_.name();
+  const std::string &onnxName =
+      output < numOutputs() ? node_.output(static_cast<int>(output)) : node_.name();
   std::string base;
   for (char ch : onnxName) {
     bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;

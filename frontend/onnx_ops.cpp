@@ -692,8 +692,8 @@ void convCompress(ConvertCtx &c) {
   if (const Tensor *t = c.constInput(1)) {
     for (int64_t i = 0; i < t->numel(); ++i)
       if (t->getInt(i) != 0 && !c.provablyLe(SymExpr(i + 1), len))
-        c.fail(cat("condition entry ", i, " is true, past the ", len.str(), " slices of axis ",
-                   axis));
+        c.fail(
+            cat("condition entry ", i, " is true, past the ", len.str(), " slices of axis ", axis));
   } else if (!c.provablyLe(condLen, len)) {
     c.fail(cat("condition of length ", condLen.str(), " is longer than axis ", axis, " (",
                len.str(), ")"));
