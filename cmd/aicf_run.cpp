@@ -460,6 +460,19 @@ int runFolder(const Flags &flags) {
       std::printf("wrote %s\n", (fs::path(flags.model) / "report.html").string().c_str());
     }
   }
+  // An output whose length is known only at run time was given its bound's memory (what
+  // aicf_output_info reports before a run); the run says how much of it holds the result.
+  for (int i = 0; i < aicf_num_outputs(m.get()); ++i) {
+    aicf_tensor_info info;
+    if (aicf_output_info(m.get(), i, &info) != 0)
+      throw UserError(aicf_last_error());
+    TensorType t(outputs[i].dtype(), std::vector<int64_t>(info.shape, info.shape + info.rank));
+    if (t == outputs[i].type())
+      continue;
+    Tensor actual(t);
+    std::memcpy(actual.raw(), outputs[i].raw(), static_cast<size_t>(t.bytes()));
+    outputs[i] = std::move(actual);
+  }
   writeOutputs(flags, names, outputs);
   return 0;
 }

@@ -228,6 +228,11 @@ void refuseGpuFails(const CompileState &s) {
   if (!s.target.gpu() && !s.planFor.gpu())
     return;
   for (const Node *n : s.graph->nodes())
+    if (n->info().has(SETS_DIM)) // the host runtime reads the count between steps
+      throw UserError(cat(n->where(), ": ", n->name(), "'s result length (data dim ", n->s("dim"),
+                          ") is known only at run time: supported on host plans (--target cpu) ",
+                          "only, not yet on GPU plans"));
+  for (const Node *n : s.graph->nodes())
     if (n->op() == Op::Fail)
       throw UserError(cat(n->s("message"),
                           "\n  a GPU plan runs both branches of an If chosen at run time (branch "
@@ -374,7 +379,12 @@ void describePlan(CompileState &s) {
   p.hardwareSummary = s.hw.summary();
   p.schedule = opts.schedule;
   p.precision = precisionName(opts.precision);
-  p.dims = s.graph->dims();
+  // A data dim no node sets any more (its node removed as dead) sizes nothing: dropped. (Dims of
+  // the inputs have min >= 1; data dims min 0.)
+  p.dims.clear();
+  for (const DimRange &d : s.graph->dims())
+    if (d.min > 0 || s.graph->dataDimSetter(d.name))
+      p.dims.push_back(d);
   p.remat = s.part.remat;
   p.layoutFolds.clear();
   for (const LayoutDecision &d : s.part.layout)
@@ -582,6 +592,16 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
     st.grid.push_back(extent);
   st.symGrid = k.symGrid;
   st.dims = !k.dims.empty();
+  // Data dims set here: their count results are the group's outputs (fusion keeps them).
+  for (const Node *n : grp.nodes) {
+    if (!n->info().has(SETS_DIM))
+      continue;
+    const Value *count = n->results().back();
+    AICF_CHECK(std::find(grp.outputs.begin(), grp.outputs.end(), count) != grp.outputs.end(),
+               n->where(), ": the count of data dim ", n->s("dim"), " is not stored");
+    p.dimSetBy[n->s("dim")] = p.buffers[bufferFor(p, s.buffers, count)].id;
+    st.setsDims.push_back(n->s("dim"));
+  }
   st.threads = k.threads;
   for (const kir::BufferP &b : k.allocs)
     if (b->scope == kir::Scope::Shared)

@@ -270,6 +270,32 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
   }
   for (Value *r : n->results())
     fold = fold && ConvertCtx::foldable(r->type()) && !r->type().isSymbolic();
+  // A shape value of data dims read as data (or in arithmetic the expressions cannot hold: a
+  // min of a count and a constant that goes either way within the bound) is computed at run
+  // time from the counts instead.
+  auto materialize = [&] {
+    for (size_t k = 0; k < syms.size(); ++k)
+      if (syms[k]) {
+        Value *m = materializeDataShape(env_, n->operand(k), loc_);
+        if (!m)
+          return false;
+        n->setOperand(k, m);
+        syms[k] = nullptr;
+      }
+    return true;
+  };
+  if (fold && symbolic) {
+    bool expressible = true;
+    try {
+      evalSymbolic(*n, syms, env_.dims);
+    } catch (const UserError &) {
+      expressible = false;
+    }
+    if (!expressible && materialize())
+      return n->results();
+  }
+  if (!fold && materialize())
+    return n->results();
   if (!fold) {
     // A shape value read as data would compute with its planning-point value.
     for (size_t k = 0; k < syms.size(); ++k)
@@ -385,7 +411,47 @@ std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operand
   env_.graph->setDims(graphDims);
   attrs["dim"] = name;
   attrs["bound"] = bound;
-  return emitMulti(op, std::move(operands), std::move(attrs), numResults);
+  std::vector<Value *> out = emitMulti(op, std::move(operands), std::move(attrs), numResults);
+  env_.dataDimCounts[name] = out.back();
+  return out;
+}
+
+Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc) {
+  auto it = env.symValues.find(w);
+  if (it == env.symValues.end())
+    return nullptr;
+  for (const SymExpr &e : it->second)
+    for (const std::string &s : e.symbols())
+      if (!env.dataDimCounts.count(s))
+        return nullptr;
+  Graph &g = *env.graph;
+  auto node = [&](Op op, std::vector<Value *> operands, AttrMap attrs = {}) {
+    return g.createNode(op, std::move(operands), std::move(attrs), loc)->result();
+  };
+  auto constant = [&](int64_t v) {
+    Value *c = g.addWeight(cat(w->name(), ".c", v, ".", g.weights().size()),
+                           std::make_shared<const Tensor>(Tensor::fromI64({v}, {})));
+    c->loc = loc;
+    return c;
+  };
+  std::vector<Value *> elems;
+  for (const SymExpr &e : it->second) {
+    Value *acc = nullptr;
+    for (const auto &[mono, coef] : e.terms()) {
+      Value *t = mono.empty() || coef != 1 ? constant(coef) : nullptr;
+      for (const std::string &s : mono)
+        t = t ? node(Op::Mul, {t, env.dataDimCounts.at(s)}) : env.dataDimCounts.at(s);
+      acc = acc ? node(Op::Add, {acc, t}) : t;
+    }
+    if (!acc)
+      acc = constant(0);
+    elems.push_back(node(Op::Reshape, {acc}, {{"shape", std::vector<int64_t>{1}}}));
+  }
+  Value *v = elems.size() == 1 ? elems[0] : node(Op::Concat, elems, {{"axis", int64_t(0)}});
+  v = node(Op::Reshape, {v}, {{"shape", w->type().shape}});
+  if (w->type().dtype != DType::I64)
+    v = node(Op::Cast, {v}, {{"to", std::string(dtypeName(w->type().dtype))}});
+  return v;
 }
 
 Value *ConvertCtx::emit(Op op, std::vector<Value *> operands, AttrMap attrs) {

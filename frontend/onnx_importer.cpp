@@ -991,6 +991,9 @@ private:
            "nothing)");
     for (const auto &o : outputs) {
       Value *v = env_.values.at(o.name());
+      // A length known only at run time as an output: computed from its count.
+      if (Value *m = materializeDataShape(env_, v, Location(o.name())))
+        v = m;
       bool shared = std::find(outs.begin(), outs.end(), v) != outs.end();
       if (v->kind() != ValueKind::Result || shared || !v->name().empty())
         v = graph.createNode(Op::Identity, {v}, {}, Location(o.name()))->result();

@@ -63,7 +63,14 @@ struct ImportEnv {
   // key), so an unused --max is reported.
   const std::map<std::string, int64_t> *dataDimMax = nullptr;
   std::map<std::string, std::string> dataDimsBounded;
+  std::map<std::string, Value *> dataDimCounts; // dim name -> its count (i64[]), where known
 };
+
+// A shape value (symValues) whose expressions use only data dims, computed at run time from
+// their counts (i64 products and sums, concatenated and reshaped to w's type): how a length
+// known only then is read as data (Shape of a NonZero result gathered into TopK's k, or output).
+// Null when an expression uses a dim of the inputs. Nodes go before `before` (null: at the end).
+Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc);
 
 class ConvertCtx {
 public:

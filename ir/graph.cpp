@@ -135,6 +135,13 @@ const DimRange *Graph::findDim(std::string_view name) const {
   return nullptr;
 }
 
+const Node *Graph::dataDimSetter(std::string_view name) const {
+  for (const Node *n : nodes())
+    if (n->info().has(SETS_DIM) && n->s("dim") == name)
+      return n;
+  return nullptr;
+}
+
 std::map<std::string, int64_t> Graph::planningDims() const {
   std::map<std::string, int64_t> m;
   for (const DimRange &d : dims_)

@@ -163,6 +163,9 @@ public:
   const std::vector<DimRange> &dims() const { return dims_; }
   void setDims(std::vector<DimRange> d) { dims_ = std::move(d); }
   const DimRange *findDim(std::string_view name) const;
+  // The node setting data dim `name` (a SETS_DIM op whose `dim` it is; issue 51), or null for
+  // a dim of the inputs (and for a data dim whose node was removed as dead).
+  const Node *dataDimSetter(std::string_view name) const;
   // Each symbol at its planning value (opt).
   std::map<std::string, int64_t> planningDims() const;
 

@@ -886,6 +886,12 @@ private:
                   p.views.end());
   }
 
+  // A data dim's count (a SETS_DIM op's last result): stored even when nothing reads it, since
+  // the runtime reads it after the step to size what follows.
+  static bool isDataDimCount(const Node *m, const Value *r) {
+    return m->info().has(SETS_DIM) && r == m->results().back();
+  }
+
   // Group gi as a kernel group (nodes in graph order, its inputs and outputs); id 0.
   KernelGroup kernelGroup(int gi) const {
     const Group &grp = groups_[gi];
@@ -909,7 +915,8 @@ private:
       }
     for (const Node *m : kg.nodes)
       for (Value *r : m->results())
-        if (!recomputed_.count(m) && !floating(m) && neededOutside(r, gi)) {
+        if (!recomputed_.count(m) && !floating(m) &&
+            (neededOutside(r, gi) || isDataDimCount(m, r))) {
           kg.outputs.push_back(r);
           if (auto it = sinkOf_.find(r); it != sinkOf_.end())
             kg.storeThrough.push_back({r, it->second.first, it->second.second});

@@ -111,8 +111,9 @@ void groupDispatches(Plan &plan, const Hardware &hw) {
   for (size_t i = 0; i < steps.size(); ++i) {
     PlanStep &s = steps[i];
     s.group = -1;
-    // (A guarded step runs alone: the runtime decides it before dispatching.)
-    bool kernel = !s.kindId.empty() && s.chunks > 0 && s.guard.empty();
+    // (A guarded step runs alone: the runtime decides it before dispatching. So does a step
+    // setting a data dim: the runtime reads it and sizes the later steps before they start.)
+    bool kernel = !s.kindId.empty() && s.chunks > 0 && s.guard.empty() && s.setsDims.empty();
     Touch t = kernel ? regions.touch(s) : Touch{};
     bool joins =
         kernel && !open.empty() && chunks + s.chunks <= kMaxGroupChunks &&

@@ -113,12 +113,17 @@ void Plan::writeYaml(std::ostream &os) const {
   y << YAML::EndMap;
   y << YAML::Key << "hardware" << YAML::Value << hardwareSummary;
   if (!dims.empty()) {
-    // Symbolic dims: the runtime derives them from the inputs' shapes, in this order.
+    // Symbolic dims: the runtime derives them from the inputs' shapes, in this order; a data
+    // dim (set_by) it reads from that buffer once the step writing it has run.
     y << YAML::Key << "dims" << YAML::Value << YAML::BeginSeq;
-    for (const DimRange &d : dims)
+    for (const DimRange &d : dims) {
       y << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << d.name << YAML::Key
         << "min" << YAML::Value << d.min << YAML::Key << "max" << YAML::Value << d.max << YAML::Key
-        << "opt" << YAML::Value << d.opt << YAML::EndMap;
+        << "opt" << YAML::Value << d.opt;
+      if (auto it = dimSetBy.find(d.name); it != dimSetBy.end())
+        y << YAML::Key << "set_by" << YAML::Value << it->second;
+      y << YAML::EndMap;
+    }
     y << YAML::EndSeq;
   }
   y << YAML::Key << "inputs" << YAML::Value;

@@ -78,6 +78,9 @@ struct PlanStep {
   std::vector<int64_t> grid;
   std::vector<SymExtent> symGrid; // a symbolic grid's extents (grid: the planning point's)
   bool dims = false;              // the kernel reads the symbolic dims (one more argument)
+  // The data dims the step sets (Plan::dims' setBy are its outputs): it runs alone, never in a
+  // dispatch group, since what follows is sized by them.
+  std::vector<std::string> setsDims;
   int64_t threads = 1;
   int64_t chunks = 0; // host plans: the pool's chunks for the grid's blocks (cost_model.h)
   int group = -1;     // host plans: the first step of its dispatch group (dispatch_groups.h)
@@ -155,6 +158,9 @@ struct Plan {
   // hostIsaFeatures of cpuArch); the runtime refuses the folder on a CPU without one of them.
   std::vector<std::string> isa;
   std::vector<DimRange> dims; // symbolic dims (--dim NAME=MIN..MAX@OPT), the runtime's order
+  // Data dims (lengths known only at run time, issue 51; min 0): dim name -> the buffer whose
+  // one i64 element the step writing it sets the dim to (plan.yaml dims' set_by).
+  std::map<std::string, std::string> dimSetBy;
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;
   std::vector<BoundInput> boundInputs; // aicfc --const

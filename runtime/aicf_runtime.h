@@ -57,6 +57,15 @@ int aicf_num_outputs(const aicf_model *m);
 /* 0 on success. */
 int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out);
 int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out);
+/* Outputs whose length is known only at run time (a folder whose plan.yaml has a dim with
+ * set_by: NonZero, Compress, NonMaxSuppression, TopK with a run-time k): their memory is
+ * reserved at a bound (the model's, or aicfc --max NAME=N). Before a run, aicf_output_info
+ * reports them at the bound; after it, at the length the run produced (the data is packed at that
+ * shape, row-major), until the next run or aicf_set_input_shape. The buffer passed to aicf_run
+ * must hold aicf_output_capacity bytes (the size at the bounds, for the input shapes set; equal
+ * to aicf_output_info's bytes for every other output). A length above its bound fails the run
+ * ("length NAME is N, above its bound B") and writes nothing past any buffer. 0 on success. */
+int aicf_output_capacity(const aicf_model *m, int i, size_t *bytes);
 
 /* Symbolic dims (a folder compiled with aicfc --dim NAME=MIN..MAX[@OPT]): the folder runs every
  * input shape whose dims lie in those ranges. aicf_num_dims is 0 for a static folder. */

@@ -102,6 +102,9 @@ struct Step {
   // this message (a branch of an If that cannot run at the shapes the plan was compiled for).
   bool fails = false;
   std::string failMessage;
+  // The data dims this step sets (indices into aicf_model::dims): read from their set_by
+  // buffers once it has run.
+  std::vector<size_t> setsDims;
 };
 
 // 64-byte aligned storage. A buffer of 2 MiB or more (the weights, the arena) is 2 MiB aligned
@@ -191,6 +194,10 @@ struct aicf_model {
   // shapes set with aicf_set_input_shape; the opt values until then) and the shapes set.
   std::vector<aicf::DimRange> dims;
   std::vector<int64_t> dimValues;
+  // Per dim: the buffer a data dim (plan.yaml set_by, a length known only at run time) is read
+  // from after the step writing it, else -1. Each run starts with them at their bounds.
+  std::vector<int> dimSetBy;
+  std::vector<std::string> dimSetByIds; // as plan.yaml names them ("" for an input's dim)
   std::vector<std::vector<int64_t>> inputShapes; // per input: the shape of the next run
   bool shapesApplied = true;                     // buffers and steps reflect inputShapes
   std::unique_ptr<CudaState> dev;
@@ -590,6 +597,9 @@ std::vector<int64_t> deriveDims(const aicf_model &m) {
       if (!name)
         continue;
       size_t i = index(*name);
+      if (m.dimSetBy[i] >= 0)
+        throw Error(cat("input ", b.value, " dim ", d, " is data dim ", *name,
+                        ", which a step sets"));
       const aicf::DimRange &r = m.dims[i];
       std::string where = cat("input ", b.value, " dim ", d, " (", r.name, ")");
       if (shape[d] < r.min || shape[d] > r.max)
@@ -602,9 +612,12 @@ std::vector<int64_t> deriveDims(const aicf_model &m) {
       from[i] = cat("input ", m.buffers[m.inputs[k]].value, " dim ", d);
     }
   }
-  for (size_t i = 0; i < m.dims.size(); ++i)
-    if (values[i] < 0)
+  for (size_t i = 0; i < m.dims.size(); ++i) {
+    if (m.dimSetBy[i] >= 0) // a data dim: at its bound until the step setting it runs
+      values[i] = m.dims[i].max;
+    else if (values[i] < 0)
       throw Error(cat("dim ", m.dims[i].name, " is no input's dim: it cannot be derived"));
+  }
   auto dims = dimMap(m, values);
   for (size_t k = 0; k < m.inputs.size(); ++k) {
     const Buffer &b = m.buffers[m.inputs[k]];
@@ -619,11 +632,8 @@ std::vector<int64_t> deriveDims(const aicf_model &m) {
   return values;
 }
 
-// Buffers, copies and grids for the current input shapes (deriveDims first).
-void applyShapes(aicf_model &m) {
-  if (m.shapesApplied)
-    return;
-  std::vector<int64_t> values = deriveDims(m);
+// Buffers' shapes and the steps' grids for dim values `values`.
+void resize(aicf_model &m, const std::vector<int64_t> &values) {
   auto dims = dimMap(m, values);
   for (Buffer &b : m.buffers) {
     if (b.sym.empty())
@@ -652,7 +662,49 @@ void applyShapes(aicf_model &m) {
         std::max<int64_t>(1, std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks)));
   }
   m.dimValues = values;
+}
+
+// Buffers, copies and grids for the current input shapes (deriveDims first), with the data
+// dims at their bounds.
+void applyShapes(aicf_model &m) {
+  if (m.shapesApplied)
+    return;
+  resize(m, deriveDims(m));
   m.shapesApplied = true;
+}
+
+// A run starts with the data dims at their bounds (a previous run left its lengths).
+void resetDataDims(aicf_model &m) {
+  std::vector<int64_t> values = m.dimValues;
+  bool changed = false;
+  for (size_t i = 0; i < m.dims.size(); ++i)
+    if (m.dimSetBy[i] >= 0 && values[i] != m.dims[i].max) {
+      values[i] = m.dims[i].max;
+      changed = true;
+    }
+  if (changed)
+    resize(m, values);
+}
+
+// After step st: the data dims it sets, from their buffers, each checked against its bound (a
+// larger count would have the later steps read and write past the memory reserved), and the
+// buffers and grids that follow from them.
+void setDataDims(aicf_model &m, const Step &st) {
+  std::vector<int64_t> values = m.dimValues;
+  for (size_t i : st.setsDims) {
+    int64_t v = 0;
+    std::memcpy(&v, m.ptrs[m.dimSetBy[i]], sizeof v);
+    const aicf::DimRange &d = m.dims[i];
+    if (v < 0)
+      throw Error(cat("step ", st.symbol, ": length ", d.name, " is ", v, ", negative"));
+    if (v > d.max)
+      throw Error(cat("step ", st.symbol, ": length ", d.name, " is ", v, ", above its bound ",
+                      d.max, " (the folder reserved memory for ", d.max,
+                      "; compile with aicfc --max ", d.name, "=N for a larger bound, up to what ",
+                      "the model allows)"));
+    values[i] = v;
+  }
+  resize(m, values);
 }
 
 // At open: every input's shape at the opt point, each dim derivable from the inputs, and no
@@ -671,7 +723,11 @@ void initShapes(aicf_model &m) {
     return;
   for (const Step &st : m.steps)
     if (st.bodySteps >= 0)
-      throw Error("a runtime loop in a plan with symbolic dims");
+      for (const std::vector<int> *list : {&st.args, &st.state, &st.next})
+        for (int b : *list)
+          if (!m.buffers[b].sym.empty())
+            throw Error(cat("a runtime loop over buffer ", m.buffers[b].id, ", which has symbolic ",
+                            "dims (its copies are sized for one shape)"));
   for (Step &st : m.steps)
     if (st.fn && !st.dims)
       for (int a : st.args)
@@ -680,6 +736,56 @@ void initShapes(aicf_model &m) {
                           " but not the dims"));
   m.shapesApplied = false;
   applyShapes(m);
+}
+
+// Data dims (plan.yaml dims with set_by): each read from an i64 scalar buffer that exactly one
+// step writes, outside any loop body and any dispatch group; no step before it touches a buffer
+// sized by the dim (it would run at a length not yet known).
+void checkDataDims(aicf_model &m, const std::map<std::string, int> &byId) {
+  m.dimSetBy.assign(m.dims.size(), -1);
+  std::vector<std::pair<size_t, size_t>> bodies; // the loop bodies' [start, end)
+  for (size_t s = 0; s < m.steps.size(); ++s)
+    if (m.steps[s].bodySteps >= 0)
+      bodies.emplace_back(s + 1, s + 1 + static_cast<size_t>(m.steps[s].bodySteps));
+  for (size_t i = 0; i < m.dims.size(); ++i) {
+    const aicf::DimRange &d = m.dims[i];
+    if (m.dimSetByIds[i].empty())
+      continue;
+    std::string what = "dim " + d.name;
+    auto it = byId.find(m.dimSetByIds[i]);
+    if (it == byId.end())
+      throw Error(cat(what, ": set_by names unknown buffer ", m.dimSetByIds[i]));
+    const Buffer &b = m.buffers[it->second];
+    if (b.dtype != "i64" || b.bytes != 8 || !b.sym.empty() || b.kind == "input" ||
+        b.kind == "weight")
+      throw Error(cat(what, ": set_by buffer ", b.id, " is not an i64 scalar a step writes"));
+    m.dimSetBy[i] = it->second;
+    size_t writer = m.steps.size();
+    for (size_t s = 0; s < m.steps.size(); ++s)
+      for (size_t a = m.steps[s].numInputs; a < m.steps[s].args.size(); ++a)
+        if (m.buffers[m.steps[s].args[a]].storage == b.storage) {
+          if (writer != m.steps.size())
+            throw Error(cat(what, ": set_by buffer ", b.id, " is written by two steps"));
+          writer = s;
+        }
+    if (writer == m.steps.size() || !m.steps[writer].fn)
+      throw Error(cat(what, ": no kernel step writes set_by buffer ", b.id));
+    Step &st = m.steps[writer];
+    if (st.group >= 0)
+      throw Error(cat(what, ": step ", st.symbol, " sets it inside a dispatch group"));
+    for (const auto &[from, to] : bodies)
+      if (writer >= from && writer < to)
+        throw Error(cat(what, ": step ", st.symbol, " sets it inside a loop body"));
+    for (size_t s = 0; s < writer; ++s)
+      for (int a : m.steps[s].args)
+        for (const aicf::SymExpr &e : m.buffers[a].sym)
+          for (const std::string &sym : e.symbols())
+            if (sym == d.name)
+              throw Error(cat(what, ": step ", m.steps[s].symbol, " uses buffer ",
+                              m.buffers[a].id, " sized by it before step ", st.symbol,
+                              " sets it"));
+    st.setsDims.push_back(i);
+  }
 }
 
 // Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
@@ -708,10 +814,16 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
       for (const aicf::DimRange &o : m.dims)
         if (o.name == r.name)
           throw Error(cat(what, " defined twice"));
-      r.min = readInt(d, "min", what, 1, kMaxDim);
+      std::string setBy = d["set_by"] ? readString(d, "set_by", what) : std::string();
+      r.min = readInt(d, "min", what, setBy.empty() ? 1 : 0, kMaxDim);
       r.max = readInt(d, "max", what, r.min, kMaxDim);
       r.opt = readInt(d, "opt", what, r.min, r.max);
+      if (!setBy.empty() && r.min != 0)
+        throw Error(cat(what, ": a data dim (set_by) has min 0"));
+      if (!setBy.empty() && m.cuda)
+        throw Error(cat(what, ": a data dim (set_by) on a cuda plan (they are for cpu plans)"));
       m.dims.push_back(r);
+      m.dimSetByIds.push_back(setBy);
       m.dimValues.push_back(r.opt);
     }
   }
@@ -968,6 +1080,7 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
   }
   checkGroups(m);
   checkLoops(m);
+  checkDataDims(m, byId);
   initShapes(m);
   // The argument count and byte size of every kernel call, as libmodel.so was compiled for.
   if (layout != layoutFn())
@@ -1114,6 +1227,7 @@ void runHostLoop(aicf_model &m, size_t s, HostCalls &hc, double *times) {
 
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
   applyShapes(m); // refuses inconsistent shapes before anything runs
+  resetDataDims(m);
   bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
                static_cast<char *>(m.arena->ptr));
   if (!m.pool || m.pool->threads() != m.threads || m.pool->pinned() != m.pinThreads ||
@@ -1195,6 +1309,8 @@ void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double
       StepCall call{st.fn, args.data(), st.blocks, st.chunks};
       m.pool->run(st.chunks, &StepCall::run, &call);
     }
+    if (!st.setsDims.empty())
+      setDataDims(m, st);
     if (times)
       times[s] += secondsSince(t0);
   }
@@ -1433,6 +1549,23 @@ int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out) {
     return fail(cat("aicf_output_info: ", e.what()));
   }
   return info(m, m->outputs, i, out);
+}
+int aicf_output_capacity(const aicf_model *m, int i, size_t *bytes) {
+  if (!m || !bytes || i < 0 || i >= aicf_num_outputs(m))
+    return fail(cat("aicf_output_capacity: output index ", i, " out of range"));
+  return guarded(const_cast<aicf_model &>(*m), [&] {
+    applyShapes(const_cast<aicf_model &>(*m));
+    std::vector<int64_t> values = m->dimValues; // the data dims at their bounds
+    for (size_t d = 0; d < m->dims.size(); ++d)
+      if (m->dimSetBy[d] >= 0)
+        values[d] = m->dims[d].max;
+    auto dims = dimMap(*m, values);
+    const Buffer &b = m->buffers[m->outputs[i]];
+    int64_t n = dtypeBytes(b.dtype);
+    for (size_t d = 0; d < b.sym.size(); ++d)
+      n *= *b.sym[d].eval(dims); // defined and within b.bytes: resize checked these values
+    *bytes = static_cast<size_t>(b.sym.empty() ? b.bytes : n);
+  });
 }
 int aicf_num_dims(const aicf_model *m) {
   return m ? static_cast<int>(m->dims.size()) : 0;

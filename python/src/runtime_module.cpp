@@ -172,11 +172,21 @@ public:
     std::vector<aicf_tensor_info> outs = infos(false);
     py::dict result;
     std::vector<void *> outPtrs;
-    for (const aicf_tensor_info &o : outs) {
-      std::vector<py::ssize_t> shape(o.shape, o.shape + o.rank);
-      py::array a(numpyDtype(o.dtype), shape);
+    // Each output's memory holds its capacity. An output whose length is known only at run
+    // time gets its bound's size, and is copied out at the shape the run produced.
+    std::vector<py::array> held;
+    std::vector<bool> ragged;
+    for (int i = 0; i < static_cast<int>(outs.size()); ++i) {
+      size_t capacity = 0;
+      check(aicf_output_capacity(get(), i, &capacity));
+      py::dtype dt = numpyDtype(outs[i].dtype);
+      ragged.push_back(capacity != outs[i].bytes);
+      std::vector<py::ssize_t> shape(outs[i].shape, outs[i].shape + outs[i].rank);
+      if (ragged.back())
+        shape = {static_cast<py::ssize_t>(capacity / static_cast<size_t>(dt.itemsize()))};
+      py::array a(dt, shape);
       outPtrs.push_back(a.mutable_data());
-      result[py::str(o.name)] = a;
+      held.push_back(a);
     }
     std::vector<double> secs(static_cast<size_t>(aicf_num_steps(get())));
     int status;
@@ -186,6 +196,18 @@ public:
                            : aicf_run(get(), inPtrs.data(), outPtrs.data());
     }
     check(status);
+    outs = infos(false);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const aicf_tensor_info &o = outs[i];
+      if (!ragged[i]) {
+        result[py::str(o.name)] = held[i];
+        continue;
+      }
+      std::vector<py::ssize_t> shape(o.shape, o.shape + o.rank);
+      py::array a(numpyDtype(o.dtype), shape);
+      std::memcpy(a.mutable_data(), held[i].data(), o.bytes);
+      result[py::str(o.name)] = a;
+    }
     if (stepSeconds)
       for (double s : secs)
         stepSeconds->append(s);
