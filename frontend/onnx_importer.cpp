@@ -1004,8 +1004,17 @@ private:
       graph.renameValue(v, o.name());
       if (o.has_type() && o.type().tensor_type().has_shape()) {
         TensorType declared = typeFromOnnx(o.type());
-        if (declared.dtype != v->type().dtype ||
-            (declared.isStatic() && declared.shape != v->type().shape))
+        // A length known only at run time cannot be checked here (an exporter declares the
+        // length it traced with): such dims are left out.
+        const TensorType &t = v->type();
+        bool sameShape = declared.shape.size() == t.shape.size();
+        for (size_t d = 0; sameShape && d < t.shape.size(); ++d) {
+          bool data = false;
+          for (const std::string &s : t.symDim(d).symbols())
+            data = data || env_.dataDimCounts.count(s);
+          sameShape = data || declared.shape[d] == t.shape[d];
+        }
+        if (declared.dtype != v->type().dtype || (declared.isStatic() && !sameShape))
           fail(cat("graph output '", o.name(), "' is declared ", declared.str(), " but computes ",
                    v->type().str()));
       }
