@@ -247,8 +247,11 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
       msg = msg.substr(prefix.size());
     fail(msg);
   }
-  // Empty results (a 0 dim) hold no values: constants, whatever the operands.
+  // Empty results (a 0 dim) hold no values: constants, whatever the operands, unless one is a
+  // branch that fails the run when taken (a fail node: folding it away would hide the failure).
   bool empty = n->numResults() > 0;
+  for (const Value *o : n->operands())
+    empty = empty && !(o->def() && o->def()->op() == Op::Fail);
   for (Value *r : n->results())
     empty = empty && r->type().isStatic() && !r->type().isSymbolic() && r->type().numel() == 0;
   if (empty) {
@@ -276,7 +279,7 @@ std::vector<Value *> ConvertCtx::emitMulti(Op op, std::vector<Value *> operands,
   auto materialize = [&] {
     for (size_t k = 0; k < syms.size(); ++k)
       if (syms[k]) {
-        Value *m = materializeDataShape(env_, n->operand(k), loc_);
+        Value *m = materializeDataShape(env_, n->operand(k), loc_, n);
         if (!m)
           return false;
         n->setOperand(k, m);
@@ -416,7 +419,7 @@ std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operand
   return out;
 }
 
-Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc) {
+Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc, Node *before) {
   auto it = env.symValues.find(w);
   if (it == env.symValues.end())
     return nullptr;
@@ -426,7 +429,7 @@ Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc)
         return nullptr;
   Graph &g = *env.graph;
   auto node = [&](Op op, std::vector<Value *> operands, AttrMap attrs = {}) {
-    return g.createNode(op, std::move(operands), std::move(attrs), loc)->result();
+    return g.createNode(op, std::move(operands), std::move(attrs), loc, before)->result();
   };
   auto constant = [&](int64_t v) {
     Value *c = g.addWeight(cat(w->name(), ".c", v, ".", g.weights().size()),

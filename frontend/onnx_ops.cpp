@@ -86,13 +86,14 @@ AttrMap symShapeAttrs(const ConvertCtx &c, const SymElems &dims) {
   return attrs;
 }
 
-// A dim given as an expression must be >= 1 for every value: a 0 would be an empty tensor
-// (unsupported), a negative one no shape at all.
-void requirePositiveDim(const ConvertCtx &c, const SymExpr &e, const std::string &what) {
+// A dim given as an expression must be >= 0 for every value (a negative one is no shape at
+// all). 0 is a length known only at run time come out empty (a data dim, min 0); the dims of
+// the inputs have min >= 1.
+void requireDimNonNegative(const ConvertCtx &c, const SymExpr &e, const std::string &what) {
   if (e.isConstant())
     return;
-  if (c.bounds(e, what).lo < 1)
-    c.fail(cat(what, " ", e.str(), " is not >= 1 for every value of the dims", c.rangesOf(e)));
+  if (c.bounds(e, what).lo < 0)
+    c.fail(cat(what, " ", e.str(), " is not >= 0 for every value of the dims", c.rangesOf(e)));
 }
 
 // ---- elementwise ------------------------------------------------------------------------------
@@ -619,9 +620,10 @@ void convTopK(ConvertCtx &c) {
     c.fail("input must have rank >= 1");
   int64_t axis = normAxis(c, c.attrInt("axis", -1), c.rank(0));
   const TensorType &t = x->type();
-  if (t.isSymbolic() && !t.symDim(static_cast<size_t>(axis)).isConstant())
-    c.fail(cat("axis ", axis, " of ", t.str(), " is symbolic: top_k needs its length"));
-  const int64_t n = t.shape[static_cast<size_t>(axis)];
+  // A symbolic axis (a length known only at run time, the candidates a NonZero kept) is read
+  // from the dims; n is its most.
+  const SymExpr len = t.symDim(static_cast<size_t>(axis));
+  const int64_t n = c.bounds(len, "axis length").hi;
   AttrMap attrs{{"axis", axis}, {"largest", c.attrInt("largest", 1)}};
   std::vector<Value *> operands{x};
   if (c.opset() >= 10 && !c.constInput(1) && !c.symValue(c.input(1))) {
@@ -643,8 +645,9 @@ void convTopK(ConvertCtx &c) {
         c.fail(cat("k must hold one value, got ", kv.size()));
       k = kv[0];
     }
-    if (k < 0 || k > n)
-      c.fail(cat("k = ", k, " is not in [0, ", n, "], the length of axis ", axis, " of ", t.str()));
+    if (k < 0 || !c.provablyLe(SymExpr(k), len))
+      c.fail(cat("k = ", k, " is not in [0, ", len.str(), "], the length of axis ", axis, " of ",
+                 t.str(), c.rangesOf(len)));
     attrs["k"] = k;
   }
   std::vector<Value *> r = c.emitMulti(Op::TopK, operands, attrs, 2);
@@ -716,13 +719,20 @@ void convNonMaxSuppression(ConvertCtx &c) {
       c.fail(cat(what, " must hold one value, got ", v.size()));
     return v.empty() ? std::nullopt : std::optional<double>(v[0]);
   };
-  auto maxPer = scalarInput(2, "max_output_boxes_per_class");
+  std::optional<int64_t> maxPer; // an integer (INT64_MAX: no limit), not through a double
+  if (c.hasInput(2)) {
+    std::vector<int64_t> v = c.constInts(2, "max_output_boxes_per_class");
+    if (v.size() > 1)
+      c.fail(cat("max_output_boxes_per_class must hold one value, got ", v.size()));
+    if (!v.empty())
+      maxPer = v[0];
+  }
   auto iou = scalarInput(3, "iou_threshold");
   auto score = scalarInput(4, "score_threshold");
   const TensorType &bt = boxes->type(), &st = scores->type();
   if (bt.rank() != 3 || st.rank() != 3)
     c.fail(cat("boxes ", bt.str(), " and scores ", st.str(), " must have rank 3"));
-  int64_t per = maxPer ? std::max<int64_t>(0, static_cast<int64_t>(*maxPer)) : 0;
+  int64_t per = maxPer ? std::max<int64_t>(0, *maxPer) : 0;
   int64_t batches = c.bounds(bt.symDim(0), "batch").hi;
   int64_t classes = c.bounds(st.symDim(1), "classes").hi;
   int64_t nb = c.bounds(bt.symDim(1), "boxes").hi;
@@ -1436,7 +1446,7 @@ SymElems resolveReshapeSym(ConvertCtx &c, const SymElems &in, SymElems target, b
     }
     if (target[i].isConstant() && target[i].constant() < 0)
       c.fail(cat("shape ", symElemsStr(target), " has a negative dim"));
-    requirePositiveDim(c, target[i], cat("reshape target dim ", i));
+    requireDimNonNegative(c, target[i], cat("reshape target dim ", i));
     known = symOk(c, SymExpr::mul(known, target[i]));
   }
   SymExpr numel = symProduct(c, in);
@@ -1965,6 +1975,16 @@ void convGatherND(ConvertCtx &c) {
   requireIndexInput(c, 1);
   int64_t b = c.attrInt("batch_dims", 0);
   checkTupleIndices(c, b);
+  // One index per tuple and no batch dims: a gather along axis 0 (what exporters write for
+  // x[mask]: NonZero, Transpose, GatherND), which takes symbolic and run-time lengths.
+  const TensorType &it = c.type(1);
+  if (b == 0 && it.rank() >= 1 && it.symDim(static_cast<size_t>(it.rank() - 1)) == SymExpr(1)) {
+    SymElems rows = symShapeOf(it);
+    rows.pop_back();
+    Value *idx = c.reshapeSym(c.input(1), rows);
+    c.setOutput(0, c.emit(Op::Gather, {c.input(0), idx}, {{"axis", int64_t(0)}}));
+    return;
+  }
   c.setOutput(0, c.emit(Op::GatherND, {c.input(0), c.input(1)}, {{"batch_dims", b}}));
 }
 
@@ -2003,7 +2023,7 @@ void expandSym(ConvertCtx &c) {
   }
   SymElems out = *bc;
   for (size_t i = 0; i < r; ++i)
-    requirePositiveDim(c, out[i], cat("expanded dim ", i));
+    requireDimNonNegative(c, out[i], cat("expanded dim ", i));
   c.setOutput(0, out == in ? c.input(0) : c.emit(Op::Expand, {c.input(0)}, symShapeAttrs(c, out)));
 }
 
@@ -2402,7 +2422,7 @@ void convConstantOfShape(ConvertCtx &c) {
     for (size_t i = 0; i < shape.size(); ++i) {
       if (shape[i].isConstant() && shape[i].constant() < 1)
         c.fail(cat("shape ", symElemsStr(shape), " has a dim < 1"));
-      requirePositiveDim(c, shape[i], cat("dim ", i));
+      requireDimNonNegative(c, shape[i], cat("dim ", i));
     }
     std::optional<Tensor> value = c.attrTensor("value");
     if (value && value->numel() != 1)

@@ -70,7 +70,8 @@ struct ImportEnv {
 // their counts (i64 products and sums, concatenated and reshaped to w's type): how a length
 // known only then is read as data (Shape of a NonZero result gathered into TopK's k, or output).
 // Null when an expression uses a dim of the inputs. Nodes go before `before` (null: at the end).
-Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc);
+Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc,
+                            Node *before = nullptr);
 
 class ConvertCtx {
 public:
