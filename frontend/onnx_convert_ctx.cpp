@@ -419,6 +419,30 @@ std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operand
   return out;
 }
 
+Value *materializeDataExpr(ImportEnv &env, const SymExpr &e, const Location &loc, Node *before) {
+  for (const std::string &s : e.symbols())
+    if (!env.dataDimCounts.count(s))
+      return nullptr;
+  Graph &g = *env.graph;
+  auto node = [&](Op op, std::vector<Value *> operands, AttrMap attrs = {}) {
+    return g.createNode(op, std::move(operands), std::move(attrs), loc, before)->result();
+  };
+  auto constant = [&](int64_t v) {
+    Value *c = g.addWeight(cat("len.c", v, ".", g.weights().size()),
+                           std::make_shared<const Tensor>(Tensor::fromI64({v}, {})));
+    c->loc = loc;
+    return c;
+  };
+  Value *acc = nullptr;
+  for (const auto &[mono, coef] : e.terms()) {
+    Value *t = mono.empty() || coef != 1 ? constant(coef) : nullptr;
+    for (const std::string &s : mono)
+      t = t ? node(Op::Mul, {t, env.dataDimCounts.at(s)}) : env.dataDimCounts.at(s);
+    acc = acc ? node(Op::Add, {acc, t}) : t;
+  }
+  return acc ? acc : constant(0);
+}
+
 Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc, Node *before) {
   auto it = env.symValues.find(w);
   if (it == env.symValues.end())
@@ -431,25 +455,10 @@ Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc,
   auto node = [&](Op op, std::vector<Value *> operands, AttrMap attrs = {}) {
     return g.createNode(op, std::move(operands), std::move(attrs), loc, before)->result();
   };
-  auto constant = [&](int64_t v) {
-    Value *c = g.addWeight(cat(w->name(), ".c", v, ".", g.weights().size()),
-                           std::make_shared<const Tensor>(Tensor::fromI64({v}, {})));
-    c->loc = loc;
-    return c;
-  };
   std::vector<Value *> elems;
-  for (const SymExpr &e : it->second) {
-    Value *acc = nullptr;
-    for (const auto &[mono, coef] : e.terms()) {
-      Value *t = mono.empty() || coef != 1 ? constant(coef) : nullptr;
-      for (const std::string &s : mono)
-        t = t ? node(Op::Mul, {t, env.dataDimCounts.at(s)}) : env.dataDimCounts.at(s);
-      acc = acc ? node(Op::Add, {acc, t}) : t;
-    }
-    if (!acc)
-      acc = constant(0);
-    elems.push_back(node(Op::Reshape, {acc}, {{"shape", std::vector<int64_t>{1}}}));
-  }
+  for (const SymExpr &e : it->second)
+    elems.push_back(node(Op::Reshape, {materializeDataExpr(env, e, loc, before)},
+                         {{"shape", std::vector<int64_t>{1}}}));
   Value *v = elems.size() == 1 ? elems[0] : node(Op::Concat, elems, {{"axis", int64_t(0)}});
   v = node(Op::Reshape, {v}, {{"shape", w->type().shape}});
   if (w->type().dtype != DType::I64)

@@ -1694,7 +1694,7 @@ void clampSlice(int64_t dim, int64_t step, int64_t &start, int64_t &end) {
 // it: negative counts from the end, then clamped into [0, dim]. Exact only when the same case
 // applies for every value of the dims (always within the axis, or always clamped to one end);
 // a bound clamped for some values only would make the extent a min(), which is refused.
-SymExpr sliceBound(const ConvertCtx &c, const SymExpr &v, const SymExpr &dim, const char *what,
+SymExpr sliceBound(ConvertCtx &c, const SymExpr &v, const SymExpr &dim, const char *what,
                    int64_t axis, const TensorType &t) {
   bool negative;
   if (v.isConstant()) {
@@ -1713,6 +1713,15 @@ SymExpr sliceBound(const ConvertCtx &c, const SymExpr &v, const SymExpr &dim, co
     return SymExpr(0);
   if (c.provablyLe(SymExpr(0), x) && c.provablyLe(x, dim))
     return x;
+  // A constant bound into a length known only at run time (the first 100 of the boxes NMS
+  // kept): min(v, len) is itself such a length, computed when the length is.
+  if (v.isConstant() && v.constant() >= 0)
+    if (Value *len = c.dataLength(dim)) {
+      Value *bound = c.emit(Op::Min, {len, c.scalar(DType::I64, static_cast<double>(v.constant()))});
+      int64_t most = std::min(v.constant(), c.bounds(dim, "axis length").hi);
+      Value *count = c.emitDataDim(Op::SetDim, {bound}, {}, 1, most)[0];
+      return SymExpr::symbol(count->def()->s("dim"));
+    }
   c.fail(cat("slice ", what, " ", v.str(), " of axis ", axis, " of ", t.str(),
              " is clamped to the axis for some values of the dims only",
              c.rangesOf(symOk(c, SymExpr::add(x, dim)))));
@@ -1778,7 +1787,7 @@ void sliceSym(ConvertCtx &c) {
       c.fail(cat("a slice of axis ", axes[k], " of ", t.str(), " from ", starts[k].str(), " to ",
                  ends[k].str(), " by step ", steps[k],
                  ": a symbolic extent is supported with step 1 only"));
-    if (c.bounds(extent, "slice extent").lo < 1)
+    if (c.bounds(extent, "slice extent").lo < (c.usesDataDim(extent) ? 0 : 1))
       c.fail(cat("the slice [", starts[k].str(), ", ", ends[k].str(), ") of axis ", axes[k], " of ",
                  t.str(), " is empty for some values of the dims", c.rangesOf(extent)));
     symbolic = symbolic || !starts[k].isConstant() || !ends[k].isConstant();

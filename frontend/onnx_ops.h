@@ -72,6 +72,10 @@ struct ImportEnv {
 // Null when an expression uses a dim of the inputs. Nodes go before `before` (null: at the end).
 Value *materializeDataShape(ImportEnv &env, const Value *w, const Location &loc,
                             Node *before = nullptr);
+// One expression of data dims as an i64[] value computed from their counts; null when it uses
+// a dim of the inputs.
+Value *materializeDataExpr(ImportEnv &env, const SymExpr &e, const Location &loc,
+                           Node *before = nullptr);
 
 class ConvertCtx {
 public:
@@ -139,6 +143,16 @@ public:
   // every operand constant the node is evaluated instead and no dim is made.
   std::vector<Value *> emitDataDim(Op op, std::vector<Value *> operands, AttrMap attrs,
                                    int numResults, int64_t bound, size_t output = 0);
+  // e (an expression of data dims only) as an i64[] value computed at run time from their
+  // counts; null when e uses a dim of the inputs.
+  Value *dataLength(const SymExpr &e) { return materializeDataExpr(env_, e, loc_); }
+  // Whether e uses a data dim.
+  bool usesDataDim(const SymExpr &e) const {
+    for (const std::string &s : e.symbols())
+      if (env_.dataDimCounts.count(s))
+        return true;
+    return false;
+  }
   // Whether a result of this type is small enough to be folded into a weight at import.
   static bool foldable(const TensorType &t);
   std::vector<Value *> emitMulti(Op op, std::vector<Value *> operands, AttrMap attrs,
