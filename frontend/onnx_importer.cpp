@@ -1145,6 +1145,20 @@ private:
         continue;
       const TensorType &t = thenOuts[static_cast<size_t>(k)]->type(),
                        &e = elseOuts[static_cast<size_t>(k)]->type();
+      // Lengths that differ (dim 0, the other dims equal): the chosen side's length is known
+      // only at run time (a data dim), at most the longer side's.
+      bool lengths = t.dtype == e.dtype && t.rank() == e.rank() && t.rank() >= 1 && t != e;
+      for (size_t d = 1; lengths && d < t.shape.size(); ++d)
+        lengths = t.symDim(d) == e.symDim(d);
+      if (lengths) {
+        int64_t most = std::max(ctx.bounds(t.symDim(0), "length").hi,
+                                ctx.bounds(e.symDim(0), "length").hi);
+        env_.values[n.output(k)] =
+            ctx.emitDataDim(Op::Choose,
+                            {cond, thenOuts[static_cast<size_t>(k)], elseOuts[static_cast<size_t>(k)]},
+                            {}, 2, most, static_cast<size_t>(k))[0];
+        continue;
+      }
       if (t != e)
         ctx.fail(cat("output ", k, " ('", n.output(k), "') is ", t.str(),
                      " in the then branch and ", e.str(),
@@ -1907,8 +1921,16 @@ private:
       if (std::string p = emptyDimProblem(in->type()); !p.empty() && graph.hasUses(in))
         fail(cat("input '", in->name(), "' ", p,
                  ": an empty value is supported only where it folds to a constant"));
+    // (Nor a side of a choose: the empty result of the branch that found nothing.)
+    auto onlyChosen = [&](const Value *v) {
+      const auto users = graph.users(v);
+      return !users.empty() && std::all_of(users.begin(), users.end(), [](const Node *u) {
+        return u->op() == Op::Choose;
+      });
+    };
     for (const Value *w : graph.weights())
-      if (std::string p = emptyDimProblem(w->type()); !p.empty() && !onlyOutput(w))
+      if (std::string p = emptyDimProblem(w->type());
+          !p.empty() && !onlyOutput(w) && !onlyChosen(w))
         fail(cat(w->loc.empty() || w->loc.str() == w->name() ? std::string()
                                                              : cat("node '", w->loc.str(), "': "),
                  "constant", where(w), " ", p,

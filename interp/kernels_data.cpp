@@ -641,6 +641,11 @@ std::vector<Tensor> kernel_NonZero(const KernelCtx &ctx) {
   return {fromInt64s(out, TensorType(DType::I64, {rank, n})), Tensor::fromI64({n}, {})};
 }
 
+std::vector<Tensor> kernel_Choose(const KernelCtx &ctx) {
+  const Tensor &chosen = ctx.x(0).getInt(0) != 0 ? ctx.x(1) : ctx.x(2);
+  return {chosen, Tensor::fromI64({chosen.shape()[0]}, {})};
+}
+
 std::vector<Tensor> kernel_SetDim(const KernelCtx &ctx) {
   return {Tensor::fromI64({ctx.x(0).getInt(0)}, {})};
 }

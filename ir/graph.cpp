@@ -475,15 +475,29 @@ int Graph::removeDeadCode() {
     ++uses[o];
   std::unordered_set<const Node *> deadNodes;
   std::unordered_set<const Value *> deadValues;
+  // A node setting a data dim lives while a live value's type uses the dim (a slice to a
+  // run-time length reads it through the dims, not an operand).
+  std::unordered_set<std::string> liveDims;
+  auto noteDims = [&](const Value *v) {
+    for (const SymExpr &e : v->type().sym)
+      for (const std::string &s : e.symbols())
+        liveDims.insert(s);
+  };
+  for (const Value *o : outputs_)
+    noteDims(o);
   for (size_t k = nodes_.size(); k-- > 0;) {
     Node *n = nodes_[k].get();
-    if (!n->info().has(PURE))
-      continue;
-    bool used = false;
+    bool used = !n->info().has(PURE) ||
+                (n->info().has(SETS_DIM) && liveDims.count(n->s("dim")) > 0);
     for (const Value *r : n->results_)
       used = used || uses[r] > 0;
-    if (used)
+    if (used) {
+      for (const Value *v : n->results_)
+        noteDims(v);
+      for (const Value *v : n->operands_)
+        noteDims(v);
       continue;
+    }
     deadNodes.insert(n);
     deadValues.insert(n->results_.begin(), n->results_.end());
     for (const Value *o : n->operands_)

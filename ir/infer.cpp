@@ -458,6 +458,21 @@ std::vector<TensorType> inferSetDim(InferCtx &ctx) {
   return {TensorType(DType::I64, {})};
 }
 
+std::vector<TensorType> inferChoose(InferCtx &ctx) {
+  const TensorType &c = ctx.operand(0), &x = ctx.operand(1), &y = ctx.operand(2);
+  int64_t bound = dataBound(ctx);
+  if (c.dtype != DType::Bool || !c.isStatic() || c.numel() != 1)
+    ctx.fail(cat("choose condition ", c.str(), ": needs one bool"));
+  if (x.dtype != y.dtype || x.rank() != y.rank() || x.rank() < 1 ||
+      !std::equal(x.shape.begin() + 1, x.shape.end(), y.shape.begin() + 1))
+    ctx.fail(cat("choose of ", x.str(), " and ", y.str(), ": they may differ in dim 0 only"));
+  if (bound < std::max(x.shape[0], y.shape[0]) && x.isStatic() && y.isStatic())
+    ctx.fail(cat("choose bound ", bound, " is below the lengths of ", x.str(), " and ", y.str()));
+  std::vector<int64_t> out = x.shape;
+  out[0] = bound;
+  return {TensorType(x.dtype, out), TensorType(DType::I64, {})};
+}
+
 std::vector<TensorType> inferNms(InferCtx &ctx) {
   const TensorType &boxes = ctx.operand(0), &scores = ctx.operand(1);
   int64_t bound = dataBound(ctx);

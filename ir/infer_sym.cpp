@@ -191,6 +191,13 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
     return {{SymExpr(ctx.operand(0).rank()), SymExpr::symbol(ctx.s("dim"))}, {}};
   if (fn == F(inferSetDim))
     return {{}};
+  if (fn == F(inferChoose)) {
+    SymShape x = symShape(ctx.operand(1)), y = symShape(ctx.operand(2));
+    for (size_t d = 1; d < x.size(); ++d)
+      requireEqual(ctx, x[d], y[d], "dims");
+    x[0] = SymExpr::symbol(ctx.s("dim"));
+    return {x, {}};
+  }
   if (fn == F(inferNms)) {
     requireEqual(ctx, ctx.operand(0).symDim(0), ctx.operand(1).symDim(0), "batch dims");
     requireEqual(ctx, ctx.operand(0).symDim(1), ctx.operand(1).symDim(2), "box counts");
