@@ -36,7 +36,7 @@ struct Flags {
   std::string target = "cpu";
   std::string planFor;
   std::string cpuArch = "native";
-  std::vector<std::string> shapes, dims, consts, seqs, absent;
+  std::vector<std::string> shapes, dims, consts, seqs, absent, maxes;
   std::string emit;
   bool explain = false;
   std::vector<std::string> printIrBefore, printIrAfter;
@@ -143,6 +143,7 @@ int compile(const Flags &flags) {
   opts.sequenceLengths = parseDimFlags(flags.seqs, "--seq");
   opts.absentInputs.insert(flags.absent.begin(), flags.absent.end());
   opts.constInputs = parseConstFlags(flags.consts);
+  opts.dataDimMax = parseDimFlags(flags.maxes, "--max");
   std::map<std::string, TensorType> constTypes;
   Progress progress(flags.verbose);
   std::unique_ptr<Graph> g =
@@ -355,6 +356,12 @@ int main(int argc, char **argv) {
       "bind a named dynamic dim: PARAM=VALUE, or compile it for a range: PARAM=MIN..MAX[@OPT] "
       "(the folder then runs any value in the range, planned for OPT, default MAX) "
       "(repeatable)");
+  app.add_option("--max", flags.maxes,
+                 "the most a length known only at run time may be (NonZero, Compress, "
+                 "NonMaxSuppression, TopK with a run-time k): NAME=N, NAME the dim aicfc names "
+                 "(plan.yaml dims with set_by; --explain) or the ONNX output it sizes; below the "
+                 "model's own bound it shrinks the memory reserved, and a run above it fails "
+                 "(repeatable)");
   app.add_option("--absent", flags.absent,
                  "an optional input compiled as holding no element: NAME (repeatable)");
   app.add_option("--seq", flags.seqs,

@@ -945,9 +945,17 @@ void printPlanReport(std::ostream &os, const Plan &p) {
   if (!p.dims.empty()) {
     // Symbolic dims: one plan for the ranges, priced at the opt point; memory for the maxima.
     os << "   dims:";
-    for (size_t i = 0; i < p.dims.size(); ++i)
+    for (size_t i = 0; i < p.dims.size(); ++i) {
       os << (i ? ", " : " ") << p.dims[i].name << " in " << p.dims[i].min << ".." << p.dims[i].max
-         << " (planned for " << p.dims[i].opt << ")";
+         << " (planned for " << p.dims[i].opt;
+      // A length known only at run time: the step whose count sets it (aicfc --max bounds it).
+      if (auto it = p.dimSetBy.find(p.dims[i].name); it != p.dimSetBy.end())
+        for (size_t s = 0; s < p.steps.size(); ++s)
+          if (std::find(p.steps[s].setsDims.begin(), p.steps[s].setsDims.end(), p.dims[i].name) !=
+              p.steps[s].setsDims.end())
+            os << "; set at run time by step " << s << ", --max " << p.dims[i].name << "=N";
+      os << ")";
+    }
     os << "; one generic plan for every value (its kernels certified shape-generic at the ranges' "
           "ends), full tiles versioned without guards; figures below at the planned values, "
           "buffers sized for the maxima\n";

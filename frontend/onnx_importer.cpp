@@ -903,7 +903,7 @@ private:
       if (!used.count(key))
         throw UserError(cat(path_, ": --max ", key, "=", n, ": the model has no length known only ",
                             "at run time of that name (",
-                            have.empty() ? "it has none" : "its are: " + have, ")"));
+                            have.empty() ? "it has none" : "the model's are: " + have, ")"));
   }
 
   // ---- 6./7. build ----------------------------------------------------------------------------

@@ -218,7 +218,7 @@ TEST_CASE("data dims: --max names a length the model has") {
   io.dataDimMax["nope"] = 3;
   CHECK_THROWS_WITH(import("nms_gather", io),
                     doctest::Contains("--max nope=3: the model has no length known only at run "
-                                      "time of that name (its are: selected)"));
+                                      "time of that name (the model's are: selected)"));
   // By the ONNX output's name too, and a bound below the model's shrinks the reservation.
   io.dataDimMax.clear();
   io.dataDimMax["selected"] = 5;
