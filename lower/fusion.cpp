@@ -99,6 +99,16 @@
 //     prices it lower, or within the model's error and fewer bytes (kTimeBand); recorded with
 //     both times (Partition::remat, kind ConvChain). The expanded and depthwise tensors are
 //     never stored.
+// 11. Data dims (issue 51). A node that sets a data dim (SETS_DIM: non_zero, set_dim,
+//     non_max_suppression, choose) anchors a group that takes no epilogue (rule 3), stores no
+//     result through a layout op (rule 0's producer side) and stores every result, read elsewhere
+//     or not. Its kernel writes its results packed at the length it computes, and the runtime sets
+//     the dim from the count (the last result) only after the step: a consumer fused into that
+//     kernel would see the dim's stale value (a shape, a stride, a loop bound), a store through
+//     a layout op's map would place elements by strides from that stale value, and a count not
+//     stored could not be read at all (non_max_suppression also reads its rows back). Its
+//     consumers therefore run in later steps. Prologues are fine: they read earlier steps'
+//     values.
 // Rules 7-10 copy or merge only where the group graph stays acyclic, as rules 3 and 5 do.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
@@ -162,6 +172,11 @@ Caps capsFor(const Node *anchor) {
   // Run by the runtime (over its body's steps; a fail step's error): absorbs nothing.
   if (anchor->op() == Op::Loop || anchor->op() == Op::Fail)
     return Caps{false, false, true};
+  // Sets a data dim: nothing runs after it in its kernel (rule 11).
+  if (info.has(SETS_DIM)) {
+    c.epilogue = false;
+    return c;
+  }
   if (anchor->numResults() != 1) { // split: several results, no single epilogue shape
     c.epilogue = false;
     return c;
@@ -325,7 +340,8 @@ private:
   // its producer computes (the operand itself, or the source of a reshape chain), with the map
   // from that value's index to n's result index. Empty when n cannot be stored: it is no
   // transpose or concat, or an operand is an input or weight, another layout op's result, a
-  // graph output, or read by anything else (the reader-side decision then stands).
+  // graph output, read by anything else, or computed by a node setting a data dim (rule 11)
+  // (the reader-side decision then stands).
   struct Sink {
     const Value *value = nullptr;
     IndexMap map;
@@ -356,7 +372,8 @@ private:
       }
       const Node *d = v->def();
       if (!m || !d || d->info().has(VIEW) || isLayoutOp(*d) || d->numResults() != 1 ||
-          d->op() == Op::Loop || d->op() == Op::Fail || !onlyReader(v, reader))
+          d->op() == Op::Loop || d->op() == Op::Fail || d->info().has(SETS_DIM) ||
+          !onlyReader(v, reader))
         return {};
       out.push_back(Sink{v, *m});
     }
@@ -886,11 +903,10 @@ private:
                   p.views.end());
   }
 
-  // A data dim's count (a SETS_DIM op's last result): stored even when nothing reads it, since
-  // the runtime reads it after the step to size what follows.
-  static bool isDataDimCount(const Node *m, const Value *r) {
-    return m->info().has(SETS_DIM) && r == m->results().back();
-  }
+  // A node setting a data dim: its every result is stored, read elsewhere or not (rule 11): the
+  // runtime reads the count (the last one) after the step to size what follows, and
+  // non_max_suppression reads its rows back.
+  static bool setsDataDim(const Node *m) { return m->info().has(SETS_DIM); }
 
   // Group gi as a kernel group (nodes in graph order, its inputs and outputs); id 0.
   KernelGroup kernelGroup(int gi) const {
@@ -915,8 +931,7 @@ private:
       }
     for (const Node *m : kg.nodes)
       for (Value *r : m->results())
-        if (!recomputed_.count(m) && !floating(m) &&
-            (neededOutside(r, gi) || isDataDimCount(m, r))) {
+        if (!recomputed_.count(m) && !floating(m) && (neededOutside(r, gi) || setsDataDim(m))) {
           kg.outputs.push_back(r);
           if (auto it = sinkOf_.find(r); it != sinkOf_.end())
             kg.storeThrough.push_back({r, it->second.first, it->second.second});
