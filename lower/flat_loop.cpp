@@ -145,6 +145,14 @@ void buildLines(kir::Kernel &kern, const Knobs &k, int64_t lines, int64_t lineWo
   kern.problem = problem;
 }
 
+void buildSerial(kir::Kernel &kern, const Knobs &k, int64_t work,
+                 const std::function<std::vector<kir::StmtP>()> &body) {
+  Knobs one = k;
+  one.values["threads"] = 1;
+  one.values["vec"] = 1;
+  buildLines(kern, one, 1, work, [&](E) { return body(); });
+}
+
 CostShape lineCostShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
                         double hostCyclesPerStep) {
   const FlatLoopProblem &p = problemOf<FlatLoopProblem>(k);

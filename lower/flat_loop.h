@@ -55,6 +55,11 @@ CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
 // over `lines`, with the problem recorded as {n = lines, lineWork = steps per line}.
 void buildLines(kir::Kernel &kern, const Knobs &k, int64_t lines, int64_t lineWork,
                 const std::function<std::vector<kir::StmtP>(kir::E line)> &body);
+// One line, one thread, whatever the plan (threads and vec forced to 1): for recipes whose
+// whole result is one serial walk (the ops that set a data dim, lower/recipe_non_zero.cpp,
+// lower/recipe_nms.cpp: each result row's position depends on every row before it).
+void buildSerial(kir::Kernel &kern, const Knobs &k, int64_t work,
+                 const std::function<std::vector<kir::StmtP>()> &body);
 // Their cost shape: independent lines, each lineWork dependent steps of `hostCyclesPerStep`
 // scalar cycles on the host.
 CostShape lineCostShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,

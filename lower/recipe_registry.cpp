@@ -3,7 +3,8 @@
 // Order matters where two recipes lower the same anchor: the specialised one, which requires a
 // certified property, comes first; the family's generic recipe after it (tiled_contraction
 // before direct_conv for a conv). scatter and top_k lower only their own anchors (scatter:
-// a copy, then the updates in order, which no index map expresses; top_k: k selection passes).
+// a copy, then the updates in order, which no index map expresses; top_k: k selection passes;
+// non_zero and set_dim: ops that set a data dim, one serial walk each).
 #include "lower/recipe.h"
 #include "lower/recipes.h"
 #include "support/int_math.h"
@@ -15,10 +16,20 @@ namespace aicf {
 
 const std::vector<const Recipe *> &recipeRegistry() {
   static const std::vector<const Recipe *> registry = {
-      &pointwiseRecipe(),          &reductionRecipe(),  &poolingRecipe(),
-      &dataMovementRecipe(),       &onlineNormRecipe(), &streamingAttentionRecipe(),
-      &chainedContractionRecipe(), &convChainRecipe(),  &tiledContractionRecipe(),
-      &directConvRecipe(),         &scatterRecipe(),    &topKRecipe(),
+      &pointwiseRecipe(),
+      &reductionRecipe(),
+      &poolingRecipe(),
+      &dataMovementRecipe(),
+      &onlineNormRecipe(),
+      &streamingAttentionRecipe(),
+      &chainedContractionRecipe(),
+      &convChainRecipe(),
+      &tiledContractionRecipe(),
+      &directConvRecipe(),
+      &scatterRecipe(),
+      &topKRecipe(),
+      &nonZeroRecipe(),
+      &setDimRecipe(),
   };
   return registry;
 }

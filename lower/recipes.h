@@ -21,6 +21,8 @@ const Recipe &poolingRecipe();
 const Recipe &dataMovementRecipe();
 const Recipe &scatterRecipe();
 const Recipe &topKRecipe();
+const Recipe &nonZeroRecipe(); // recipe_non_zero.cpp, with setDimRecipe
+const Recipe &setDimRecipe();
 const Recipe &onlineNormRecipe();
 const Recipe &streamingAttentionRecipe();
 const Recipe &tiledContractionRecipe();
