@@ -23,6 +23,7 @@ const Recipe &scatterRecipe();
 const Recipe &topKRecipe();
 const Recipe &nonZeroRecipe(); // recipe_non_zero.cpp, with setDimRecipe
 const Recipe &setDimRecipe();
+const Recipe &nmsRecipe();
 const Recipe &onlineNormRecipe();
 const Recipe &streamingAttentionRecipe();
 const Recipe &tiledContractionRecipe();
