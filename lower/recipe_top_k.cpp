@@ -11,6 +11,11 @@
 // detector's pre-selection), and the cost shape charges exactly that. Reads stay in bounds; a
 // group stores the results it outputs (values, indices or both). The input may carry a fused
 // prologue (GroupExpr::at); fusion gives no epilogue to an anchor with two results.
+//
+// A run-time k (sym_k, ir/ops.def): the pass count is the data dim an earlier set_dim step set,
+// read from the dims, and the outputs are stored through their symbolic strides (the axis's
+// length is that dim); `k` is its bound, the reserve. Only the pass count and the strides read
+// the dim, so the kernel is the same at every value of it.
 #include "lower/flat_loop.h"
 #include "lower/recipes.h"
 
@@ -42,6 +47,14 @@ public:
     const int64_t k = a_.i("k"), n = xs[axis];
     const bool largest = a_.i("largest") != 0, fp = isFloat(x->type().dtype);
     DType ct = computeType(x->type().dtype);
+    // A run-time k (sym_k: a data dim an earlier set_dim step set) is read from the dims; `k`
+    // is then its bound, which the outputs are reserved at and the cost shape charges.
+    E passes = E(k);
+    if (const std::vector<std::string> &symK = a_.strs("sym_k"); !symK.empty()) {
+      std::optional<SymExpr> e = SymExpr::parse(symK.at(0));
+      AICF_CHECK(e, a_.where(), ": top_k sym_k '", symK[0], "' is no expression");
+      passes = kir::symE(*e);
+    }
     std::vector<int64_t> lineShape = xs;
     lineShape[axis] = 1;
     int64_t lines = 1;
@@ -96,7 +109,7 @@ public:
         pass.push_back(kir::store(ge_->param(indices), storeIndex(g_, indices, at(j)), bi));
       pass.push_back(kir::assign("tk_pv", bv));
       pass.push_back(kir::assign("tk_pi", bi));
-      out.push_back(kir::forLoop("tk_j", E(int64_t(0)), E(k), pass));
+      out.push_back(kir::forLoop("tk_j", E(int64_t(0)), passes, pass));
       return out;
     });
     return std::move(k_);
@@ -130,6 +143,11 @@ class TopKRecipe final : public Recipe {
 public:
   const char *name() const override { return "top_k"; }
   bool lowers(const Node *a) const override { return a && a->op() == Op::TopK; }
+  // A run-time k over a static input: only the outputs' axis is symbolic, their strides and the
+  // pass count read from the dims.
+  bool symbolicDims(const KernelGroup &g) const override {
+    return g.anchor && !g.anchor->strs("sym_k").empty() && g.anchor->operand(0)->type().isStatic();
+  }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     AICF_CHECK(g.anchor, "top_k recipe needs an anchor (group ", g.id, ")");
     return labelled(TopK(g, n, k).build(), name());
