@@ -1151,12 +1151,11 @@ private:
       for (size_t d = 1; lengths && d < t.shape.size(); ++d)
         lengths = t.symDim(d) == e.symDim(d);
       if (lengths) {
-        int64_t most = std::max(ctx.bounds(t.symDim(0), "length").hi,
-                                ctx.bounds(e.symDim(0), "length").hi);
-        env_.values[n.output(k)] =
-            ctx.emitDataDim(Op::Choose,
-                            {cond, thenOuts[static_cast<size_t>(k)], elseOuts[static_cast<size_t>(k)]},
-                            {}, 2, most, static_cast<size_t>(k))[0];
+        int64_t most =
+            std::max(ctx.bounds(t.symDim(0), "length").hi, ctx.bounds(e.symDim(0), "length").hi);
+        env_.values[n.output(k)] = ctx.emitDataDim(
+            Op::Choose, {cond, thenOuts[static_cast<size_t>(k)], elseOuts[static_cast<size_t>(k)]},
+            {}, 2, most, static_cast<size_t>(k))[0];
         continue;
       }
       if (t != e)
@@ -1924,9 +1923,8 @@ private:
     // (Nor a side of a choose: the empty result of the branch that found nothing.)
     auto onlyChosen = [&](const Value *v) {
       const auto users = graph.users(v);
-      return !users.empty() && std::all_of(users.begin(), users.end(), [](const Node *u) {
-        return u->op() == Op::Choose;
-      });
+      return !users.empty() && std::all_of(users.begin(), users.end(),
+                                           [](const Node *u) { return u->op() == Op::Choose; });
     };
     for (const Value *w : graph.weights())
       if (std::string p = emptyDimProblem(w->type());

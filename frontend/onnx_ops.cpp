@@ -1717,7 +1717,8 @@ SymExpr sliceBound(ConvertCtx &c, const SymExpr &v, const SymExpr &dim, const ch
   // kept): min(v, len) is itself such a length, computed when the length is.
   if (v.isConstant() && v.constant() >= 0)
     if (Value *len = c.dataLength(dim)) {
-      Value *bound = c.emit(Op::Min, {len, c.scalar(DType::I64, static_cast<double>(v.constant()))});
+      Value *bound =
+          c.emit(Op::Min, {len, c.scalar(DType::I64, static_cast<double>(v.constant()))});
       int64_t most = std::min(v.constant(), c.bounds(dim, "axis length").hi);
       Value *count = c.emitDataDim(Op::SetDim, {bound}, {}, 1, most)[0];
       return SymExpr::symbol(count->def()->s("dim"));

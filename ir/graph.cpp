@@ -487,8 +487,8 @@ int Graph::removeDeadCode() {
     noteDims(o);
   for (size_t k = nodes_.size(); k-- > 0;) {
     Node *n = nodes_[k].get();
-    bool used = !n->info().has(PURE) ||
-                (n->info().has(SETS_DIM) && liveDims.count(n->s("dim")) > 0);
+    bool used =
+        !n->info().has(PURE) || (n->info().has(SETS_DIM) && liveDims.count(n->s("dim")) > 0);
     for (const Value *r : n->results_)
       used = used || uses[r] > 0;
     if (used) {

@@ -138,7 +138,9 @@ StmtP tileCopy(const kir::BufferP &dst, int64_t rows, int64_t cols, int64_t thre
                bool colOuter = false);
 
 // A read in place (element (row, k) at base + row * lda + k of a param), or nullopt.
-std::optional<RowView> aRowView(const Contraction &c, const Index &bi);
+// `singleRow`: a one-row A whose row index folded away (a 1 x 1 feature map) reads in place too,
+// with lda = K (only row 0 is read); the conv chain's expansion, which has no staged form.
+std::optional<RowView> aRowView(const Contraction &c, const Index &bi, bool singleRow = false);
 // A seen in place in k blocks of 16 (a channel-blocked conv input): element (row, k) at base +
 // row * ld + (k / 16) * block + k % 16, or nullopt.
 struct BlockView {
@@ -146,7 +148,7 @@ struct BlockView {
   E base;
   int64_t ld = 0, block = 0;
 };
-std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi);
+std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi, bool singleRow = false);
 // B read in place (element (k, col) at base + k * ld + col of a param, N a multiple of 16).
 std::optional<RowView> bRowView(const Contraction &c, const Index &bi);
 // B in the column panels of a packed weight (passes/pack_weights.cpp), or nullopt.

@@ -302,9 +302,10 @@ kir::Kernel recipeConvChain(const KernelGroup &g, const std::string &name, const
       // Rows [ia, ib) of the input in place, as one product of (ib - ia) W pixel rows: in k
       // blocks of 16 lanes, or as plain rows (one block).
       Contraction ce = blockedConvSpec(*ch.expand, gx, true, knobs);
-      std::optional<BlockView> av = aBlockView(ce, bi);
+      // (A 1 x 1 map's single row reads in place too: its row index folds away.)
+      std::optional<BlockView> av = aBlockView(ce, bi, true);
       if (!av)
-        if (std::optional<RowView> rv = aRowView(ce, bi))
+        if (std::optional<RowView> rv = aRowView(ce, bi, true))
           av = BlockView{rv->buf, rv->base, rv->ld, 0};
       AICF_CHECK(av.has_value(), "conv_chain: ", ch.expand->name(), "'s input is not read in ",
                  "place (", ch.expand->where(), ")");

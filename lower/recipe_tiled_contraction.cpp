@@ -843,26 +843,44 @@ std::optional<Linear> flatOffset(const E &load, const std::set<std::string> &var
   return out;
 }
 
-std::optional<RowView> aRowView(const Contraction &c, const Index &bi) {
+// A's row stride in `lin`: its coefficient, or, for a single row whose index folded away (a
+// 1 x 1 feature map: row 0 is the only one read) where `singleRow` allows it, K; 0 when A has
+// no such stride.
+int64_t aRowStride(const Contraction &c, const Linear &lin, bool singleRow) {
+  auto it = lin.coef.find("aicf_row");
+  if (it != lin.coef.end())
+    return it->second;
+  return singleRow && c.M == 1 && !c.Msym ? c.K : 0;
+}
+
+std::optional<RowView> aRowView(const Contraction &c, const Index &bi, bool singleRow) {
   if (c.aKDecls || c.aRowDecls || c.aValid)
     return std::nullopt;
   E at = c.aAt(bi, ivar("aicf_row"), ivar("aicf_kk"));
   auto lin = flatOffset(at, {"aicf_row", "aicf_kk"});
-  if (!lin || lin->coef.size() != 2 || lin->coef["aicf_kk"] != 1 || lin->coef["aicf_row"] < 1)
+  if (!lin)
     return std::nullopt;
-  return RowView{at->buf, lin->rest, lin->coef["aicf_row"]};
+  int64_t ld = aRowStride(c, *lin, singleRow);
+  size_t terms = lin->coef.count("aicf_row") ? 2 : 1;
+  if (lin->coef.size() != terms || lin->coef["aicf_kk"] != 1 || ld < 1)
+    return std::nullopt;
+  return RowView{at->buf, lin->rest, ld};
 }
 
-std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi) {
+std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi, bool singleRow) {
   if (c.aKDecls || c.aRowDecls || c.aValid || c.K % 16 != 0)
     return std::nullopt;
   E at = c.aAt(bi, ivar("aicf_row"), ivar("aicf_kk"));
   auto lin = flatOffset(at, {"aicf_row", "aicf_kk"});
   std::string kk = kir::exprStr(ivar("aicf_kk"));
-  if (!lin || lin->coef.size() != 3 || lin->coef["aicf_row"] < 1 ||
-      lin->coef[cat("m:", kk, ":16")] != 1 || lin->coef[cat("d:", kk, ":16")] < 16)
+  if (!lin)
     return std::nullopt;
-  return BlockView{at->buf, lin->rest, lin->coef["aicf_row"], lin->coef[cat("d:", kk, ":16")]};
+  int64_t ld = aRowStride(c, *lin, singleRow);
+  size_t terms = lin->coef.count("aicf_row") ? 3 : 2;
+  if (lin->coef.size() != terms || ld < 1 || lin->coef[cat("m:", kk, ":16")] != 1 ||
+      lin->coef[cat("d:", kk, ":16")] < 16)
+    return std::nullopt;
+  return BlockView{at->buf, lin->rest, ld, lin->coef[cat("d:", kk, ":16")]};
 }
 
 // B seen in place: element (k, col) at base + k * ld + col of a kernel parameter (a pointwise

@@ -197,7 +197,7 @@ struct aicf_model {
   // Per dim: the buffer a data dim (plan.yaml set_by, a length known only at run time) is read
   // from after the step writing it, else -1. Each run starts with them at their bounds.
   std::vector<int> dimSetBy;
-  std::vector<std::string> dimSetByIds; // as plan.yaml names them ("" for an input's dim)
+  std::vector<std::string> dimSetByIds;          // as plan.yaml names them ("" for an input's dim)
   std::vector<std::vector<int64_t>> inputShapes; // per input: the shape of the next run
   bool shapesApplied = true;                     // buffers and steps reflect inputShapes
   std::unique_ptr<CudaState> dev;
@@ -598,8 +598,8 @@ std::vector<int64_t> deriveDims(const aicf_model &m) {
         continue;
       size_t i = index(*name);
       if (m.dimSetBy[i] >= 0)
-        throw Error(cat("input ", b.value, " dim ", d, " is data dim ", *name,
-                        ", which a step sets"));
+        throw Error(
+            cat("input ", b.value, " dim ", d, " is data dim ", *name, ", which a step sets"));
       const aicf::DimRange &r = m.dims[i];
       std::string where = cat("input ", b.value, " dim ", d, " (", r.name, ")");
       if (shape[d] < r.min || shape[d] > r.max)
@@ -781,9 +781,8 @@ void checkDataDims(aicf_model &m, const std::map<std::string, int> &byId) {
         for (const aicf::SymExpr &e : m.buffers[a].sym)
           for (const std::string &sym : e.symbols())
             if (sym == d.name)
-              throw Error(cat(what, ": step ", m.steps[s].symbol, " uses buffer ",
-                              m.buffers[a].id, " sized by it before step ", st.symbol,
-                              " sets it"));
+              throw Error(cat(what, ": step ", m.steps[s].symbol, " uses buffer ", m.buffers[a].id,
+                              " sized by it before step ", st.symbol, " sets it"));
     st.setsDims.push_back(i);
   }
 }

@@ -205,8 +205,7 @@ TEST_CASE("data dims: TopK's run-time k outside [0, axis length] fails the run")
   std::vector<Tensor> got;
   c.inputs[1].setInt(0, 21);
   REQUIRE(m.run(c.inputs, &got) != 0);
-  CHECK(m.error.find("length values is 21, above its bound 20") !=
-        std::string::npos);
+  CHECK(m.error.find("length values is 21, above its bound 20") != std::string::npos);
   c.inputs[1].setInt(0, -1);
   REQUIRE(m.run(c.inputs, &got) != 0);
   CHECK(m.error.find("length values is -1, negative") != std::string::npos);
@@ -244,8 +243,8 @@ TEST_CASE("data dims: GPU plans refuse them, naming the node") {
 // per class NonZero (scores above the threshold), GatherND, TopK with k = min(100, kept) computed
 // from the NonZero's length, then batched NMS behind an If on "no boxes at all" (a choose of an
 // empty and NMS's result) and the first 100 kept (a run-time min). ONNX Runtime's boxes, scores
-// and labels: the same count and labels; boxes within 1e-2 (coordinates up to 320: 3e-5 relative; the interpreter saw 2.5e-3, torch and
-// ORT differ by 1.8e-4) and scores within 1e-4.
+// and labels: the same count and labels; boxes within 1e-2 (coordinates up to 320: 3e-5 relative;
+// the interpreter saw 2.5e-3, torch and ORT differ by 1.8e-4) and scores within 1e-4.
 TEST_CASE("data dims: a torchvision detector's post-processing matches ONNX Runtime") {
   const std::string model = "ssdlite_mnv3_160";
   std::unique_ptr<Graph> g = import(model);
@@ -270,8 +269,8 @@ TEST_CASE("data dims: a torchvision detector's post-processing matches ONNX Runt
           continue;
         bool box = true;
         for (int64_t j = 0; j < 4; ++j)
-          box = box && std::fabs(got[0].getDouble(o * 4 + j) - c.outputs[0].getDouble(r * 4 + j)) <=
-                           1e-2;
+          box = box &&
+                std::fabs(got[0].getDouble(o * 4 + j) - c.outputs[0].getDouble(r * 4 + j)) <= 1e-2;
         found = box;
         if (found)
           used[static_cast<size_t>(o)] = true;
