@@ -14,8 +14,10 @@
 //
 // A run-time k (sym_k, ir/ops.def): the pass count is the data dim an earlier set_dim step set,
 // read from the dims, and the outputs are stored through their symbolic strides (the axis's
-// length is that dim); `k` is its bound, the reserve. Only the pass count and the strides read
-// the dim, so the kernel is the same at every value of it.
+// length is that dim); `k` is its bound, the reserve. Likewise a line whose length is known only
+// at run time (the axis a symbolic dim: top_k of what a non_zero selected) walks that length.
+// Only these read the dims (the number of lines, the other dims, stays static), so the kernel
+// is the same at every value of them.
 #include "lower/flat_loop.h"
 #include "lower/recipes.h"
 
@@ -55,6 +57,10 @@ public:
       AICF_CHECK(e, a_.where(), ": top_k sym_k '", symK[0], "' is no expression");
       passes = kir::symE(*e);
     }
+    // A line's length: read from the dims when the axis is a length known only at run time
+    // (a data dim an earlier step set: top_k of what a non_zero selected).
+    const SymExpr symN = symShapeOf(x->type())[axis];
+    const E lineLen = symN.isConstant() ? E(n) : kir::symE(symN);
     std::vector<int64_t> lineShape = xs;
     lineShape[axis] = 1;
     int64_t lines = 1;
@@ -100,7 +106,7 @@ public:
       E after = flatloop::orE(pi < E(int64_t(0)), before(pv, pi, v, t));
       E take = after && flatloop::orE(bi < E(int64_t(0)), before(v, t, bv, bi));
       scan.push_back(kir::ifThen(take, {kir::assign("tk_bv", v), kir::assign("tk_bi", t)}));
-      pass.push_back(kir::forLoop("tk_t", E(int64_t(0)), E(n), scan));
+      pass.push_back(kir::forLoop("tk_t", E(int64_t(0)), lineLen, scan));
       E j = kir::var("tk_j");
       if (const Value *values = output(0))
         pass.push_back(kir::store(ge_->param(values), storeIndex(g_, values, at(j)),
@@ -143,10 +149,19 @@ class TopKRecipe final : public Recipe {
 public:
   const char *name() const override { return "top_k"; }
   bool lowers(const Node *a) const override { return a && a->op() == Op::TopK; }
-  // A run-time k over a static input: only the outputs' axis is symbolic, their strides and the
-  // pass count read from the dims.
+  // Symbolic along the axis only (a run-time k, a line of run-time length): the lines stay a
+  // static count, the pass count, the line's length and the outputs' strides read the dims.
   bool symbolicDims(const KernelGroup &g) const override {
-    return g.anchor && !g.anchor->strs("sym_k").empty() && g.anchor->operand(0)->type().isStatic();
+    if (!g.anchor)
+      return false;
+    const TensorType &x = g.anchor->operand(0)->type();
+    int64_t ax = g.anchor->i("axis");
+    size_t axis = static_cast<size_t>(ax < 0 ? ax + static_cast<int64_t>(x.rank()) : ax);
+    std::vector<SymExpr> xs = symShapeOf(x);
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (d != axis && !xs[d].isConstant())
+        return false;
+    return true;
   }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     AICF_CHECK(g.anchor, "top_k recipe needs an anchor (group ", g.id, ")");
