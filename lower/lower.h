@@ -13,8 +13,9 @@
 //   direct_conv          depthwise / grouped conv and conv_transpose
 //   pooling              max/avg pool windows
 //   data_movement        transpose, concat, split, slice, gather, pad, resize, expand, tile, cast
-//   non_zero, set_dim,   the ops that set a data dim (a length known only at run time): one
-//   non_max_suppression  serial walk each, results packed at the length they compute
+//   non_zero, set_dim,   the ops that set a data dim (a length known only at run time),
+//   non_max_suppression, results packed at the length they compute (one serial walk each;
+//   choose               choose a flat copy)
 //
 // The kernel's params are the group's inputs then its outputs, in order: the launcher passes
 // buffer pointers in exactly that order (see backend/host/host_printer.h).

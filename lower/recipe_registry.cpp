@@ -4,7 +4,7 @@
 // certified property, comes first; the family's generic recipe after it (tiled_contraction
 // before direct_conv for a conv). scatter and top_k lower only their own anchors (scatter:
 // a copy, then the updates in order, which no index map expresses; top_k: k selection passes;
-// non_zero, set_dim and non_max_suppression: the ops that set a data dim, one serial walk each).
+// non_zero, set_dim, non_max_suppression and choose: the ops that set a data dim).
 #include "lower/recipe.h"
 #include "lower/recipes.h"
 #include "support/int_math.h"
@@ -31,6 +31,7 @@ const std::vector<const Recipe *> &recipeRegistry() {
       &nonZeroRecipe(),
       &setDimRecipe(),
       &nmsRecipe(),
+      &chooseRecipe(),
   };
   return registry;
 }
