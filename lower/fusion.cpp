@@ -102,13 +102,16 @@
 // 11. Data dims (issue 51). A node that sets a data dim (SETS_DIM: non_zero, set_dim,
 //     non_max_suppression, choose) anchors a group that takes no epilogue (rule 3), stores no
 //     result through a layout op (rule 0's producer side) and stores every result, read elsewhere
-//     or not. Its kernel writes its results packed at the length it computes, and the runtime sets
-//     the dim from the count (the last result) only after the step: a consumer fused into that
-//     kernel would see the dim's stale value (a shape, a stride, a loop bound), a store through
-//     a layout op's map would place elements by strides from that stale value, and a count not
-//     stored could not be read at all (non_max_suppression also reads its rows back). Its
-//     consumers therefore run in later steps. Prologues are fine: they read earlier steps'
-//     values.
+//     or not. Its kernel writes its results packed at the length it computes, and the runtime
+//     sets the dim from the count (the last result) only after the step: a consumer fused into
+//     that kernel would see the dim's stale value (a shape, a stride, a loop bound), a store
+//     through a layout op's map would place elements by strides from that stale value, and a
+//     count not stored could not be read at all (non_max_suppression also reads its rows back).
+//     Its consumers therefore run in later steps; prologues are fine (earlier steps' values).
+//     Likewise no producer stores through a layout op whose result a data dim sizes (a concat of
+//     pieces of run-time lengths): the producer may run before that dim is set. And every group
+//     touching a value a data dim sizes comes after the dim's setter in the order, whether or not
+//     it reads the count (a slice to a run-time length reads the dim only).
 // Rules 7-10 copy or merge only where the group graph stays acyclic, as rules 3 and 5 do.
 // Groups are finally ordered topologically, ties broken by their first node's position.
 //
@@ -217,6 +220,9 @@ public:
     groupOf_.assign(nodes_.size(), -1);
     isEpilogue_.assign(nodes_.size(), 0);
     outputs_.insert(g.outputs().begin(), g.outputs().end());
+    for (Node *n : nodes_)
+      if (n->info().has(SETS_DIM))
+        dataDims_.insert(n->s("dim"));
     for (Node *n : nodes_)
       for (Value *o : n->operands()) {
         auto &us = users_[o];
@@ -339,9 +345,9 @@ private:
   // Rule 0, producer side: where each operand of layout op n would be stored from — the value
   // its producer computes (the operand itself, or the source of a reshape chain), with the map
   // from that value's index to n's result index. Empty when n cannot be stored: it is no
-  // transpose or concat, or an operand is an input or weight, another layout op's result, a
-  // graph output, read by anything else, or computed by a node setting a data dim (rule 11)
-  // (the reader-side decision then stands).
+  // transpose or concat, its result is sized by a data dim, or an operand is an input or
+  // weight, another layout op's result, a graph output, read by anything else, or computed by a
+  // node setting a data dim (rule 11) (the reader-side decision then stands).
   struct Sink {
     const Value *value = nullptr;
     IndexMap map;
@@ -349,6 +355,11 @@ private:
   std::vector<Sink> sinkPlan(const Node *n) const {
     if (n->op() != Op::Transpose && n->op() != Op::Concat)
       return {};
+    // A result sized by a data dim (rule 11): a producer may run before the dim is set.
+    for (const SymExpr &d : symShapeOf(n->result(0)->type()))
+      for (const std::string &sym : d.symbols())
+        if (dataDims_.count(sym))
+          return {};
     std::vector<Sink> out;
     auto onlyReader = [&](const Value *v, const Node *u) {
       const std::vector<Node *> &us = usersOf(v);
@@ -861,20 +872,39 @@ private:
     // Topological order (Kahn), ties by first node position.
     std::vector<std::vector<int>> dependents(groups_.size());
     std::vector<int> pending(groups_.size(), 0); // unfinished producers of each group
+    // Rule 11: a group touching a value a data dim sizes runs after the group setting the dim,
+    // data edge or not (a slice to a run-time length reads the dim, not the count).
+    std::map<std::string, int> setterGroup;
+    for (int gi : live)
+      for (const Node *m : groups_[gi].nodes)
+        if (m->info().has(SETS_DIM))
+          setterGroup[m->s("dim")] = gi;
     for (int gi : live) {
       std::unordered_set<int> deps;
-      for (const Node *m : groups_[gi].nodes)
+      auto dependsOn = [&](int pg) {
+        if (pg != gi && deps.insert(pg).second) {
+          dependents[pg].push_back(gi);
+          ++pending[gi];
+        }
+      };
+      for (const Node *m : groups_[gi].nodes) {
         for (const Value *o : m->operands()) {
           if (o->def() && contains(gi, o->def()))
             continue; // computed inside (a recomputed prologue)
           std::vector<int> srcs;
           storageGroups(o, srcs);
           for (int pg : srcs)
-            if (pg != gi && deps.insert(pg).second) {
-              dependents[pg].push_back(gi);
-              ++pending[gi];
-            }
+            dependsOn(pg);
         }
+        if (setterGroup.empty())
+          continue;
+        for (const auto *list : {&m->operands(), &m->results()})
+          for (const Value *v : *list)
+            for (const SymExpr &d : v->type().sym)
+              for (const std::string &sym : d.symbols())
+                if (auto it = setterGroup.find(sym); it != setterGroup.end())
+                  dependsOn(it->second);
+      }
     }
     // Ready groups by first node position: the same order as picking the earliest ready group
     // each time.
@@ -1325,9 +1355,10 @@ private:
   std::unordered_map<const Value *, std::vector<Node *>> users_;
   std::unordered_set<const Value *> outputs_; // the graph's outputs
   std::vector<int> groupOf_;
-  std::vector<char> isEpilogue_; // by node position: joined an anchor group as epilogue
-  std::vector<char> floating_;   // by node position: a folded layout op (rule 0)
-  std::vector<char> stored_;     // by node position: stored by its producers (rule 0)
+  std::vector<char> isEpilogue_;   // by node position: joined an anchor group as epilogue
+  std::vector<char> floating_;     // by node position: a folded layout op (rule 0)
+  std::vector<char> stored_;       // by node position: stored by its producers (rule 0)
+  std::set<std::string> dataDims_; // the data dims the graph's nodes set (rule 11)
   // Rule 0's producer side: a value stored into a layout op's result, and through which map.
   std::unordered_map<const Value *, std::pair<const Value *, IndexMap>> sinkOf_;
   std::set<std::pair<int, int>> copies_; // (group, node position): rule 5's recomputed copies
