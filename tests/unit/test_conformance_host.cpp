@@ -15,7 +15,10 @@
 // Kernels run in this process (a kernel that crashes takes the suite down with it: none does).
 // Buffers: graph inputs and weights are tensors; every kernel writes fresh outputs (filled with
 // 0xff bytes, so an element it never writes shows up as NaN or -1); a view (reshape) result is
-// its source's bytes with the view's shape (storageOf, lower/fusion.h).
+// its source's bytes with the view's shape (storageOf, lower/fusion.h). Data dims (NonZero,
+// NonMaxSuppression, TopK with a run-time k) as the runtime keeps them: buffers at the bound, a
+// dim set from the count its step wrote, the dims passed to the kernels reading them, outputs
+// read at their actual length.
 //
 // testdata/conformance/host_passing.txt lists the tests that pass through the host target; it
 // may not regress. Regenerate it with
@@ -215,6 +218,11 @@ std::vector<Tensor> runCase(const HostCase &c, const Batch &batch) {
       throw UserError(cat("%", v->name(), " is read before any kernel wrote it"));
     return it->second;
   };
+  // Data dims (lengths known only at run time): 0 until the step setting one has run, then its
+  // count; a kernel reading dims gets their values after its params, as the runtime passes them.
+  std::map<std::string, int64_t> dims;
+  for (const DimRange &d : g.dims())
+    dims[d.name] = g.dataDimSetter(d.name) ? 0 : d.opt;
   for (size_t gi = 0; gi < c.part.groups.size(); ++gi) {
     const KernelGroup &grp = c.part.groups[gi];
     LoadedLibrary::KernelFn fn = findKernel(batch, c.kernels[gi].name);
@@ -237,13 +245,39 @@ std::vector<Tensor> runCase(const HostCase &c, const Batch &batch) {
       args.push_back(t.raw());
     for (Tensor &t : outs)
       args.push_back(t.raw());
+    std::vector<int64_t> dimValues;
+    for (const std::string &d : c.kernels[gi].dims)
+      dimValues.push_back(dims.at(d));
+    if (!dimValues.empty())
+      args.push_back(dimValues.data());
     fn(args.data());
+    for (const Node *n : grp.nodes)
+      if (n->info().has(SETS_DIM)) {
+        size_t o = static_cast<size_t>(
+            std::find(grp.outputs.begin(), grp.outputs.end(), n->results().back()) -
+            grp.outputs.begin());
+        REQUIRE(o < outs.size());
+        int64_t count = outs[o].getInt(0);
+        if (count < 0 || count > n->i("bound"))
+          throw UserError(
+              cat("data dim ", n->s("dim"), " is ", count, ", outside [0, ", n->i("bound"), "]"));
+        dims[n->s("dim")] = count;
+      }
     for (size_t o = 0; o < grp.outputs.size(); ++o)
       testing::keepOutput(grp, grp.outputs[o], std::move(outs[o]), buf);
   }
+  // Outputs a data dim sizes are packed at their actual shape: the first bytes of the buffer.
   std::vector<Tensor> result;
-  for (const Value *o : g.outputs())
-    result.push_back(Tensor(o->type(), storage(o).bytes()));
+  for (const Value *o : g.outputs()) {
+    TensorType t = o->type();
+    for (size_t d = 0; d < t.sym.size(); ++d)
+      t.shape[d] = *t.sym[d].eval(dims);
+    t.sym.clear();
+    const std::vector<uint8_t> &bytes = storage(o).bytes();
+    result.push_back(
+        Tensor(t, std::vector<uint8_t>(bytes.begin(),
+                                       bytes.begin() + static_cast<std::ptrdiff_t>(t.bytes()))));
+  }
   return result;
 }
 
