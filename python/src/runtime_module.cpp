@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -172,21 +173,20 @@ public:
     std::vector<aicf_tensor_info> outs = infos(false);
     py::dict result;
     std::vector<void *> outPtrs;
-    // Each output's memory holds its capacity. An output whose length is known only at run
-    // time gets its bound's size, and is copied out at the shape the run produced.
-    std::vector<py::array> held;
-    std::vector<bool> ragged;
+    // Each output's memory holds its capacity. An output whose length is known only at run time
+    // gets its bound's size (flat when that is not the shape reported now), and is returned at
+    // the shape the run produced: the buffer itself when that is its shape, else a copy.
+    std::vector<py::array> buffers;
     for (int i = 0; i < static_cast<int>(outs.size()); ++i) {
       size_t capacity = 0;
       check(aicf_output_capacity(get(), i, &capacity));
       py::dtype dt = numpyDtype(outs[i].dtype);
-      ragged.push_back(capacity != outs[i].bytes);
       std::vector<py::ssize_t> shape(outs[i].shape, outs[i].shape + outs[i].rank);
-      if (ragged.back())
+      if (capacity != outs[i].bytes)
         shape = {static_cast<py::ssize_t>(capacity / static_cast<size_t>(dt.itemsize()))};
       py::array a(dt, shape);
       outPtrs.push_back(a.mutable_data());
-      held.push_back(a);
+      buffers.push_back(a);
     }
     std::vector<double> secs(static_cast<size_t>(aicf_num_steps(get())));
     int status;
@@ -199,13 +199,15 @@ public:
     outs = infos(false);
     for (size_t i = 0; i < outs.size(); ++i) {
       const aicf_tensor_info &o = outs[i];
-      if (!ragged[i]) {
-        result[py::str(o.name)] = held[i];
+      std::vector<py::ssize_t> shape(o.shape, o.shape + o.rank);
+      const py::array &b = buffers[i];
+      if (static_cast<size_t>(b.ndim()) == shape.size() &&
+          std::equal(shape.begin(), shape.end(), b.shape())) {
+        result[py::str(o.name)] = b;
         continue;
       }
-      std::vector<py::ssize_t> shape(o.shape, o.shape + o.rank);
       py::array a(numpyDtype(o.dtype), shape);
-      std::memcpy(a.mutable_data(), held[i].data(), o.bytes);
+      std::memcpy(a.mutable_data(), b.data(), o.bytes);
       result[py::str(o.name)] = a;
     }
     if (stepSeconds)

@@ -175,3 +175,20 @@ def test_threads_share_a_model_and_run_models_in_parallel(mlp):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_lengths_known_only_at_run_time(tmp_path):
+    # NonMaxSuppression then a gather of the kept boxes (testdata/data_dims/nms_gather): each run
+    # returns arrays of the length it produced, growing and shrinking, an empty one among them.
+    d = os.path.join(TESTDATA, "data_dims", "nms_gather")
+    out = tmp_path / "nms"
+    aicf.compile(os.path.join(d, "model.onnx"), out)
+    m = aicf.load(str(out), threads=1)
+    for k in [0, 2, 1, 0]:
+        case = os.path.join(d, "case%d" % k)
+        feeds = {n: np.load(os.path.join(case, n + ".npy")) for n in ("boxes", "scores")}
+        got = m.run(feeds)
+        for name in ("selected", "kept"):
+            want = np.load(os.path.join(case, name + ".npy"))
+            assert got[name].shape == want.shape
+            np.testing.assert_array_equal(got[name], want)
