@@ -242,40 +242,48 @@ TEST_CASE("data dims: GPU plans refuse them, naming the node") {
 // MobileNetV3 at width 0.5, 3 classes, random seeded weights with calibrated BN statistics):
 // per class NonZero (scores above the threshold), GatherND, TopK with k = min(100, kept) computed
 // from the NonZero's length, then batched NMS behind an If on "no boxes at all" (a choose of an
-// empty and NMS's result) and the first 100 kept (a run-time min). ONNX Runtime's boxes, scores
-// and labels: the same count and labels; boxes within 1e-2 (coordinates up to 320: 3e-5 relative;
-// the interpreter saw 2.5e-3, torch and ORT differ by 1.8e-4) and scores within 1e-4.
+// empty and NMS's result) and the first 100 kept (a run-time min). Interpreted and compiled
+// (host plan), against ONNX Runtime's boxes, scores and labels: the same count and labels; boxes
+// within 1e-2 (coordinates up to 320: 3e-5 relative; the interpreter saw 2.5e-3, torch and ORT
+// differ by 1.8e-4) and scores within 1e-4.
 TEST_CASE("data dims: a torchvision detector's post-processing matches ONNX Runtime") {
   const std::string model = "ssdlite_mnv3_160";
   std::unique_ptr<Graph> g = import(model);
+  // The interpreter and the compiled folder (host plan: every data dim set at run time, the
+  // choose of the empty and NMS's result included) on every case.
+  Model compiled(compile(model));
   for (int k = 0; k < numCases(model); ++k) {
     CAPTURE(k);
     Case c = loadCase(model, *g, k);
-    std::vector<Tensor> got = interpret(*g, c.inputs);
-    REQUIRE(got.size() == 3);
-    for (size_t i = 0; i < 3; ++i)
-      REQUIRE(got[i].type().str() == c.outputs[i].type().str());
-    // Each reference detection has one of ours with its label, its box within 1e-2 and its
-    // score within 1e-4 (detections whose scores differ by less than the rounding may come in
-    // either order).
-    const int64_t n = got[2].numel();
-    std::vector<bool> used(static_cast<size_t>(n), false);
-    for (int64_t r = 0; r < n; ++r) {
-      CAPTURE(r);
-      bool found = false;
-      for (int64_t o = 0; o < n && !found; ++o) {
-        if (used[static_cast<size_t>(o)] || got[2].getInt(o) != c.outputs[2].getInt(r) ||
-            std::fabs(got[1].getDouble(o) - c.outputs[1].getDouble(r)) > 1e-4)
-          continue;
-        bool box = true;
-        for (int64_t j = 0; j < 4; ++j)
-          box = box &&
-                std::fabs(got[0].getDouble(o * 4 + j) - c.outputs[0].getDouble(r * 4 + j)) <= 1e-2;
-        found = box;
-        if (found)
-          used[static_cast<size_t>(o)] = true;
+    std::vector<Tensor> interpreted = interpret(*g, c.inputs), ran;
+    REQUIRE_MESSAGE(compiled.run(c.inputs, &ran) == 0, compiled.error);
+    for (const std::vector<Tensor> *got : {&interpreted, &ran}) {
+      CAPTURE(got == &ran);
+      REQUIRE(got->size() == 3);
+      for (size_t i = 0; i < 3; ++i)
+        REQUIRE((*got)[i].type().str() == c.outputs[i].type().str());
+      // Each reference detection has one of ours with its label, its box within 1e-2 and its
+      // score within 1e-4 (detections whose scores differ by less than the rounding may come in
+      // either order).
+      const int64_t n = (*got)[2].numel();
+      std::vector<bool> used(static_cast<size_t>(n), false);
+      for (int64_t r = 0; r < n; ++r) {
+        CAPTURE(r);
+        bool found = false;
+        for (int64_t o = 0; o < n && !found; ++o) {
+          if (used[static_cast<size_t>(o)] || (*got)[2].getInt(o) != c.outputs[2].getInt(r) ||
+              std::fabs((*got)[1].getDouble(o) - c.outputs[1].getDouble(r)) > 1e-4)
+            continue;
+          bool box = true;
+          for (int64_t j = 0; j < 4; ++j)
+            box = box && std::fabs((*got)[0].getDouble(o * 4 + j) -
+                                   c.outputs[0].getDouble(r * 4 + j)) <= 1e-2;
+          found = box;
+          if (found)
+            used[static_cast<size_t>(o)] = true;
+        }
+        REQUIRE(found);
       }
-      REQUIRE(found);
     }
   }
 }
