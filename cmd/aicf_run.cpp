@@ -470,7 +470,8 @@ int runFolder(const Flags &flags) {
     if (t == outputs[i].type())
       continue;
     Tensor actual(t);
-    std::memcpy(actual.raw(), outputs[i].raw(), static_cast<size_t>(t.bytes()));
+    if (t.bytes() > 0) // (an empty tensor's data pointer is null)
+      std::memcpy(actual.raw(), outputs[i].raw(), static_cast<size_t>(t.bytes()));
     outputs[i] = std::move(actual);
   }
   writeOutputs(flags, names, outputs);

@@ -25,6 +25,8 @@ FloatIn::FloatIn(const Tensor &t) {
 std::vector<float> toFloats(const Tensor &t) {
   int64_t n = t.numel();
   std::vector<float> v(static_cast<size_t>(n));
+  if (n == 0) // (no memcpy of an empty tensor's null data: undefined even for 0 bytes)
+    return v;
   switch (t.dtype()) {
   case DType::F32: std::memcpy(v.data(), t.raw(), static_cast<size_t>(n) * 4); break;
   case DType::F16:
@@ -46,6 +48,8 @@ std::vector<float> toFloats(const Tensor &t) {
 Tensor fromFloats(const float *values, const TensorType &type) {
   Tensor t(type);
   int64_t n = t.numel();
+  if (n == 0)
+    return t;
   switch (type.dtype) {
   case DType::F32: std::memcpy(t.raw(), values, static_cast<size_t>(n) * 4); break;
   case DType::F16:
@@ -96,7 +100,8 @@ std::vector<int64_t> toInt64s(const Tensor &t) {
     for (int64_t i = 0; i < n; ++i)
       v[i] = truncToInt64(t.getDouble(i));
   } else if (t.dtype() == DType::I64) {
-    std::memcpy(v.data(), t.raw(), static_cast<size_t>(n) * 8);
+    if (n > 0)
+      std::memcpy(v.data(), t.raw(), static_cast<size_t>(n) * 8);
   } else {
     for (int64_t i = 0; i < n; ++i)
       v[i] = t.getInt(i);

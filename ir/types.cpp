@@ -260,14 +260,16 @@ Tensor Tensor::scalarF32(float v) {
 Tensor Tensor::fromI64(const std::vector<int64_t> &values, std::vector<int64_t> shape) {
   Tensor t(TensorType(DType::I64, std::move(shape)));
   AICF_CHECK(t.numel() == static_cast<int64_t>(values.size()), "fromI64 size mismatch");
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
+  if (!values.empty())
+    std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
   return t;
 }
 
 Tensor Tensor::fromF32(const std::vector<float> &values, std::vector<int64_t> shape) {
   Tensor t(TensorType(DType::F32, std::move(shape)));
   AICF_CHECK(t.numel() == static_cast<int64_t>(values.size()), "fromF32 size mismatch");
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  if (!values.empty())
+    std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
   return t;
 }
 

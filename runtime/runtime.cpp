@@ -1297,8 +1297,9 @@ void runHostSteps(aicf_model &m, size_t begin, size_t end, HostCalls &hc, double
     }
     auto t0 = std::chrono::steady_clock::now();
     if (!st.fn) {
-      std::memmove(m.ptrs[st.args[1]], m.ptrs[st.args[0]],
-                   static_cast<size_t>(m.buffers[st.args[0]].curBytes));
+      if (m.buffers[st.args[0]].curBytes > 0) // (an empty buffer's pointer may be null)
+        std::memmove(m.ptrs[st.args[1]], m.ptrs[st.args[0]],
+                     static_cast<size_t>(m.buffers[st.args[0]].curBytes));
     } else {
       args.clear();
       for (int a : st.args)

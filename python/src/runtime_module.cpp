@@ -207,7 +207,8 @@ public:
         continue;
       }
       py::array a(numpyDtype(o.dtype), shape);
-      std::memcpy(a.mutable_data(), b.data(), o.bytes);
+      if (o.bytes > 0)
+        std::memcpy(a.mutable_data(), b.data(), o.bytes);
       result[py::str(o.name)] = a;
     }
     if (stepSeconds)

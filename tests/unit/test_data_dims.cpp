@@ -130,7 +130,8 @@ struct Model {
       REQUIRE(aicf_output_info(m, i, &info) == 0);
       Tensor t(TensorType(*parseDType(info.dtype),
                           std::vector<int64_t>(info.shape, info.shape + info.rank)));
-      std::memcpy(t.raw(), mem[i].data(), info.bytes);
+      if (info.bytes > 0) // (an empty tensor's data pointer is null)
+        std::memcpy(t.raw(), mem[i].data(), info.bytes);
       outputs->push_back(std::move(t));
     }
     return 0;
