@@ -73,4 +73,27 @@ kir::E orE(kir::E a, kir::E b);
 kir::E nanMaxUpdate(kir::E acc, kir::E x);
 kir::E nanMinUpdate(kir::E acc, kir::E x);
 
+// The planning shared by the serial recipes (non_zero, set_dim, non_max_suppression: one thread
+// walks the whole op, flatloop::buildSerial): FlatLoopKnobs, nothing to search, lineCostShape at
+// `cyclesPerStep` scalar cycles a step, over symbolic dims.
+class SerialRecipe : public Recipe {
+public:
+  SerialRecipe(double cyclesPerStep, int64_t registers)
+      : cyclesPerStep_(cyclesPerStep), registers_(registers) {}
+  bool symbolicDims(const KernelGroup &) const override { return true; }
+  KnobSet canonicalKnobs(const KnobSet &k) const override;
+  std::vector<KnobSet> candidates(const kir::Kernel &, const Hardware &) const override {
+    return {};
+  }
+  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
+                      int64_t flops) const override {
+    return lineCostShape(k, hw, flops, cyclesPerStep_);
+  }
+  int64_t registers(const kir::Kernel &) const override { return registers_; }
+
+private:
+  double cyclesPerStep_;
+  int64_t registers_;
+};
+
 } // namespace aicf::flatloop

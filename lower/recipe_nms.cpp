@@ -208,28 +208,17 @@ private:
 };
 
 // Requires: a non_max_suppression anchor. Knobs: FlatLoopKnobs (one thread: buildSerial).
-class NmsRecipe final : public Recipe {
+// One serial walk (flatloop::SerialRecipe): ~4 scalar cycles a step (a score load and the
+// order's compares; an IoU test, ~20 flops and branches, counts as a few steps).
+class NmsRecipe final : public flatloop::SerialRecipe {
 public:
+  NmsRecipe() : flatloop::SerialRecipe(4.0, 40) {}
   const char *name() const override { return "non_max_suppression"; }
   bool lowers(const Node *a) const override { return a && a->op() == Op::NonMaxSuppression; }
-  bool symbolicDims(const KernelGroup &) const override { return true; }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     AICF_CHECK(g.anchor, "non_max_suppression recipe needs an anchor (group ", g.id, ")");
     return Nms(g, n, k).build();
   }
-  KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
-  }
-  std::vector<KnobSet> candidates(const kir::Kernel &, const Hardware &) const override {
-    return {};
-  }
-  // One serial walk: ~4 scalar cycles a step (a score load and the order's compares; an IoU
-  // test, ~20 flops and branches, counts as a few steps).
-  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
-                      int64_t flops) const override {
-    return flatloop::lineCostShape(k, hw, flops, 4.0);
-  }
-  int64_t registers(const kir::Kernel &) const override { return 40; }
 };
 
 } // namespace

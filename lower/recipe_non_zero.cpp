@@ -140,23 +140,11 @@ kir::Kernel buildSetDim(const KernelGroup &g, const std::string &name, const Kno
   return k;
 }
 
-// The two share their knobs (FlatLoopKnobs, always one thread: buildSerial) and their planning.
-class SerialRecipe : public Recipe {
+// The two plan as one serial walk (flatloop::SerialRecipe), ~3 scalar cycles a step (a load, a
+// compare, a branch; two stores a hit).
+class SerialRecipe : public flatloop::SerialRecipe {
 public:
-  bool symbolicDims(const KernelGroup &) const override { return true; }
-  KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
-  }
-  // Nothing to search: one thread walks the whole op.
-  std::vector<KnobSet> candidates(const kir::Kernel &, const Hardware &) const override {
-    return {};
-  }
-  // One serial walk, ~3 scalar cycles a step (a load, a compare, a branch; two stores a hit).
-  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
-                      int64_t flops) const override {
-    return flatloop::lineCostShape(k, hw, flops, 3.0);
-  }
-  int64_t registers(const kir::Kernel &) const override { return 24; }
+  SerialRecipe() : flatloop::SerialRecipe(3.0, 24) {}
 };
 
 // Requires: a non_zero anchor. Knobs: FlatLoopKnobs (one thread).
