@@ -356,12 +356,13 @@ int main(int argc, char **argv) {
       "bind a named dynamic dim: PARAM=VALUE, or compile it for a range: PARAM=MIN..MAX[@OPT] "
       "(the folder then runs any value in the range, planned for OPT, default MAX) "
       "(repeatable)");
-  app.add_option("--max", flags.maxes,
-                 "the most a length known only at run time may be (NonZero, Compress, "
-                 "NonMaxSuppression, TopK with a run-time k): NAME=N, NAME the dim aicfc names "
-                 "(plan.yaml dims with set_by; --explain) or the ONNX output it sizes; below the "
-                 "model's own bound it shrinks the memory reserved, and a run above it fails "
-                 "(repeatable)");
+  app.add_option(
+      "--max", flags.maxes,
+      "the most a length known only at run time may be (NonZero, Compress, "
+      "NonMaxSuppression, Unique, TopK with a run-time k): NAME=N, NAME the dim aicfc "
+      "names (plan.yaml dims with set_by; --explain) or the ONNX output it sizes; below the "
+      "model's own bound it shrinks the memory reserved, and a run above it fails "
+      "(repeatable)");
   app.add_option("--absent", flags.absent,
                  "an optional input compiled as holding no element: NAME (repeatable)");
   app.add_option("--seq", flags.seqs,

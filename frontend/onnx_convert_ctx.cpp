@@ -343,6 +343,47 @@ bool ConvertCtx::foldable(const TensorType &t) {
   return t.isStatic() && t.numel() <= (isFloat(t.dtype) ? kFoldLimit : kFoldLimitIntegral);
 }
 
+// The name of a new data dim sized by output `output`: the output's ONNX name as an
+// identifier, made unique among the dims; and that ONNX name.
+std::pair<std::string, std::string> ConvertCtx::dataDimName(size_t output) const {
+  std::string onnxName =
+      output < numOutputs() ? node_.output(static_cast<int>(output)) : node_.name();
+  std::string base;
+  for (char ch : onnxName) {
+    bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
+    if (word || ch == '_')
+      base += ch;
+    else if (!base.empty() && base.back() != '_')
+      base += '_';
+  }
+  while (!base.empty() && base.back() == '_')
+    base.pop_back();
+  while (!base.empty() && base.front() == '_')
+    base.erase(base.begin());
+  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0])))
+    base = "len_" + base;
+  auto taken = [&](const std::string &name) {
+    for (const DimRange &d : env_.dims)
+      if (d.name == name)
+        return true;
+    return false;
+  };
+  std::string name = base;
+  for (int k = 2; taken(name); ++k)
+    name = cat(base, "_", k);
+  return {name, onnxName};
+}
+
+std::optional<std::pair<std::string, int64_t>> ConvertCtx::dataDimMaxEntry(size_t output) const {
+  if (!env_.dataDimMax)
+    return std::nullopt;
+  auto [name, onnxName] = dataDimName(output);
+  for (const std::string &key : {name, onnxName})
+    if (auto it = env_.dataDimMax->find(key); it != env_.dataDimMax->end())
+      return std::make_pair(key, it->second);
+  return std::nullopt;
+}
+
 std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operands, AttrMap attrs,
                                              int numResults, int64_t bound, size_t output) {
   bool constant = true;
@@ -375,39 +416,11 @@ std::vector<Value *> ConvertCtx::emitDataDim(Op op, std::vector<Value *> operand
   if (env_.capture)
     fail("a result length known only at run time inside a loop kept at run time is not "
          "supported");
-  // The dim's name: the output's, as an identifier, made unique.
-  const std::string &onnxName =
-      output < numOutputs() ? node_.output(static_cast<int>(output)) : node_.name();
-  std::string base;
-  for (char ch : onnxName) {
-    bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
-    if (word || ch == '_')
-      base += ch;
-    else if (!base.empty() && base.back() != '_')
-      base += '_';
+  auto [name, onnxName] = dataDimName(output);
+  if (auto most = dataDimMaxEntry(output)) {
+    bound = std::min(bound, most->second);
+    env_.dataDimsBounded[name] = most->first;
   }
-  while (!base.empty() && base.back() == '_')
-    base.pop_back();
-  while (!base.empty() && base.front() == '_')
-    base.erase(base.begin());
-  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0])))
-    base = "len_" + base;
-  auto taken = [&](const std::string &name) {
-    for (const DimRange &d : env_.dims)
-      if (d.name == name)
-        return true;
-    return false;
-  };
-  std::string name = base;
-  for (int k = 2; taken(name); ++k)
-    name = cat(base, "_", k);
-  if (env_.dataDimMax)
-    for (const std::string &key : {name, onnxName})
-      if (auto it = env_.dataDimMax->find(key); it != env_.dataDimMax->end()) {
-        bound = std::min(bound, it->second);
-        env_.dataDimsBounded[name] = key;
-        break;
-      }
   env_.dims.push_back(DimRange{name, 0, bound, bound});
   std::vector<DimRange> graphDims = env_.graph->dims();
   graphDims.push_back(env_.dims.back());

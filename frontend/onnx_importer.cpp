@@ -19,6 +19,7 @@
 #include "frontend/onnx_tensor.h"
 #include "ir/npy.h"
 #include "ir/verifier.h"
+#include "support/checked_math.h"
 #include "support/diagnostics.h"
 
 #include <onnx/checker.h>
@@ -1748,6 +1749,9 @@ private:
       ctx.fail(cat("the body takes ", body.input_size(), " inputs and returns ", body.output_size(),
                    " values for ", std::max(states, 0), " loop-carried values"));
     const int scanOut = body.output_size() - 1 - states;
+    if (n.output_size() > states + scanOut)
+      ctx.fail(cat("the loop has ", n.output_size(), " outputs, its body ", states,
+                   " loop-carried values and ", scanOut, " scan outputs"));
     for (int j = 0; j < states; ++j)
       if (seqs_.count(n.input(2 + j))) { // a carried sequence: unrolled, or nothing
         std::string what = "of a loop carrying a sequence (unrolled at compile time)";
@@ -1759,20 +1763,22 @@ private:
                      "is unrolled at compile time, at most ", kMaxUnroll, " iterations with a ",
                      "condition known then"));
       }
+    // Scan outputs (a value per iteration, stacked): as long as the iterations the loop runs,
+    // known only at run time, at most the trip count when it is a constant, or the --max the
+    // user gives for the first scan output.
+    int64_t scanBound = -1;
     if (scanOut > 0) {
-      std::string what = "trip count M of a loop with scan outputs (stacked per iteration, their "
-                         "length must be known at compile time)";
-      if (!ctx.hasInput(0))
-        ctx.fail(cat("the ", what, " is missing"));
-      const Tensor &m = ctx.requireConst(0, what);
-      if (ctx.hasInput(1))
-        ctx.requireConst(1, "condition of a loop with scan outputs (unrolled at compile time)");
-      int64_t trips = m.numel() == 1 ? m.getInt(0) : 0;
-      if (trips > kMaxUnroll)
-        ctx.fail(cat(trips, " iterations: loops are unrolled at compile time, at most ", kMaxUnroll,
-                     ", when they have scan outputs (stacked per iteration)"));
-      ctx.fail("the body computes the condition at run time: a loop with scan outputs is "
-               "unrolled at compile time, and needs its condition known then");
+      const int first = states; // the node output of the first scan output
+      if (const Tensor *m = ctx.constInput(0);
+          m && m->numel() == 1 && m->getInt(0) >= 0 && m->getInt(0) <= kMaxTensorElements)
+        scanBound = m->getInt(0);
+      if (auto most = ctx.dataDimMaxEntry(static_cast<size_t>(first)))
+        scanBound = scanBound < 0 ? most->second : std::min(scanBound, most->second);
+      if (scanBound < 0)
+        ctx.fail(cat("the scan outputs of a loop kept at run time are as long as the iterations "
+                     "it runs, and the trip count M gives no bound",
+                     ctx.hasInput(0) ? "" : " (none)", ": give their most with --max ",
+                     n.output(first), "=N"));
     }
     auto scalar = [&](size_t i, DType dt, const char *what) {
       Value *v = ctx.input(i);
@@ -1811,6 +1817,19 @@ private:
       Value *v = g->addInput(bodyIn[k], t);
       v->loc = Location(bodyIn[k]);
       values[bodyIn[k]] = v;
+    }
+    // Scan outputs kept at run time: each a carried stack of scanBound rows that the body writes
+    // its value into at row `iteration` (scatter_nd), and one carried count of the iterations
+    // run (iteration + 1); after the loop, set_dim makes the count a data dim and each stack is
+    // sliced to it. The stacks' types are the body's values', known once it is converted: their
+    // inputs are typed then, their initial values (zeros) made in the outer graph after.
+    std::vector<Value *> stackIns;
+    for (int k = 0; k <= scanOut && scanOut > 0; ++k) { // the stacks, then the count
+      std::string in = k < scanOut ? cat(name, ".scan", k) : cat(name, ".count");
+      Value *v = g->addInput(in, TensorType(DType::I64, {}));
+      v->loc = Location(in);
+      stackIns.push_back(v);
+      operands.push_back(nullptr); // set after the body
     }
     // Names the body reads from outside: resolved once each, through the enclosing scopes.
     Graph *outerGraph = env_.graph;
@@ -1882,6 +1901,48 @@ private:
           v = g->createNode(Op::Identity, {v}, {}, ctx.loc())->result();
         outs.push_back(v);
       }
+      if (scanOut > 0) {
+        // The row written: the iteration, or the last row once past the bound (the count then
+        // fails the run after the loop, naming --max).
+        const int64_t rows = std::max<int64_t>(scanBound, 1);
+        Value *iter = g->inputs()[0];
+        // (Constants named after the body: the plan finds weights by name, and the loop
+        // node's own outputs name the outer graph's.)
+        auto constant = [&](Graph &in, const std::string &what, Tensor t) {
+          Value *w = in.addWeight(cat(name, ".", what), std::make_shared<const Tensor>(t));
+          w->loc = ctx.loc();
+          return w;
+        };
+        Value *row =
+            ctx.emit(Op::Min, {iter, constant(*g, "last_row", Tensor::fromI64({rows - 1}, {}))});
+        Value *at = ctx.reshape(row, {1, 1});
+        for (int k = 0; k < scanOut; ++k) {
+          const std::string &o = body.output(1 + states + k).name();
+          auto it = env_.values.find(o);
+          Value *v = it != env_.values.end() ? it->second : env_.capture(o);
+          if (!v)
+            ctx.fail(cat("body output '", o, "' is not computed"));
+          const TensorType &t = v->type();
+          if (!t.isStatic())
+            ctx.fail(cat("scan output '", o, "' is ", t.str(),
+                         ": a loop kept at run time needs "
+                         "its scan values' shapes fixed"));
+          Shape stacked = t.shape, one = t.shape;
+          stacked.insert(stacked.begin(), rows);
+          one.insert(one.begin(), 1);
+          int64_t elems = 1;
+          for (int64_t d : stacked)
+            elems = checkedMul(elems, d).value_or(kMaxTensorElements + 1);
+          if (elems > kMaxTensorElements)
+            ctx.fail(cat("scan output '", o, "': ", rows, " rows of ", t.str(),
+                         " are too many elements (lower them with --max ", n.output(states),
+                         "=N)"));
+          stackIns[static_cast<size_t>(k)]->setType(TensorType(t.dtype, stacked));
+          outs.push_back(
+              ctx.emit(Op::ScatterND, {stackIns[static_cast<size_t>(k)], at, ctx.reshape(v, one)}));
+        }
+        outs.push_back(ctx.emit(Op::Add, {iter, constant(*g, "one", Tensor::fromI64({1}, {}))}));
+      }
     } catch (...) {
       restore();
       throw;
@@ -1889,14 +1950,41 @@ private:
     restore();
     g->setOutputs(outs);
     g->removeDeadCode();
+    for (int k = 0; k <= scanOut && scanOut > 0; ++k) { // the stacks' zeros, the count's 0
+      const TensorType &t = stackIns[static_cast<size_t>(k)]->type();
+      ctx.checkComputeBudget(t.bytes());
+      Value *w = outerGraph->addWeight(stackIns[static_cast<size_t>(k)]->name() + ".init",
+                                       std::make_shared<const Tensor>(Tensor(t)));
+      w->loc = ctx.loc();
+      operands[static_cast<size_t>(2 + states + k)] = w;
+    }
     std::vector<TensorType> types;
-    for (int j = 0; j < states; ++j)
+    for (int j = 0; j < states + (scanOut > 0 ? scanOut + 1 : 0); ++j)
       types.push_back(operands[static_cast<size_t>(2 + j)]->type());
     Node *node = outerGraph->addNode(Op::Loop, operands, types, {}, ctx.loc());
     node->body = std::move(g);
     for (int j = 0; j < states; ++j)
       if (j < n.output_size() && !n.output(j).empty())
         env_.values[n.output(j)] = node->result(static_cast<size_t>(j));
+    if (scanOut > 0) {
+      Value *count = node->result(static_cast<size_t>(states + scanOut));
+      Value *len =
+          ctx.emitDataDim(Op::SetDim, {count}, {}, 1, scanBound, static_cast<size_t>(states))[0];
+      const std::string &dim = len->def()->s("dim");
+      const int64_t bound = len->def()->i("bound");
+      for (int k = 0; k < scanOut && states + k < n.output_size(); ++k) {
+        if (n.output(states + k).empty())
+          continue;
+        Value *stack = node->result(static_cast<size_t>(states + k));
+        Value *v = ctx.emit(Op::Slice, {stack},
+                            {{"starts", Shape{0}},
+                             {"ends", Shape{bound}},
+                             {"axes", Shape{0}},
+                             {"steps", Shape{1}},
+                             {"sym_ends", std::vector<std::string>{dim}}});
+        env_.values[n.output(states + k)] = v;
+      }
+    }
   }
 
   // Empty constants are fine while they are folded away (Resize's empty roi, the shape of a

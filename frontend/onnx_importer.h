@@ -38,8 +38,8 @@ struct ImportOptions {
   // model's own initializers): past it the import stops at the node that would exceed it.
   int64_t computedConstantBudget = kComputedConstantBudget;
   // --max NAME=N: the bound of a data dim (a length known only at run time: NonZero, Compress,
-  // NonMaxSuppression, TopK with a run-time k), by the dim's name or the ONNX output it sizes;
-  // below the bound the model gives, it shrinks the buffers reserved for it.
+  // NonMaxSuppression, Unique, TopK with a run-time k), by the dim's name or the ONNX output it
+  // sizes; below the bound the model gives, it shrinks the buffers reserved for it.
   std::map<std::string, int64_t> dataDimMax;
 };
 

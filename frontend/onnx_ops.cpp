@@ -707,6 +707,45 @@ void convCompress(ConvertCtx &c) {
   c.setOutput(0, c.emit(Op::Gather, {x, idx}, {{"axis", axis}}));
 }
 
+// Unique: the distinct slices along `axis` (of the flattened input without one), a data dim of
+// at most the axis length. The unique op works along axis 0, so another axis is moved first and
+// the slices moved back.
+void convUnique(ConvertCtx &c) {
+  Value *x = c.input(0);
+  int64_t axis = 0;
+  Shape perm;
+  if (c.hasAttr("axis")) {
+    if (x->type().rank() == 0)
+      c.fail("input must have rank >= 1 with an axis");
+    axis = normAxis(c, c.attrInt("axis", 0), c.rank(0));
+    perm.push_back(axis);
+    for (int64_t d = 0; d < x->type().rank(); ++d)
+      if (d != axis)
+        perm.push_back(d);
+    if (axis != 0)
+      x = c.emit(Op::Transpose, {x}, {{"perm", perm}});
+  } else {
+    SymExpr n = 1;
+    for (size_t d = 0; d < x->type().shape.size(); ++d)
+      n = *SymExpr::mul(n, x->type().symDim(d));
+    x = c.reshapeSym(x, {n});
+  }
+  int64_t sorted = c.attrInt("sorted", 1);
+  if (sorted != 0 && sorted != 1)
+    c.fail(cat("sorted must be 0 or 1, got ", sorted));
+  int64_t bound = c.bounds(x->type().symDim(0), "axis length").hi;
+  std::vector<Value *> r = c.emitDataDim(Op::Unique, {x}, {{"sorted", sorted}}, 5, bound);
+  if (axis != 0) { // the slices back in place: the inverse of perm
+    Shape inv(perm.size());
+    for (size_t d = 0; d < perm.size(); ++d)
+      inv[static_cast<size_t>(perm[d])] = static_cast<int64_t>(d);
+    r[0] = c.emit(Op::Transpose, {r[0]}, {{"perm", inv}});
+  }
+  for (size_t k = 0; k < 4; ++k)
+    if (k < c.numOutputs())
+      c.setOutput(k, r[k]);
+}
+
 // NonMaxSuppression: the thresholds and the per-class limit must be compile-time constants;
 // the selected rows are a data dim of at most batch x classes x min(limit, boxes).
 void convNonMaxSuppression(ConvertCtx &c) {
@@ -2718,6 +2757,7 @@ constexpr OnnxOpEntry kTable[] = {
     {"Mul", 1, convBinary<Op::Mul>},
     {"Neg", 1, convUnary<Op::Neg>},
     {"NonMaxSuppression", 10, convNonMaxSuppression},
+    {"Unique", 11, convUnique},
     {"NonZero", 9, convNonZero},
     {"NegativeLogLikelihoodLoss", 12, convNllLoss},
     {"Not", 1, convUnary<Op::Not>},

@@ -141,6 +141,10 @@ public:
   // `bound` the most the model allows: a new dim named after this node's output `output`, its
   // bound lowered by --max, added to the graph's dims (min 0, planned at the bound). With
   // every operand constant the node is evaluated instead and no dim is made.
+  // A new data dim's name for output `output` (its ONNX name as an identifier, made unique
+  // among the dims) and that ONNX name; the --max given for it (by either name) and its key.
+  std::pair<std::string, std::string> dataDimName(size_t output) const;
+  std::optional<std::pair<std::string, int64_t>> dataDimMaxEntry(size_t output) const;
   std::vector<Value *> emitDataDim(Op op, std::vector<Value *> operands, AttrMap attrs,
                                    int numResults, int64_t bound, size_t output = 0);
   // e (an expression of data dims only) as an i64[] value computed at run time from their

@@ -174,8 +174,17 @@ Walk run(const Graph &g, const std::vector<Tensor> &inputs, bool keepAll) {
     } else {
       results = evalNode(node, ops);
     }
-    if (node.info().has(SETS_DIM))
-      dataDims[node.s("dim")] = results.back().getInt(0);
+    if (node.info().has(SETS_DIM)) { // as the runtime checks it (runtime.cpp checkDataDims)
+      const int64_t v = results.back().getInt(0), bound = node.i("bound");
+      if (v < 0 || v > bound)
+        throw UserError(cat(node.where(), ": length ", node.s("dim"), " is ", v,
+                            v < 0 ? ", negative" : cat(", above its bound ", bound),
+                            v < 0 ? ""
+                                  : cat(" (compile with aicfc --max ", node.s("dim"),
+                                        "=N for a larger bound, up to what the model "
+                                        "allows)")));
+      dataDims[node.s("dim")] = v;
+    }
     for (size_t r = 0; r < results.size(); ++r)
       env[node.result(r)] = std::make_shared<const Tensor>(std::move(results[r]));
     if (keepAll)

@@ -16,9 +16,11 @@
 // coordinate falls outside the input on some axis to extrapolation_value.
 #include "interp/kernels.h"
 
-#include <array>
-
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <numeric>
 
 namespace aicf::interp {
 
@@ -648,6 +650,75 @@ std::vector<Tensor> kernel_Choose(const KernelCtx &ctx) {
 
 std::vector<Tensor> kernel_SetDim(const KernelCtx &ctx) {
   return {Tensor::fromI64({ctx.x(0).getInt(0)}, {})};
+}
+
+// The distinct slices x[i, ...] (ir/ops.def unique): slices compare element by element in
+// row-major order, NaN equal to NaN and after every number. A stable sort of the slice indices
+// puts each slice's first occurrence first among its equals.
+std::vector<Tensor> kernel_Unique(const KernelCtx &ctx) {
+  const Tensor &x = ctx.x(0);
+  const int64_t n = x.shape()[0];
+  const int64_t len = n > 0 ? x.numel() / n : 0; // elements per slice
+  const bool fl = isFloat(x.dtype());
+  auto order = [&](int64_t a, int64_t b) { // <0, 0, >0 as slice a is before, equal, after b
+    for (int64_t e = 0; e < len; ++e) {
+      if (fl) {
+        double va = x.getDouble(a * len + e), vb = x.getDouble(b * len + e);
+        bool na = std::isnan(va), nb = std::isnan(vb);
+        if (na || nb) {
+          if (na != nb)
+            return na ? 1 : -1;
+          continue;
+        }
+        if (va != vb)
+          return va < vb ? -1 : 1;
+      } else if (int64_t va = x.getInt(a * len + e), vb = x.getInt(b * len + e); va != vb) {
+        return va < vb ? -1 : 1;
+      }
+    }
+    return 0;
+  };
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), int64_t(0));
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return order(a, b) < 0; });
+  // Groups of equal slices in ascending order: first occurrence, members.
+  std::vector<int64_t> firsts, counts, groupOf(static_cast<size_t>(n));
+  for (size_t k = 0; k < idx.size(); ++k) {
+    if (k == 0 || order(idx[k - 1], idx[k]) != 0) {
+      firsts.push_back(idx[k]);
+      counts.push_back(0);
+    }
+    counts.back() += 1;
+    groupOf[static_cast<size_t>(idx[k])] = static_cast<int64_t>(firsts.size()) - 1;
+  }
+  const int64_t m = static_cast<int64_t>(firsts.size());
+  std::vector<int64_t> rank(static_cast<size_t>(m)); // a group's position in the result
+  std::iota(rank.begin(), rank.end(), int64_t(0));
+  if (ctx.node.i("sorted") == 0) { // by first occurrence
+    std::vector<int64_t> byFirst = rank;
+    std::sort(byFirst.begin(), byFirst.end(), [&](int64_t a, int64_t b) {
+      return firsts[static_cast<size_t>(a)] < firsts[static_cast<size_t>(b)];
+    });
+    for (int64_t p = 0; p < m; ++p)
+      rank[static_cast<size_t>(byFirst[static_cast<size_t>(p)])] = p;
+  }
+  std::vector<int64_t> shape = x.shape();
+  shape[0] = m;
+  Tensor y(TensorType(x.dtype(), shape));
+  std::vector<int64_t> indices(static_cast<size_t>(m)), count(static_cast<size_t>(m)), inverse;
+  const size_t slice = n > 0 ? x.byteSize() / static_cast<size_t>(n) : 0;
+  for (int64_t g = 0; g < m; ++g) {
+    size_t p = static_cast<size_t>(rank[static_cast<size_t>(g)]);
+    indices[p] = firsts[static_cast<size_t>(g)];
+    count[p] = counts[static_cast<size_t>(g)];
+    if (slice > 0)
+      std::memcpy(y.raw() + p * slice, x.raw() + static_cast<size_t>(indices[p]) * slice, slice);
+  }
+  for (int64_t g : groupOf)
+    inverse.push_back(rank[static_cast<size_t>(g)]);
+  return {std::move(y), fromInt64s(indices, TensorType(DType::I64, {m})),
+          fromInt64s(inverse, TensorType(DType::I64, {n})),
+          fromInt64s(count, TensorType(DType::I64, {m})), Tensor::fromI64({m}, {})};
 }
 
 namespace {

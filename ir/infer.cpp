@@ -489,6 +489,20 @@ std::vector<TensorType> inferNms(InferCtx &ctx) {
   return {TensorType(DType::I64, {bound, 3}), TensorType(DType::I64, {})};
 }
 
+std::vector<TensorType> inferUnique(InferCtx &ctx) {
+  const TensorType &x = ctx.operand(0);
+  int64_t bound = dataBound(ctx);
+  if (x.rank() < 1)
+    ctx.fail(cat("unique of a scalar ", x.str(), ": needs an axis 0"));
+  if (ctx.i("sorted") != 0 && ctx.i("sorted") != 1)
+    ctx.fail("unique sorted must be 0 or 1");
+  std::vector<int64_t> y = x.shape;
+  y[0] = bound;
+  return {TensorType(x.dtype, y), TensorType(DType::I64, {bound}),
+          TensorType(DType::I64, {x.shape[0]}), TensorType(DType::I64, {bound}),
+          TensorType(DType::I64, {})};
+}
+
 // ---- normalisations -----------------------------------------------------------------------------
 
 std::vector<TensorType> inferNorm(InferCtx &ctx) {

@@ -203,6 +203,13 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
     requireEqual(ctx, ctx.operand(0).symDim(1), ctx.operand(1).symDim(2), "box counts");
     return {{SymExpr::symbol(ctx.s("dim")), SymExpr(3)}, {}};
   }
+  if (fn == F(inferUnique)) {
+    SymShape x = symShape(ctx.operand(0));
+    SymExpr dim = SymExpr::symbol(ctx.s("dim"));
+    SymShape y = x;
+    y[0] = dim;
+    return {y, {dim}, {x[0]}, {dim}, {}};
+  }
   if (fn == F(inferTopK)) {
     SymShape x = symShape(ctx.operand(0));
     size_t axis = axisOf(ctx, ctx.i("axis"), ctx.operand(0).rank());

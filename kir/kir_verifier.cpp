@@ -135,9 +135,12 @@ private:
       checkName(b->name);
       if (!bufs_.insert(b.get()).second)
         err("buffer " + b->name + " is listed twice");
+      // A symbolic param's shape is one point of its dims' ranges, which may be 0 (a length
+      // known only at run time at its minimum, as the shape-generic certificate relowers).
       for (int64_t d : b->shape)
-        if (d < 1)
-          err("buffer " + describe(b) + " has a non-positive dimension");
+        if (d < (b->sym.empty() ? 1 : 0))
+          err("buffer " + describe(b) + " has a " + (d < 0 ? "negative" : "non-positive") +
+              " dimension");
       return true;
     };
     for (const BufferP &b : k_.params) {

@@ -31,6 +31,7 @@ const std::vector<const Recipe *> &recipeRegistry() {
       &nonZeroRecipe(),
       &setDimRecipe(),
       &nmsRecipe(),
+      &uniqueRecipe(),
       &chooseRecipe(),
   };
   return registry;

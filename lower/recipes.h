@@ -24,6 +24,7 @@ const Recipe &topKRecipe();
 const Recipe &nonZeroRecipe(); // recipe_non_zero.cpp, with setDimRecipe
 const Recipe &setDimRecipe();
 const Recipe &nmsRecipe();
+const Recipe &uniqueRecipe();
 const Recipe &chooseRecipe();
 const Recipe &onlineNormRecipe();
 const Recipe &streamingAttentionRecipe();

@@ -58,7 +58,7 @@ int aicf_num_outputs(const aicf_model *m);
 int aicf_input_info(const aicf_model *m, int i, aicf_tensor_info *out);
 int aicf_output_info(const aicf_model *m, int i, aicf_tensor_info *out);
 /* Outputs whose length is known only at run time (a folder whose plan.yaml has a dim with
- * set_by: NonZero, Compress, NonMaxSuppression, TopK with a run-time k): their memory is
+ * set_by: NonZero, Compress, NonMaxSuppression, Unique, TopK with a run-time k): their memory is
  * reserved at a bound (the model's, or aicfc --max NAME=N). Before a run, aicf_output_info
  * reports them at the bound; after it, at the length the run produced (the data is packed at that
  * shape, row-major), until the next run or aicf_set_input_shape. The buffer passed to aicf_run

@@ -107,13 +107,13 @@ def main():
          "1 op is in an unknown domain (only the default ONNX domain is supported): "
          "com.microsoft::FusedMatMul (1: 'fmm')")
     save("unsupported_ops.onnx",
-         model([helper.make_node("Unique", ["x"], ["v1"], name="unique_1"),
-                helper.make_node("Unique", ["v1"], ["v2"], name="unique_2"),
+         model([helper.make_node("Det", ["x"], ["v1"], name="det_1"),
+                helper.make_node("Det", ["x"], ["v2"], name="det_2"),
                 helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms_0"),
-                helper.make_node("Relu", ["v2"], ["y"], name="relu")],
-               [f32("x", [4]), f32("boxes", [1, 3, 4]), f32("scores", [1, 1, 3])],
+                helper.make_node("Add", ["v1", "v2"], ["y"], name="add")],
+               [f32("x", [3, 4, 4]), f32("boxes", [1, 3, 4]), f32("scores", [1, 1, 3])],
                [f32("y", None), helper.make_tensor_value_info("sel", TensorProto.INT64, None)]),
-         "2 unsupported ops: Unique (2: 'unique_1', 'unique_2')")
+         "2 unsupported ops: Det (2: 'det_1', 'det_2')")
     save("opset_too_new.onnx",
          model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                [f32("x", [4])], [f32("y", [4])], opset=30),

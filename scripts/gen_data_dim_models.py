@@ -11,6 +11,13 @@ differ, including an empty result:
   nms_gather     boxes f32[1,16,4], scores f32[1,3,16] -> NonMaxSuppression (at most 4 per
                  class, IoU 0.5, score 0.2), then the kept boxes gathered by the selected rows'
                  box column: the post-processing of a detector
+  unique_labels  logits f32[20,5], rows f32[8,2] -> the distinct ArgMax labels (Unique sorted:
+                 values, first indices, inverse, counts, as torch.unique(..., return_inverse,
+                 return_counts) exports it) and the distinct rows (Unique along axis 0 in order
+                 of first occurrence, and their counts)
+  loop_scan      x f32[4], limit f32[], go bool[] -> a Loop (trip count 64, the condition
+                 computed by the body: a while loop as exporters write one) whose scan output
+                 stacks each iteration's value: as long as the iterations run (0 when go is false)
 
 Run by hand (the bench virtual environment has ONNX Runtime):
     bench/.venv/bin/python scripts/gen_data_dim_models.py
@@ -120,12 +127,56 @@ def nms_gather(rng):
                            {"boxes": boxes(), "scores": s * 0.1}])
 
 
+def unique_labels(rng):
+    g = helper.make_graph(
+        [helper.make_node("ArgMax", ["logits"], ["labels"], axis=1, keepdims=0),
+         helper.make_node("Unique", ["labels"], ["classes", "first", "inverse", "counts"],
+                          sorted=1),
+         helper.make_node("Unique", ["rows"], ["distinct", "", "", "row_counts"], axis=0,
+                          sorted=0)],
+        "unique_labels", [vi("logits", T.FLOAT, [20, 5]), vi("rows", T.FLOAT, [8, 2])],
+        [vi("classes", T.INT64, ["n"]), vi("first", T.INT64, ["n"]),
+         vi("inverse", T.INT64, [20]), vi("counts", T.INT64, ["n"]),
+         vi("distinct", T.FLOAT, ["m", 2]), vi("row_counts", T.INT64, ["m"])])
+    logits = rng.standard_normal((20, 5)).astype(np.float32)
+    rows = rng.integers(0, 2, (8, 2)).astype(np.float32)
+    one = np.zeros((20, 5), np.float32)
+    one[:, 3] = 1.0  # one class everywhere, one row repeated
+    save("unique_labels", g, [{"logits": logits, "rows": rows},
+                              {"logits": one, "rows": np.ones((8, 2), np.float32)},
+                              {"logits": logits * -1.0,
+                               "rows": np.arange(16, dtype=np.float32).reshape(8, 2)}])
+
+
+def loop_scan(rng):
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["v_in", "k"], ["v1"]),
+         helper.make_node("Add", ["v1", "x"], ["v_out"]),
+         helper.make_node("ReduceMax", ["v_out"], ["top"], keepdims=0),
+         helper.make_node("Less", ["top", "limit"], ["c_out"]),
+         helper.make_node("Mul", ["v_out", "v_out"], ["sq"])],
+        "body", [vi("i", T.INT64, []), vi("c_in", T.BOOL, []), vi("v_in", T.FLOAT, [4])],
+        [vi("c_out", T.BOOL, []), vi("v_out", T.FLOAT, [4]), vi("sq", T.FLOAT, [4])],
+        [const("k", np.float32(0.9))])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "go", "x"], ["v", "squares"], body=body)],
+        "loop_scan", [vi("x", T.FLOAT, [4]), vi("limit", T.FLOAT, []), vi("go", T.BOOL, [])],
+        [vi("v", T.FLOAT, [4]), vi("squares", T.FLOAT, ["n", 4])],
+        [const("trips", np.int64(64))])
+    x = rng.random(4, dtype=np.float32) + 0.5
+    save("loop_scan", g, [{"x": x, "limit": np.array(5.0, np.float32), "go": np.array(True)},
+                          {"x": x, "limit": np.array(1e30, np.float32), "go": np.array(True)},
+                          {"x": x, "limit": np.array(20.0, np.float32), "go": np.array(False)}])
+
+
 def main():
     rng = np.random.default_rng(51)
     nonzero_mask(rng)
     compress_rows(rng)
     topk_runtime_k(rng)
     nms_gather(rng)
+    unique_labels(rng)
+    loop_scan(rng)
 
 
 if __name__ == "__main__":

@@ -386,6 +386,61 @@ TEST_CASE("data dims: non_max_suppression, corners and centres, thresholds, ties
   check("nmc", centres, {"non_max_suppression"}, 12, boxesAndScores);
 }
 
+// Small integers (duplicates) as f32, some NaN (NaN equals NaN here and sorts last); i64
+// inputs the same integers.
+std::vector<Tensor> fewValues(const Graph &g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> pick(0, 4);
+  std::vector<Tensor> in;
+  for (const Value *v : g.inputs()) {
+    Tensor t(v->type());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      int k = pick(rng);
+      if (isFloat(v->type().dtype))
+        t.setDouble(i, k == 4 && seed % 2 ? std::nan("") : k - 1.5);
+      else
+        t.setInt(i, seed == 0 ? 3 : k - 2); // seed 0: one distinct value
+    }
+    in.push_back(std::move(t));
+  }
+  return in;
+}
+
+TEST_CASE("data dims: unique, sorted and by first occurrence, of values and of slices") {
+  const char *text =
+      R"(graph @uq dims(u = [0, 12, 12], w = [0, 12, 12], s = [0, 6, 6])(%x: f32[12], %z: i64[6,2,3]) -> (%y: f32[u], %i: i64[u], %v: i64[12], %c: i64[u], %y2: f32[w], %i2: i64[w], %v2: i64[12], %c2: i64[w], %ys: i64[s,2,3], %is: i64[s], %vs: i64[6], %cs: i64[s]) {
+  %y, %i, %v, %c, %n = unique(%x) {dim = "u", bound = 12} : f32[u], i64[u], i64[12], i64[u], i64[]
+  %y2, %i2, %v2, %c2, %n2 = unique(%x) {dim = "w", bound = 12, sorted = 0} : f32[w], i64[w], i64[12], i64[w], i64[]
+  %ys, %is, %vs, %cs, %ns = unique(%z) {dim = "s", bound = 6} : i64[s,2,3], i64[s], i64[6], i64[s], i64[]
+  return %y, %i, %v, %c, %y2, %i2, %v2, %c2, %ys, %is, %vs, %cs
+}
+)";
+  check("uq", text, {"unique", "unique", "unique"}, 6, fewValues);
+}
+
+TEST_CASE("data dims: unique of what a non_zero selected, by first occurrence, fused prologue") {
+  // The positive elements' distinct values (the line's length a data dim itself), their first
+  // occurrences in that selection; unique reads x * 2 through its prologue.
+  const char *text =
+      R"(graph @uqs dims(a = [0, 10, 10], u = [0, 10, 10])(%x: f32[10]) -> (%y: f32[u], %i: i64[u], %v: i64[a], %c: i64[u]) {
+  %h = weight f32[1] = [0.0]
+  %m = greater(%x, %h) : bool[10]
+  %i0, %n = non_zero(%m) {dim = "a", bound = 10} : i64[1,a], i64[]
+  %i1 = reshape(%i0) {shape = [10], sym_shape = ["a"]} : i64[a]
+  %g = gather(%x, %i1) {axis = 0} : f32[a]
+  %t = weight f32[1] = [2.0]
+  %d = mul(%g, %t) : f32[a]
+  %y, %i, %v, %c, %k = unique(%d) {dim = "u", bound = 10, sorted = 0} : f32[u], i64[u], i64[a], i64[u], i64[]
+  return %y, %i, %v, %c
+}
+)";
+  Lowered l = lower(text, "cpu", "uqs_probe");
+  std::vector<std::string> r = recipes(l);
+  REQUIRE(!r.empty());
+  CHECK(r == std::vector<std::string>{"non_zero", "data_movement", "unique"});
+  check("uqs", text, r, 6, fewValues);
+}
+
 TEST_CASE("data dims: a count past the bound writes nothing past the reserve") {
   // non_zero and non_max_suppression with bounds below what the data gives (a --max bound):
   // the count says so (bound + 1 at least) and the run stops; the reserve's tail is untouched.
@@ -444,6 +499,38 @@ TEST_CASE("data dims: a count past the bound writes nothing past the reserve") {
       CHECK(std::vector<int64_t>(reserve.begin(), reserve.begin() + 6) ==
             std::vector<int64_t>{0, 0, 0, 0, 0, 1});
     }
+  }
+}
+
+TEST_CASE("data dims: unique past its bound stops the run, sorted or not") {
+  // Four distinct values against bounds of 2 (a --max below the data): the count says 4 and
+  // the run stops there; nothing is written past the reserves (the ASan build checks it).
+  const char *text =
+      R"(graph @uqo dims(u = [0, 2, 2], w = [0, 2, 2])(%x: f32[6]) -> (%y: f32[u], %c: i64[u], %y2: f32[w], %c2: i64[w]) {
+  %y, %i, %v, %c, %n = unique(%x) {dim = "u", bound = 2} : f32[u], i64[u], i64[6], i64[u], i64[]
+  %y2, %i2, %v2, %c2, %n2 = unique(%x) {dim = "w", bound = 2, sorted = 0} : f32[w], i64[w], i64[6], i64[w], i64[]
+  return %y, %c, %y2, %c2
+}
+)";
+  for (int sorted = 1; sorted >= 0; --sorted) {
+    std::string t = text;
+    if (!sorted) // only the second unique: drop the first's outputs
+      t = R"(graph @uqo dims(w = [0, 2, 2])(%x: f32[6]) -> (%y2: f32[w], %c2: i64[w]) {
+  %y2, %i2, %v2, %c2, %n2 = unique(%x) {dim = "w", bound = 2, sorted = 0} : f32[w], i64[w], i64[6], i64[w], i64[]
+  return %y2, %c2
+}
+)";
+    Lowered l = lower(t, "cpu", cat("uqo", sorted));
+    fs::path so = scratch() / cat("uqo", sorted, ".so");
+    compileHostSource(printHostSource(l.kernels), (scratch() / cat("uqo", sorted, ".cpp")).string(),
+                      so.string());
+    LoadedLibrary lib(so.string());
+    Tensor x(l.g->inputs()[0]->type());
+    const float v[6] = {3, 1, 3, 2, 0, 1};
+    std::memcpy(x.raw(), v, sizeof v);
+    std::string overflow;
+    CHECK(runKernels(l, lib, {x}, &overflow).empty());
+    CHECK(overflow == (sorted ? "u" : "w"));
   }
 }
 

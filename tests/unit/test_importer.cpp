@@ -1691,9 +1691,11 @@ TEST_CASE("importer: Loop with a compile-time trip count and Scan are unrolled")
   REQUIRE(got[1].numel() == 5);
   CHECK(got[1].getDouble(0) == 11);
   CHECK(got[1].getDouble(4) == 25);
+  // Past the unroll limit the loop is kept at run time (its scan output as long as the
+  // iterations run, issue 51), where the body's slice at the iteration number is not constant.
   CHECK(importError(loopModel(300), "loop300.onnx")
-            .find("node '/loop' (Loop): 300 iterations: loops are unrolled at compile time, at "
-                  "most 256") != std::string::npos);
+            .find("node '/body/piece' (Slice): starts input 'start1' is not a compile-time "
+                  "constant") != std::string::npos);
 
   // Scan: sum_out = sum_in + row, scan_out = sum_out, over the rows of x [3, 2].
   ModelBuilder s(11);
@@ -1892,6 +1894,69 @@ TEST_CASE("importer: Loop kept at run time (trip count, condition, outer values)
   CHECK(importError(loopModel(-1, true, {1, 3}), "loop_shape.onnx")
             .find("loop-carried value 'y0' is f32[3] but the body returns f32[1,3] for it") !=
         std::string::npos);
+}
+
+// Scan outputs of a Loop kept at run time (issue 51): as long as the iterations run, a data
+// dim set after the loop (set_dim of a carried count), bounded by a constant trip count or by
+// --max; rows past the bound fail the run rather than write past the stack.
+TEST_CASE("importer: Loop kept at run time with scan outputs (a length known only at run time)") {
+  auto model = [](bool runtimeM) {
+    ModelBuilder b(13);
+    b.input("x", TensorProto::FLOAT, {2}).input("go", TensorProto::BOOL, {});
+    if (runtimeM)
+      b.input("m", TensorProto::INT64, {});
+    else
+      b.initI64("m", {6}, {});
+    b.output("y", TensorProto::FLOAT, {2}).output("ys", TensorProto::FLOAT, {-1, 2});
+    onnx::NodeProto &loop = b.node("Loop", {"m", "go", "x"}, {"y", "ys"}, "/loop");
+    onnx::GraphProto body;
+    body.set_name("body");
+    typedValue(body.add_input(), "i", TensorProto::INT64);
+    typedValue(body.add_input(), "c", TensorProto::BOOL);
+    typedValue(body.add_input(), "y_in", TensorProto::FLOAT);
+    onnx::NodeProto *add = body.add_node();
+    add->set_op_type("Add");
+    add->add_input("y_in");
+    add->add_input("y_in");
+    add->add_output("y_out");
+    for (auto [from, to] : {std::pair{"c", "c_out"}, {"y_out", "y_scan"}}) {
+      onnx::NodeProto *keep = body.add_node();
+      keep->set_op_type("Identity");
+      keep->add_input(from);
+      keep->add_output(to);
+    }
+    typedValue(body.add_output(), "c_out", TensorProto::BOOL);
+    typedValue(body.add_output(), "y_out", TensorProto::FLOAT);
+    typedValue(body.add_output(), "y_scan", TensorProto::FLOAT);
+    graphAttr(loop, "body", body);
+    return b;
+  };
+  Tensor x = f32Tensor({1, -2}, {2});
+  Tensor yes(TensorType(DType::Bool, {})), no(TensorType(DType::Bool, {}));
+  yes.setInt(0, 1);
+  // A run-time trip count gives no bound: the error names the output to bound.
+  CHECK(importError(model(true), "loop_scan_m.onnx")
+            .find("the trip count M gives no bound: give their most with --max ys=N") !=
+        std::string::npos);
+  ImportOptions io;
+  io.dataDimMax["ys"] = 4;
+  auto g = model(true).import("loop_scan_m.onnx", io);
+  std::vector<Tensor> out = interpret(*g, {x, yes, Tensor::fromI64({3}, {})});
+  REQUIRE(out[1].shape() == std::vector<int64_t>{3, 2});
+  CHECK(out[1].toDoubles() == std::vector<double>{2, -4, 4, -8, 8, -16});
+  CHECK(out[0].toDoubles() == std::vector<double>{8, -16});
+  out = interpret(*g, {x, no, Tensor::fromI64({3}, {})}); // the condition false: no row
+  CHECK(out[1].shape() == std::vector<int64_t>{0, 2});
+  CHECK_THROWS_WITH(interpret(*g, {x, yes, Tensor::fromI64({5}, {})}),
+                    doctest::Contains("above its bound 4"));
+  // A constant trip count bounds it (6); the dim is listed with the graph's dims.
+  auto c = model(false).import("loop_scan_6.onnx");
+  bool found = false;
+  for (const DimRange &d : c->dims())
+    found = found || (d.name == "ys" && d.min == 0 && d.max == 6);
+  CHECK(found);
+  out = interpret(*c, {x, yes});
+  CHECK(out[1].shape() == std::vector<int64_t>{6, 2});
 }
 
 TEST_CASE("importer: Scan-8 per batch element, empty values folded, Dropout and domains") {

@@ -54,9 +54,9 @@ const KernelGroup &anchorGroup(const Partition &p, Op op) {
 
 } // namespace
 
-TEST_CASE("recipe registry: sixteen recipes, each once, under unique labels") {
+TEST_CASE("recipe registry: seventeen recipes, each once, under unique labels") {
   const std::vector<const Recipe *> &reg = recipeRegistry();
-  CHECK(reg.size() == 16);
+  CHECK(reg.size() == 17);
   std::set<const Recipe *> objects(reg.begin(), reg.end());
   CHECK(objects.size() == reg.size());
   std::set<std::string> names;
@@ -67,7 +67,7 @@ TEST_CASE("recipe registry: sixteen recipes, each once, under unique labels") {
                                        "online_norm", "streaming_attention", "chained_contraction",
                                        "conv_chain", "tiled_contraction", "direct_conv", "scatter",
                                        "top_k", "non_zero", "set_dim", "non_max_suppression",
-                                       "choose"});
+                                       "unique", "choose"});
 }
 
 TEST_CASE("recipe knobs: every recipe's knobs round-trip through its typed struct") {
@@ -94,6 +94,7 @@ TEST_CASE("recipe knobs: every recipe's knobs round-trip through its typed struc
       {&nonZeroRecipe(), {{"threads", 1}, {"vec", 1}}},
       {&setDimRecipe(), {{"threads", 1}, {"vec", 1}}},
       {&nmsRecipe(), {{"threads", 1}, {"vec", 1}}},
+      {&uniqueRecipe(), {{"threads", 1}, {"vec", 1}}},
       {&chooseRecipe(), {{"threads", 4}, {"vec", 1}}},
   };
   std::set<std::string> covered;
