@@ -18,9 +18,9 @@
 // error in one part is reported and the next part still runs (the worst part's exit code at the
 // end). --verify-diagnostics checks the errors against `// expected-error@+N {{text}}` comments
 // instead of failing on them (exit 2 when they disagree).
-// Errors: "error: ..." on stderr; exit codes as for every tool (README "Exit codes"): 1 for the
-// command line (unknown flag or pass, unreadable input, unwritable -o), 2 for bad IR, 3 only for
-// internal errors.
+// Errors: "error: ..." on stderr; exit codes as for every tool (docs/safety.md, "Exit codes"): 1
+// for the command line (unknown flag or pass, unreadable input, unwritable -o), 2 for bad IR, 3
+// only for internal errors.
 #include "driver/compile.h"
 #include "ir/parser.h"
 #include "ir/printer.h"

@@ -1,4 +1,4 @@
-// aicfc: the compiler driver. Reads top to bottom as the pipeline of DESIGN.md §1:
+// aicfc: the compiler driver. Reads top to bottom as the pipeline of docs/architecture.md:
 // import -> passes (passes/pipeline.cpp) -> lower -> plan -> codegen (host C++ or CUDA) ->
 // artifacts.
 #include "aicf/build_config.h"

@@ -1,4 +1,4 @@
-// From the rewritten graph to the output folder (DESIGN.md §6, §7), as named stages listed once
+// From the rewritten graph to the output folder (docs/architecture.md), as named stages listed once
 // (compileStages, driver/compile.cpp, the way passes/pipeline.cpp lists the graph passes):
 //   partition into kernel groups -> choose streaming or materialised attention (a graph pass)
 //   -> plan each group (the planner lowers every candidate to Kernel IR and keeps the cheapest)

@@ -1,5 +1,5 @@
-// The reference interpreter (DESIGN.md §8): runs any Graph IR on the CPU, one node at a time,
-// with the registry's semantics. It is the ground truth for tests and --verify-passes, so it
+// The reference interpreter (docs/architecture.md): runs any Graph IR on the CPU, one node at a
+// time, with the registry's semantics. It is the ground truth for tests and --verify-passes, so it
 // favours clarity over speed (but a BERT layer still runs in well under a second).
 #pragma once
 

@@ -6,8 +6,8 @@
 // the one rounding to the result dtype.
 //
 // attention: a row whose keys are all masked (by the causal mask, a false bool mask entry or a
-// -inf additive mask) yields zeros rather than NaN (ALGORITHMS.md: "define the output for d = 0
-// (zeros)"), so the streaming kernels and the interpreter agree on padded rows. The standalone
+// -inf additive mask) yields zeros rather than NaN (docs/algorithms.md: the output for d = 0
+// is zeros), so the streaming kernels and the interpreter agree on padded rows. The standalone
 // softmax op keeps ONNX's NaN. Probabilities are computed in double and rounded to fp32 before
 // the product with v.
 #include "interp/kernels.h"

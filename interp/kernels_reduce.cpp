@@ -2,7 +2,7 @@
 //
 // Float reductions accumulate in double; integer ones in int64 (sum, prod, min, max, l1,
 // sum_square exactly, mean truncated toward zero, l2 / log_sum_exp via double). Normalisations
-// are two-pass in double (mean, then centred variance: exact and stable, ALGORITHMS.md).
+// are two-pass in double (mean, then centred variance: exact and stable, docs/algorithms.md).
 // softmax follows ONNX: a row of -inf gives NaN (attention, by contrast, gives zeros).
 // max reductions / pools propagate NaN; arg_max / arg_min pick the first NaN like numpy.
 // avg_pool with count_include_pad divides by the window positions inside the padded input

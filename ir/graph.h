@@ -1,4 +1,4 @@
-// The Graph IR ("MCIR", DESIGN.md §2): SSA values, nodes and graphs.
+// The Graph IR ("MCIR", docs/architecture.md): SSA values, nodes and graphs.
 //
 // A Graph owns its Values and Nodes. Nodes are kept in a list that is always a valid execution
 // order once a pass finishes (the verifier checks it). Values are graph inputs, weights

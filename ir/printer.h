@@ -1,4 +1,4 @@
-// The Graph IR text printer (format: see README "The IR text format" and DESIGN.md §2).
+// The Graph IR text printer (format: docs/ir-format.md).
 // Printing is deterministic: values are numbered in order, attributes sorted, floats printed in
 // their shortest round-trip form, so parse(print(g)) prints identically.
 #pragma once

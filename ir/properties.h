@@ -1,4 +1,4 @@
-// Memory properties (DESIGN.md §3) and the certificates that record why one holds or not.
+// Memory properties (docs/architecture.md) and the certificates that record why one holds or not.
 #pragma once
 
 #include <cstdint>

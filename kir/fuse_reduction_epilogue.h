@@ -1,4 +1,4 @@
-// FuseReductionEpilogue (seed 002, DESIGN.md §4, ALGORITHMS.md; after TVM's
+// FuseReductionEpilogue (seed 002, docs/algorithms.md; after TVM's
 // fuse_reduction_epilogue): a Kernel-IR pass that moves an additive epilogue into the
 // reduction's init.
 //

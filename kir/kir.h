@@ -1,4 +1,4 @@
-// Kernel IR (DESIGN.md §4): every kernel is a loop nest over explicit grid axes and block
+// Kernel IR (docs/architecture.md): every kernel is a loop nest over explicit grid axes and block
 // threads, with memory scopes, loads/stores with index expressions, reductions, barriers and
 // block-level collectives — no kernel names, no library calls. Lowering recipes build it; the
 // planner sets its knobs; printers spell it as C++ (host) or CUDA without adding logic.

@@ -1,5 +1,5 @@
 // The Kernel IR text form (kir::printKernel): a readable, deterministic spelling of a kernel for
-// golden tests and `aicfc --emit kernels`, in the spirit of DESIGN.md §4's example:
+// golden tests and `aicfc --emit kernels`, in the form docs/ir-format.md describes:
 //
 //   kernel @ln grid(row: 128) block(t: 128) knobs {threads = 128}
 //       (X: global f32[128,256] in, Y: global f32[128,256] out) {

@@ -1,5 +1,5 @@
 // The Kernel IR verifier (kir::verifyKernel): checks a kernel's structure and the SIMT rule of
-// DESIGN.md §4, so that both printers can spell it without adding logic:
+// docs/architecture.md, so that both printers can spell it without adding logic:
 //   * structure: declared buffers only, indices count = rank, integer indices, vars defined
 //     before use (with the type they were declared with), loop / grid / thread vars never
 //     assigned, Decl/Assign/Store value types, positive loop steps, bool conditions,

@@ -1,5 +1,5 @@
-// Fusion into kernels (DESIGN.md §4, issue "Kernel IR"): partitions the rewritten graph into
-// kernel groups. Each group becomes one kernel:
+// Fusion into kernels (docs/layout-and-fusion.md, issue "Kernel IR"): partitions the rewritten
+// graph into kernel groups. Each group becomes one kernel:
 //   * an anchor — a contraction (with its epilogue), a norm, attention, a reduction, a pooling
 //     or a data-movement op — plus the rematerializable elementwise nodes fused into it: a
 //     prologue (elementwise chains feeding an anchor operand and used nowhere else) and an

@@ -1,4 +1,4 @@
-// The chained_contraction recipe (DESIGN.md §3 tile_compatible_compute; lower/fusion.h rule 8):
+// The chained_contraction recipe (tile_compatible_compute; lower/fusion.h rule 8):
 // Y = epi2(epi1(X W1) W2) in one kernel, the hidden rows epi1(X W1) computed one [BM, BH] tile
 // at a time and consumed at once, never written to memory. It is an MLP's up-projection and
 // down-projection (CUTLASS calls it a back-to-back GEMM); FlashAttention's loop without the

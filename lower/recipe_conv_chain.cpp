@@ -20,7 +20,7 @@
 // read by the projection. Here each expanded row is computed once per band (the ring keeps the
 // KH rows a depthwise window spans, so consecutive output rows share them and no row is
 // recomputed except the window's first rows at each band start) and stays in L1 / L2; the
-// depthwise rows go straight into the projection's A. DESIGN.md §3 tile_compatible_compute
+// depthwise rows go straight into the projection's A. tile_compatible_compute
 // holds for each product; the depthwise conv is an exact per-pixel window sum over the ring.
 //
 // Exactness: every expanded value is the expansion's sum in the plain kernel's K order (one

@@ -1,4 +1,4 @@
-// The online_norm recipe (DESIGN.md §3 online_reducible_norm, §4): one kernel for every norm,
+// The online_norm recipe (online_reducible_norm, docs/algorithms.md): one kernel for every norm,
 // generated from its state algebra (state_algebra.h) rather than written per norm.
 //
 //   grid (row: rows)  block (t: threads)

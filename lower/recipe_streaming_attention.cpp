@@ -1,5 +1,5 @@
-// The streaming_attention recipe (DESIGN.md §3 weighted_streaming_reduction +
-// tile_compatible_compute + rematerializable_intermediate; ALGORITHMS.md FlashAttention):
+// The streaming_attention recipe (docs/algorithms.md; weighted_streaming_reduction +
+// tile_compatible_compute + rematerializable_intermediate; after FlashAttention):
 // softmax(scale q k^T + mask) v without ever storing the scores to global memory.
 //
 //   grid (b: batch, qt: query tiles of BR rows)  block (t: threads); thread t owns the tm =

@@ -1,4 +1,4 @@
-// The tiled_contraction recipe (DESIGN.md §3 tile_compatible_compute, §4) for matmul (batched,
+// The tiled_contraction recipe (tile_compatible_compute) for matmul (batched,
 // broadcast batch dims, 1-D operands), gemm (transA / transB, alpha, beta, C) and conv with
 // group 1 as an implicit GEMM; and the direct_conv recipe for grouped / depthwise conv and
 // conv_transpose.

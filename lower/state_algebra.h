@@ -1,4 +1,4 @@
-// Norm state algebras (DESIGN.md §3, ALGORITHMS.md "Online normalisation") as data: a norm is
+// Norm state algebras (docs/algorithms.md, "Online normalisation") as data: a norm is
 // described by its per-row state (fields with init values), update(state, x), an associative
 // merge (a kir::Combiner, for block_reduce) and finalize(state, x) -> y. The online-norm recipe
 // (recipe_online_norm.cpp) is generic over this description, so adding a norm means declaring its

@@ -1,4 +1,4 @@
-// choose-attention: streaming or materialised attention, as a graph pass (DESIGN.md §5, issue
+// choose-attention: streaming or materialised attention, as a graph pass (docs/cost-model.md, issue
 // 10). An attention node is lowered either as one streaming kernel (lower/recipe_attention.cpp:
 // scores never leave the chip) or materialised as the textbook sequence transpose(k) -> matmul
 // -> scale (+ mask) -> softmax -> matmul, whose scores make a round trip through memory. The pass

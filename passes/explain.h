@@ -1,6 +1,6 @@
 // The explain log: every pattern match and property check a pass makes is recorded here —
 // applied or rejected, with its certificates — so `aicfc --explain` can say exactly what
-// happened and why (DESIGN.md §3). Passes append; the driver prints and serialises.
+// happened and why (docs/architecture.md). Passes append; the driver prints and serialises.
 #pragma once
 
 #include "ir/graph.h"

@@ -1,4 +1,4 @@
-// The pass interface and pass manager (STYLE.md: MLIR/XLA style).
+// The pass interface and pass manager (docs/contributing.md: MLIR/XLA style).
 //
 // A pass has a name, a one-line summary and run(), which returns whether it changed the graph.
 // The manager verifies the graph after every pass that changed it, can print the IR before/after

@@ -1,5 +1,6 @@
-// The pass manager: runs passes in order and keeps the IR honest between them (STYLE.md, after
-// MLIR's and XLA's pass managers and XLS's "unchanged really unchanged" check).
+// The pass manager: runs passes in order and keeps the IR honest between them
+// (docs/contributing.md, after MLIR's and XLA's pass managers and XLS's "unchanged really
+// unchanged" check).
 //   - A pass that changed the graph is followed by the verifier; a failure names the pass.
 //   - --print-ir-before/after print only around passes that changed the graph (Halide), the
 //     "before" IR being a snapshot taken before the pass ran.

@@ -1,5 +1,5 @@
-// The default graph pipeline of aicfc, listed once, in order (STYLE.md: one readable sequence).
-// Each line says why it sits where it does.
+// The default graph pipeline of aicfc, listed once, in order (docs/contributing.md: one readable
+// list). Each line says why it sits where it does.
 #include "passes/pass.h"
 
 #include "support/diagnostics.h"

@@ -1,6 +1,6 @@
-// The four memory properties of DESIGN.md §3, one checker each (passes/property_*.cpp). A checker
-// returns nullopt when the property does not apply to the node's op, else a certificate with
-// every legality condition evaluated (held or not). annotate-properties runs them all.
+// The four memory properties (docs/architecture.md), one checker each (passes/property_*.cpp). A
+// checker returns nullopt when the property does not apply to the node's op, else a certificate
+// with every legality condition evaluated (held or not). annotate-properties runs them all.
 #pragma once
 
 #include "ir/graph.h"

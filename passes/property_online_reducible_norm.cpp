@@ -1,4 +1,4 @@
-// online_reducible_norm (DESIGN.md §3): the statistics of a norm computable as a streaming
+// online_reducible_norm (docs/algorithms.md): the statistics of a norm computable as a streaming
 // reduction with a mergeable state. Each norm declares its state algebra; the lowering is
 // generic over it (init, update, merge, finalize):
 //   softmax / log_softmax: (max m, sum d) with rescaling d·e^(m-m')   [Milakov & Gimelshein]

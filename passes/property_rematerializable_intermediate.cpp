@@ -1,6 +1,6 @@
-// rematerializable_intermediate (DESIGN.md §3): a value may be recomputed where it is consumed
-// instead of being stored and reloaded. Legality: the producing op is pure, deterministic and
-// side-effect free (registry flag PURE) and elementwise, so recomputing it inside a consumer's
+// rematerializable_intermediate (docs/architecture.md): a value may be recomputed where it is
+// consumed instead of being stored and reloaded. Legality: the producing op is pure, deterministic
+// and side-effect free (registry flag PURE) and elementwise, so recomputing it inside a consumer's
 // loop gives the same bits. Attention's score tile is rematerialised by construction. A row norm
 // (layer_norm / rms_norm over the last axis) read only as contractions' A along that axis
 // (ir/norm_readers.h) is recomputed in each reader's tiles: the reader computes its rows'

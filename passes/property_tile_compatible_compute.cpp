@@ -1,5 +1,5 @@
-// tile_compatible_compute (DESIGN.md §3): the computation's dependency closure fits in a tile:
-// an output tile needs only bounded input tiles, partial results accumulate (a sum over the
+// tile_compatible_compute (docs/architecture.md): the computation's dependency closure fits in a
+// tile: an output tile needs only bounded input tiles, partial results accumulate (a sum over the
 // contraction axis), and the tile's working set fits in on-chip memory of the target.
 // Applies to contractions (matmul, gemm, conv: implicit GEMM) and attention (q tile + k/v tiles
 // + score tile). The working set is checked for the largest of the standard tile edges

@@ -1,4 +1,4 @@
-// weighted_streaming_reduction (DESIGN.md §3): softmax(q k^T) v is a normalised weighted
+// weighted_streaming_reduction (docs/algorithms.md): softmax(q k^T) v is a normalised weighted
 // reduction over the keys that can be computed in a stream of key/value tiles (FlashAttention):
 // per query row keep (m, l, acc); a new tile rescales them by e^(m - m'). Legality: the
 // weighting is rescaling-invariant (softmax(s) = e^(s-c)/sum e^(s-c) for any c), the

@@ -1,7 +1,8 @@
-// Every pass, by name, listed explicitly (no static-initialiser registration, STYLE.md): this
-// list is what --passes, --print-ir-before/after and `aicf-opt --help` know about. Adding a
-// pass: one file passes/NAME.cpp defining its constructor, declared in passes/passes.h, and one
-// line below. The order here is only the order of listings; passes/pipeline.cpp orders the run.
+// Every pass, by name, listed explicitly (no static-initialiser registration,
+// docs/contributing.md): this list is what --passes, --print-ir-before/after and `aicf-opt --help`
+// know about. Adding a pass: one file passes/NAME.cpp defining its constructor, declared in
+// passes/passes.h, and one line below. The order here is only the order of listings;
+// passes/pipeline.cpp orders the run.
 #include "passes/pass.h"
 
 #include "passes/passes.h"

@@ -1,4 +1,4 @@
-// The planner's prices for streaming and materialised attention (DESIGN.md §5, issue 10): the
+// The planner's prices for streaming and materialised attention (docs/cost-model.md, issue 10): the
 // cost callback of the choose-attention graph pass (passes/choose_attention.h, which owns the
 // legality rules, the decision and the rewrite). Each alternative's kernels are planned on the
 // hardware description; on GPUs the streaming kernel wins whenever its tiles fit, the

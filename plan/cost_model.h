@@ -1,4 +1,4 @@
-// The cost model (DESIGN.md §5, seed 001): what one lowered kernel costs on one piece of
+// The cost model (docs/cost-model.md, seed 001): what one lowered kernel costs on one piece of
 // hardware, and whether it fits at all. A kernel's cost is a predicted time in microseconds,
 //   cost = α·traffic + β·latency + γ·spill − δ·parallelism
 // with each term itself a time:
@@ -15,8 +15,9 @@
 // Constraints reject a candidate outright: threads per block, shared memory per block (static
 // and dynamic), registers per block, a zero-block occupancy, occupancy below the description's
 // minimum; on the host, a contraction tile whose A block does not fit in L2.
-// The GPU occupancy is the CUDA occupancy calculator's (ALGORITHMS.md): registers allocated per
-// warp in units, warp granularity, shared-memory allocation units and the 1 KB per-block reserve.
+// The GPU occupancy is the CUDA occupancy calculator's (docs/cost-model.md): registers allocated
+// per warp in units, warp granularity, shared-memory allocation units and the 1 KB per-block
+// reserve.
 #pragma once
 
 #include "kir/kir.h"

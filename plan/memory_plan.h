@@ -1,4 +1,4 @@
-// The memory plan (DESIGN.md §6): every intermediate gets an offset in one arena, from
+// The memory plan (docs/architecture.md): every intermediate gets an offset in one arena, from
 // liveness over the static step order, so buffers whose lifetimes do not overlap share memory.
 // Placement is greedy by size (largest first, lowest fitting offset; ties by id: deterministic).
 // Steps whose constraints allow it write in place: a pointwise step's output takes the storage

@@ -1,4 +1,4 @@
-// The plan (Emit IR, DESIGN.md §6): one instruction per executable step, plus the buffers they
+// The plan (Emit IR, docs/ir-format.md): one instruction per executable step, plus the buffers they
 // read and write, serialised as OUT/plan.yaml (schema aicf-plan/1). Field names follow the
 // design: kind (logical opcode), kind_id (the kernel symbol in libmodel.so), inputs / outputs
 // (buffer ids), attrs, launch, constraints (legality for later rewrites) and hints (optimisation

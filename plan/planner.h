@@ -1,9 +1,9 @@
-// The planner (DESIGN.md §5): for each kernel group, selects the recipe (lower/recipe.h, by the
-// anchor's certified properties), lowers every candidate of the recipe's search space, costs
-// it on the hardware description (plan/cost_model.h), rejects those that do not fit, and keeps
-// the cheapest. Ties break on the knob values (smallest first), so plans are deterministic.
-// The decision keeps the runner-ups and the rejected candidates with the constraint that
-// failed, and why the recipe was selected, for plan.yaml and --explain.
+// The planner (docs/cost-model.md): for each kernel group, selects the recipe (lower/recipe.h, by
+// the anchor's certified properties), lowers every candidate of the recipe's search space, costs it
+// on the hardware description (plan/cost_model.h), rejects those that do not fit, and keeps the
+// cheapest. Ties break on the knob values (smallest first), so plans are deterministic. The
+// decision keeps the runner-ups and the rejected candidates with the constraint that failed, and
+// why the recipe was selected, for plan.yaml and --explain.
 #pragma once
 
 #include "lower/lower.h"

@@ -3,7 +3,7 @@
 # seeds each one's corpus from testdata, runs each for FUZZ_SECONDS and reports executions and
 # coverage. New crashes are deduplicated by their sanitizer summary and saved as
 # testdata/fuzz/pending/<harness>/<name> with <name>.crash (the summary); once fixed, move the
-# input to testdata/fuzz/<harness>/ and give it a <name>.expected (see README, "Fuzzing").
+# input to testdata/fuzz/<harness>/ and give it a <name>.expected (see docs/contributing.md, "Fuzzing").
 #
 #   scripts/fuzz.sh [--seconds N] [--targets "onnx ir npy runtime"] [--build-dir DIR]
 #                   [--no-build] [--check]

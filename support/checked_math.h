@@ -11,8 +11,8 @@
 
 namespace aicf {
 
-// Size limits (README "Size limits"), enforced where shapes enter the compiler (the ONNX importer's
-// inputs, --dim and
+// Size limits (docs/safety.md, "Size limits"), enforced where shapes enter the compiler (the ONNX
+// importer's inputs, --dim and
 // --shape values, initializers, every node's inferred result, the IR verifier) so that no later
 // size computation can overflow. Generated host and CUDA code index with int64, but a CUDA grid
 // has at most 2^31-1 blocks along x (the printer flattens grids onto x), and byte sizes and

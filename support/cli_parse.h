@@ -1,5 +1,5 @@
-// Command-line parsing shared by the three tools, so they follow one exit-code table (README
-// "Exit codes"): a command line CLI11 refuses is a usage error, exit 1, printed as
+// Command-line parsing shared by the three tools, so they follow one exit-code table
+// (docs/safety.md, "Exit codes"): a command line CLI11 refuses is a usage error, exit 1, printed as
 // "error: ..." like every other error; --help and --version exit 0. Header-only because only
 // the tools link CLI11.
 #pragma once

@@ -189,8 +189,8 @@ std::map<std::string, ConstFlag> parseConstFlags(const std::vector<std::string> 
 }
 
 int runTool(const std::function<int()> &body) {
-  // Exit codes (README "Exit codes"): 1 usage (the command line, or a path on it that cannot
-  // be used), 2 bad input (a file's contents), 3 only for bugs in aicf.
+  // Exit codes (docs/safety.md, "Exit codes"): 1 usage (the command line, or a path on it that
+  // cannot be used), 2 bad input (a file's contents), 3 only for bugs in aicf.
   try {
     return body();
   } catch (const UserError &e) {

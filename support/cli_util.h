@@ -46,7 +46,7 @@ struct ConstFlag {
 ConstFlag parseConstFlag(const std::string &text);
 std::map<std::string, ConstFlag> parseConstFlags(const std::vector<std::string> &texts);
 
-// Runs `body` with the exit-code table (README "Exit codes"): UserError prints
+// Runs `body` with the exit-code table (docs/safety.md, "Exit codes"): UserError prints
 // "error: <message>" and exits with its code; a filesystem or stream error on the user's paths
 // exits 1 naming the path and the OS reason; running out of memory exits 2; InternalError and
 // anything unexpected print "internal error: ..." and exit 3. Returns the process exit code.

@@ -1,4 +1,4 @@
-// Errors, as STYLE.md asks: user errors (a bad model, a bad flag, malformed IR text) are
+// Errors (docs/safety.md): user errors (a bad model, a bad flag, malformed IR text) are
 // distinct from internal errors (compiler bugs). Both are exceptions carrying a complete,
 // printable message; tools catch them at the top, print `error: <message>` and exit non-zero.
 #pragma once

@@ -1,5 +1,5 @@
-// Hardware descriptions for the planner (DESIGN.md §5, issue 10): what a target can do and what
-// it limits. GPU descriptions are YAML files under target/hardware/ (compiled into the binary,
+// Hardware descriptions for the planner (docs/cost-model.md, issue 10): what a target can do and
+// what it limits. GPU descriptions are YAML files under target/hardware/ (compiled into the binary,
 // so a plan never depends on where the tool is installed); the host CPU is detected from sysfs
 // and /proc/cpuinfo over target/hardware/host.yaml's defaults, and any description can be
 // replaced by a file (`aicfc --hardware FILE.yaml`, or AICF_HOST_HARDWARE for the host).

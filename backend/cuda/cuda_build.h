@@ -1,6 +1,6 @@
-// Building generated CUDA (DESIGN.md §5, §7): kernels.cu -> libmodel.so with nvcc (-arch from the
-// target, ptxas -v), the per-kernel ptxas figures parsed from nvcc's output, recorded in the plan
-// (hints.ptxas) and checked against the target's limits (registers per thread and per block,
+// Building generated CUDA (docs/architecture.md): kernels.cu -> libmodel.so with nvcc (-arch from
+// the target, ptxas -v), the per-kernel ptxas figures parsed from nvcc's output, recorded in the
+// plan (hints.ptxas) and checked against the target's limits (registers per thread and per block,
 // threads per block, shared memory per block): a violation is a compile error naming the kernel
 // and the limit. Without nvcc (AICF_NVCC_PATH empty) every entry point says so.
 #pragma once

@@ -1,5 +1,5 @@
-// The CUDA printer (printCudaSource, DESIGN.md §4): spells verified Kernel IR as CUDA C++17 for
-// nvcc, following the host printer's traversal statement by statement and adding no logic:
+// The CUDA printer (printCudaSource, docs/architecture.md): spells verified Kernel IR as CUDA C++17
+// for nvcc, following the host printer's traversal statement by statement and adding no logic:
 //   * each kernel is   extern "C" __global__ void __launch_bounds__(threads) NAME(params...)
 //     (threads, 1 for a tensor-core kernel: the whole register file is its budget)
 //     with one typed __restrict__ pointer per param (const for `in` params);

@@ -1,5 +1,5 @@
-// The CUDA printer (DESIGN.md §4): spells verified Kernel IR as CUDA C++ for nvcc. By the SIMT
-// rule it adds no logic of its own — every index, guard and loop comes from the Kernel IR; the
+// The CUDA printer (docs/architecture.md): spells verified Kernel IR as CUDA C++ for nvcc. By the
+// SIMT rule it adds no logic of its own — every index, guard and loop comes from the Kernel IR; the
 // printer only chooses spellings (blockIdx / threadIdx, __shared__, registers, __syncthreads,
 // warp shuffles for block_reduce, per-thread loops for mma_tile).
 #pragma once

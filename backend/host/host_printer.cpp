@@ -1,5 +1,5 @@
-// The host C++ printer (printHostSource, DESIGN.md §4): spells verified Kernel IR as C++17 for
-// g++ -O3 -fopenmp-simd -march=native, adding no logic of its own:
+// The host C++ printer (printHostSource, docs/architecture.md): spells verified Kernel IR as C++17
+// for g++ -O3 -fopenmp-simd -march=native, adding no logic of its own:
 //   * each kernel is   extern "C" void NAME(void *const *args, int64_t lo, int64_t hi)   with
 //     args[i] cast to a typed __restrict pointer for params[i] (const for `in` params);
 //   * grid axes -> one loop over the blocks [lo, hi) of the flattened grid (row-major over the

@@ -1,6 +1,6 @@
-// The host C++ printer (DESIGN.md §4): grid axes -> an OpenMP-parallel loop nest, each thread
-// region -> a loop over thread ids, shared -> a per-block array, local -> an array indexed by
-// thread, barriers -> nothing (regions already run in order), block_reduce -> a loop, mma_tile
+// The host C++ printer (docs/architecture.md): grid axes -> an OpenMP-parallel loop nest, each
+// thread region -> a loop over thread ids, shared -> a per-block array, local -> an array indexed
+// by thread, barriers -> nothing (regions already run in order), block_reduce -> a loop, mma_tile
 // -> a register-blocked micro-kernel written with GCC vector types (generic loops when the
 // thread tile does not fit the vector shape). The printer adds spelling only, no logic.
 //

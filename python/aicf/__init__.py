@@ -35,7 +35,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 class CompileError(Error):
     """aicfc refused the model or the flags. `returncode` is its exit status (1: bad flags or
-    files, 2: a model aicf cannot compile; README "Exit codes"), `message` its error line."""
+    files, 2: a model aicf cannot compile; docs/safety.md, "Exit codes"), `message` its error line."""
 
     def __init__(self, message: str, returncode: int, stderr: str):
         super().__init__(message)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ctest driver for the install tree and the examples built against it (README "Deploying"):
+# ctest driver for the install tree and the examples built against it (docs/deploying.md):
 # installs the build into a fresh prefix, checks its files (the runtime's SONAME, its header, the
 # CMake package, aicf.pc; the runtime loading nothing of the compiler: no protobuf, no ONNX),
 # compiles testdata models with the *installed* aicfc --bundle, builds examples/c with pkg-config

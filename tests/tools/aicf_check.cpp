@@ -1,4 +1,5 @@
-// aicf-check: the golden-test runner, a tiny lit + FileCheck (STYLE.md: MLIR-style tests).
+// aicf-check: the golden-test runner, a tiny lit + FileCheck (docs/contributing.md: MLIR-style
+// tests).
 //
 //   aicf-check FILE --bin-dir DIR --testdata DIR [--check-prefix CHECK]
 //

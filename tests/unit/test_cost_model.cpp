@@ -50,7 +50,7 @@ const KernelGroup &anchorGroup(const Partition &p, Op op) {
 
 TEST_CASE("cost model: CUDA occupancy follows the occupancy calculator") {
   Hardware a100 = builtinHardware("a100");
-  // ALGORITHMS.md's check: 128-thread blocks at 121 registers -> 4 blocks / SM, at 157 -> 3.
+  // docs/cost-model.md's example: 128-thread blocks at 121 registers -> 4 blocks / SM, at 157 -> 3.
   Occupancy o = cudaOccupancy(a100, 128, 121, 0);
   CHECK(o.blocksPerSm == 4);
   CHECK(o.limiter == "registers");

@@ -960,7 +960,7 @@ TEST_CASE("importer: constants computed at import are held to a budget") {
   CHECK(msg.find("node 'range2' (Range): computing this constant (8000 bytes) would take the "
                  "constants computed at import to 24000 bytes, above the budget of 20000 "
                  "bytes") != std::string::npos);
-  CHECK(kComputedConstantBudget == int64_t(1) << 30); // the default, documented in the README
+  CHECK(kComputedConstantBudget == int64_t(1) << 30); // the default, documented in docs/safety.md
 }
 
 TEST_CASE("importer: --const reads a bf16 value from an f32 .npy, as aicf-run does") {

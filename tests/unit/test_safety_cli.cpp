@@ -1,6 +1,6 @@
-// The tools' exit-code table (README "Exit codes", issue 15 item 8): runTool maps what a tool
-// body throws to 1 (usage: the command line or a path on it), 2 (bad input), 3 (a bug in
-// aicf only), and repeated --dim / --shape flags are refused. The CLI goldens
+// The tools' exit-code table (docs/safety.md, "Exit codes", issue 15 item 8): runTool maps what a
+// tool body throws to 1 (usage: the command line or a path on it), 2 (bad input), 3 (a bug in aicf
+// only), and repeated --dim / --shape flags are refused. The CLI goldens
 // (testdata/ir/cli/exit_codes.mcir) check the same table end to end.
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
