@@ -22,6 +22,7 @@
 // for the command line (unknown flag or pass, unreadable input, unwritable -o), 2 for bad IR, 3
 // only for internal errors.
 #include "driver/compile.h"
+#include "driver/pipeline.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -165,8 +166,8 @@ public:
 
   int run() {
     checkPassNames(flags_.passes, "--passes", false);
-    checkPassNames(flags_.printIrBefore, "--print-ir-before", true);
-    checkPassNames(flags_.printIrAfter, "--print-ir-after", true);
+    checkPipelineNames(flags_.printIrBefore, "--print-ir-before");
+    checkPipelineNames(flags_.printIrAfter, "--print-ir-after");
     // The target, parsed once; its description is loaded now when --hardware names one, else by
     // the first pass that reads a limit (the arch's default, or the detected host).
     target_ = Target::parseSpec(flags_.target);
@@ -289,10 +290,7 @@ private:
   void runPasses(Graph &g) {
     if (flags_.passes.empty() && !flags_.passTiming && !flags_.defaultPipeline)
       return;
-    PassManagerOptions opts;
-    opts.printIrBefore.insert(flags_.printIrBefore.begin(), flags_.printIrBefore.end());
-    opts.printIrAfter.insert(flags_.printIrAfter.begin(), flags_.printIrAfter.end());
-    opts.timing = flags_.passTiming;
+    PassManagerOptions opts = passOptions();
     std::shared_ptr<PassVerifier> verifier;
     if (flags_.verifyPasses)
       verifier = installPassVerifier(g, opts);
@@ -313,6 +311,15 @@ private:
       printCoverage(os, computeCoverage(g));
       write(os.str());
     }
+  }
+
+  // The user's --print-ir-before/after and --pass-timing, for the passes and for --lower's stages.
+  PassManagerOptions passOptions() const {
+    PassManagerOptions opts;
+    opts.printIrBefore.insert(flags_.printIrBefore.begin(), flags_.printIrBefore.end());
+    opts.printIrAfter.insert(flags_.printIrAfter.begin(), flags_.printIrAfter.end());
+    opts.timing = flags_.passTiming;
+    return opts;
   }
 
   // Each kernel goes through the --kir-passes in order, verified after each pass that changed
@@ -336,10 +343,19 @@ private:
 
   void emit(const Graph &g) {
     if (flags_.lower) {
+      // The pipeline's stages after the graph passes (driver/pipeline.cpp), under the user's
+      // print and timing options: --print-ir-after=pack-weights prints here too.
       CompileOptions opts;
       opts.target = opts.planFor = target_;
       opts.schedule = flags_.schedule;
-      emitKernels(buildModel(g, opts).kernels);
+      opts.passes = passOptions();
+      std::vector<PassTime> timings;
+      opts.passes.timings = &timings;
+      std::cout.flush(); // keep stdout and the IR printed on stderr in order
+      std::vector<kir::Kernel> kernels = buildModel(g, opts).kernels;
+      if (flags_.passTiming)
+        printPassTiming(nullptr, timings);
+      emitKernels(kernels);
       return;
     }
     ++emitted_;
@@ -391,7 +407,8 @@ int main(int argc, char **argv) {
       ->delimiter(',');
   app.add_flag("--pass-timing", flags.passTiming, "print the time spent in each pass");
   app.add_flag("--pipeline", flags.defaultPipeline,
-               "run aicfc's default pipeline (before any --passes)");
+               "run the graph passes of aicfc's pipeline (before any --passes; aicfc "
+               "--list-passes)");
   app.add_flag("--explain", flags.explain,
                "after the passes, print every rewrite and property check with its certificate");
   app.add_flag("--verify-passes", flags.verifyPasses,

@@ -1,8 +1,9 @@
-// aicfc: the compiler driver. Reads top to bottom as the pipeline of docs/architecture.md:
-// import -> passes (passes/pipeline.cpp) -> lower -> plan -> codegen (host C++ or CUDA) ->
-// artifacts.
+// aicfc: the compiler's command line. The pipeline it runs is driver/pipeline.cpp's list
+// (aicfc --list-passes prints it): import -> graph passes -> (--emit graph stops here) ->
+// buildModel's stages -> artifacts; this file turns flags into options and picks the outputs.
 #include "aicf/build_config.h"
 #include "driver/compile.h"
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "ir/printer.h"
 #include "passes/explain.h"
@@ -144,14 +145,18 @@ int compile(const Flags &flags) {
   opts.absentInputs.insert(flags.absent.begin(), flags.absent.end());
   opts.constInputs = parseConstFlags(flags.consts);
   opts.dataDimMax = parseDimFlags(flags.maxes, "--max");
-  std::map<std::string, TensorType> constTypes;
+  // The pass-manager options every graph pass of the pipeline runs under, and every stage prints
+  // by (driver/pipeline.h); one --pass-timing table at the end.
+  PassManagerOptions pmOpts;
+  pmOpts.printIrBefore.insert(flags.printIrBefore.begin(), flags.printIrBefore.end());
+  pmOpts.printIrAfter.insert(flags.printIrAfter.begin(), flags.printIrAfter.end());
+  pmOpts.timing = flags.passTiming;
+  std::vector<PassTime> timings;
+  pmOpts.timings = &timings;
   Progress progress(flags.verbose);
-  std::unique_ptr<Graph> g =
-      progress.time("import", [&] { return importOnnx(flags.model, opts, &constTypes); });
-  // The inputs bound at compile time, as plan.yaml records them (their values are constants).
-  std::vector<BoundInput> bound;
-  for (const auto &[name, f] : opts.constInputs)
-    bound.push_back({name, constTypes.at(name), f.isValue ? cat(f.value) : f.file});
+  ImportedModel imported =
+      progress.time("import", [&] { return importModel(flags.model, opts, pmOpts); });
+  std::unique_ptr<Graph> g = std::move(imported.graph);
   // The hardware descriptions: --hardware describes the plan's target; a cpu build emulating a
   // GPU plan is itself the detected host. The graph passes' legality reads the build target's.
   planFor.loadHardware(flags.hardware);
@@ -160,24 +165,23 @@ int compile(const Flags &flags) {
   else
     target.loadHardware();
 
-  // 2. Graph passes (the default pipeline, passes/pipeline.cpp).
-  PassManagerOptions pmOpts;
-  pmOpts.printIrBefore.insert(flags.printIrBefore.begin(), flags.printIrBefore.end());
-  pmOpts.printIrAfter.insert(flags.printIrAfter.begin(), flags.printIrAfter.end());
-  pmOpts.timing = flags.passTiming;
+  // 2. Graph passes (driver/pipeline.cpp), under --verify-passes: the imported graph is the
+  // reference every graph pass, the target passes' included, is checked against.
   std::shared_ptr<PassVerifier> verifier;
   if (flags.verifyPasses)
     verifier = installPassVerifier(*g, pmOpts);
-  PassManager pm(pmOpts);
-  buildDefaultPipeline(pm);
   PassContext ctx;
   ctx.target = target;
   ExplainLog explain;
   ctx.explain = &explain;
   progress.time("graph passes", [&] {
-    pm.run(*g, ctx);
+    runGraphPasses(*g, ctx, pmOpts);
     return 0;
   });
+  auto printTiming = [&] {
+    if (flags.passTiming)
+      printPassTiming(nullptr, timings);
+  };
 
   // 3. The graph stage's outputs: the IR and the explain report.
   std::string graphText = printGraph(*g);
@@ -193,6 +197,7 @@ int compile(const Flags &flags) {
     extra["explain.yaml"] = yaml.str();
   }
   if (flags.emit == "graph") {
+    printTiming();
     std::cout << report.str() << graphText;
     if (!flags.outDir.empty()) {
       if (flags.explain)
@@ -201,13 +206,13 @@ int compile(const Flags &flags) {
     }
     return 0;
   }
-  // 4. Lower each fused group to Kernel IR, plan memory, print host C++ or CUDA
-  // (driver/compile.cpp); a CUDA target's kernels follow its own plan.
+  // 4. Target passes, kernel groups, Kernel IR, planning and the source (buildModel's stages,
+  // driver/pipeline.cpp); a CUDA target's kernels follow its own plan.
   CompileOptions copts;
   copts.target = target;
   copts.planFor = planFor;
   copts.cpuArch = flags.cpuArch;
-  copts.boundInputs = bound;
+  copts.boundInputs = imported.boundInputs;
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
@@ -226,7 +231,9 @@ int compile(const Flags &flags) {
   copts.chainSlices = flags.chainSlices;
   copts.bundle = flags.bundle;
   copts.onStage = [&](const char *stage, double seconds) { progress(stage, seconds); };
+  copts.passes = pmOpts;
   CompiledModel cm = buildModel(*g, copts);
+  printTiming();
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
   // beside the estimates).
   bool reportLater = flags.explain && !flags.outDir.empty();
@@ -375,10 +382,19 @@ int main(int argc, char **argv) {
   app.add_option("--emit", flags.emit, "print one stage: graph | kernels | plan | source")
       ->check(CLI::IsMember({"graph", "kernels", "plan", "source"}));
   app.add_flag("--explain", flags.explain, "report rewrites, certificates and plan choices");
-  app.add_option("--print-ir-before", flags.printIrBefore, "print IR before PASS (or all)")
+  app.add_option("--print-ir-before", flags.printIrBefore,
+                 "print IR before PASS or stage (or all; see --list-passes)")
       ->delimiter(',');
-  app.add_option("--print-ir-after", flags.printIrAfter, "print IR after PASS (or all)")
+  app.add_option("--print-ir-after", flags.printIrAfter,
+                 "print IR after PASS or stage (or all; see --list-passes)")
       ->delimiter(',');
+  app.add_flag_callback(
+      "--list-passes",
+      [] {
+        printPipeline(std::cout);
+        throw CLI::Success();
+      },
+      "print the pipeline in order: every pass and stage, with its summary");
   app.add_flag("--pass-timing", flags.passTiming, "print time spent in each pass");
   app.add_flag("--verify-passes", flags.verifyPasses,
                "interpret the graph before/after each changed pass and compare");
@@ -392,8 +408,8 @@ int main(int argc, char **argv) {
     return *rc;
   setWarningsSilenced(flags.quiet);
   return runTool([&] {
-    checkPassNames(flags.printIrBefore, "--print-ir-before", true);
-    checkPassNames(flags.printIrAfter, "--print-ir-after", true);
+    checkPipelineNames(flags.printIrBefore, "--print-ir-before");
+    checkPipelineNames(flags.printIrAfter, "--print-ir-after");
     return compile(flags);
   });
 }

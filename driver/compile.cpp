@@ -1,11 +1,14 @@
-// See compile.h. buildModel is the list of stages in compileStages(), each a short function
-// below with the reason it sits where it does; writeArtifacts then builds and writes.
+// See compile.h. buildModel runs the stages of driver/pipeline.cpp's list (compileStages()),
+// each a short function below (namespace stages, driver/stages.h) with the reason it sits where
+// it does; writeArtifacts then builds and writes.
 #include "driver/compile.h"
 
 #include "backend/cuda/cuda_build.h"
 #include "backend/cuda/cuda_printer.h"
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "driver/pipeline.h"
+#include "driver/stages.h"
 #include "kir/kir_pass.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
@@ -140,7 +143,11 @@ void inKernelOrder(std::vector<AttentionDecision> &decisions, const Partition &p
                    });
 }
 
-// ---- The stages, in the order compileStages() runs them ----------------------------------------
+} // namespace
+
+// ---- The stages, in the order driver/pipeline.cpp runs them -------------------------------------
+
+namespace stages {
 
 // A rewritten copy becomes the graph the later stages build from.
 void useGraph(CompileState &s, std::unique_ptr<Graph> copy) {
@@ -161,7 +168,7 @@ void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
 // Runs `pass` on a copy of the graph, which replaces it when the pass changed it.
 void runPassOnCopy(CompileState &s, const char *pass) {
   std::unique_ptr<Graph> copy = s.graph->clone();
-  PassManager pm;
+  PassManager pm(s.opts.passes);
   pm.add(createPass(pass));
   PassContext ctx;
   ctx.target = s.target;
@@ -261,7 +268,7 @@ PlannerOptions structuralChoice(const CompileState &s) {
 // caller's graph never changes; adoptGraph makes the copy the one the kernels are built from.
 std::unique_ptr<Graph> runPricedPass(const CompileState &s, std::unique_ptr<Pass> pass) {
   std::unique_ptr<Graph> copy = s.graph->clone();
-  PassManager pm;
+  PassManager pm(s.opts.passes);
   pm.add(std::move(pass));
   pm.add(createPass("annotate-properties"));
   PassContext ctx;
@@ -446,12 +453,11 @@ void verifyKernelIr(CompileState &s) {
   }
 }
 
-// The Kernel IR pipeline (kir/kir_pass.h: FuseReductionEpilogue) on every kernel, verified after
-// each pass that changed it. The cost model does not read what these passes change, so the
-// planner's prices stand.
-void kernelIrPasses(CompileState &s) {
+// A Kernel IR pass (kir/kir_pass.h) on every kernel, verified after it changed one. The cost
+// model does not read what these passes change, so the planner's prices stand.
+void runKernelPass(CompileState &s, kir::KernelPassId id) {
   kir::KernelPassManager pm;
-  kir::buildDefaultKernelPipeline(pm);
+  pm.add(kir::createKernelPass(id));
   for (size_t i = 0; i < s.groupKernels.size(); ++i)
     if (i >= s.part.groups.size() || !isBuiltin(s.part.groups[i]))
       pm.run(s.groupKernels[i]);
@@ -728,8 +734,13 @@ void loopBodies(CompileState &s) {
     const Node &node = *s.loopNodes[k];
     std::string prefix = cat("l", k++, "_");
     CompiledModel body;
+    // The body is a graph of its own: printed and timed like the enclosing one, but the
+    // --verify-passes hooks compare against the enclosing graph's outputs, so they stay out.
+    CompileOptions bodyOpts = s.opts;
+    bodyOpts.passes.afterChangedPass = nullptr;
+    bodyOpts.passes.beforePass = nullptr;
     try {
-      body = buildModel(*node.body, s.opts);
+      body = buildModel(*node.body, bodyOpts);
     } catch (const UserError &e) {
       throw UserError(cat(node.where(), ": loop body @", node.body->name(), ": ", e.what()),
                       e.exitCode());
@@ -768,38 +779,17 @@ void printSource(CompileState &s) {
   m.source += "#endif\n";
 }
 
-} // namespace
+} // namespace stages
 
-// The stages of buildModel, listed once, in order (each function above says why it sits where it
-// does). After them writeArtifacts builds libmodel.so (host compiler or nvcc, ptxas' figures
-// recorded) and writes the output folder.
+// The stages of buildModel: the entries of driver/pipeline.cpp's list that it runs, in order.
 const std::vector<CompileStage> &compileStages() {
-  static const std::vector<CompileStage> stages = {
-      {"legalize-f64", legalizeF64},
-      {"io-precision", ioPrecision},
-      {"block-channels", blockChannels},
-      {"fold-channel-scale", foldChannelScale},
-      {"merge-siblings", mergeSiblings},
-      {"split-chains", splitChains},
-      {"assign-precision", assignPrecision},
-      {"pack-weights", packWeights},
-      {"partition", partition},
-      {"choose-attention", chooseAttention},
-      {"split-k", splitK},
-      {"describe-plan", describePlan},
-      {"value-buffers", valueBuffers},
-      {"plan", plan},
-      {"verify-kernel-ir", verifyKernelIr},
-      {"kernel-ir-passes", kernelIrPasses},
-      {"shape-generic", certifyShapeGeneric},
-      {"plan-steps", planSteps},
-      {"check-candidate-rank", checkCandidateRank},
-      {"branch-guards", branchGuards},
-      {"memory-plan", memoryPlan},
-      {"dispatch-groups", dispatchGroups},
-      {"loop-bodies", loopBodies},
-      {"print", printSource},
-  };
+  static const std::vector<CompileStage> stages = [] {
+    std::vector<CompileStage> out;
+    for (const PipelineEntry &e : pipeline())
+      if (e.run)
+        out.push_back({e.name, e.run, &e});
+    return out;
+  }();
   return stages;
 }
 
@@ -829,8 +819,10 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
 CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
   CompileState s(input, opts);
   for (const CompileStage &stage : compileStages()) {
+    printStageIr(s, *stage.entry, /*after=*/false);
     auto t0 = std::chrono::steady_clock::now();
     stage.run(s);
+    printStageIr(s, *stage.entry, /*after=*/true);
     if (opts.onStage)
       opts.onStage(stage.name, secondsSince(t0));
   }
@@ -887,6 +879,7 @@ void writeArtifacts(
     StagedOutputFolder staged(outDir); // refuses an OUT that is not ours to replace
     const fs::path &tmp = staged.dir();
     auto t0 = std::chrono::steady_clock::now();
+    printFolderIr(opts.passes, "build", /*after=*/false, tmp.string());
     Plan plan = m.plan;
     if (m.plan.target.gpu()) {
       plan = compileCudaModel(m, tmp.string()); // kernels.cu, libmodel.so, ptxas figures
@@ -897,8 +890,10 @@ void writeArtifacts(
       compileHostSource(m.source, (tmp / "kernels.cpp").string(), (tmp / "libmodel.so").string(),
                         hb);
     }
+    printFolderIr(opts.passes, "build", /*after=*/true, tmp.string());
     if (opts.onStage)
       opts.onStage(m.plan.target.gpu() ? "build (nvcc)" : "build (c++)", secondsSince(t0));
+    printFolderIr(opts.passes, "write", /*after=*/false, tmp.string());
     t0 = std::chrono::steady_clock::now();
     std::map<std::string, std::string> files = extraFiles;
     if (finalize)
@@ -923,6 +918,7 @@ void writeArtifacts(
     for (const auto &[name, text] : files)
       writeFile(tmp / name, text);
     staged.commit();
+    printFolderIr(opts.passes, "write", /*after=*/true, outDir);
     if (opts.onStage)
       opts.onStage("write", secondsSince(t0));
   } catch (const fs::filesystem_error &e) {

@@ -1,10 +1,10 @@
-// From the rewritten graph to the output folder (docs/architecture.md), as named stages listed once
-// (compileStages, driver/compile.cpp, the way passes/pipeline.cpp lists the graph passes):
-//   partition into kernel groups -> choose streaming or materialised attention (a graph pass)
-//   -> plan each group (the planner lowers every candidate to Kernel IR and keeps the cheapest)
-//   -> verify the Kernel IR -> Kernel IR passes (FuseReductionEpilogue) -> plan steps -> memory
-//   plan -> print host C++ or CUDA; then writeArtifacts builds libmodel.so and writes
-//   weights.bin and plan.yaml.
+// From the rewritten graph to the output folder (docs/architecture.md), as the named stages of the
+// pipeline (driver/pipeline.cpp lists them with the rest of the compiler, in order):
+//   target passes -> partition into kernel groups -> choose streaming or materialised attention
+//   (a graph pass) -> plan each group (the planner lowers every candidate to Kernel IR and keeps
+//   the cheapest) -> verify the Kernel IR -> Kernel IR passes -> plan steps -> memory plan ->
+//   print host C++ or CUDA; then writeArtifacts builds libmodel.so and writes weights.bin and
+//   plan.yaml.
 // The folder is written atomically: everything goes to a temporary sibling folder that is
 // renamed into place only when complete, so a failed compile leaves nothing that looks valid.
 // An existing OUT is replaced only when aicf wrote it (support/output_folder.h).
@@ -14,6 +14,7 @@
 #include "ir/precision.h"
 #include "kir/kir.h"
 #include "lower/fusion.h"
+#include "passes/pass.h"
 #include "plan/memory_plan.h"
 #include "plan/plan.h"
 #include "plan/planner.h"
@@ -88,6 +89,11 @@ struct CompileOptions {
   // libmodel.so, and the .aicf-output marker that lets aicfc replace the folder later); no
   // kernels.cpp / .cu and no reports.
   bool bundle = false;
+  // The user's pass-manager options (aicfc --print-ir-before/after, --pass-timing,
+  // --verify-passes): every graph pass the stages run is run under them, and every other stage
+  // prints what it made when named in printIrBefore/After (driver/pipeline.h). Default: each
+  // pass verified, nothing printed.
+  PassManagerOptions passes;
   // Progress (aicfc -v): called after each stage of buildModel and of writeArtifacts ("build",
   // "write") with the stage's name and its wall time in seconds.
   std::function<void(const char *stage, double seconds)> onStage;
@@ -134,12 +140,15 @@ struct CompileState {
   CompiledModel model;
 };
 
+struct PipelineEntry;
+
 struct CompileStage {
   const char *name; // "partition", "choose-attention", ...
   void (*run)(CompileState &);
+  const PipelineEntry *entry; // its entry in driver/pipeline.cpp's list
 };
 
-// The stages of buildModel, in order (driver/compile.cpp lists them with their reasons).
+// The stages of buildModel, in order: the entries of driver/pipeline.cpp's list that it runs.
 const std::vector<CompileStage> &compileStages();
 
 // Writes OUT/{kernels.cpp | kernels.cu, libmodel.so, weights.bin, plan.yaml} and `extraFiles` (name

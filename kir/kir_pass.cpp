@@ -1,4 +1,5 @@
-// See kir_pass.h. The registry and the default Kernel IR pipeline are listed here, once.
+// See kir_pass.h. The passes are declared in kir/kernel_passes.def; driver/pipeline.cpp orders
+// them.
 #include "kir/kir_pass.h"
 
 #include "kir/fuse_mma_tile_epilogue.h"
@@ -10,13 +11,42 @@ namespace aicf::kir {
 
 namespace {
 
+struct KernelPassInfo {
+  const char *name;
+  const char *summary;
+};
+
+constexpr KernelPassInfo kKernelPassInfo[] = {
+#define AICF_KERNEL_PASS(id, name, cls, summary) {name, summary},
+#include "kir/kernel_passes.def"
+#undef AICF_KERNEL_PASS
+};
+
+constexpr KernelPassId kAllKernelPasses[] = {
+#define AICF_KERNEL_PASS(id, name, cls, summary) KernelPassId::id,
+#include "kir/kernel_passes.def"
+#undef AICF_KERNEL_PASS
+};
+
+} // namespace
+
+const char *kernelPassName(KernelPassId id) {
+  return kKernelPassInfo[static_cast<int>(id)].name;
+}
+
+const char *kernelPassSummary(KernelPassId id) {
+  return kKernelPassInfo[static_cast<int>(id)].summary;
+}
+
+namespace {
+
 // FuseReductionEpilogue (fuse_reduction_epilogue.h) as a pass: its outcome per accumulator is
 // noted, and annotated in the kernel as a comment before the reduction.
 class FuseReductionEpiloguePass : public KernelPass {
 public:
-  const char *name() const override { return "fuse-reduction-epilogue"; }
+  const char *name() const override { return kernelPassName(KernelPassId::FuseReductionEpilogue); }
   const char *summary() const override {
-    return "move an additive epilogue (bias, residual) into the reduction's init";
+    return kernelPassSummary(KernelPassId::FuseReductionEpilogue);
   }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
     // Only reductions with an epilogue store are noted: the pass runs on every kernel, and a
@@ -33,9 +63,9 @@ public:
 // a candidate, noted and annotated with its outcome.
 class FuseMmaTileEpiloguePass : public KernelPass {
 public:
-  const char *name() const override { return "fuse-mma-tile-epilogue"; }
+  const char *name() const override { return kernelPassName(KernelPassId::FuseMmaTileEpilogue); }
   const char *summary() const override {
-    return "run a host tile's init and epilogue on the micro-kernel's registers";
+    return kernelPassSummary(KernelPassId::FuseMmaTileEpilogue);
   }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
     std::vector<MmaTileEpilogueOutcome> r = fuseMmaTileEpilogue(k);
@@ -47,10 +77,8 @@ public:
 
 class VersionFullTilesPass final : public KernelPass {
 public:
-  const char *name() const override { return "version-full-tiles"; }
-  const char *summary() const override {
-    return "symbolic grids: full tiles run a copy of the body without the ragged tile's guards";
-  }
+  const char *name() const override { return kernelPassName(KernelPassId::VersionFullTiles); }
+  const char *summary() const override { return kernelPassSummary(KernelPassId::VersionFullTiles); }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
     return versionFullTiles(k, notes);
   }
@@ -76,38 +104,29 @@ bool KernelPassManager::run(Kernel &k, std::vector<std::string> *notes) const {
   return changed;
 }
 
+std::unique_ptr<KernelPass> createKernelPass(KernelPassId id) {
+  switch (id) {
+#define AICF_KERNEL_PASS(id, name, cls, summary)                                                   \
+  case KernelPassId::id:                                                                           \
+    return std::make_unique<cls>();
+#include "kir/kernel_passes.def"
+#undef AICF_KERNEL_PASS
+  }
+  return nullptr;
+}
+
 std::unique_ptr<KernelPass> createKernelPass(const std::string &name) {
-  if (name == "fuse-reduction-epilogue")
-    return std::make_unique<FuseReductionEpiloguePass>();
-  if (name == "fuse-mma-tile-epilogue")
-    return std::make_unique<FuseMmaTileEpiloguePass>();
-  if (name == "version-full-tiles")
-    return std::make_unique<VersionFullTilesPass>();
+  for (KernelPassId id : kAllKernelPasses)
+    if (name == kernelPassName(id))
+      return createKernelPass(id);
   return nullptr;
 }
 
 std::vector<std::string> allKernelPassNames() {
-  return {"fuse-reduction-epilogue", "fuse-mma-tile-epilogue", "version-full-tiles"};
-}
-
-bool runDefaultKernelPipeline(Kernel &k, std::vector<std::string> *notes) {
-  KernelPassManager pm;
-  buildDefaultKernelPipeline(pm);
-  return pm.run(k, notes);
-}
-
-void buildDefaultKernelPipeline(KernelPassManager &pm) {
-  // Contractions are lowered with their additive terms (bias, gemm's beta*C, a residual) as a
-  // self-update of the accumulator after the reduction; moving them into the reduction's init
-  // saves a pass over the output tile. The pass leaves every other kernel as it is.
-  pm.add(createKernelPass("fuse-reduction-epilogue"));
-  // Then a host tile's remaining init (the bias FuseReductionEpilogue moved there) and its
-  // epilogue (activation, residual, the output's store) go into the mma_tile, which runs them
-  // on the micro-kernel's registers instead of as passes over the C tile.
-  pm.add(createKernelPass("fuse-mma-tile-epilogue"));
-  // Last, so that both versions keep what the passes above did: a kernel over symbolic dims
-  // (issue 21) gets a copy of its body for full tiles, without the ragged tile's guards.
-  pm.add(createKernelPass("version-full-tiles"));
+  std::vector<std::string> names;
+  for (KernelPassId id : kAllKernelPasses)
+    names.emplace_back(kernelPassName(id));
+  return names;
 }
 
 } // namespace aicf::kir

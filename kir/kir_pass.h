@@ -19,7 +19,7 @@ class KernelPass {
 public:
   virtual ~KernelPass() = default;
   virtual const char *name() const = 0;    // "fuse-reduction-epilogue"; used by --kir-passes
-  virtual const char *summary() const = 0; // one line, for --help and the README
+  virtual const char *summary() const = 0; // one line, for --help and aicfc --list-passes
   // Rewrites `k`; appends one line per decision to `notes`; returns whether `k` changed.
   virtual bool run(Kernel &k, std::vector<std::string> &notes) = 0;
 };
@@ -37,14 +37,22 @@ private:
   std::vector<std::unique_ptr<KernelPass>> passes_;
 };
 
-// Every Kernel IR pass by name (kir/kir_pass.cpp lists them); null when unknown.
-std::unique_ptr<KernelPass> createKernelPass(const std::string &name);
-std::vector<std::string> allKernelPassNames();
+// Every Kernel IR pass of kir/kernel_passes.def, by its C++ name.
+enum class KernelPassId {
+#define AICF_KERNEL_PASS(id, name, cls, summary) id,
+#include "kir/kernel_passes.def"
+#undef AICF_KERNEL_PASS
+};
 
-// The Kernel IR pipeline the compile driver runs on every lowered kernel, listed once.
-void buildDefaultKernelPipeline(KernelPassManager &pm);
-// Runs that pipeline on `k`: for tools and tests that lower kernels outside the driver and
-// want the kernel the driver would print.
-bool runDefaultKernelPipeline(Kernel &k, std::vector<std::string> *notes = nullptr);
+// Every Kernel IR pass by name (kir/kernel_passes.def); null when unknown.
+std::unique_ptr<KernelPass> createKernelPass(const std::string &name);
+std::unique_ptr<KernelPass> createKernelPass(KernelPassId id);
+std::vector<std::string> allKernelPassNames();
+// The pass's name and summary, from the table.
+const char *kernelPassName(KernelPassId id);
+const char *kernelPassSummary(KernelPassId id);
+
+// The Kernel IR pipeline the compile driver runs on every lowered kernel is listed in
+// driver/pipeline.cpp with the rest of the compiler (kir::buildDefaultKernelPipeline there).
 
 } // namespace aicf::kir

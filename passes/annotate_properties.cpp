@@ -13,13 +13,8 @@ namespace aicf {
 
 namespace {
 
-class AnnotateProperties : public Pass {
+class AnnotateProperties : public NamedPass<PassId::AnnotateProperties> {
 public:
-  const char *name() const override { return "annotate-properties"; }
-  const char *summary() const override {
-    return "check the four memory properties on every node and attach those that hold";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     const Target target = ctx.target.loaded();
     bool changed = false;

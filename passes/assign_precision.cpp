@@ -42,14 +42,8 @@ std::optional<size_t> weightOperand(const Node &n) {
   return std::nullopt;
 }
 
-class AssignPrecision : public Pass {
+class AssignPrecision : public NamedPass<PassId::AssignPrecision> {
 public:
-  const char *name() const override { return "assign-precision"; }
-  const char *summary() const override {
-    return "run matmul, gemm, conv and attention in --precision (tensor cores) with their "
-           "weights stored in it";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     const Precision p = ctx.precision;
     if (!tensorCores(p))

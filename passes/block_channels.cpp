@@ -72,13 +72,8 @@ bool keepsFinite(Op op) {
   }
 }
 
-class BlockChannels : public Pass {
+class BlockChannels : public NamedPass<PassId::BlockChannels> {
 public:
-  const char *name() const override { return "block-channels"; }
-  const char *summary() const override {
-    return "run host conv chains on the channel-blocked layout [N, C/16, H, W, 16]";
-  }
-
   bool run(Graph &g, PassContext &) override {
     g_ = &g;
     blocked_.clear();

@@ -110,14 +110,9 @@ Value *emitMaterializedAttention(Graph &g, const Node &a, Node *before) {
 
 namespace {
 
-class ChooseAttentionPass : public Pass {
+class ChooseAttentionPass : public NamedPass<PassId::ChooseAttention> {
 public:
   explicit ChooseAttentionPass(ChooseAttentionOptions opts) : opts_(std::move(opts)) {}
-  const char *name() const override { return "choose-attention"; }
-  const char *summary() const override {
-    return "lower each attention streaming or materialised, by the cost callback (without one: "
-           "materialised wherever exact)";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     std::vector<Node *> chosen;

@@ -12,13 +12,8 @@ namespace aicf {
 
 namespace {
 
-class Cse : public Pass {
+class Cse : public NamedPass<PassId::Cse> {
 public:
-  const char *name() const override { return "cse"; }
-  const char *summary() const override {
-    return "merge identical pure nodes and identical weights";
-  }
-
   bool run(Graph &g, PassContext &) override {
     bool changed = mergeWeights(g);
     std::map<std::string, Node *> seen;

@@ -8,12 +8,8 @@ namespace aicf {
 
 namespace {
 
-class DcePass : public Pass {
+class DcePass : public NamedPass<PassId::Dce> {
 public:
-  const char *name() const override { return "dce"; }
-  const char *summary() const override {
-    return "remove pure nodes with unused results, and unused weights";
-  }
   bool run(Graph &g, PassContext &) override { return g.removeDeadCode() > 0; }
 };
 

@@ -305,13 +305,8 @@ Condition headsCondition(const Value *q) {
   return c;
 }
 
-class DetectAttention : public Pass {
+class DetectAttention : public NamedPass<PassId::DetectAttention> {
 public:
-  const char *name() const override { return "detect-attention"; }
-  const char *summary() const override {
-    return "replace matmul-softmax-matmul attention (scaled, masked) by attention";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {

@@ -59,11 +59,8 @@ bool isCubeOf(const Graph &g, Value *v, Value *x, std::vector<Node *> &nodes) {
   return true;
 }
 
-class DetectGelu : public Pass {
+class DetectGelu : public NamedPass<PassId::DetectGelu> {
 public:
-  const char *name() const override { return "detect-gelu"; }
-  const char *summary() const override { return "replace erf/tanh GELU formulas by gelu"; }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {

@@ -13,13 +13,8 @@ namespace aicf {
 
 namespace {
 
-class DetectHardSwish : public Pass {
+class DetectHardSwish : public NamedPass<PassId::DetectHardSwish> {
 public:
-  const char *name() const override { return "detect-hard-swish"; }
-  const char *summary() const override {
-    return "replace clip(x+3,0,6)/6 by hard_sigmoid and x*hard_sigmoid(x) by hard_swish";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes())

@@ -98,13 +98,8 @@ bool matchCore(const Graph &g, Node *anchor, LnMatch &m) {
   return true;
 }
 
-class DetectLayerNorm : public Pass {
+class DetectLayerNorm : public NamedPass<PassId::DetectLayerNorm> {
 public:
-  const char *name() const override { return "detect-layer-norm"; }
-  const char *summary() const override {
-    return "replace decomposed layer norms (reduce_mean/sub/pow/.../div) by layer_norm";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {

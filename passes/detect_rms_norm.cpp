@@ -23,13 +23,8 @@ bool isSquareOf(const Value *sq, const Value *x) {
   return false;
 }
 
-class DetectRmsNorm : public Pass {
+class DetectRmsNorm : public NamedPass<PassId::DetectRmsNorm> {
 public:
-  const char *name() const override { return "detect-rms-norm"; }
-  const char *summary() const override {
-    return "replace x/sqrt(mean(x^2)+eps)*w formulas by rms_norm";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes())

@@ -8,11 +8,8 @@ namespace aicf {
 
 namespace {
 
-class DetectSilu : public Pass {
+class DetectSilu : public NamedPass<PassId::DetectSilu> {
 public:
-  const char *name() const override { return "detect-silu"; }
-  const char *summary() const override { return "replace x*sigmoid(x) by silu"; }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *mul : g.nodes()) {

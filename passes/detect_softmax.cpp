@@ -31,13 +31,8 @@ Value *expArgument(Node *exp, std::vector<Node *> &nodes, Node *&max) {
   return t;
 }
 
-class DetectSoftmax : public Pass {
+class DetectSoftmax : public NamedPass<PassId::DetectSoftmax> {
 public:
-  const char *name() const override { return "detect-softmax"; }
-  const char *summary() const override {
-    return "replace exp/reduce_sum/div (and log) formulas by softmax/log_softmax";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {

@@ -16,11 +16,8 @@ namespace aicf {
 
 namespace {
 
-class FoldBatchNorm : public Pass {
+class FoldBatchNorm : public NamedPass<PassId::FoldBatchNorm> {
 public:
-  const char *name() const override { return "fold-batch-norm"; }
-  const char *summary() const override { return "fold batch_norm after conv into its weights"; }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *bn : g.nodes()) {

@@ -27,14 +27,8 @@ namespace aicf {
 
 namespace {
 
-class FoldChannelScale : public Pass {
+class FoldChannelScale : public NamedPass<PassId::FoldChannelScale> {
 public:
-  const char *name() const override { return "fold-channel-scale"; }
-  const char *summary() const override {
-    return "fold a per-channel scale (squeeze-and-excitation) into the next pointwise conv's "
-           "weight rows";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *conv : g.nodes()) {

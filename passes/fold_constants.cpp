@@ -14,13 +14,8 @@ namespace {
 
 constexpr int64_t kMaxFoldElements = 1 << 16;
 
-class FoldConstants : public Pass {
+class FoldConstants : public NamedPass<PassId::FoldConstants> {
 public:
-  const char *name() const override { return "fold-constants"; }
-  const char *summary() const override {
-    return "evaluate nodes whose operands are all constants into new weights";
-  }
-
   bool run(Graph &g, PassContext &) override {
     bool changed = false;
     for (Node *n : g.nodes()) {

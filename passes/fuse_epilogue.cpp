@@ -37,13 +37,8 @@ std::optional<EpilogueStep> activationStep(const Node *n) {
   }
 }
 
-class FuseEpilogue : public Pass {
+class FuseEpilogue : public NamedPass<PassId::FuseEpilogue> {
 public:
-  const char *name() const override { return "fuse-epilogue"; }
-  const char *summary() const override {
-    return "attach bias/residual adds and activations to the producing contraction";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     bool changed = false;
     for (Node *n : g.nodes()) {

@@ -21,14 +21,8 @@ bool floatIo(DType d) {
   return d == DType::F32 || d == DType::F16 || d == DType::BF16;
 }
 
-class IoPrecision : public Pass {
+class IoPrecision : public NamedPass<PassId::IoPrecision> {
 public:
-  const char *name() const override { return "io-precision"; }
-  const char *summary() const override {
-    return "exchange the model's float inputs and outputs in --io-precision (casts fused into "
-           "the first and last kernels)";
-  }
-
   bool run(Graph &g, PassContext &ctx) override {
     if (!ctx.ioPrecision)
       return false;

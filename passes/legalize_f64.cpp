@@ -48,13 +48,8 @@ TensorType withDType(TensorType t, DType d) {
   return t;
 }
 
-class LegalizeF64 : public Pass {
+class LegalizeF64 : public NamedPass<PassId::LegalizeF64> {
 public:
-  const char *name() const override { return "legalize-f64"; }
-  const char *summary() const override {
-    return "compute f64 contractions, norms, softmax, attention and resize in f32 between casts";
-  }
-
   bool run(Graph &g, PassContext &) override {
     bool changed = false;
     for (Node *n : g.nodes()) {

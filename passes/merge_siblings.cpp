@@ -147,15 +147,9 @@ Value *emitMergedContraction(Graph &g, const std::vector<const Node *> &siblings
 
 namespace {
 
-class MergeSiblingsPass : public Pass {
+class MergeSiblingsPass : public NamedPass<PassId::MergeSiblings> {
 public:
   explicit MergeSiblingsPass(MergeSiblingsOptions opts) : opts_(std::move(opts)) {}
-  const char *name() const override { return "merge-siblings"; }
-  const char *summary() const override {
-    return "compute sibling contractions of one A (q, k and v projections) as one over their "
-           "weights concatenated along N, read through a split, by the cost callback (without "
-           "one: wherever legal)";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     std::vector<std::vector<const Node *>> chosen;

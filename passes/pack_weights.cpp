@@ -34,13 +34,8 @@ namespace {
 constexpr int64_t kPanel = 32;     // floats per panel: the micro-kernel's 2 x 16-float vectors
 constexpr int64_t kWidePanel = 64; // 4 vectors, for blocked convs (see above)
 
-class PackWeights : public Pass {
+class PackWeights : public NamedPass<PassId::PackWeights> {
 public:
-  const char *name() const override { return "pack-weights"; }
-  const char *summary() const override {
-    return "lay out constant GEMM weights in the host micro-kernel's column panels";
-  }
-
   bool run(Graph &g, PassContext &) override {
     std::map<std::pair<const Value *, bool>, Value *> packed; // (weight, transposed) -> view
     bool changed = false;

@@ -27,8 +27,39 @@ class Pass {
 public:
   virtual ~Pass() = default;
   virtual const char *name() const = 0;    // "dce"; used by --passes and --print-ir-after
-  virtual const char *summary() const = 0; // one line, for --help and the README
+  virtual const char *summary() const = 0; // one line, for --help and aicfc --list-passes
   virtual bool run(Graph &g, PassContext &ctx) = 0;
+};
+
+// Every pass of passes/passes.def, by its C++ name.
+enum class PassId {
+#define AICF_PASS(id, name, create, summary) id,
+#include "passes/passes.def"
+#undef AICF_PASS
+};
+
+struct PassInfo {
+  const char *name;
+  const char *summary;
+};
+
+// passes/passes.def's names and summaries, indexed by PassId.
+inline constexpr PassInfo kPassInfo[] = {
+#define AICF_PASS(id, name, create, summary) {name, summary},
+#include "passes/passes.def"
+#undef AICF_PASS
+};
+
+constexpr const PassInfo &passInfo(PassId id) {
+  return kPassInfo[static_cast<int>(id)];
+}
+
+// The base of every pass of passes/passes.def: its name and summary are the table's.
+template <PassId Id>
+class NamedPass : public Pass {
+public:
+  const char *name() const final { return passInfo(Id).name; }
+  const char *summary() const final { return passInfo(Id).summary; }
 };
 
 // Shared state and options visible to every pass.
@@ -47,13 +78,27 @@ struct PassContext {
   ExplainLog *explain = nullptr; // rewrites and certificates are recorded here when set
 };
 
+// One pass's run, for --pass-timing.
+struct PassTime {
+  std::string name;
+  double ms;
+  bool changed;
+};
+
+// The --pass-timing table: one line per pass run, then the total (to stderr when `os` is null).
+void printPassTiming(std::ostream *os, const std::vector<PassTime> &times);
+
 struct PassManagerOptions {
   std::set<std::string> printIrBefore; // pass names, or "all"
   std::set<std::string> printIrAfter;  // pass names, or "all"
   std::ostream *irOut = nullptr;       // where printed IR goes (default stderr)
   bool timing = false;                 // print a per-pass timing table at the end
   std::ostream *timingOut = nullptr;   // default stderr
-  bool verifyEachPass = true;          // run the verifier after each changed pass
+  // With `timing`: when set, each pass's time is appended here and run() prints no table; the
+  // owner prints one table for several managers (the compile driver's pipeline runs its graph
+  // passes in several, driver/pipeline.h).
+  std::vector<PassTime> *timings = nullptr;
+  bool verifyEachPass = true; // run the verifier after each changed pass
   // Called after every pass that changed the graph, with the graph as it was before and after
   // (as text-format snapshots are expensive, `before` is only provided when requested).
   std::function<void(const Pass &, const Graph &after)> afterChangedPass;
@@ -74,14 +119,11 @@ private:
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
-// All known passes by name (passes/registry.cpp lists them explicitly); null if unknown.
+// All known passes by name (passes/passes.def); null if unknown.
 std::unique_ptr<Pass> createPass(const std::string &name);
 std::vector<std::string> allPassNames();
 // A UserError (exit 1) for the first name in `names` that is not a known pass (nor "all" when
 // `allowAll`), listing the known ones: "unknown pass 'x' in --print-ir-after (known: ...)".
 void checkPassNames(const std::vector<std::string> &names, const char *flag, bool allowAll);
-
-// The default compilation pipeline, listed once, in order (passes/pipeline.cpp).
-void buildDefaultPipeline(PassManager &pm);
 
 } // namespace aicf

@@ -56,13 +56,10 @@ std::string header(const char *when, const std::string &pass) {
   return cat("// -----// IR ", when, " ", pass, " //----- //\n");
 }
 
-struct PassTime {
-  std::string name;
-  double ms;
-  bool changed;
-};
+} // namespace
 
-void printTiming(std::ostream &os, const std::vector<PassTime> &times) {
+void printPassTiming(std::ostream *out, const std::vector<PassTime> &times) {
+  std::ostream &os = out ? *out : stderrStream();
   double total = 0;
   os << "// ----- pass timing ----- //\n";
   os << "//   wall (ms)  changed  pass\n";
@@ -76,11 +73,10 @@ void printTiming(std::ostream &os, const std::vector<PassTime> &times) {
   os.flush();
 }
 
-} // namespace
-
 bool PassManager::run(Graph &g, PassContext &ctx) {
   std::ostream &irOut = opts_.irOut ? *opts_.irOut : stderrStream();
-  std::vector<PassTime> times;
+  std::vector<PassTime> own;
+  std::vector<PassTime> &times = opts_.timings ? *opts_.timings : own;
   bool anyChanged = false;
   // Loop bodies first: each is a graph of its own, optimised by the same pipeline.
   for (Node *n : g.nodes())
@@ -130,8 +126,8 @@ bool PassManager::run(Graph &g, PassContext &ctx) {
     if (opts_.afterChangedPass)
       opts_.afterChangedPass(*pass, g);
   }
-  if (opts_.timing)
-    printTiming(opts_.timingOut ? *opts_.timingOut : stderrStream(), times);
+  if (opts_.timing && !opts_.timings)
+    printPassTiming(opts_.timingOut, times);
   return anyChanged;
 }
 

@@ -1,8 +1,6 @@
-// Every pass, by name, listed explicitly (no static-initialiser registration,
-// docs/contributing.md): this list is what --passes, --print-ir-before/after and `aicf-opt --help`
-// know about. Adding a pass: one file passes/NAME.cpp defining its constructor, declared in
-// passes/passes.h, and one line below. The order here is only the order of listings;
-// passes/pipeline.cpp orders the run.
+// Every pass by name, from passes/passes.def (no static-initialiser registration): what
+// --passes, --print-ir-before/after and `aicf-opt --help` know about. The order is the table's,
+// only the order of listings; driver/pipeline.cpp orders the run.
 #include "passes/pass.h"
 
 #include "passes/passes.h"
@@ -15,52 +13,14 @@ namespace aicf {
 namespace {
 
 struct PassEntry {
-  const char *name; // must equal the pass's name()
+  const char *name;
   std::unique_ptr<Pass> (*create)();
 };
 
 const PassEntry kPasses[] = {
-    // Canonicalisation
-    {"fold-constants", createFoldConstantsPass},
-    {"cse", createCsePass},
-    {"simplify", createSimplifyPass},
-    {"dce", createDcePass},
-    // Pattern detection -> semantic ops
-    {"detect-layer-norm", createDetectLayerNormPass},
-    {"detect-rms-norm", createDetectRmsNormPass},
-    {"detect-softmax", createDetectSoftmaxPass},
-    {"detect-gelu", createDetectGeluPass},
-    {"detect-silu", createDetectSiluPass},
-    {"detect-hard-swish", createDetectHardSwishPass},
-    {"detect-attention", createDetectAttentionPass},
-    // Fusion and properties
-    {"fold-batch-norm", createFoldBatchNormPass},
-    {"fuse-epilogue", createFuseEpiloguePass},
-    // A codegen choice on the graph: the compile driver runs it with the planner's cost callback
-    // after the default pipeline, then annotate-properties again (passes/choose_attention.h)
-    {"choose-attention", createChooseAttentionPass},
-    // Likewise, for GPU plans: deep contractions with few output tiles in K slices
-    // (passes/split_k.h)
-    {"split-k", createSplitKPass},
-    // (passes/split_chains.h)
-    {"split-chains", createSplitChainsPass},
-    // ... and sibling contractions of one A as one over their concatenated weights
-    // (passes/merge_siblings.h)
-    {"merge-siblings", createMergeSiblingsPass},
-    {"annotate-properties", createAnnotatePropertiesPass},
-    // A host plan's weight layout: the compile driver runs it for host plans (pack_weights.cpp)
-    {"pack-weights", createPackWeightsPass},
-    {"legalize-f64", createLegalizeF64Pass},
-    // GPU plans under --precision: products on tensor cores, weights stored in the precision
-    // (assign_precision.cpp); the compile driver runs it
-    {"assign-precision", createAssignPrecisionPass},
-    // ... and --io-precision: the model's inputs and outputs exchanged in another type
-    {"io-precision", createIoPrecisionPass},
-    // A host plan's conv layout: the compile driver runs it for host plans (block_channels.cpp)
-    {"block-channels", createBlockChannelsPass},
-    // ... and a squeeze-and-excitation scale folded into the next pointwise blocked_conv
-    // (fold_channel_scale.cpp), after block-channels
-    {"fold-channel-scale", createFoldChannelScalePass},
+#define AICF_PASS(id, name, create, summary) {name, create},
+#include "passes/passes.def"
+#undef AICF_PASS
 };
 
 } // namespace

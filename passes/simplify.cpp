@@ -87,13 +87,8 @@ bool composeChain(Graph &g, Node *n) {
   return true;
 }
 
-class Simplify : public Pass {
+class Simplify : public NamedPass<PassId::Simplify> {
 public:
-  const char *name() const override { return "simplify"; }
-  const char *summary() const override {
-    return "remove no-op nodes and compose reshape/transpose chains";
-  }
-
   bool run(Graph &g, PassContext &) override {
     bool changed = false, again = true;
     while (again) {

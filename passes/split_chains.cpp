@@ -151,14 +151,9 @@ Value *emitChainSplit(Graph &g, const Node &c1, const Node &c2, int splits, Node
 
 namespace {
 
-class SplitChainsPass : public Pass {
+class SplitChainsPass : public NamedPass<PassId::SplitChains> {
 public:
   explicit SplitChainsPass(SplitChainsOptions opts) : opts_(std::move(opts)) {}
-  const char *name() const override { return "split-chains"; }
-  const char *summary() const override {
-    return "compute an MLP's two projections in slices of the hidden dimension and the sum of "
-           "the slices, by the cost callback (without one: 2 slices wherever legal)";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     std::vector<std::pair<Node *, int>> chosen;

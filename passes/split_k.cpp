@@ -190,14 +190,9 @@ Value *emitSplitK(Graph &g, const Node &n, int splits, Node *before) {
 
 namespace {
 
-class SplitKPass : public Pass {
+class SplitKPass : public NamedPass<PassId::SplitK> {
 public:
   explicit SplitKPass(SplitKOptions opts) : opts_(std::move(opts)) {}
-  const char *name() const override { return "split-k"; }
-  const char *summary() const override {
-    return "compute a deep contraction with few output tiles as partial contractions over K "
-           "slices and their sum, by the cost callback (without one: 4 slices wherever legal)";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     std::vector<std::pair<Node *, int>> chosen;

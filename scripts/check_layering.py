@@ -19,7 +19,7 @@ DEPS = {
     'backend/c': ['kir'],
     'backend/host': ['backend/c', 'runtime'],  # runtime/isa_features.h: the runtime's own table
     'backend/cuda': ['backend/c', 'plan'],
-    'driver': ['plan', 'backend/host', 'backend/cuda'],
+    'driver': ['plan', 'backend/host', 'backend/cuda', 'frontend'],
     'runtime': ['support'],  # support/sym_expr.h only: compiled into the runtime (CMakeLists.txt)
 }
 

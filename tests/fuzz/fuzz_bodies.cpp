@@ -1,6 +1,7 @@
 // The harness bodies (see fuzz_bodies.h): each writes the fuzzed bytes where the tool would read
 // them (a per-process scratch folder) and calls the same entry point the tool calls.
 #include "tests/fuzz/fuzz_bodies.h"
+#include "driver/pipeline.h"
 
 #include "driver/compile.h"
 #include "frontend/onnx_importer.h"

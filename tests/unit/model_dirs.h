@@ -3,6 +3,7 @@
 // "--dim batch=3 --dim seq=40"), and the model imported and run through the default pipeline.
 #pragma once
 
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "passes/pass.h"
 #include "support/cli_util.h"

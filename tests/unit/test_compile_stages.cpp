@@ -117,15 +117,32 @@ TEST_CASE("compile stages: listed once, in order") {
     names.emplace_back(s.name);
     CHECK(static_cast<bool>(s.run));
   }
-  CHECK(names ==
-        std::vector<std::string>{"legalize-f64",         "io-precision",   "block-channels",
-                                 "fold-channel-scale",   "merge-siblings", "split-chains",
-                                 "assign-precision",     "pack-weights",   "partition",
-                                 "choose-attention",     "split-k",        "describe-plan",
-                                 "value-buffers",        "plan",           "verify-kernel-ir",
-                                 "kernel-ir-passes",     "shape-generic",  "plan-steps",
-                                 "check-candidate-rank", "branch-guards",  "memory-plan",
-                                 "dispatch-groups",      "loop-bodies",    "print"});
+  CHECK(names == std::vector<std::string>{"legalize-f64",
+                                          "io-precision",
+                                          "block-channels",
+                                          "fold-channel-scale",
+                                          "merge-siblings",
+                                          "split-chains",
+                                          "assign-precision",
+                                          "pack-weights",
+                                          "partition",
+                                          "choose-attention",
+                                          "split-k",
+                                          "describe-plan",
+                                          "value-buffers",
+                                          "plan",
+                                          "verify-kernel-ir",
+                                          "fuse-reduction-epilogue",
+                                          "fuse-mma-tile-epilogue",
+                                          "version-full-tiles",
+                                          "shape-generic",
+                                          "plan-steps",
+                                          "check-candidate-rank",
+                                          "branch-guards",
+                                          "memory-plan",
+                                          "dispatch-groups",
+                                          "loop-bodies",
+                                          "print"});
 }
 
 TEST_CASE("compile stages: run one by one, they give buildModel's result") {
@@ -148,7 +165,7 @@ TEST_CASE("compile stages: run one by one, they give buildModel's result") {
       // The recipe leaves the bias as a self-update after the reduction.
       CHECK(kir::printKernel(s.groupKernels[1]).find("FuseReductionEpilogue") == std::string::npos);
     }
-    if (name == "kernel-ir-passes") // the driver's Kernel IR pipeline moved it into the init
+    if (name == "fuse-reduction-epilogue") // the driver's Kernel IR pass moved it into the init
       CHECK(kir::printKernel(s.groupKernels[1]).find("FuseReductionEpilogue(C): applied") !=
             std::string::npos);
     if (name == "plan-steps") {

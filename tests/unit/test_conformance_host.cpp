@@ -26,6 +26,7 @@
 // and review the diff. AICF_NODE_TESTS_VERBOSE=1 prints why each failing test fails (its
 // stage: pipeline, lower, verify, print, compile, run, numeric). AICF_CONFORMANCE_TABLE=1
 // (`make conformance`) prints the by-op table with the host column.
+#include "driver/pipeline.h"
 #include "group_buffers.h"
 #include "node_test_util.h"
 

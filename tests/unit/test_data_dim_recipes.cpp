@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_printer.h"
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "driver/pipeline.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "kir/kir_pass.h"

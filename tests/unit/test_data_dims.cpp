@@ -8,6 +8,7 @@
 // (a long result after a short one and back); a length above its bound fails the run with a
 // message naming it and the flag that raises it, and leaves the model usable.
 #include "driver/compile.h"
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"

@@ -8,6 +8,7 @@
 // carried from chunk to chunk; compiled for 8 kHz chunks, the other way round. The warning aicfc
 // prints is checked exactly in testdata/ir/cli/if_branch_fail.mcir.
 #include "driver/compile.h"
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"

@@ -21,6 +21,7 @@
 // test asserts that checked + skipped covers every group.
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "group_buffers.h"
 #include "interp/interpreter.h"

@@ -6,6 +6,7 @@
 // epilogue. Every detector that matched applied (none rejected), and no piece of the decomposed
 // forms is left over. Numbers are checked by test_models.cpp, test_pipeline.cpp and the
 // kernels/artifacts tests, which glob every testdata model.
+#include "driver/pipeline.h"
 #include "model_dirs.h"
 #include "passes/explain.h"
 #include "passes/pass.h"

@@ -3,6 +3,7 @@
 // (testdata/norm_variants, written by scripts/gen_mvn_models.py), what the importer and the
 // default pipeline make of trailing versus other axes, and the kernel on hand-computed values.
 // Tolerance (fp32): |got - want| <= 1e-5 + 1e-4*|want| per element, as for the testdata models.
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"

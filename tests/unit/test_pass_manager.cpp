@@ -1,6 +1,7 @@
 // The pass manager and the pass registry: passes run in order, the IR is verified after each
 // changed pass, --print-ir-before/after print only around changes, exceptions name the pass,
 // and (AICF_EXPENSIVE_CHECKS) a pass that lies about "unchanged" is caught. Also dce itself.
+#include "driver/pipeline.h"
 #include "passes/pass.h"
 
 #include "ir/parser.h"

@@ -2,6 +2,7 @@
 // output beyond tolerance, the final graph still matches PyTorch's references, and the
 // transformer blocks end as the design says (one attention, two layer_norm, one gelu each).
 // Also: a deliberately broken rewrite is caught by the pass verifier, which names it.
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"

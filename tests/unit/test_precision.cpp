@@ -17,6 +17,7 @@
 //    kernel holds HMMA instructions, and every contraction and attention step is one.
 #include "backend/cuda/cuda_build.h"
 #include "driver/compile.h"
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/npy.h"

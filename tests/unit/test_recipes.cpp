@@ -19,6 +19,7 @@
 // rewrites them), and applied rewrites are run before and after to show they keep results.
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "driver/pipeline.h"
 #include "group_buffers.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"

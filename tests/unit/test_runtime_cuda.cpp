@@ -7,6 +7,7 @@
 // documented error. Skipped with a MESSAGE where nvcc is absent (no cuda folder can be built).
 #include "backend/cuda/cuda_build.h"
 #include "driver/compile.h"
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "ir/npy.h"
 #include "passes/pass.h"

@@ -7,6 +7,7 @@
 // made static at a point (ir/instantiate.h), computes what a static import at that point does
 // and what PyTorch computed. Small models built here check the refusals: a shape computation
 // that cannot be exact for every value of the dims fails at its node, naming why.
+#include "driver/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/instantiate.h"
