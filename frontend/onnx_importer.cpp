@@ -1735,6 +1735,73 @@ private:
                                        : ctx.emit(Op::Concat, outs[k], {{"axis", int64_t(0)}});
   }
 
+  // A run-time loop's scan outputs, in its body (runtimeLoop, issue 51): each value written at
+  // row `iteration` of its stack (the last row once past the bound: the count then fails the
+  // run after the loop, naming --max), the stacks' inputs typed from the values, and the count
+  // of iterations run (iteration + 1), appended to the body's outputs.
+  void appendScanStacks(ConvertCtx &ctx, const onnx::NodeProto &n, const onnx::GraphProto &body,
+                        Graph &g, const std::string &name, int states, int64_t scanBound,
+                        const std::vector<Value *> &stackIns, std::vector<Value *> &outs) {
+    const int scanOut = static_cast<int>(stackIns.size()) - 1;
+    const int64_t rows = std::max<int64_t>(scanBound, 1);
+    Value *iter = g.inputs()[0];
+    // (Constants named after the body: the plan finds weights by name, and the loop node's own
+    // outputs name the outer graph's.)
+    auto constant = [&](const std::string &what, int64_t v) {
+      Value *w = g.addWeight(cat(name, ".", what),
+                             std::make_shared<const Tensor>(Tensor::fromI64({v}, {})));
+      w->loc = ctx.loc();
+      return w;
+    };
+    Value *at = ctx.reshape(ctx.emit(Op::Min, {iter, constant("last_row", rows - 1)}), {1, 1});
+    for (int k = 0; k < scanOut; ++k) {
+      const std::string &o = body.output(1 + states + k).name();
+      auto it = env_.values.find(o);
+      Value *v = it != env_.values.end() ? it->second : env_.capture(o);
+      if (!v)
+        ctx.fail(cat("body output '", o, "' is not computed"));
+      const TensorType &t = v->type();
+      if (!t.isStatic())
+        ctx.fail(cat("scan output '", o, "' is ", t.str(),
+                     ": a loop kept at run time needs its scan values' shapes fixed"));
+      Shape stacked = t.shape, one = t.shape;
+      stacked.insert(stacked.begin(), rows);
+      one.insert(one.begin(), 1);
+      int64_t elems = 1;
+      for (int64_t d : stacked)
+        elems = checkedMul(elems, d).value_or(kMaxTensorElements + 1);
+      if (elems > kMaxTensorElements)
+        ctx.fail(cat("scan output '", o, "': ", rows, " rows of ", t.str(),
+                     " are too many elements (lower them with --max ", n.output(states), "=N)"));
+      Value *stack = stackIns[static_cast<size_t>(k)];
+      stack->setType(TensorType(t.dtype, stacked));
+      outs.push_back(ctx.emit(Op::ScatterND, {stack, at, ctx.reshape(v, one)}));
+    }
+    outs.push_back(ctx.emit(Op::Add, {iter, constant("one", 1)}));
+  }
+
+  // After a run-time loop with scan outputs: the count of iterations run becomes a data dim
+  // (set_dim, bounded by scanBound) and each stack is sliced to it.
+  void sliceScanStacks(ConvertCtx &ctx, const onnx::NodeProto &n, Node &node, int states,
+                       int scanOut, int64_t scanBound) {
+    Value *count = node.result(static_cast<size_t>(states + scanOut));
+    Value *len =
+        ctx.emitDataDim(Op::SetDim, {count}, {}, 1, scanBound, static_cast<size_t>(states))[0];
+    const std::string &dim = len->def()->s("dim");
+    const int64_t bound = len->def()->i("bound");
+    for (int k = 0; k < scanOut && states + k < n.output_size(); ++k) {
+      if (n.output(states + k).empty())
+        continue;
+      Value *stack = node.result(static_cast<size_t>(states + k));
+      env_.values[n.output(states + k)] = ctx.emit(Op::Slice, {stack},
+                                                   {{"starts", Shape{0}},
+                                                    {"ends", Shape{bound}},
+                                                    {"axes", Shape{0}},
+                                                    {"steps", Shape{1}},
+                                                    {"sym_ends", std::vector<std::string>{dim}}});
+    }
+  }
+
   // A Loop kept at run time (ONNX Loop semantics; interp kernel_Loop, plan `loop` steps): a loop
   // node owning its body, converted into a graph of its own. The values the body reads from
   // enclosing graphs become body inputs (operands of the node after the carried values);
@@ -1901,48 +1968,8 @@ private:
           v = g->createNode(Op::Identity, {v}, {}, ctx.loc())->result();
         outs.push_back(v);
       }
-      if (scanOut > 0) {
-        // The row written: the iteration, or the last row once past the bound (the count then
-        // fails the run after the loop, naming --max).
-        const int64_t rows = std::max<int64_t>(scanBound, 1);
-        Value *iter = g->inputs()[0];
-        // (Constants named after the body: the plan finds weights by name, and the loop
-        // node's own outputs name the outer graph's.)
-        auto constant = [&](Graph &in, const std::string &what, Tensor t) {
-          Value *w = in.addWeight(cat(name, ".", what), std::make_shared<const Tensor>(t));
-          w->loc = ctx.loc();
-          return w;
-        };
-        Value *row =
-            ctx.emit(Op::Min, {iter, constant(*g, "last_row", Tensor::fromI64({rows - 1}, {}))});
-        Value *at = ctx.reshape(row, {1, 1});
-        for (int k = 0; k < scanOut; ++k) {
-          const std::string &o = body.output(1 + states + k).name();
-          auto it = env_.values.find(o);
-          Value *v = it != env_.values.end() ? it->second : env_.capture(o);
-          if (!v)
-            ctx.fail(cat("body output '", o, "' is not computed"));
-          const TensorType &t = v->type();
-          if (!t.isStatic())
-            ctx.fail(cat("scan output '", o, "' is ", t.str(),
-                         ": a loop kept at run time needs "
-                         "its scan values' shapes fixed"));
-          Shape stacked = t.shape, one = t.shape;
-          stacked.insert(stacked.begin(), rows);
-          one.insert(one.begin(), 1);
-          int64_t elems = 1;
-          for (int64_t d : stacked)
-            elems = checkedMul(elems, d).value_or(kMaxTensorElements + 1);
-          if (elems > kMaxTensorElements)
-            ctx.fail(cat("scan output '", o, "': ", rows, " rows of ", t.str(),
-                         " are too many elements (lower them with --max ", n.output(states),
-                         "=N)"));
-          stackIns[static_cast<size_t>(k)]->setType(TensorType(t.dtype, stacked));
-          outs.push_back(
-              ctx.emit(Op::ScatterND, {stackIns[static_cast<size_t>(k)], at, ctx.reshape(v, one)}));
-        }
-        outs.push_back(ctx.emit(Op::Add, {iter, constant(*g, "one", Tensor::fromI64({1}, {}))}));
-      }
+      if (scanOut > 0)
+        appendScanStacks(ctx, n, body, *g, name, states, scanBound, stackIns, outs);
     } catch (...) {
       restore();
       throw;
@@ -1966,25 +1993,8 @@ private:
     for (int j = 0; j < states; ++j)
       if (j < n.output_size() && !n.output(j).empty())
         env_.values[n.output(j)] = node->result(static_cast<size_t>(j));
-    if (scanOut > 0) {
-      Value *count = node->result(static_cast<size_t>(states + scanOut));
-      Value *len =
-          ctx.emitDataDim(Op::SetDim, {count}, {}, 1, scanBound, static_cast<size_t>(states))[0];
-      const std::string &dim = len->def()->s("dim");
-      const int64_t bound = len->def()->i("bound");
-      for (int k = 0; k < scanOut && states + k < n.output_size(); ++k) {
-        if (n.output(states + k).empty())
-          continue;
-        Value *stack = node->result(static_cast<size_t>(states + k));
-        Value *v = ctx.emit(Op::Slice, {stack},
-                            {{"starts", Shape{0}},
-                             {"ends", Shape{bound}},
-                             {"axes", Shape{0}},
-                             {"steps", Shape{1}},
-                             {"sym_ends", std::vector<std::string>{dim}}});
-        env_.values[n.output(states + k)] = v;
-      }
-    }
+    if (scanOut > 0)
+      sliceScanStacks(ctx, n, *node, states, scanOut, scanBound);
   }
 
   // Empty constants are fine while they are folded away (Resize's empty roi, the shape of a

@@ -15,9 +15,9 @@
 namespace aicf {
 
 // The most bytes of constants one import may compute, by default. Each computed constant is
-// also bounded (256 MiB, onnx_ops.cpp), but a model with many of them would otherwise hold them
-// all in the compiler's memory (and in weights.bin): 40 Range nodes of 25M elements took 8 GB
-// and 100 s to import.
+// also bounded (256 MiB, onnx_ops_constants.cpp), but a model with many of them would otherwise
+// hold them all in the compiler's memory (and in weights.bin): 40 Range nodes of 25M elements took
+// 8 GB and 100 s to import.
 inline constexpr int64_t kComputedConstantBudget = int64_t(1) << 30;
 
 struct ImportOptions {

@@ -1,7 +1,8 @@
-// The ONNX op mapping: one table entry per ONNX op type (onnx_ops.cpp), each a converter that
-// turns one NodeProto into registry ops with that op's version-specific semantics, and the
-// context a converter works in (ConvertCtx, onnx_convert_ctx.cpp): inputs, attributes,
-// compile-time constants, node creation with constant folding, and diagnostics naming the node.
+// The ONNX op mapping: one table entry per ONNX op type (onnx_ops.cpp; the converters by family in
+// onnx_ops_<family>.cpp), each a converter that turns one NodeProto into registry ops with that
+// op's version-specific semantics, and the context a converter works in (ConvertCtx,
+// onnx_convert_ctx.cpp): inputs, attributes, compile-time constants, node creation with constant
+// folding, and diagnostics naming the node.
 #pragma once
 
 #include "frontend/onnx_importer.h"
