@@ -198,7 +198,7 @@ struct ReductionProblem : kir::ProblemFacts {
 struct NormProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // rows; elements one state summarises
   int64_t inner = 1;         // product of the dims after the normalised ones (1: contiguous rows)
-  std::string algebra;       // the NormSpec's state algebra ("welford", "softmax", ...)
+  NormAlgebra algebra = NormAlgebra::Softmax; // the NormSpec's state algebra
 };
 struct AttentionProblem : kir::ProblemFacts {
   int64_t batch = 1, Sq = 1, Sk = 1, D = 1, Dv = 1;

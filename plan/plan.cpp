@@ -10,16 +10,6 @@
 
 namespace aicf {
 
-const char *bufferKindName(BufferKind k) {
-  switch (k) {
-  case BufferKind::Input: return "input";
-  case BufferKind::Output: return "output";
-  case BufferKind::Weight: return "weight";
-  case BufferKind::Arena: return "arena";
-  }
-  return "?";
-}
-
 const PlanBuffer *Plan::buffer(const std::string &id) const {
   for (const PlanBuffer &b : buffers)
     if (b.id == id)
@@ -277,7 +267,7 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "id" << YAML::Value << b.id;
     y << YAML::Key << "value" << YAML::Value << b.value;
-    y << YAML::Key << "kind" << YAML::Value << bufferKindName(b.kind);
+    y << YAML::Key << "kind" << YAML::Value << enumName(b.kind);
     y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
     y << YAML::Key << "shape" << YAML::Value;
     emitShape(y, b);

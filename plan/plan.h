@@ -12,6 +12,7 @@
 #include "plan/chain_split_choice.h"
 #include "plan/sibling_merge_choice.h"
 #include "plan/split_k_choice.h"
+#include "support/buffer_kind.h"
 #include "target/target.h"
 
 #include <cstdint>
@@ -22,9 +23,6 @@
 #include <vector>
 
 namespace aicf {
-
-enum class BufferKind : uint8_t { Input, Output, Weight, Arena };
-const char *bufferKindName(BufferKind k); // "input", "output", "weight", "arena"
 
 struct PlanBuffer {
   std::string id;    // "b0", "b1", ... (stable, in creation order)
