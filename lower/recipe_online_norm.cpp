@@ -283,7 +283,7 @@ public:
     const NormProblem &p = problemOf<NormProblem>(k);
     bool expRescale = p.algebra == NormAlgebra::Softmax || p.algebra == NormAlgebra::LogSoftmax;
     // Without cache_row the finalize pass reads each row a second time, from a cache.
-    double secondPass = knobOf(k, "cache_row", 0) ? 0.0 : double(p.rows * p.len) * 4.0;
+    double secondPass = knobOf(k, &NormKnobs::cacheRow) ? 0.0 : double(p.rows * p.len) * 4.0;
     CostShape s = rowStateShape(k, hw, flops, p.len, p.algebra == NormAlgebra::Welford, expRescale,
                                 secondPass);
     // Host sum of squares (rms_norm): ~1 cycle per element beyond the vector model, its two
@@ -294,7 +294,7 @@ public:
     return s;
   }
   int64_t registers(const kir::Kernel &k) const override {
-    return 18 + 2 * knobOf(k, "vec", 1) + 4 * knobOf(k, "cache_row", 0);
+    return 18 + 2 * knobOf(k, &NormKnobs::vec, 1) + 4 * knobOf(k, &NormKnobs::cacheRow);
   }
 };
 
