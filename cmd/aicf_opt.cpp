@@ -63,7 +63,7 @@ struct Flags {
   bool kir = false; // Kernel IR input (also: a file ending in .kir)
   std::vector<std::string> kirPasses;
   bool lower = false;
-  std::string schedule = "cost";
+  Schedule schedule = Schedule::Cost;
   std::string hardware;
 };
 
@@ -431,10 +431,8 @@ int main(int argc, char **argv) {
   app.add_flag(
       "--lower", flags.lower,
       "print the graph's kernels (Kernel IR, as aicfc --emit kernels) instead of the graph");
-  app.add_option("--schedule", flags.schedule,
-                 "with --lower: the planner's knobs (cost) or the recipes' defaults (default)")
-      ->check(CLI::IsMember({"cost", "default"}))
-      ->capture_default_str();
+  addEnumOption(app, "--schedule", flags.schedule,
+                "with --lower: the planner's knobs (cost) or the recipes' defaults (default)");
   app.add_flag("--split-input-file", flags.split,
                "process each '// -----' part separately, continuing after errors");
   app.add_flag("--verify-diagnostics", flags.verifyDiagnostics,

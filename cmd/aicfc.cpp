@@ -31,6 +31,35 @@ using namespace aicf;
 
 namespace {
 
+// --emit: the one stage printed on stdout (None: none).
+enum class Emit { None, Graph, Kernels, Plan, Source };
+constexpr EnumNames<Emit, 4> enumNames(Emit) {
+  return {{{Emit::Graph, "graph"},
+           {Emit::Kernels, "kernels"},
+           {Emit::Plan, "plan"},
+           {Emit::Source, "source"}}};
+}
+
+// --io-precision: the type of the model's float inputs and outputs (CompileOptions::ioPrecision:
+// Model is none, the model's own).
+enum class IoPrecision { Model, F32, F16, BF16 };
+constexpr EnumNames<IoPrecision, 4> enumNames(IoPrecision) {
+  return {{{IoPrecision::Model, "model"},
+           {IoPrecision::F32, "fp32"},
+           {IoPrecision::F16, "fp16"},
+           {IoPrecision::BF16, "bf16"}}};
+}
+
+std::optional<Precision> ioPrecisionOf(IoPrecision p) {
+  switch (p) {
+  case IoPrecision::Model: return std::nullopt;
+  case IoPrecision::F32: return Precision::F32;
+  case IoPrecision::F16: return Precision::F16;
+  case IoPrecision::BF16: return Precision::BF16;
+  }
+  return std::nullopt;
+}
+
 struct Flags {
   std::string model;
   std::string outDir;
@@ -38,21 +67,21 @@ struct Flags {
   std::string planFor;
   std::string cpuArch = "native";
   std::vector<std::string> shapes, dims, consts, seqs, absent, maxes;
-  std::string emit;
+  Emit emit = Emit::None;
   bool explain = false;
   std::vector<std::string> printIrBefore, printIrAfter;
   bool passTiming = false;
   bool verifyPasses = false;
   std::string hardware;
-  std::string schedule = "cost";
+  Schedule schedule = Schedule::Cost;
   int candidateRank = 0;
-  std::string attention = "cost";
-  std::string precision = "fp32";
-  std::string ioPrecision = "model";
-  std::string rowNorms = "cost";
-  std::string chains = "cost";
-  std::string normEpilogues = "cost";
-  std::string convChains = "cost";
+  AttentionPolicy attention = AttentionPolicy::Cost;
+  Precision precision = Precision::F32;
+  IoPrecision ioPrecision = IoPrecision::Model;
+  RowNormPolicy rowNorms = RowNormPolicy::Cost;
+  FusePolicy chains = FusePolicy::Cost;
+  FusePolicy normEpilogues = FusePolicy::Cost;
+  FusePolicy convChains = FusePolicy::Cost;
   bool noPackWeights = false;
   bool noBlockChannels = false;
   bool noSplitK = false;
@@ -121,7 +150,7 @@ void writeGraphFolder(const std::string &outDir, const std::string &model,
 
 int compile(const Flags &flags) {
   // The target, parsed once: libmodel.so's, and the plan's (the same unless --plan-for).
-  Target target = checkTarget(flags.target, !flags.outDir.empty() && flags.emit != "graph");
+  Target target = checkTarget(flags.target, !flags.outDir.empty() && flags.emit != Emit::Graph);
   Target planFor = target;
   if (!flags.planFor.empty()) {
     if (target.gpu())
@@ -196,7 +225,7 @@ int compile(const Flags &flags) {
     explain.writeYaml(yaml, *g);
     extra["explain.yaml"] = yaml.str();
   }
-  if (flags.emit == "graph") {
+  if (flags.emit == Emit::Graph) {
     printTiming();
     std::cout << report.str() << graphText;
     if (!flags.outDir.empty()) {
@@ -216,9 +245,8 @@ int compile(const Flags &flags) {
   copts.schedule = flags.schedule;
   copts.rank = flags.candidateRank;
   copts.attention = flags.attention;
-  copts.precision = *parsePrecision(flags.precision);
-  if (flags.ioPrecision != "model")
-    copts.ioPrecision = *parsePrecision(flags.ioPrecision);
+  copts.precision = flags.precision;
+  copts.ioPrecision = ioPrecisionOf(flags.ioPrecision);
   copts.rowNorms = flags.rowNorms;
   copts.chains = flags.chains;
   copts.normEpilogues = flags.normEpilogues;
@@ -241,12 +269,12 @@ int compile(const Flags &flags) {
     printPlanReport(report, cm.plan);
   if (!reportLater)
     std::cout << report.str();
-  if (flags.emit == "kernels")
+  if (flags.emit == Emit::Kernels)
     for (const kir::Kernel &k : cm.kernels)
       std::cout << kir::printKernel(k) << "\n";
-  else if (flags.emit == "source")
+  else if (flags.emit == Emit::Source)
     std::cout << cm.source;
-  else if (flags.emit == "plan")
+  else if (flags.emit == Emit::Plan)
     cm.plan.writeYaml(std::cout);
   else if (flags.outDir.empty() && !flags.explain)
     throw UserError("nothing to do: give -o OUT (compile) or --emit graph|kernels|plan|source", 1);
@@ -290,10 +318,8 @@ int main(int argc, char **argv) {
   app.add_option("--hardware", flags.hardware,
                  "hardware description to plan for: a100 | h100 | h200 | rtx3090 | rtx4090 | "
                  "FILE.yaml (default: the target arch's; the detected host CPU for cpu)");
-  app.add_option("--schedule", flags.schedule,
-                 "cost: knobs chosen by the cost model; default: the recipes' defaults")
-      ->check(CLI::IsMember({"cost", "default"}))
-      ->capture_default_str();
+  addEnumOption(app, "--schedule", flags.schedule,
+                "cost: knobs chosen by the cost model; default: the recipes' defaults");
   app.add_flag(
       "--no-pack-weights", flags.noPackWeights,
       "host plans: keep constant GEMM weights as they are instead of packing them into the "
@@ -315,45 +341,31 @@ int main(int argc, char **argv) {
                  "dimension where legal (2, 4, 8, 16, 32; 0: the cost model decides)")
       ->check(CLI::IsMember({0, 2, 4, 8, 16, 32}))
       ->capture_default_str();
-  app.add_option("--precision", flags.precision,
-                 "GPU plans: the arithmetic of matmul, gemm, conv and attention: fp32 (SIMT); "
-                 "tf32, fp16 or bf16 on tensor cores, operands rounded, f32 accumulation; "
-                 "weights stored in fp16 / bf16; norms, softmax and reductions stay fp32")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
-      ->capture_default_str();
-  app.add_option("--io-precision", flags.ioPrecision,
-                 "the type of the model's float inputs and outputs: model (as the model has "
-                 "them), fp32, fp16 or bf16 (casts fused into the first and last kernels)")
-      ->check(CLI::IsMember({"model", "fp32", "fp16", "bf16"}))
-      ->capture_default_str();
-  app.add_option("--attention", flags.attention,
-                 "cost: streaming or materialised attention by the cost model; streaming; "
-                 "materialized (where exact)")
-      ->check(CLI::IsMember({"cost", "streaming", "materialized"}))
-      ->capture_default_str();
-  app.add_option("--row-norms", flags.rowNorms,
-                 "a layer_norm / rms_norm read only as GEMMs' left operand: cost: recomputed "
-                 "in their A reads when the cost model prices that lower; fold; store")
-      ->check(CLI::IsMember({"cost", "fold", "store"}))
-      ->capture_default_str();
-  app.add_option("--chain-contractions", flags.chains,
-                 "a matmul / gemm read only as another's left operand (an MLP's two "
-                 "projections): cost: one chained kernel, the intermediate never stored, when "
-                 "the cost model prices it lower; fuse; store")
-      ->check(CLI::IsMember({"cost", "fuse", "store"}))
-      ->capture_default_str();
-  app.add_option("--norm-epilogues", flags.normEpilogues,
-                 "a layer_norm / rms_norm of a matmul / gemm's output rows (a post-norm): cost: "
-                 "applied in the contraction's tiles (whole rows, host plans) when the cost "
-                 "model prices it lower; fuse; store")
-      ->check(CLI::IsMember({"cost", "fuse", "store"}))
-      ->capture_default_str();
-  app.add_option("--conv-chains", flags.convChains,
-                 "an inverted residual (1x1 expand -> depthwise -> 1x1 project on the "
-                 "channel-blocked layout, host plans): cost: one kernel, the expanded rows never "
-                 "stored, when the cost model prices it lower; fuse; store")
-      ->check(CLI::IsMember({"cost", "fuse", "store"}))
-      ->capture_default_str();
+  addEnumOption(app, "--precision", flags.precision,
+                "GPU plans: the arithmetic of matmul, gemm, conv and attention: fp32 (SIMT); "
+                "tf32, fp16 or bf16 on tensor cores, operands rounded, f32 accumulation; "
+                "weights stored in fp16 / bf16; norms, softmax and reductions stay fp32");
+  addEnumOption(app, "--io-precision", flags.ioPrecision,
+                "the type of the model's float inputs and outputs: model (as the model has "
+                "them), fp32, fp16 or bf16 (casts fused into the first and last kernels)");
+  addEnumOption(app, "--attention", flags.attention,
+                "cost: streaming or materialised attention by the cost model; streaming; "
+                "materialized (where exact)");
+  addEnumOption(app, "--row-norms", flags.rowNorms,
+                "a layer_norm / rms_norm read only as GEMMs' left operand: cost: recomputed "
+                "in their A reads when the cost model prices that lower; fold; store");
+  addEnumOption(app, "--chain-contractions", flags.chains,
+                "a matmul / gemm read only as another's left operand (an MLP's two "
+                "projections): cost: one chained kernel, the intermediate never stored, when "
+                "the cost model prices it lower; fuse; store");
+  addEnumOption(app, "--norm-epilogues", flags.normEpilogues,
+                "a layer_norm / rms_norm of a matmul / gemm's output rows (a post-norm): cost: "
+                "applied in the contraction's tiles (whole rows, host plans) when the cost "
+                "model prices it lower; fuse; store");
+  addEnumOption(app, "--conv-chains", flags.convChains,
+                "an inverted residual (1x1 expand -> depthwise -> 1x1 project on the "
+                "channel-blocked layout, host plans): cost: one kernel, the expanded rows never "
+                "stored, when the cost model prices it lower; fuse; store");
   app.add_option("--candidate-rank", flags.candidateRank,
                  "take each kernel's N-th cheapest feasible schedule (cost-model benchmarks)")
       ->check(intInRange(0, 1 << 20));
@@ -379,8 +391,7 @@ int main(int argc, char **argv) {
                  "bind an input to a value at compile time: NAME=FILE.npy, or NAME=VALUE for an "
                  "input of one element; it is folded like a weight and is no longer an input "
                  "(repeatable)");
-  app.add_option("--emit", flags.emit, "print one stage: graph | kernels | plan | source")
-      ->check(CLI::IsMember({"graph", "kernels", "plan", "source"}));
+  addEnumOption(app, "--emit", flags.emit, "print one stage: graph | kernels | plan | source");
   app.add_flag("--explain", flags.explain, "report rewrites, certificates and plan choices");
   app.add_option("--print-ir-before", flags.printIrBefore,
                  "print IR before PASS or stage (or all; see --list-passes)")

@@ -98,14 +98,6 @@ std::string planKey(const KernelGroup &grp) {
   return k;
 }
 
-AttentionPolicy attentionPolicy(const std::string &choice) {
-  if (choice == "streaming")
-    return AttentionPolicy::Streaming;
-  if (choice == "materialized")
-    return AttentionPolicy::Materialized;
-  return AttentionPolicy::Cost;
-}
-
 // A loop node's group: no kernel, a runtime loop step (loopStep, stage loop-bodies).
 bool isLoop(const KernelGroup &grp) {
   return grp.anchor && grp.anchor->op() == Op::Loop;
@@ -291,7 +283,7 @@ void chooseAttention(CompileState &s) {
     return;
   std::vector<AttentionDecision> decisions;
   ChooseAttentionOptions co;
-  co.policy = attentionPolicy(s.opts.attention);
+  co.policy = s.opts.attention;
   co.cost = attentionCostFn(s.hw, structuralChoice(s));
   co.decisions = &decisions;
   std::unique_ptr<Graph> copy = runPricedPass(s, createChooseAttentionPass(std::move(co)));
@@ -355,7 +347,8 @@ void mergeSiblings(CompileState &s) {
 // ViT's and BERT's MLPs, 25% less predicted time for twice the bytes (the partial outputs); a
 // session with a GPU should measure that first (--chain-slices N forces a count on either).
 void splitChains(CompileState &s) {
-  if (!s.opts.splitChains || s.opts.chains == "store" || (s.hw.gpu && s.opts.chainSlices == 0))
+  if (!s.opts.splitChains || s.opts.chains == FusePolicy::Store ||
+      (s.hw.gpu && s.opts.chainSlices == 0))
     return;
   std::vector<ChainSplitDecision> decisions;
   SplitChainsOptions so;
@@ -385,7 +378,7 @@ void describePlan(CompileState &s) {
   p.hardware = s.hw.name;
   p.hardwareSummary = s.hw.summary();
   p.schedule = opts.schedule;
-  p.precision = precisionName(opts.precision);
+  p.precision = opts.precision;
   // A data dim no node sets any more (its node removed as dead) sizes nothing: dropped. (Dims of
   // the inputs have min >= 1; data dims min 0.)
   p.dims.clear();
@@ -620,7 +613,7 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   st.bytes = cost.bytes;
   st.flops = cost.flops;
   st.timeUs = cost.timeUs;
-  st.precision = precisionName(kir::kernelPrecision(k));
+  st.precision = kir::kernelPrecision(k);
   st.fp32Us = cost.fp32TimeUs;
   if (!s.target.gpu()) {
     int64_t blocks = 1;
@@ -686,7 +679,7 @@ void planSteps(CompileState &s) {
 void checkCandidateRank(CompileState &s) {
   const Plan &p = s.model.plan;
   int rank = s.opts.rank;
-  if (s.opts.schedule == "default" || rank <= 0 || p.steps.empty())
+  if (s.opts.schedule == Schedule::Default || rank <= 0 || p.steps.empty())
     return;
   int most = 0;
   for (const PlanStep &st : p.steps)
@@ -802,18 +795,10 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
   planner.schedule = o.schedule;
   planner.rank = o.rank;
   fusion.kernelCost = kernelCostFor(hw, planner);
-  fusion.rowNorms = o.rowNorms == "fold"    ? FusionOptions::RowNorms::Fold
-                    : o.rowNorms == "store" ? FusionOptions::RowNorms::Store
-                                            : FusionOptions::RowNorms::Cost;
-  fusion.normEpilogues = o.normEpilogues == "fuse"    ? FusionOptions::NormEpilogues::Fuse
-                         : o.normEpilogues == "store" ? FusionOptions::NormEpilogues::Store
-                                                      : FusionOptions::NormEpilogues::Cost;
-  fusion.convChains = o.convChains == "fuse"    ? FusionOptions::ConvChains::Fuse
-                      : o.convChains == "store" ? FusionOptions::ConvChains::Store
-                                                : FusionOptions::ConvChains::Cost;
-  fusion.chains = o.chains == "fuse"    ? FusionOptions::Chains::Fuse
-                  : o.chains == "store" ? FusionOptions::Chains::Store
-                                        : FusionOptions::Chains::Cost;
+  fusion.rowNorms = o.rowNorms;
+  fusion.chains = o.chains;
+  fusion.normEpilogues = o.normEpilogues;
+  fusion.convChains = o.convChains;
 }
 
 CompiledModel buildModel(const Graph &input, const CompileOptions &opts) {
@@ -935,9 +920,8 @@ void printPlanReport(std::ostream &os, const Plan &p) {
   os << "== plan: " << p.steps.size() << " steps for " << p.target.name();
   if (p.planFor.name() != p.target.name())
     os << " (the " << p.planFor.name() << " plan, emulated)";
-  os << "\n   hardware: " << p.hardwareSummary
-     << "\n   schedule: " << (p.schedule == "cost" ? "chosen by the cost model" : "recipe defaults")
-     << "\n";
+  os << "\n   hardware: " << p.hardwareSummary << "\n   schedule: "
+     << (p.schedule == Schedule::Cost ? "chosen by the cost model" : "recipe defaults") << "\n";
   if (!p.dims.empty()) {
     // Symbolic dims: one plan for the ranges, priced at the opt point; memory for the maxima.
     os << "   dims:";
@@ -1015,14 +999,14 @@ void printPlanReport(std::ostream &os, const Plan &p) {
     }
   // Reduced precision (aicfc --precision): the policy, then each tensor-core step against the
   // same tiles in fp32 SIMT; the steps not listed compute in fp32.
-  if (p.precision != "fp32") {
+  if (p.precision != Precision::F32) {
     double tc = 0, simt = 0;
     for (const PlanStep &st : p.steps)
       if (st.fp32Us > 0) {
         tc += st.timeUs;
         simt += st.fp32Us;
       }
-    os << "   precision: " << p.precision
+    os << "   precision: " << precisionName(p.precision)
        << " products on tensor cores (operands rounded, f32 accumulation); norms, softmax, "
           "reductions and elementwise steps in fp32\n";
     for (size_t s = 0; s < p.steps.size(); ++s) {
@@ -1032,11 +1016,11 @@ void printPlanReport(std::ostream &os, const Plan &p) {
       if (st.fp32Us > 0)
         std::snprintf(line, sizeof line,
                       "   step %zu %s: %s, %.2f us predicted vs %.2f us in fp32 SIMT (%.1fx)\n", s,
-                      st.kindId.c_str(), st.precision.c_str(), st.timeUs, st.fp32Us,
+                      st.kindId.c_str(), precisionName(st.precision), st.timeUs, st.fp32Us,
                       st.fp32Us / std::max(st.timeUs, 1e-9));
       else
         std::snprintf(line, sizeof line, "   step %zu %s: %s\n", s, st.kindId.c_str(),
-                      st.precision.c_str());
+                      precisionName(st.precision));
       os << line;
     }
     if (simt > 0) {

@@ -14,6 +14,7 @@
 #include "ir/precision.h"
 #include "kir/kir.h"
 #include "lower/fusion.h"
+#include "passes/choose_attention.h"
 #include "passes/pass.h"
 #include "plan/memory_plan.h"
 #include "plan/plan.h"
@@ -41,26 +42,27 @@ struct CompileOptions {
   // Targets without a description get their default one (Target::loaded): the detected host.
   Target planFor;
   std::string cpuArch = "native";
-  std::string schedule = "cost"; // "cost" (the planner's choice) or "default" (recipe defaults)
-  int rank = 0;                  // --candidate-rank: take the rank-th cheapest candidate
-  // --attention: "cost" (streaming or materialised, whichever the cost model prices lower),
-  // "streaming", or "materialized" (where the materialised form is exact; streaming elsewhere).
-  std::string attention = "cost";
+  Schedule schedule = Schedule::Cost; // --schedule (plan/planner.h)
+  int rank = 0;                       // --candidate-rank: take the rank-th cheapest candidate
+  // --attention (passes/choose_attention.h): streaming or materialised, whichever the cost model
+  // prices lower (Cost), streaming, or materialised where that form is exact (streaming
+  // elsewhere).
+  AttentionPolicy attention = AttentionPolicy::Cost;
   // --row-norms: a layer_norm / rms_norm read only as contractions' A (lower/fusion.h rule 7):
-  // "cost" (recomputed in the readers' A reads when the planner prices that lower), "fold"
-  // (always, where legal) or "store" (always a kernel of its own).
-  std::string rowNorms = "cost";
-  // --chain-contractions: a contraction read only as another's A (lower/fusion.h rule 8): "cost"
-  // (one chained kernel when the planner prices it lower), "fuse" (always, where legal) or
-  // "store" (always two kernels, the intermediate stored).
-  std::string chains = "cost";
+  // recomputed in the readers' A reads when the planner prices that lower (Cost), always where
+  // legal (Fold), or never (Store: a kernel of its own).
+  RowNormPolicy rowNorms = RowNormPolicy::Cost;
+  // --chain-contractions: a contraction read only as another's A (lower/fusion.h rule 8): one
+  // chained kernel when the planner prices it lower (Cost), always where legal (Fuse), or never
+  // (Store: two kernels, the intermediate stored).
+  FusePolicy chains = FusePolicy::Cost;
   // --norm-epilogues: a layer_norm / rms_norm of a contraction's output rows (lower/fusion.h
-  // rule 9): "cost", "fuse" (always, where legal) or "store" (a kernel of its own).
-  std::string normEpilogues = "cost";
+  // rule 9): Cost, Fuse (always, where legal) or Store (a kernel of its own).
+  FusePolicy normEpilogues = FusePolicy::Cost;
   // --conv-chains: an inverted residual's 1 x 1 expand, depthwise and 1 x 1 project convs on
-  // the channel-blocked layout (lower/fusion.h rule 10): "cost", "fuse" (always, where legal) or
-  // "store" (a kernel each).
-  std::string convChains = "cost";
+  // the channel-blocked layout (lower/fusion.h rule 10): Cost, Fuse (always, where legal) or
+  // Store (a kernel each).
+  FusePolicy convChains = FusePolicy::Cost;
   // Host plans: constant GEMM weights packed into the micro-kernel's column panels
   // (passes/pack_weights.cpp); aicfc --no-pack-weights turns it off (for comparisons).
   bool packWeights = true;

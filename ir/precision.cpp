@@ -6,25 +6,11 @@
 namespace aicf {
 
 std::optional<Precision> parsePrecision(std::string_view s) {
-  if (s == "fp32" || s == "f32")
+  if (s == "f32") // the IR's spellings of fp32 and fp16
     return Precision::F32;
-  if (s == "tf32")
-    return Precision::TF32;
-  if (s == "fp16" || s == "f16")
+  if (s == "f16")
     return Precision::F16;
-  if (s == "bf16")
-    return Precision::BF16;
-  return std::nullopt;
-}
-
-const char *precisionName(Precision p) {
-  switch (p) {
-  case Precision::F32: return "fp32";
-  case Precision::TF32: return "tf32";
-  case Precision::F16: return "fp16";
-  case Precision::BF16: return "bf16";
-  }
-  return "?";
+  return parseEnum<Precision>(s);
 }
 
 DType precisionStorage(Precision p) {

@@ -12,6 +12,7 @@
 
 #include "ir/attributes.h"
 #include "ir/types.h"
+#include "support/enum_names.h"
 
 #include <optional>
 #include <string>
@@ -22,10 +23,18 @@ namespace aicf {
 class Node;
 
 enum class Precision : uint8_t { F32, TF32, F16, BF16 };
+constexpr EnumNames<Precision, 4> enumNames(Precision) {
+  return {{{Precision::F32, "fp32"},
+           {Precision::TF32, "tf32"},
+           {Precision::F16, "fp16"},
+           {Precision::BF16, "bf16"}}};
+}
 
 // "fp32", "tf32", "fp16", "bf16" (also "f32", "f16" for the attribute's IR spelling).
 std::optional<Precision> parsePrecision(std::string_view s);
-const char *precisionName(Precision p); // "fp32", ...
+inline const char *precisionName(Precision p) { // "fp32", ...
+  return enumName(p);
+}
 // The dtype operands are staged and stored in: f32 for fp32 and tf32, else f16 / bf16.
 DType precisionStorage(Precision p);
 // Whether products run on tensor cores (tf32, fp16, bf16).

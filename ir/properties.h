@@ -1,6 +1,8 @@
 // Memory properties (docs/architecture.md) and the certificates that record why one holds or not.
 #pragma once
 
+#include "support/enum_names.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,8 +72,16 @@ enum class EpsilonPlacement : uint8_t { Variance, StdDev };
 //                y = (x - mean) / (sqrt(M2/n) + epsilon) * g + b (epsilonAt == StdDev)
 //   sum_squares: y = x / sqrt(s/n + epsilon) * g
 // Scale and bias are broadcast to the normalised shape, the dims [firstAxis, rank) of operand 0.
+enum class NormAlgebra : uint8_t { Softmax, LogSoftmax, Welford, SumSquares };
+constexpr EnumNames<NormAlgebra, 4> enumNames(NormAlgebra) {
+  return {{{NormAlgebra::Softmax, "softmax"},
+           {NormAlgebra::LogSoftmax, "log_softmax"},
+           {NormAlgebra::Welford, "welford"},
+           {NormAlgebra::SumSquares, "sum_squares"}}};
+}
+
 struct NormSpec {
-  std::string algebra;   // "softmax", "log_softmax", "welford", "sum_squares"
+  NormAlgebra algebra = NormAlgebra::Softmax;
   int64_t firstAxis = 0; // the reduced axes [firstAxis, lastAxis] of operand 0 (normalised, >= 0)
   int64_t lastAxis = 0;
   double epsilon = 0;    // welford: where epsilonAt says; sum_squares: to the mean square; else 0

@@ -110,7 +110,7 @@ CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
   s.flops = double(flops);
   int64_t lanes = std::max<int64_t>(1, hw.gpu ? 1 : hw.vectorLanesF32());
   int64_t threads = std::max<int64_t>(1, k.threads);
-  int64_t vec = knobOf(k, "vec", 1);
+  int64_t vec = knobOf(k, &FlatLoopKnobs::vec, 1);
   // Independent elements; the vector width is the explicit inner loop's.
   s.vectorShare =
       hw.gpu ? 0.5 : 0.6 * double(std::min(std::max<int64_t>(vec, 1), lanes)) / double(lanes);

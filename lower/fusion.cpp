@@ -269,13 +269,13 @@ public:
     foldPrologues();
     if (opts_.rematCost)
       rematerialize(p);
-    if (opts_.kernelCost && opts_.rowNorms != FusionOptions::RowNorms::Store)
+    if (opts_.kernelCost && opts_.rowNorms != RowNormPolicy::Store)
       foldRowNorms(p);
-    if (opts_.kernelCost && opts_.chains != FusionOptions::Chains::Store)
+    if (opts_.kernelCost && opts_.chains != FusePolicy::Store)
       chainContractions(p);
-    if (opts_.kernelCost && opts_.normEpilogues != FusionOptions::NormEpilogues::Store)
+    if (opts_.kernelCost && opts_.normEpilogues != FusePolicy::Store)
       foldNormEpilogues(p);
-    if (opts_.kernelCost && opts_.convChains != FusionOptions::ConvChains::Store)
+    if (opts_.kernelCost && opts_.convChains != FusePolicy::Store)
       chainConvs(p);
     finish(p);
     return p;
@@ -1042,7 +1042,7 @@ private:
       d.recomputeUs = 0;
       for (int c : cons)
         d.recomputeUs += price(c);
-      d.recomputed = opts_.rowNorms == FusionOptions::RowNorms::Fold ||
+      d.recomputed = opts_.rowNorms == RowNormPolicy::Fold ||
                      takeForm({d.recomputeUs, bytes}, {d.storeUs, storeBytes}, 1.0);
       p.remat.push_back(d);
       if (!d.recomputed) { // put everything back
@@ -1161,7 +1161,7 @@ private:
       dec.what += cat(" -> ", c2->name(), " ", c2->where());
       dec.values.push_back(a->name().empty() ? cat("%", a->id()) : a->name());
       dec.consumers = 1;
-      bool fuse = opts_.chains == FusionOptions::Chains::Fuse;
+      bool fuse = opts_.chains == FusePolicy::Fuse;
       tryMerge(
           g2, firsts, fuse, dec, [&] { chained_[g2] = chain; }, [&] { chained_.erase(g2); });
       p.remat.push_back(dec);
@@ -1191,7 +1191,7 @@ private:
       dec.what = cat(n->name(), " ", n->where(), " after ", c->name(), " ", c->where());
       dec.values.push_back(v->name().empty() ? cat("%", v->id()) : v->name());
       dec.consumers = 1;
-      bool fuse = opts_.normEpilogues == FusionOptions::NormEpilogues::Fuse;
+      bool fuse = opts_.normEpilogues == FusePolicy::Fuse;
       tryMerge(
           gc, {gn}, fuse, dec, [&] { normEpilogue_[gc] = n; }, [&] { normEpilogue_.erase(gc); });
       p.remat.push_back(dec);
@@ -1272,7 +1272,7 @@ private:
       }
       dec.what += cat(pj->name(), " ", pj->where());
       dec.consumers = 1;
-      bool fuse = opts_.convChains == FusionOptions::ConvChains::Fuse;
+      bool fuse = opts_.convChains == FusePolicy::Fuse;
       tryMerge(
           gP, from, fuse, dec, [&] { chained_[gP] = chain; }, [&] { chained_.erase(gP); });
       p.remat.push_back(dec);

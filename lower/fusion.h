@@ -16,6 +16,7 @@
 #include "ir/graph.h"
 #include "ir/index_map.h"
 #include "passes/price.h"
+#include "support/enum_names.h"
 
 #include <functional>
 
@@ -133,6 +134,24 @@ using RematCostFn = std::function<RematCost(const KernelGroup &probe, int64_t in
 using KernelPrice = Price; // (passes/price.h)
 using KernelCostFn = std::function<KernelPrice(const KernelGroup &)>;
 
+// Rule 7's policy (aicfc --row-norms): a row norm read only as contractions' A is recomputed in
+// their kernels when priced lower (Cost; still priced for the record under Fold), always where
+// legal (Fold), or never (Store: a kernel of its own).
+enum class RowNormPolicy { Cost, Fold, Store };
+constexpr EnumNames<RowNormPolicy, 3> enumNames(RowNormPolicy) {
+  return {{{RowNormPolicy::Cost, "cost"},
+           {RowNormPolicy::Fold, "fold"},
+           {RowNormPolicy::Store, "store"}}};
+}
+
+// Rules 8, 9 and 10's policy (aicfc --chain-contractions, --norm-epilogues, --conv-chains): the
+// fused kernel when the planner prices it lower (Cost), always where legal (Fuse, still priced
+// for the record), or never (Store: the intermediate stored).
+enum class FusePolicy { Cost, Fuse, Store };
+constexpr EnumNames<FusePolicy, 3> enumNames(FusePolicy) {
+  return {{{FusePolicy::Cost, "cost"}, {FusePolicy::Fuse, "fuse"}, {FusePolicy::Store, "store"}}};
+}
+
 struct FusionOptions {
   // With a cost function (the planner's, plan/cost_model.h), shared elementwise groups are
   // recomputed in their consumers when that is cheaper; without one they are always stored
@@ -145,20 +164,17 @@ struct FusionOptions {
   // their kernels when their planned times beat the norm's kernel plus theirs as they are;
   // without one, it is always a kernel of its own.
   KernelCostFn kernelCost;
-  // Rule 7's policy: priced (the default), always folded where legal (still priced for the
-  // record), or never.
-  enum class RowNorms { Cost, Fold, Store } rowNorms = RowNorms::Cost;
-  // Rule 8's policy (with a kernel cost function): a contraction read only as another's A is
-  // chained into it when the planner prices the fused kernel lower (Cost), always where legal
-  // (Fuse, still priced for the record), or never (Store).
-  enum class Chains { Cost, Fuse, Store } chains = Chains::Cost;
-  // Rule 9's policy (with a kernel cost function): a row norm of a contraction's output applied
-  // as its epilogue when priced lower (Cost), always where legal (Fuse), or never (Store).
-  enum class NormEpilogues { Cost, Fuse, Store } normEpilogues = NormEpilogues::Cost;
-  // Rule 10's policy (with a kernel cost function): an inverted residual's expand, depthwise
-  // and project convs as one kernel when priced lower (Cost), always where legal (Fuse), or
-  // never (Store).
-  enum class ConvChains { Cost, Fuse, Store } convChains = ConvChains::Cost;
+  // Rule 7's policy (--row-norms).
+  RowNormPolicy rowNorms = RowNormPolicy::Cost;
+  // Rule 8's policy (--chain-contractions, with a kernel cost function): a contraction read only
+  // as another's A is chained into it.
+  FusePolicy chains = FusePolicy::Cost;
+  // Rule 9's policy (--norm-epilogues, with a kernel cost function): a row norm of a
+  // contraction's output applied as its epilogue.
+  FusePolicy normEpilogues = FusePolicy::Cost;
+  // Rule 10's policy (--conv-chains, with a kernel cost function): an inverted residual's
+  // expand, depthwise and project convs as one kernel.
+  FusePolicy convChains = FusePolicy::Cost;
   // Off: every layout op is a kernel (and every reshape a view), as before issue 17.
   bool foldLayout = true;
   // The most nodes one group (one kernel) holds (rule 6 in fusion.cpp): longer elementwise

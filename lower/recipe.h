@@ -180,7 +180,10 @@ double hostLoopCycles(int64_t len, int64_t lanes, double perVector);
 CostShape rowStateShape(const kir::Kernel &k, const Hardware &hw, int64_t flops, int64_t len,
                         bool welford, bool expRescale, double secondPassBytes);
 
-// A knob of a built kernel (Kernel::knobs), `dflt` when absent.
+// A knob of a built kernel (Kernel::knobs), `dflt` when absent, by name: for the readers that
+// serve kernels of several recipes (the cost model's vector width, rowStateShape, the shared
+// fold of reduction states). A recipe reads its own kernels' knobs through its typed struct
+// (lower/recipes.h: knobOf(k, &ChainKnobs::BM, 1)).
 int64_t knobOf(const kir::Kernel &k, const char *name, int64_t dflt = 0);
 
 // The typed problem description a recipe recorded on its kernel.

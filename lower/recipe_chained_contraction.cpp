@@ -515,8 +515,9 @@ public:
                       int64_t flops) const override {
     CostShape s;
     const ChainProblem &p = problemOf<ChainProblem>(k);
-    int64_t BM = knobOf(k, "BM", 1), BH = knobOf(k, "BH", 1), BK = knobOf(k, "BK", 1);
-    int64_t TM = knobOf(k, "TM", 1), TN = knobOf(k, "TN", 1);
+    int64_t BM = knobOf(k, &ChainKnobs::BM, 1), BH = knobOf(k, &ChainKnobs::BH, 1),
+            BK = knobOf(k, &ChainKnobs::BK, 1);
+    int64_t TM = knobOf(k, &ChainKnobs::TM, 1), TN = knobOf(k, &ChainKnobs::TN, 1);
     int64_t mt = ceilDiv(p.M, BM), ht = ceilDiv(p.H, BH), blocks = p.batch * mt;
     double exact = 2.0 * double(p.batch * p.M) * double(p.H) * double(p.firsts * p.K1 + p.N2);
     double padded =
@@ -572,8 +573,8 @@ public:
   // once per hidden tile, and by every slice when X is broadcast over them.
   Rereads rereads(const KernelGroup &, const kir::Kernel &k, const Hardware &hw) const override {
     const ChainProblem &p = problemOf<ChainProblem>(k);
-    int64_t mt = ceilDiv(p.M, knobOf(k, "BM")), blocks = p.batch * mt;
-    int64_t ht = ceilDiv(p.H, knobOf(k, "BH"));
+    int64_t mt = ceilDiv(p.M, knobOf(k, &ChainKnobs::BM)), blocks = p.batch * mt;
+    int64_t ht = ceilDiv(p.H, knobOf(k, &ChainKnobs::BH));
     int64_t set = tileSet(k);
     int64_t we = std::max<int64_t>(1, std::min(p.w1Entries, p.w2Entries));
     Rereads w = rereadsOf(hw, p.w1Bytes + p.w2Bytes, we, blocks / we, blocks, set, we == 1);
@@ -589,7 +590,8 @@ public:
   }
   int64_t registers(const kir::Kernel &k) const override {
     const ChainProblem &p = problemOf<ChainProblem>(k);
-    int64_t tm = knobOf(k, "TM", 1), tn = knobOf(k, "TN", 1), bh = knobOf(k, "BH", 1);
+    int64_t tm = knobOf(k, &ChainKnobs::TM, 1), tn = knobOf(k, &ChainKnobs::TN, 1),
+            bh = knobOf(k, &ChainKnobs::BH, 1);
     int64_t tn2 = p.N2 * tn / std::max<int64_t>(1, bh);
     return 34 + p.firsts * tm * tn + tm * tn2 + 2 * (tm + tn);
   }
@@ -603,7 +605,7 @@ private:
   // W1's and W2's panels for one hidden tile (K1 x BH, BH x N2) and the output tile (BM x N2).
   static int64_t tileSet(const kir::Kernel &k) {
     const ChainProblem &p = problemOf<ChainProblem>(k);
-    int64_t BM = knobOf(k, "BM", 1), BH = knobOf(k, "BH", 1);
+    int64_t BM = knobOf(k, &ChainKnobs::BM, 1), BH = knobOf(k, &ChainKnobs::BH, 1);
     return 4 *
            (BM * p.K1 + (1 + p.firsts) * BM * BH + p.firsts * p.K1 * BH + BH * p.N2 + BM * p.N2);
   }

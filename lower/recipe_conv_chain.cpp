@@ -468,7 +468,7 @@ public:
                       int64_t) const override {
     CostShape s;
     const ConvChainProblem &p = problemOf<ConvChainProblem>(k);
-    int64_t R = knobOf(k, "rows", p.OH), G = knobOf(k, "G", 1);
+    int64_t R = knobOf(k, &ConvChainKnobs::rows, p.OH), G = knobOf(k, &ConvChainKnobs::G, 1);
     int64_t bands = ceilDiv(p.OH, R);
     // The expanded rows a block computes: its output rows' s each, plus the window's first rows.
     double rowsPerBlock = double(R * p.stride + std::max<int64_t>(0, p.span - p.stride));
@@ -484,7 +484,7 @@ public:
                   double(ceilDiv(int64_t(rowsPerBlock) * p.W, 8) * ceilDiv(p.Hp, 32)) * 100.0;
     perBlock += p.outEpilogue * double(R * p.OW * p.N2);
     perBlock += double(ceilDiv(R, G)) * double(ceilDiv(G * p.OW, 8) * ceilDiv(p.N2, 32)) *
-                double(ceilDiv(p.Hp, knobOf(k, "BK", p.Hp))) * 100.0;
+                double(ceilDiv(p.Hp, knobOf(k, &ConvChainKnobs::BK, p.Hp))) * 100.0;
     s.scalarCycles = perBlock;
     s.rereadSet = tileSet(p, G);
     return s;
@@ -495,7 +495,7 @@ public:
   // the time, and several output rows per step (G) share it.
   Rereads rereads(const KernelGroup &, const kir::Kernel &k, const Hardware &) const override {
     const ConvChainProblem &p = problemOf<ConvChainProblem>(k);
-    int64_t R = knobOf(k, "rows", p.OH), G = knobOf(k, "G", 1);
+    int64_t R = knobOf(k, &ConvChainKnobs::rows, p.OH), G = knobOf(k, &ConvChainKnobs::G, 1);
     int64_t steps = p.batch * ceilDiv(p.OH, R) * ceilDiv(R, G);
     int64_t weights = 4 * (p.K1 * p.Hp + p.Hp * p.N2);
     return {0, std::max<int64_t>(0, steps - 1) * weights};

@@ -71,7 +71,7 @@ public:
       }
       s.flops = 0;
       s.vectorShare = 0.5;
-      s.scalarCycles = double(knobOf(k, "rows", 1)) * double(p.width) *
+      s.scalarCycles = double(knobOf(k, &DirectConvKnobs::rows, 1)) * double(p.width) *
                        ((p.taps > p.kernelTaps ? 1.3 : 2.0) * double(p.taps) + 11.0 + epilogue);
       return s;
     }
@@ -83,7 +83,7 @@ public:
       // A strided input load is a gather: ~4 cycles per vector.
       double perVector = p.stride > 1 ? 4.0 : 1.5;
       auto loop = [lanes, perVector](int64_t len) { return hostLoopCycles(len, lanes, perVector); };
-      if (knobOf(k, "plane", 0) != 0) {
+      if (knobOf(k, &DirectConvKnobs::plane) != 0) {
         // Per block and input channel: zero the phase planes, copy the plane in (strided
         // loads at stride > 1), then one unit-stride loop over the grid per tap.
         int64_t cg = std::max<int64_t>(1, p.taps / std::max<int64_t>(1, p.kernelTaps));
@@ -94,7 +94,7 @@ public:
         s.scalarCycles = double(cg) * perChannel + double(p.pixels / p.width) * unit(p.width);
         return s;
       }
-      int64_t R = knobOf(k, "rows", 1);
+      int64_t R = knobOf(k, &DirectConvKnobs::rows, 1);
       s.scalarCycles = double(R) * double(p.taps) * loop(p.width);
       return s;
     }

@@ -107,7 +107,8 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   // element per step give independent dependency chains (512 x 768 layer_norm: 0.48 ms against
   // 2.3 ms for one chain); the exp-bound softmax states do best as one chain, 8 per step.
   bool gpu = isGpuPlan(knobs);
-  bool manyChains = !gpu && (alg.name == "welford" || alg.name == "sum_squares");
+  bool manyChains =
+      !gpu && (alg.algebra == NormAlgebra::Welford || alg.algebra == NormAlgebra::SumSquares);
   int64_t vecDefault = innerOne && !manyChains ? (gpu ? 4 : 8) : 1;
   while (vecDefault > 1 && !lenSym.divisibleBy(vecDefault))
     vecDefault /= 2;
@@ -128,7 +129,7 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
   problem->rows = rows;
   problem->len = len;
   problem->inner = inner;
-  problem->algebra = alg.name;
+  problem->algebra = alg.algebra;
   k.problem = problem;
   const std::string &t = k.threadVar;
 
@@ -159,7 +160,7 @@ kir::Kernel recipeOnlineNorm(const KernelGroup &g, const std::string &name, cons
     k.allocs.push_back(xs);
 
   k.body.push_back(kir::comment(cat(n.name(), " over rows of ", lenSym.str(),
-                                    " elements: state algebra '", alg.name, "' (",
+                                    " elements: state algebra '", enumName(alg.algebra), "' (",
                                     alg.fields.size(), " fields), one pass for the statistics")));
 
   // Region 1: stream the row into the thread's state.
@@ -269,7 +270,7 @@ public:
     }
     // Host: the vector width does not split a Welford chain (measured slower at few threads),
     // so layer norms vary only the number of chains.
-    if (p.algebra == "welford")
+    if (p.algebra == NormAlgebra::Welford)
       vecs = {1};
     for (int64_t t : {1, 4, 8, 16, 32})
       for (int64_t v : vecs)
@@ -280,20 +281,20 @@ public:
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
     const NormProblem &p = problemOf<NormProblem>(k);
-    bool expRescale = p.algebra == "softmax" || p.algebra == "log_softmax";
+    bool expRescale = p.algebra == NormAlgebra::Softmax || p.algebra == NormAlgebra::LogSoftmax;
     // Without cache_row the finalize pass reads each row a second time, from a cache.
-    double secondPass = knobOf(k, "cache_row", 0) ? 0.0 : double(p.rows * p.len) * 4.0;
-    CostShape s =
-        rowStateShape(k, hw, flops, p.len, p.algebra == "welford", expRescale, secondPass);
+    double secondPass = knobOf(k, &NormKnobs::cacheRow) ? 0.0 : double(p.rows * p.len) * 4.0;
+    CostShape s = rowStateShape(k, hw, flops, p.len, p.algebra == NormAlgebra::Welford, expRescale,
+                                secondPass);
     // Host sum of squares (rms_norm): ~1 cycle per element beyond the vector model, its two
     // passes included (LLaMA's 128 x 256 RMSNorm: 15.5 us on one AMD EPYC core against 7.5
     // predicted without it).
-    if (!hw.gpu && p.algebra == "sum_squares")
+    if (!hw.gpu && p.algebra == NormAlgebra::SumSquares)
       s.scalarCycles += 1.0 * double(p.len);
     return s;
   }
   int64_t registers(const kir::Kernel &k) const override {
-    return 18 + 2 * knobOf(k, "vec", 1) + 4 * knobOf(k, "cache_row", 0);
+    return 18 + 2 * knobOf(k, &NormKnobs::vec, 1) + 4 * knobOf(k, &NormKnobs::cacheRow);
   }
 };
 

@@ -316,7 +316,9 @@ public:
                       int64_t flops) const override {
     return flatloop::costShape(k, hw, flops, 0);
   }
-  int64_t registers(const kir::Kernel &k) const override { return 12 + 2 * knobOf(k, "vec", 1); }
+  int64_t registers(const kir::Kernel &k) const override {
+    return 12 + 2 * knobOf(k, &FlatLoopKnobs::vec, 1);
+  }
 };
 
 } // namespace

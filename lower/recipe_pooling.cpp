@@ -518,15 +518,16 @@ public:
       s.flops = 0;   // (the taps are the work: counted here once; cycles of the real clock, as
                      // bench-costmodel calibrates it: 1.4x the nominal 2.6 GHz fit)
       s.vectorShare = 0.5;
-      s.scalarCycles = double(knobOf(k, "rows", 1)) * double(p.n / std::max<int64_t>(p.rows, 1)) /
-                       16.0 * (1.4 * double(p.taps) + 8.4);
+      s.scalarCycles = double(knobOf(k, &PoolingKnobs::rows, 1)) *
+                       double(p.n / std::max<int64_t>(p.rows, 1)) / 16.0 *
+                       (1.4 * double(p.taps) + 8.4);
       return s;
     }
     double strided = p.stride > 1 ? 4.0 : 1.5;
     int64_t width = p.n / std::max<int64_t>(p.rows, 1);
     s.flops = double(flops);
     s.vectorShare = 0.5;
-    if (knobOf(k, "plane", 0) != 0) {
+    if (knobOf(k, &PoolingKnobs::plane) != 0) {
       int64_t rowsPerPlane = std::max<int64_t>(1, p.planeRows);
       s.scalarCycles = 1.5 * double(ceilDiv(p.padded * p.stride * p.stride, lanes)) +
                        double(p.stride * p.stride) * double(ceilDiv(p.plane, lanes)) * strided +
@@ -534,11 +535,13 @@ public:
                        double(rowsPerPlane) * loop(width, 1.5);
       return s;
     }
-    int64_t R = knobOf(k, "rows", 1);
+    int64_t R = knobOf(k, &PoolingKnobs::rows, 1);
     s.scalarCycles = double(R) * (double(p.taps) * loop(width, strided) + loop(width, 1.5));
     return s;
   }
-  int64_t registers(const kir::Kernel &k) const override { return 10 + 5 * knobOf(k, "vec", 1); }
+  int64_t registers(const kir::Kernel &k) const override {
+    return 10 + 5 * knobOf(k, &PoolingKnobs::vec, 1);
+  }
 };
 
 } // namespace

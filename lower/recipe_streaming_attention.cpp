@@ -618,7 +618,7 @@ public:
     int64_t threads = std::max<int64_t>(1, k.threads);
     const AttentionProblem &p = problemOf<AttentionProblem>(k);
     int64_t B = p.batch, Sq = p.Sq, Sk = p.Sk, D = p.D, Dv = p.Dv;
-    int64_t BR = knobOf(k, "BR", 1), BC = knobOf(k, "BC", 1);
+    int64_t BR = knobOf(k, &AttentionKnobs::BR, 1), BC = knobOf(k, &AttentionKnobs::BC, 1);
     int64_t nQT = ceilDiv(Sq, BR), nKT = ceilDiv(Sk, BC);
     if (!hw.gpu) {
       // Host, fitted on a sweep of all nine (BR, BC) of the GPT-2 block (causal), the ViT and
@@ -696,7 +696,7 @@ public:
     const Node *a = g.anchor;
     const AttentionProblem &p = problemOf<AttentionProblem>(k);
     int64_t kv = a->operand(1)->type().bytes() + a->operand(2)->type().bytes();
-    int64_t nQT = ceilDiv(p.Sq, knobOf(k, "BR"));
+    int64_t nQT = ceilDiv(p.Sq, knobOf(k, &AttentionKnobs::BR));
     return rereadsOf(hw, kv, p.batch, nQT, p.batch * nQT, tileSet(k));
   }
   // The score row, the output row and the query row per owned row.
@@ -704,15 +704,16 @@ public:
     const AttentionProblem &p = problemOf<AttentionProblem>(k);
     if (p.frag != kir::MmaFrag::None) {
       // Both accumulator tiles (S, O), the A and B fragments of the wider one.
-      int64_t br = knobOf(k, "BR", 1), threads = std::max<int64_t>(32, k.threads);
-      std::optional<WarpTiles> st = warpTiles(br, knobOf(k, "BC", 1), threads);
+      int64_t br = knobOf(k, &AttentionKnobs::BR, 1), threads = std::max<int64_t>(32, k.threads);
+      std::optional<WarpTiles> st = warpTiles(br, knobOf(k, &AttentionKnobs::BC, 1), threads);
       std::optional<WarpTiles> ot = warpTiles(br, p.Dv, threads);
       if (st && ot)
         return 40 + st->tm * st->tn + ot->tm * ot->tn + 2 * std::max(st->tm, ot->tm) +
                std::max(st->tn, ot->tn);
     }
-    int64_t tm = std::max<int64_t>(1, knobOf(k, "BR", 1) / std::max<int64_t>(1, k.threads));
-    return 32 + tm * (2 * knobOf(k, "BC", 1) + p.Dv + p.D);
+    int64_t tm =
+        std::max<int64_t>(1, knobOf(k, &AttentionKnobs::BR, 1) / std::max<int64_t>(1, k.threads));
+    return 32 + tm * (2 * knobOf(k, &AttentionKnobs::BC, 1) + p.Dv + p.D);
   }
   double loadsInFlight() const override { return 8.0; }
 
@@ -720,7 +721,7 @@ private:
   // The block's tiles: Q (BR x D), K^T (D x BC), V (BC x Dv) and the scores (BR x BC).
   static int64_t tileSet(const kir::Kernel &k) {
     const AttentionProblem &p = problemOf<AttentionProblem>(k);
-    int64_t BR = knobOf(k, "BR", 1), BC = knobOf(k, "BC", 1);
+    int64_t BR = knobOf(k, &AttentionKnobs::BR, 1), BC = knobOf(k, &AttentionKnobs::BC, 1);
     return 4 * (BR * p.D + p.D * BC + BC * p.Dv + BR * BC);
   }
 };

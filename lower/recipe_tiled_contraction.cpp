@@ -2020,8 +2020,9 @@ public:
     int64_t lanes = std::max<int64_t>(1, hw.gpu ? 1 : hw.vectorLanesF32());
     const ContractionProblem &p = problemOf<ContractionProblem>(k);
     int64_t M = p.M, N = p.N, K = p.K, B = p.batch;
-    int64_t BM = knobOf(k, "BM", 1), BN = knobOf(k, "BN", 1), BK = knobOf(k, "BK", 1);
-    int64_t TM = knobOf(k, "TM", 1), TN = knobOf(k, "TN", 1);
+    int64_t BM = knobOf(k, &ContractionKnobs::BM, 1), BN = knobOf(k, &ContractionKnobs::BN, 1),
+            BK = knobOf(k, &ContractionKnobs::BK, 1);
+    int64_t TM = knobOf(k, &ContractionKnobs::TM, 1), TN = knobOf(k, &ContractionKnobs::TN, 1);
     double exact = 2.0 * double(B * M * N * K);
     double padded = 2.0 * double(B * roundUp(M, BM) * roundUp(N, BN) * roundUp(K, BK));
     s.flops = double(flops) - exact + padded; // epilogue FLOPs stay as they are
@@ -2156,7 +2157,8 @@ public:
     // The operand seen as A (rows) and as B (columns): a conv's weight and input.
     int64_t aBytes = a->operand(gemm ? 0 : 1)->type().bytes();
     int64_t bBytes = a->operand(gemm ? 1 : 0)->type().bytes();
-    int64_t mt = ceilDiv(p.M, knobOf(k, "BM")), nt = ceilDiv(p.N, knobOf(k, "BN"));
+    int64_t mt = ceilDiv(p.M, knobOf(k, &ContractionKnobs::BM)),
+            nt = ceilDiv(p.N, knobOf(k, &ContractionKnobs::BN));
     int64_t batch = std::max<int64_t>(1, p.batch), blocks = batch * mt * nt, set = tileSet(k);
     // Slices: A's row panels (of every batch entry A holds), B per batch entry it holds.
     auto entries = [&](int64_t bytes, int64_t perEntry) {
@@ -2171,7 +2173,7 @@ public:
   }
   // The accumulator tile and its operand fragments.
   int64_t registers(const kir::Kernel &k) const override {
-    int64_t tm = knobOf(k, "TM", 1), tn = knobOf(k, "TN", 1);
+    int64_t tm = knobOf(k, &ContractionKnobs::TM, 1), tn = knobOf(k, &ContractionKnobs::TN, 1);
     return 34 + tm * tn + 2 * (tm + tn);
   }
   double loadsInFlight() const override { return 8.0; }
@@ -2183,7 +2185,8 @@ public:
 private:
   // The block's tiles: A (BM x BK), B (BK x BN) and the accumulator (BM x BN).
   static int64_t tileSet(const kir::Kernel &k) {
-    int64_t BM = knobOf(k, "BM", 1), BN = knobOf(k, "BN", 1), BK = knobOf(k, "BK", 1);
+    int64_t BM = knobOf(k, &ContractionKnobs::BM, 1), BN = knobOf(k, &ContractionKnobs::BN, 1),
+            BK = knobOf(k, &ContractionKnobs::BK, 1);
     return 4 * (BM * BK + BK * BN + BM * BN);
   }
   // Tile of at most `maxTile` that splits `d` into equal tiles, rounded up to `align` (132 rows

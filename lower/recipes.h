@@ -88,6 +88,19 @@ K knobsFromMap(const KnobSet &m) {
   return k;
 }
 
+// A knob of a built kernel (Kernel::knobs) read through its recipe's typed struct, `dflt` when
+// the kernel does not record it: knobOf(k, &ChainKnobs::BM, 1). The member names the knob, so
+// a reader cannot ask for a knob its recipe does not have.
+template <class K>
+int64_t knobOf(const kir::Kernel &k, std::optional<int64_t> K::*member, int64_t dflt = 0) {
+  for (const KnobField<K> &f : K::fields())
+    if (f.member == member) {
+      auto it = k.knobs.find(f.name);
+      return it == k.knobs.end() ? dflt : it->second;
+    }
+  return dflt;
+}
+
 // pointwise, data_movement, pooling: one flat loop, threads x vec elements per block.
 struct FlatLoopKnobs {
   std::optional<int64_t> threads, vec;
@@ -198,7 +211,7 @@ struct ReductionProblem : kir::ProblemFacts {
 struct NormProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // rows; elements one state summarises
   int64_t inner = 1;         // product of the dims after the normalised ones (1: contiguous rows)
-  std::string algebra;       // the NormSpec's state algebra ("welford", "softmax", ...)
+  NormAlgebra algebra = NormAlgebra::Softmax; // the NormSpec's state algebra
 };
 struct AttentionProblem : kir::ProblemFacts {
   int64_t batch = 1, Sq = 1, Sk = 1, D = 1, Dv = 1;

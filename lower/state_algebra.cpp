@@ -52,9 +52,9 @@ kir::Combiner combinerOf(const std::string &name, const std::vector<StateField> 
 }
 
 // The (m, d) state shared by softmax and log_softmax.
-StateAlgebra maxSumState(const std::string &name) {
+StateAlgebra maxSumState(NormAlgebra algebra) {
   StateAlgebra alg;
-  alg.name = name;
+  alg.algebra = algebra;
   alg.fields = {{"m", DType::F32, f32(kNegInf)}, {"d", DType::F32, f32(0.0)}};
   // m' = max(m, x); d' = d e^(m - m') + e^(x - m'), with e^(x - m') = 0 while m' is -inf (then
   // x is -inf too: it contributes nothing).
@@ -62,7 +62,7 @@ StateAlgebra maxSumState(const std::string &name) {
   alg.update = {fv("m_new"), s("d") * rescale(s("m"), fv("m_new")) +
                                  kir::select(fv("m_new") == f32(kNegInf), f32(0.0),
                                              exp(fv(kInputVar) - fv("m_new")))};
-  alg.merge = combinerOf(name, alg.fields);
+  alg.merge = combinerOf(enumName(algebra), alg.fields);
   alg.merge.lets = {{"mm", kir::max(a("m"), b("m"))}};
   alg.merge.merged = {fv("mm"),
                       a("d") * rescale(a("m"), fv("mm")) + b("d") * rescale(b("m"), fv("mm"))};
@@ -76,7 +76,7 @@ std::string stateVar(const std::string &field) {
 }
 
 StateAlgebra softmaxAlgebra() {
-  StateAlgebra alg = maxSumState("softmax");
+  StateAlgebra alg = maxSumState(NormAlgebra::Softmax);
   // y = e^(x - m) / d. A row of -inf has m = -inf: x - m is NaN, as ONNX defines the result.
   alg.finalizeLets = {{"inv_d", f32(1.0) / s("d")}};
   alg.finalize = exp(fv(kInputVar) - s("m")) * fv("inv_d");
@@ -84,7 +84,7 @@ StateAlgebra softmaxAlgebra() {
 }
 
 StateAlgebra logSoftmaxAlgebra() {
-  StateAlgebra alg = maxSumState("log_softmax");
+  StateAlgebra alg = maxSumState(NormAlgebra::LogSoftmax);
   // (x - m) - log d, in that order: m + log d would round away the low bits of large inputs.
   alg.finalizeLets = {{"log_d", kir::unary(kir::UnOp::Log, s("d"))}};
   alg.finalize = (fv(kInputVar) - s("m")) - fv("log_d");
@@ -94,7 +94,7 @@ StateAlgebra logSoftmaxAlgebra() {
 StateAlgebra welfordAlgebra(double epsilon, EpsilonPlacement epsilonAt, int scaleOperand,
                             int biasOperand) {
   StateAlgebra alg;
-  alg.name = "welford";
+  alg.algebra = NormAlgebra::Welford;
   alg.fields = {
       {"n", DType::F32, f32(0.0)}, {"mean", DType::F32, f32(0.0)}, {"m2", DType::F32, f32(0.0)}};
   // n += 1; delta = x - mean; mean += delta / n; M2 += delta (x - mean').
@@ -105,7 +105,7 @@ StateAlgebra welfordAlgebra(double epsilon, EpsilonPlacement epsilonAt, int scal
                 s("m2") + fv("delta") * (fv(kInputVar) - fv("mean_new"))};
   // Chan et al.: n = na + nb; delta = mean_b - mean_a; mean = mean_a + delta nb / n;
   // M2 = M2_a + M2_b + delta^2 na nb / n. Two empty states (n = 0) merge to an empty state.
-  alg.merge = combinerOf("welford", alg.fields);
+  alg.merge = combinerOf(enumName(alg.algebra), alg.fields);
   alg.merge.lets = {{"nn", a("n") + b("n")},
                     {"dd", b("mean") - a("mean")},
                     {"wb", kir::select(fv("nn") == f32(0.0), f32(0.0), b("n") / fv("nn"))}};
@@ -138,10 +138,10 @@ StateAlgebra sumSquaresAlgebra(double epsilon, const SymExpr &rowLength, int sca
   E len = rowLength.isConstant() ? f32(double(rowLength.constant()))
                                  : kir::cast(kir::symE(rowLength), DType::F32);
   StateAlgebra alg;
-  alg.name = "sum_squares";
+  alg.algebra = NormAlgebra::SumSquares;
   alg.fields = {{"ss", DType::F32, f32(0.0)}};
   alg.update = {s("ss") + fv(kInputVar) * fv(kInputVar)};
-  alg.merge = combinerOf("sum_squares", alg.fields);
+  alg.merge = combinerOf(enumName(alg.algebra), alg.fields);
   alg.merge.merged = {a("ss") + b("ss")};
   alg.finalizeLets = {{"inv_rms", kir::unary(kir::UnOp::Rsqrt, s("ss") / len + f32(epsilon))}};
   E y = fv(kInputVar) * fv("inv_rms");
@@ -158,15 +158,15 @@ StateAlgebra sumSquaresAlgebra(double epsilon, const SymExpr &rowLength, int sca
 }
 
 StateAlgebra algebraFor(const NormSpec &spec, const SymExpr &rowLength) {
-  if (spec.algebra == "softmax")
-    return softmaxAlgebra();
-  if (spec.algebra == "log_softmax")
-    return logSoftmaxAlgebra();
-  if (spec.algebra == "welford")
+  switch (spec.algebra) {
+  case NormAlgebra::Softmax: return softmaxAlgebra();
+  case NormAlgebra::LogSoftmax: return logSoftmaxAlgebra();
+  case NormAlgebra::Welford:
     return welfordAlgebra(spec.epsilon, spec.epsilonAt, spec.scaleOperand, spec.biasOperand);
-  if (spec.algebra == "sum_squares")
+  case NormAlgebra::SumSquares:
     return sumSquaresAlgebra(spec.epsilon, rowLength, spec.scaleOperand, spec.biasOperand);
-  throw InternalError(cat("no state algebra named '", spec.algebra, "'"));
+  }
+  throw InternalError("no such state algebra");
 }
 
 namespace {
@@ -178,10 +178,10 @@ namespace {
 std::optional<NormSpec> derivedNormSpec(const Node &n) {
   NormSpec spec;
   switch (n.op()) {
-  case Op::Softmax: spec.algebra = "softmax"; break;
-  case Op::LogSoftmax: spec.algebra = "log_softmax"; break;
-  case Op::LayerNorm: spec.algebra = "welford"; break;
-  case Op::RmsNorm: spec.algebra = "sum_squares"; break;
+  case Op::Softmax: spec.algebra = NormAlgebra::Softmax; break;
+  case Op::LogSoftmax: spec.algebra = NormAlgebra::LogSoftmax; break;
+  case Op::LayerNorm: spec.algebra = NormAlgebra::Welford; break;
+  case Op::RmsNorm: spec.algebra = NormAlgebra::SumSquares; break;
   default: return std::nullopt;
   }
   int64_t rank = n.operand(0)->type().rank();

@@ -42,7 +42,7 @@ struct NormParam {
 };
 
 struct StateAlgebra {
-  std::string name; // "softmax", "log_softmax", "welford", "sum_squares"
+  NormAlgebra algebra = NormAlgebra::Softmax;
   std::vector<StateField> fields;
   std::vector<KirLet> updateLets;
   std::vector<kir::E> update; // one per field
@@ -71,8 +71,8 @@ StateAlgebra welfordAlgebra(double epsilon, EpsilonPlacement epsilonAt, int scal
 StateAlgebra sumSquaresAlgebra(double epsilon, const SymExpr &rowLength, int scaleOperand,
                                int biasOperand);
 
-// The algebra a NormSpec names (ir/properties.h: softmax, log_softmax, welford, sum_squares);
-// InternalError for another name. `rowLength` is the number of elements one state summarises.
+// The algebra a NormSpec names (ir/properties.h: softmax, log_softmax, welford, sum_squares).
+// `rowLength` is the number of elements one state summarises.
 StateAlgebra algebraFor(const NormSpec &spec, const SymExpr &rowLength);
 
 // The NormSpec of a norm node: its online_reducible_norm certificate's (Certificate::norm,

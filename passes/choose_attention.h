@@ -13,6 +13,7 @@
 #pragma once
 
 #include "passes/pass.h"
+#include "support/enum_names.h"
 
 #include <functional>
 #include <string>
@@ -46,6 +47,11 @@ using AttentionCostFn =
 
 // --attention: the cost model's choice, or one form wherever it is offered and fits.
 enum class AttentionPolicy { Cost, Streaming, Materialized };
+constexpr EnumNames<AttentionPolicy, 3> enumNames(AttentionPolicy) {
+  return {{{AttentionPolicy::Cost, "cost"},
+           {AttentionPolicy::Streaming, "streaming"},
+           {AttentionPolicy::Materialized, "materialized"}}};
+}
 
 struct ChooseAttentionOptions {
   AttentionPolicy policy = AttentionPolicy::Cost;

@@ -24,21 +24,21 @@ NormSpec normSpecOf(const Node &n, int64_t first, int64_t last) {
   s.firstAxis = first;
   s.lastAxis = last;
   switch (n.op()) {
-  case Op::Softmax: s.algebra = "softmax"; break;
-  case Op::LogSoftmax: s.algebra = "log_softmax"; break;
+  case Op::Softmax: s.algebra = NormAlgebra::Softmax; break;
+  case Op::LogSoftmax: s.algebra = NormAlgebra::LogSoftmax; break;
   case Op::LayerNorm:
-    s.algebra = "welford";
+    s.algebra = NormAlgebra::Welford;
     s.epsilon = n.f("epsilon");
     s.scaleOperand = n.numOperands() > 1 ? 1 : -1;
     s.biasOperand = n.numOperands() > 2 ? 2 : -1;
     break;
   case Op::MeanVarianceNorm:
-    s.algebra = "welford";
+    s.algebra = NormAlgebra::Welford;
     s.epsilon = n.f("epsilon");
     s.epsilonAt = EpsilonPlacement::StdDev;
     break;
   case Op::RmsNorm:
-    s.algebra = "sum_squares";
+    s.algebra = NormAlgebra::SumSquares;
     s.epsilon = n.f("epsilon");
     s.scaleOperand = n.numOperands() > 1 ? 1 : -1;
     break;

@@ -48,8 +48,7 @@ ChainSplitCostFn chainSplitCostFn(const Hardware &hw, const PlannerOptions &opts
     // schedule fits). The chain as it is: rule 8's own choice between one kernel and two.
     std::string why;
     return plannedGraphCost(scratch, hw, opts, &why,
-                            splits == 1 ? FusionOptions::Chains::Cost
-                                        : FusionOptions::Chains::Fuse);
+                            splits == 1 ? FusePolicy::Cost : FusePolicy::Fuse);
   };
 }
 

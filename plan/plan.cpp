@@ -10,16 +10,6 @@
 
 namespace aicf {
 
-const char *bufferKindName(BufferKind k) {
-  switch (k) {
-  case BufferKind::Input: return "input";
-  case BufferKind::Output: return "output";
-  case BufferKind::Weight: return "weight";
-  case BufferKind::Arena: return "arena";
-  }
-  return "?";
-}
-
 const PlanBuffer *Plan::buffer(const std::string &id) const {
   for (const PlanBuffer &b : buffers)
     if (b.id == id)
@@ -108,8 +98,8 @@ void Plan::writeYaml(std::ostream &os) const {
   if (!target.gpu())
     y << YAML::Key << "isa" << YAML::Value << YAML::Flow << isa;
   y << YAML::Key << "hardware" << YAML::Value << hardware;
-  y << YAML::Key << "schedule" << YAML::Value << schedule;
-  y << YAML::Key << "precision" << YAML::Value << precision;
+  y << YAML::Key << "schedule" << YAML::Value << enumName(schedule);
+  y << YAML::Key << "precision" << YAML::Value << precisionName(precision);
   y << YAML::EndMap;
   y << YAML::Key << "hardware" << YAML::Value << hardwareSummary;
   if (!dims.empty()) {
@@ -156,9 +146,9 @@ void Plan::writeYaml(std::ostream &os) const {
   // arithmetic of the plan's precision (tensor cores for tf32 / fp16 / bf16) and DRAM bandwidth.
   {
     const Hardware &hw = planFor.hw;
-    double peak = precision == "fp32"   ? hw.peakFlops()
-                  : precision == "tf32" ? hw.tensorTf32FlopsPerSec
-                                        : hw.tensorF16FlopsPerSec;
+    double peak = precision == Precision::F32    ? hw.peakFlops()
+                  : precision == Precision::TF32 ? hw.tensorTf32FlopsPerSec
+                                                 : hw.tensorF16FlopsPerSec;
     if (peak <= 0)
       peak = hw.peakFlops();
     y << YAML::Key << "roofline" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -277,7 +267,7 @@ void Plan::writeYaml(std::ostream &os) const {
     y << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "id" << YAML::Value << b.id;
     y << YAML::Key << "value" << YAML::Value << b.value;
-    y << YAML::Key << "kind" << YAML::Value << bufferKindName(b.kind);
+    y << YAML::Key << "kind" << YAML::Value << enumName(b.kind);
     y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
     y << YAML::Key << "shape" << YAML::Value;
     emitShape(y, b);
@@ -356,7 +346,7 @@ void Plan::writeYaml(std::ostream &os) const {
       y << YAML::Key << "recipe_reason" << YAML::Value << YAML::DoubleQuoted << s.recipeReason;
     y << YAML::Key << "properties" << YAML::Value << YAML::Flow << s.properties;
     if (!s.kindId.empty()) // the products' arithmetic (ir/precision.h)
-      y << YAML::Key << "precision" << YAML::Value << s.precision;
+      y << YAML::Key << "precision" << YAML::Value << precisionName(s.precision);
     y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
     for (const auto &[k, v] : s.knobs)
       y << YAML::Key << k << YAML::Value << v;

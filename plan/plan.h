@@ -5,12 +5,14 @@
 // metadata that never changes meaning: properties, knobs, predicted bytes / FLOPs, certificates).
 #pragma once
 
+#include "ir/precision.h"
 #include "ir/types.h"
 #include "lower/fusion.h"
 #include "plan/attention_choice.h"
 #include "plan/chain_split_choice.h"
 #include "plan/sibling_merge_choice.h"
 #include "plan/split_k_choice.h"
+#include "support/buffer_kind.h"
 #include "target/target.h"
 
 #include <cstdint>
@@ -21,9 +23,6 @@
 #include <vector>
 
 namespace aicf {
-
-enum class BufferKind : uint8_t { Input, Output, Weight, Arena };
-const char *bufferKindName(BufferKind k); // "input", "output", "weight", "arena"
 
 struct PlanBuffer {
   std::string id;    // "b0", "b1", ... (stable, in creation order)
@@ -107,10 +106,10 @@ struct PlanStep {
   // The planner's decision (plan/planner.h): predicted time, GPU occupancy and register
   // estimate (-1 / 0 on the host), the search and the alternatives it weighed.
   double timeUs = 0;
-  // The arithmetic of the step's products (kir::kernelPrecision): "fp32" (SIMT, and every step
-  // without a product), or "tf32" / "fp16" / "bf16" on tensor cores with f32 accumulation; for
+  // The arithmetic of the step's products (kir::kernelPrecision): fp32 (SIMT, and every step
+  // without a product), or tf32 / fp16 / bf16 on tensor cores with f32 accumulation; for
   // those, fp32Us is the predicted time of the same tiles in fp32 SIMT (--explain's speedup).
-  std::string precision = "fp32";
+  Precision precision = Precision::F32;
   double fp32Us = 0;
   double occupancy = -1;
   int64_t registers = 0;
@@ -172,10 +171,10 @@ struct Plan {
   std::string layout;   // the kernels' argument sizes, checked against libmodel.so
   std::string hardware; // the description planned for ("a100-sxm4-80gb", "host")
   std::string hardwareSummary; // its one-line summary (figures and source)
-  std::string schedule = "cost";
+  Schedule schedule = Schedule::Cost;
   // aicfc --precision (ir/precision.h): the policy the products were planned under; each step
   // records what its own kernel runs (PlanStep::precision).
-  std::string precision = "fp32";
+  Precision precision = Precision::F32;
   double predictedTimeUs = 0;       // sum of the kernels' predicted times
   std::vector<RematDecision> remat; // store-or-recompute decisions of the fusion (fusion.h)
   std::vector<LayoutFoldRecord> layoutFolds;   // fold-or-materialise decisions of the fusion

@@ -79,7 +79,7 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
   };
   std::vector<Lowered> all;
   all.push_back({d.defaults, dflt});
-  if (opts.schedule != "default") {
+  if (opts.schedule != Schedule::Default) {
     for (const KnobSet &ks : recipe.candidates(dflt, hw)) {
       Knobs kn = base;
       kn.values = ks;
@@ -139,8 +139,8 @@ kir::Kernel planKernel(const KernelGroup &g, const std::string &name, const Hard
                        return all[x].c.knobs < all[y].c.knobs;
                      });
   }
-  size_t pick = 0; // the defaults when schedule == "default"
-  if (opts.schedule != "default")
+  size_t pick = 0; // the defaults under Schedule::Default
+  if (opts.schedule != Schedule::Default)
     pick = ok[std::min<size_t>(static_cast<size_t>(std::max(opts.rank, 0)), ok.size() - 1)];
   else if (!all[0].c.rejected.empty())
     throw UserError(cat(name, ": the ", dflt.recipe, " defaults do not fit ", hw.name, ": ",
@@ -186,7 +186,7 @@ Value *ScratchOperands::operator()(const Value *v) {
 }
 
 Price plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
-                       std::string *why, FusionOptions::Chains chains) {
+                       std::string *why, FusePolicy chains) {
   FusionOptions fo;
   fo.chains = chains;
   fo.rematCost = rematCostFor(hw);

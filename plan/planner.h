@@ -9,6 +9,7 @@
 #include "lower/lower.h"
 #include "lower/recipe.h"
 #include "plan/cost_model.h"
+#include "support/enum_names.h"
 
 #include <map>
 #include <string>
@@ -16,11 +17,16 @@
 
 namespace aicf {
 
+// aicfc --schedule: each kernel's cheapest feasible candidate (Cost), or its recipe's defaults
+// (Default, costed, for comparison).
+enum class Schedule { Cost, Default };
+constexpr EnumNames<Schedule, 2> enumNames(Schedule) {
+  return {{{Schedule::Cost, "cost"}, {Schedule::Default, "default"}}};
+}
+
 struct PlannerOptions {
   Target planFor; // the plan's target (its kind decides the recipes' defaults)
-  // "cost": the cheapest feasible candidate; "default": the recipe's defaults (costed, for
-  // comparison).
-  std::string schedule = "cost";
+  Schedule schedule = Schedule::Cost;
   // Take the rank-th cheapest feasible candidate instead of the cheapest (bench-costmodel
   // measures predicted vs real time across ranks); clamped to the last feasible one
   // (buildModel refuses a rank no kernel reaches).
@@ -75,8 +81,7 @@ private:
 // `chains` is fusion rule 8's policy for the partition (split-chains prices its split forms
 // with their pairs chained).
 Price plannedGraphCost(const Graph &g, const Hardware &hw, const PlannerOptions &opts,
-                       std::string *why,
-                       FusionOptions::Chains chains = FusionOptions::Chains::Cost);
+                       std::string *why, FusePolicy chains = FusePolicy::Cost);
 
 // The fusion's kernel cost callback (lower/fusion.h, rule 7): a candidate group's planned time
 // on its best schedule (whatever rank `opts` asks of the kernels), +inf when none fits. `hw`

@@ -8,6 +8,7 @@
 #include "runtime/cudart.h"
 #include "runtime/isa_features.h"
 #include "runtime/thread_pool.h"
+#include "support/buffer_kind.h"
 #include "support/sym_expr.h"
 
 #include <yaml-cpp/yaml.h>
@@ -61,7 +62,8 @@ int64_t dtypeBytes(const std::string &dt) {
 }
 
 struct Buffer {
-  std::string id, value, kind, dtype;
+  std::string id, value, dtype;
+  aicf::BufferKind kind = aicf::BufferKind::Arena;
   std::vector<int64_t> shape;     // a symbolic buffer: its current shape (set per run)
   std::vector<aicf::SymExpr> sym; // symbolic dims (plan.yaml shape entries that are text)
   int64_t bytes = 0, offset = 0;  // a symbolic buffer: bytes at the dims' maxima (reserved)
@@ -472,9 +474,9 @@ void checkGroups(aicf_model &m) {
   auto conflict = [&](const Step &a, const Step &b) {
     auto overlaps = [&](int x, int y) {
       const Buffer &p = m.buffers[m.buffers[x].storage], &q = m.buffers[m.buffers[y].storage];
-      if (p.kind == "weight" || q.kind == "weight")
+      if (p.kind == aicf::BufferKind::Weight || q.kind == aicf::BufferKind::Weight)
         return false; // read-only
-      if (p.kind == "arena" && q.kind == "arena")
+      if (p.kind == aicf::BufferKind::Arena && q.kind == aicf::BufferKind::Arena)
         return p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes;
       return &p == &q;
     };
@@ -550,7 +552,7 @@ void checkLoops(aicf_model &m) {
         throw Error(cat(what, ": carried value ", j, " has buffers of different sizes"));
     }
     for (int b : st.state)
-      if (m.buffers[m.buffers[b].storage].kind != "arena")
+      if (m.buffers[m.buffers[b].storage].kind != aicf::BufferKind::Arena)
         throw Error(cat(what, ": state buffer ", m.buffers[b].id, " is not in the arena"));
     ends.push_back(end);
   }
@@ -756,8 +758,8 @@ void checkDataDims(aicf_model &m, const std::map<std::string, int> &byId) {
     if (it == byId.end())
       throw Error(cat(what, ": set_by names unknown buffer ", m.dimSetByIds[i]));
     const Buffer &b = m.buffers[it->second];
-    if (b.dtype != "i64" || b.bytes != 8 || !b.sym.empty() || b.kind == "input" ||
-        b.kind == "weight")
+    if (b.dtype != "i64" || b.bytes != 8 || !b.sym.empty() || b.kind == aicf::BufferKind::Input ||
+        b.kind == aicf::BufferKind::Weight)
       throw Error(cat(what, ": set_by buffer ", b.id, " is not an i64 scalar a step writes"));
     m.dimSetBy[i] = it->second;
     size_t writer = m.steps.size();
@@ -833,10 +835,14 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
     buf.id = readString(b, "id", "a buffer");
     std::string what = "buffer " + buf.id;
     buf.value = readString(b, "value", what);
-    buf.kind = readString(b, "kind", what);
+    std::string kind = readString(b, "kind", what);
+    std::optional<aicf::BufferKind> k = aicf::parseEnum<aicf::BufferKind>(kind);
+    if (!k)
+      throw Error(cat(what, ": unknown kind '", kind, "'"));
+    buf.kind = *k;
     buf.dtype = readString(b, "dtype", what);
     buf.shape = readShape(b, what, &m.dims, &buf.sym);
-    if (!buf.sym.empty() && buf.kind == "weight")
+    if (!buf.sym.empty() && buf.kind == aicf::BufferKind::Weight)
       throw Error(cat(what, ": a weight with symbolic dims"));
     buf.bytes = readInt(b, "bytes", what, 0, kInt64Max);
     if (b["offset"])
@@ -881,31 +887,29 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
       b.storage = it->second;
       continue;
     }
-    if (b.kind == "arena" || b.kind == "weight") {
-      if (b.kind == "arena" && !inside(b.offset, b.bytes, m.arenaBytes))
+    if (b.kind == aicf::BufferKind::Arena || b.kind == aicf::BufferKind::Weight) {
+      if (b.kind == aicf::BufferKind::Arena && !inside(b.offset, b.bytes, m.arenaBytes))
         throw Error(cat(what, " lies outside the arena"));
-      if (b.kind == "weight" && !inside(b.offset, b.bytes, m.weightsBytes))
+      if (b.kind == aicf::BufferKind::Weight && !inside(b.offset, b.bytes, m.weightsBytes))
         throw Error(cat(what, " lies outside weights.bin"));
       if (b.offset % 64 != 0)
         throw Error(cat(what, ": offset ", b.offset, " is not a multiple of 64"));
-      if (b.kind == "arena") {
+      if (b.kind == aicf::BufferKind::Arena) {
         int64_t end = 0, rounded = std::max<int64_t>(b.bytes, 1);
         rounded = rounded + (64 - rounded % 64) % 64; // bytes <= arena: cannot overflow
         if (__builtin_add_overflow(b.offset, rounded, &end))
           throw Error(cat(what, " lies outside the arena"));
         arenaUsed = std::max(arenaUsed, end);
       }
-    } else if (b.kind == "input" || b.kind == "output") {
-      auto &list = b.kind == "input" ? m.inputs : m.outputs;
+    } else {
+      auto &list = b.kind == aicf::BufferKind::Input ? m.inputs : m.outputs;
       if (b.index < 0)
-        throw Error(cat(what, ": bad ", b.kind, " index"));
+        throw Error(cat(what, ": bad ", aicf::enumName(b.kind), " index"));
       if (list.size() <= static_cast<size_t>(b.index))
         list.resize(static_cast<size_t>(b.index) + 1, -1);
       if (list[b.index] >= 0)
-        throw Error(cat(b.kind, " ", b.index, " defined twice"));
+        throw Error(cat(aicf::enumName(b.kind), " ", b.index, " defined twice"));
       list[b.index] = static_cast<int>(i);
-    } else {
-      throw Error(cat(what, ": unknown kind '", b.kind, "'"));
     }
   }
   // The arena is allocated (and zeroed) at open: a size beyond what its buffers use would only
@@ -955,7 +959,7 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
           throw Error(cat(what, " uses unknown buffer ", id.IsScalar() ? id.Scalar() : "?"));
         // Inputs are the caller's const memory: no step may write them.
         if (std::string(key) == "outputs" &&
-            m.buffers[m.buffers[it->second].storage].kind == "input")
+            m.buffers[m.buffers[it->second].storage].kind == aicf::BufferKind::Input)
           throw Error(cat(what, " writes input buffer ", id.Scalar()));
         st.args.push_back(it->second);
       }
@@ -1145,16 +1149,16 @@ void bindPointers(aicf_model &m, const char *api, const void *const *inputs, voi
     const Buffer &b = m.buffers[i];
     if (b.storage != static_cast<int>(i))
       continue;
-    if (b.kind == "input")
+    if (b.kind == aicf::BufferKind::Input)
       m.ptrs[i] = const_cast<void *>(inputs[b.index]);
-    else if (b.kind == "output")
+    else if (b.kind == aicf::BufferKind::Output)
       m.ptrs[i] = outputs[b.index];
-    else if (b.kind == "weight")
+    else if (b.kind == aicf::BufferKind::Weight)
       m.ptrs[i] = weightBase + b.offset;
     else
       m.ptrs[i] = arenaBase + b.offset;
     if (!m.ptrs[i] && b.bytes > 0) // (an empty input no step reads may be null)
-      throw Error(cat(api, ": ", b.kind, " '", b.value, "' is a null pointer"));
+      throw Error(cat(api, ": ", aicf::enumName(b.kind), " '", b.value, "' is a null pointer"));
   }
   for (size_t i = 0; i < m.buffers.size(); ++i)
     m.ptrs[i] = m.ptrs[m.buffers[i].storage];

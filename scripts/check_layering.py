@@ -20,7 +20,9 @@ DEPS = {
     'backend/host': ['backend/c', 'runtime'],  # runtime/isa_features.h: the runtime's own table
     'backend/cuda': ['backend/c', 'plan'],
     'driver': ['plan', 'backend/host', 'backend/cuda', 'frontend'],
-    'runtime': ['support'],  # support/sym_expr.h only: compiled into the runtime (CMakeLists.txt)
+    # support/sym_expr.h (compiled into the runtime, CMakeLists.txt) and the header-only
+    # support/buffer_kind.h and support/enum_names.h only
+    'runtime': ['support'],
 }
 
 

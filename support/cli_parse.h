@@ -4,6 +4,8 @@
 // the tools link CLI11.
 #pragma once
 
+#include "support/enum_names.h"
+
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -54,6 +56,33 @@ inline CLI::Validator intInRange(long long lo, long long hi) {
         return "";
       },
       "INT in " + range);
+}
+
+// A flag whose value is one of enum E's spellings (support/enum_names.h), read into `value` as
+// the enum: CLI11 refuses any other word here, at the edge, with the message its IsMember
+// gives ("--attention: fast not in {cost,streaming,materialized}"), and the help shows the
+// set and the default as for a checked string ("TEXT:{cost,fuse,store}=cost"). The names table
+// is E's own (enumNames(E)); the value holds no spelling past this point.
+template <typename E>
+CLI::Option *addEnumOption(CLI::App &app, const std::string &name, E &value,
+                           const std::string &help) {
+  std::string set = enumNameSet<E>();
+  CLI::Option *o = app.add_option(name, value, help)
+                       ->type_name("TEXT")
+                       ->transform(CLI::Validator(
+                           [set](std::string &text) -> std::string {
+                             std::optional<E> e = parseEnum<E>(text);
+                             if (!e)
+                               return text + " not in " + set;
+                             // CLI11 stores an enum from its underlying integer.
+                             text = std::to_string(static_cast<long long>(*e));
+                             return "";
+                           },
+                           set));
+  for (const EnumName<E> &n : enumNames(E{}))
+    if (n.value == value)
+      o->default_str(n.name); // a default outside the table (none chosen) is not shown
+  return o;
 }
 
 } // namespace aicf

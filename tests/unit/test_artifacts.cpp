@@ -96,7 +96,7 @@ TEST_CASE("artifacts: materialised attention matches the references (host and GP
       CAPTURE(planFor);
       CompileOptions opts;
       opts.planFor = Target::parseSpec(planFor);
-      opts.attention = planFor == "cpu" ? "materialized" : "cost";
+      opts.attention = planFor == "cpu" ? AttentionPolicy::Materialized : AttentionPolicy::Cost;
       CompiledModel cm = buildModel(*g, opts);
       REQUIRE(cm.plan.attention.size() == 1);
       const AttentionDecision &d = cm.plan.attention[0];
@@ -140,7 +140,7 @@ TEST_CASE("artifacts: row norms folded into their GEMMs' A reads match the refer
     for (std::string planFor : {"cpu", "cuda:sm_90"}) {
       CAPTURE(name);
       CAPTURE(planFor);
-      auto compile = [&](const char *rowNorms) {
+      auto compile = [&](RowNormPolicy rowNorms) {
         CompileOptions opts;
         opts.planFor = Target::parseSpec(planFor);
         opts.rowNorms = rowNorms;
@@ -153,7 +153,7 @@ TEST_CASE("artifacts: row norms folded into their GEMMs' A reads match the refer
           b += st.bytes;
         return b;
       };
-      CompiledModel stored = compile("store"), folded = compile("fold");
+      CompiledModel stored = compile(RowNormPolicy::Store), folded = compile(RowNormPolicy::Fold);
       std::vector<int> readers; // per folded norm, in graph order
       for (const RematDecision &d : folded.plan.remat)
         if (d.kind == RematDecision::Kind::RowNorm) {
@@ -171,7 +171,7 @@ TEST_CASE("artifacts: row norms folded into their GEMMs' A reads match the refer
       fs::path out = scratch() / cat(name, "_row_norms_", planFor == "cpu" ? "cpu" : "gpu");
       CompileOptions opts;
       opts.planFor = Target::parseSpec(planFor);
-      opts.rowNorms = "fold";
+      opts.rowNorms = RowNormPolicy::Fold;
       opts.splitK = false;
       writeArtifacts(*g, folded, opts, out.string());
       runAndCompare(out, dir);
@@ -197,9 +197,9 @@ TEST_CASE("artifacts: chained MLP projections match the references") {
       opts.planFor = Target::parseSpec(planFor);
       opts.splitK = false;
       opts.splitChains = false; // (the chain whole: whether it splits depends on the host's prices)
-      opts.chains = "store";
+      opts.chains = FusePolicy::Store;
       CompiledModel stored = buildModel(*g, opts);
-      opts.chains = "fuse";
+      opts.chains = FusePolicy::Fuse;
       CompiledModel chained = buildModel(*g, opts);
       int chains = 0;
       for (const RematDecision &d : chained.plan.remat)

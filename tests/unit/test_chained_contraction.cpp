@@ -113,7 +113,7 @@ TEST_CASE("chained contractions: which pairs chain, the group they make, priced 
   CHECK(anchored(plain, "h"));
 
   FusionOptions fo;
-  fo.rowNorms = FusionOptions::RowNorms::Store;
+  fo.rowNorms = RowNormPolicy::Store;
   fo.kernelCost = [](const KernelGroup &k) {
     // A chained kernel is priced 15 us, every other one 10.
     return !k.chained.empty() ? 15.0 : 10.0;
@@ -153,7 +153,7 @@ TEST_CASE("chained contractions: which pairs chain, the group they make, priced 
   CHECK(groupOf(q, "y").chained.empty());
   CHECK(names(groupOf(q, "y").inputs) == "h,w2,b2,r");
   // No schedule fits (+inf): never chained, even when forced.
-  fo.chains = FusionOptions::Chains::Fuse;
+  fo.chains = FusePolicy::Fuse;
   fo.kernelCost = [](const KernelGroup &k) {
     return !k.chained.empty() ? std::numeric_limits<double>::infinity() : 10.0;
   };
@@ -161,7 +161,7 @@ TEST_CASE("chained contractions: which pairs chain, the group they make, priced 
   // The policy forces the chain, or keeps every contraction a kernel.
   fo.kernelCost = [](const KernelGroup &k) { return !k.chained.empty() ? 25.0 : 10.0; };
   CHECK(!groupOf(partitionGraph(*g, fo), "y").chained.empty());
-  fo.chains = FusionOptions::Chains::Store;
+  fo.chains = FusePolicy::Store;
   Partition s = partitionGraph(*g, fo);
   CHECK(s.remat.empty());
   CHECK(anchored(s, "h"));
@@ -178,8 +178,8 @@ TEST_CASE("chained contractions: host and GPU plans match the interpreter, tails
     CompileOptions opts;
     opts.planFor = Target::parseSpec(plan);
     opts.splitK = false;
-    opts.chains = "fuse";
-    opts.rowNorms = "fold";
+    opts.chains = FusePolicy::Fuse;
+    opts.rowNorms = RowNormPolicy::Fold;
     CompiledModel cm = compileRunCheck(*g, opts, in);
     CHECK(chainedKernels(cm) == 2);
     int chains = 0;
@@ -191,7 +191,7 @@ TEST_CASE("chained contractions: host and GPU plans match the interpreter, tails
       for (const std::string &o : st.outputs)
         CHECK((o != "h" && o != "h2"));
     // Stored: the same numbers from four contraction kernels.
-    opts.chains = "store";
+    opts.chains = FusePolicy::Store;
     CompiledModel two = compileRunCheck(*g, opts, in);
     CHECK(chainedKernels(two) == 0);
   }
@@ -210,7 +210,7 @@ TEST_CASE("chained contractions: the GPU plan's kernels build with nvcc, no spil
     opts.target = Target::parse(target);
     opts.planFor = opts.target;
     opts.splitK = false;
-    opts.chains = "fuse";
+    opts.chains = FusePolicy::Fuse;
     CompiledModel cm = buildModel(*g, opts);
     CHECK(chainedKernels(cm) == 2);
     fs::path out = test_files::scratchDir("aicf_chains_cuda_") / std::string(target).substr(5);
@@ -253,7 +253,7 @@ TEST_CASE("split-chains: which chains split, the split form matches the interpre
     CompileOptions opts;
     opts.planFor = Target::parseSpec(plan);
     opts.splitK = false;
-    opts.chains = "fuse";
+    opts.chains = FusePolicy::Fuse;
     opts.chainSlices = 2;
     CompiledModel cm = compileRunCheck(*g, opts, in);
     REQUIRE(cm.plan.splitChains.size() == 1);
@@ -282,7 +282,7 @@ TEST_CASE("split-chains: which chains split, the split form matches the interpre
   host.splitChains = false;
   CHECK(buildModel(*g, host).plan.splitChains.empty());
   host.splitChains = true;
-  host.chains = "store";
+  host.chains = FusePolicy::Store;
   CHECK(buildModel(*g, host).plan.splitChains.empty());
 }
 
@@ -330,7 +330,7 @@ TEST_CASE("chained contractions: a gated pair (SwiGLU) chains with its sibling, 
     CAPTURE(plan);
     CompileOptions opts;
     opts.planFor = Target::parseSpec(plan);
-    opts.chains = "fuse";
+    opts.chains = FusePolicy::Fuse;
     CompiledModel cm = compileRunCheck(*g, opts, in);
     CHECK(chainedKernels(cm) == 1);
     CHECK(cm.plan.steps.size() == 1);
@@ -368,7 +368,7 @@ TEST_CASE("norm epilogues: a post-norm in its contraction's tiles, plain and cha
   // output of the first.
   FusionOptions fo;
   fo.kernelCost = [](const KernelGroup &k) { return k.normEpilogue ? 12.0 : 10.0; };
-  fo.chains = FusionOptions::Chains::Store;
+  fo.chains = FusePolicy::Store;
   Partition p = partitionGraph(*g, fo);
   int applied = 0;
   for (const RematDecision &d : p.remat)
@@ -393,10 +393,10 @@ TEST_CASE("norm epilogues: a post-norm in its contraction's tiles, plain and cha
 
   fillWeights(*g, 27);
   std::vector<Tensor> in = randomInputs(*g, 28);
-  for (const char *chains : {"store", "fuse"}) {
-    CAPTURE(chains);
+  for (FusePolicy chains : {FusePolicy::Store, FusePolicy::Fuse}) {
+    CAPTURE(enumName(chains));
     CompileOptions opts;
-    opts.normEpilogues = "fuse";
+    opts.normEpilogues = FusePolicy::Fuse;
     opts.chains = chains;
     CompiledModel cm = compileRunCheck(*g, opts, in);
     int epilogues = 0;
@@ -405,12 +405,12 @@ TEST_CASE("norm epilogues: a post-norm in its contraction's tiles, plain and cha
     CHECK(epilogues == 3);
     for (const PlanStep &st : cm.plan.steps)
       CHECK((st.kind != "layer_norm" && st.kind != "rms_norm"));
-    CHECK(chainedKernels(cm) == (std::string(chains) == "fuse" ? 1 : 0));
+    CHECK(chainedKernels(cm) == (chains == FusePolicy::Fuse ? 1 : 0));
   }
   // GPU plans: no tile holds whole rows in one thread; the norms stay kernels even when forced.
   CompileOptions gpu;
   gpu.planFor = Target::parseSpec("cuda:sm_90");
-  gpu.normEpilogues = "fuse";
+  gpu.normEpilogues = FusePolicy::Fuse;
   CompiledModel cm = compileRunCheck(*g, gpu, in);
   int norms = 0;
   for (const PlanStep &st : cm.plan.steps)

@@ -105,7 +105,7 @@ TEST_CASE("compile scaling: the fusion cap cuts long elementwise chains, and onl
 TEST_CASE("compile scaling: identical layers share their kernel and still compute right") {
   auto g = layerChain(6, 32);
   CompileOptions opts;
-  opts.chains = "store"; // one kernel per layer (rule 8 would chain the layers in pairs)
+  opts.chains = FusePolicy::Store; // one kernel per layer (rule 8 would chain the layers in pairs)
   CompiledModel m = buildModel(*g, opts);
   REQUIRE(m.plan.steps.size() == 6);
   std::set<std::string> fns = kernelFunctions(m.source);

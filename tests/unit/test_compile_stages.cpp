@@ -149,7 +149,8 @@ TEST_CASE("compile stages: run one by one, they give buildModel's result") {
   auto g = graphOf(kMlp);
   annotate(*g);
   CompileOptions opts;
-  opts.rowNorms = "store"; // the norm a kernel of its own (its fold: test_row_norm_fold.cpp)
+  opts.rowNorms =
+      RowNormPolicy::Store; // the norm a kernel of its own (its fold: test_row_norm_fold.cpp)
   CompileState s(*g, opts);
   for (const CompileStage &st : compileStages()) {
     CAPTURE(st.name);
@@ -349,8 +350,8 @@ TEST_CASE("choose-attention: registered; without a cost callback it materialises
 TEST_CASE("buildModel: --attention cost | streaming | materialized through the pass") {
   auto g = graphOf(kAttention);
   annotate(*g);
-  for (const char *choice : {"streaming", "materialized"}) {
-    CAPTURE(choice);
+  for (AttentionPolicy choice : {AttentionPolicy::Streaming, AttentionPolicy::Materialized}) {
+    CAPTURE(enumName(choice));
     CompileOptions opts;
     opts.attention = choice;
     CompiledModel m = buildModel(*g, opts);
@@ -358,7 +359,7 @@ TEST_CASE("buildModel: --attention cost | streaming | materialized through the p
     const AttentionDecision &d = m.plan.attention[0];
     CHECK(d.streamingUs > 0);
     CHECK(d.materializedUs > 0);
-    bool mat = std::string(choice) == "materialized";
+    bool mat = choice == AttentionPolicy::Materialized;
     CHECK(d.materialized == mat);
     CHECK((m.graph != nullptr) == mat);
     CHECK(countOp(*g, Op::Attention) == 1); // the caller's graph is never rewritten

@@ -145,16 +145,16 @@ TEST_CASE("conv chains: which chains form, priced and recorded, and the policy")
   CHECK(p.remat.size() == 1);
   CHECK_FALSE(p.remat[0].recomputed);
   // The policy forces the chain, or keeps every conv a kernel.
-  fo.convChains = FusionOptions::ConvChains::Fuse;
+  fo.convChains = FusePolicy::Fuse;
   g = caseGraph(kCases[0], 1);
   CHECK(chainGroup(partitionBlocked(*g, fo)) != nullptr);
-  fo.convChains = FusionOptions::ConvChains::Store;
+  fo.convChains = FusePolicy::Store;
   g = caseGraph(kCases[0], 1);
   p = partitionBlocked(*g, fo);
   CHECK(chainGroup(p) == nullptr);
   CHECK(p.remat.empty());
   // Without an expansion the chain is the depthwise conv and the projection.
-  fo.convChains = FusionOptions::ConvChains::Fuse;
+  fo.convChains = FusePolicy::Fuse;
   g = caseGraph(kCases[2], 1);
   Partition noExpand = partitionBlocked(*g, fo);
   k = chainGroup(noExpand);
@@ -190,7 +190,7 @@ TEST_CASE("conv chains: host plans match the interpreter at every case and sever
     for (int rank : {0, 1, 3, 6}) {
       CAPTURE(rank);
       CompileOptions opts;
-      opts.convChains = "fuse";
+      opts.convChains = FusePolicy::Fuse;
       opts.rank = rank;
       CompiledModel cm = compile_checks::compileRunCheck(*g, opts, in, "aicf_conv_chain_");
       REQUIRE(chainSteps(cm) == 1);
@@ -207,7 +207,7 @@ TEST_CASE("conv chains: host plans match the interpreter at every case and sever
     }
     // Stored: the same numbers from three kernels.
     CompileOptions store;
-    store.convChains = "store";
+    store.convChains = FusePolicy::Store;
     CHECK(chainSteps(compile_checks::compileRunCheck(*g, store, in, "aicf_conv_chain_")) == 0);
   }
   CHECK(banded);
@@ -220,6 +220,6 @@ TEST_CASE("conv chains: a GPU plan keeps the convs apart and matches the interpr
   std::vector<Tensor> in = randomInputs(*g, 41);
   CompileOptions opts;
   opts.planFor = Target::parseSpec("cuda:sm_80");
-  opts.convChains = "fuse";
+  opts.convChains = FusePolicy::Fuse;
   CHECK(chainSteps(compile_checks::compileRunCheck(*g, opts, in, "aicf_conv_chain_")) == 0);
 }

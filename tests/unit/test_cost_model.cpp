@@ -160,7 +160,7 @@ TEST_CASE("planner: deterministic, ranked, and the defaults are costed") {
     CHECK(worst.chosen.cost.timeUs >= a.chosen.cost.timeUs);
     // --schedule default keeps the recipe's knobs.
     po.rank = 0;
-    po.schedule = "default";
+    po.schedule = Schedule::Default;
     PlanDecision dflt;
     planKernel(grp, "k0", hw, po, &dflt);
     CHECK(dflt.isDefault);

@@ -117,7 +117,7 @@ TEST_CASE("merge-siblings: compiled merged for host and GPU plans, matching the 
     CAPTURE(plan);
     CompileOptions opts;
     opts.planFor = Target::parseSpec(plan);
-    opts.rowNorms = "fold";
+    opts.rowNorms = RowNormPolicy::Fold;
     // As the driver decides: both sets priced and recorded with both prices.
     CompiledModel cm = compile_checks::compileRunCheck(*g, opts, in, "aicf_siblings_");
     REQUIRE(cm.plan.mergeSiblings.size() == 2);

@@ -30,7 +30,7 @@ TEST_CASE("norm spec: softmax and log_softmax reduce one axis, no epsilon or par
   REQUIRE(c);
   CHECK(c->holds());
   REQUIRE(c->norm);
-  CHECK(c->norm->algebra == "softmax");
+  CHECK(c->norm->algebra == NormAlgebra::Softmax);
   CHECK(c->norm->firstAxis == 1);
   CHECK(c->norm->lastAxis == 1);
   CHECK(c->norm->epsilon == 0);
@@ -41,7 +41,7 @@ TEST_CASE("norm spec: softmax and log_softmax reduce one axis, no epsilon or par
                "  %y = log_softmax(%x) {axis = 2}\n  return %y\n");
   REQUIRE(c);
   REQUIRE(c->norm);
-  CHECK(c->norm->algebra == "log_softmax");
+  CHECK(c->norm->algebra == NormAlgebra::LogSoftmax);
   CHECK(c->norm->firstAxis == 2);
   CHECK(c->norm->lastAxis == 2);
 
@@ -51,7 +51,7 @@ TEST_CASE("norm spec: softmax and log_softmax reduce one axis, no epsilon or par
   CHECK_FALSE(c->holds());
   CHECK(c->firstFailed()->name == "reduce axes trailing and contiguous");
   REQUIRE(c->norm);
-  CHECK(c->norm->algebra == "softmax");
+  CHECK(c->norm->algebra == NormAlgebra::Softmax);
   CHECK(c->norm->firstAxis == 0);
   CHECK(c->norm->lastAxis == 0);
 }
@@ -63,7 +63,7 @@ TEST_CASE("norm spec: layer_norm is welford over [axis, rank) with gamma and bet
   REQUIRE(c);
   CHECK(c->holds());
   REQUIRE(c->norm);
-  CHECK(c->norm->algebra == "welford");
+  CHECK(c->norm->algebra == NormAlgebra::Welford);
   CHECK(c->norm->firstAxis == 1);
   CHECK(c->norm->lastAxis == 2);
   CHECK(c->norm->epsilon == doctest::Approx(0.001).epsilon(1e-12));
@@ -88,7 +88,7 @@ TEST_CASE("norm spec: rms_norm is sum_squares with its weight as the scale") {
   REQUIRE(c);
   CHECK(c->holds());
   REQUIRE(c->norm);
-  CHECK(c->norm->algebra == "sum_squares");
+  CHECK(c->norm->algebra == NormAlgebra::SumSquares);
   CHECK(c->norm->firstAxis == 1);
   CHECK(c->norm->lastAxis == 1);
   CHECK(c->norm->epsilon == doctest::Approx(1e-6).epsilon(1e-12));
@@ -103,7 +103,7 @@ TEST_CASE("norm spec: mean_variance_norm over trailing axes is welford, epsilon 
   CHECK(c->holds());
   CHECK(c->exactness == Exactness::Reassociated);
   REQUIRE(c->norm);
-  CHECK(c->norm->algebra == "welford");
+  CHECK(c->norm->algebra == NormAlgebra::Welford);
   CHECK(c->norm->firstAxis == 2);
   CHECK(c->norm->lastAxis == 3);
   CHECK(c->norm->epsilon == 1e-9); // ONNX's constant, the attribute's default

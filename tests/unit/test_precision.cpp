@@ -160,7 +160,7 @@ TEST_CASE("precision: emulated tensor-core products are bit-exact against a scal
     std::vector<Tensor> got = runEmulated(*g, p, in, "cuda:sm_90", &cm);
     // Both steps ran on fragments.
     for (const PlanStep &st : cm.plan.steps)
-      CHECK(st.precision == precisionName(p));
+      CHECK(st.precision == p);
     int64_t mismatches = 0;
     for (int64_t m = 0; m < 40; ++m)
       for (int64_t n = 0; n < 24; ++n) {
@@ -196,12 +196,12 @@ TEST_CASE("precision: an attention whose head size no fragment tiles plans its S
     CompileOptions o;
     o.planFor = Target::parseSpec("cuda:sm_90");
     o.precision = p;
-    o.attention = "streaming"; // the streaming kernel, planned over its candidates
+    o.attention = AttentionPolicy::Streaming; // the streaming kernel, planned over its candidates
     CompiledModel cm;
     std::vector<Tensor> got = compile_checks::compileRun(*g, o, in, "aicf_precision_", &cm);
     REQUIRE(cm.plan.steps.size() == 1);
     CHECK(cm.plan.steps[0].kind == "attention");
-    CHECK(cm.plan.steps[0].precision == (p == Precision::TF32 ? "tf32" : "fp32"));
+    CHECK(cm.plan.steps[0].precision == (p == Precision::TF32 ? Precision::TF32 : Precision::F32));
     double worst = 0;
     for (int64_t i = 0; i < want[0].numel(); ++i)
       worst = std::max(worst, std::fabs(got[0].getDouble(i) - want[0].getDouble(i)));
@@ -228,7 +228,7 @@ TEST_CASE("precision: emulated reduced-precision plans match the fp32 references
       std::vector<Tensor> got = runEmulated(*g, p, inputs, "cuda:sm_90", &cm);
       int tensorSteps = 0;
       for (const PlanStep &st : cm.plan.steps)
-        tensorSteps += st.precision == precisionName(p);
+        tensorSteps += st.precision == p;
       CHECK(tensorSteps > 0);
       const double tol = 8.0 * unitRoundoff(p);
       for (size_t k = 0; k < got.size(); ++k) {
@@ -330,9 +330,9 @@ TEST_CASE("precision: every model builds for sm_80 and sm_90 in fp16 and bf16, H
           CHECK(st.ptxas.registers <= 255);
           // Every contraction and attention kernel is a tensor-core kernel here.
           if (st.recipe == "tiled_contraction" || st.recipe == "streaming_attention")
-            CHECK(st.precision == precisionName(p));
+            CHECK(st.precision == p);
           if (!tool.empty())
-            CHECK((st.precision != "fp32") == (hmma[st.kindId] > 0));
+            CHECK((st.precision != Precision::F32) == (hmma[st.kindId] > 0));
         }
       }
     }
@@ -372,7 +372,7 @@ TEST_CASE("precision: a model already in half precision imports, compiles and ru
   std::vector<Tensor> got = runEmulated(*g, Precision::F16, in, "cuda:sm_80", &cm);
   int tensorSteps = 0;
   for (const PlanStep &st : cm.plan.steps)
-    tensorSteps += st.precision == "fp16";
+    tensorSteps += st.precision == Precision::F16;
   CHECK(tensorSteps == 2);
   for (const PlanBuffer &b : cm.plan.buffers)
     if (b.kind == BufferKind::Weight) {

@@ -259,12 +259,12 @@ TEST_CASE("recipe selection: the norm kernel is generated from the certificate's
   bool set = false;
   for (Certificate &c : n.certificates)
     if (c.property == MemProperty::OnlineReducibleNorm) {
-      c.norm = NormSpec{"log_softmax", 1, 1, 0.0, -1, -1};
+      c.norm = NormSpec{NormAlgebra::LogSoftmax, 1, 1, 0.0, -1, -1};
       set = true;
     }
   REQUIRE(set);
   kir::Kernel after = lowerGroup(grp, "k", Knobs{});
   CHECK(after.recipe == "online_norm");
   CHECK(kir::printKernel(after).find("state algebra 'log_softmax'") != std::string::npos);
-  CHECK(problemOf<NormProblem>(after).algebra == "log_softmax");
+  CHECK(problemOf<NormProblem>(after).algebra == NormAlgebra::LogSoftmax);
 }

@@ -138,9 +138,9 @@ TEST_CASE("row norms: folded into every reader's group, priced, recorded") {
   CHECK(names(groupOf(q, "y").nodes) == "y");
   CHECK(names(groupOf(q, "y").inputs) == "r,w");
   // The policy can force the fold, or keep every norm a kernel.
-  fo.rowNorms = FusionOptions::RowNorms::Fold;
+  fo.rowNorms = RowNormPolicy::Fold;
   CHECK(names(groupOf(partitionGraph(*g, fo), "y").nodes) == "n,r,y");
-  fo.rowNorms = FusionOptions::RowNorms::Store;
+  fo.rowNorms = RowNormPolicy::Store;
   Partition s = partitionGraph(*g, fo);
   CHECK(s.remat.empty());
   CHECK(names(groupOf(s, "y").nodes) == "y");

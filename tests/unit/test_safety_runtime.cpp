@@ -37,7 +37,8 @@ fs::path compileFolder(const std::string &name, const std::string &cpuArch = "na
         testing::pipelineGraph(fs::path(AICF_TESTDATA) / "models" / "mlp_op13");
     CompileOptions opts;
     opts.cpuArch = cpuArch;
-    opts.chains = "store"; // the hidden activation keeps a buffer the tampering cases address
+    opts.chains =
+        FusePolicy::Store; // the hidden activation keeps a buffer the tampering cases address
     writeArtifacts(*g, buildModel(*g, opts), opts, out.string());
   }
   return out;
