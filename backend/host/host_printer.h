@@ -1,10 +1,12 @@
-// The host C++ printer (docs/architecture.md): grid axes -> an OpenMP-parallel loop nest, each
-// thread region -> a loop over thread ids, shared -> a per-block array, local -> an array indexed
-// by thread, barriers -> nothing (regions already run in order), block_reduce -> a loop, mma_tile
-// -> a register-blocked micro-kernel written with GCC vector types (generic loops when the
-// thread tile does not fit the vector shape). The printer adds spelling only, no logic.
+// The host C++ printer (docs/architecture.md; the full mapping in host_printer.cpp's comment):
+// grid axes -> one loop over a chunk [lo, hi) of the flattened blocks (the runtime's thread pool
+// hands out the chunks; the kernel owns no threads), each thread region -> a loop over thread
+// ids, shared -> a per-block array, local -> an array indexed by thread, barriers -> nothing
+// (regions already run in order), block_reduce -> a loop, mma_tile -> a register-blocked
+// micro-kernel written with GCC vector types (generic loops when the thread tile does not fit
+// the vector shape). The printer adds spelling only, no logic.
 //
-// Every kernel is printed as   extern "C" void NAME(void *const *args)
+// Every kernel is printed as   extern "C" void NAME(void *const *args, int64_t lo, int64_t hi)
 // where args[i] is the i-th param buffer (kernel.params order). The file starts with the small
 // fixed helpers the spelling needs (vectorisable exp/tanh/erf, sigmoid, f16/bf16 conversions, the
 // micro-kernel), so it is self-contained; output is deterministic.
