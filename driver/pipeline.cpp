@@ -6,13 +6,13 @@
 #include "driver/stages.h"
 #include "ir/printer.h"
 #include "support/diagnostics.h"
+#include "support/stderr_stream.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
-#include <streambuf>
 
 namespace fs = std::filesystem;
 
@@ -263,25 +263,8 @@ bool runDefaultKernelPipeline(Kernel &k, std::vector<std::string> *notes) {
 
 namespace {
 
-// stderr through <cstdio>, as the pass manager prints (library code does not use <iostream>).
-class StderrBuf : public std::streambuf {
-protected:
-  int_type overflow(int_type c) override {
-    if (c != traits_type::eof())
-      std::fputc(c, stderr);
-    return traits_type::not_eof(c);
-  }
-  std::streamsize xsputn(const char *s, std::streamsize n) override {
-    return static_cast<std::streamsize>(std::fwrite(s, 1, static_cast<size_t>(n), stderr));
-  }
-};
-
 std::ostream &irStream(const PassManagerOptions &o) {
-  if (o.irOut)
-    return *o.irOut;
-  static StderrBuf buf;
-  static std::ostream os(&buf);
-  return os;
+  return o.irOut ? *o.irOut : stderrStream();
 }
 
 bool selected(const std::set<std::string> &names, const char *name) {

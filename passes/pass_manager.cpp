@@ -12,11 +12,11 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "support/diagnostics.h"
+#include "support/stderr_stream.h"
 
 #include <chrono>
 #include <cstdio>
 #include <iomanip>
-#include <streambuf>
 
 namespace aicf {
 
@@ -27,26 +27,6 @@ constexpr bool kCheckUnchanged = true;
 #else
 constexpr bool kCheckUnchanged = false;
 #endif
-
-// The default destination of printed IR and timings: stderr, through <cstdio> (library code
-// does not include <iostream>).
-class StderrBuf : public std::streambuf {
-protected:
-  int_type overflow(int_type c) override {
-    if (c != traits_type::eof())
-      std::fputc(c, stderr);
-    return traits_type::not_eof(c);
-  }
-  std::streamsize xsputn(const char *s, std::streamsize n) override {
-    return static_cast<std::streamsize>(std::fwrite(s, 1, static_cast<size_t>(n), stderr));
-  }
-};
-
-std::ostream &stderrStream() {
-  static StderrBuf buf;
-  static std::ostream os(&buf);
-  return os;
-}
 
 bool selected(const std::set<std::string> &names, const std::string &pass) {
   return names.count("all") || names.count(pass);
