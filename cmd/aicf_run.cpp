@@ -314,6 +314,71 @@ void benchDeviceIo(aicf_model *m, const std::vector<Tensor> &inputs, std::vector
   d.check(d.cu->streamSynchronize(d.stream), "cudaStreamSynchronize");
 }
 
+// A measured step this many times its predicted time is off the cost model: a missing fast
+// path (a kernel far slower than its form should be), not a constant to refit. --profile marks
+// such steps and says what share of the run they hold (`make bench` reports the same share).
+constexpr double kOffModel = 3.0;
+
+// --profile: each step's mean time beside the plan's predicted time (plan.yaml
+// hints.predicted.time_us), so a profile shows where the cost model is off.
+void printProfile(const Flags &flags, aicf_model *m, const std::function<void(double *)> &runOnce) {
+  int steps = aicf_num_steps(m);
+  std::vector<double> total(static_cast<size_t>(steps), 0.0), once(static_cast<size_t>(steps));
+  int reps = std::max(flags.bench, 10);
+  for (int r = 0; r < reps; ++r) {
+    runOnce(once.data());
+    for (int s = 0; s < steps; ++s)
+      total[s] += once[s];
+  }
+  double sum = 0;
+  for (double t : total)
+    sum += t;
+  std::vector<double> predicted(static_cast<size_t>(steps), -1.0);
+  try {
+    YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());
+    for (int s = 0; s < steps && s < static_cast<int>(plan["steps"].size()); ++s) {
+      YAML::Node t = plan["steps"][s]["hints"]["predicted"]["time_us"];
+      if (t)
+        predicted[s] = t.as<double>() / 1e3;
+    }
+  } catch (const YAML::Exception &) {
+    // aicf_open already validated the plan; predictions are optional hints.
+  }
+  std::printf("%-5s %-22s %-34s %10s %7s %10s %8s\n", "step", "kind", "kernel", "ms", "share",
+              "pred ms", "x pred");
+  double predSum = 0, offSum = 0;
+  int offSteps = 0;
+  for (int s = 0; s < steps; ++s) {
+    double ms = 1e3 * total[s] / reps;
+    char pred[32] = "-", ratio[32] = "-";
+    if (predicted[s] >= 0) {
+      std::snprintf(pred, sizeof pred, "%.4f", predicted[s]);
+      predSum += predicted[s];
+      if (predicted[s] > 0) {
+        bool off = ms > kOffModel * predicted[s];
+        std::snprintf(ratio, sizeof ratio, "%.1f%s", ms / predicted[s], off ? " !" : "");
+        if (off) {
+          offSum += total[s];
+          ++offSteps;
+        }
+      }
+    }
+    std::printf("%-5d %-22s %-34s %10.4f %6.1f%% %10s %8s\n", s, aicf_step_kind(m, s),
+                aicf_step_symbol(m, s), ms, sum > 0 ? 100.0 * total[s] / sum : 0.0, pred, ratio);
+  }
+  std::printf("total %.4f ms per run (mean of %d); predicted %.4f ms\n", 1e3 * sum / reps, reps,
+              predSum);
+  std::printf("off the cost model (! : measured > %.0fx predicted): %d steps, %.1f%% of the time\n",
+              kOffModel, offSteps, sum > 0 ? 100.0 * offSum / sum : 0.0);
+  if (flags.report) { // the measured points in OUT/report.html (plan/report_html.h)
+    std::vector<double> us;
+    for (double t : total)
+      us.push_back(1e6 * t / reps);
+    rewriteReportHtml(flags.model, us);
+    std::printf("wrote %s\n", (fs::path(flags.model) / "report.html").string().c_str());
+  }
+}
+
 // A compiled output folder, through the runtime.
 int runFolder(const Flags &flags) {
   if (!flags.dims.empty() || !flags.consts.empty())
@@ -412,54 +477,8 @@ int runFolder(const Flags &flags) {
   } else if (flags.bench > 0) {
     benchRuns("bench", flags.bench, [&] { runOnce(nullptr); });
   }
-  if (flags.profile) {
-    int steps = aicf_num_steps(m.get());
-    std::vector<double> total(static_cast<size_t>(steps), 0.0), once(static_cast<size_t>(steps));
-    int reps = std::max(flags.bench, 10);
-    for (int r = 0; r < reps; ++r) {
-      runOnce(once.data());
-      for (int s = 0; s < steps; ++s)
-        total[s] += once[s];
-    }
-    double sum = 0;
-    for (double t : total)
-      sum += t;
-    // The planner's predicted time per step (plan.yaml hints.predicted.time_us), beside the
-    // measurement, so a profile shows where the cost model is off.
-    std::vector<double> predicted(static_cast<size_t>(steps), -1.0);
-    try {
-      YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());
-      for (int s = 0; s < steps && s < static_cast<int>(plan["steps"].size()); ++s) {
-        YAML::Node t = plan["steps"][s]["hints"]["predicted"]["time_us"];
-        if (t)
-          predicted[s] = t.as<double>() / 1e3;
-      }
-    } catch (const YAML::Exception &) {
-      // aicf_open already validated the plan; predictions are optional hints.
-    }
-    std::printf("%-5s %-22s %-34s %10s %7s %10s\n", "step", "kind", "kernel", "ms", "share",
-                "pred ms");
-    double predSum = 0;
-    for (int s = 0; s < steps; ++s) {
-      char pred[32] = "-";
-      if (predicted[s] >= 0) {
-        std::snprintf(pred, sizeof pred, "%.4f", predicted[s]);
-        predSum += predicted[s];
-      }
-      std::printf("%-5d %-22s %-34s %10.4f %6.1f%% %10s\n", s, aicf_step_kind(m.get(), s),
-                  aicf_step_symbol(m.get(), s), 1e3 * total[s] / reps,
-                  sum > 0 ? 100.0 * total[s] / sum : 0.0, pred);
-    }
-    std::printf("total %.4f ms per run (mean of %d); predicted %.4f ms\n", 1e3 * sum / reps, reps,
-                predSum);
-    if (flags.report) { // the measured points in OUT/report.html (plan/report_html.h)
-      std::vector<double> us;
-      for (double t : total)
-        us.push_back(1e6 * t / reps);
-      rewriteReportHtml(flags.model, us);
-      std::printf("wrote %s\n", (fs::path(flags.model) / "report.html").string().c_str());
-    }
-  }
+  if (flags.profile)
+    printProfile(flags, m.get(), runOnce);
   // An output whose length is known only at run time was given its bound's memory (what
   // aicf_output_info reports before a run); the run says how much of it holds the result.
   for (int i = 0; i < aicf_num_outputs(m.get()); ++i) {
@@ -543,7 +562,8 @@ int main(int argc, char **argv) {
                "cpu folder: always use every thread (by default, while workers stall steps or runs "
                "are under ~0.2 ms, the pool tries fewer and keeps the faster)");
   app.add_flag("--profile", flags.profile,
-               "folder: per-step time table (step, kind, ms, share, the plan's predicted ms)");
+               "folder: per-step time table (step, kind, ms, share, the plan's predicted ms, "
+               "measured / predicted; ! marks a step over 3x)");
   app.add_flag("--report", flags.report,
                "with --profile: add the measured step times to the folder's report.html (a "
                "folder compiled with --explain)")

@@ -7,7 +7,9 @@
 # bench/latency_ratio.png and prints the tables. Extra arguments go to run_bench.py
 # (e.g. --reps 20, --threads 1, --only mlp_op17 gpt2_block_op17).
 # Models: testdata/models and the torchvision networks scripts/gen_cnn_models.py exports into
-# bench/models (resnet18, mobilenet_v2, ...; AICF_BENCH_NO_CNN=1 leaves them out).
+# bench/models (resnet18, mobilenet_v2, ...; AICF_BENCH_NO_CNN=1 leaves them out), and the
+# widened corpus in bench/models_wide (scripts/gen_wide_models.py, scripts/gen_exporter_models.py;
+# AICF_BENCH_NO_WIDE=1 leaves it out). Peers: ORT, OpenVINO pinned to f32, TVM, IREE.
 # Runs on the host CPU only; takes a few minutes (most of it TVM and IREE compiling).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +58,7 @@ install_peer() { # name import-check packages...
     echo "bench: $name did not install (see $work/install_$name.log); it is reported as unavailable"
   fi
 }
+install_peer ov 'import openvino' openvino
 install_peer tvm 'import tvm.relax.frontend.onnx' apache-tvm
 install_peer iree 'import iree.compiler, iree.runtime' iree-base-compiler iree-base-runtime
 
@@ -74,6 +77,14 @@ if [ "${AICF_BENCH_NO_CNN:-0}" != 1 ]; then
   fi
   /usr/bin/python3 scripts/gen_cnn_models.py bench/models
   models+=(bench/models)
+fi
+# The widened corpus (issue 53): families the bench was not tuned on, exported with torch, and
+# networks spelled the way other exporters spell them (onnx's helper API, the venv's onnx for its
+# reference evaluator). AICF_BENCH_NO_WIDE=1 skips them.
+if [ "${AICF_BENCH_NO_CNN:-0}" != 1 ] && [ "${AICF_BENCH_NO_WIDE:-0}" != 1 ]; then
+  /usr/bin/python3 scripts/gen_wide_models.py bench/models_wide || echo "bench: some wide networks did not export (listed above)"
+  "$vpy" scripts/gen_exporter_models.py bench/models_wide
+  models+=(bench/models_wide)
 fi
 
 exec "$vpy" bench/run_bench.py --models "${models[@]}" "$@"

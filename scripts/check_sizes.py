@@ -51,7 +51,6 @@ FUNCTION_RATCHET = {
     "lower/recipe_tiled_contraction.cpp:blockedConvSpec": 177,
     "bench/run_bench.py:render": 174,
     "bench/run_bench.py:main": 170,
-    "cmd/aicf_run.cpp:runFolder": 162,
     "plan/report_html.cpp:renderReportHtml": 160,
     "lower/recipe_online_norm.cpp:recipeOnlineNorm": 156,
     "cmd/aicfc.cpp:compile": 152,

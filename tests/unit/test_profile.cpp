@@ -1,0 +1,58 @@
+// `aicf-run OUT --profile` (cmd/aicf_run.cpp): each step's time beside the plan's prediction, a
+// step measured more than 3x its prediction marked `!`, and those steps' share of the run. The
+// measured times vary; the predictions are the plan's, so the test edits plan.yaml's
+// hints.predicted.time_us to put every step far below (all marked) or far above (none) its time.
+#include "test_files.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+using namespace aicf::test_files;
+namespace fs = std::filesystem;
+
+namespace {
+
+// plan.yaml with every step's predicted time replaced by `us`.
+void setPredictions(const fs::path &folder, const std::string &us) {
+  std::string yaml = readAll(folder / "plan.yaml");
+  yaml = std::regex_replace(yaml, std::regex("time_us: [0-9.e+-]+"), "time_us: " + us);
+  writeAll(folder / "plan.yaml", yaml);
+}
+
+} // namespace
+
+TEST_CASE("profile: steps far above their prediction are marked, with their share of the run") {
+  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+    return;
+  fs::path out = scratchDir("aicf_profile_test_") / "cnn";
+  fs::remove_all(out);
+  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string(), log;
+  fs::path model = fs::path(AICF_TESTDATA) / "models" / "cnn_op17" / "model.onnx";
+  REQUIRE_MESSAGE(sh(aicfc + " '" + model.string() + "' -o '" + out.string() + "'", &log) == 0, log);
+  std::string profile = run + " '" + out.string() + "' --random --profile --threads 1";
+
+  REQUIRE_MESSAGE(sh(profile, &log) == 0, log);
+  CHECK(log.find("x pred") != std::string::npos);
+  CHECK(std::regex_search(log, std::regex("off the cost model \\(! : measured > 3x predicted\\): "
+                                          "[0-9]+ steps, [0-9.]+% of the time")));
+
+  // Predictions of a picosecond: every step is off the model, all of the time.
+  setPredictions(out, "1e-06");
+  REQUIRE_MESSAGE(sh(profile, &log) == 0, log);
+  std::smatch m;
+  REQUIRE(std::regex_search(log, m, std::regex("predicted\\): ([0-9]+) steps, ([0-9.]+)% of")));
+  CHECK(std::stoi(m[1]) > 0);
+  CHECK(m[2] == "100.0");
+  CHECK(log.find(" !\n") != std::string::npos);
+
+  // Predictions of ten seconds: no step is off.
+  setPredictions(out, "1e+07");
+  REQUIRE_MESSAGE(sh(profile, &log) == 0, log);
+  CHECK(log.find("predicted): 0 steps, 0.0% of the time") != std::string::npos);
+  CHECK(log.find(" !\n") == std::string::npos);
+  fs::remove_all(out);
+}
