@@ -1041,9 +1041,8 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
   if (layout != expected)
     throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
                     " (was the plan edited?)"));
-  // Every key is one of the schema's (support/plan_schema.def): a misspelt or foreign field is
-  // refused rather than silently ignored. Checked last, so that a malformed field the runtime
-  // reads is reported as such first.
+  // Every key is one of the schema's (support/plan_schema.def), a misspelt one refused; checked
+  // last, so that a malformed field the runtime reads is reported as such first.
   if (std::string why = aicf::checkPlanKeys(plan); !why.empty())
     throw Error(cat(why, " (not a field of ", aicf::kPlanSchema, ")"));
 }
