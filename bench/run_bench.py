@@ -38,6 +38,8 @@ import numpy as np
 import onnx
 import yaml
 
+from peers import IreeEngine, OrtEngine, OvEngine, TvmEngine, compile_iree, compile_tvm
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PEERS = ["ort", "ov", "tvm", "iree"]
 PEER_NAMES = {"aicf": "aicf", "ort": "ORT", "ov": "OV f32", "tvm": "TVM", "iree": "IREE"}
@@ -325,142 +327,6 @@ def compile_aicf(build, mdir, outdir, args, cxxbin):
             "lower_bound": int(plan.get("lower_bound_bytes", 0))}
 
 
-# ---------------------------------------------------------------- peers ------------------
-
-class OrtEngine:
-    def __init__(self, model_path, inputs, threads):
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.log_severity_level = 3
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.s = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
-        self.feeds = {i.name: inputs[i.name] for i in self.s.get_inputs()}
-        self.names = [o.name for o in self.s.get_outputs()]
-
-    def set_threads(self, t):
-        pass  # one session per thread count (intra_op_num_threads is fixed at creation)
-
-    def run(self):
-        self.last = self.s.run(None, self.feeds)
-
-    def results(self):
-        return dict(zip(self.names, self.last))
-
-
-class OvEngine:
-    """OpenVINO's CPU plugin pinned to f32 arithmetic (its default picks bf16 on CPUs with AMX or
-    AVX512-BF16: an equal-precision row needs the pin), latency hint, one stream, T threads."""
-
-    def __init__(self, model_path, inputs, threads):
-        import openvino as ov
-        core = ov.Core()
-        cfg = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
-               "INFERENCE_NUM_THREADS": str(threads), "ENABLE_CPU_PINNING": "NO"}
-        self.cm = core.compile_model(core.read_model(model_path), "CPU", cfg)
-        self.req = self.cm.create_infer_request()
-        self.feeds = {i.get_any_name(): np.ascontiguousarray(inputs[i.get_any_name()]) for i in self.cm.inputs}
-        self.names = [o.get_any_name() for o in self.cm.outputs]
-
-    def set_threads(self, t):
-        pass  # one compiled model per thread count
-
-    def run(self):
-        self.req.infer(self.feeds, share_inputs=True)
-
-    def results(self):
-        return {n: self.req.get_output_tensor(i).data.copy() for i, n in enumerate(self.names)}
-
-
-def compile_tvm(static_model):
-    import tvm
-    from tvm import relax
-    from tvm.relax.frontend.onnx import from_onnx
-    t0 = time.perf_counter()
-    mod = from_onnx(static_model, keep_params_in_input=False)
-    mod = relax.transform.DecomposeOpsForInference()(mod)
-    mod = relax.transform.LegalizeOps()(mod)
-    ex = tvm.compile(mod, target=tvm_target())
-    return ex, time.perf_counter() - t0
-
-
-def tvm_target():
-    """`llvm` for the host CPU (mcpu as LLVM detects it, so AVX-512 is used where present)."""
-    import tvm
-    try:
-        return tvm.target.Target({"kind": "llvm", "mcpu": tvm.get_global_func("target.llvm_get_system_cpu")()})
-    except Exception:  # noqa: BLE001
-        return tvm.target.Target("llvm")
-
-
-class TvmEngine:
-    def __init__(self, ex, static_model, inputs):
-        import tvm
-        from tvm import relax
-        self.tvm = tvm
-        self.vm = relax.VirtualMachine(ex, tvm.cpu())
-        self.f = self.vm["main"]
-        mk = tvm.runtime.tensor if hasattr(tvm.runtime, "tensor") else tvm.nd.array
-        self.args = [mk(np.ascontiguousarray(inputs[i.name])) for i in graph_inputs(static_model)]
-        self.names = [o.name for o in static_model.graph.output]
-        self.cfg = tvm.get_global_func("runtime.config_threadpool")
-
-    def set_threads(self, t):
-        self.cfg(1, t)  # affinity mode 1 (big cores), t threads
-
-    def run(self):
-        self.last = self.f(*self.args)
-
-    def results(self):
-        r = self.last
-        outs = [r] if hasattr(r, "numpy") else list(r)
-        return dict(zip(self.names, [o.numpy() for o in outs]))
-
-
-def compile_iree(venv_bin, static_path, workdir):
-    mlir = os.path.join(workdir, "iree.mlir")
-    vmfb = os.path.join(workdir, "iree.vmfb")
-    t0 = time.perf_counter()
-    for cmd in ([os.path.join(venv_bin, "iree-import-onnx"), static_path, "-o", mlir],
-                [os.path.join(venv_bin, "iree-compile"), mlir, "--iree-hal-target-backends=llvm-cpu",
-                 "--iree-llvmcpu-target-cpu=host", "-o", vmfb]):
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            err = [l for l in p.stderr.splitlines() if "error" in l.lower()] or p.stderr.splitlines()
-            msg = err[0] if err else f"exit {p.returncode}"
-            op = re.search(r'failed to legalize operation .*?name = "([\w.]+)"', msg)
-            msg = f"cannot lower {op.group(1)}" if op else re.sub(r"^.*?error: ", "", msg)
-            raise RuntimeError(f"{os.path.basename(cmd[0])}: {msg}")
-    fn = re.search(r"func\.func @([\w$.]+)\(", open(mlir).read(200000)).group(1)
-    return vmfb, fn, time.perf_counter() - t0
-
-
-class IreeEngine:
-    def __init__(self, vmfb, fn, static_model, inputs, threads):
-        import iree.runtime as rt
-        rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
-        dev = rt.get_driver("local-task").create_default_device()
-        self.ctx = rt.SystemContext(config=rt.Config(device=dev))
-        self.ctx.add_vm_module(rt.VmModule.mmap(self.ctx.instance, vmfb))
-        self.f = self.ctx.modules.module[fn]
-        self.args = [np.ascontiguousarray(inputs[i.name]) for i in graph_inputs(static_model)]
-        self.names = [o.name for o in static_model.graph.output]
-
-    def set_threads(self, t):
-        pass  # one device per thread count
-
-    def run(self):
-        r = self.f(*self.args)
-        outs = r if isinstance(r, (list, tuple)) else [r]
-        self.last = [o.to_host() for o in outs]
-
-    def results(self):
-        return dict(zip(self.names, [np.asarray(o) for o in self.last]))
-
-
 # ---------------------------------------------------------------- timing -----------------
 
 def check_outputs(res, ref):
@@ -556,6 +422,25 @@ def fmt_ms(v):
 
 def fmt_bytes(b):
     return f"{b / 1e6:.3f} MB"
+
+
+def profile_aicf(row, a, wd, mdir, inputs, threads, have_aicf):
+    """`aicf-run --profile` at every thread count: the share of time in steps far off their
+    prediction (a missing fast path; aicf-run marks them), and the top steps where a peer is faster."""
+    row["profile"], row["offmodel"] = {}, {}
+    for t in threads if have_aicf else []:
+        ai = row["lat"].get(("aicf", t))
+        faster = [p for p in PEERS if ai and row["lat"].get((p, t)) and row["lat"][(p, t)][0] * SLOWER < ai[0]]
+        cmd = [os.path.join(a.build, "aicf-run"), os.path.join(wd, "aicf"), "--profile", "--bench", "30",
+               "--threads", str(t)]
+        for k in inputs:
+            cmd += ["--input", f"{k}={os.path.join(mdir, 'inputs', k + '.npy')}"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        mm = re.search(r"off the cost model .*?: (\d+) steps, ([\d.]+)% of the time", p.stdout)
+        if mm:
+            row["offmodel"][t] = (int(mm.group(1)), float(mm.group(2)))
+        if faster:
+            row["profile"][t] = (faster, p.stdout if p.returncode == 0 else p.stderr)
 
 
 def main():
@@ -714,22 +599,7 @@ def main():
                 mm = re.search(r"median ([\d.e+-]+) ms, p90 ([\d.e+-]+) ms", p.stdout)
                 if mm:
                     row["standalone"][t] = (float(mm.group(1)), float(mm.group(2)))
-        # profile aicf at every thread count: the steps far off their prediction (a missing fast
-        # path, `aicf-run --profile` marks them), and the top steps where a peer is faster
-        row["profile"], row["offmodel"] = {}, {}
-        for t in threads if aicf_eng is not None else []:
-            ai = row["lat"].get(("aicf", t))
-            faster = [p for p in PEERS if ai and row["lat"].get((p, t)) and row["lat"][(p, t)][0] * SLOWER < ai[0]]
-            cmd = [os.path.join(a.build, "aicf-run"), os.path.join(wd, "aicf"), "--profile", "--bench", "30",
-                   "--threads", str(t)]
-            for k in inputs:
-                cmd += ["--input", f"{k}={os.path.join(mdir, 'inputs', k + '.npy')}"]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            mm = re.search(r"off the cost model .*?: (\d+) steps, ([\d.]+)% of the time", p.stdout)
-            if mm:
-                row["offmodel"][t] = (int(mm.group(1)), float(mm.group(2)))
-            if faster:
-                row["profile"][t] = (faster, p.stdout if p.returncode == 0 else p.stderr)
+        profile_aicf(row, a, wd, mdir, inputs, threads, aicf_eng is not None)
 
     load1 = os.getloadavg()
     md = render(rows, threads, status, mi, load0, load1, started, a, loads)
@@ -755,6 +625,40 @@ def cell(row, k, t, status):
     if ok and not ok[0]:
         s += f" **MISMATCH** ({ok[1]})"
     return s
+
+
+def render_offmodel(rows, threads):
+    L = []
+    L.append("## Off the cost model (`aicf-run OUT --profile`)\n")
+    L.append("The share of aicf's time in steps measured more than 3x their predicted time (plan.yaml "
+             "`hints.predicted.time_us`; 30 profiled runs). Such a step is a missing fast path, not a "
+             "constant to refit (issue 53 asks <= 5% in every model).\n")
+    L.append("| model | " + " | ".join(f"T={t}: steps, share" for t in threads) + " |")
+    L.append("|---|" + "---|" * len(threads))
+    for r in rows:
+        om = r.get("offmodel", {})
+        L.append(f"| {r['model']} | " + " | ".join(
+            (f"{om[t][0]}, {om[t][1]:.1f}%" + (" **!**" if om[t][1] > 5.0 else "")) if t in om else "–"
+            for t in threads) + " |")
+    L.append("")
+    return L
+
+
+def render_compile_times(rows, status):
+    L = []
+    L.append("## Compile time (wall)\n")
+    L.append("aicf: `aicfc --target cpu --explain` wall time, and in brackets the C++ compiler's share "
+             "(the wall time any `c++` ran, timed by a wrapper put first in PATH: a large model's parts compile at once; no nvcc on the CPU target). ORT: session creation "
+             "(graph optimisation). TVM: ONNX import + `tvm.compile`. IREE: iree-import-onnx + iree-compile.\n")
+    L.append("| model | aicf (C++ part) | " + " | ".join(PEER_NAMES[p] for p in PEERS) + " |")
+    L.append("|---|---|" + "---|" * len(PEERS))
+    for r in rows:
+        cs = [r["compile"].get("aicf", r["err"].get("aicf", "–"))]
+        for p in PEERS:
+            cs.append(r["compile"].get(p) or (r["err"].get(p) if status[p][0] else "not installed") or "–")
+        L.append(f"| {r['model']} | " + " | ".join(cs) + " |")
+
+    return L
 
 
 def render(rows, threads, status, mi, load0, load1, started, a, loads=()):
@@ -801,18 +705,7 @@ def render(rows, threads, status, mi, load0, load1, started, a, loads=()):
                                         + [cell(r, p, t, status) for p in PEERS] + ratios
                                         + [("ok " + ok[1]) if ok and ok[0] else (ok[1] if ok else "–")]) + " |")
     L.append("\nRatio < 1: aicf is faster. Plot: `bench/latency_ratio.png`.\n")
-    L.append("## Off the cost model (`aicf-run OUT --profile`)\n")
-    L.append("The share of aicf's time in steps measured more than 3x their predicted time (plan.yaml "
-             "`hints.predicted.time_us`; 30 profiled runs). Such a step is a missing fast path, not a "
-             "constant to refit (issue 53 asks <= 5% in every model).\n")
-    L.append("| model | " + " | ".join(f"T={t}: steps, share" for t in threads) + " |")
-    L.append("|---|" + "---|" * len(threads))
-    for r in rows:
-        om = r.get("offmodel", {})
-        L.append(f"| {r['model']} | " + " | ".join(
-            (f"{om[t][0]}, {om[t][1]:.1f}%" + (" **!**" if om[t][1] > 5.0 else "")) if t in om else "–"
-            for t in threads) + " |")
-    L.append("")
+    L.extend(render_offmodel(rows, threads))
     if len(threads) > 1:
         t0, t1 = threads[0], threads[-1]
         worse = [r["model"] for r in rows if r["lat"].get(("aicf", t0)) and r["lat"].get(("aicf", t1))
@@ -873,18 +766,7 @@ def render(rows, threads, status, mi, load0, load1, started, a, loads=()):
         L.append(f"| {r['model']} | " + " | ".join(fmt_ms(r.get("standalone", {}).get(t, "–")) for t in threads) + " |")
     L.append("")
 
-    L.append("## Compile time (wall)\n")
-    L.append("aicf: `aicfc --target cpu --explain` wall time, and in brackets the C++ compiler's share "
-             "(the wall time any `c++` ran, timed by a wrapper put first in PATH: a large model's parts compile at once; no nvcc on the CPU target). ORT: session creation "
-             "(graph optimisation). TVM: ONNX import + `tvm.compile`. IREE: iree-import-onnx + iree-compile.\n")
-    L.append("| model | aicf (C++ part) | " + " | ".join(PEER_NAMES[p] for p in PEERS) + " |")
-    L.append("|---|---|" + "---|" * len(PEERS))
-    for r in rows:
-        cs = [r["compile"].get("aicf", r["err"].get("aicf", "–"))]
-        for p in PEERS:
-            cs.append(r["compile"].get(p) or (r["err"].get(p) if status[p][0] else "not installed") or "–")
-        L.append(f"| {r['model']} | " + " | ".join(cs) + " |")
-
+    L.extend(render_compile_times(rows, status))
     L.append("\n## Memory traffic\n")
     L.append("Compiled plan: sum of the plan's per-step `hints.predicted.bytes` (plan.yaml). Unfused: one "
              "kernel per ONNX node, each reading its inputs and writing its outputs once (shapes from "

@@ -15,6 +15,7 @@
 #include "support/cli_parse.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
+#include "support/plan_schema.h"
 
 #include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
@@ -34,6 +35,7 @@
 
 namespace fs = std::filesystem;
 using namespace aicf;
+namespace pk = aicf::plan_key; // plan.yaml's keys (support/plan_schema.def)
 
 namespace {
 
@@ -336,8 +338,9 @@ void printProfile(const Flags &flags, aicf_model *m, const std::function<void(do
   std::vector<double> predicted(static_cast<size_t>(steps), -1.0);
   try {
     YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());
-    for (int s = 0; s < steps && s < static_cast<int>(plan["steps"].size()); ++s) {
-      YAML::Node t = plan["steps"][s]["hints"]["predicted"]["time_us"];
+    for (int s = 0; s < steps && s < static_cast<int>(plan[pk::plan::steps].size()); ++s) {
+      YAML::Node t =
+          plan[pk::plan::steps][s][pk::step::hints][pk::hints::predicted][pk::predicted::time_us];
       if (t)
         predicted[s] = t.as<double>() / 1e3;
     }
@@ -423,10 +426,9 @@ int runFolder(const Flags &flags) {
   if (flags.deviceIo) {
     // aicf_open validated plan.yaml, so its target kind is there to read.
     YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());
-    if (plan["target"]["kind"].as<std::string>() != "cuda")
-      throw UserError(cat("--device-io needs a cuda folder (this is a ",
-                          plan["target"]["kind"].as<std::string>(), " plan)"),
-                      1);
+    std::string kind = plan[pk::plan::target][pk::target::kind].as<std::string>();
+    if (kind != "cuda")
+      throw UserError(cat("--device-io needs a cuda folder (this is a ", kind, " plan)"), 1);
   }
   // The inputs as a graph signature, so --input/--random work exactly as for models.
   Graph io("io");

@@ -56,8 +56,8 @@ private:
     bool f32 = conv->result()->type().dtype == DType::F32;
     cert.conditions.push_back({"f32 parameters", conv->result()->type().str(), f32});
     return applyIfLegal(
-        g, ctx, "fold-batch-norm", what + " + batch_norm", {conv, bn}, bn->result(), std::move(cert),
-        [&](Node *before, const Location &loc) {
+        g, ctx, "fold-batch-norm", what + " + batch_norm", {conv, bn}, bn->result(),
+        std::move(cert), [&](Node *before, const Location &loc) {
           const Tensor &w = *conv->operand(1)->data();
           const Tensor &scale = *bn->operand(1)->data(), &bias = *bn->operand(2)->data(),
                        &mean = *bn->operand(3)->data(), &var = *bn->operand(4)->data();

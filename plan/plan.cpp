@@ -3,6 +3,7 @@
 #include "plan/plan.h"
 
 #include "support/diagnostics.h"
+#include "support/plan_schema.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -44,6 +45,14 @@ std::string layoutString(const Plan &p) {
 
 namespace {
 
+namespace pk = plan_key;
+
+// The key (a plan_key constant: every field is named in support/plan_schema.def) and the value
+// marker; the caller writes the value.
+YAML::Emitter &key(YAML::Emitter &y, const char *k) {
+  return y << YAML::Key << k << YAML::Value;
+}
+
 void emitShape(YAML::Emitter &y, const std::vector<int64_t> &shape) {
   y << YAML::Flow << YAML::BeginSeq;
   for (int64_t d : shape)
@@ -64,341 +73,416 @@ void emitShape(YAML::Emitter &y, const PlanBuffer &b) {
   y << YAML::EndSeq;
 }
 
-void emitIo(YAML::Emitter &y, const Plan &p, BufferKind kind) {
-  y << YAML::BeginSeq;
-  for (const PlanBuffer &b : p.buffers) {
-    if (b.kind != kind)
-      continue;
+void emitKnobs(YAML::Emitter &y, const std::map<std::string, int64_t> &knobs) {
+  y << YAML::Flow << YAML::BeginMap;
+  for (const auto &[k, v] : knobs)
+    y << YAML::Key << k << YAML::Value << v;
+  y << YAML::EndMap;
+}
+
+void emitTarget(YAML::Emitter &y, const Plan &p) {
+  key(y, pk::plan::target) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::target::kind) << (p.target.gpu() ? "cuda" : "cpu");
+  key(y, pk::target::name) << p.target.name();
+  key(y, pk::target::plan_for) << p.planFor.name();
+  key(y, pk::target::cpu_arch) << p.cpuArch;
+  // The instruction-set extensions libmodel.so's host code may use (from -march=cpu_arch); the
+  // runtime refuses the folder on a CPU without one of them. Cuda plans' host code is built
+  // without -march and needs none.
+  if (!p.target.gpu())
+    key(y, pk::target::isa) << YAML::Flow << p.isa;
+  key(y, pk::target::hardware) << p.hardware;
+  key(y, pk::target::schedule) << enumName(p.schedule);
+  key(y, pk::target::precision) << precisionName(p.precision);
+  y << YAML::EndMap;
+}
+
+// Symbolic dims: the runtime derives them from the inputs' shapes, in this order; a data dim
+// (set_by) it reads from that buffer once the step writing it has run.
+void emitDims(YAML::Emitter &y, const Plan &p) {
+  if (p.dims.empty())
+    return;
+  key(y, pk::plan::dims) << YAML::BeginSeq;
+  for (const DimRange &d : p.dims) {
     y << YAML::Flow << YAML::BeginMap;
-    y << YAML::Key << "name" << YAML::Value << b.value;
-    y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
-    y << YAML::Key << "shape" << YAML::Value;
-    emitShape(y, b);
-    y << YAML::Key << "buffer" << YAML::Value << b.id;
+    key(y, pk::dim::name) << d.name;
+    key(y, pk::dim::min) << d.min;
+    key(y, pk::dim::max) << d.max;
+    key(y, pk::dim::opt) << d.opt;
+    if (auto it = p.dimSetBy.find(d.name); it != p.dimSetBy.end())
+      key(y, pk::dim::set_by) << it->second;
     y << YAML::EndMap;
   }
   y << YAML::EndSeq;
 }
 
+void emitIo(YAML::Emitter &y, const Plan &p, const char *section, BufferKind kind) {
+  key(y, section) << YAML::BeginSeq;
+  for (const PlanBuffer &b : p.buffers) {
+    if (b.kind != kind)
+      continue;
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::io::name) << b.value;
+    key(y, pk::io::dtype) << dtypeName(b.dtype);
+    key(y, pk::io::shape);
+    emitShape(y, b);
+    key(y, pk::io::buffer) << b.id;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+void emitBoundInputs(YAML::Emitter &y, const Plan &p) {
+  if (p.boundInputs.empty())
+    return;
+  key(y, pk::plan::bound_inputs) << YAML::BeginSeq;
+  for (const BoundInput &b : p.boundInputs) {
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::bound_input::name) << b.name;
+    key(y, pk::bound_input::dtype) << dtypeName(b.type.dtype);
+    key(y, pk::bound_input::shape) << YAML::Flow << b.type.shape;
+    key(y, pk::bound_input::from) << b.source;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+// The weights, the arena and the plan's predicted totals.
+void emitTotals(YAML::Emitter &y, const Plan &p) {
+  key(y, pk::plan::weights) << YAML::BeginMap;
+  key(y, pk::weights::file) << "weights.bin";
+  key(y, pk::weights::bytes) << p.weightsBytes;
+  y << YAML::EndMap;
+  key(y, pk::plan::arena) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::arena::bytes) << p.arenaBytes;
+  key(y, pk::arena::naive_bytes) << p.naiveArenaBytes;
+  y << YAML::EndMap;
+  key(y, pk::plan::lower_bound_bytes) << p.lowerBoundBytes;
+  key(y, pk::plan::predicted_time_us) << p.predictedTimeUs;
+}
+
+// The roofline of the hardware planned for (report.html draws the steps against it): peak
+// arithmetic of the plan's precision (tensor cores for tf32 / fp16 / bf16) and DRAM bandwidth.
+void emitRoofline(YAML::Emitter &y, const Plan &p) {
+  const Hardware &hw = p.planFor.hw;
+  double peak = p.precision == Precision::F32    ? hw.peakFlops()
+                : p.precision == Precision::TF32 ? hw.tensorTf32FlopsPerSec
+                                                 : hw.tensorF16FlopsPerSec;
+  if (peak <= 0)
+    peak = hw.peakFlops();
+  key(y, pk::plan::roofline) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::roofline::flops_per_s) << peak;
+  key(y, pk::roofline::bytes_per_s) << hw.dramBytesPerSec;
+  // Host plans: the last-level cache's bandwidth too (all cores), the roof of steps whose
+  // data stays on chip between kernels.
+  double llcPerCycle = hw.l3BytesPerCycle > 0 ? hw.l3BytesPerCycle : hw.l2BytesPerCycle;
+  if (!hw.gpu && llcPerCycle > 0 && hw.ghz > 0 && hw.cores > 0)
+    key(y, pk::roofline::cache_bytes_per_s) << llcPerCycle * hw.ghz * 1e9 * double(hw.cores);
+  y << YAML::EndMap;
+}
+
+void emitAttention(YAML::Emitter &y, const Plan &p) {
+  if (p.attention.empty())
+    return;
+  key(y, pk::plan::attention_lowering) << YAML::BeginSeq;
+  for (const AttentionDecision &d : p.attention) {
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::attention::node) << d.node;
+    key(y, pk::attention::choice) << (d.materialized ? "materialized" : "streaming");
+    if (d.streamingUs >= 0)
+      key(y, pk::attention::streaming_us) << d.streamingUs;
+    else
+      key(y, pk::attention::streaming) << d.streamingWhy;
+    if (d.materializedUs >= 0)
+      key(y, pk::attention::materialized_us) << d.materializedUs;
+    else
+      key(y, pk::attention::materialized) << d.materializedWhy;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+// Structural choices priced in slices (split-k, split-chains): the choice and every price.
+template <typename Decision>
+void emitSlices(YAML::Emitter &y, const char *section, const std::vector<Decision> &decisions) {
+  if (decisions.empty())
+    return;
+  key(y, section) << YAML::BeginSeq;
+  for (const auto &d : decisions) {
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::slices::node) << d.node;
+    key(y, pk::slices::slices) << d.chosen;
+    key(y, pk::slices::unsplit_us) << d.unsplit.us;
+    key(y, pk::slices::unsplit_bytes) << d.unsplit.bytes;
+    key(y, pk::slices::split_us) << YAML::Flow << YAML::BeginMap;
+    for (const SliceDecision::Priced &s : d.splits)
+      y << YAML::Key << s.slices << YAML::Value << s.price.us;
+    y << YAML::EndMap;
+    key(y, pk::slices::split_bytes) << YAML::Flow << YAML::BeginMap;
+    for (const SliceDecision::Priced &s : d.splits)
+      y << YAML::Key << s.slices << YAML::Value << s.price.bytes;
+    y << YAML::EndMap;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+// Sibling contractions priced as they are and merged (merge-siblings).
+void emitMergeSiblings(YAML::Emitter &y, const Plan &p) {
+  if (p.mergeSiblings.empty())
+    return;
+  key(y, pk::plan::merge_siblings) << YAML::BeginSeq;
+  for (const SiblingMergeDecision &d : p.mergeSiblings) {
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::sibling_merge::nodes) << YAML::Flow << d.nodes;
+    key(y, pk::sibling_merge::merged) << d.chosen;
+    key(y, pk::sibling_merge::type) << d.merged;
+    key(y, pk::sibling_merge::merged_us) << d.together.us;
+    key(y, pk::sibling_merge::merged_bytes) << d.together.bytes;
+    key(y, pk::sibling_merge::separate_us) << d.separate.us;
+    key(y, pk::sibling_merge::separate_bytes) << d.separate.bytes;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+const char *rematWhatKey(RematDecision::Kind kind) {
+  switch (kind) {
+  case RematDecision::Kind::Chain: return pk::remat::chain;
+  case RematDecision::Kind::NormEpilogue: return pk::remat::norm_epilogue;
+  case RematDecision::Kind::ConvChain: return pk::remat::conv_chain;
+  default: return pk::remat::norm;
+  }
+}
+
+void emitRemat(YAML::Emitter &y, const Plan &p) {
+  if (p.remat.empty())
+    return;
+  key(y, pk::plan::rematerialization) << YAML::BeginSeq;
+  for (const RematDecision &d : p.remat) {
+    y << YAML::Flow << YAML::BeginMap;
+    if (!d.what.empty())
+      key(y, rematWhatKey(d.kind)) << d.what;
+    key(y, pk::remat::values) << YAML::Flow << d.values;
+    key(y, pk::remat::consumers) << d.consumers;
+    key(y, pk::remat::recompute_us) << d.recomputeUs;
+    key(y, pk::remat::store_us) << d.storeUs;
+    key(y, pk::remat::decision) << (d.recomputed ? "recompute" : "store");
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+void emitLayoutFolds(YAML::Emitter &y, const Plan &p) {
+  if (p.layoutFolds.empty())
+    return;
+  key(y, pk::plan::layout_folds) << YAML::BeginSeq;
+  for (const LayoutFoldRecord &d : p.layoutFolds) {
+    y << YAML::BeginMap;
+    key(y, pk::layout_fold::op) << d.op;
+    key(y, pk::layout_fold::node) << d.node;
+    key(y, pk::layout_fold::decision) << d.decision();
+    key(y, pk::layout_fold::reason) << d.reason;
+    if (d.foldUs > 0 || d.materializeUs > 0) {
+      key(y, pk::layout_fold::fold_us) << d.foldUs;
+      key(y, pk::layout_fold::materialize_us) << d.materializeUs;
+    }
+    if (!d.stores.empty())
+      key(y, pk::layout_fold::stores) << d.stores;
+    if (!d.stored)
+      key(y, pk::layout_fold::reads) << d.reads;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+void emitBuffers(YAML::Emitter &y, const Plan &p) {
+  key(y, pk::plan::buffers) << YAML::BeginSeq;
+  for (const PlanBuffer &b : p.buffers) {
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::buffer::id) << b.id;
+    key(y, pk::buffer::value) << b.value;
+    key(y, pk::buffer::kind) << enumName(b.kind);
+    key(y, pk::buffer::dtype) << dtypeName(b.dtype);
+    key(y, pk::buffer::shape);
+    emitShape(y, b);
+    key(y, pk::buffer::bytes) << b.bytes;
+    if (b.kind == BufferKind::Arena || b.kind == BufferKind::Weight)
+      key(y, pk::buffer::offset) << b.offset;
+    if (b.ioIndex >= 0)
+      key(y, pk::buffer::index) << b.ioIndex;
+    if (!b.aliasOf.empty())
+      key(y, pk::buffer::alias_of) << b.aliasOf;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+void emitLaunch(YAML::Emitter &y, const PlanStep &s) {
+  key(y, pk::step::launch) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::launch::grid);
+  if (s.symGrid.empty()) {
+    emitShape(y, s.grid);
+  } else { // symbolic extents as text; constant ones as numbers
+    y << YAML::Flow << YAML::BeginSeq;
+    for (const SymExtent &e : s.symGrid)
+      if (e.num.isConstant() && e.div == 1)
+        y << e.num.constant();
+      else
+        y << e.str();
+    y << YAML::EndSeq;
+  }
+  key(y, pk::launch::block) << YAML::Flow << YAML::BeginSeq << s.threads << YAML::EndSeq;
+  key(y, pk::launch::shared_bytes) << s.sharedBytes;
+  if (s.dims)
+    key(y, pk::launch::dims) << true;
+  if (s.dynamicSharedBytes)
+    key(y, pk::launch::dynamic_shared_bytes) << s.dynamicSharedBytes;
+  if (s.chunks > 0)
+    key(y, pk::launch::chunks) << s.chunks;
+  if (s.group >= 0)
+    key(y, pk::launch::group) << s.group;
+  y << YAML::EndMap;
+}
+
+// The runtime built-ins' fields (guard, fail, loop) and the constraints.
+void emitControl(YAML::Emitter &y, const PlanStep &s) {
+  if (!s.guard.empty()) {
+    key(y, pk::step::guard) << YAML::Flow << YAML::BeginMap;
+    key(y, pk::guard::buffer) << s.guard;
+    key(y, pk::guard::when) << s.guardWhen;
+    y << YAML::EndMap;
+  }
+  if (s.fail) {
+    key(y, pk::step::fail) << YAML::Flow << YAML::BeginMap;
+    key(y, pk::fail::message) << *s.fail;
+    y << YAML::EndMap;
+  }
+  if (s.loop) {
+    key(y, pk::step::loop) << YAML::Flow << YAML::BeginMap;
+    key(y, pk::loop::body_steps) << s.loop->bodySteps;
+    key(y, pk::loop::state) << YAML::Flow << s.loop->state;
+    key(y, pk::loop::next) << YAML::Flow << s.loop->next;
+    y << YAML::EndMap;
+  }
+  key(y, pk::step::constraints) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::constraints::in_place) << s.inPlace;
+  y << YAML::EndMap;
+}
+
+void emitPredicted(YAML::Emitter &y, const PlanStep &s) {
+  key(y, pk::hints::predicted) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::predicted::bytes) << s.bytes;
+  key(y, pk::predicted::lower_bound_bytes) << s.lowerBoundBytes;
+  key(y, pk::predicted::flops) << s.flops;
+  if (!s.kindId.empty())
+    key(y, pk::predicted::time_us) << s.timeUs;
+  if (s.fp32Us > 0)
+    key(y, pk::predicted::fp32_time_us) << s.fp32Us;
+  if (s.occupancy >= 0) {
+    key(y, pk::predicted::occupancy) << s.occupancy;
+    key(y, pk::predicted::registers) << s.registers;
+  }
+  y << YAML::EndMap;
+}
+
+// A kernel step's schedule search and the alternatives it weighed.
+void emitSearch(YAML::Emitter &y, const PlanStep &s) {
+  key(y, pk::hints::search) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::search::candidates) << s.search.candidates;
+  key(y, pk::search::feasible) << s.search.feasible;
+  key(y, pk::search::chose_defaults) << s.search.isDefault;
+  key(y, pk::search::defaults_us) << s.search.defaultUs;
+  key(y, pk::search::reason) << s.search.reason;
+  y << YAML::EndMap;
+  key(y, pk::hints::alternatives) << YAML::BeginSeq;
+  for (const PlanStep::Alternative &a : s.alternatives) {
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::alternative::knobs);
+    emitKnobs(y, a.knobs);
+    key(y, pk::alternative::cost_us) << a.costUs;
+    key(y, pk::alternative::rejected)
+        << (a.rejected.empty() ? std::string("higher cost") : a.rejected);
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
+void emitPtxas(YAML::Emitter &y, const PtxasFigures &f) {
+  key(y, pk::hints::ptxas) << YAML::Flow << YAML::BeginMap;
+  key(y, pk::ptxas::registers) << f.registers;
+  key(y, pk::ptxas::spill_bytes) << f.spillBytes;
+  key(y, pk::ptxas::static_shared) << f.staticShared;
+  key(y, pk::ptxas::barriers) << f.barriers;
+  key(y, pk::ptxas::stack_frame) << f.stackFrame;
+  y << YAML::EndMap;
+}
+
+void emitHints(YAML::Emitter &y, const PlanStep &s) {
+  key(y, pk::step::hints) << YAML::BeginMap;
+  key(y, pk::hints::recipe) << s.recipe;
+  // Only a fallback says why: the failed certificate condition that chose the generic recipe
+  // (the property-selected recipes are evident from `properties`).
+  if (s.recipeFallback)
+    key(y, pk::hints::recipe_reason) << YAML::DoubleQuoted << s.recipeReason;
+  key(y, pk::hints::properties) << YAML::Flow << s.properties;
+  if (!s.kindId.empty()) // the products' arithmetic (ir/precision.h)
+    key(y, pk::hints::precision) << precisionName(s.precision);
+  key(y, pk::hints::knobs);
+  emitKnobs(y, s.knobs);
+  emitPredicted(y, s);
+  if (!s.kindId.empty())
+    emitSearch(y, s);
+  if (s.ptxas.present)
+    emitPtxas(y, s.ptxas);
+  key(y, pk::hints::origins) << YAML::Flow << s.origins;
+  y << YAML::EndMap;
+}
+
+void emitStep(YAML::Emitter &y, const PlanStep &s) {
+  y << YAML::BeginMap;
+  key(y, pk::step::kind) << s.kind;
+  key(y, pk::step::kind_id) << s.kindId;
+  key(y, pk::step::inputs) << YAML::Flow << s.inputs;
+  key(y, pk::step::outputs) << YAML::Flow << s.outputs;
+  key(y, pk::step::attrs) << YAML::Flow << YAML::BeginMap;
+  for (const auto &[k, v] : s.attrs)
+    y << YAML::Key << k << YAML::Value << v;
+  y << YAML::EndMap;
+  emitLaunch(y, s);
+  emitControl(y, s);
+  emitHints(y, s);
+  y << YAML::EndMap;
+}
+
 } // namespace
 
+// The fields in support/plan_schema.def's order; tests/unit/test_plan_schema.cpp checks that the
+// schema alone re-emits these bytes.
 void Plan::writeYaml(std::ostream &os) const {
   YAML::Emitter y;
   y.SetDoublePrecision(4); // predicted times: 4 significant digits
   y << YAML::BeginMap;
-  y << YAML::Key << "schema" << YAML::Value << "aicf-plan/1";
-  y << YAML::Key << "target" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  y << YAML::Key << "kind" << YAML::Value << (target.gpu() ? "cuda" : "cpu");
-  y << YAML::Key << "name" << YAML::Value << target.name();
-  y << YAML::Key << "plan_for" << YAML::Value << planFor.name();
-  y << YAML::Key << "cpu_arch" << YAML::Value << cpuArch;
-  // The instruction-set extensions libmodel.so's host code may use (from -march=cpu_arch); the
-  // runtime refuses the folder on a CPU without one of them. Cuda plans' host code is built
-  // without -march and needs none.
-  if (!target.gpu())
-    y << YAML::Key << "isa" << YAML::Value << YAML::Flow << isa;
-  y << YAML::Key << "hardware" << YAML::Value << hardware;
-  y << YAML::Key << "schedule" << YAML::Value << enumName(schedule);
-  y << YAML::Key << "precision" << YAML::Value << precisionName(precision);
-  y << YAML::EndMap;
-  y << YAML::Key << "hardware" << YAML::Value << hardwareSummary;
-  if (!dims.empty()) {
-    // Symbolic dims: the runtime derives them from the inputs' shapes, in this order; a data
-    // dim (set_by) it reads from that buffer once the step writing it has run.
-    y << YAML::Key << "dims" << YAML::Value << YAML::BeginSeq;
-    for (const DimRange &d : dims) {
-      y << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << d.name << YAML::Key
-        << "min" << YAML::Value << d.min << YAML::Key << "max" << YAML::Value << d.max << YAML::Key
-        << "opt" << YAML::Value << d.opt;
-      if (auto it = dimSetBy.find(d.name); it != dimSetBy.end())
-        y << YAML::Key << "set_by" << YAML::Value << it->second;
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  }
-  y << YAML::Key << "inputs" << YAML::Value;
-  emitIo(y, *this, BufferKind::Input);
-  y << YAML::Key << "outputs" << YAML::Value;
-  emitIo(y, *this, BufferKind::Output);
-  if (!boundInputs.empty()) {
-    y << YAML::Key << "bound_inputs" << YAML::Value << YAML::BeginSeq;
-    for (const BoundInput &b : boundInputs) {
-      y << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "name" << YAML::Value << b.name;
-      y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.type.dtype);
-      y << YAML::Key << "shape" << YAML::Value << YAML::Flow << b.type.shape;
-      y << YAML::Key << "from" << YAML::Value << b.source;
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  }
-  y << YAML::Key << "weights" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "file" << YAML::Value << "weights.bin";
-  y << YAML::Key << "bytes" << YAML::Value << weightsBytes;
-  y << YAML::EndMap;
-  y << YAML::Key << "arena" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  y << YAML::Key << "bytes" << YAML::Value << arenaBytes;
-  y << YAML::Key << "naive_bytes" << YAML::Value << naiveArenaBytes;
-  y << YAML::EndMap;
-  y << YAML::Key << "lower_bound_bytes" << YAML::Value << lowerBoundBytes;
-  y << YAML::Key << "predicted_time_us" << YAML::Value << predictedTimeUs;
-  // The roofline of the hardware planned for (report.html draws the steps against it): peak
-  // arithmetic of the plan's precision (tensor cores for tf32 / fp16 / bf16) and DRAM bandwidth.
-  {
-    const Hardware &hw = planFor.hw;
-    double peak = precision == Precision::F32    ? hw.peakFlops()
-                  : precision == Precision::TF32 ? hw.tensorTf32FlopsPerSec
-                                                 : hw.tensorF16FlopsPerSec;
-    if (peak <= 0)
-      peak = hw.peakFlops();
-    y << YAML::Key << "roofline" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    y << YAML::Key << "flops_per_s" << YAML::Value << peak;
-    y << YAML::Key << "bytes_per_s" << YAML::Value << hw.dramBytesPerSec;
-    // Host plans: the last-level cache's bandwidth too (all cores), the roof of steps whose
-    // data stays on chip between kernels.
-    double llcPerCycle = hw.l3BytesPerCycle > 0 ? hw.l3BytesPerCycle : hw.l2BytesPerCycle;
-    if (!hw.gpu && llcPerCycle > 0 && hw.ghz > 0 && hw.cores > 0)
-      y << YAML::Key << "cache_bytes_per_s" << YAML::Value
-        << llcPerCycle * hw.ghz * 1e9 * double(hw.cores);
-    y << YAML::EndMap;
-  }
-  if (!attention.empty()) {
-    y << YAML::Key << "attention_lowering" << YAML::Value << YAML::BeginSeq;
-    for (const AttentionDecision &d : attention) {
-      y << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "node" << YAML::Value << d.node;
-      y << YAML::Key << "choice" << YAML::Value << (d.materialized ? "materialized" : "streaming");
-      if (d.streamingUs >= 0)
-        y << YAML::Key << "streaming_us" << YAML::Value << d.streamingUs;
-      else
-        y << YAML::Key << "streaming" << YAML::Value << d.streamingWhy;
-      if (d.materializedUs >= 0)
-        y << YAML::Key << "materialized_us" << YAML::Value << d.materializedUs;
-      else
-        y << YAML::Key << "materialized" << YAML::Value << d.materializedWhy;
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  }
-  // Structural choices priced in slices (split-k, split-chains): the choice and every price.
-  auto slices = [&y](const char *key, const auto &decisions) {
-    if (decisions.empty())
-      return;
-    y << YAML::Key << key << YAML::Value << YAML::BeginSeq;
-    for (const auto &d : decisions) {
-      y << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "node" << YAML::Value << d.node;
-      y << YAML::Key << "slices" << YAML::Value << d.chosen;
-      y << YAML::Key << "unsplit_us" << YAML::Value << d.unsplit.us;
-      y << YAML::Key << "unsplit_bytes" << YAML::Value << d.unsplit.bytes;
-      y << YAML::Key << "split_us" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const SliceDecision::Priced &s : d.splits)
-        y << YAML::Key << s.slices << YAML::Value << s.price.us;
-      y << YAML::EndMap;
-      y << YAML::Key << "split_bytes" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const SliceDecision::Priced &s : d.splits)
-        y << YAML::Key << s.slices << YAML::Value << s.price.bytes;
-      y << YAML::EndMap;
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  };
-  slices("split_k", splitK);
-  slices("split_chains", splitChains);
-  // Sibling contractions priced as they are and merged (merge-siblings).
-  if (!mergeSiblings.empty()) {
-    y << YAML::Key << "merge_siblings" << YAML::Value << YAML::BeginSeq;
-    for (const SiblingMergeDecision &d : mergeSiblings) {
-      y << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "nodes" << YAML::Value << YAML::Flow << d.nodes;
-      y << YAML::Key << "merged" << YAML::Value << d.chosen;
-      y << YAML::Key << "type" << YAML::Value << d.merged;
-      y << YAML::Key << "merged_us" << YAML::Value << d.together.us;
-      y << YAML::Key << "merged_bytes" << YAML::Value << d.together.bytes;
-      y << YAML::Key << "separate_us" << YAML::Value << d.separate.us;
-      y << YAML::Key << "separate_bytes" << YAML::Value << d.separate.bytes;
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  }
-  if (!remat.empty()) {
-    y << YAML::Key << "rematerialization" << YAML::Value << YAML::BeginSeq;
-    for (const RematDecision &d : remat) {
-      y << YAML::Flow << YAML::BeginMap;
-      if (!d.what.empty())
-        y << YAML::Key
-          << (d.kind == RematDecision::Kind::Chain          ? "chain"
-              : d.kind == RematDecision::Kind::NormEpilogue ? "norm_epilogue"
-              : d.kind == RematDecision::Kind::ConvChain    ? "conv_chain"
-                                                            : "norm")
-          << YAML::Value << d.what;
-      y << YAML::Key << "values" << YAML::Value << YAML::Flow << d.values;
-      y << YAML::Key << "consumers" << YAML::Value << d.consumers;
-      y << YAML::Key << "recompute_us" << YAML::Value << d.recomputeUs;
-      y << YAML::Key << "store_us" << YAML::Value << d.storeUs;
-      y << YAML::Key << "decision" << YAML::Value << (d.recomputed ? "recompute" : "store");
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  }
-  if (!layoutFolds.empty()) {
-    y << YAML::Key << "layout_folds" << YAML::Value << YAML::BeginSeq;
-    for (const LayoutFoldRecord &d : layoutFolds) {
-      y << YAML::BeginMap;
-      y << YAML::Key << "op" << YAML::Value << d.op;
-      y << YAML::Key << "node" << YAML::Value << d.node;
-      y << YAML::Key << "decision" << YAML::Value << d.decision();
-      y << YAML::Key << "reason" << YAML::Value << d.reason;
-      if (d.foldUs > 0 || d.materializeUs > 0) {
-        y << YAML::Key << "fold_us" << YAML::Value << d.foldUs;
-        y << YAML::Key << "materialize_us" << YAML::Value << d.materializeUs;
-      }
-      if (!d.stores.empty())
-        y << YAML::Key << "stores" << YAML::Value << d.stores;
-      if (!d.stored)
-        y << YAML::Key << "reads" << YAML::Value << d.reads;
-      y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-  }
-  y << YAML::Key << "layout" << YAML::Value << layout;
-  y << YAML::Key << "buffers" << YAML::Value << YAML::BeginSeq;
-  for (const PlanBuffer &b : buffers) {
-    y << YAML::Flow << YAML::BeginMap;
-    y << YAML::Key << "id" << YAML::Value << b.id;
-    y << YAML::Key << "value" << YAML::Value << b.value;
-    y << YAML::Key << "kind" << YAML::Value << enumName(b.kind);
-    y << YAML::Key << "dtype" << YAML::Value << dtypeName(b.dtype);
-    y << YAML::Key << "shape" << YAML::Value;
-    emitShape(y, b);
-    y << YAML::Key << "bytes" << YAML::Value << b.bytes;
-    if (b.kind == BufferKind::Arena || b.kind == BufferKind::Weight)
-      y << YAML::Key << "offset" << YAML::Value << b.offset;
-    if (b.ioIndex >= 0)
-      y << YAML::Key << "index" << YAML::Value << b.ioIndex;
-    if (!b.aliasOf.empty())
-      y << YAML::Key << "alias_of" << YAML::Value << b.aliasOf;
-    y << YAML::EndMap;
-  }
-  y << YAML::EndSeq;
-  y << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
-  for (const PlanStep &s : steps) {
-    y << YAML::BeginMap;
-    y << YAML::Key << "kind" << YAML::Value << s.kind;
-    y << YAML::Key << "kind_id" << YAML::Value << s.kindId;
-    y << YAML::Key << "inputs" << YAML::Value << YAML::Flow << s.inputs;
-    y << YAML::Key << "outputs" << YAML::Value << YAML::Flow << s.outputs;
-    y << YAML::Key << "attrs" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto &[k, v] : s.attrs)
-      y << YAML::Key << k << YAML::Value << v;
-    y << YAML::EndMap;
-    y << YAML::Key << "launch" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    y << YAML::Key << "grid" << YAML::Value;
-    if (s.symGrid.empty()) {
-      emitShape(y, s.grid);
-    } else { // symbolic extents as text; constant ones as numbers
-      y << YAML::Flow << YAML::BeginSeq;
-      for (const SymExtent &e : s.symGrid)
-        if (e.num.isConstant() && e.div == 1)
-          y << e.num.constant();
-        else
-          y << e.str();
-      y << YAML::EndSeq;
-    }
-    y << YAML::Key << "block" << YAML::Value << YAML::Flow << YAML::BeginSeq << s.threads
-      << YAML::EndSeq;
-    y << YAML::Key << "shared_bytes" << YAML::Value << s.sharedBytes;
-    if (s.dims)
-      y << YAML::Key << "dims" << YAML::Value << true;
-    if (s.dynamicSharedBytes)
-      y << YAML::Key << "dynamic_shared_bytes" << YAML::Value << s.dynamicSharedBytes;
-    if (s.chunks > 0)
-      y << YAML::Key << "chunks" << YAML::Value << s.chunks;
-    if (s.group >= 0)
-      y << YAML::Key << "group" << YAML::Value << s.group;
-    y << YAML::EndMap;
-    if (!s.guard.empty()) {
-      y << YAML::Key << "guard" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "buffer" << YAML::Value << s.guard;
-      y << YAML::Key << "when" << YAML::Value << s.guardWhen;
-      y << YAML::EndMap;
-    }
-    if (s.fail) {
-      y << YAML::Key << "fail" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "message" << YAML::Value << *s.fail;
-      y << YAML::EndMap;
-    }
-    if (s.loop) {
-      y << YAML::Key << "loop" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "body_steps" << YAML::Value << s.loop->bodySteps;
-      y << YAML::Key << "state" << YAML::Value << YAML::Flow << s.loop->state;
-      y << YAML::Key << "next" << YAML::Value << YAML::Flow << s.loop->next;
-      y << YAML::EndMap;
-    }
-    y << YAML::Key << "constraints" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    y << YAML::Key << "in_place" << YAML::Value << s.inPlace;
-    y << YAML::EndMap;
-    y << YAML::Key << "hints" << YAML::Value << YAML::BeginMap;
-    y << YAML::Key << "recipe" << YAML::Value << s.recipe;
-    // Only a fallback says why: the failed certificate condition that chose the generic recipe
-    // (the property-selected recipes are evident from `properties`).
-    if (s.recipeFallback)
-      y << YAML::Key << "recipe_reason" << YAML::Value << YAML::DoubleQuoted << s.recipeReason;
-    y << YAML::Key << "properties" << YAML::Value << YAML::Flow << s.properties;
-    if (!s.kindId.empty()) // the products' arithmetic (ir/precision.h)
-      y << YAML::Key << "precision" << YAML::Value << precisionName(s.precision);
-    y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto &[k, v] : s.knobs)
-      y << YAML::Key << k << YAML::Value << v;
-    y << YAML::EndMap;
-    y << YAML::Key << "predicted" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    y << YAML::Key << "bytes" << YAML::Value << s.bytes;
-    y << YAML::Key << "lower_bound_bytes" << YAML::Value << s.lowerBoundBytes;
-    y << YAML::Key << "flops" << YAML::Value << s.flops;
-    if (!s.kindId.empty())
-      y << YAML::Key << "time_us" << YAML::Value << s.timeUs;
-    if (s.fp32Us > 0)
-      y << YAML::Key << "fp32_time_us" << YAML::Value << s.fp32Us;
-    if (s.occupancy >= 0) {
-      y << YAML::Key << "occupancy" << YAML::Value << s.occupancy;
-      y << YAML::Key << "registers" << YAML::Value << s.registers;
-    }
-    y << YAML::EndMap;
-    if (!s.kindId.empty()) {
-      y << YAML::Key << "search" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "candidates" << YAML::Value << s.search.candidates;
-      y << YAML::Key << "feasible" << YAML::Value << s.search.feasible;
-      y << YAML::Key << "chose_defaults" << YAML::Value << s.search.isDefault;
-      y << YAML::Key << "defaults_us" << YAML::Value << s.search.defaultUs;
-      y << YAML::Key << "reason" << YAML::Value << s.search.reason;
-      y << YAML::EndMap;
-      y << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
-      for (const PlanStep::Alternative &a : s.alternatives) {
-        y << YAML::Flow << YAML::BeginMap;
-        y << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        for (const auto &[k, v] : a.knobs)
-          y << YAML::Key << k << YAML::Value << v;
-        y << YAML::EndMap;
-        y << YAML::Key << "cost_us" << YAML::Value << a.costUs;
-        y << YAML::Key << "rejected" << YAML::Value
-          << (a.rejected.empty() ? std::string("higher cost") : a.rejected);
-        y << YAML::EndMap;
-      }
-      y << YAML::EndSeq;
-    }
-    if (s.ptxas.present) {
-      y << YAML::Key << "ptxas" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      y << YAML::Key << "registers" << YAML::Value << s.ptxas.registers;
-      y << YAML::Key << "spill_bytes" << YAML::Value << s.ptxas.spillBytes;
-      y << YAML::Key << "static_shared" << YAML::Value << s.ptxas.staticShared;
-      y << YAML::Key << "barriers" << YAML::Value << s.ptxas.barriers;
-      y << YAML::Key << "stack_frame" << YAML::Value << s.ptxas.stackFrame;
-      y << YAML::EndMap;
-    }
-    y << YAML::Key << "origins" << YAML::Value << YAML::Flow << s.origins;
-    y << YAML::EndMap;
-    y << YAML::EndMap;
-  }
+  key(y, pk::plan::schema) << kPlanSchema;
+  emitTarget(y, *this);
+  key(y, pk::plan::hardware) << hardwareSummary;
+  emitDims(y, *this);
+  emitIo(y, *this, pk::plan::inputs, BufferKind::Input);
+  emitIo(y, *this, pk::plan::outputs, BufferKind::Output);
+  emitBoundInputs(y, *this);
+  emitTotals(y, *this);
+  emitRoofline(y, *this);
+  emitAttention(y, *this);
+  emitSlices(y, pk::plan::split_k, splitK);
+  emitSlices(y, pk::plan::split_chains, splitChains);
+  emitMergeSiblings(y, *this);
+  emitRemat(y, *this);
+  emitLayoutFolds(y, *this);
+  key(y, pk::plan::layout) << layout;
+  emitBuffers(y, *this);
+  key(y, pk::plan::steps) << YAML::BeginSeq;
+  for (const PlanStep &s : steps)
+    emitStep(y, s);
   y << YAML::EndSeq;
   y << YAML::EndMap;
   os << y.c_str() << "\n";

@@ -3,7 +3,9 @@
 // are matched by their kind and origin nodes (stable across schedules, unlike kN_ symbols).
 #include "plan/plan_diff.h"
 
+#include "support/buffer_kind.h"
 #include "support/diagnostics.h"
+#include "support/plan_schema.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -22,14 +24,16 @@ namespace aicf {
 
 namespace {
 
+namespace pk = plan_key; // plan.yaml's keys (support/plan_schema.def)
+
 YAML::Node loadPlan(const std::string &dir) {
   std::string path = (fs::path(dir) / "plan.yaml").string();
   if (!fs::is_regular_file(path))
     throw UserError(cat(dir, ": not an aicf output folder (no plan.yaml)"), 2);
   try {
     YAML::Node n = YAML::LoadFile(path);
-    if (!n.IsMap() || !n["schema"] || n["schema"].as<std::string>() != "aicf-plan/1")
-      throw UserError(cat(path, ": not an aicf-plan/1 manifest"), 2);
+    if (!n.IsMap() || !n[pk::plan::schema] || n[pk::plan::schema].as<std::string>() != kPlanSchema)
+      throw UserError(cat(path, ": not an ", kPlanSchema, " manifest"), 2);
     return n;
   } catch (const YAML::Exception &e) {
     throw UserError(cat(path, ": ", e.what()), 2);
@@ -100,8 +104,9 @@ std::vector<std::string> stepKeys(const YAML::Node &steps) {
   std::vector<std::string> keys;
   std::map<std::string, int> count;
   for (const auto &s : steps) {
-    std::string key = s["kind"] ? s["kind"].Scalar() : "?";
-    const YAML::Node origins = s["hints"] ? s["hints"]["origins"] : YAML::Node();
+    std::string key = s[pk::step::kind] ? s[pk::step::kind].Scalar() : "?";
+    const YAML::Node origins =
+        s[pk::step::hints] ? s[pk::step::hints][pk::hints::origins] : YAML::Node();
     key += " (" + (origins && origins.IsSequence() ? scalarText(origins).substr(1) : "");
     if (key.back() == ']')
       key.back() = ')';
@@ -194,11 +199,13 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> weightSums(const std::strin
                                                                 const YAML::Node &plan) {
   std::map<std::string, std::pair<uint64_t, uint64_t>> sums;
   std::ifstream f(fs::path(dir) / "weights.bin", std::ios::binary);
-  for (const auto &b : plan["buffers"]) {
-    if (!b["kind"] || b["kind"].Scalar() != "weight" || !b["offset"])
+  for (const auto &b : plan[pk::plan::buffers]) {
+    if (!b[pk::buffer::kind] || b[pk::buffer::kind].Scalar() != enumName(BufferKind::Weight) ||
+        !b[pk::buffer::offset])
       continue;
-    uint64_t bytes = b["bytes"].as<uint64_t>(), offset = b["offset"].as<uint64_t>();
-    sums[b["value"].Scalar()] = {bytes, f ? checksum(f, offset, bytes) : 0};
+    uint64_t bytes = b[pk::buffer::bytes].as<uint64_t>();
+    uint64_t offset = b[pk::buffer::offset].as<uint64_t>();
+    sums[b[pk::buffer::value].Scalar()] = {bytes, f ? checksum(f, offset, bytes) : 0};
   }
   return sums;
 }
@@ -230,16 +237,14 @@ FolderDiff diffPlans(const std::string &oldDir, const std::string &newDir,
 
   // The manifest outside steps and buffers (target, inputs, outputs, arena, predictions...).
   Fields fa, fb;
-  for (const auto &kv : a)
-    if (kv.first.Scalar() != "steps" && kv.first.Scalar() != "buffers")
-      flatten(kv.second, kv.first.Scalar(), fa);
-  for (const auto &kv : b)
-    if (kv.first.Scalar() != "steps" && kv.first.Scalar() != "buffers")
-      flatten(kv.second, kv.first.Scalar(), fb);
+  for (const auto &[plan, fields] : {std::pair{&a, &fa}, std::pair{&b, &fb}})
+    for (const auto &kv : *plan)
+      if (kv.first.Scalar() != pk::plan::steps && kv.first.Scalar() != pk::plan::buffers)
+        flatten(kv.second, kv.first.Scalar(), *fields);
   diffFields(fa, fb, "", "", out);
 
   // Steps: matched by what they compute; the rest added or removed; the matched ones' order.
-  YAML::Node sa = a["steps"], sb = b["steps"];
+  YAML::Node sa = a[pk::plan::steps], sb = b[pk::plan::steps];
   std::vector<std::string> ka = stepKeys(sa), kb = stepKeys(sb);
   d.notes.push_back(
       cat("steps: ", ka.size(), " -> ", kb.size(), " (matched by kind and origin nodes)"));
@@ -279,8 +284,8 @@ FolderDiff diffPlans(const std::string &oldDir, const std::string &newDir,
     if (it == ia.end())
       continue;
     const YAML::Node &stepA = sa[it->second], &stepB = sb[j];
-    std::string symA = stepA["kind_id"] ? stepA["kind_id"].Scalar() : "";
-    std::string symB = stepB["kind_id"] ? stepB["kind_id"].Scalar() : "";
+    std::string symA = stepA[pk::step::kind_id] ? stepA[pk::step::kind_id].Scalar() : "";
+    std::string symB = stepB[pk::step::kind_id] ? stepB[pk::step::kind_id].Scalar() : "";
     std::string group = cat("steps[", j, "] ", kb[j], symB.empty() ? "" : " " + symB);
     Fields fsa, fsb;
     flatten(stepA, "", fsa);
@@ -298,10 +303,12 @@ FolderDiff diffPlans(const std::string &oldDir, const std::string &newDir,
 
   // Buffers by value (offsets, sizes, layout), then weights by the checksum of their bytes.
   Fields ba, bb;
-  for (const auto &buf : a["buffers"])
-    flatten(buf, cat("buffers[", buf["value"] ? buf["value"].Scalar() : "?", "]"), ba);
-  for (const auto &buf : b["buffers"])
-    flatten(buf, cat("buffers[", buf["value"] ? buf["value"].Scalar() : "?", "]"), bb);
+  for (const auto &[plan, fields] : {std::pair{&a, &ba}, std::pair{&b, &bb}})
+    for (const auto &buf : (*plan)[pk::plan::buffers])
+      flatten(buf,
+              cat(pk::plan::buffers, "[",
+                  buf[pk::buffer::value] ? buf[pk::buffer::value].Scalar() : "?", "]"),
+              *fields);
   diffFields(ba, bb, "", "", out);
   auto wa = weightSums(oldDir, a), wb = weightSums(newDir, b);
   for (const auto &[name, sum] : wb) {

@@ -5,6 +5,7 @@
 #include "ir/parser.h"
 #include "support/diagnostics.h"
 #include "support/output_folder.h"
+#include "support/plan_schema.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -251,45 +252,84 @@ details{margin:4px 0} summary{cursor:pointer} code{background:#f4f4f4;padding:0 
 
 } // namespace
 
-std::string renderReportHtml(const ReportSources &src, const std::vector<double> &measuredUs) {
-  YAML::Node plan = YAML::Load(src.planYaml);
-  YAML::Node explain = src.explainYaml.empty() ? YAML::Node() : YAML::Load(src.explainYaml);
+namespace {
+
+namespace pk = plan_key; // plan.yaml's keys (support/plan_schema.def)
+
+// plan.yaml's steps with their predictions and measured times; stepOf: origin node -> step.
+std::vector<Step> readSteps(const YAML::Node &plan, const std::vector<double> &measuredUs,
+                            std::map<std::string, int> &stepOf) {
   std::vector<Step> steps;
-  std::map<std::string, int> stepOf;
-  for (size_t i = 0; i < plan["steps"].size(); ++i) {
-    YAML::Node n = plan["steps"][i];
+  for (size_t i = 0; i < plan[pk::plan::steps].size(); ++i) {
+    YAML::Node n = plan[pk::plan::steps][i];
     Step s;
     s.index = static_cast<int>(i);
     s.node = n;
-    s.kind = text(n["kind"]);
-    s.symbol = text(n["kind_id"]);
-    YAML::Node h = n["hints"];
+    s.kind = text(n[pk::step::kind]);
+    s.symbol = text(n[pk::step::kind_id]);
+    YAML::Node h = n[pk::step::hints];
     if (h) {
-      s.recipe = text(h["recipe"]);
-      s.precision = text(h["precision"]);
-      s.bytes = number(h["predicted"]["bytes"]);
-      s.lowerBound = number(h["predicted"]["lower_bound_bytes"]);
-      s.flops = number(h["predicted"]["flops"]);
-      s.timeUs = number(h["predicted"]["time_us"]);
-      for (const auto &o : h["origins"])
+      YAML::Node predicted = h[pk::hints::predicted];
+      s.recipe = text(h[pk::hints::recipe]);
+      s.precision = text(h[pk::hints::precision]);
+      s.bytes = number(predicted[pk::predicted::bytes]);
+      s.lowerBound = number(predicted[pk::predicted::lower_bound_bytes]);
+      s.flops = number(predicted[pk::predicted::flops]);
+      s.timeUs = number(predicted[pk::predicted::time_us]);
+      for (const auto &o : h[pk::hints::origins])
         stepOf.emplace(o.Scalar(), s.index);
     }
     if (i < measuredUs.size())
       s.measuredUs = measuredUs[i];
     steps.push_back(s);
   }
+  return steps;
+}
+
+// Each searched step's choice and its ranked alternatives.
+void writeAlternatives(std::ostream &os, const std::vector<Step> &steps) {
+  for (const Step &s : steps) {
+    YAML::Node h = s.node[pk::step::hints];
+    if (!h || !h[pk::hints::search])
+      continue;
+    YAML::Node search = h[pk::hints::search];
+    os << "<details><summary><span class='swatch' style='background:" << colour(s.index)
+       << "'></span>step " << s.index << " <code>" << esc(s.symbol)
+       << "</code>: " << esc(text(search[pk::search::candidates])) << " candidates, "
+       << esc(text(search[pk::search::feasible])) << " feasible</summary>\n<p>"
+       << esc(text(search[pk::search::reason])) << "</p>\n<table><tr><th>rank</th><th>knobs</th>"
+       << "<th>predicted us</th><th>why not</th></tr>\n<tr><td>chosen</td><td>"
+       << esc(text(h[pk::hints::knobs])) << "</td><td class='n'>" << num(s.timeUs)
+       << "</td><td></td></tr>\n";
+    int rank = 1;
+    for (const auto &a : h[pk::hints::alternatives])
+      os << "<tr><td>" << rank++ << "</td><td>" << esc(text(a[pk::alternative::knobs]))
+         << "</td><td class='n'>" << esc(text(a[pk::alternative::cost_us])) << "</td><td>"
+         << esc(text(a[pk::alternative::rejected])) << "</td></tr>\n";
+    os << "</table></details>\n";
+  }
+}
+
+} // namespace
+
+std::string renderReportHtml(const ReportSources &src, const std::vector<double> &measuredUs) {
+  YAML::Node plan = YAML::Load(src.planYaml);
+  YAML::Node explain = src.explainYaml.empty() ? YAML::Node() : YAML::Load(src.explainYaml);
+  std::map<std::string, int> stepOf;
+  std::vector<Step> steps = readSteps(plan, measuredUs, stepOf);
+  YAML::Node target = plan[pk::plan::target];
 
   std::ostringstream os;
   os << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>aicf report: "
      << esc(src.title) << "</title>\n"
      << kStyle << "</head><body>\n";
   os << "<h1>aicf report: " << esc(src.title) << "</h1>\n<p class='muted'>"
-     << esc(text(plan["target"]["name"])) << " plan";
-  if (text(plan["target"]["plan_for"]) != text(plan["target"]["name"]))
-    os << " (the " << esc(text(plan["target"]["plan_for"])) << " plan, emulated)";
-  os << " · " << esc(text(plan["hardware"])) << " · schedule "
-     << esc(text(plan["target"]["schedule"])) << " · precision "
-     << esc(text(plan["target"]["precision"])) << "</p>\n";
+     << esc(text(target[pk::target::name])) << " plan";
+  if (text(target[pk::target::plan_for]) != text(target[pk::target::name]))
+    os << " (the " << esc(text(target[pk::target::plan_for])) << " plan, emulated)";
+  os << " · " << esc(text(plan[pk::plan::hardware])) << " · schedule "
+     << esc(text(target[pk::target::schedule])) << " · precision "
+     << esc(text(target[pk::target::precision])) << "</p>\n";
   double totalBytes = 0, totalLb = 0, totalUs = 0, totalMeasured = 0;
   for (const Step &s : steps) {
     totalBytes += std::max(0.0, s.bytes), totalLb += std::max(0.0, s.lowerBound);
@@ -300,8 +340,8 @@ std::string renderReportHtml(const ReportSources &src, const std::vector<double>
     os << ", measured " << num(totalMeasured) << " us";
   os << "; bytes moved " << num(totalBytes, "%.0f") << " against a compulsory "
      << num(totalLb, "%.0f") << " (" << (totalLb > 0 ? num(totalBytes / totalLb, "%.2f") : "-")
-     << "x); arena " << esc(text(plan["arena"]["bytes"])) << " bytes, weights "
-     << esc(text(plan["weights"]["bytes"])) << " bytes.</p>\n";
+     << "x); arena " << esc(text(plan[pk::plan::arena][pk::arena::bytes])) << " bytes, weights "
+     << esc(text(plan[pk::plan::weights][pk::weights::bytes])) << " bytes.</p>\n";
 
   // Kernels: bytes against the bound, time.
   os << "<h2>Kernels: predicted bytes against the compulsory bound</h2>\n<table><tr><th>step</th>"
@@ -315,10 +355,10 @@ std::string renderReportHtml(const ReportSources &src, const std::vector<double>
     os << "<tr><td><span class='swatch' style='background:" << colour(s.index) << "'></span>"
        << s.index << "</td><td><code>" << esc(s.symbol) << "</code> " << esc(s.kind) << "</td><td>"
        << esc(s.recipe) << "</td><td>" << esc(s.precision) << "</td><td>"
-       << esc(text(s.node["hints"]["knobs"])) << "</td><td>" << esc(text(s.node["launch"]))
-       << "</td><td class='n'>" << (s.bytes >= 0 ? num(s.bytes, "%.0f") : "-")
-       << "</td><td class='n'>" << (s.lowerBound >= 0 ? num(s.lowerBound, "%.0f") : "-")
-       << "</td><td>";
+       << esc(text(s.node[pk::step::hints][pk::hints::knobs])) << "</td><td>"
+       << esc(text(s.node[pk::step::launch])) << "</td><td class='n'>"
+       << (s.bytes >= 0 ? num(s.bytes, "%.0f") : "-") << "</td><td class='n'>"
+       << (s.lowerBound >= 0 ? num(s.lowerBound, "%.0f") : "-") << "</td><td>";
     if (s.bytes > 0 && s.lowerBound >= 0)
       os << "<span class='lb' style='width:" << num(160 * s.lowerBound / maxBytes, "%.1f")
          << "px'></span><span class='bar' style='width:"
@@ -333,9 +373,10 @@ std::string renderReportHtml(const ReportSources &src, const std::vector<double>
   os << "</table>\n";
 
   os << "<h2>Roofline</h2>\n";
-  drawRoofline(os, steps, number(plan["roofline"]["flops_per_s"], 0),
-               number(plan["roofline"]["bytes_per_s"], 0),
-               number(plan["roofline"]["cache_bytes_per_s"], 0));
+  YAML::Node roofline = plan[pk::plan::roofline];
+  drawRoofline(os, steps, number(roofline[pk::roofline::flops_per_s], 0),
+               number(roofline[pk::roofline::bytes_per_s], 0),
+               number(roofline[pk::roofline::cache_bytes_per_s], 0));
 
   // The graph.
   os << "<h2>Graph: nodes coloured by the kernel that computes them</h2>\n";
@@ -390,24 +431,7 @@ std::string renderReportHtml(const ReportSources &src, const std::vector<double>
 
   // Ranked alternatives.
   os << "<h2>Schedules: the choice and its ranked alternatives</h2>\n";
-  for (const Step &s : steps) {
-    YAML::Node h = s.node["hints"];
-    if (!h || !h["search"])
-      continue;
-    os << "<details><summary><span class='swatch' style='background:" << colour(s.index)
-       << "'></span>step " << s.index << " <code>" << esc(s.symbol)
-       << "</code>: " << esc(text(h["search"]["candidates"])) << " candidates, "
-       << esc(text(h["search"]["feasible"])) << " feasible</summary>\n<p>"
-       << esc(text(h["search"]["reason"])) << "</p>\n<table><tr><th>rank</th><th>knobs</th>"
-       << "<th>predicted us</th><th>why not</th></tr>\n<tr><td>chosen</td><td>"
-       << esc(text(h["knobs"])) << "</td><td class='n'>" << num(s.timeUs)
-       << "</td><td></td></tr>\n";
-    int rank = 1;
-    for (const auto &a : h["alternatives"])
-      os << "<tr><td>" << rank++ << "</td><td>" << esc(text(a["knobs"])) << "</td><td class='n'>"
-         << esc(text(a["cost_us"])) << "</td><td>" << esc(text(a["rejected"])) << "</td></tr>\n";
-    os << "</table></details>\n";
-  }
+  writeAlternatives(os, steps);
   os << "</body></html>\n";
   return os.str();
 }

@@ -7,8 +7,11 @@
 #include "runtime/aicf_runtime.h"
 #include "runtime/cudart.h"
 #include "runtime/isa_features.h"
+#include "runtime/plan_read.h"
 #include "runtime/thread_pool.h"
 #include "support/buffer_kind.h"
+#include "support/plan_schema.h"
+#include "support/plan_yaml.h"
 #include "support/sym_expr.h"
 
 #include <yaml-cpp/yaml.h>
@@ -38,28 +41,9 @@ namespace {
 
 thread_local std::string lastError;
 
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// An error about the machine rather than plan.yaml: reported without the plan's path.
-struct MachineError : Error {
-  using Error::Error;
-};
-
-template <typename... Args>
-std::string cat(Args &&...args) {
-  std::ostringstream os;
-  (os << ... << std::forward<Args>(args));
-  return os.str();
-}
-
-int64_t dtypeBytes(const std::string &dt) {
-  static const std::map<std::string, int64_t> sizes = {
-      {"f64", 8}, {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"i64", 8}, {"i32", 4}, {"i16", 2},
-      {"i8", 1},  {"u64", 8}, {"u32", 4}, {"u16", 2},  {"u8", 1},  {"bool", 1}};
-  auto it = sizes.find(dt);
-  return it == sizes.end() ? -1 : it->second;
-}
+using aicf::rt::cat;
+using aicf::rt::Error;
+using aicf::rt::MachineError;
 
 struct Buffer {
   std::string id, value, dtype;
@@ -226,106 +210,21 @@ struct aicf_model {
 
 namespace {
 
-// --- Reading plan.yaml ---------------------------------------------------------------------------
-// Every number the kernels rely on comes from plan.yaml, which a user can edit. Each is read
-// through these accessors (a missing key or a non-integer names the key, rather than yaml-cpp's
-// "bad conversion"), range-checked, and combined only with overflow-checked arithmetic: a check
-// like `offset + bytes > total` is itself undefined for a huge offset and would let it through.
+namespace pk = aicf::plan_key; // plan.yaml's keys (support/plan_schema.def)
 
-YAML::Node need(const YAML::Node &map, const char *key, const std::string &what) {
-  if (!map.IsMap())
-    throw Error(cat(what, " must be a map"));
-  YAML::Node n = map[key];
-  if (!n)
-    throw Error(cat(what, ": missing '", key, "'"));
-  return n;
-}
-
-std::string readString(const YAML::Node &map, const char *key, const std::string &what) {
-  YAML::Node n = need(map, key, what);
-  if (!n.IsScalar())
-    throw Error(cat(what, ": '", key, "' must be a string"));
-  return n.Scalar();
-}
-
-int64_t toInt(const YAML::Node &n, const std::string &what, int64_t lo, int64_t hi) {
-  int64_t v = 0;
-  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
-    throw Error(cat(what, " must be a 64-bit integer"));
-  if (v < lo)
-    throw Error(cat(what, " ", v, " must be >= ", lo));
-  if (v > hi)
-    throw Error(cat(what, " ", v, " must be <= ", hi));
-  return v;
-}
-
-int64_t readInt(const YAML::Node &map, const char *key, const std::string &what, int64_t lo,
-                int64_t hi) {
-  return toInt(need(map, key, what), cat(what, ": ", key), lo, hi);
-}
-
-// Returns a handle (a copy), never a reference: callers pass temporaries.
-YAML::Node needSequence(const YAML::Node &n, const std::string &what) {
-  if (!n || !n.IsSequence())
-    throw Error(cat(what, " must be a list"));
-  return n;
-}
-
-constexpr int64_t kInt64Max = INT64_MAX;
-// Largest dimension plan.yaml may give; the element count is checked separately.
-constexpr int64_t kMaxDim = int64_t(1) << 40;
-// Input and output positions beyond this are refused (a plan with more is not one of ours).
-constexpr int64_t kMaxIoIndex = 4096;
-
-// [offset, offset + bytes) lies inside [0, total), written so that nothing can overflow.
-bool inside(int64_t offset, int64_t bytes, int64_t total) {
-  return offset >= 0 && bytes >= 0 && offset <= total && bytes <= total - offset;
-}
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// A shape; with `dims`, entries may be expressions in them ("batch", "3*seq"), returned in
-// *sym (every dim; the shape then holds each at the dims' maxima).
-std::vector<int64_t> readShape(const YAML::Node &map, const std::string &what,
-                               const std::vector<aicf::DimRange> *dims = nullptr,
-                               std::vector<aicf::SymExpr> *sym = nullptr) {
-  YAML::Node n = needSequence(need(map, "shape", what), cat(what, ": shape"));
-  if (n.size() > AICF_MAX_RANK)
-    throw Error(cat(what, ": rank ", n.size(), " exceeds ", AICF_MAX_RANK));
-  std::vector<int64_t> s;
-  std::vector<aicf::SymExpr> syms;
-  bool symbolic = false;
-  for (const YAML::Node &d : n) {
-    int64_t v = 0;
-    if (dims && d.IsScalar() && !YAML::convert<int64_t>::decode(d, v)) {
-      std::string why;
-      auto e = aicf::SymExpr::parse(d.Scalar(), &why);
-      if (!e)
-        throw Error(cat(what, ": dimension '", d.Scalar(), "': ", why));
-      std::map<std::string, int64_t> top;
-      for (const aicf::DimRange &r : *dims)
-        top[r.name] = r.max;
-      auto at = e->eval(top);
-      if (!at || !e->monotone() || *at < 0 || *at > kMaxDim)
-        throw Error(cat(what, ": dimension '", d.Scalar(),
-                        "' names an unknown dim or has no bound in the dims' ranges"));
-      syms.push_back(*e);
-      s.push_back(*at);
-      symbolic = true;
-      continue;
-    }
-    s.push_back(toInt(d, cat(what, ": dimension"), 0, kMaxDim));
-    syms.emplace_back(s.back());
-  }
-  if (sym && symbolic)
-    *sym = std::move(syms);
-  return s;
-}
+// plan.yaml is read through runtime/plan_read.h's range-checked accessors.
+using aicf::rt::dtypeBytes;
+using aicf::rt::inside;
+using aicf::rt::kInt64Max;
+using aicf::rt::kMaxDim;
+using aicf::rt::kMaxIoIndex;
+using aicf::rt::need;
+using aicf::rt::needSequence;
+using aicf::rt::readInt;
+using aicf::rt::readShape;
+using aicf::rt::readString;
+using aicf::rt::shapeText;
+using aicf::rt::toInt;
 
 // The instruction-set extensions this CPU has, by the names of runtime/isa_features.h: the
 // CPUID bit, and for AVX / AVX-512 extensions also the OS's saved register state (XCR0), since a
@@ -389,9 +288,9 @@ bool knownIsa(const std::string &name) {
 // -march). Checked before libmodel.so is loaded, since even its initialisers may use them. A
 // plan without the key (written before aicfc recorded it) is accepted unchecked.
 void checkIsa(const YAML::Node &target, const std::string &dir) {
-  if (!target || !target.IsMap() || !target["isa"])
+  if (!target || !target.IsMap() || !target[pk::target::isa])
     return;
-  YAML::Node isa = needSequence(target["isa"], "target.isa");
+  YAML::Node isa = needSequence(target[pk::target::isa], "target.isa");
   std::string missing;
   for (const YAML::Node &n : isa) {
     if (!n.IsScalar())
@@ -404,8 +303,8 @@ void checkIsa(const YAML::Node &target, const std::string &dir) {
   }
   if (missing.empty())
     return;
-  std::string arch = target["cpu_arch"] && target["cpu_arch"].IsScalar()
-                         ? target["cpu_arch"].Scalar()
+  std::string arch = target[pk::target::cpu_arch] && target[pk::target::cpu_arch].IsScalar()
+                         ? target[pk::target::cpu_arch].Scalar()
                          : std::string("?");
   throw MachineError(cat("folder ", dir, " needs ", missing,
                          ", which this CPU lacks (compiled with --cpu-arch ", arch,
@@ -789,89 +688,99 @@ void checkDataDims(aicf_model &m, const std::map<std::string, int> &byId) {
   }
 }
 
-// Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
-// checks its kernels against the steps.
-void loadPlan(aicf_model &m, const YAML::Node &plan) {
-  if (!plan.IsMap() || !plan["schema"] || !plan["schema"].IsScalar() ||
-      plan["schema"].Scalar() != "aicf-plan/1")
-    throw Error("unsupported schema (expected aicf-plan/1)");
-  YAML::Node target = plan["target"];
-  std::string kind = target ? readString(target, "kind", "target") : std::string("cpu");
+// target, weights and arena: the backend, the CPU's extensions, and the two blocks' sizes.
+void loadTarget(aicf_model &m, const YAML::Node &plan) {
+  YAML::Node target = plan[pk::plan::target];
+  std::string kind = target ? readString(target, pk::target::kind, "target") : std::string("cpu");
   if (kind != "cpu" && kind != "cuda")
     throw Error(cat("unknown target kind '", kind, "' (cpu, cuda)"));
   m.cuda = kind == "cuda";
   if (!m.cuda)
     checkIsa(target, m.dir);
-  m.weightsBytes = readInt(need(plan, "weights", "plan"), "bytes", "weights", 0, kInt64Max);
-  m.arenaBytes = readInt(need(plan, "arena", "plan"), "bytes", "arena", 0, kInt64Max);
+  m.weightsBytes =
+      readInt(need(plan, pk::plan::weights, "plan"), pk::weights::bytes, "weights", 0, kInt64Max);
+  m.arenaBytes =
+      readInt(need(plan, pk::plan::arena, "plan"), pk::arena::bytes, "arena", 0, kInt64Max);
+}
 
-  if (const YAML::Node dims = plan["dims"]) {
-    for (const YAML::Node &d : needSequence(dims, "dims")) {
-      aicf::DimRange r;
-      r.name = readString(d, "name", "a dim");
-      std::string what = "dim " + r.name;
-      if (!aicf::isSymbolName(r.name))
-        throw Error(cat(what, ": not an identifier"));
-      for (const aicf::DimRange &o : m.dims)
-        if (o.name == r.name)
-          throw Error(cat(what, " defined twice"));
-      std::string setBy = d["set_by"] ? readString(d, "set_by", what) : std::string();
-      r.min = readInt(d, "min", what, setBy.empty() ? 1 : 0, kMaxDim);
-      r.max = readInt(d, "max", what, r.min, kMaxDim);
-      r.opt = readInt(d, "opt", what, r.min, r.max);
-      if (!setBy.empty() && r.min != 0)
-        throw Error(cat(what, ": a data dim (set_by) has min 0"));
-      if (!setBy.empty() && m.cuda)
-        throw Error(cat(what, ": a data dim (set_by) on a cuda plan (they are for cpu plans)"));
-      m.dims.push_back(r);
-      m.dimSetByIds.push_back(setBy);
-      m.dimValues.push_back(r.opt);
-    }
+void loadDims(aicf_model &m, const YAML::Node &plan) {
+  const YAML::Node dims = plan[pk::plan::dims];
+  if (!dims)
+    return;
+  for (const YAML::Node &d : needSequence(dims, "dims")) {
+    aicf::DimRange r;
+    r.name = readString(d, pk::dim::name, "a dim");
+    std::string what = "dim " + r.name;
+    if (!aicf::isSymbolName(r.name))
+      throw Error(cat(what, ": not an identifier"));
+    for (const aicf::DimRange &o : m.dims)
+      if (o.name == r.name)
+        throw Error(cat(what, " defined twice"));
+    std::string setBy = d[pk::dim::set_by] ? readString(d, pk::dim::set_by, what) : std::string();
+    r.min = readInt(d, pk::dim::min, what, setBy.empty() ? 1 : 0, kMaxDim);
+    r.max = readInt(d, pk::dim::max, what, r.min, kMaxDim);
+    r.opt = readInt(d, pk::dim::opt, what, r.min, r.max);
+    if (!setBy.empty() && r.min != 0)
+      throw Error(cat(what, ": a data dim (set_by) has min 0"));
+    if (!setBy.empty() && m.cuda)
+      throw Error(cat(what, ": a data dim (set_by) on a cuda plan (they are for cpu plans)"));
+    m.dims.push_back(r);
+    m.dimSetByIds.push_back(setBy);
+    m.dimValues.push_back(r.opt);
   }
+}
 
-  std::map<std::string, int> byId;
-  for (const YAML::Node &b : needSequence(plan["buffers"], "buffers")) {
-    Buffer buf;
-    buf.id = readString(b, "id", "a buffer");
-    std::string what = "buffer " + buf.id;
-    buf.value = readString(b, "value", what);
-    std::string kind = readString(b, "kind", what);
-    std::optional<aicf::BufferKind> k = aicf::parseEnum<aicf::BufferKind>(kind);
-    if (!k)
-      throw Error(cat(what, ": unknown kind '", kind, "'"));
-    buf.kind = *k;
-    buf.dtype = readString(b, "dtype", what);
-    buf.shape = readShape(b, what, &m.dims, &buf.sym);
-    if (!buf.sym.empty() && buf.kind == aicf::BufferKind::Weight)
-      throw Error(cat(what, ": a weight with symbolic dims"));
-    buf.bytes = readInt(b, "bytes", what, 0, kInt64Max);
-    if (b["offset"])
-      buf.offset = readInt(b, "offset", what, 0, kInt64Max);
-    if (b["alias_of"])
-      buf.aliasOf = readString(b, "alias_of", what);
-    if (b["index"])
-      buf.index = static_cast<int>(readInt(b, "index", what, 0, kMaxIoIndex));
-    int64_t elem = dtypeBytes(buf.dtype);
-    if (elem < 0)
-      throw Error(cat(what, ": unknown dtype '", buf.dtype, "'"));
-    int64_t count = 1, bytes = 0;
-    for (int64_t d : buf.shape)
-      if (__builtin_mul_overflow(count, d, &count))
-        throw Error(cat(what, ": shape ", shapeText(buf.shape), " has too many elements"));
-    if (__builtin_mul_overflow(count, elem, &bytes))
-      throw Error(cat(what, ": shape ", shapeText(buf.shape), " has too many bytes"));
-    if (bytes != buf.bytes)
-      throw Error(cat(what, ": ", buf.bytes, " bytes do not match its shape ", shapeText(buf.shape),
-                      " of ", buf.dtype, " (", bytes, " bytes)"));
+// One entry of `buffers`, its bytes checked against its shape and dtype.
+Buffer readBuffer(const aicf_model &m, const YAML::Node &b) {
+  Buffer buf;
+  buf.id = readString(b, pk::buffer::id, "a buffer");
+  std::string what = "buffer " + buf.id;
+  buf.value = readString(b, pk::buffer::value, what);
+  std::string kind = readString(b, pk::buffer::kind, what);
+  std::optional<aicf::BufferKind> k = aicf::parseEnum<aicf::BufferKind>(kind);
+  if (!k)
+    throw Error(cat(what, ": unknown kind '", kind, "'"));
+  buf.kind = *k;
+  buf.dtype = readString(b, pk::buffer::dtype, what);
+  buf.shape = readShape(b, what, &m.dims, &buf.sym);
+  if (!buf.sym.empty() && buf.kind == aicf::BufferKind::Weight)
+    throw Error(cat(what, ": a weight with symbolic dims"));
+  buf.bytes = readInt(b, pk::buffer::bytes, what, 0, kInt64Max);
+  if (b[pk::buffer::offset])
+    buf.offset = readInt(b, pk::buffer::offset, what, 0, kInt64Max);
+  if (b[pk::buffer::alias_of])
+    buf.aliasOf = readString(b, pk::buffer::alias_of, what);
+  if (b[pk::buffer::index])
+    buf.index = static_cast<int>(readInt(b, pk::buffer::index, what, 0, kMaxIoIndex));
+  int64_t elem = dtypeBytes(buf.dtype);
+  if (elem < 0)
+    throw Error(cat(what, ": unknown dtype '", buf.dtype, "'"));
+  int64_t count = 1, bytes = 0;
+  for (int64_t d : buf.shape)
+    if (__builtin_mul_overflow(count, d, &count))
+      throw Error(cat(what, ": shape ", shapeText(buf.shape), " has too many elements"));
+  if (__builtin_mul_overflow(count, elem, &bytes))
+    throw Error(cat(what, ": shape ", shapeText(buf.shape), " has too many bytes"));
+  if (bytes != buf.bytes)
+    throw Error(cat(what, ": ", buf.bytes, " bytes do not match its shape ", shapeText(buf.shape),
+                    " of ", buf.dtype, " (", bytes, " bytes)"));
+  buf.curBytes = buf.bytes;
+  return buf;
+}
+
+void loadBuffers(aicf_model &m, const YAML::Node &plan, std::map<std::string, int> &byId) {
+  for (const YAML::Node &b : needSequence(plan[pk::plan::buffers], "buffers")) {
+    Buffer buf = readBuffer(m, b);
     if (byId.count(buf.id))
-      throw Error(cat(what, " defined twice"));
-    buf.curBytes = buf.bytes;
+      throw Error(cat("buffer ", buf.id, " defined twice"));
     byId[buf.id] = static_cast<int>(m.buffers.size());
     m.buffers.push_back(buf);
   }
+}
 
-  // Where each buffer lives. Arena and weight buffers start on 64-byte boundaries (aicfc places
-  // them so; the kernels may rely on the alignment) and lie wholly inside their block.
+// Where each buffer lives. Arena and weight buffers start on 64-byte boundaries (aicfc places
+// them so; the kernels may rely on the alignment) and lie wholly inside their block.
+void placeBuffers(aicf_model &m, const std::map<std::string, int> &byId) {
   int64_t arenaUsed = 0; // end of the last arena buffer, rounded up as aicfc rounds it
   for (size_t i = 0; i < m.buffers.size(); ++i) {
     Buffer &b = m.buffers[i];
@@ -923,8 +832,11 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
   for (int i : m.outputs)
     if (i < 0)
       throw Error("an output index is missing");
+}
 
-  // The kernels. A cuda libmodel.so needs libcudart: load it first, to say so if it is missing.
+// The kernels' library (a cuda one needs libcudart: loaded first, to say so if it is missing);
+// returns its aicf_layout.
+const char *openLibrary(aicf_model &m, const std::string &soPath) {
   if (m.cuda) {
     m.dev = std::make_unique<CudaState>();
     std::string why;
@@ -932,7 +844,6 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
     if (!m.dev->rt)
       throw MachineError(why);
   }
-  std::string soPath = m.dir + "/libmodel.so";
   m.so = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m.so)
     throw Error(cat("cannot load ", soPath, ": ", dlerror()));
@@ -946,131 +857,172 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
                       abi ? cat("ABI ", abi()) : std::string("no aicf_host_abi"),
                       ", this runtime runs ABI 2): compile the model again with this aicfc"));
   }
-  std::string layout;
-  for (const YAML::Node &s : needSequence(plan["steps"], "steps")) {
-    Step st;
-    st.kind = readString(s, "kind", "a step");
-    st.symbol = readString(s, "kind_id", "a step");
-    std::string what = "step " + (st.symbol.empty() ? st.kind : st.symbol);
-    for (const char *key : {"inputs", "outputs"}) {
-      for (const YAML::Node &id : needSequence(need(s, key, what), cat(what, ": ", key))) {
+  return layoutFn();
+}
+
+// A step's inputs then outputs, as buffer indices; inputs are the caller's const memory, which
+// no step may write.
+void readStepArgs(const aicf_model &m, const YAML::Node &s, const std::map<std::string, int> &byId,
+                  const std::string &what, Step &st) {
+  for (const char *key : {pk::step::inputs, pk::step::outputs}) {
+    bool outputs = key == pk::step::outputs;
+    for (const YAML::Node &id : needSequence(need(s, key, what), cat(what, ": ", key))) {
+      auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
+      if (it == byId.end())
+        throw Error(cat(what, " uses unknown buffer ", id.IsScalar() ? id.Scalar() : "?"));
+      if (outputs && m.buffers[m.buffers[it->second].storage].kind == aicf::BufferKind::Input)
+        throw Error(cat(what, " writes input buffer ", id.Scalar()));
+      st.args.push_back(it->second);
+    }
+    if (!outputs)
+      st.numInputs = st.args.size();
+  }
+}
+
+// The built-ins' fields: a guard (a branch chosen at run time), a loop kept at run time and a
+// fail step (a branch that cannot run at these shapes), all for host plans.
+void readControl(const aicf_model &m, const YAML::Node &s, const std::map<std::string, int> &byId,
+                 const std::string &what, Step &st) {
+  if (const YAML::Node g = s[pk::step::guard]) {
+    if (m.cuda)
+      throw Error(cat(what, ": a guard on a cuda plan (guards are for cpu plans)"));
+    YAML::Node id = need(g, pk::guard::buffer, what + ": guard");
+    auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
+    if (it == byId.end() || m.buffers[it->second].dtype != "bool" ||
+        m.buffers[it->second].bytes != 1)
+      throw Error(cat(what, ": guard buffer ", id.IsScalar() ? id.Scalar() : "?",
+                      " is not a one-element bool buffer"));
+    st.guard = it->second;
+    try {
+      st.guardWhen = need(g, pk::guard::when, what + ": guard").as<bool>();
+    } catch (const YAML::Exception &) {
+      throw Error(cat(what, ": guard.when is not true or false"));
+    }
+  }
+  if (const YAML::Node l = s[pk::step::loop]) {
+    if (m.cuda)
+      throw Error(cat(what, ": a loop on a cuda plan (loops are for cpu plans)"));
+    if (st.kind != "loop" || !st.symbol.empty())
+      throw Error(cat(what, ": only a built-in loop step has a loop"));
+    st.bodySteps = readInt(l, pk::loop::body_steps, what + ": loop", 0, kInt64Max);
+    for (const char *key : {pk::loop::state, pk::loop::next})
+      for (const YAML::Node &id :
+           needSequence(need(l, key, what + ": loop"), cat(what, ": loop.", key))) {
         auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
         if (it == byId.end())
-          throw Error(cat(what, " uses unknown buffer ", id.IsScalar() ? id.Scalar() : "?"));
-        // Inputs are the caller's const memory: no step may write them.
-        if (std::string(key) == "outputs" &&
-            m.buffers[m.buffers[it->second].storage].kind == aicf::BufferKind::Input)
-          throw Error(cat(what, " writes input buffer ", id.Scalar()));
-        st.args.push_back(it->second);
+          throw Error(cat(what, ": loop.", key, " names unknown buffer ",
+                          id.IsScalar() ? id.Scalar() : "?"));
+        (key == pk::loop::state ? st.state : st.next).push_back(it->second);
       }
-      if (std::string(key) == "inputs")
-        st.numInputs = st.args.size();
-    }
-    if (const YAML::Node g = s["guard"]) { // a branch chosen at run time (host plans)
-      if (m.cuda)
-        throw Error(cat(what, ": a guard on a cuda plan (guards are for cpu plans)"));
-      YAML::Node id = need(g, "buffer", what + ": guard");
-      auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
-      if (it == byId.end() || m.buffers[it->second].dtype != "bool" ||
-          m.buffers[it->second].bytes != 1)
-        throw Error(cat(what, ": guard buffer ", id.IsScalar() ? id.Scalar() : "?",
-                        " is not a one-element bool buffer"));
-      st.guard = it->second;
-      try {
-        st.guardWhen = need(g, "when", what + ": guard").as<bool>();
-      } catch (const YAML::Exception &) {
-        throw Error(cat(what, ": guard.when is not true or false"));
-      }
-    }
-    if (const YAML::Node l = s["loop"]) { // a loop kept at run time (host plans)
-      if (m.cuda)
-        throw Error(cat(what, ": a loop on a cuda plan (loops are for cpu plans)"));
-      if (st.kind != "loop" || !st.symbol.empty())
-        throw Error(cat(what, ": only a built-in loop step has a loop"));
-      st.bodySteps = readInt(l, "body_steps", what + ": loop", 0, kInt64Max);
-      for (const char *key : {"state", "next"})
-        for (const YAML::Node &id :
-             needSequence(need(l, key, what + ": loop"), cat(what, ": loop.", key))) {
-          auto it = id.IsScalar() ? byId.find(id.Scalar()) : byId.end();
-          if (it == byId.end())
-            throw Error(cat(what, ": loop.", key, " names unknown buffer ",
-                            id.IsScalar() ? id.Scalar() : "?"));
-          (std::string(key) == "state" ? st.state : st.next).push_back(it->second);
-        }
-    }
-    if (const YAML::Node f = s["fail"]) { // a branch that cannot run at these shapes
-      if (m.cuda)
-        throw Error(cat(what, ": a fail step on a cuda plan (fail steps are for cpu plans)"));
-      if (st.kind != "fail" || !st.symbol.empty())
-        throw Error(cat(what, ": only a built-in fail step has a fail"));
-      st.fails = true;
-      st.failMessage = readString(f, "message", what + ": fail");
-    }
-    if (st.bodySteps >= 0) {
-      // checked with the other steps in checkLoops
-    } else if (st.fails) {
-      // It would fail every run unless its branch is skipped.
-      if (st.guard < 0 || st.numInputs != 0)
-        throw Error(cat(what, ": a fail step needs a guard and no inputs"));
-    } else if (st.kind == "copy" && st.symbol.empty()) {
-      if (st.args.size() != 2 || st.numInputs != 1 ||
-          m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
-        throw Error("a copy step needs one input and one output of equal size");
-    } else if (m.cuda) {
-      std::string launcher = "aicf_launch_" + st.symbol;
-      st.launch = reinterpret_cast<LaunchFn>(dlsym(m.so, launcher.c_str()));
-      if (!st.launch)
-        throw Error(cat("launcher ", launcher, " is missing from ", soPath));
+  }
+  if (const YAML::Node f = s[pk::step::fail]) {
+    if (m.cuda)
+      throw Error(cat(what, ": a fail step on a cuda plan (fail steps are for cpu plans)"));
+    if (st.kind != "fail" || !st.symbol.empty())
+      throw Error(cat(what, ": only a built-in fail step has a fail"));
+    st.fails = true;
+    st.failMessage = readString(f, pk::fail::message, what + ": fail");
+  }
+}
+
+// A host kernel step's launch: the grid's blocks (a kernel without grid axes is one block), the
+// pool's chunks, the dims argument and the dispatch group.
+void readHostLaunch(const aicf_model &m, const YAML::Node &s, const std::string &what, Step &st) {
+  YAML::Node launch = need(s, pk::step::launch, what);
+  std::map<std::string, int64_t> opt, top;
+  for (const aicf::DimRange &r : m.dims) {
+    opt[r.name] = r.opt;
+    top[r.name] = r.max;
+  }
+  bool symbolic = false;
+  std::vector<aicf::SymExtent> ext;
+  for (const YAML::Node &e :
+       needSequence(need(launch, pk::launch::grid, what + ": launch"), what + ": launch.grid")) {
+    int64_t v = 0;
+    if (!m.dims.empty() && e.IsScalar() && !YAML::convert<int64_t>::decode(e, v)) {
+      std::string why;
+      auto x = aicf::SymExtent::parse(e.Scalar(), &why);
+      auto hi = x ? x->eval(top) : std::nullopt;
+      if (!x || !hi || !x->num.monotone() || *hi > kMaxDim)
+        throw Error(cat(what, ": launch.grid extent '", e.Scalar(),
+                        "': ", x ? "names an unknown dim or has no bound" : why));
+      ext.push_back(*x);
+      symbolic = true;
+      v = *x->eval(opt);
     } else {
-      st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
-      if (!st.fn)
-        throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
-      // The grid's blocks (a kernel without grid axes is one block) and the pool's chunks.
-      YAML::Node launch = need(s, "launch", what);
-      std::map<std::string, int64_t> opt, top;
-      for (const aicf::DimRange &r : m.dims) {
-        opt[r.name] = r.opt;
-        top[r.name] = r.max;
-      }
-      bool symbolic = false;
-      std::vector<aicf::SymExtent> ext;
-      for (const YAML::Node &e :
-           needSequence(need(launch, "grid", what + ": launch"), what + ": launch.grid")) {
-        int64_t v = 0;
-        if (!m.dims.empty() && e.IsScalar() && !YAML::convert<int64_t>::decode(e, v)) {
-          std::string why;
-          auto x = aicf::SymExtent::parse(e.Scalar(), &why);
-          auto hi = x ? x->eval(top) : std::nullopt;
-          if (!x || !hi || !x->num.monotone() || *hi > kMaxDim)
-            throw Error(cat(what, ": launch.grid extent '", e.Scalar(),
-                            "': ", x ? "names an unknown dim or has no bound" : why));
-          ext.push_back(*x);
-          symbolic = true;
-          v = *x->eval(opt);
-        } else {
-          v = toInt(e, what + ": launch.grid extent", 1, kMaxDim);
-          ext.push_back(aicf::SymExtent{aicf::SymExpr(v), 1});
-        }
-        if (__builtin_mul_overflow(st.blocks, v, &st.blocks))
-          throw Error(cat(what, ": launch.grid overflows"));
-      }
-      // A symbolic grid's blocks at the opt point (what chunks was planned for).
-      st.chunks = readInt(
-          launch, "chunks", what + ": launch", 1,
-          std::max<int64_t>(1, std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks)));
-      if (symbolic) {
-        st.symGrid = std::move(ext);
-        st.chunkBlocks = std::max<int64_t>(1, (st.blocks + st.chunks - 1) / st.chunks);
-      }
-      if (launch["dims"]) {
-        if (m.dims.empty())
-          throw Error(cat(what, ": launch.dims without plan dims"));
-        st.dims = true;
-      }
-      if (launch["group"])
-        st.group = static_cast<int>(
-            readInt(launch, "group", what + ": launch", 0, static_cast<int64_t>(m.steps.size())));
+      v = toInt(e, what + ": launch.grid extent", 1, kMaxDim);
+      ext.push_back(aicf::SymExtent{aicf::SymExpr(v), 1});
     }
+    if (__builtin_mul_overflow(st.blocks, v, &st.blocks))
+      throw Error(cat(what, ": launch.grid overflows"));
+  }
+  // A symbolic grid's blocks at the opt point (what chunks was planned for).
+  st.chunks =
+      readInt(launch, pk::launch::chunks, what + ": launch", 1,
+              std::max<int64_t>(1, std::min<int64_t>(st.blocks, aicf::rt::ThreadPool::kMaxChunks)));
+  if (symbolic) {
+    st.symGrid = std::move(ext);
+    st.chunkBlocks = std::max<int64_t>(1, (st.blocks + st.chunks - 1) / st.chunks);
+  }
+  if (launch[pk::launch::dims]) {
+    if (m.dims.empty())
+      throw Error(cat(what, ": launch.dims without plan dims"));
+    st.dims = true;
+  }
+  if (launch[pk::launch::group])
+    st.group = static_cast<int>(readInt(launch, pk::launch::group, what + ": launch", 0,
+                                        static_cast<int64_t>(m.steps.size())));
+}
+
+// One entry of `steps`, its kernel looked up in libmodel.so.
+Step readStep(const aicf_model &m, const YAML::Node &s, const std::map<std::string, int> &byId,
+              const std::string &soPath) {
+  Step st;
+  st.kind = readString(s, pk::step::kind, "a step");
+  st.symbol = readString(s, pk::step::kind_id, "a step");
+  std::string what = "step " + (st.symbol.empty() ? st.kind : st.symbol);
+  readStepArgs(m, s, byId, what, st);
+  readControl(m, s, byId, what, st);
+  if (st.bodySteps >= 0) {
+    // checked with the other steps in checkLoops
+  } else if (st.fails) {
+    // It would fail every run unless its branch is skipped.
+    if (st.guard < 0 || st.numInputs != 0)
+      throw Error(cat(what, ": a fail step needs a guard and no inputs"));
+  } else if (st.kind == "copy" && st.symbol.empty()) {
+    if (st.args.size() != 2 || st.numInputs != 1 ||
+        m.buffers[st.args[0]].bytes != m.buffers[st.args[1]].bytes)
+      throw Error("a copy step needs one input and one output of equal size");
+  } else if (m.cuda) {
+    std::string launcher = "aicf_launch_" + st.symbol;
+    st.launch = reinterpret_cast<LaunchFn>(dlsym(m.so, launcher.c_str()));
+    if (!st.launch)
+      throw Error(cat("launcher ", launcher, " is missing from ", soPath));
+  } else {
+    st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
+    if (!st.fn)
+      throw Error(cat("kernel ", st.symbol, " is missing from ", soPath));
+    readHostLaunch(m, s, what, st);
+  }
+  return st;
+}
+
+// Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
+// checks its kernels against the steps.
+void loadPlan(aicf_model &m, const YAML::Node &plan) {
+  if (!plan.IsMap() || !plan[pk::plan::schema] || !plan[pk::plan::schema].IsScalar() ||
+      plan[pk::plan::schema].Scalar() != aicf::kPlanSchema)
+    throw Error(cat("unsupported schema (expected ", aicf::kPlanSchema, ")"));
+  loadTarget(m, plan);
+  loadDims(m, plan);
+  std::map<std::string, int> byId;
+  loadBuffers(m, plan, byId);
+  placeBuffers(m, byId);
+  std::string soPath = m.dir + "/libmodel.so";
+  std::string expected = openLibrary(m, soPath);
+  std::string layout;
+  for (const YAML::Node &s : needSequence(plan[pk::plan::steps], "steps")) {
+    Step st = readStep(m, s, byId, soPath);
     if (st.fn || st.launch) {
       layout += st.symbol + ":";
       for (size_t a = 0; a < st.args.size(); ++a)
@@ -1086,9 +1038,13 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
   checkDataDims(m, byId);
   initShapes(m);
   // The argument count and byte size of every kernel call, as libmodel.so was compiled for.
-  if (layout != layoutFn())
+  if (layout != expected)
     throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
                     " (was the plan edited?)"));
+  // Every key is one of the schema's (support/plan_schema.def), a misspelt one refused; checked
+  // last, so that a malformed field the runtime reads is reported as such first.
+  if (std::string why = aicf::checkPlanKeys(plan); !why.empty())
+    throw Error(cat(why, " (not a field of ", aicf::kPlanSchema, ")"));
 }
 
 void load(aicf_model &m) {

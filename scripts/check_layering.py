@@ -21,7 +21,8 @@ DEPS = {
     'backend/cuda': ['backend/c', 'plan'],
     'driver': ['plan', 'backend/host', 'backend/cuda', 'frontend'],
     # support/sym_expr.h (compiled into the runtime, CMakeLists.txt) and the header-only
-    # support/buffer_kind.h and support/enum_names.h only
+    # support/buffer_kind.h, support/enum_names.h, support/plan_schema.h and support/plan_yaml.h
+    # only
     'runtime': ['support'],
 }
 

@@ -32,7 +32,8 @@ TEST_CASE("profile: steps far above their prediction are marked, with their shar
   fs::remove_all(out);
   std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string(), log;
   fs::path model = fs::path(AICF_TESTDATA) / "models" / "cnn_op17" / "model.onnx";
-  REQUIRE_MESSAGE(sh(aicfc + " '" + model.string() + "' -o '" + out.string() + "'", &log) == 0, log);
+  REQUIRE_MESSAGE(sh(aicfc + " '" + model.string() + "' -o '" + out.string() + "'", &log) == 0,
+                  log);
   std::string profile = run + " '" + out.string() + "' --random --profile --threads 1";
 
   REQUIRE_MESSAGE(sh(profile, &log) == 0, log);
