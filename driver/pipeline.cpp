@@ -61,6 +61,9 @@ const std::vector<PipelineEntry> &pipeline() {
       // Fuse into contractions.
       {"fold-batch-norm", P::GraphPasses, K::GraphPass, V::Graph,
        "batch norm into conv weights first, so the conv's epilogue can take the activation"},
+      {"conv-transpose-as-conv", P::GraphPasses, K::GraphPass, V::Graph,
+       "after fold-batch-norm (the norm folds into the conv_transpose's weights first), before "
+       "fuse-epilogue: the 1x1 conv is a contraction like any other"},
       {"fuse-epilogue", P::GraphPasses, K::GraphPass, V::Graph,
        "after fold-batch-norm: the conv's epilogue takes the activation"},
       {"simplify", P::GraphPasses, K::GraphPass, V::Graph,

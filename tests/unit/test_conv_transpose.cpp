@@ -1,0 +1,89 @@
+// conv_transpose through the default pipeline (passes/conv_transpose_as_conv.cpp,
+// passes/fold_batch_norm.cpp): a decoder whose transposed convs tile their output (2x2 / stride
+// 2, one of them grouped, one followed by a batch_norm) compiles to 1x1 convs and pixel shuffles,
+// no conv_transpose step left, and an overlapping one (3x3 / stride 2) keeps its direct form; the
+// compiled host and GPU-planned folders match the interpreter on the original graph.
+#include "driver/compile.h"
+#include "driver/pipeline.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "passes/pass.h"
+#include "target/target.h"
+#include "tests/unit/compile_checks.h"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+using namespace aicf;
+
+namespace {
+
+const char *kDecoder = R"(graph @decoder(%x: f32[1,8,6,6]) -> (%y: f32[1,4,49,49]) {
+  %w1 = weight f32[8,16,2,2]
+  %b1 = weight f32[16]
+  %s = weight f32[16]
+  %t = weight f32[16]
+  %m = weight f32[16]
+  %v = weight f32[16]
+  %w2 = weight f32[16,1,2,2]
+  %w3 = weight f32[12,4,3,3]
+  %b3 = weight f32[4]
+  %u = conv_transpose(%x, %w1, %b1) {strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1}
+  %n = batch_norm(%u, %s, %t, %m, %v) {epsilon = 1e-05}
+  %r = relu(%n)
+  %g = conv_transpose(%r, %w2) {strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], group = 4}
+  %c = concat(%g, %g, %g) {axis = 1}
+  %y = conv_transpose(%c, %w3, %b3) {strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1}
+  return %y
+}
+)";
+
+std::unique_ptr<Graph> decoder() {
+  std::unique_ptr<Graph> g = parseGraph(kDecoder, "decoder.mcir");
+  graph_checks::fillWeights(*g, 7);
+  // Running variances must be positive.
+  for (Value *w : g->weights())
+    if (w->name() == "v") {
+      auto t = std::make_shared<Tensor>(w->type());
+      for (int64_t i = 0; i < t->numel(); ++i)
+        t->setDouble(i, 0.5 + 0.03 * static_cast<double>(i));
+      w->setData(t);
+    }
+  return g;
+}
+
+int count(const Graph &g, Op op) {
+  int n = 0;
+  for (const Node *node : g.nodes())
+    n += node->op() == op;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("conv_transpose: tiling ones become 1x1 convs, the overlapping one stays; all match") {
+  std::unique_ptr<Graph> original = decoder();
+  std::vector<Tensor> in = randomInputs(*original, 3);
+  std::vector<Tensor> want = interpret(*original, in);
+
+  std::unique_ptr<Graph> rewrittenGraph = original->clone();
+  Graph &g = *rewrittenGraph;
+  PassContext ctx;
+  runGraphPasses(g, ctx, PassManagerOptions{});
+  CHECK(count(g, Op::ConvTranspose) == 1); // the 3x3 / stride 2 one (overlapping taps)
+  CHECK(count(g, Op::BatchNorm) == 0);     // folded into the first conv_transpose's weights
+  CHECK(count(g, Op::Conv) == 2);
+  std::vector<Tensor> rewritten = interpret(g, in);
+  graph_checks::checkClose(rewritten.at(0), want.at(0));
+
+  for (std::string plan : {"cpu", "cuda:sm_90"}) {
+    CAPTURE(plan);
+    CompileOptions opts;
+    if (plan != "cpu")
+      opts.planFor = Target::parseSpec(plan);
+    std::vector<Tensor> got = compile_checks::compileRun(g, opts, in, "aicf_conv_transpose_");
+    graph_checks::checkClose(got.at(0), want.at(0));
+  }
+}
