@@ -1,4 +1,5 @@
-// The Graph IR text parser (the printer, ir/printer.cpp, writes the same format).
+// The Graph IR text parser (the printer, ir/printer.cpp, writes the same format). Its tokens
+// come from ir/text_lexer.h, the lexer the Kernel IR parser shares (the Graph dialect).
 //
 // The format ("MCIR" text), by example (the printer writes one node per line; the parser does
 // not care about line breaks):
@@ -59,6 +60,7 @@
 #include "ir/infer_sym.h"
 
 #include "ir/op_registry.h"
+#include "ir/text_lexer.h"
 #include "ir/verifier.h"
 #include "support/half.h"
 
@@ -73,49 +75,11 @@ namespace aicf {
 
 namespace {
 
+using namespace text;
+
 // Largest weight the parser zero-fills when the text gives no literal (1 GiB).
 constexpr int64_t kMaxZeroFilledBytes = int64_t(1) << 30;
 
-enum class Tok {
-  Eof,
-  Ident,  // graph, weight, f32, layer_norm, inf, ...
-  Value,  // %name (text: the name)
-  Global, // @name (text: the name)
-  Int,    // -12
-  Float,  // 1.5e-3
-  String, // "..." (text: decoded)
-  LParen,
-  RParen,
-  LBracket,
-  RBracket,
-  LBrace,
-  RBrace,
-  Comma,
-  Colon,
-  Equal,
-  Arrow,
-  Question,
-  Minus,
-  Star,
-  Plus,
-};
-
-struct Token {
-  Tok kind = Tok::Eof;
-  std::string text;
-  int line = 0;
-  int col = 0;
-};
-
-bool isDigit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool isIdentStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-bool isIdentChar(char c) {
-  return isIdentStart(c) || isDigit(c) || c == '.';
-}
 bool isIdentifier(const std::string &s) {
   return !s.empty() && isIdentStart(s[0]);
 }
@@ -128,232 +92,6 @@ bool isAllDigits(const std::string &s) {
   return true;
 }
 
-// Printable form of a piece of input for messages: short, ASCII, escapes for anything else.
-std::string excerpt(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i == 40) {
-      out += "...";
-      break;
-    }
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char *hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    }
-  }
-  return out;
-}
-
-std::string describe(const Token &t) {
-  switch (t.kind) {
-  case Tok::Eof: return "end of file";
-  case Tok::Value: return "'%" + excerpt(t.text) + "'";
-  case Tok::Global: return "'@" + excerpt(t.text) + "'";
-  case Tok::String: return "string \"" + excerpt(t.text) + "\"";
-  default: return "'" + excerpt(t.text) + "'";
-  }
-}
-
-class Lexer {
-public:
-  Lexer(std::string_view src, const std::string &file, int firstLine)
-      : src_(src), file_(file), line_(firstLine) {}
-
-  Token next() {
-    skipBlanks();
-    Token t;
-    t.line = line_;
-    t.col = col_;
-    if (i_ >= src_.size())
-      return t;
-    char c = src_[i_];
-    size_t start = i_;
-    auto single = [&](Tok k) {
-      advance();
-      t.kind = k;
-      t.text = std::string(src_.substr(start, 1));
-      return t;
-    };
-    switch (c) {
-    case '(': return single(Tok::LParen);
-    case ')': return single(Tok::RParen);
-    case '[': return single(Tok::LBracket);
-    case ']': return single(Tok::RBracket);
-    case '{': return single(Tok::LBrace);
-    case '}': return single(Tok::RBrace);
-    case ',': return single(Tok::Comma);
-    case ':': return single(Tok::Colon);
-    case '=': return single(Tok::Equal);
-    case '?': return single(Tok::Question);
-    case '*': return single(Tok::Star);
-    case '+': return single(Tok::Plus);
-    case '"': return lexString(t);
-    case '%':
-    case '@': {
-      advance();
-      while (i_ < src_.size() && isIdentChar(src_[i_]))
-        advance();
-      t.kind = c == '%' ? Tok::Value : Tok::Global;
-      t.text = std::string(src_.substr(start + 1, i_ - start - 1));
-      if (t.text.empty())
-        fail(t, cat("expected a name after '", c, "'"));
-      return t;
-    }
-    case '-':
-      if (i_ + 1 < src_.size() && src_[i_ + 1] == '>') {
-        advance();
-        advance();
-        t.kind = Tok::Arrow;
-        t.text = "->";
-        return t;
-      }
-      if (i_ + 1 < src_.size() && isDigit(src_[i_ + 1]))
-        return lexNumber(t);
-      return single(Tok::Minus);
-    default: break;
-    }
-    if (isDigit(c))
-      return lexNumber(t);
-    if (isIdentStart(c)) {
-      while (i_ < src_.size() && isIdentChar(src_[i_]))
-        advance();
-      t.kind = Tok::Ident;
-      t.text = std::string(src_.substr(start, i_ - start));
-      return t;
-    }
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f)
-      fail(t, cat("unexpected character '", c, "'"));
-    fail(t, cat("unexpected byte 0x", excerpt(std::string_view(&c, 1)).substr(2)));
-  }
-
-  [[noreturn]] void fail(const Token &at, const std::string &msg) const {
-    throw ParseError(SourcePos{file_, at.line, at.col}, msg);
-  }
-
-private:
-  void advance() {
-    if (src_[i_] == '\n') {
-      ++line_;
-      col_ = 1;
-    } else {
-      ++col_;
-    }
-    ++i_;
-  }
-
-  void skipBlanks() {
-    while (i_ < src_.size()) {
-      char c = src_[i_];
-      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
-        advance();
-      } else if (c == '/' && i_ + 1 < src_.size() && src_[i_ + 1] == '/') {
-        while (i_ < src_.size() && src_[i_] != '\n')
-          advance();
-      } else {
-        return;
-      }
-    }
-  }
-
-  Token &lexNumber(Token &t) {
-    size_t start = i_;
-    if (src_[i_] == '-')
-      advance();
-    while (i_ < src_.size() && isDigit(src_[i_]))
-      advance();
-    bool isFloat = false;
-    if (i_ < src_.size() && src_[i_] == '.') {
-      isFloat = true;
-      advance();
-      while (i_ < src_.size() && isDigit(src_[i_]))
-        advance();
-    }
-    if (i_ < src_.size() && (src_[i_] == 'e' || src_[i_] == 'E')) {
-      size_t j = i_ + 1;
-      if (j < src_.size() && (src_[j] == '+' || src_[j] == '-'))
-        ++j;
-      if (j < src_.size() && isDigit(src_[j])) {
-        isFloat = true;
-        while (i_ < j)
-          advance();
-        while (i_ < src_.size() && isDigit(src_[i_]))
-          advance();
-      }
-    }
-    t.kind = isFloat ? Tok::Float : Tok::Int;
-    t.text = std::string(src_.substr(start, i_ - start));
-    return t;
-  }
-
-  Token &lexString(Token &t) {
-    advance(); // opening quote
-    std::string s;
-    while (true) {
-      if (i_ >= src_.size() || src_[i_] == '\n')
-        fail(t, "unterminated string");
-      char c = src_[i_];
-      if (c == '"') {
-        advance();
-        break;
-      }
-      if (static_cast<unsigned char>(c) < 0x20) {
-        Token at{Tok::String, "", line_, col_};
-        fail(at, "control character in string (write it as \\xHH)");
-      }
-      if (c != '\\') {
-        s += c;
-        advance();
-        continue;
-      }
-      Token at{Tok::String, "", line_, col_};
-      advance();
-      if (i_ >= src_.size())
-        fail(t, "unterminated string");
-      char e = src_[i_];
-      advance();
-      switch (e) {
-      case '"': s += '"'; break;
-      case '\\': s += '\\'; break;
-      case 'n': s += '\n'; break;
-      case 't': s += '\t'; break;
-      case 'r': s += '\r'; break;
-      case 'x': {
-        int v = 0;
-        for (int k = 0; k < 2; ++k) {
-          char h = i_ < src_.size() ? src_[i_] : '\0';
-          int d = isDigit(h)               ? h - '0'
-                  : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                  : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                           : -1;
-          if (d < 0)
-            fail(at, "\\x in a string needs two hex digits");
-          v = v * 16 + d;
-          advance();
-        }
-        s += static_cast<char>(v);
-        break;
-      }
-      default: fail(at, cat("unknown escape '\\", excerpt(std::string_view(&e, 1)), "' in string"));
-      }
-    }
-    t.kind = Tok::String;
-    t.text = std::move(s);
-    return t;
-  }
-
-  std::string_view src_;
-  const std::string &file_;
-  size_t i_ = 0;
-  int line_;
-  int col_ = 1;
-};
-
 // A name used as an operand before it was defined (allowed only with written result types).
 struct ForwardRef {
   Node *node;
@@ -361,51 +99,20 @@ struct ForwardRef {
   Token tok;
 };
 
-class Parser {
+class Parser : TokenCursor {
 public:
   Parser(std::string_view src, const std::string &file, int firstLine)
-      : lex_(src, file, firstLine), file_(file) {
-    tok_ = lex_.next();
-  }
+      : TokenCursor(src, file, firstLine, LexDialect::Graph, Mode::Streaming) {}
 
   std::unique_ptr<Graph> parseOneGraph() {
     auto g = parseGraphBody();
-    if (tok_.kind != Tok::Eof)
-      failHere(cat("expected end of input after the graph, got ", describe(tok_),
+    if (tok().kind != Tok::Eof)
+      failHere(cat("expected end of input after the graph, got ", describe(tok()),
                    " (separate graphs with a line '// -----')"));
     return g;
   }
 
 private:
-  // ---- token helpers ---------------------------------------------------------------------------
-  void consume() { tok_ = lex_.next(); }
-  bool at(Tok k) const { return tok_.kind == k; }
-  bool atIdent(std::string_view kw) const { return tok_.kind == Tok::Ident && tok_.text == kw; }
-  SourcePos posOf(const Token &t) const { return SourcePos{file_, t.line, t.col}; }
-  [[noreturn]] void failAt(const Token &t, const std::string &msg) const { lex_.fail(t, msg); }
-  [[noreturn]] void failHere(const std::string &msg) const { failAt(tok_, msg); }
-  [[noreturn]] void failExpected(const std::string &what) const {
-    failHere(cat("expected ", what, ", got ", describe(tok_)));
-  }
-  Token expect(Tok k, const char *what) {
-    if (!at(k))
-      failExpected(what);
-    Token t = tok_;
-    consume();
-    return t;
-  }
-  void expectIdent(std::string_view kw) {
-    if (!atIdent(kw))
-      failExpected(cat("'", kw, "'"));
-    consume();
-  }
-  bool accept(Tok k) {
-    if (!at(k))
-      return false;
-    consume();
-    return true;
-  }
-
   // ---- numbers ---------------------------------------------------------------------------------
   int64_t parseIntText(const Token &t) const {
     int64_t v = 0;
@@ -429,7 +136,7 @@ private:
   template <typename F>
   bool parseFloatScalar(F &out) {
     if (at(Tok::Int) || at(Tok::Float)) {
-      out = parseFloatText<F>(tok_);
+      out = parseFloatText<F>(tok());
       consume();
       return true;
     }
@@ -454,7 +161,7 @@ private:
   TensorType parseType() {
     if (!at(Tok::Ident))
       failExpected("a type such as f32[2,3]");
-    Token dt = tok_;
+    Token dt = tok();
     auto dtype = parseDType(dt.text);
     if (!dtype)
       failAt(dt, cat("unknown dtype '", excerpt(dt.text), "'"));
@@ -468,14 +175,14 @@ private:
     if (!at(Tok::RBracket)) {
       while (true) {
         // An integer followed by an operator starts a symbolic dim ("2*seq+1", as printed).
-        Token first = tok_;
+        Token first = tok();
         std::string text;
         bool plain = false; // a plain integer dim, done
         if (at(Tok::Int)) {
-          int64_t d = parseIntText(tok_);
+          int64_t d = parseIntText(tok());
           consume();
           bool more = at(Tok::Star) || at(Tok::Plus) || at(Tok::Minus) ||
-                      (at(Tok::Int) && !tok_.text.empty() && tok_.text[0] == '-');
+                      (at(Tok::Int) && !tok().text.empty() && tok().text[0] == '-');
           if (more) {
             text = first.text;
           } else {
@@ -491,10 +198,10 @@ private:
         } else if (!text.empty() || at(Tok::Ident)) {
           // A symbolic dim: an expression in the graph's dims ("batch", "3*seq", "seq+1").
           if (text.empty())
-            first = tok_;
+            first = tok();
           while (at(Tok::Ident) || at(Tok::Int) || at(Tok::Star) || at(Tok::Plus) ||
                  at(Tok::Minus)) {
-            text += tok_.text;
+            text += tok().text;
             consume();
           }
           std::string why;
@@ -518,7 +225,7 @@ private:
           t.shape.push_back(kDynamicDim);
           names.emplace_back();
           if (at(Tok::Ident)) {
-            names.back() = tok_.text;
+            names.back() = tok().text;
             named = true;
             consume();
           }
@@ -547,12 +254,12 @@ private:
   // ---- attributes ------------------------------------------------------------------------------
   AttrValue parseAttrValue() {
     if (at(Tok::String)) {
-      std::string s = tok_.text;
+      std::string s = tok().text;
       consume();
       return s;
     }
     if (at(Tok::Int)) {
-      int64_t v = parseIntText(tok_);
+      int64_t v = parseIntText(tok());
       consume();
       return v;
     }
@@ -563,9 +270,9 @@ private:
       failExpected("an attribute value");
     consume();
     if (accept(Tok::Colon)) { // [:f] [:s] [:i]
-      if (!at(Tok::Ident) || (tok_.text != "f" && tok_.text != "s" && tok_.text != "i"))
+      if (!at(Tok::Ident) || (tok().text != "f" && tok().text != "s" && tok().text != "i"))
         failExpected("'f', 's' or 'i' in a typed empty list");
-      char kind = tok_.text[0];
+      char kind = tok().text[0];
       consume();
       expect(Tok::RBracket, "']'");
       if (kind == 'f')
@@ -584,11 +291,11 @@ private:
           failHere("nested lists are not supported");
         if (at(Tok::String)) {
           anyString = true;
-          strs.push_back(tok_.text);
+          strs.push_back(tok().text);
           consume();
         } else if (at(Tok::Int)) {
           anyNumber = true;
-          int64_t v = parseIntText(tok_);
+          int64_t v = parseIntText(tok());
           ints.push_back(v);
           floats.push_back(static_cast<double>(v));
           consume();
@@ -642,7 +349,7 @@ private:
     while (true) {
       if (!at(Tok::Ident))
         failExpected("an attribute name");
-      Token key = tok_;
+      Token key = tok();
       consume();
       expect(Tok::Equal, "'=' after the attribute name");
       AttrValue v = parseAttrValue();
@@ -661,7 +368,7 @@ private:
     expect(Tok::LParen, "'(' after 'loc'");
     Location loc;
     if (at(Tok::String)) {
-      loc.origins.push_back(tok_.text);
+      loc.origins.push_back(tok().text);
       consume();
     } else if (atIdent("fused")) {
       consume();
@@ -688,9 +395,9 @@ private:
     while (true) {
       if (!at(Tok::Ident))
         failExpected("a property name");
-      auto p = parseProperty(tok_.text);
+      auto p = parseProperty(tok().text);
       if (!p)
-        failHere(cat("unknown property '", excerpt(tok_.text), "'"));
+        failHere(cat("unknown property '", excerpt(tok().text), "'"));
       props.add(*p);
       consume();
       if (accept(Tok::RBracket))
@@ -736,7 +443,7 @@ private:
           expect(Tok::Comma, "',' in the dim's [min, max, opt]");
         if (!at(Tok::Int))
           failExpected("an integer in the dim's [min, max, opt]");
-        v[k] = parseIntText(tok_);
+        v[k] = parseIntText(tok());
         consume();
       }
       expect(Tok::RBracket, "']' after the dim's [min, max, opt]");
@@ -804,7 +511,7 @@ private:
         failExpected("a statement ('%name = ...' or 'return')");
       parseStatement();
     }
-    Token ret = tok_;
+    Token ret = tok();
     consume();
     std::vector<Token> returned;
     if (at(Tok::Value)) {
@@ -856,7 +563,7 @@ private:
     }
     if (!at(Tok::Ident))
       failExpected("an op name or 'weight'");
-    Token opTok = tok_;
+    Token opTok = tok();
     auto op = opByName(opTok.text);
     if (!op)
       failHere(cat("unknown op '", excerpt(opTok.text), "'"));
@@ -870,7 +577,7 @@ private:
       failAt(results[1], "a weight defines exactly one value");
     const Token &name = results[0];
     checkFreshIdentifier(name, "weight");
-    Token typeTok = tok_;
+    Token typeTok = tok();
     TensorType t = parseType();
     if (!t.isStatic())
       failAt(typeTok, cat("weight type ", t.str(), " must be static"));
@@ -949,12 +656,12 @@ private:
   int64_t parseElementInt(DType t) const {
     if (t == DType::U64) {
       uint64_t u = 0;
-      auto res = std::from_chars(tok_.text.data(), tok_.text.data() + tok_.text.size(), u);
-      if (res.ec != std::errc() || res.ptr != tok_.text.data() + tok_.text.size())
-        failHere(cat("value ", excerpt(tok_.text), " does not fit u64"));
+      auto res = std::from_chars(tok().text.data(), tok().text.data() + tok().text.size(), u);
+      if (res.ec != std::errc() || res.ptr != tok().text.data() + tok().text.size())
+        failHere(cat("value ", excerpt(tok().text), " does not fit u64"));
       return static_cast<int64_t>(u);
     }
-    int64_t v = parseIntText(tok_);
+    int64_t v = parseIntText(tok());
     auto in = [v](int64_t lo, int64_t hi) { return v >= lo && v <= hi; };
     bool fits = t == DType::I64 || (t == DType::I32 && in(INT32_MIN, INT32_MAX)) ||
                 (t == DType::I16 && in(INT16_MIN, INT16_MAX)) ||
@@ -1092,9 +799,6 @@ private:
     return types;
   }
 
-  Lexer lex_;
-  const std::string &file_;
-  Token tok_;
   Graph *g_ = nullptr;
   std::map<std::string, Value *> values_;
   std::vector<ForwardRef> forwardRefs_;

@@ -1,4 +1,7 @@
 // The Kernel IR text parser (kir_parser.h); the printer, kir_printer.cpp, writes the same format.
+// Its tokens come from ir/text_lexer.h, the lexer the Graph IR parser shares (the Kernel
+// dialect), cut up front: block_reduce looks ahead at its field lines, and keywords are told
+// from names by the token after them.
 //
 // Grammar (whitespace and newlines are not significant; `//` starts a comment to end of line and
 // is skipped; `#` starts a Comment statement, kept in the kernel):
@@ -52,6 +55,7 @@
 // every token consumes input, and numbers are range-checked.
 #include "kir/kir_parser.h"
 
+#include "ir/text_lexer.h"
 #include "support/diagnostics.h"
 
 #include <charconv>
@@ -64,260 +68,9 @@ namespace aicf::kir {
 
 namespace {
 
+using namespace ::aicf::text;
+
 constexpr int kMaxDepth = 200;
-
-enum class Tok {
-  Eof,
-  Ident,
-  Global, // @name
-  Int,    // digits (no sign; the parser folds a leading '-')
-  Float,  // digits with '.' or an exponent
-  Comment,
-  LParen,
-  RParen,
-  LBracket,
-  RBracket,
-  LBrace,
-  RBrace,
-  Comma,
-  Colon,
-  Equal,
-  DotDot,
-  Arrow,
-  PlusEq,
-  Plus,
-  Minus,
-  Star,
-  Slash,
-  Percent,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  EqEq,
-  Ne,
-  AndAnd,
-  OrOr,
-  Bang,
-};
-
-struct Token {
-  Tok kind = Tok::Eof;
-  std::string text; // Comment: the text after "# "
-  int line = 0;
-  int col = 0;
-};
-
-bool isDigit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool isIdentStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-bool isIdentChar(char c) {
-  return isIdentStart(c) || isDigit(c);
-}
-
-// Printable form of a piece of input for messages: short, ASCII, escapes for anything else.
-std::string excerpt(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i == 40) {
-      out += "...";
-      break;
-    }
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char *hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    }
-  }
-  return out;
-}
-
-std::string describe(const Token &t) {
-  switch (t.kind) {
-  case Tok::Eof: return "end of file";
-  case Tok::Global: return "'@" + excerpt(t.text) + "'";
-  case Tok::Comment: return "a '#' comment";
-  default: return "'" + excerpt(t.text) + "'";
-  }
-}
-
-// Cuts the whole text into tokens up front: block_reduce looks ahead at its field lines, and
-// keywords are told from names by the token after them.
-class Lexer {
-public:
-  Lexer(std::string_view src, const std::string &file, int firstLine)
-      : src_(src), file_(file), line_(firstLine) {}
-
-  std::vector<Token> all() {
-    std::vector<Token> out;
-    while (true) {
-      out.push_back(next());
-      if (out.back().kind == Tok::Eof)
-        return out;
-    }
-  }
-
-private:
-  [[noreturn]] void fail(const Token &at, const std::string &msg) const {
-    throw ParseError(SourcePos{file_, at.line, at.col}, msg);
-  }
-
-  void advance() {
-    if (src_[i_] == '\n') {
-      ++line_;
-      col_ = 1;
-    } else {
-      ++col_;
-    }
-    ++i_;
-  }
-
-  bool peekIs(size_t ahead, char c) const {
-    return i_ + ahead < src_.size() && src_[i_ + ahead] == c;
-  }
-
-  void skipBlanks() {
-    while (i_ < src_.size()) {
-      char c = src_[i_];
-      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
-        advance();
-      } else if (c == '/' && peekIs(1, '/')) {
-        while (i_ < src_.size() && src_[i_] != '\n')
-          advance();
-      } else {
-        return;
-      }
-    }
-  }
-
-  Token next() {
-    skipBlanks();
-    Token t;
-    t.line = line_;
-    t.col = col_;
-    if (i_ >= src_.size())
-      return t;
-    size_t start = i_;
-    auto take = [&](Tok k, size_t n) {
-      for (size_t j = 0; j < n; ++j)
-        advance();
-      t.kind = k;
-      t.text = std::string(src_.substr(start, n));
-      return t;
-    };
-    char c = src_[i_];
-    switch (c) {
-    case '(': return take(Tok::LParen, 1);
-    case ')': return take(Tok::RParen, 1);
-    case '[': return take(Tok::LBracket, 1);
-    case ']': return take(Tok::RBracket, 1);
-    case '{': return take(Tok::LBrace, 1);
-    case '}': return take(Tok::RBrace, 1);
-    case ',': return take(Tok::Comma, 1);
-    case ':': return take(Tok::Colon, 1);
-    case '*': return take(Tok::Star, 1);
-    case '/': return take(Tok::Slash, 1);
-    case '%': return take(Tok::Percent, 1);
-    case '=': return peekIs(1, '=') ? take(Tok::EqEq, 2) : take(Tok::Equal, 1);
-    case '<': return peekIs(1, '=') ? take(Tok::Le, 2) : take(Tok::Lt, 1);
-    case '>': return peekIs(1, '=') ? take(Tok::Ge, 2) : take(Tok::Gt, 1);
-    case '!': return peekIs(1, '=') ? take(Tok::Ne, 2) : take(Tok::Bang, 1);
-    case '+': return peekIs(1, '=') ? take(Tok::PlusEq, 2) : take(Tok::Plus, 1);
-    case '-': return peekIs(1, '>') ? take(Tok::Arrow, 2) : take(Tok::Minus, 1);
-    case '.':
-      if (peekIs(1, '.'))
-        return take(Tok::DotDot, 2);
-      break;
-    case '&':
-      if (peekIs(1, '&'))
-        return take(Tok::AndAnd, 2);
-      break;
-    case '|':
-      if (peekIs(1, '|'))
-        return take(Tok::OrOr, 2);
-      break;
-    case '#': {
-      // The printer writes "# " + text; the one space after '#' is not part of the text.
-      advance();
-      if (peekIs(0, ' '))
-        advance();
-      size_t from = i_;
-      while (i_ < src_.size() && src_[i_] != '\n')
-        advance();
-      t.kind = Tok::Comment;
-      t.text = std::string(src_.substr(from, i_ - from));
-      return t;
-    }
-    case '@': {
-      advance();
-      size_t from = i_;
-      while (i_ < src_.size() && isIdentChar(src_[i_]))
-        advance();
-      if (i_ == from)
-        fail(t, "expected a kernel name after '@'");
-      t.kind = Tok::Global;
-      t.text = std::string(src_.substr(from, i_ - from));
-      return t;
-    }
-    default: break;
-    }
-    if (isDigit(c))
-      return lexNumber(t);
-    if (isIdentStart(c)) {
-      while (i_ < src_.size() && isIdentChar(src_[i_]))
-        advance();
-      t.kind = Tok::Ident;
-      t.text = std::string(src_.substr(start, i_ - start));
-      return t;
-    }
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f)
-      fail(t, cat("unexpected character '", c, "'"));
-    fail(t, cat("unexpected byte 0x", excerpt(std::string_view(&c, 1)).substr(2)));
-  }
-
-  Token &lexNumber(Token &t) {
-    size_t start = i_;
-    while (i_ < src_.size() && isDigit(src_[i_]))
-      advance();
-    bool isFloat = false;
-    // "0 .. 4" and "0..4": a '.' is a decimal point only before a digit.
-    if (i_ + 1 < src_.size() && src_[i_] == '.' && isDigit(src_[i_ + 1])) {
-      isFloat = true;
-      advance();
-      while (i_ < src_.size() && isDigit(src_[i_]))
-        advance();
-    }
-    if (i_ < src_.size() && (src_[i_] == 'e' || src_[i_] == 'E')) {
-      size_t j = i_ + 1;
-      if (j < src_.size() && (src_[j] == '+' || src_[j] == '-'))
-        ++j;
-      if (j < src_.size() && isDigit(src_[j])) {
-        isFloat = true;
-        while (i_ < j)
-          advance();
-        while (i_ < src_.size() && isDigit(src_[i_]))
-          advance();
-      }
-    }
-    t.kind = isFloat ? Tok::Float : Tok::Int;
-    t.text = std::string(src_.substr(start, i_ - start));
-    return t;
-  }
-
-  std::string_view src_;
-  const std::string &file_;
-  size_t i_ = 0;
-  int line_;
-  int col_ = 1;
-};
 
 std::optional<UnOp> unOpByName(const std::string &s) {
   static const std::map<std::string, UnOp> ops = {
@@ -355,10 +108,10 @@ std::optional<BinInfo> binOpOf(Tok k) {
   }
 }
 
-class Parser {
+class Parser : TokenCursor {
 public:
   Parser(std::string_view src, const std::string &file, int firstLine)
-      : file_(file), toks_(Lexer(src, file, firstLine).all()) {}
+      : TokenCursor(src, file, firstLine, LexDialect::Kernel, Mode::Ahead) {}
 
   std::vector<Kernel> parseAll(bool verify) {
     std::vector<Kernel> out;
@@ -375,40 +128,6 @@ public:
   }
 
 private:
-  // ---- token helpers ---------------------------------------------------------------------------
-  const Token &tok() const { return toks_[pos_]; }
-  const Token &peek(size_t n) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
-  void consume() {
-    if (pos_ + 1 < toks_.size())
-      ++pos_;
-  }
-  bool at(Tok k) const { return tok().kind == k; }
-  bool atIdent(std::string_view kw) const { return at(Tok::Ident) && tok().text == kw; }
-  [[noreturn]] void failAt(const Token &t, const std::string &msg) const {
-    throw ParseError(SourcePos{file_, t.line, t.col}, msg);
-  }
-  [[noreturn]] void failHere(const std::string &msg) const { failAt(tok(), msg); }
-  [[noreturn]] void failExpected(const std::string &what) const {
-    failHere(cat("expected ", what, ", got ", describe(tok())));
-  }
-  Token expect(Tok k, const char *what) {
-    if (!at(k))
-      failExpected(what);
-    Token t = tok();
-    consume();
-    return t;
-  }
-  void expectIdent(std::string_view kw) {
-    if (!atIdent(kw))
-      failExpected(cat("'", kw, "'"));
-    consume();
-  }
-  bool accept(Tok k) {
-    if (!at(k))
-      return false;
-    consume();
-    return true;
-  }
   std::string name(const char *what) { return expect(Tok::Ident, what).text; }
 
   // Nesting guard: statements and expressions recurse; the depth is bounded.
@@ -699,7 +418,7 @@ private:
     return body;
   }
 
-  bool atKeyword(std::string_view kw) const {
+  bool atKeyword(std::string_view kw) {
     return atIdent(kw) && peek(1).kind != Tok::Equal && peek(1).kind != Tok::LBracket;
   }
 
@@ -848,19 +567,19 @@ private:
     // The lets come first and may use a_FIELD / b_FIELD: read the field lines' types ahead.
     VarScope vars;
     int depth = 0;
-    for (size_t i = pos_; i < toks_.size() && toks_[i].kind != Tok::Eof; ++i) {
-      Tok k = toks_[i].kind;
+    for (size_t i = 0; peek(i).kind != Tok::Eof; ++i) {
+      Tok k = peek(i).kind;
       if (k == Tok::LBrace || k == Tok::LParen || k == Tok::LBracket)
         ++depth;
       else if (k == Tok::RBrace && depth == 0)
         break;
       else if (k == Tok::RBrace || k == Tok::RParen || k == Tok::RBracket)
         --depth;
-      else if (k == Tok::Colon && depth == 0 && i > pos_ && toks_[i - 1].kind == Tok::Ident &&
-               toks_[i + 1].kind == Tok::Ident)
-        if (std::optional<DType> dt = parseDType(toks_[i + 1].text)) {
-          vars["a_" + toks_[i - 1].text] = *dt;
-          vars["b_" + toks_[i - 1].text] = *dt;
+      else if (k == Tok::Colon && depth == 0 && i > 0 && peek(i - 1).kind == Tok::Ident &&
+               peek(i + 1).kind == Tok::Ident)
+        if (std::optional<DType> dt = parseDType(peek(i + 1).text)) {
+          vars["a_" + peek(i - 1).text] = *dt;
+          vars["b_" + peek(i - 1).text] = *dt;
         }
     }
     std::vector<VarScope> saved = std::move(scopes_);
@@ -1124,9 +843,6 @@ private:
     failAt(id, cat("unknown function '", excerpt(id.text), "'"));
   }
 
-  const std::string &file_;
-  std::vector<Token> toks_;
-  size_t pos_ = 0;
   int depth_ = 0;
   std::map<std::string, BufferP> buffers_;
   std::vector<VarScope> scopes_;

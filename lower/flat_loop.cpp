@@ -167,8 +167,4 @@ kir::E computeValue(kir::E v) {
   return v;
 }
 
-KnobSet SerialRecipe::canonicalKnobs(const KnobSet &k) const {
-  return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
-}
-
 } // namespace aicf::flatloop

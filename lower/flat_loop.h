@@ -1,12 +1,14 @@
 // Helpers shared by the pointwise, reduction, pooling and data-movement recipes
 // (lower/recipe_{pointwise,reduction,pooling,data_movement}.cpp): default knobs per plan
 // target, the flat "grid x threads x vector" loop over an output's elements and NaN-aware
-// min/max updates. (The writer of a group's outputs is storeGroupOutputs, lower/group_expr.h.)
+// min/max updates, and FlatLoopRecipe, the one base of the flat-loop recipe objects. (The writer
+// of a group's outputs is storeGroupOutputs, lower/group_expr.h.)
 #pragma once
 
 #include "lower/group_expr.h"
 #include "lower/lower.h"
 #include "lower/recipe.h"
+#include "lower/recipes.h"
 
 #include <functional>
 #include <optional>
@@ -73,27 +75,54 @@ kir::E orE(kir::E a, kir::E b);
 kir::E nanMaxUpdate(kir::E acc, kir::E x);
 kir::E nanMinUpdate(kir::E acc, kir::E x);
 
-// The planning shared by the serial recipes (non_zero, set_dim, non_max_suppression: one thread
-// walks the whole op, flatloop::buildSerial): FlatLoopKnobs, nothing to search, lineCostShape at
-// `cyclesPerStep` scalar cycles a step, over symbolic dims.
-class SerialRecipe : public Recipe {
+// How a flat-loop recipe's kernel walks its elements, for the planner and the cost model.
+struct Loop {
+  enum class Walk {
+    Elements, // build: threads x vec per block; the cost shape at hostCycles a host element
+              // (a gather computing a multi-index; 0: none)
+    Lines,    // buildLines: a line per thread, no vector loop; hostCycles a step of a line
+    Serial,   // buildSerial: one thread walks the op; nothing to search; hostCycles a step
+  };
+  Walk walk = Walk::Elements;
+  int64_t maxVec = 16; // Elements, Lines: the widest vector the candidates try
+  double hostCycles = 0;
+  // Registers per thread: registers + registersPerVec * vec.
+  int64_t registers = 0;
+  int64_t registersPerVec = 0;
+};
+
+// The one base of the recipes whose kernel is a flat loop: pointwise, data_movement, pooling
+// (build), scatter and top_k (buildLines), non_zero, set_dim, non_max_suppression and unique
+// (buildSerial). It holds what they share, from their Loop: the typed knobs K (canonicalKnobs),
+// the planner's candidates (flatloop::candidates at vec <= maxVec; none for a serial walk), the
+// cost shape (costShape, or lineCostShape for lines and serial walks) and the register estimate.
+// A serial walk runs over symbolic dims; the others say so themselves. Each recipe states its
+// name, what it lowers, its build, and overrides only what differs (pooling's host forms).
+template <class K = FlatLoopKnobs>
+class FlatLoopRecipe : public Recipe {
 public:
-  SerialRecipe(double cyclesPerStep, int64_t registers)
-      : cyclesPerStep_(cyclesPerStep), registers_(registers) {}
-  bool symbolicDims(const KernelGroup &) const override { return true; }
-  KnobSet canonicalKnobs(const KnobSet &k) const override;
-  std::vector<KnobSet> candidates(const kir::Kernel &, const Hardware &) const override {
-    return {};
+  explicit FlatLoopRecipe(Loop loop) : loop_(loop) {}
+  bool symbolicDims(const KernelGroup &) const override { return loop_.walk == Loop::Walk::Serial; }
+  KnobSet canonicalKnobs(const KnobSet &k) const override { return knobsToMap(knobsFromMap<K>(k)); }
+  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
+    if (loop_.walk == Loop::Walk::Serial)
+      return {};
+    return flatloop::candidates(d, hw, loop_.maxVec);
   }
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
-    return lineCostShape(k, hw, flops, cyclesPerStep_);
+    if (loop_.walk == Loop::Walk::Elements)
+      return flatloop::costShape(k, hw, flops, loop_.hostCycles);
+    return lineCostShape(k, hw, flops, loop_.hostCycles);
   }
-  int64_t registers(const kir::Kernel &) const override { return registers_; }
+  int64_t registers(const kir::Kernel &k) const override {
+    if (loop_.registersPerVec == 0)
+      return loop_.registers;
+    return loop_.registers + loop_.registersPerVec * knobOf(k, &K::vec, 1);
+  }
 
 private:
-  double cyclesPerStep_;
-  int64_t registers_;
+  Loop loop_;
 };
 
 } // namespace aicf::flatloop

@@ -208,11 +208,13 @@ private:
 };
 
 // Requires: a non_max_suppression anchor. Knobs: FlatLoopKnobs (one thread: buildSerial).
-// One serial walk (flatloop::SerialRecipe): ~4 scalar cycles a step (a score load and the
+// One serial walk (flatloop::FlatLoopRecipe): ~4 scalar cycles a step (a score load and the
 // order's compares; an IoU test, ~20 flops and branches, counts as a few steps).
-class NmsRecipe final : public flatloop::SerialRecipe {
+class NmsRecipe final : public flatloop::FlatLoopRecipe<> {
 public:
-  NmsRecipe() : flatloop::SerialRecipe(4.0, 40) {}
+  NmsRecipe()
+      : FlatLoopRecipe({.walk = flatloop::Loop::Walk::Serial, .hostCycles = 4.0, .registers = 40}) {
+  }
   const char *name() const override { return "non_max_suppression"; }
   bool lowers(const Node *a) const override { return a && a->op() == Op::NonMaxSuppression; }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {

@@ -140,11 +140,13 @@ kir::Kernel buildSetDim(const KernelGroup &g, const std::string &name, const Kno
   return k;
 }
 
-// The two plan as one serial walk (flatloop::SerialRecipe), ~3 scalar cycles a step (a load, a
-// compare, a branch; two stores a hit).
-class SerialRecipe : public flatloop::SerialRecipe {
+// The two plan as one serial walk (flatloop::FlatLoopRecipe), ~3 scalar cycles a step (a load,
+// a compare, a branch; two stores a hit).
+class SerialRecipe : public flatloop::FlatLoopRecipe<> {
 public:
-  SerialRecipe() : flatloop::SerialRecipe(3.0, 24) {}
+  SerialRecipe()
+      : FlatLoopRecipe({.walk = flatloop::Loop::Walk::Serial, .hostCycles = 3.0, .registers = 24}) {
+  }
 };
 
 // Requires: a non_zero anchor. Knobs: FlatLoopKnobs (one thread).

@@ -295,8 +295,9 @@ namespace {
 
 // Requires: no anchor (elementwise nodes only) or an inference batch_norm anchor (a per-channel
 // affine map). Knobs: FlatLoopKnobs.
-class PointwiseRecipe final : public Recipe {
+class PointwiseRecipe final : public flatloop::FlatLoopRecipe<> {
 public:
+  PointwiseRecipe() : FlatLoopRecipe({.maxVec = 16, .registers = 12, .registersPerVec = 2}) {}
   const char *name() const override { return "pointwise"; }
   bool writesInPlace() const override { return true; }
   bool lowers(const Node *a) const override { return !a || a->op() == Op::BatchNorm; }
@@ -305,19 +306,6 @@ public:
   bool symbolicDims(const KernelGroup &) const override { return true; }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipePointwise(g, n, k), name());
-  }
-  KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
-  }
-  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
-    return flatloop::candidates(d, hw, 16);
-  }
-  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
-                      int64_t flops) const override {
-    return flatloop::costShape(k, hw, flops, 0);
-  }
-  int64_t registers(const kir::Kernel &k) const override {
-    return 12 + 2 * knobOf(k, &FlatLoopKnobs::vec, 1);
   }
 };
 

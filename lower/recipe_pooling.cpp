@@ -470,8 +470,9 @@ kir::Kernel recipePooling(const KernelGroup &g, const std::string &name, const K
 namespace {
 
 // Requires: a max_pool / avg_pool anchor. Knobs: FlatLoopKnobs (vec at most 4).
-class PoolingRecipe final : public Recipe {
+class PoolingRecipe final : public flatloop::FlatLoopRecipe<PoolingKnobs> {
 public:
+  PoolingRecipe() : FlatLoopRecipe({.maxVec = 4, .registers = 10, .registersPerVec = 5}) {}
   const char *name() const override { return "pooling"; }
   bool lowers(const Node *a) const override {
     return a && (a->op() == Op::MaxPool || a->op() == Op::AvgPool || a->op() == Op::MaxPoolIndices);
@@ -479,16 +480,13 @@ public:
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {
     return labelled(recipePooling(g, n, k), name());
   }
-  KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<PoolingKnobs>(k));
-  }
   // The flat form: every GPU pool and max_pool_indices on the host (no rows counted).
   static bool flatForm(const FlatLoopProblem &p, const Hardware &hw) {
     return hw.gpu || (!p.blocked && p.rows == 0);
   }
   std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
     if (flatForm(problemOf<FlatLoopProblem>(d), hw))
-      return flatloop::candidates(d, hw, 4);
+      return FlatLoopRecipe::candidates(d, hw);
     // Host: output rows per block (OpenMP runs the blocks), no block mostly idle; the plane form
     // (max_pool) while a phase plane and the output grid stay in L1.
     const auto &p = problemOf<FlatLoopProblem>(d);
@@ -538,9 +536,6 @@ public:
     int64_t R = knobOf(k, &PoolingKnobs::rows, 1);
     s.scalarCycles = double(R) * (double(p.taps) * loop(width, strided) + loop(width, 1.5));
     return s;
-  }
-  int64_t registers(const kir::Kernel &k) const override {
-    return 10 + 5 * knobOf(k, &PoolingKnobs::vec, 1);
   }
 };
 

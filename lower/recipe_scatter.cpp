@@ -206,8 +206,15 @@ private:
 
 // Requires: a scatter_elements or scatter_nd anchor. Knobs: FlatLoopKnobs (vec is always 1:
 // a line's updates are a serial loop).
-class ScatterRecipe final : public Recipe {
+// Independent lines, each a serial walk over its copies and updates (~4 cycles an element on
+// the host: an index computation, a load and a store that do not vectorise).
+class ScatterRecipe final : public flatloop::FlatLoopRecipe<> {
 public:
+  ScatterRecipe()
+      : FlatLoopRecipe({.walk = flatloop::Loop::Walk::Lines,
+                        .maxVec = 1,
+                        .hostCycles = 4.0,
+                        .registers = 24}) {}
   const char *name() const override { return "scatter"; }
   bool lowers(const Node *a) const override {
     return a && (a->op() == Op::ScatterElements || a->op() == Op::ScatterND);
@@ -216,19 +223,6 @@ public:
     AICF_CHECK(g.anchor, "scatter recipe needs an anchor (group ", g.id, ")");
     return labelled(Scatter(g, n, k).build(), name());
   }
-  KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
-  }
-  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
-    return flatloop::candidates(d, hw, 1);
-  }
-  // Independent lines, each a serial walk over its copies and updates (~4 cycles an element on
-  // the host: an index computation, a load and a store that do not vectorise).
-  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
-                      int64_t flops) const override {
-    return flatloop::lineCostShape(k, hw, flops, 4.0);
-  }
-  int64_t registers(const kir::Kernel &) const override { return 24; }
 };
 
 } // namespace

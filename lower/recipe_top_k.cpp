@@ -145,8 +145,15 @@ private:
 };
 
 // Requires: a top_k anchor. Knobs: FlatLoopKnobs (vec is always 1: a line is a serial loop).
-class TopKRecipe final : public Recipe {
+// Independent lines, each k passes of n compare-and-select steps (~3 scalar cycles a step on
+// the host: a load, the comparisons, two selects; nothing vectorises).
+class TopKRecipe final : public flatloop::FlatLoopRecipe<> {
 public:
+  TopKRecipe()
+      : FlatLoopRecipe({.walk = flatloop::Loop::Walk::Lines,
+                        .maxVec = 1,
+                        .hostCycles = 3.0,
+                        .registers = 24}) {}
   const char *name() const override { return "top_k"; }
   bool lowers(const Node *a) const override { return a && a->op() == Op::TopK; }
   // Symbolic along the axis only (a run-time k, a line of run-time length): the lines stay a
@@ -167,19 +174,6 @@ public:
     AICF_CHECK(g.anchor, "top_k recipe needs an anchor (group ", g.id, ")");
     return labelled(TopK(g, n, k).build(), name());
   }
-  KnobSet canonicalKnobs(const KnobSet &k) const override {
-    return knobsToMap(knobsFromMap<FlatLoopKnobs>(k));
-  }
-  std::vector<KnobSet> candidates(const kir::Kernel &d, const Hardware &hw) const override {
-    return flatloop::candidates(d, hw, 1);
-  }
-  // Independent lines, each k passes of n compare-and-select steps (~3 scalar cycles a step on
-  // the host: a load, the comparisons, two selects; nothing vectorises).
-  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
-                      int64_t flops) const override {
-    return flatloop::lineCostShape(k, hw, flops, 3.0);
-  }
-  int64_t registers(const kir::Kernel &) const override { return 24; }
 };
 
 } // namespace

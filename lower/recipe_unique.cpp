@@ -204,10 +204,12 @@ private:
 };
 
 // Requires: a unique anchor. Knobs: FlatLoopKnobs (one thread: buildSerial). One serial walk
-// (flatloop::SerialRecipe): ~3 scalar cycles a step (two loads, the order's compares).
-class UniqueRecipe final : public flatloop::SerialRecipe {
+// (flatloop::FlatLoopRecipe): ~3 scalar cycles a step (two loads, the order's compares).
+class UniqueRecipe final : public flatloop::FlatLoopRecipe<> {
 public:
-  UniqueRecipe() : flatloop::SerialRecipe(3.0, 32) {}
+  UniqueRecipe()
+      : FlatLoopRecipe({.walk = flatloop::Loop::Walk::Serial, .hostCycles = 3.0, .registers = 32}) {
+  }
   const char *name() const override { return "unique"; }
   bool lowers(const Node *a) const override { return a && a->op() == Op::Unique; }
   kir::Kernel build(const KernelGroup &g, const std::string &n, const Knobs &k) const override {

@@ -27,8 +27,8 @@ struct Hardware {
   std::string name;        // "a100-sxm4-80gb", "host"
   std::string description; // "NVIDIA A100 SXM4 80GB"
   std::string source;      // "builtin:a100.yaml", a file path, or "detected (...)"
-  bool gpu = false;
-  std::string arch; // GPU: "sm_80"; host: "x86-64" / "aarch64"
+  bool gpu = false;        // a GPU's description; also its Target's kind (Target::gpu(), target.h)
+  std::string arch;        // GPU: "sm_80"; host: "x86-64" / "aarch64"
 
   // Memory system.
   double dramBytesPerSec = 0; // GPU: HBM / GDDR; host: the whole socket's DRAM bandwidth

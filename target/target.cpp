@@ -50,7 +50,7 @@ Target Target::parseSpec(const std::string &spec) {
   if (spec == "cpu")
     return t;
   if (spec.rfind("cuda:", 0) == 0 && defaultFor(spec.substr(5))) {
-    t.kind = Kind::Cuda;
+    t.hw.gpu = true;
     t.arch = spec.substr(5);
     return t;
   }
@@ -79,10 +79,8 @@ Target Target::loaded() const {
 
 Target Target::of(const Hardware &hw) {
   Target t;
-  if (hw.gpu) {
-    t.kind = Kind::Cuda;
+  if (hw.gpu)
     t.arch = hw.arch;
-  }
   t.hw = hw;
   return t;
 }

@@ -14,17 +14,25 @@
 
 namespace aicf {
 
+// Whether something is for a GPU has one source: the description's Hardware::gpu, which gpu()
+// reads (parseSpec sets it on a GPU target before any description is loaded, and loadHardware
+// accepts only a description of the same kind). Two targets ask it for two questions:
+//   a GPU plan (recipes' defaults and candidates, the cost model, host-only plan steps):
+//     the plan's target, Knobs::planFor.gpu() / Plan::planFor.gpu(), or, where only the
+//     description is at hand (the cost model, a recipe's candidates), the same bit as hw.gpu;
+//   a CUDA build (nvcc, the CUDA printer, the runtime's device): the build target's gpu().
+// They differ only under `aicfc --target cpu --plan-for cuda:sm_XX`: a GPU plan (planFor.gpu(),
+// its hw.gpu) built and run as C++ on the host (target.gpu() false).
 struct Target {
-  enum class Kind { Cpu, Cuda };
-  Kind kind = Kind::Cpu;
   std::string arch; // Cuda: "sm_90" (nvcc's -arch); Cpu: ""
-  // The description planned for and checked against. Empty (all zeros, no name) after
-  // parseSpec until loadHardware; a default-constructed Target is the cpu without one.
+  // The description planned for and checked against. Empty (all zeros, no name; gpu set on a GPU
+  // target) after parseSpec until loadHardware; a default-constructed Target is the cpu
+  // without one.
   Hardware hw;
 
-  bool gpu() const { return kind == Kind::Cuda; }
+  bool gpu() const { return hw.gpu; }
   // Whether `hw` holds a description (parse, loadHardware, of); a default-constructed or
-  // parseSpec'd Target has none.
+  // parseSpec'd Target has none (only its kind, hw.gpu).
   bool hasHardware() const { return !hw.name.empty(); }
   // This target with a description: itself when it has one, else with the default loaded (the
   // detected host for cpu, the arch's built-in for a GPU). What a pass or the compile driver

@@ -84,7 +84,7 @@ TEST_CASE("target: every known spec parses to its kind, arch, name and default d
   CHECK(Target::knownNames() ==
         std::vector<std::string>{"cpu", "cuda:sm_80", "cuda:sm_86", "cuda:sm_89", "cuda:sm_90"});
   Target cpu = Target::parse("cpu");
-  CHECK(cpu.kind == Target::Kind::Cpu);
+  CHECK_FALSE(cpu.hw.gpu);
   CHECK_FALSE(cpu.gpu());
   CHECK(cpu.arch.empty());
   CHECK(cpu.name() == "cpu");
@@ -102,7 +102,9 @@ TEST_CASE("target: every known spec parses to its kind, arch, name and default d
                         Case{"cuda:sm_90", "sm_90", "h100-sxm5", 227 << 10}}) {
     CAPTURE(c.spec);
     Target t = Target::parse(c.spec);
-    CHECK(t.kind == Target::Kind::Cuda);
+    CHECK(t.hw.gpu);
+    CHECK(Target::parseSpec(c.spec).gpu()); // the kind, before any description is loaded
+    CHECK_FALSE(Target::parseSpec(c.spec).hasHardware());
     CHECK(t.gpu());
     CHECK(t.arch == c.arch);
     CHECK(t.name() == c.spec);
