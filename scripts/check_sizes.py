@@ -32,7 +32,6 @@ FILE_RATCHET = {
 FUNCTION_RATCHET = {
     "lower/recipe_streaming_attention.cpp:recipeStreamingAttention": 447,
     "plan/plan.cpp:Plan::writeYaml": 321,
-    "lower/recipe_chained_contraction.cpp:recipeChainedContraction": 313,
     "runtime/runtime.cpp:loadPlan": 299,
     "scripts/gen_bad_models.py:main": 232,
     "bench/costmodel.py:main": 207,
