@@ -9,6 +9,7 @@
 #include "passes/explain.h"
 #include "passes/pass.h"
 #include "passes/verify_passes.h"
+#include "plan/plan_report.h"
 #include "plan/report_html.h"
 #include "support/cli_parse.h"
 #include "support/cli_util.h"

@@ -170,10 +170,6 @@ void writeArtifacts(
 Plan compileCudaModel(const CompiledModel &m, const std::string &dir,
                       std::string *ptxasReport = nullptr);
 
-// A per-step table for --explain: kind, kernel, recipe, predicted bytes vs the compulsory lower
-// bound, FLOPs; then the arena (planned vs naive) and the model's totals.
-void printPlanReport(std::ostream &os, const Plan &plan);
-
 // The weights of `g` packed as in the plan (64-byte aligned, plan buffer offsets).
 std::vector<uint8_t> packWeights(const Graph &g, const Plan &plan);
 

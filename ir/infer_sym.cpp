@@ -110,9 +110,11 @@ size_t axisOf(const InferCtx &ctx, int64_t axis, int64_t rank) {
   return static_cast<size_t>(axis < 0 ? axis + rank : axis);
 }
 
-std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
-                              const std::vector<TensorType> &results) {
+// The elementwise ops' rules: the shape of operand 0, or the operands broadcast.
+std::optional<std::vector<SymShape>> elementwiseRule(InferFn fn, const InferCtx &ctx,
+                                                     const std::vector<TensorType> &results) {
   using F = InferFn;
+  using R = std::vector<SymShape>;
   if (fn == F(inferNorm)) {
     // The parameters are weights (static): they broadcast to the normalised dims only where
     // those are static or the parameter's dim is 1.
@@ -131,17 +133,24 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
       std::vector<SymShape> out;
       for (const TensorType &r : results) {
         if (r.shape != ctx.operand(0).shape)
-          return {};
+          return R{};
         out.push_back(symShape(ctx.operand(0)));
       }
       return out;
     }
   if (fn == F(inferBroadcast) || fn == F(inferCompare) || fn == F(inferLogical))
-    return {broadcastOperands(ctx, 0, ctx.numOperands())};
+    return R{broadcastOperands(ctx, 0, ctx.numOperands())};
   if (fn == F(inferPow))
-    return {broadcastOperands(ctx, 0, 2)};
+    return R{broadcastOperands(ctx, 0, 2)};
   if (fn == F(inferWhere))
-    return {broadcastOperands(ctx, 0, 3)};
+    return R{broadcastOperands(ctx, 0, 3)};
+  return std::nullopt;
+}
+
+// The contractions' rules: gemm, matmul, attention (the contracted dims equal).
+std::optional<std::vector<SymShape>> contractionRule(InferFn fn, const InferCtx &ctx) {
+  using F = InferFn;
+  using R = std::vector<SymShape>;
   if (fn == F(inferGemm)) {
     SymShape a = symShape(ctx.operand(0)), b = symShape(ctx.operand(1));
     bool ta = ctx.i("transA") != 0, tb = ctx.i("transB") != 0;
@@ -156,7 +165,7 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
       first = 3;
     }
     checkEpilogueSym(ctx, first, out);
-    return {out};
+    return R{out};
   }
   if (fn == F(inferMatMul)) {
     SymShape a = symShape(ctx.operand(0)), b = symShape(ctx.operand(1));
@@ -173,8 +182,77 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
     if (!bVec)
       out.push_back(b.back());
     checkEpilogueSym(ctx, 2, out);
-    return {out};
+    return R{out};
   }
+  if (fn == F(inferAttention)) {
+    SymShape q = symShape(ctx.operand(0)), k = symShape(ctx.operand(1)),
+             v = symShape(ctx.operand(2));
+    size_t r = q.size();
+    requireEqual(ctx, q[r - 1], k[r - 1], "q and k head sizes");
+    requireEqual(ctx, k[r - 2], v[r - 2], "k and v lengths");
+    for (size_t d = 0; d + 2 < r; ++d) {
+      requireEqual(ctx, q[d], k[d], "q and k batch dims");
+      requireEqual(ctx, q[d], v[d], "q and v batch dims");
+    }
+    SymShape scores(q.begin(), q.end() - 1);
+    scores.push_back(k[r - 2]);
+    if (ctx.numOperands() == 4 && broadcastSym(ctx, scores, symShape(ctx.operand(3))) != scores)
+      ctx.fail(cat("attention mask ", ctx.operand(3).str(), " does not broadcast to the scores ",
+                   symStr(scores)));
+    SymShape out(q.begin(), q.end() - 1);
+    out.push_back(v[r - 1]);
+    return R{out};
+  }
+  return std::nullopt;
+}
+
+// The rules of the ops that set a data dim (and fail): the dim's symbol where the length is
+// known only at run time.
+std::optional<std::vector<SymShape>> dataDimRule(InferFn fn, const InferCtx &ctx) {
+  using F = InferFn;
+  using R = std::vector<SymShape>;
+  // Lengths known only at run time: the data dim's symbol (operands may be symbolic too).
+  if (fn == F(inferNonZero))
+    return R{{SymExpr(ctx.operand(0).rank()), SymExpr::symbol(ctx.s("dim"))}, {}};
+  if (fn == F(inferSetDim))
+    return R{{}};
+  if (fn == F(inferChoose)) {
+    SymShape x = symShape(ctx.operand(1)), y = symShape(ctx.operand(2));
+    for (size_t d = 1; d < x.size(); ++d)
+      requireEqual(ctx, x[d], y[d], "dims");
+    x[0] = SymExpr::symbol(ctx.s("dim"));
+    return R{x, {}};
+  }
+  if (fn == F(inferNms)) {
+    requireEqual(ctx, ctx.operand(0).symDim(0), ctx.operand(1).symDim(0), "batch dims");
+    requireEqual(ctx, ctx.operand(0).symDim(1), ctx.operand(1).symDim(2), "box counts");
+    return R{{SymExpr::symbol(ctx.s("dim")), SymExpr(3)}, {}};
+  }
+  if (fn == F(inferUnique)) {
+    SymShape x = symShape(ctx.operand(0));
+    SymExpr dim = SymExpr::symbol(ctx.s("dim"));
+    SymShape y = x;
+    y[0] = dim;
+    return R{y, {dim}, {x[0]}, {dim}, {}};
+  }
+  if (fn == F(inferTopK)) {
+    SymShape x = symShape(ctx.operand(0));
+    size_t axis = axisOf(ctx, ctx.i("axis"), ctx.operand(0).rank());
+    SymShape k = symList(ctx, "sym_k", 1);
+    x[axis] = k.empty() ? SymExpr(ctx.i("k")) : k[0];
+    return R{x, x};
+  }
+  if (fn == F(inferFail)) // no operands: symbolic only through its own sym_shape
+    return R{symList(ctx, "sym_shape", ctx.ints("shape").size())};
+  return std::nullopt;
+}
+
+// The shape ops' rules: reshape, reductions, concat, split, slices, gathers, expand, tile,
+// transpose.
+std::optional<std::vector<SymShape>> shapeRule(InferFn fn, const InferCtx &ctx,
+                                               const std::vector<TensorType> &results) {
+  using F = InferFn;
+  using R = std::vector<SymShape>;
   if (fn == F(inferReshape)) {
     SymShape out = symList(ctx, "sym_shape", ctx.ints("shape").size());
     if (out.empty())
@@ -184,41 +262,8 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
     if (product(ctx, out) != product(ctx, symShape(ctx.operand(0))))
       ctx.fail(cat("reshape of ", ctx.operand(0).str(), " to ", symStr(out),
                    " changes the element count for some values of the symbolic dims"));
-    return {out};
+    return R{out};
   }
-  // Lengths known only at run time: the data dim's symbol (operands may be symbolic too).
-  if (fn == F(inferNonZero))
-    return {{SymExpr(ctx.operand(0).rank()), SymExpr::symbol(ctx.s("dim"))}, {}};
-  if (fn == F(inferSetDim))
-    return {{}};
-  if (fn == F(inferChoose)) {
-    SymShape x = symShape(ctx.operand(1)), y = symShape(ctx.operand(2));
-    for (size_t d = 1; d < x.size(); ++d)
-      requireEqual(ctx, x[d], y[d], "dims");
-    x[0] = SymExpr::symbol(ctx.s("dim"));
-    return {x, {}};
-  }
-  if (fn == F(inferNms)) {
-    requireEqual(ctx, ctx.operand(0).symDim(0), ctx.operand(1).symDim(0), "batch dims");
-    requireEqual(ctx, ctx.operand(0).symDim(1), ctx.operand(1).symDim(2), "box counts");
-    return {{SymExpr::symbol(ctx.s("dim")), SymExpr(3)}, {}};
-  }
-  if (fn == F(inferUnique)) {
-    SymShape x = symShape(ctx.operand(0));
-    SymExpr dim = SymExpr::symbol(ctx.s("dim"));
-    SymShape y = x;
-    y[0] = dim;
-    return {y, {dim}, {x[0]}, {dim}, {}};
-  }
-  if (fn == F(inferTopK)) {
-    SymShape x = symShape(ctx.operand(0));
-    size_t axis = axisOf(ctx, ctx.i("axis"), ctx.operand(0).rank());
-    SymShape k = symList(ctx, "sym_k", 1);
-    x[axis] = k.empty() ? SymExpr(ctx.i("k")) : k[0];
-    return {x, x};
-  }
-  if (fn == F(inferFail)) // no operands: symbolic only through its own sym_shape
-    return {symList(ctx, "sym_shape", ctx.ints("shape").size())};
   if (fn == F(inferReduce)) {
     SymShape x = symShape(ctx.operand(0)), out;
     const auto &axes = ctx.ints("axes");
@@ -230,7 +275,7 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
       else if (ctx.i("keepdims"))
         out.push_back(SymExpr(1));
     }
-    return {out};
+    return R{out};
   }
   if (fn == F(inferConcat)) {
     SymShape out = symShape(ctx.operand(0));
@@ -246,7 +291,7 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
         ctx.fail("concat result dim overflows");
       out[axis] = *sum;
     }
-    return {out};
+    return R{out};
   }
   if (fn == F(inferSplit)) {
     // Pieces of fixed sizes: the split axis must be static; the other dims carry over.
@@ -272,7 +317,7 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
         out.push_back(x[d]);
       else if (ctx.i("keepdims"))
         out.push_back(SymExpr(1));
-    return {out};
+    return R{out};
   }
   if (fn == F(inferSlice)) {
     // A window with constant bounds keeps its static extent (the importer checked that the
@@ -304,7 +349,7 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
         ctx.fail("slice extent overflows");
       out[a] = *extent;
     }
-    return {out};
+    return R{out};
   }
   if (fn == F(inferGather)) {
     SymShape x = symShape(ctx.operand(0)), idx = symShape(ctx.operand(1));
@@ -312,14 +357,14 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
     SymShape out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
     out.insert(out.end(), idx.begin(), idx.end());
     out.insert(out.end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
-    return {out};
+    return R{out};
   }
   if (fn == F(inferExpand)) {
     SymShape target = symList(ctx, "sym_shape", ctx.ints("shape").size());
     if (target.empty())
       for (int64_t d : ctx.ints("shape"))
         target.push_back(SymExpr(d));
-    return {broadcastSym(ctx, symShape(ctx.operand(0)), target)};
+    return R{broadcastSym(ctx, symShape(ctx.operand(0)), target)};
   }
   if (fn == F(inferTile)) {
     SymShape out = symShape(ctx.operand(0));
@@ -330,33 +375,27 @@ std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
         ctx.fail("tile result dim overflows");
       out[d] = *p;
     }
-    return {out};
-  }
-  if (fn == F(inferAttention)) {
-    SymShape q = symShape(ctx.operand(0)), k = symShape(ctx.operand(1)),
-             v = symShape(ctx.operand(2));
-    size_t r = q.size();
-    requireEqual(ctx, q[r - 1], k[r - 1], "q and k head sizes");
-    requireEqual(ctx, k[r - 2], v[r - 2], "k and v lengths");
-    for (size_t d = 0; d + 2 < r; ++d) {
-      requireEqual(ctx, q[d], k[d], "q and k batch dims");
-      requireEqual(ctx, q[d], v[d], "q and v batch dims");
-    }
-    SymShape scores(q.begin(), q.end() - 1);
-    scores.push_back(k[r - 2]);
-    if (ctx.numOperands() == 4 && broadcastSym(ctx, scores, symShape(ctx.operand(3))) != scores)
-      ctx.fail(cat("attention mask ", ctx.operand(3).str(), " does not broadcast to the scores ",
-                   symStr(scores)));
-    SymShape out(q.begin(), q.end() - 1);
-    out.push_back(v[r - 1]);
-    return {out};
+    return R{out};
   }
   if (fn == F(inferTranspose)) {
     SymShape x = symShape(ctx.operand(0)), out;
     for (int64_t p : ctx.ints("perm"))
       out.push_back(x[static_cast<size_t>(p)]);
-    return {out};
+    return R{out};
   }
+  return std::nullopt;
+}
+
+std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
+                              const std::vector<TensorType> &results) {
+  if (auto r = elementwiseRule(fn, ctx, results))
+    return *r;
+  if (auto r = contractionRule(fn, ctx))
+    return *r;
+  if (auto r = dataDimRule(fn, ctx))
+    return *r;
+  if (auto r = shapeRule(fn, ctx, results))
+    return *r;
   return {};
 }
 

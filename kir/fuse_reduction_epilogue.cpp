@@ -332,20 +332,35 @@ void checkUpdate(Stmt &r, const kir::BufferP &acc) {
     });
 }
 
-ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
-  ReductionEpilogueOutcome out;
-  const kir::BufferP &acc = cand.acc;
-  out.accumulator = acc->name;
-  try {
-    Path rPath;
-    AICF_CHECK(findPath(k.body, nullptr, false, cand.reduce.get(), rPath),
-               "reduction not found in kernel ", k.name);
-    Stmt &R = *cand.reduce;
-    checkUpdate(R, acc);
+// One fusion attempt (fuseOne), step by step; a step that finds the candidate unfit throws
+// Rejected. The members are what the steps find and the later steps use.
+struct Attempt {
+  Attempt(kir::Kernel &k, const Candidate &cand)
+      : k(k), cand(cand), acc(cand.acc), R(*cand.reduce) {}
 
+  kir::Kernel &k;
+  const Candidate &cand;
+  const kir::BufferP &acc;
+  Stmt &R;
+  Path rPath;                             // from the kernel body down to R
+  FirstRead read;                         // the epilogue: the first read of acc after R
+  size_t level = 0;                       // the frame of rPath whose list holds the epilogue
+  Stmt *epi = nullptr;                    // the epilogue store
+  E accLoad, g;                           // its value: accLoad + g
+  bool selfUpdate = false;                // the epilogue stores into acc itself
+  std::vector<Stmt *> rNest, eNest;       // the init's and the epilogue's loop nests
+  std::vector<std::pair<E, bool>> guards; // the epilogue's ifs: condition, negated (else branch)
+  Path initPath;                          // from R's init down to its store into acc
+  Stmt *initStore = nullptr;
+  std::vector<E> ai, ei;                     // the init's and the epilogue's indices of acc
+  std::map<std::string, std::string> rename; // epilogue loop variable -> the init's
+  E gR, guardR;                              // g and the guards in the init's variables
+  std::string reason;                        // what the rewrite did
+
+  // The epilogue: the first read of acc after R, a store.
+  void findEpilogue() {
     // The epilogue: the first read of acc after R, walking outwards through R's ancestors.
-    FirstRead read;
-    size_t level = rPath.size();
+    level = rPath.size();
     for (size_t lv = rPath.size(); lv-- > 0;) {
       Frame &f = rPath[lv];
       FirstRead r;
@@ -357,18 +372,21 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     }
     if (!read.stmt)
       throw Rejected{cat("no epilogue reads ", acc->name, " after the reduction")};
-    Stmt &epi = *read.stmt;
-    if (epi.kind != Stmt::Kind::Store)
+    epi = read.stmt;
+    if (epi->kind != Stmt::Kind::Store)
       throw Rejected{
-          cat(acc->name, " is first read by a ", kindWord(epi), ", not by an epilogue store")};
-    out.hasEpilogue = true;
+          cat(acc->name, " is first read by a ", kindWord(*epi), ", not by an epilogue store")};
+  }
+
+  // The epilogue stores acc[ei] + g (either order), acc read nowhere else in it.
+  void splitAdditive() {
+    Stmt &epi = *this->epi;
     for (const E &i : epi.indices)
       if (countLoads(i, acc))
         throw Rejected{cat(acc->name, " is read in the index of the epilogue store")};
 
     // Additive: acc[ei] + g or g + acc[ei] at the top of the stored value.
     const E &val = epi.value;
-    E accLoad, g;
     if (val->kind == Expr::Kind::Binary && val->bop == kir::BinOp::Add) {
       E l(val->args[0]), r(val->args[1]);
       if (l->kind == Expr::Kind::Load && l->buf == acc)
@@ -388,8 +406,10 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
       throw Rejected{cat("accumulator read ",
                          readsInValue == 2 ? "twice" : cat(readsInValue, " times"),
                          " in the epilogue: ", quoted(val))};
-    bool selfUpdate = epi.buf == acc;
+    selfUpdate = epi.buf == acc;
+  }
 
+  void checkSoleConsumer() {
     // Nothing else consumes acc: every read outside R is the epilogue's, except reads that
     // follow a self-update (they read the updated value); no other writes.
     int total = 0, after = 0;
@@ -415,12 +435,12 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     writes -= writesIn(cand.reduce, acc) + (selfUpdate ? 1 : 0);
     if (writes > 0)
       throw Rejected{cat(acc->name, " is also written outside the reduction")};
+  }
 
+  void matchNests() {
     // Loop nests: the reduction side (R's ancestors below the common list, then the init's
     // nest down to the zero store) against the epilogue side (its ancestors below the common
     // list). If's on the epilogue side are guards; on the reduction side they are rejected.
-    std::vector<Stmt *> rNest, eNest;
-    std::vector<std::pair<E, bool>> guards; // condition, negated (else branch)
     auto addFrameOwner = [&](Stmt *owner, std::vector<Stmt *> &nest, bool eSide, bool inElse) {
       if (!owner || owner->kind == Stmt::Kind::Seq)
         return;
@@ -435,8 +455,6 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
     };
     for (size_t lv = level + 1; lv < rPath.size(); ++lv)
       addFrameOwner(rPath[lv].owner, rNest, false, rPath[lv].inElse);
-    Path initPath;
-    Stmt *initStore = nullptr;
     for (size_t i = 0; i < R.init.size() && !initStore; ++i) {
       forEachStmt(R.init[i], [&](Stmt &x) {
         if (x.kind == Stmt::Kind::Store && x.buf == acc)
@@ -446,13 +464,12 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
         findPath(R.init, &R, false, initStore, initPath);
     }
     AICF_CHECK(initStore, "accumulator init store vanished");
-    const std::vector<E> ai = initStore->indices;
+    ai = initStore->indices;
     for (size_t i = 1; i < initPath.size(); ++i)
       addFrameOwner(initPath[i].owner, rNest, false, initPath[i].inElse);
     for (size_t i = 1; i < read.path.size(); ++i)
       addFrameOwner(read.path[i].owner, eNest, true, read.path[i].inElse);
 
-    std::map<std::string, std::string> rename;
     auto nestMismatch = [&] {
       return Rejected{cat("index maps do not line up: the epilogue's loop nest (", nestText(eNest),
                           ") does not match the init's (", nestText(rNest), ")")};
@@ -474,17 +491,19 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
       if (a.var != b.var)
         rename[b.var] = a.var;
     }
-    std::vector<E> ei(accLoad->args.begin(), accLoad->args.end()), eiR;
+    ei.assign(accLoad->args.begin(), accLoad->args.end());
+    std::vector<E> eiR;
     for (const E &i : ei)
       eiR.push_back(kir::rewriteExpr(i, rename, {}, {}));
     if (!indicesEqual(eiR, ai))
       throw Rejected{cat("index maps do not line up: the epilogue reads ", acc->name, "[",
                          indexText(ei), "], the init writes ", acc->name, "[", indexText(ai), "]")};
+  }
 
+  void checkMovable() {
     // g (and the guards) move to the init: their variables must be bound there, and nothing
     // they read may be written by the reduction or between it and the epilogue.
-    E gR = kir::rewriteExpr(g, rename, {}, {});
-    E guardR;
+    gR = kir::rewriteExpr(g, rename, {}, {});
     for (const auto &[c, negated] : guards) {
       E cr = kir::rewriteExpr(c, rename, {}, {});
       if (negated)
@@ -528,7 +547,10 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
         if (written.count(b))
           throw Rejected{cat("g reads ", b->name, ", which the reduction writes")};
     }
+  }
 
+  void rewrite() {
+    Stmt &epi = *this->epi;
     // Rewrite. The init store becomes acc = g' (or, guarded, if (guard') acc = g' else the old
     // init); the epilogue store keeps only acc, or disappears.
     std::vector<E> di;
@@ -562,21 +584,40 @@ ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
         throw Rejected{cat("index maps do not line up: ", acc->name, "[", indexText(epi.indices),
                            "] = ", acc->name, "[", indexText(ei), "] + ...")};
       removeAt(epiPath);
-      out.reason = cat("init ", initText, "; the epilogue ", acc->name, " += g disappears");
+      reason = cat("init ", initText, "; the epilogue ", acc->name, " += g disappears");
     } else if (dIsAcc) {
       kir::BufferP d = epi.buf;
       std::string dName = d->name;
       removeAt(epiPath);
       replaceBuffer(cand.reduce, acc, d);
       k.allocs.erase(std::find(k.allocs.begin(), k.allocs.end(), acc));
-      out.reason = cat("init ", initText, "; the reduction accumulates into ", dName,
-                       ": the temporary ", acc->name, " and the epilogue store disappear");
+      reason = cat("init ", initText, "; the reduction accumulates into ", dName,
+                   ": the temporary ", acc->name, " and the epilogue store disappear");
     } else {
       epi.value = accLoad;
-      out.reason = cat("init ", initText, "; the epilogue stores ", epi.buf->name, "[",
-                       indexText(epi.indices), "] = ", quoted(accLoad));
+      reason = cat("init ", initText, "; the epilogue stores ", epi.buf->name, "[",
+                   indexText(epi.indices), "] = ", quoted(accLoad));
     }
-    out.reason += " (reassociated: g is added first)";
+  }
+};
+
+ReductionEpilogueOutcome fuseOne(kir::Kernel &k, const Candidate &cand) {
+  ReductionEpilogueOutcome out;
+  const kir::BufferP &acc = cand.acc;
+  out.accumulator = acc->name;
+  try {
+    Attempt at(k, cand);
+    AICF_CHECK(findPath(k.body, nullptr, false, cand.reduce.get(), at.rPath),
+               "reduction not found in kernel ", k.name);
+    checkUpdate(at.R, acc);
+    at.findEpilogue();
+    out.hasEpilogue = true;
+    at.splitAdditive();
+    at.checkSoleConsumer();
+    at.matchNests();
+    at.checkMovable();
+    at.rewrite();
+    out.reason = at.reason + " (reassociated: g is added first)";
     out.applied = true;
   } catch (const Rejected &r) {
     out.applied = false;

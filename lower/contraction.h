@@ -2,8 +2,9 @@
 // contraction as the recipes see it (D[b, row, col] = sum_k A[b, row, k] B[b, k, col] with its
 // operand reads, epilogue and output index), the specs of matmul and gemm, tile copies, the
 // in-place operand views of the host micro-kernel and the folded row norm's prologue. Defined
-// in recipe_tiled_contraction.cpp; the chained contraction (recipe_chained_contraction.cpp)
-// builds its two products from them.
+// in contraction_specs.cpp, contraction_conv_specs.cpp, contraction_views.cpp,
+// contraction_row_norm.cpp and recipe_tiled_contraction.cpp (tileCopy); the chained
+// contraction (recipe_chained_contraction.cpp) builds its two products from them.
 #pragma once
 
 #include "lower/recipe_support.h"
@@ -106,6 +107,19 @@ struct PanelView {
   int64_t panel = 0, stride = 0, cols = 0; // cols: P * NR, the padded width
 };
 
+// Convolution geometry shared by the implicit GEMM and the direct recipe.
+struct ConvGeom {
+  int64_t N = 0, C = 0, M = 0, G = 1;
+  std::vector<int64_t> I, Kd, O, strides, pads, dil;
+  size_t S = 0;
+};
+ConvGeom convGeom(const Node &n);
+// A conv whose groups are wide enough to be contractions of their own (group 1, or at least 8
+// input and 8 output channels per group); narrower groups (depthwise) are direct convs.
+bool denseGroups(const Node &n);
+// A conv (dense groups) as an implicit GEMM: rows the output channels, columns the output
+// pixels, k over (input channel, kernel tap).
+Contraction convSpec(const Node &n, const GroupExpr &gx);
 // A blocked_conv (dense) as a contraction: rows the output pixels, columns the output channels,
 // k over (input block, kh, kw, lane); `host` selects the band form for k x k convs.
 Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const Knobs &knobs);
@@ -153,6 +167,13 @@ std::optional<BlockView> aBlockView(const Contraction &c, const Index &bi, bool 
 std::optional<RowView> bRowView(const Contraction &c, const Index &bi);
 // B in the column panels of a packed weight (passes/pack_weights.cpp), or nullopt.
 std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi);
+
+// Whether a k step of bk rows of a panel `cols` wide, beside the A of a block of `rows` rows,
+// fits in L1.
+bool l1Slice(int64_t bk, int64_t cols, int64_t rows, const Hardware &hw);
+// Whether a host tile reading B's panels streams the next panel slice ahead (mma_tile's
+// bPrefetch): the weight is wider than half of L2.
+bool streamsWeight(const PanelView &pv, const Knobs &knobs);
 
 // The row norm folded into the group's A read (lower/fusion.h rule 7), or null.
 const Node *foldedRowNorm(const KernelGroup &g);

@@ -133,6 +133,283 @@ BView hostBView(const Contraction &c, const Index &bi, int64_t tileCols) {
   return v;
 }
 
+// The facts the planner prices the chained kernel by (its views are filled in later).
+std::shared_ptr<ChainProblem> chainedProblem(const KernelGroup &g,
+                                             const std::vector<const Node *> &n1s, const Node &n2,
+                                             const Contraction &c1, const Contraction &c2) {
+  const Node &n1 = *n1s.front();
+  const int64_t M = c1.M, K1 = c1.K, H = c1.N, N2 = c2.N;
+  const int64_t Q = static_cast<int64_t>(n1s.size());
+  auto problem = std::make_shared<ChainProblem>();
+  problem->M = M;
+  problem->K1 = K1;
+  problem->H = H;
+  problem->N2 = N2;
+  problem->firsts = Q;
+  problem->normEpilogue = g.normEpilogue != nullptr;
+  problem->batch = product(c1.batch);
+  problem->xBytes = n1.operand(0)->type().bytes();
+  for (const Node *m : n1s)
+    problem->w1Bytes += m->operand(1)->type().bytes();
+  problem->w2Bytes = n2.operand(1)->type().bytes();
+  auto entries = [](const Value *v) {
+    const auto &s = v->type().shape;
+    return s.size() > 2 ? product(std::vector<int64_t>(s.begin(), s.end() - 2)) : int64_t(1);
+  };
+  problem->w1Entries = entries(n1.operand(1));
+  problem->w2Entries = entries(n2.operand(1));
+  problem->xEntries = c1.batch.empty() ? 1 : entries(n1.operand(0));
+  return problem;
+}
+
+// What the steps of a chained kernel share (recipeChainedContraction): the contractions, the
+// tiles, the thread variable, the batch index and the block's first row, hidden column and k.
+struct ChainCtx {
+  const std::vector<Contraction> &c1s;
+  const ChainTiles &tl;
+  std::string t;
+  Index bi;
+  E m0, h0, k0, Me;
+  bool gpu, ragged;
+  E rowsValid(E r) const { return ragged ? r < Me : E(); }
+  std::string suffix(size_t q) const { return c1s.size() == 1 ? std::string() : cat(q); }
+};
+
+// The first products over K1 into the accumulators Hc: X's tile staged once per k step for all
+// of them (GPU), or read where it lies or from its staged rows xs (host), each W1 in place or
+// staged.
+StmtP firstProducts(const ChainCtx &x, const kir::BufferP &As, const std::vector<kir::BufferP> &Bs,
+                    const std::vector<kir::BufferP> &Hc, const kir::BufferP &xs,
+                    const std::optional<RowView> &xView, const std::vector<BView> &w1Views) {
+  const std::vector<Contraction> &c1s = x.c1s;
+  const Contraction &c1 = c1s.front();
+  const ChainTiles &tl = x.tl;
+  const std::string &t = x.t;
+  const Index &bi = x.bi;
+  const E &m0 = x.m0, &h0 = x.h0, &k0 = x.k0, &Me = x.Me;
+  const int64_t K1 = c1.K, H = c1.N;
+  E zero(int64_t(0));
+  auto rowsValid = [&x](E r) { return x.rowsValid(r); };
+  auto suffix = [&x](size_t q) { return x.suffix(q); };
+  const bool gpu = x.gpu, ragged = x.ragged;
+  std::vector<StmtP> step;
+  auto bValid = [&](E r, E cc) {
+    return allOf({K1 % tl.BK ? k0 + r < E(K1) : E(), H % tl.BH ? h0 + cc < E(H) : E()});
+  };
+  if (gpu) {
+    auto aValid = [&](E r, E cc) {
+      return allOf({rowsValid(m0 + r), K1 % tl.BK ? k0 + cc < E(K1) : E()});
+    };
+    std::vector<StmtP> copies = {tileCopy(
+        As, tl.BM, tl.BK, tl.threads, t, "a",
+        [&](E r, E cc) { return c1.aAt(bi, m0 + r, k0 + cc); }, aValid,
+        c1.aRowDecls ? [&](E r) { return c1.aRowDecls(m0 + r); }
+                     : std::function<std::vector<StmtP>(E)>())};
+    for (size_t q = 0; q < c1s.size(); ++q) {
+      const Contraction &cq = c1s[q];
+      copies.push_back(tileCopy(
+          Bs[q], tl.BK, tl.BH, tl.threads, t, "b" + suffix(q),
+          [&](E r, E cc) { return cq.bAt(bi, k0 + r, h0 + cc); }, bValid));
+    }
+    step.push_back(kir::region(t, copies));
+    step.push_back(kir::barrier());
+    for (size_t q = 0; q < c1s.size(); ++q)
+      step.push_back(kir::mmaTile(Hc[q], As, Bs[q], tl.BM, tl.BH, tl.BK, tl.TM, tl.TN));
+    step.push_back(kir::barrier());
+  } else {
+    for (size_t q = 0; q < c1s.size(); ++q) {
+      const Contraction &cq = c1s[q];
+      if (!w1Views[q])
+        step.push_back(
+            kir::region(t, {tileCopy(
+                               Bs[q], tl.BK, tl.BH, 1, t, "b" + suffix(q),
+                               [&](E r, E cc) { return cq.bAt(bi, k0 + r, h0 + cc); }, bValid)}));
+      kir::MmaViews v;
+      v.aOffset = xs ? k0 : xView->base + m0 * E(xView->ld) + k0;
+      v.lda = xView->ld;
+      if (w1Views[q]) {
+        w1Views[q].into(v, k0, h0, tl.BH, H);
+      } else {
+        v.bOffset = zero;
+        v.ldb = tl.BH;
+        v.cols = E(tl.BH);
+      }
+      v.rows = !xs && ragged ? kir::min(E(tl.BM), Me - m0) : E(tl.BM);
+      v.depth = K1 % tl.BK ? kir::min(E(tl.BK), E(K1) - k0) : E(tl.BK);
+      step.push_back(kir::mmaTileViews(Hc[q], xView->buf, w1Views[q] ? w1Views[q].buf() : Bs[q],
+                                       tl.BM, tl.BH, tl.BK, tl.TM, tl.TN, v));
+    }
+  }
+  return kir::forLoop("k0", zero, E(K1), step, tl.BK);
+}
+
+// The hidden tile through the first contractions' epilogues (Hc) and the nodes between them
+// and c2's A, into hs (zeros past M and H); W2's rows of the tile staged into w2s when
+// `stageW2`. Then a barrier.
+std::vector<StmtP> hiddenIntoShared(const ChainCtx &x, GroupExpr &gx,
+                                    const std::vector<const Node *> &n1s, const Contraction &c2,
+                                    const std::vector<kir::BufferP> &Hc, const kir::BufferP &hs,
+                                    const kir::BufferP &w2s, bool stageW2) {
+  const std::vector<Contraction> &c1s = x.c1s;
+  const ChainTiles &tl = x.tl;
+  const std::string &t = x.t;
+  const Index &bi = x.bi;
+  const E &h0 = x.h0;
+  const int64_t H = c1s.front().N, N2 = c2.N;
+  const int64_t Q = static_cast<int64_t>(c1s.size());
+  E zero(int64_t(0)), tv = ivar(t), i = ivar("i"), j = ivar("j");
+  int64_t colTiles = tl.BH / tl.TN;
+  E rowLocal = (tv / E(colTiles)) * E(tl.TM) + i;
+  E row = x.m0 + rowLocal;
+  auto rowsValid = [&x](E r) { return x.rowsValid(r); };
+  auto suffix = [&x](size_t q) { return x.suffix(q); };
+  E hcol = h0 + (tv % E(colTiles)) * E(tl.TN) + j;
+  std::vector<StmtP> body;
+  for (size_t q = 0; q < c1s.size(); ++q) {
+    const Contraction &cq = c1s[q];
+    Index out1 = cq.outIndex(bi, row, hcol);
+    E acc = kir::load(Hc[q], {tv, i, j});
+    if (cq.alpha != 1.0)
+      acc = f32(cq.alpha) * acc;
+    for (const auto &term : cq.addTerms)
+      acc = acc + term(out1);
+    std::string cur = "h" + suffix(q);
+    body.push_back(kir::decl(cur, DType::F32, acc));
+    // Each contraction's epilogue scalars under names of its own.
+    std::vector<StmtP> steps = applySteps(cq, gx, out1, cur, Q == 1 ? "e" : cat("e", q, "_"));
+    body.insert(body.end(), steps.begin(), steps.end());
+    std::string hv = cur;
+    gx.substitute(n1s[q]->result(), [hv](const Index &) { return fvar(hv); });
+  }
+  body.push_back(kir::decl("hn", DType::F32, c2.aAt(bi, row, hcol)));
+  E hsAt = (tv % E(colTiles)) * E(tl.TN) + j;
+  // Rows past M and hidden columns past H hold zeros (the second product may read them).
+  body.push_back(kir::store(hs, {rowLocal, hsAt}, fvar("hn")));
+  if (E ok = allOf({rowsValid(row), H % tl.BH ? hcol < E(H) : E()}))
+    body = {kir::ifThen(ok, body, {kir::store(hs, {rowLocal, hsAt}, f32(0.0))})};
+  std::vector<StmtP> region = {
+      kir::forLoop("i", zero, E(tl.TM), {kir::forLoop("j", zero, E(tl.TN), body)})};
+  if (stageW2) {
+    auto wValid = [&](E r, E cc) {
+      return allOf({H % tl.BH ? h0 + r < E(H) : E(), tl.N2p != N2 ? cc < E(N2) : E()});
+    };
+    region.push_back(tileCopy(
+        w2s, tl.BH, tl.N2p, tl.threads, t, "w", [&](E r, E cc) { return c2.bAt(bi, h0 + r, cc); },
+        wValid));
+  }
+  return {kir::region(t, region), kir::barrier()};
+}
+
+// The output tile O through c2's epilogue and the group's fused nodes into the group's
+// outputs (or a row norm epilogue's regions, which may add to `allocs`).
+std::vector<StmtP> outputTile(const ChainCtx &x, const KernelGroup &g, GroupExpr &gx,
+                              const Contraction &c2, const kir::BufferP &O,
+                              std::vector<kir::BufferP> &allocs) {
+  const ChainTiles &tl = x.tl;
+  const std::string &t = x.t;
+  const Index &bi = x.bi;
+  const Value *result = g.anchor->result();
+  const int64_t N2 = c2.N;
+  E zero(int64_t(0)), tv = ivar(t), i = ivar("i"), j = ivar("j");
+  int64_t colTiles = tl.BH / tl.TN;
+  E rowLocal = (tv / E(colTiles)) * E(tl.TM) + i;
+  E row = x.m0 + rowLocal;
+  auto rowsValid = [&x](E r) { return x.rowsValid(r); };
+  auto overTile = [&](int64_t tn, std::vector<StmtP> body) {
+    return kir::region(
+        t, {kir::forLoop("i", zero, E(tl.TM), {kir::forLoop("j", zero, E(tn), std::move(body))})});
+  };
+  E col = (tv % E(colTiles)) * E(tl.TN2) + j;
+  Index out = c2.outIndex(bi, row, col);
+  E acc = kir::load(O, {tv, i, j});
+  if (c2.alpha != 1.0)
+    acc = f32(c2.alpha) * acc;
+  for (const auto &term : c2.addTerms)
+    acc = acc + term(out);
+  std::vector<StmtP> fin = {kir::decl("acc", DType::F32, acc)};
+  std::string cur = "acc";
+  std::vector<StmtP> steps = applySteps(c2, gx, out, cur);
+  fin.insert(fin.end(), steps.begin(), steps.end());
+  if (g.normEpilogue) { // whole output rows: one thread per block (host plans)
+    E ok = allOf({rowsValid(row), tl.N2p != N2 ? col < E(N2) : E()});
+    std::vector<StmtP> regions = normEpilogueRegions(
+        *g.normEpilogue, g, gx, result, cur, fin, O, tv, tl.TM, N2, out, t,
+        [&](std::vector<StmtP> body) {
+          return overTile(tl.TN2, ok ? std::vector<StmtP>{kir::ifThen(ok, body)} : body);
+        },
+        allocs);
+    return regions;
+  }
+  std::vector<StmtP> stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
+  fin.insert(fin.end(), stores.begin(), stores.end());
+  if (E ok = allOf({rowsValid(row), tl.N2p != N2 ? col < E(N2) : E()}))
+    fin = {kir::ifThen(ok, fin)};
+  return {overTile(tl.TN2, fin)};
+}
+
+// The second product of a hidden tile: O += hs x W2[h0.., :], W2 read in place (host) or from
+// its staged rows w2s.
+StmtP secondProduct(const ChainCtx &x, const kir::BufferP &O, const kir::BufferP &hs,
+                    const kir::BufferP &w2s, const BView &w2View, int64_t H, int64_t N2) {
+  const ChainTiles &tl = x.tl;
+  const E &h0 = x.h0;
+  E zero(int64_t(0));
+  const bool gpu = x.gpu;
+  if (gpu) {
+    return kir::mmaTile(O, hs, w2s, tl.BM, tl.N2p, tl.BH, tl.TM, tl.TN2);
+  } else {
+    kir::MmaViews v;
+    v.aOffset = zero;
+    v.lda = tl.BH;
+    if (w2View) {
+      w2View.into(v, h0, zero, N2, N2);
+    } else {
+      v.bOffset = zero;
+      v.ldb = tl.N2p;
+      v.cols = E(tl.N2p);
+    }
+    v.rows = E(tl.BM);
+    v.depth = H % tl.BH ? kir::min(E(tl.BH), E(H) - h0) : E(tl.BH);
+    return kir::mmaTileViews(O, hs, w2View ? w2View.buf() : w2s, tl.BM, tl.N2p, tl.BH, tl.TM,
+                             tl.TN2, v);
+  }
+}
+
+// Host plans: X read where it lies (or its tile rows staged once per block into xs, added to
+// `allocs`: normalised, or gathered), the Ws in place where they can be; recorded in `problem`.
+struct HostViews {
+  std::optional<RowView> xView;
+  std::vector<BView> w1Views;
+  BView w2View;
+  kir::BufferP xs;
+};
+HostViews hostViews(const std::vector<Contraction> &c1s, const Contraction &c2,
+                    const ChainTiles &tl, const Index &bi, ChainProblem &problem,
+                    std::vector<kir::BufferP> &allocs) {
+  const Contraction &c1 = c1s.front();
+  const int64_t K1 = c1.K, N2 = c2.N;
+  HostViews v;
+  v.w1Views.resize(c1s.size());
+  AICF_CHECK(tl.threads == 1, "chained_contraction: host plans run one thread per block");
+  v.xView = aRowView(c1, bi);
+  problem.aInPlace = v.xView.has_value();
+  if (!v.xView) {
+    v.xs = tempBuffer("xs", {tl.BM, roundUp(K1, tl.BK)}, kir::Scope::Shared);
+    allocs.push_back(v.xs);
+    v.xView = RowView{v.xs, E(int64_t(0)), roundUp(K1, tl.BK)};
+  }
+  problem.b1Views = true;
+  for (size_t q = 0; q < c1s.size(); ++q) {
+    v.w1Views[q] = hostBView(c1s[q], bi, tl.BH);
+    problem.b1Views = problem.b1Views && static_cast<bool>(v.w1Views[q]);
+    problem.b1Rows = problem.b1Rows || v.w1Views[q].row.has_value();
+  }
+  v.w2View = hostBView(c2, bi, N2);
+  problem.b2Views = static_cast<bool>(v.w2View);
+  problem.b2Rows = v.w2View.row.has_value();
+  return v;
+}
+
 } // namespace
 
 kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &name,
@@ -165,30 +442,11 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
                "chained_contraction: ", n1s[q]->name(), " ", n1s[q]->result()->type().str(),
                " does not feed ", n2.name(), "'s A row for row (", n2.where(), ")");
   const int64_t M = c1.M, K1 = c1.K, H = c1.N, N2 = c2.N;
-  const int64_t Q = static_cast<int64_t>(c1s.size());
   ChainTiles tl = chooseChainTiles(c1, c2, knobs);
   k.threads = tl.threads;
   k.knobs = {{"BM", tl.BM}, {"BH", tl.BH}, {"BK", tl.BK},
              {"TM", tl.TM}, {"TN", tl.TN}, {"threads", tl.threads}};
-  auto problem = std::make_shared<ChainProblem>();
-  problem->M = M;
-  problem->K1 = K1;
-  problem->H = H;
-  problem->N2 = N2;
-  problem->firsts = Q;
-  problem->normEpilogue = g.normEpilogue != nullptr;
-  problem->batch = product(c1.batch);
-  problem->xBytes = n1.operand(0)->type().bytes();
-  for (const Node *m : n1s)
-    problem->w1Bytes += m->operand(1)->type().bytes();
-  problem->w2Bytes = n2.operand(1)->type().bytes();
-  auto entries = [](const Value *v) {
-    const auto &s = v->type().shape;
-    return s.size() > 2 ? product(std::vector<int64_t>(s.begin(), s.end() - 2)) : int64_t(1);
-  };
-  problem->w1Entries = entries(n1.operand(1));
-  problem->w2Entries = entries(n2.operand(1));
-  problem->xEntries = c1.batch.empty() ? 1 : entries(n1.operand(0));
+  auto problem = chainedProblem(g, n1s, n2, c1, c2);
   k.problem = problem;
   const std::string &t = k.threadVar;
   E tv = ivar(t), zero(int64_t(0));
@@ -205,6 +463,7 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   const bool ragged = c1.mRagged(tl.BM);
   Index bi = c1.batch.empty() ? Index{} : unflat(c1.batch, ivar("b"));
   E m0 = ivar("mt") * E(tl.BM), h0 = ivar("ht") * E(tl.BH), k0 = ivar("k0");
+  ChainCtx x{c1s, tl, t, bi, m0, h0, k0, Me, gpu, ragged};
 
   // A folded row norm: the tile rows' statistics first; X is then read normalised (c1.aAt; the
   // first contraction's reads of X stage it for all of them).
@@ -216,35 +475,19 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   }
 
   // Host views: X in place (or staged once per block, normalised), the Ws in place.
-  std::optional<RowView> xView;
-  std::vector<BView> w1Views(c1s.size());
-  BView w2View;
-  kir::BufferP xs;
-  if (!gpu) {
-    AICF_CHECK(tl.threads == 1, "chained_contraction: host plans run one thread per block");
-    xView = aRowView(c1, bi);
-    problem->aInPlace = xView.has_value();
-    if (!xView) {
-      xs = tempBuffer("xs", {tl.BM, roundUp(K1, tl.BK)}, kir::Scope::Shared);
-      k.allocs.push_back(xs);
-      xView = RowView{xs, zero, roundUp(K1, tl.BK)};
-    }
-    problem->b1Views = true;
-    for (size_t q = 0; q < c1s.size(); ++q) {
-      w1Views[q] = hostBView(c1s[q], bi, tl.BH);
-      problem->b1Views = problem->b1Views && static_cast<bool>(w1Views[q]);
-      problem->b1Rows = problem->b1Rows || w1Views[q].row.has_value();
-    }
-    w2View = hostBView(c2, bi, N2);
-    problem->b2Views = static_cast<bool>(w2View);
-    problem->b2Rows = w2View.row.has_value();
-  }
-  auto suffix = [&](size_t q) { return Q == 1 ? std::string() : cat(q); };
+  HostViews views;
+  views.w1Views.resize(c1s.size());
+  if (!gpu)
+    views = hostViews(c1s, c2, tl, bi, *problem, k.allocs);
+  std::optional<RowView> &xView = views.xView;
+  std::vector<BView> &w1Views = views.w1Views;
+  BView &w2View = views.w2View;
+  kir::BufferP &xs = views.xs;
   kir::BufferP As = tempBuffer("As", {tl.BM, tl.BK}, kir::Scope::Shared);
   std::vector<kir::BufferP> Bs, Hc;
   for (size_t q = 0; q < c1s.size(); ++q) {
-    Bs.push_back(tempBuffer("Bs" + suffix(q), {tl.BK, tl.BH}, kir::Scope::Shared));
-    Hc.push_back(tempBuffer("Hc" + suffix(q), {tl.threads, tl.TM, tl.TN}, kir::Scope::Local));
+    Bs.push_back(tempBuffer("Bs" + x.suffix(q), {tl.BK, tl.BH}, kir::Scope::Shared));
+    Hc.push_back(tempBuffer("Hc" + x.suffix(q), {tl.threads, tl.TM, tl.TN}, kir::Scope::Local));
   }
   kir::BufferP hs = tempBuffer("hs", {tl.BM, tl.BH}, kir::Scope::Shared);
   kir::BufferP w2s = tempBuffer("w2s", {tl.BH, tl.N2p}, kir::Scope::Shared);
@@ -271,11 +514,8 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
   k.body.insert(k.body.end(), prologue.begin(), prologue.end());
 
   // Thread t's accumulator elements: rows (t / colTiles) TM + i, hidden columns
-  // (t % colTiles) TN + j, output columns (t % colTiles) TN2 + j.
-  int64_t colTiles = tl.BH / tl.TN;
+  // (t % colTiles) TN + j, output columns (t % colTiles) TN2 + j (colTiles = BH / TN).
   E i = ivar("i"), j = ivar("j");
-  E rowLocal = (tv / E(colTiles)) * E(tl.TM) + i;
-  E row = m0 + rowLocal;
   auto overTile = [&](int64_t tn, std::vector<StmtP> body) {
     return kir::region(
         t, {kir::forLoop("i", zero, E(tl.TM), {kir::forLoop("j", zero, E(tn), std::move(body))})});
@@ -303,150 +543,20 @@ kir::Kernel recipeChainedContraction(const KernelGroup &g, const std::string &na
       zeros.push_back(kir::store(h, {tv, i, j}, f32(0.0)));
     hiddenTile.push_back(overTile(tl.TN, zeros));
   }
-  // The first products over K1: X's tile staged once per k step for all of them (GPU).
-  {
-    std::vector<StmtP> step;
-    auto bValid = [&](E r, E cc) {
-      return allOf({K1 % tl.BK ? k0 + r < E(K1) : E(), H % tl.BH ? h0 + cc < E(H) : E()});
-    };
-    if (gpu) {
-      auto aValid = [&](E r, E cc) {
-        return allOf({rowsValid(m0 + r), K1 % tl.BK ? k0 + cc < E(K1) : E()});
-      };
-      std::vector<StmtP> copies = {tileCopy(
-          As, tl.BM, tl.BK, tl.threads, t, "a",
-          [&](E r, E cc) { return c1.aAt(bi, m0 + r, k0 + cc); }, aValid,
-          c1.aRowDecls ? [&](E r) { return c1.aRowDecls(m0 + r); }
-                       : std::function<std::vector<StmtP>(E)>())};
-      for (size_t q = 0; q < c1s.size(); ++q) {
-        const Contraction &cq = c1s[q];
-        copies.push_back(tileCopy(
-            Bs[q], tl.BK, tl.BH, tl.threads, t, "b" + suffix(q),
-            [&](E r, E cc) { return cq.bAt(bi, k0 + r, h0 + cc); }, bValid));
-      }
-      step.push_back(kir::region(t, copies));
-      step.push_back(kir::barrier());
-      for (size_t q = 0; q < c1s.size(); ++q)
-        step.push_back(kir::mmaTile(Hc[q], As, Bs[q], tl.BM, tl.BH, tl.BK, tl.TM, tl.TN));
-      step.push_back(kir::barrier());
-    } else {
-      for (size_t q = 0; q < c1s.size(); ++q) {
-        const Contraction &cq = c1s[q];
-        if (!w1Views[q])
-          step.push_back(
-              kir::region(t, {tileCopy(
-                                 Bs[q], tl.BK, tl.BH, 1, t, "b" + suffix(q),
-                                 [&](E r, E cc) { return cq.bAt(bi, k0 + r, h0 + cc); }, bValid)}));
-        kir::MmaViews v;
-        v.aOffset = xs ? k0 : xView->base + m0 * E(xView->ld) + k0;
-        v.lda = xView->ld;
-        if (w1Views[q]) {
-          w1Views[q].into(v, k0, h0, tl.BH, H);
-        } else {
-          v.bOffset = zero;
-          v.ldb = tl.BH;
-          v.cols = E(tl.BH);
-        }
-        v.rows = !xs && ragged ? kir::min(E(tl.BM), Me - m0) : E(tl.BM);
-        v.depth = K1 % tl.BK ? kir::min(E(tl.BK), E(K1) - k0) : E(tl.BK);
-        step.push_back(kir::mmaTileViews(Hc[q], xView->buf, w1Views[q] ? w1Views[q].buf() : Bs[q],
-                                         tl.BM, tl.BH, tl.BK, tl.TM, tl.TN, v));
-      }
-    }
-    hiddenTile.push_back(kir::forLoop("k0", zero, E(K1), step, tl.BK));
-  }
+  // The first products over K1.
+  hiddenTile.push_back(firstProducts(x, As, Bs, Hc, xs, xView, w1Views));
   // The hidden tile through the first contractions' epilogues and the nodes between them and
   // c2's A, into hs.
-  {
-    E hcol = h0 + (tv % E(colTiles)) * E(tl.TN) + j;
-    std::vector<StmtP> body;
-    for (size_t q = 0; q < c1s.size(); ++q) {
-      const Contraction &cq = c1s[q];
-      Index out1 = cq.outIndex(bi, row, hcol);
-      E acc = kir::load(Hc[q], {tv, i, j});
-      if (cq.alpha != 1.0)
-        acc = f32(cq.alpha) * acc;
-      for (const auto &term : cq.addTerms)
-        acc = acc + term(out1);
-      std::string cur = "h" + suffix(q);
-      body.push_back(kir::decl(cur, DType::F32, acc));
-      // Each contraction's epilogue scalars under names of its own.
-      std::vector<StmtP> steps = applySteps(cq, gx, out1, cur, Q == 1 ? "e" : cat("e", q, "_"));
-      body.insert(body.end(), steps.begin(), steps.end());
-      std::string hv = cur;
-      gx.substitute(n1s[q]->result(), [hv](const Index &) { return fvar(hv); });
-    }
-    body.push_back(kir::decl("hn", DType::F32, c2.aAt(bi, row, hcol)));
-    E hsAt = (tv % E(colTiles)) * E(tl.TN) + j;
-    // Rows past M and hidden columns past H hold zeros (the second product may read them).
-    body.push_back(kir::store(hs, {rowLocal, hsAt}, fvar("hn")));
-    if (E ok = allOf({rowsValid(row), H % tl.BH ? hcol < E(H) : E()}))
-      body = {kir::ifThen(ok, body, {kir::store(hs, {rowLocal, hsAt}, f32(0.0))})};
-    std::vector<StmtP> region = {
-        kir::forLoop("i", zero, E(tl.TM), {kir::forLoop("j", zero, E(tl.TN), body)})};
-    if (gpu || !w2View) {
-      auto wValid = [&](E r, E cc) {
-        return allOf({H % tl.BH ? h0 + r < E(H) : E(), tl.N2p != N2 ? cc < E(N2) : E()});
-      };
-      region.push_back(tileCopy(
-          w2s, tl.BH, tl.N2p, tl.threads, t, "w", [&](E r, E cc) { return c2.bAt(bi, h0 + r, cc); },
-          wValid));
-    }
-    hiddenTile.push_back(kir::region(t, region));
-    hiddenTile.push_back(kir::barrier());
-  }
+  for (StmtP &st : hiddenIntoShared(x, gx, n1s, c2, Hc, hs, w2s, gpu || !w2View))
+    hiddenTile.push_back(st);
   // The second product: O += hs x W2[h0.., :].
-  if (gpu) {
-    hiddenTile.push_back(kir::mmaTile(O, hs, w2s, tl.BM, tl.N2p, tl.BH, tl.TM, tl.TN2));
-  } else {
-    kir::MmaViews v;
-    v.aOffset = zero;
-    v.lda = tl.BH;
-    if (w2View) {
-      w2View.into(v, h0, zero, N2, N2);
-    } else {
-      v.bOffset = zero;
-      v.ldb = tl.N2p;
-      v.cols = E(tl.N2p);
-    }
-    v.rows = E(tl.BM);
-    v.depth = H % tl.BH ? kir::min(E(tl.BH), E(H) - h0) : E(tl.BH);
-    hiddenTile.push_back(kir::mmaTileViews(O, hs, w2View ? w2View.buf() : w2s, tl.BM, tl.N2p, tl.BH,
-                                           tl.TM, tl.TN2, v));
-  }
+  hiddenTile.push_back(secondProduct(x, O, hs, w2s, w2View, H, N2));
   hiddenTile.push_back(kir::barrier());
   k.body.push_back(kir::forLoop("ht", zero, E(ceilDiv(H, tl.BH)), hiddenTile));
 
   // The output tile through c2's epilogue and the group's fused nodes.
-  {
-    E col = (tv % E(colTiles)) * E(tl.TN2) + j;
-    Index out = c2.outIndex(bi, row, col);
-    E acc = kir::load(O, {tv, i, j});
-    if (c2.alpha != 1.0)
-      acc = f32(c2.alpha) * acc;
-    for (const auto &term : c2.addTerms)
-      acc = acc + term(out);
-    std::vector<StmtP> fin = {kir::decl("acc", DType::F32, acc)};
-    std::string cur = "acc";
-    std::vector<StmtP> steps = applySteps(c2, gx, out, cur);
-    fin.insert(fin.end(), steps.begin(), steps.end());
-    if (g.normEpilogue) { // whole output rows: one thread per block (host plans)
-      E ok = allOf({rowsValid(row), tl.N2p != N2 ? col < E(N2) : E()});
-      std::vector<StmtP> regions = normEpilogueRegions(
-          *g.normEpilogue, g, gx, result, cur, fin, O, tv, tl.TM, N2, out, t,
-          [&](std::vector<StmtP> body) {
-            return overTile(tl.TN2, ok ? std::vector<StmtP>{kir::ifThen(ok, body)} : body);
-          },
-          k.allocs);
-      k.body.insert(k.body.end(), regions.begin(), regions.end());
-      return k;
-    }
-    std::vector<StmtP> stores = storeGroupOutputs(g, gx, result, fvar(cur), out);
-    fin.insert(fin.end(), stores.begin(), stores.end());
-    if (E ok = allOf({rowsValid(row), tl.N2p != N2 ? col < E(N2) : E()}))
-      fin = {kir::ifThen(ok, fin)};
-    k.body.push_back(overTile(tl.TN2, fin));
-  }
+  std::vector<StmtP> fin = outputTile(x, g, gx, c2, O, k.allocs);
+  k.body.insert(k.body.end(), fin.begin(), fin.end());
   return k;
 }
 

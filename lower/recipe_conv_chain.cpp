@@ -152,6 +152,157 @@ std::vector<StmtP> pointwiseProduct(const std::string &t, const kir::BufferP &C,
   return body;
 }
 
+// The facts the planner prices the chain by (ConvChainProblem).
+std::shared_ptr<ConvChainProblem> chainProblem(const Chain &ch, const GroupExpr &gx, int64_t N,
+                                               int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                               int64_t Hp, int64_t N2, int64_t taps, int64_t span,
+                                               int64_t s) {
+  const Node &dw = *ch.dw, &pj = *ch.project;
+  auto problem = std::make_shared<ConvChainProblem>();
+  problem->batch = N;
+  problem->H = H;
+  problem->W = W;
+  problem->OH = OH;
+  problem->OW = OW;
+  problem->K1 = ch.expand ? ch.expand->operand(1)->type().shape[0] : 0;
+  problem->Hp = Hp;
+  problem->N2 = N2;
+  problem->taps = taps;
+  problem->span = span;
+  problem->stride = s;
+  // Transcendental steps of each conv's epilogue and of the group's nodes after it.
+  auto transcendentals = [&](const Node *c) {
+    double n = 0;
+    if (!c)
+      return n;
+    for (const EpilogueStep &step : epilogueSteps(*c))
+      n += isTranscendental(step.op) ? 1.0 : 0.0;
+    for (const Node *m : gx.consumersInGroup(c->result()))
+      if (m != ch.dw && m != ch.project)
+        n += isTranscendental(m->op()) ? 1.0 : 0.0;
+    return n;
+  };
+  problem->expandEpilogue = transcendentals(ch.expand);
+  problem->dwEpilogue = transcendentals(&dw);
+  problem->outEpilogue = transcendentals(&pj);
+  return problem;
+}
+
+// A step's depthwise rows: gv output rows from y0 on, from the ring's rows (`slot`: an input
+// row's ring slot) through the depthwise conv's epilogue and activations into hs, the
+// projection's A (row yy OW + ox, channel cb 16 + l).
+StmtP depthwiseRows(const Chain &ch, GroupExpr &gx, const std::string &t, const kir::BufferP &ring,
+                    const kir::BufferP &hs, E n, E y0, E gv, const std::function<E(E)> &slot) {
+  const Node &dw = *ch.dw, &pj = *ch.project;
+  const auto &os = dw.result()->type().shape, &hsh = dw.operand(0)->type().shape;
+  const auto &ks = dw.ints("kernel_shape"), &st = dw.ints("strides"), &pd = dw.ints("pads"),
+             &dl = dw.ints("dilations");
+  const int64_t CBh = hsh[1], OW = os[3], KH = ks[0], KW = ks[1], s = st[0], sw = st[1];
+  E zero(int64_t(0)), l = ivar("l"), cb = ivar("cb");
+  Index bi = {n};
+  const Value *wd = dw.operand(1);
+  bool dwBias = hasBiasOperand(dw);
+  E yy = ivar("yy"), ox = ivar("ox");
+  E acc;
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      E term = kir::load(ring, {ivar(cat("s", kh)), cb, ox * E(sw) + E(kw * dl[1]), l}) *
+               asF32(gx.at(wd, {cb, E(kh), E(kw), l}));
+      acc = acc ? acc + term : f32(0.0) + term;
+    }
+  if (dwBias)
+    acc = acc + asF32(gx.at(dw.operand(2), {cb * E(kLanes) + l}));
+  std::vector<StmtP> pix = {kir::decl("d0", DType::F32, acc)};
+  std::string cur = "d0";
+  Contraction cd;
+  cd.outShape = os;
+  splitEpilogue(dw, dwBias ? 3 : 2, gx, false, cd);
+  auto steps = applySteps(cd, gx, {bi[0], cb, y0 + yy, ox, l}, cur, "d");
+  pix.insert(pix.end(), steps.begin(), steps.end());
+  std::string dv = cur;
+  gx.substitute(dw.result(), [dv](const Index &) { return fvar(dv); });
+  pix.push_back(kir::store(hs, {yy * E(OW) + ox, cb * E(kLanes) + l},
+                           asF32(gx.at(pj.operand(0), {bi[0], cb, y0 + yy, ox, l}))));
+  std::vector<StmtP> perRow;
+  for (int64_t kh = 0; kh < KH; ++kh)
+    perRow.push_back(
+        kir::decl(cat("s", kh), DType::I64, slot((y0 + yy) * E(s) - E(pd[0]) + E(kh * dl[0]))));
+  perRow.push_back(
+      kir::forLoop("cb", zero, E(CBh),
+                   {kir::forLoop("ox", zero, E(OW), {vectorLoop("l", zero, E(kLanes), pix)})}));
+  return kir::region(t, {kir::forLoop("yy", zero, gv, perRow)});
+}
+
+// A step's new input rows [ia, ib) into the ring (`slot`: an input row's ring slot): the
+// expansion's product of those rows with its epilogue and activations (C1 the accumulators,
+// rowSlot / rowCol each tile row's ring slot and padded column), or the input rows copied.
+// Appended to `stepBody`.
+void newRows(const Chain &ch, GroupExpr &gx, const Knobs &knobs, const std::string &t,
+             const kir::BufferP &ring, const kir::BufferP &C1, const kir::BufferP &rowSlot,
+             const kir::BufferP &rowCol, E n, E ia, E ib, int64_t MR,
+             const std::function<E(E)> &slot, std::vector<StmtP> &stepBody) {
+  const Node &dw = *ch.dw;
+  const Value *x = ch.expand ? ch.expand->operand(0) : dw.operand(0);
+  const auto &xs = x->type().shape, &hsh = dw.operand(0)->type().shape;
+  const int64_t W = xs[3], CBh = hsh[1], Hp = CBh * kLanes, pL = dw.ints("pads")[1];
+  E tv = ivar(t), zero(int64_t(0)), l = ivar("l"), cb = ivar("cb"), wq = ivar("wq");
+  Index bi = {n};
+  std::vector<StmtP> inside;
+  E i = ivar("i"), jo = ivar("jo"), jl = ivar("jl");
+  E valid = (ib - ia) * E(W);
+  if (ch.expand) {
+    // Rows [ia, ib) of the input in place, as one product of (ib - ia) W pixel rows: in k
+    // blocks of 16 lanes, or as plain rows (one block).
+    Contraction ce = blockedConvSpec(*ch.expand, gx, true, knobs);
+    // (A 1 x 1 map's single row reads in place too: its row index folds away.)
+    std::optional<BlockView> av = aBlockView(ce, bi, true);
+    if (!av)
+      if (std::optional<RowView> rv = aRowView(ce, bi, true))
+        av = BlockView{rv->buf, rv->base, rv->ld, 0};
+    AICF_CHECK(av.has_value(), "conv_chain: ", ch.expand->name(), "'s input is not read in ",
+               "place (", ch.expand->where(), ")");
+    WeightView w1 = weightView(ce, bi, *ch.expand);
+    kir::MmaViews v;
+    v.aOffset = av->base + ia * E(W) * E(av->ld);
+    v.lda = av->ld;
+    if (av->block)
+      v.aBlocks = {av->block, 0, 0, 1, 1, kLanes};
+    // Each tile row's ring slot and padded column, tabled once per step: the epilogue then
+    // stores without a division or modulo per 16 lanes (they cost as much as the product's
+    // FMAs at a short K).
+    E iy = ia + i / E(W), px = i % E(W);
+    Index eout = {bi[0], jo, iy, px, jl};
+    stepBody.push_back(kir::region(t, {kir::forLoop("i", zero, valid,
+                                                    {kir::store(rowSlot, {i}, slot(iy)),
+                                                     kir::store(rowCol, {i}, E(pL) + px)})}));
+    std::vector<StmtP> fin = {kir::decl("acc", DType::F32, kir::load(C1, {tv, i, ivar("j")}))};
+    std::string cur = "acc";
+    auto steps = applySteps(ce, gx, eout, cur);
+    fin.insert(fin.end(), steps.begin(), steps.end());
+    // The expansion's activation nodes (the group's elementwise nodes up to the depthwise
+    // conv's input) on the expanded value.
+    std::string ev = cur;
+    gx.substitute(ch.expand->result(), [ev](const Index &) { return fvar(ev); });
+    fin.push_back(kir::store(ring, {kir::load(rowSlot, {i}), jo, kir::load(rowCol, {i}), jl},
+                             asF32(gx.at(dw.operand(0), eout))));
+    inside = pointwiseProduct(t, C1, av->buf, w1, v, MR * W, valid, Hp, ce.K, roundUp(ce.K, kLanes),
+                              ce, eout, fin, MR == 1 ? E() : i < valid);
+  } else {
+    E iy = ivar("iy");
+    inside = {kir::forLoop(
+        "iy", ia, ib - ia,
+        {kir::region(
+            t, {kir::forLoop(
+                   "cb", zero, E(CBh),
+                   {kir::forLoop(
+                       "wq", zero, E(W),
+                       {vectorLoop("l", zero, E(kLanes),
+                                   {kir::store(ring, {slot(iy), cb, E(pL) + wq, l},
+                                               asF32(gx.at(x, {bi[0], cb, iy, wq, l})))})})})})})};
+  }
+  stepBody.push_back(kir::ifThen(ib > ia, inside));
+}
+
 } // namespace
 
 kir::Kernel recipeConvChain(const KernelGroup &g, const std::string &name, const Knobs &knobs) {
@@ -190,34 +341,7 @@ kir::Kernel recipeConvChain(const KernelGroup &g, const std::string &name, const
   const std::string &t = k.threadVar;
   E tv = ivar(t), zero(int64_t(0)), l = ivar("l");
 
-  auto problem = std::make_shared<ConvChainProblem>();
-  problem->batch = N;
-  problem->H = H;
-  problem->W = W;
-  problem->OH = OH;
-  problem->OW = OW;
-  problem->K1 = ch.expand ? ch.expand->operand(1)->type().shape[0] : 0;
-  problem->Hp = Hp;
-  problem->N2 = N2;
-  problem->taps = KH * KW;
-  problem->span = span;
-  problem->stride = s;
-  // Transcendental steps of each conv's epilogue and of the group's nodes after it.
-  auto transcendentals = [&](const Node *c) {
-    double n = 0;
-    if (!c)
-      return n;
-    for (const EpilogueStep &step : epilogueSteps(*c))
-      n += isTranscendental(step.op) ? 1.0 : 0.0;
-    for (const Node *m : gx.consumersInGroup(c->result()))
-      if (m != ch.dw && m != ch.project)
-        n += isTranscendental(m->op()) ? 1.0 : 0.0;
-    return n;
-  };
-  problem->expandEpilogue = transcendentals(ch.expand);
-  problem->dwEpilogue = transcendentals(&dw);
-  problem->outEpilogue = transcendentals(&pj);
-  k.problem = problem;
+  k.problem = chainProblem(ch, gx, N, H, W, OH, OW, Hp, N2, KH * KW, span, s);
 
   auto ring = tempBuffer("ring", {RR, CBh, Wp, kLanes}, kir::Scope::Shared);
   auto hs = tempBuffer("hs", {MP, Hp}, kir::Scope::Shared);
@@ -294,98 +418,10 @@ kir::Kernel recipeConvChain(const KernelGroup &g, const std::string &name, const
   };
   stepBody.push_back(zeroRows(lo, ia - lo));
   stepBody.push_back(zeroRows(ib, hi - ib));
-  {
-    std::vector<StmtP> inside;
-    E i = ivar("i"), jo = ivar("jo"), jl = ivar("jl");
-    E valid = (ib - ia) * E(W);
-    if (ch.expand) {
-      // Rows [ia, ib) of the input in place, as one product of (ib - ia) W pixel rows: in k
-      // blocks of 16 lanes, or as plain rows (one block).
-      Contraction ce = blockedConvSpec(*ch.expand, gx, true, knobs);
-      // (A 1 x 1 map's single row reads in place too: its row index folds away.)
-      std::optional<BlockView> av = aBlockView(ce, bi, true);
-      if (!av)
-        if (std::optional<RowView> rv = aRowView(ce, bi, true))
-          av = BlockView{rv->buf, rv->base, rv->ld, 0};
-      AICF_CHECK(av.has_value(), "conv_chain: ", ch.expand->name(), "'s input is not read in ",
-                 "place (", ch.expand->where(), ")");
-      WeightView w1 = weightView(ce, bi, *ch.expand);
-      kir::MmaViews v;
-      v.aOffset = av->base + ia * E(W) * E(av->ld);
-      v.lda = av->ld;
-      if (av->block)
-        v.aBlocks = {av->block, 0, 0, 1, 1, kLanes};
-      // Each tile row's ring slot and padded column, tabled once per step: the epilogue then
-      // stores without a division or modulo per 16 lanes (they cost as much as the product's
-      // FMAs at a short K).
-      E iy = ia + i / E(W), px = i % E(W);
-      Index eout = {bi[0], jo, iy, px, jl};
-      stepBody.push_back(kir::region(t, {kir::forLoop("i", zero, valid,
-                                                      {kir::store(rowSlot, {i}, slot(iy)),
-                                                       kir::store(rowCol, {i}, E(pL) + px)})}));
-      std::vector<StmtP> fin = {kir::decl("acc", DType::F32, kir::load(C1, {tv, i, ivar("j")}))};
-      std::string cur = "acc";
-      auto steps = applySteps(ce, gx, eout, cur);
-      fin.insert(fin.end(), steps.begin(), steps.end());
-      // The expansion's activation nodes (the group's elementwise nodes up to the depthwise
-      // conv's input) on the expanded value.
-      std::string ev = cur;
-      gx.substitute(ch.expand->result(), [ev](const Index &) { return fvar(ev); });
-      fin.push_back(kir::store(ring, {kir::load(rowSlot, {i}), jo, kir::load(rowCol, {i}), jl},
-                               asF32(gx.at(dw.operand(0), eout))));
-      inside = pointwiseProduct(t, C1, av->buf, w1, v, MR * W, valid, Hp, ce.K,
-                                roundUp(ce.K, kLanes), ce, eout, fin, MR == 1 ? E() : i < valid);
-    } else {
-      E iy = ivar("iy");
-      inside = {kir::forLoop(
-          "iy", ia, ib - ia,
-          {kir::region(
-              t,
-              {kir::forLoop(
-                  "cb", zero, E(CBh),
-                  {kir::forLoop(
-                      "wq", zero, E(W),
-                      {vectorLoop("l", zero, E(kLanes),
-                                  {kir::store(ring, {slot(iy), cb, E(pL) + wq, l},
-                                              asF32(gx.at(x, {bi[0], cb, iy, wq, l})))})})})})})};
-    }
-    stepBody.push_back(kir::ifThen(ib > ia, inside));
-  }
+  newRows(ch, gx, knobs, t, ring, C1, rowSlot, rowCol, bi[0], ia, ib, MR, slot, stepBody);
 
   // Depthwise rows into hs.
-  {
-    const Value *wd = dw.operand(1);
-    bool dwBias = hasBiasOperand(dw);
-    E yy = ivar("yy"), ox = ivar("ox");
-    E acc;
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        E term = kir::load(ring, {ivar(cat("s", kh)), cb, ox * E(sw) + E(kw * dl[1]), l}) *
-                 asF32(gx.at(wd, {cb, E(kh), E(kw), l}));
-        acc = acc ? acc + term : f32(0.0) + term;
-      }
-    if (dwBias)
-      acc = acc + asF32(gx.at(dw.operand(2), {cb * E(kLanes) + l}));
-    std::vector<StmtP> pix = {kir::decl("d0", DType::F32, acc)};
-    std::string cur = "d0";
-    Contraction cd;
-    cd.outShape = os;
-    splitEpilogue(dw, dwBias ? 3 : 2, gx, false, cd);
-    auto steps = applySteps(cd, gx, {bi[0], cb, y0 + yy, ox, l}, cur, "d");
-    pix.insert(pix.end(), steps.begin(), steps.end());
-    std::string dv = cur;
-    gx.substitute(dw.result(), [dv](const Index &) { return fvar(dv); });
-    pix.push_back(kir::store(hs, {yy * E(OW) + ox, cb * E(kLanes) + l},
-                             asF32(gx.at(pj.operand(0), {bi[0], cb, y0 + yy, ox, l}))));
-    std::vector<StmtP> perRow;
-    for (int64_t kh = 0; kh < KH; ++kh)
-      perRow.push_back(
-          kir::decl(cat("s", kh), DType::I64, slot((y0 + yy) * E(s) - E(pd[0]) + E(kh * dl[0]))));
-    perRow.push_back(
-        kir::forLoop("cb", zero, E(CBh),
-                     {kir::forLoop("ox", zero, E(OW), {vectorLoop("l", zero, E(kLanes), pix)})}));
-    stepBody.push_back(kir::region(t, {kir::forLoop("yy", zero, gv, perRow)}));
-  }
+  stepBody.push_back(depthwiseRows(ch, gx, t, ring, hs, bi[0], y0, gv, slot));
 
   // The projection of the step's rows.
   {

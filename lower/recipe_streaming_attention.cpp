@@ -100,6 +100,75 @@ std::optional<WarpTiles> warpTiles(int64_t m, int64_t n, int64_t threads) {
   return WarpTiles{m / wr / 8, n / wc / 4};
 }
 
+// The kernel's tiles from the knobs: BR query rows by BC keys per tile, the threads, and on
+// tensor cores the fragment and the two products' warp tiles (recipeStreamingAttention).
+struct AttentionTiles {
+  kir::MmaFrag frag = kir::MmaFrag::None;
+  std::optional<WarpTiles> sTiles, oTiles;
+  int64_t BR = 1, BC = 1, threads = 1;
+};
+
+AttentionTiles attentionTiles(const Node &n, const Knobs &knobs, int64_t Sq, int64_t D,
+                              int64_t Dv) {
+  AttentionTiles at;
+  bool gpu = isGpuPlan(knobs);
+  // Knobs. GPU: one query row per thread, tiles sized so the four shared tiles stay under
+  // 44 KB (static shared memory is limited to 48 KB). Host: one thread owns the whole tile, so
+  // both products run on the vector micro-kernel.
+  int64_t brDefault = gpu ? (Sq <= 32 ? 32 : 64) : 64;
+  // Head size <= 32: BC = 16 (at 32 the per-thread score row and its exponentials spilled
+  // 24-128 bytes on sm_80/sm_90; at 16 ptxas reports no spills).
+  int64_t bcDefault = gpu ? (D <= 32 ? 16 : 32) : 64;
+  auto smem = [&](int64_t br, int64_t bc) { return 4 * (br * D + D * bc + bc * Dv + br * bc); };
+  while (gpu && smem(brDefault, bcDefault) > 44 * 1024 && (brDefault > 16 || bcDefault > 16)) {
+    if (bcDefault > 16)
+      bcDefault /= 2;
+    else
+      brDefault /= 2;
+  }
+  // Tensor cores (a GPU plan of an attention in reduced precision, ir/precision.h): both
+  // products on m16n8 fragments (kir.h), one query row per thread for the softmax; tiles of
+  // 64 query rows over 4 warps, 64 keys (32 past head size 64). Head sizes the fragments
+  // cannot tile fall back to the SIMT form (the step then reports fp32).
+  kir::MmaFrag &frag = at.frag;
+  frag = tensorFrag(n, knobs);
+  // A head size no fragment tiles (D not a multiple of the instruction's k, Dv not of 8: a
+  // Swin's 24) takes the SIMT form whatever the knobs: the planner's candidates for this kernel
+  // are then SIMT ones, which name BR, BC and threads.
+  if (frag != kir::MmaFrag::None && (D % kir::mmaFragK(frag) != 0 || Dv % 8 != 0))
+    frag = kir::MmaFrag::None;
+  std::optional<WarpTiles> &sTiles = at.sTiles, &oTiles = at.oTiles;
+  const int64_t simtBR = brDefault, simtBC = bcDefault;
+  if (frag != kir::MmaFrag::None) {
+    brDefault = Sq <= 32 ? 32 : 64;
+    bcDefault = std::max(D, Dv) <= 64 ? 64 : 32;
+  }
+  int64_t &BR = at.BR, &BC = at.BC;
+  BR = std::max<int64_t>(1, knobs.get("BR", brDefault));
+  BC = std::max<int64_t>(1, knobs.get("BC", bcDefault));
+  if (frag != kir::MmaFrag::None) {
+    int64_t threads = knobs.get("threads", 128);
+    sTiles = warpTiles(BR, BC, threads);
+    oTiles = warpTiles(BR, Dv, threads);
+    if (!sTiles || !oTiles || threads < BR || D % kir::mmaFragK(frag) || BC % 16) {
+      AICF_CHECK(!knobs.values.count("BR") && !knobs.values.count("BC") &&
+                     !knobs.values.count("threads"),
+                 "streaming_attention: tensor-core tiles BR ", BR, " BC ", BC, " threads ", threads,
+                 " do not split into warp tiles (head sizes ", D, ", ", Dv, ")");
+      frag = kir::MmaFrag::None;
+      BR = simtBR;
+      BC = simtBC;
+    }
+  }
+  int64_t &threads = at.threads;
+  threads = std::max<int64_t>(1, knobs.get("threads", frag != kir::MmaFrag::None ? 128
+                                                      : gpu                      ? BR
+                                                                                 : 1));
+  AICF_CHECK(frag != kir::MmaFrag::None || BR % threads == 0, "streaming_attention: threads ",
+             threads, " must divide BR ", BR);
+  return at;
+}
+
 } // namespace
 
 kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &name,
@@ -140,58 +209,11 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   bool causal = n.i("causal") != 0;
   bool maskBool = mask && mask->type().dtype == DType::Bool;
 
-  // Knobs. GPU: one query row per thread, tiles sized so the four shared tiles stay under
-  // 44 KB (static shared memory is limited to 48 KB). Host: one thread owns the whole tile, so
-  // both products run on the vector micro-kernel.
-  bool gpu = isGpuPlan(knobs);
-  int64_t brDefault = gpu ? (Sq <= 32 ? 32 : 64) : 64;
-  // Head size <= 32: BC = 16 (at 32 the per-thread score row and its exponentials spilled
-  // 24-128 bytes on sm_80/sm_90; at 16 ptxas reports no spills).
-  int64_t bcDefault = gpu ? (D <= 32 ? 16 : 32) : 64;
-  auto smem = [&](int64_t br, int64_t bc) { return 4 * (br * D + D * bc + bc * Dv + br * bc); };
-  while (gpu && smem(brDefault, bcDefault) > 44 * 1024 && (brDefault > 16 || bcDefault > 16)) {
-    if (bcDefault > 16)
-      bcDefault /= 2;
-    else
-      brDefault /= 2;
-  }
-  // Tensor cores (a GPU plan of an attention in reduced precision, ir/precision.h): both
-  // products on m16n8 fragments (kir.h), one query row per thread for the softmax; tiles of
-  // 64 query rows over 4 warps, 64 keys (32 past head size 64). Head sizes the fragments
-  // cannot tile fall back to the SIMT form (the step then reports fp32).
-  kir::MmaFrag frag = tensorFrag(n, knobs);
-  // A head size no fragment tiles (D not a multiple of the instruction's k, Dv not of 8: a
-  // Swin's 24) takes the SIMT form whatever the knobs: the planner's candidates for this kernel
-  // are then SIMT ones, which name BR, BC and threads.
-  if (frag != kir::MmaFrag::None && (D % kir::mmaFragK(frag) != 0 || Dv % 8 != 0))
-    frag = kir::MmaFrag::None;
-  std::optional<WarpTiles> sTiles, oTiles;
-  const int64_t simtBR = brDefault, simtBC = bcDefault;
-  if (frag != kir::MmaFrag::None) {
-    brDefault = Sq <= 32 ? 32 : 64;
-    bcDefault = std::max(D, Dv) <= 64 ? 64 : 32;
-  }
-  int64_t BR = std::max<int64_t>(1, knobs.get("BR", brDefault));
-  int64_t BC = std::max<int64_t>(1, knobs.get("BC", bcDefault));
-  if (frag != kir::MmaFrag::None) {
-    int64_t threads = knobs.get("threads", 128);
-    sTiles = warpTiles(BR, BC, threads);
-    oTiles = warpTiles(BR, Dv, threads);
-    if (!sTiles || !oTiles || threads < BR || D % kir::mmaFragK(frag) || BC % 16) {
-      AICF_CHECK(!knobs.values.count("BR") && !knobs.values.count("BC") &&
-                     !knobs.values.count("threads"),
-                 "streaming_attention: tensor-core tiles BR ", BR, " BC ", BC, " threads ", threads,
-                 " do not split into warp tiles (head sizes ", D, ", ", Dv, ")");
-      frag = kir::MmaFrag::None;
-      BR = simtBR;
-      BC = simtBC;
-    }
-  }
-  int64_t threads = std::max<int64_t>(1, knobs.get("threads", frag != kir::MmaFrag::None ? 128
-                                                              : gpu                      ? BR
-                                                                                         : 1));
-  AICF_CHECK(frag != kir::MmaFrag::None || BR % threads == 0, "streaming_attention: threads ",
-             threads, " must divide BR ", BR);
+  // Knobs (attentionTiles).
+  AttentionTiles at = attentionTiles(n, knobs, Sq, D, Dv);
+  kir::MmaFrag frag = at.frag;
+  const std::optional<WarpTiles> &sTiles = at.sTiles, &oTiles = at.oTiles;
+  const int64_t BR = at.BR, BC = at.BC, threads = at.threads;
   int64_t tm = std::max<int64_t>(1, BR / threads); // query rows per thread
   k.threads = threads;
   k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};

@@ -13,7 +13,7 @@
 //     epilogue and its operands carried over, per-channel constants re-laid to [1, CB, 1, 1, 16]);
 //     its input is the blocked form of x when there is one, x itself for a dense conv with at
 //     most 8 channels (the image: padding 3 channels to 16 would waste 5x the work; the conv
-//     reads its plain rows, lower/recipe_tiled_contraction.cpp), else x reordered (to_blocked) when
+//     reads its plain rows, lower/contraction_conv_specs.cpp), else x reordered (to_blocked) when
 //     its channels are a multiple of 16 (otherwise the conv stays NCHW: the pad kernel the reorder
 //     would need costs more than the layout saves, ShuffleNet's branches after each shuffle);
 //   * an elementwise op whose operands are blocked values, scalars or per-channel constants

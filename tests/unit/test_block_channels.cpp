@@ -202,7 +202,7 @@ TEST_CASE("block-channels: a squeeze-and-excitation scale folds into the project
 }
 
 // A weight wider than half of L2 is streamed a panel slice ahead (mma_tile prefetch,
-// lower/recipe_tiled_contraction.cpp streamsWeight): planned for a host whose L2 is 64 KiB, the
+// lower/contraction_views.cpp streamsWeight): planned for a host whose L2 is 64 KiB, the
 // network's convs over packed panels prefetch, and the results are the same; planned for the
 // detected host (L2 of a MiB or more), none of these small weights does.
 TEST_CASE("block-channels: weights wider than L2 are prefetched a slice ahead, same results") {
@@ -230,7 +230,7 @@ TEST_CASE("block-channels: weights wider than L2 are prefetched a slice ahead, s
 
 // A 3 x 3 conv over a channel-blocked input steps K one input channel block at a time (its 9
 // taps x 16 lanes, K step 144) when that slice of the 64-wide weight panel fits in L1 beside
-// the row block's A (lower/recipe_tiled_contraction.cpp l1Slice): resnet18's 3 x 3 convs ran
+// the row block's A (lower/contraction_views.cpp l1Slice): resnet18's 3 x 3 convs ran
 // 8-10% faster than over longer K steps read from L2. Planned for one core with a 48 KiB L1 (a
 // 36 KiB slice), the cost model takes K steps of 144; with a 32 KiB L1 no such step fits, and it
 // takes another. Both plans compute the conv.

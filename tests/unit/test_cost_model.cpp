@@ -9,6 +9,7 @@
 #include "lower/fusion.h"
 #include "lower/recipes.h"
 #include "plan/cost_model.h"
+#include "plan/plan_report.h"
 #include "plan/planner.h"
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"

@@ -787,7 +787,7 @@ const OpCase kOpCases[] = {
 )",
      {"reduction"}},
     // A shared [K, N] weight and 2 rows per batch (torch's in-projection reads x as [S, B, E]):
-    // the batches are rows of one product (recipe_tiled_contraction.cpp matmulSpec), read
+    // the batches are rows of one product (contraction_specs.cpp matmulSpec), read
     // through the folded transpose, with a bias epilogue.
     {"matmul_few_rows_per_batch",
      R"(graph @mf(%x: f32[2,7,8], %w: f32[8,12], %b: f32[12]) -> (%y: f32[7,2,12]) {
@@ -1005,7 +1005,7 @@ TEST_CASE("kernels: host direct conv and pooling forms match the interpreter") {
   }
 }
 
-// The host band forms of a k x k blocked_conv (lower/recipe_tiled_contraction.cpp), each row tile
+// The host band forms of a k x k blocked_conv (lower/contraction_conv_specs.cpp), each row tile
 // forced by BM = R x OW, against the interpreter: blocked inputs at stride 1 (bias and relu
 // fused), stride 2 and dilation 2, and a plain 3-channel input read in kernel rows (7 x 7 / 2),
 // all with 9-pixel output rows; R = 1, 2, 3 (the last tile of 7 rows partial) and 7. Every conv

@@ -1,0 +1,206 @@
+// Fusion rule 0 (lower/fusion.cpp's list): layout ops folded into their readers (read through
+// the composed index map) or stored by their producers (written through the scatter map), or
+// else materialised, each decision priced and recorded; and the folded copies every group holds.
+#include "lower/fusion_partitioner.h"
+
+#include "ir/norm_readers.h"
+#include "ir/precision.h"
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace aicf::fusion {
+
+std::string Partitioner::valueName(const Value *v) {
+  return v->name().empty() ? cat("%", v->id()) : cat("%", v->name());
+}
+
+// Rule 0: the reads of layout op n's results by nodes that are no layout op, each with the
+// map composed through the layout ops and reshapes between; `why` is set when n cannot fold.
+void Partitioner::collectReads(const Node *n, std::vector<LayoutRead> &reads,
+                               std::string &why) const {
+  std::function<void(const Value *, const IndexMap &)> walk = [&](const Value *v,
+                                                                  const IndexMap &m) {
+    if (outputs_.count(v)) {
+      why = "its result is a graph output";
+      return;
+    }
+    for (const Node *u : usersOf(v)) {
+      if (u->info().has(VIEW) || isLayoutOp(*u)) {
+        if (!isLayoutOp(*u)) {
+          why = cat("read by ", u->name(), " with a dynamic shape");
+          return;
+        }
+        // Folded layout ops over symbolic dims are read op by op from the dims' expressions
+        // (GroupExpr); a reshape regrouping symbolic dims would cost its readers a division by
+        // a run-time size per element: a kernel writes the result once instead.
+        if (u->info().has(VIEW) && symbolicRegroup(*u)) {
+          why = cat("read through ", u->name(), " ", u->result(0)->type().str(),
+                    ", which regroups symbolic dims");
+          return;
+        }
+        for (int r = 0; r < static_cast<int>(u->numResults()); ++r)
+          for (const LayoutPiece &pc : layoutPieces(*u, r))
+            if (u->operand(static_cast<size_t>(pc.operand)) == v)
+              walk(u->result(static_cast<size_t>(r)), compose(pc.map, m));
+        continue;
+      }
+      if (u->op() == Op::BatchNorm) {
+        why = "read by batch_norm, whose recipe reads plain buffers";
+        return;
+      }
+      if (u->op() == Op::Loop) {
+        why = "read by a loop, whose body reads plain buffers";
+        return;
+      }
+      for (size_t k = 0; k < u->numOperands(); ++k)
+        if (u->operand(k) == v)
+          reads.push_back(LayoutRead{n, u, static_cast<int>(k), m, v->type().bytes()});
+    }
+  };
+  for (int r = 0; r < static_cast<int>(n->numResults()); ++r)
+    for (const LayoutPiece &pc : layoutPieces(*n, r))
+      walk(n->result(static_cast<size_t>(r)), pc.map);
+}
+
+std::vector<Partitioner::Sink> Partitioner::sinkPlan(const Node *n) const {
+  if (n->op() != Op::Transpose && n->op() != Op::Concat)
+    return {};
+  // A result sized by a data dim (rule 11): a producer may run before the dim is set.
+  for (const SymExpr &d : symShapeOf(n->result(0)->type()))
+    for (const std::string &sym : d.symbols())
+      if (dataDims_.count(sym))
+        return {};
+  std::vector<Sink> out;
+  auto onlyReader = [&](const Value *v, const Node *u) {
+    const std::vector<Node *> &us = usersOf(v);
+    return !outputs_.count(v) && us.size() == 1 && us[0] == u &&
+           std::count(u->operands().begin(), u->operands().end(), v) == 1;
+  };
+  for (size_t i = 0; i < n->numOperands(); ++i) {
+    const Value *v = n->operand(i);
+    std::optional<IndexMap> m = scatterMap(*n, static_cast<int>(i));
+    const Node *reader = n;
+    while (m && v->def() && v->def()->info().has(VIEW) && onlyReader(v, reader)) {
+      const Node *view = v->def();
+      std::optional<IndexMap> vm = isLayoutOp(*view) ? scatterMap(*view, 0) : std::nullopt;
+      if (!vm) {
+        m.reset();
+        break;
+      }
+      m = compose(*vm, *m);
+      reader = view;
+      v = view->operand(0);
+    }
+    const Node *d = v->def();
+    if (!m || !d || d->info().has(VIEW) || isLayoutOp(*d) || d->numResults() != 1 ||
+        d->op() == Op::Loop || d->op() == Op::Fail || d->info().has(SETS_DIM) ||
+        !onlyReader(v, reader))
+      return {};
+    out.push_back(Sink{v, *m});
+  }
+  return out;
+}
+
+// Whether the producers' stores through the maps stay contiguous along their innermost dim.
+bool Partitioner::contiguousStores(const std::vector<Sink> &sinks) {
+  for (const Sink &s : sinks) {
+    const std::vector<int64_t> &shape = s.value->type().shape;
+    if (shape.empty() || shape.back() == 1)
+      continue;
+    std::optional<IndexMap::Stride> st = s.map.strideOf(static_cast<int>(shape.size()) - 1);
+    if (!st || st->step != 1)
+      return false;
+  }
+  return true;
+}
+
+void Partitioner::decideLayout(Partition &p) {
+  floating_.assign(nodes_.size(), 0);
+  stored_.assign(nodes_.size(), 0);
+  if (!opts_.foldLayout)
+    return;
+  for (Node *n : nodes_) {
+    if (n->info().has(VIEW)) {
+      // A reshape of a folded chain folds with it.
+      if (floating(n->operand(0)->def()))
+        floating_[idx(n)] = 1;
+      continue;
+    }
+    if (!isLayoutOp(*n))
+      continue;
+    LayoutDecision d;
+    d.node = n;
+    std::vector<LayoutRead> reads;
+    collectReads(n, reads, d.reason);
+    for (const LayoutRead &r : reads)
+      d.reads.push_back(cat(r.reader->name(), " operand ", r.operand, " ",
+                            valueName(r.reader->operand(static_cast<size_t>(r.operand))), ": ",
+                            r.map.str()));
+    if (d.reason.empty() && reads.empty())
+      d.reason = "no reader";
+    if (d.reason.empty()) {
+      if (opts_.layoutCost) {
+        for (const LayoutRead &r : reads) {
+          LayoutCost c = opts_.layoutCost(r);
+          d.foldUs += c.foldUs;
+          d.materializeUs = std::max(d.materializeUs, c.materializeUs);
+        }
+        d.folded = d.foldUs <= d.materializeUs;
+        d.reason = d.folded ? "reading through the map costs no more than a kernel"
+                            : "reading through the map costs more than a kernel";
+      } else {
+        d.folded = true;
+        d.reason = "folded (no cost model)";
+      }
+    }
+    std::vector<Sink> sinks = sinkPlan(n);
+    if (!sinks.empty()) {
+      bool contiguous = contiguousStores(sinks);
+      if (n->op() == Op::Concat || contiguous || !d.folded) {
+        d.reason = n->op() == Op::Concat ? "its producers write their slices of one buffer"
+                   : contiguous
+                       ? "its producer stores in the transposed order, contiguous "
+                         "along the innermost dim"
+                       : cat("its producer stores in the transposed order (",
+                             d.reason.empty() ? "the alternative is a kernel" : d.reason, ")");
+        d.folded = false;
+        d.stored = true;
+        d.reads.clear(); // its readers read the result's buffer plainly
+        for (const Sink &sk : sinks) {
+          d.stores.push_back(
+              cat(sk.value->def()->name(), " ", valueName(sk.value), ": ", sk.map.str()));
+          sinkOf_[sk.value] = {n->result(0), sk.map};
+        }
+        stored_[idx(n)] = 1;
+      }
+    }
+    if (d.folded)
+      floating_[idx(n)] = 1;
+    p.layout.push_back(std::move(d));
+  }
+}
+
+// Rule 0: every group holds a copy of the folded layout ops it reads through.
+void Partitioner::attachFolded(int gi) {
+  std::vector<Node *> todo = groups_[gi].nodes;
+  while (!todo.empty()) {
+    Node *m = todo.back();
+    todo.pop_back();
+    for (Value *o : m->operands()) {
+      Node *d = o->def();
+      if (!floating(d) || contains(gi, d))
+        continue;
+      groups_[gi].nodes.push_back(d);
+      copies_.insert({gi, idx(d)});
+      todo.push_back(d);
+    }
+  }
+}
+
+} // namespace aicf::fusion
