@@ -745,6 +745,11 @@ std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
   if (!bind) {
     gx.substitute(anchorResult, [anchorValue](const std::vector<E> &) { return anchorValue; });
   } else {
+    // A recipe may store one group in several scopes (a branch per range of taps): each binds
+    // its own scalars, so the epilogue is computed from its definition again, not read from the
+    // scalars another scope declared.
+    for (const Node *n : gx.consumersInGroup(anchorResult))
+      gx.unsubstitute(n->result(0));
     bindValue(anchorResult, bindPrefix + "_r", anchorValue);
     int k = 0;
     for (const Node *n : gx.consumersInGroup(anchorResult)) {

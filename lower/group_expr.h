@@ -119,6 +119,8 @@ public:
   using Producer = std::function<kir::E(const std::vector<kir::E> &idx)>;
   // The recipe computes `v` itself (e.g. the anchor's result as an accumulator).
   void substitute(const Value *v, Producer p) { subst_[v] = std::move(p); }
+  // `v` computed from its definition again (a substitution made for another scope dropped).
+  void unsubstitute(const Value *v) { subst_.erase(v); }
 
   // The value of `v` at `idx` (indices in v's own shape). A value of a layout op folded into the
   // group (lower/fusion.h, rule 0) is read from its source through the composed index map.

@@ -205,6 +205,34 @@ TEST_CASE("block-channels: a squeeze-and-excitation scale folds into the project
 // lower/contraction_views.cpp streamsWeight): planned for a host whose L2 is 64 KiB, the
 // network's convs over packed panels prefetch, and the results are the same; planned for the
 // detected host (L2 of a MiB or more), none of these small weights does.
+// A blocked pool whose epilogue is a per-channel affine and an activation (a batch_norm no conv
+// absorbed -> relu, DenseNet's transition): the pool's host form stores once per range of
+// taps, each range binding the epilogue's scalars in its own scope (the second range once
+// read the first range's scalars: an invalid kernel).
+TEST_CASE(
+    "block-channels: a blocked pool with a per-channel affine epilogue compiles and matches") {
+  std::unique_ptr<Graph> g =
+      parseGraph(R"(graph @pool_affine(%x: f32[1,3,20,20]) -> (%y: f32[1,32,10,10]) {
+  %w1 = weight f32[32,3,3,3]
+  %s = weight f32[1,32,1,1]
+  %t = weight f32[1,32,1,1]
+  %w2 = weight f32[32,32,1,1]
+  %a = conv(%x, %w1) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  %p = max_pool(%a) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  %m = mul(%p, %s)
+  %b = add(%m, %t)
+  %r = relu(%b)
+  %y = conv(%r, %w2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  return %y
+}
+)",
+                 "pool_affine.mcir");
+  fillWeights(*g, 21);
+  std::vector<Tensor> in = randomInputs(*g, 22);
+  Tensor want = interpret(*g, in).at(0);
+  compileRunCheck(*g, CompileOptions{}, in.at(0), want);
+}
+
 TEST_CASE("block-channels: weights wider than L2 are prefetched a slice ahead, same results") {
   std::unique_ptr<Graph> g = network();
   std::vector<Tensor> in = randomInputs(*g, 6);
