@@ -64,6 +64,9 @@ const std::vector<PipelineEntry> &pipeline() {
       {"conv-transpose-as-conv", P::GraphPasses, K::GraphPass, V::Graph,
        "after fold-batch-norm (the norm folds into the conv_transpose's weights first), before "
        "fuse-epilogue: the 1x1 conv is a contraction like any other"},
+      {"batch-norm-as-affine", P::GraphPasses, K::GraphPass, V::Graph,
+       "after the folds into convs: what is left is an elementwise chain that fuses and keeps "
+       "its input's layout"},
       {"fuse-epilogue", P::GraphPasses, K::GraphPass, V::Graph,
        "after fold-batch-norm: the conv's epilogue takes the activation"},
       {"simplify", P::GraphPasses, K::GraphPass, V::Graph,

@@ -26,7 +26,8 @@ scenario() { # the command for name $1, as words
     echo aicfc "$M/bert_layer_op13/model.onnx" $(cat "$M/bert_layer_op13/args.txt") \
          --plan-for cuda:sm_90 --precision fp16 --io-precision fp16 --emit plan ;;
   # No testdata ONNX model has these to rewrite (exporters emit Softmax, HardSwish, no dead
-  # nodes, no f64 contraction, no conv_transpose): the pass manager aicfc runs them in, through aicf-opt.
+  # nodes, no f64 contraction, no conv_transpose, no batch_norm
+  # left after its conv): the pass manager aicfc runs them in, through aicf-opt.
   detect-softmax) echo aicf-opt "$T/ir/passes/detect_softmax.mcir" --split-input-file \
                     --passes=detect-softmax ;;
   dce) echo aicf-opt "$T/ir/passes/dce.mcir" --split-input-file --passes=dce ;;
@@ -34,6 +35,8 @@ scenario() { # the command for name $1, as words
                        --passes=detect-hard-swish ;;
   legalize-f64) echo aicf-opt "$T/ir/passes/legalize_f64.mcir" --split-input-file \
                   --passes=legalize-f64 ;;
+  batch-norm-as-affine) echo aicf-opt "$T/ir/passes/batch_norm_as_affine.mcir" \
+                          --split-input-file --passes=batch-norm-as-affine ;;
   conv-transpose-as-conv) echo aicf-opt "$T/ir/passes/conv_transpose_as_conv.mcir" \
                             --split-input-file --passes=conv-transpose-as-conv ;;
   *) echo aicfc "$M/mlp_op13/model.onnx" -o "$W/out" ;;
