@@ -34,6 +34,8 @@ NETWORKS = {
 
 
 def perturb_norms(m, g):
+    """Fresh BatchNorm / LayerNorm modules are the identity (mean 0, var 1, gamma 1, beta 0),
+    which would let a wrong fold pass: random statistics and affine parameters instead."""
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
             n = mod.num_features
@@ -42,25 +44,31 @@ def perturb_norms(m, g):
                 mod.running_var.copy_(torch.rand(n, generator=g) + 0.5)
                 mod.weight.copy_(torch.rand(n, generator=g) + 0.5)
                 mod.bias.copy_((torch.rand(n, generator=g) - 0.5) * 0.4)
+        elif isinstance(mod, nn.LayerNorm) and mod.elementwise_affine:
+            with torch.no_grad():
+                mod.weight.copy_(torch.rand(mod.weight.shape, generator=g) + 0.5)
+                mod.bias.copy_((torch.rand(mod.bias.shape, generator=g) - 0.5) * 0.4)
 
 
-def export(out_root, name):
+def export_network(out_root, name, ctor, shape=(1, 3, 224, 224), opset=13):
+    """OUT_ROOT/<name>/model.onnx, inputs/input.npy and outputs/output.npy (PyTorch's result)
+    for the network `ctor()` builds; one already exported is kept."""
     out_dir = os.path.join(out_root, name)
     path = os.path.join(out_dir, "model.onnx")
     if os.path.exists(path):
         print(f"{name}: {path} exists, kept")
         return
     torch.manual_seed(0)
-    model = NETWORKS[name]()
+    model = ctor()
     perturb_norms(model, torch.Generator().manual_seed(1))
     model.eval()
-    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(2))
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(2))
     os.makedirs(os.path.join(out_dir, "inputs"), exist_ok=True)
     os.makedirs(os.path.join(out_dir, "outputs"), exist_ok=True)
     tmp = path + ".tmp"
     with torch.no_grad():
         y = model(x)
-        torch.onnx.export(model, (x,), tmp, opset_version=13, input_names=["input"],
+        torch.onnx.export(model, (x,), tmp, opset_version=opset, input_names=["input"],
                           output_names=["output"], training=torch.onnx.TrainingMode.PRESERVE,
                           do_constant_folding=True)
     onnx.checker.check_model(onnx.load(tmp))
@@ -68,6 +76,10 @@ def export(out_root, name):
     np.save(os.path.join(out_dir, "outputs", "output.npy"), y.numpy())
     os.replace(tmp, path)  # last, so an interrupted export is redone, never half-used
     print(f"{name}: exported to {path} ({os.path.getsize(path)} bytes)")
+
+
+def export(out_root, name):
+    export_network(out_root, name, NETWORKS[name])
 
 
 def main():

@@ -24,13 +24,13 @@ networks spelled the way other exporters spell them (onnx's helper API).
 import os
 import sys
 
-import numpy as np
-import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torchvision.models as tvm
 import torchvision.models.segmentation as tvs
+
+from gen_cnn_models import export_network
 
 
 def conv_bn_act(cin, cout, k=3, s=1, groups=1, dil=1, act=nn.ReLU):
@@ -213,46 +213,9 @@ NETWORKS = {
 }
 
 
-def perturb(m, g):
-    for mod in m.modules():
-        if isinstance(mod, nn.BatchNorm2d):
-            n = mod.num_features
-            with torch.no_grad():
-                mod.running_mean.copy_(torch.rand(n, generator=g) - 0.5)
-                mod.running_var.copy_(torch.rand(n, generator=g) + 0.5)
-                mod.weight.copy_(torch.rand(n, generator=g) + 0.5)
-                mod.bias.copy_((torch.rand(n, generator=g) - 0.5) * 0.4)
-        elif isinstance(mod, nn.LayerNorm) and mod.elementwise_affine:
-            with torch.no_grad():
-                mod.weight.copy_(torch.rand(mod.weight.shape, generator=g) + 0.5)
-                mod.bias.copy_((torch.rand(mod.bias.shape, generator=g) - 0.5) * 0.4)
-
-
 def export(out_root, name):
     ctor, shape, opset = NETWORKS[name]
-    out_dir = os.path.join(out_root, name)
-    path = os.path.join(out_dir, "model.onnx")
-    if os.path.exists(path):
-        print(f"{name}: {path} exists, kept")
-        return
-    torch.manual_seed(0)
-    model = ctor()
-    perturb(model, torch.Generator().manual_seed(1))
-    model.eval()
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(2))
-    os.makedirs(os.path.join(out_dir, "inputs"), exist_ok=True)
-    os.makedirs(os.path.join(out_dir, "outputs"), exist_ok=True)
-    tmp = path + ".tmp"
-    with torch.no_grad():
-        y = model(x)
-        torch.onnx.export(model, (x,), tmp, opset_version=opset, input_names=["input"],
-                          output_names=["output"], training=torch.onnx.TrainingMode.PRESERVE,
-                          do_constant_folding=True)
-    onnx.checker.check_model(onnx.load(tmp))
-    np.save(os.path.join(out_dir, "inputs", "input.npy"), x.numpy())
-    np.save(os.path.join(out_dir, "outputs", "output.npy"), y.numpy())
-    os.replace(tmp, path)  # last, so an interrupted export is redone, never half-used
-    print(f"{name}: exported to {path} ({os.path.getsize(path)} bytes)")
+    export_network(out_root, name, ctor, shape, opset)
 
 
 def main():
