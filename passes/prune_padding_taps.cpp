@@ -8,15 +8,16 @@
 //   pb' = pb - klo*d,   pe' = pe - (K-1-khi)*d,   d' = d (1 when one tap is left)
 // Output o's tap k' = k - klo then reads o*s - pb' + k'*d = o*s - pb + k*d, the input element it
 // read before, and the window's span in + pb' + pe' - (K'-1)*d' - 1 equals in + pb + pe -
-// (K-1)*d - 1, so the output size O is unchanged. A tap next to a live one may be dead with pb'
-// or pe' < 0 (the padding ends inside the kept window); the range then widens back to
-// klo <= floor(pb/d), khi >= K-1-floor(pe/d), so both pads stay >= 0: the taps kept over the live
-// ones are dead, their products w * 0 summed as before. An axis with no live tap (every output
+// (K-1)*d - 1, so the output size O is unchanged. Dropping every dead tap can leave pb' or pe'
+// < 0 (1-D, in 5, K 3, d 4, s 2, pads 5/0: the one output reads -5, -1 and 3, only tap 2 is live,
+// pb' would be -3); the range then widens to klo <= floor(pb/d), khi >= K-1-floor(pe/d), so both
+// pads stay >= 0. That is still correct: the range still holds every live tap, and the dead taps
+// it keeps read the padding and add w * 0 as before. An axis with no live tap (every output
 // reads only padding) is left alone.
 // Why: DeepLabV3's ASPP has 3x3 convs with dilation 12, 24 and 36 (pads equal to the dilation) on
 // a 14x14 feature map; at dilation 24 and 36 every off-centre tap reads padding, so the conv is a
-// 1x1 conv with the centre tap's weights, 9x fewer products (a third of the model's time went
-// into computing zeros).
+// 1x1 conv with the centre tap's weights, 9x fewer products (those two convs, computing zeros,
+// were half the model's time at one thread).
 // Legality: the input's spatial dims are static (liveness depends on them); the weight is a
 // constant; the dropped weights are finite (each dropped product is w * 0, which is 0 for finite
 // w and NaN for w = NaN or +-Inf). Any rank, grouped and depthwise convs alike (the weight is
