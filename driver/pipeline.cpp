@@ -59,6 +59,9 @@ const std::vector<PipelineEntry> &pipeline() {
       {"simplify", P::GraphPasses, K::GraphPass, V::Graph,
        "attention's k = transpose(k^T) composes with the exporter's transpose"},
       // Fuse into contractions.
+      {"prune-padding-taps", P::GraphPasses, K::GraphPass, V::Graph,
+       "before the folds and fusions: they and the planner see only the taps that read the "
+       "input (ASPP's dilated convs on a small map: 1x1 convs)"},
       {"fold-batch-norm", P::GraphPasses, K::GraphPass, V::Graph,
        "batch norm into conv weights first, so the conv's epilogue can take the activation"},
       {"conv-transpose-as-conv", P::GraphPasses, K::GraphPass, V::Graph,

@@ -20,7 +20,7 @@ scenario() { # the command for name $1, as words
     echo aicfc "$M/cnn_op13/model.onnx" --shape image=2x3x32x32 --emit plan ;;
   detect-rms-norm | detect-silu | merge-siblings)
     echo aicfc "$M/llama_block_op17/model.onnx" $(cat "$M/llama_block_op17/args.txt") --emit plan ;;
-  fold-channel-scale | cse | fold-constants | simplify)
+  fold-channel-scale | cse | fold-constants | simplify | prune-padding-taps)
     echo aicfc "$T/data_dims/ssdlite_mnv3_160/model.onnx" --emit plan ;;
   assign-precision | io-precision)
     echo aicfc "$M/bert_layer_op13/model.onnx" $(cat "$M/bert_layer_op13/args.txt") \
