@@ -59,9 +59,14 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
       throw UserError(cat(cppPath, ": write failed"));
   }
   // -fopenmp-simd: the `omp simd` loop pragmas only; the kernels own no threads (the runtime's
-  // pool runs them), so libmodel.so needs no OpenMP runtime.
-  std::vector<std::string> argv = {opts.compiler,   "-std=c++17", "-O3",
-                                   "-fopenmp-simd", "-fPIC",      "-march=" + opts.cpuArch};
+  // pool runs them), so libmodel.so needs no OpenMP runtime. -fno-trapping-math: the kernels
+  // never read the floating-point exception flags, and with them g++ may not if-convert a
+  // float comparison (it could raise "invalid" on a NaN), so no loop with a NaN-aware min / max,
+  // a clip or a select on floats was vectorised. Values are unchanged (not -ffast-math: no
+  // reassociation, NaN and signed zeros kept).
+  std::vector<std::string> argv = {opts.compiler,           "-std=c++17",         "-O3",
+                                   "-fopenmp-simd",         "-fno-trapping-math", "-fPIC",
+                                   "-march=" + opts.cpuArch};
   // On AVX-512 parts the vectorised loops use 512-bit registers, like the micro-kernel (GCC's
   // default for Intel's is 256 bits): the epilogues' exp / erf loops run 16 lanes at a time
   // (ViT's block ~3-5% faster at one thread on this project's Xeon).
