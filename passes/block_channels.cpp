@@ -22,7 +22,8 @@
 //   * a max / average pool of a blocked value pools its blocks (blocked = 1); a global average
 //     / max pool is a reduce_mean / reduce_max over the spatial axes, and a reduce_mean / sum /
 //     max / min over axes [2, 3] reduces the blocks too (its result read back); a channel
-//     concat of blocked values whose channels are multiples of 16 is a concat of the blocks.
+//     concat of blocked values whose channels are multiples of 16 is a concat of the blocks;
+//   * a nearest or linear resize of a blocked value over H and W resizes the blocks.
 // Every other reader of a converted value reads it back through from_blocked (a transpose,
 // reshape and slice: layout ops that fold into the reader, lower/fusion.cpp rule 0); the
 // original nodes are then dead. Reorders into the layout (to_blocked: pad, reshape, transpose)
@@ -88,6 +89,8 @@ public:
         b = convertGlobalPool(*n);
       else if (n->op() == Op::MaxPool || n->op() == Op::AvgPool)
         b = convertPool(*n);
+      else if (n->op() == Op::Resize)
+        b = convertResize(*n);
       else if (spatialReduction(*n)) {
         replaceSpatialReduction(*n);
         changed = true;
@@ -339,6 +342,50 @@ private:
     AttrMap attrs = n.attrs;
     attrs["blocked"] = int64_t(1);
     return g_->createNode(n.op(), {it->second.value}, attrs, n.loc)->result();
+  }
+
+  // A nearest or linear resize of a blocked value over H and W only (N and C kept) resizes the
+  // blocks: the lane axis is one more identity axis, so every output pixel is 16 contiguous
+  // lanes read from 16 contiguous lanes (a vector load per tap), where the NCHW form's 16
+  // lanes were 16 pixels gathered with a stride (scalar code where the gather is not used).
+  // The padded lanes stay zero. A segmentation decoder's upsampling then keeps the layout
+  // between its convs.
+  Value *convertResize(Node &n) {
+    auto it = blocked_.find(n.operand(0));
+    if (it == blocked_.end() || !plain4d(n.result()))
+      return nullptr;
+    const std::string &mode = n.s("mode");
+    const std::vector<double> &scales = n.floats("scales");
+    const std::vector<int64_t> &xs = n.operand(0)->type().shape, &os = n.result()->type().shape;
+    if (!readersKeepLayout(n.result()) || (mode != "nearest" && mode != "linear") ||
+        n.s("coordinate_transformation_mode") == "tf_crop_and_resize" || scales.size() != 4 ||
+        scales[0] != 1.0 || scales[1] != 1.0 || os[0] != xs[0] || os[1] != xs[1])
+      return nullptr;
+    std::vector<int64_t> sizes = it->second.value->type().shape;
+    sizes[2] = os[2];
+    sizes[3] = os[3];
+    AttrMap attrs = n.attrs;
+    attrs["sizes"] = sizes;
+    attrs["scales"] = std::vector<double>{1.0, 1.0, scales[2], scales[3], 1.0};
+    return g_->createNode(Op::Resize, {it->second.value}, attrs, n.loc)->result();
+  }
+
+  // Whether every reader of `v` is an op this pass runs on blocks, so that a blocked `v` needs
+  // no conversion back. An upsampling's output is its input times the scale: read back on the
+  // plain layout (a graph output, a reader the pass leaves alone), the conversion would run on
+  // the larger tensor, so the resize then stays plain and its reads convert the smaller input.
+  bool readersKeepLayout(const Value *v) const {
+    if (g_->isOutput(v))
+      return false;
+    for (const Node *u : g_->users(v)) {
+      bool blocks = u->op() == Op::Conv || u->op() == Op::Concat || u->op() == Op::MaxPool ||
+                    u->op() == Op::AvgPool || u->op() == Op::GlobalAvgPool ||
+                    u->op() == Op::GlobalMaxPool || u->op() == Op::Resize ||
+                    (u->info().has(EW) && keepsFinite(u->op()));
+      if (!blocks)
+        return false;
+    }
+    return true;
   }
 
   // A reduce_mean / sum / max / min of a blocked value over its spatial axes (a global pool

@@ -101,10 +101,14 @@ TEST_CASE("block-channels: the blocked graph interprets to the original's output
 // runtime on `in` and checks the output against `want`.
 void compileRunCheck(Graph &g, const CompileOptions &opts, const Tensor &in, const Tensor &want) {
   CompiledModel cm = buildModel(g, opts);
-  std::string out = (test_files::scratchDir("aicf_block_channels_") / "net").string();
+  // A folder per call: the runtime's dlopen would hand back an earlier model's library loaded
+  // from the same path.
+  static int calls = 0;
+  std::string out =
+      (test_files::scratchDir("aicf_block_channels_") / ("net" + std::to_string(++calls))).string();
   writeArtifacts(g, cm, opts, out);
   aicf_model *m = aicf_open(out.c_str());
-  REQUIRE_MESSAGE(m != nullptr, aicf_last_error());
+  REQUIRE_MESSAGE(m != nullptr, std::string(aicf_last_error()));
   Tensor got(want.type());
   const void *ip = in.raw();
   void *op = got.raw();
@@ -295,4 +299,44 @@ TEST_CASE("block-channels: a 3 x 3 conv steps K by the input channel blocks that
       CHECK(bks[0] != 144);
     compileRunCheck(*g, opts, in.at(0), want);
   }
+}
+
+// An upsampling decoder (issue 53): nearest x2 and linear (half_pixel, align_corners) resizes
+// between blocked convs resize the blocks (scales [1, 1, sh, sw, 1]), a channel concat of the
+// upsampled and the skip branch stays blocked, and the last resize, read back on the plain
+// layout (a graph output), stays plain: its reads convert the smaller input.
+TEST_CASE("block-channels: a decoder's resizes run on blocks; an output resize stays plain") {
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @dec(%x: f32[1,16,6,6]) -> (%y: f32[1,20,24,18]) {
+  %w0 = weight f32[32,16,3,3]
+  %w1 = weight f32[16,16,1,1]
+  %w2 = weight f32[48,48,3,3]
+  %w3 = weight f32[20,48,1,1]
+  %c0 = conv(%x, %w0) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], epilogue = ["relu"]}
+  %u0 = resize(%c0) {sizes = [1, 32, 6, 6], scales = [1.0, 1.0, 2.0, 2.0], mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+  %s = conv(%x, %w1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  %cat = concat(%u0, %s) {axis = 1}
+  %c2 = conv(%cat, %w2) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], epilogue = ["relu"]}
+  %u1 = resize(%c2) {sizes = [1, 48, 12, 9], scales = [1.0, 1.0, 2.0, 1.5], mode = "linear", coordinate_transformation_mode = "align_corners"}
+  %c3 = conv(%u1, %w3) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  %y = resize(%c3) {sizes = [1, 20, 24, 18], scales = [1.0, 1.0, 2.0, 2.0], mode = "linear", coordinate_transformation_mode = "half_pixel"}
+  return %y
+}
+)",
+                                        "decoder.mcir");
+  fillWeights(*g, 6);
+  std::vector<Tensor> in = randomInputs(*g, 7);
+  Tensor want = interpret(*g, in).at(0);
+  std::unique_ptr<Graph> orig = g->clone();
+  REQUIRE(blockChannels(*g));
+  int blockedResizes = 0, plainResizes = 0, blockedConcats = 0;
+  for (const Node *n : g->nodes()) {
+    if (n->op() == Op::Resize)
+      (n->operand(0)->type().rank() == 5 ? blockedResizes : plainResizes) += 1;
+    blockedConcats += n->op() == Op::Concat && n->operand(0)->type().rank() == 5;
+  }
+  CHECK(blockedResizes == 2);
+  CHECK(plainResizes == 1);
+  CHECK(blockedConcats == 1);
+  checkClose(interpret(*g, in).at(0), want);
+  compileRunCheck(*orig, CompileOptions{}, in.at(0), want);
 }
