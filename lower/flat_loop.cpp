@@ -213,6 +213,40 @@ kir::StmtP unswitchedLaneLoop(const std::vector<kir::StmtP> &inner, int64_t vec,
   return kir::ifThen(cond, {yes}, {no});
 }
 
+// Lane-invariant declarations hoisted out of the lane loop (issue 53). A top-level declaration
+// of the element's body whose value reads no lane-varying name and no buffer (with the lane
+// split: a resize's source row and column and their weights, computed from i0) and that is
+// never assigned is the same for every lane: declared once per vector, before the lane loop.
+// Left inside, its float math and NaN-aware clamps sat between the loop and the loads they
+// index, and g++ vectorised neither (a blocked resize: 16 contiguous lanes per tap, run one
+// float at a time).
+void assignedNames(const std::vector<kir::StmtP> &ss, std::set<std::string> &names) {
+  for (const kir::StmtP &s : ss) {
+    if (s->kind == kir::Stmt::Kind::Assign)
+      names.insert(s->var);
+    for (auto *b : {&s->body, &s->elseBody, &s->init, &s->update})
+      assignedNames(*b, names);
+  }
+}
+
+std::vector<kir::StmtP> hoistInvariantDecls(std::vector<kir::StmtP> &work) {
+  std::set<std::string> assigned, varying = {"v", "i"};
+  assignedNames(work, assigned);
+  declared(work, varying);
+  std::vector<kir::StmtP> hoisted, rest;
+  for (const kir::StmtP &s : work) {
+    if (s->kind == kir::Stmt::Kind::Decl && !assigned.count(s->var) &&
+        !readsAny(s->value.get(), varying)) {
+      varying.erase(s->var);
+      hoisted.push_back(s);
+    } else {
+      rest.push_back(s);
+    }
+  }
+  work = std::move(rest);
+  return hoisted;
+}
+
 } // namespace
 
 void build(kir::Kernel &kern, int64_t n, const Schedule &s,
@@ -249,6 +283,9 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
       split = true;
     }
   }
+  std::vector<kir::StmtP> hoisted;
+  if (s.vec > 1)
+    hoisted = hoistInvariantDecls(work);
   if (guard)
     inner.push_back(kir::ifThen(kir::var("i") < count, work));
   else
@@ -260,7 +297,8 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
     std::set<std::string> varying = {"v", "i"};
     declared(inner, varying);
     int budget = kMaxVersions;
-    regionBody = {unswitchedLaneLoop(inner, s.vec, varying, budget)};
+    regionBody = hoisted;
+    regionBody.push_back(unswitchedLaneLoop(inner, s.vec, varying, budget));
   }
   if (split)
     regionBody.insert(regionBody.begin(), kir::decl("i0", DType::I64, vectorStart(kern, s)));
