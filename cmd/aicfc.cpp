@@ -213,20 +213,22 @@ int compile(const Flags &flags) {
       printPassTiming(nullptr, timings);
   };
 
-  // 3. The graph stage's outputs: the IR and the explain report.
+  // 3. The graph stage's outputs: the IR and the explain report (after the target passes, whose
+  // records it holds too, unless only the graph is asked for).
   std::string graphText = printGraph(*g);
   std::ostringstream report;
-  if (flags.explain) {
+  std::map<std::string, std::string> extra = {{"graph.mcir", graphText}};
+  auto explainReport = [&] {
+    if (!flags.explain)
+      return;
     explain.printText(report);
     printCoverage(report, computeCoverage(*g));
-  }
-  std::map<std::string, std::string> extra = {{"graph.mcir", graphText}};
-  if (flags.explain) {
     std::ostringstream yaml;
     explain.writeYaml(yaml, *g);
     extra["explain.yaml"] = yaml.str();
-  }
+  };
   if (flags.emit == Emit::Graph) {
+    explainReport();
     printTiming();
     std::cout << report.str() << graphText;
     if (!flags.outDir.empty()) {
@@ -261,7 +263,9 @@ int compile(const Flags &flags) {
   copts.bundle = flags.bundle;
   copts.onStage = [&](const char *stage, double seconds) { progress(stage, seconds); };
   copts.passes = pmOpts;
+  copts.explain = flags.explain ? &explain : nullptr;
   CompiledModel cm = buildModel(*g, copts);
+  explainReport();
   printTiming();
   // With an output folder the plan report waits for the final plan (CUDA: ptxas' registers
   // beside the estimates).

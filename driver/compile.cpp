@@ -166,6 +166,7 @@ void runPassOnCopy(CompileState &s, const char *pass) {
   ctx.target = s.target;
   ctx.precision = s.opts.precision;
   ctx.ioPrecision = s.opts.ioPrecision;
+  ctx.explain = s.opts.explain;
   if (pm.run(*copy, ctx))
     useGraph(s, std::move(copy));
 }

@@ -69,6 +69,9 @@ struct CompileOptions {
   // Host plans run conv chains on the channel-blocked layout (passes/block_channels.cpp);
   // aicfc --no-block-channels keeps NCHW (for comparisons).
   bool blockChannels = true;
+  // --explain: the target passes record their decisions here too (the layout chosen for each
+  // value, block-channels), after the graph passes' records; null: not recorded.
+  ExplainLog *explain = nullptr;
   // GPU plans: deep contractions with few output tiles computed in K slices where the cost
   // model prices it lower (passes/split_k.h); aicfc --no-split-k turns it off (comparisons).
   bool splitK = true;

@@ -33,7 +33,9 @@
 // any other (tests/unit/test_block_channels.cpp compares it with the original). Only the
 // compile driver runs this pass, for host plans (driver/compile.cpp, stage block-channels);
 // aicfc --no-block-channels turns it off.
+#include "passes/explain.h"
 #include "passes/passes.h"
+#include "support/diagnostics.h"
 
 #include "ir/epilogue.h"
 #include "ir/graph.h"
@@ -75,14 +77,16 @@ bool keepsFinite(Op op) {
 
 class BlockChannels : public NamedPass<PassId::BlockChannels> {
 public:
-  bool run(Graph &g, PassContext &) override {
+  bool run(Graph &g, PassContext &ctx) override {
     g_ = &g;
+    ctx_ = &ctx;
     blocked_.clear();
     reordered_.clear();
     order_.clear();
     bool changed = false;
     for (Node *n : g.nodes()) {
       Value *b = nullptr;
+      why_.clear();
       if (n->op() == Op::Conv)
         b = convertConv(*n);
       else if (n->op() == Op::GlobalAvgPool || n->op() == Op::GlobalMaxPool)
@@ -98,6 +102,7 @@ public:
         b = convertConcat(*n);
       else if (n->info().has(EW) && n->numResults() == 1)
         b = convertElementwise(*n);
+      recordLayout(*n, b);
       if (!b)
         continue;
       blocked_[n->result()] = {b, n->result()->type().shape[1]};
@@ -109,9 +114,11 @@ public:
     // Readers left on the plain layout (and graph outputs) read the blocked values back; the
     // converted nodes then have no readers.
     for (Value *v : order_)
-      if (g.hasUses(v))
+      if (g.hasUses(v)) {
+        recordConversion(v, blocked_[v]);
         g.replaceAllUsesWith(v,
                              fromBlocked(blocked_[v].value, blocked_[v].channels, v->def()->loc));
+      }
     g.sortTopologically();
     g.removeDeadCode();
     return true;
@@ -126,6 +133,49 @@ private:
   std::map<Value *, Blocked> blocked_;
   std::vector<Value *> order_; // the keys of blocked_ in graph order (deterministic output)
   std::map<Value *, Value *> reordered_; // plain value -> its to_blocked
+  PassContext *ctx_ = nullptr;
+  std::string why_; // why the last convert* left its node on the plain layout ("": not a candidate)
+
+  Value *reject(const char *why) {
+    why_ = why;
+    return nullptr;
+  }
+
+  // --explain: the layout chosen for a candidate's result, and why.
+  void recordLayout(const Node &n, const Value *blocked) {
+    if (!ctx_ || !ctx_->explain || (!blocked && why_.empty()))
+      return;
+    RewriteRecord rec;
+    rec.pass = name();
+    rec.pattern = cat("layout of ", n.name(), " ", n.result()->type().str());
+    rec.origins = n.loc.origins;
+    rec.applied = blocked != nullptr;
+    if (blocked)
+      rec.result = cat("blocked ", blocked->type().str());
+    else
+      rec.note = cat("plain NCHW: ", why_);
+    ctx_->explain->add(std::move(rec));
+  }
+  // --explain: a blocked value read back on the plain layout, by whom, at what price.
+  void recordConversion(const Value *plain, const Blocked &b) {
+    if (!ctx_ || !ctx_->explain)
+      return;
+    std::string readers;
+    for (const Node *u : g_->users(plain))
+      readers += cat(readers.empty() ? "" : ", ", u->name());
+    if (g_->isOutput(plain))
+      readers += cat(readers.empty() ? "" : ", ", "the graph output");
+    RewriteRecord rec;
+    rec.pass = name();
+    rec.pattern = cat("conversion of ", plain->def() ? plain->def()->name() : "value", " ",
+                      plain->type().str(), " back to NCHW");
+    rec.origins = plain->def() ? plain->def()->loc.origins : std::vector<std::string>{};
+    rec.applied = true;
+    rec.result = cat("from_blocked (", b.value->type().numel() * 4 + plain->type().numel() * 4,
+                     " bytes moved) for ", readers, ", which read",
+                     readers.find(',') == std::string::npos ? "s" : "", " the plain layout");
+    ctx_->explain->add(std::move(rec));
+  }
 
   static bool plain4d(const Value *v) {
     return v->type().dtype == DType::F32 && v->type().isStatic() && v->type().rank() == 4;
@@ -223,21 +273,21 @@ private:
     Value *x = n.operand(0), *w = n.operand(1);
     if (!plain4d(x) || !plain4d(n.result()) || !w->isWeight() || !w->hasData() ||
         w->type().dtype != DType::F32)
-      return nullptr;
+      return reject("not a 2-D f32 conv with a constant weight");
     const std::vector<int64_t> &xs = x->type().shape, &ws = w->type().shape,
                                &os = n.result()->type().shape;
     int64_t C = xs[1], M = os[1], G = n.i("group"), KH = ws[2], KW = ws[3];
     bool depthwise = G > 1 && G == C && M == C;
     if (G != 1 && !depthwise)
-      return nullptr;
+      return reject("a grouped conv (1 < group < C) has no blocked form");
     std::vector<std::string> epi = n.strs("epilogue");
     for (const EpilogueStep &s : epilogueSteps(epi))
       if (!keepsFinite(s.op))
-        return nullptr;
+        return reject("its epilogue has a step that may make a padded lane non-finite");
     size_t firstExtra = n.numOperands() - static_cast<size_t>(epilogueOperandCount(epi));
     bool hasBias = firstExtra == 3;
     if (hasBias && (!n.operand(2)->isWeight() || !n.operand(2)->hasData()))
-      return nullptr;
+      return reject("its bias is computed at run time");
     // A plain value enters the layout through to_blocked; one whose channels are no multiple
     // of 16 would need a pad kernel there (ShuffleNet's 58- and 116-channel branches after
     // each channel shuffle: 1.1x ORT in NCHW, 1.24x blocked), so such a conv stays NCHW.
@@ -248,11 +298,12 @@ private:
       const Value *e = n.operand(i);
       if (operandKind(e, os) == Operand::None &&
           !(plain4d(e) && e->type().shape == os && reorderable(e)))
-        return nullptr;
+        return reject("an epilogue operand has no blocked form");
     }
     bool blockedIn = depthwise || blocked_.count(x) || C > 8;
     if (blockedIn && !reorderable(x))
-      return nullptr;
+      return reject("its plain input has channels that are no multiple of 16 (a pad kernel would "
+                    "cost more than the layout saves)");
     // Decided: from here on the graph changes.
     std::vector<Value *> extras;
     for (size_t i = firstExtra; i < n.numOperands(); ++i) {
@@ -305,7 +356,7 @@ private:
 
   Value *convertElementwise(Node &n) {
     if (!keepsFinite(n.op()) || !plain4d(n.result()))
-      return nullptr;
+      return reject("");
     const std::vector<int64_t> &out = n.result()->type().shape;
     bool anyBlocked = false;
     for (const Value *v : n.operands()) {
@@ -313,11 +364,11 @@ private:
       // (A blocked operand has out's channels; it may broadcast over N, H and W, as the SE's
       // [N, C, 1, 1] scale does, which its blocked [N, CB, 1, 1, 16] form does the same way.)
       if (kind == Operand::None)
-        return nullptr;
+        return reject("an operand has no blocked form");
       anyBlocked = anyBlocked || kind == Operand::Blocked;
     }
     if (!anyBlocked)
-      return nullptr;
+      return reject("");
     std::vector<Value *> ops;
     for (Value *v : n.operands())
       ops.push_back(blockedOperand(v, out));
@@ -327,7 +378,7 @@ private:
   Value *convertGlobalPool(Node &n) {
     auto it = blocked_.find(n.operand(0));
     if (it == blocked_.end())
-      return nullptr;
+      return reject("its input is not blocked");
     Op op = n.op() == Op::GlobalAvgPool ? Op::ReduceMean : Op::ReduceMax;
     return g_
         ->createNode(op, {it->second.value},
@@ -338,7 +389,7 @@ private:
   Value *convertPool(Node &n) {
     auto it = blocked_.find(n.operand(0));
     if (it == blocked_.end() || !plain4d(n.result()))
-      return nullptr;
+      return reject("its input is not blocked");
     AttrMap attrs = n.attrs;
     attrs["blocked"] = int64_t(1);
     return g_->createNode(n.op(), {it->second.value}, attrs, n.loc)->result();
@@ -353,14 +404,15 @@ private:
   Value *convertResize(Node &n) {
     auto it = blocked_.find(n.operand(0));
     if (it == blocked_.end() || !plain4d(n.result()))
-      return nullptr;
+      return reject("its input is not blocked");
     const std::string &mode = n.s("mode");
     const std::vector<double> &scales = n.floats("scales");
     const std::vector<int64_t> &xs = n.operand(0)->type().shape, &os = n.result()->type().shape;
     if (!readersKeepLayout(n.result()) || (mode != "nearest" && mode != "linear") ||
         n.s("coordinate_transformation_mode") == "tf_crop_and_resize" || scales.size() != 4 ||
         scales[0] != 1.0 || scales[1] != 1.0 || os[0] != xs[0] || os[1] != xs[1])
-      return nullptr;
+      return reject("resize: not a nearest / linear resize over H and W, or its readers read the "
+                    "plain layout (the conversion would run on the larger output)");
     std::vector<int64_t> sizes = it->second.value->type().shape;
     sizes[2] = os[2];
     sizes[3] = os[3];
@@ -410,12 +462,12 @@ private:
 
   Value *convertConcat(Node &n) {
     if (n.i("axis") != 1 || !plain4d(n.result()))
-      return nullptr;
+      return reject("not a 4-D concat along channels");
     std::vector<Value *> ops;
     for (Value *v : n.operands()) {
       auto it = blocked_.find(v);
       if (it == blocked_.end() || it->second.channels % kLanes != 0)
-        return nullptr;
+        return reject("an input is not blocked or has channels that are no multiple of 16");
       ops.push_back(it->second.value);
     }
     return g_->createNode(Op::Concat, ops, {{"axis", int64_t(1)}}, n.loc)->result();
