@@ -246,6 +246,10 @@ std::vector<Tensor> kernel_BlockedConv(const KernelCtx &ctx) {
   int64_t N = xs[0], CB = xs[1], H = xs[2], W = xs[3], OB = os[1], OH = os[2], OW = os[3];
   int64_t KH = ks[0], KW = ks[1];
   int64_t C = blocked ? CB * 16 : CB; // input channels as the weight rows count them
+  // Grouped: output block ob in group g = ob / OBg reads input blocks g CBg.. only, its weight
+  // rows g Kg.. (ir/ops.def); G = 1 is the dense conv.
+  int64_t G = depthwise ? 1 : ctx.node.i("group"), OBg = OB / G, CBg = CB / G;
+  int64_t Kg = CBg * KH * KW * 16, ld = OBg * 16;
   FloatIn X(x), Wt(w);
   std::vector<float> bias;
   if (hasBias)
@@ -263,9 +267,11 @@ std::vector<Tensor> kernel_BlockedConv(const KernelCtx &ctx) {
     for (int64_t oh = 0; oh < OH; ++oh)
       for (int64_t ow = 0; ow < OW; ++ow)
         for (int64_t l = 0; l < 16; ++l) {
-          int64_t oc = ob * 16 + l;
+          int64_t oc = ob * 16 + l, g = ob / OBg;
+          int64_t c0 = depthwise ? oc : G > 1 ? g * CBg * 16 : 0;
+          int64_t c1 = depthwise ? oc + 1 : G > 1 ? c0 + CBg * 16 : C;
           double acc = 0;
-          for (int64_t c = depthwise ? oc : 0; c < (depthwise ? oc + 1 : C); ++c)
+          for (int64_t c = c0; c < c1; ++c)
             for (int64_t kh = 0; kh < KH; ++kh)
               for (int64_t kw = 0; kw < KW; ++kw) {
                 int64_t ih = oh * st[0] - pd[0] + kh * dl[0], iw = ow * st[1] - pd[1] + kw * dl[1];
@@ -273,6 +279,9 @@ std::vector<Tensor> kernel_BlockedConv(const KernelCtx &ctx) {
                   continue;
                 double wv =
                     depthwise ? Wt[((ob * KH + kh) * KW + kw) * 16 + l]
+                    : G > 1
+                        ? Wt[(g * Kg + ((((c - c0) / 16) * KH + kh) * KW + kw) * 16 + c % 16) * ld +
+                             oc - g * ld]
                     : blocked
                         ? Wt[((((c / 16) * KH + kh) * KW + kw) * 16 + c % 16) * (OB * 16) + oc]
                         : Wt[((c * KH + kh) * KW + kw) * (OB * 16) + oc];

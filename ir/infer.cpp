@@ -317,10 +317,15 @@ std::vector<TensorType> inferBlockedConv(InferCtx &ctx) {
                    x.str(), ", w ", w.str()));
     outBlocks = x.shape[1];
   } else {
+    int64_t G = ctx.i("group");
+    if (G < 1 || (G > 1 && !blocked) || x.shape[1] % G != 0)
+      ctx.fail(cat("grouped blocked_conv needs a blocked x whose blocks the ", G,
+                   " groups divide, got x ", x.str()));
     int64_t K = mul(ctx, mul(ctx, x.shape[1], blocked ? 16 : 1), taps);
     if (w.rank() != 2 || w.shape[0] != K || w.shape[1] % 16 != 0 || w.shape[1] == 0)
-      ctx.fail(cat("blocked_conv needs w [", K, ", 16 OCB], got ", w.str()));
-    outBlocks = w.shape[1] / 16;
+      ctx.fail(cat("blocked_conv needs w [", K, ", 16 OCB", G > 1 ? " / group" : "", "], got ",
+                   w.str()));
+    outBlocks = mul(ctx, w.shape[1] / 16, G);
   }
   std::vector<int64_t> out = {x.shape[0], outBlocks};
   const auto &st = ctx.ints("strides"), &dl = ctx.ints("dilations"), &pd = ctx.ints("pads");

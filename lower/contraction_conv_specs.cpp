@@ -220,6 +220,8 @@ namespace {
 //    OH) are computed and not stored.
 //  * A plain input (row groups only): the band [C, BR, Wp] holds plain rows; k's block
 //    (c, kh) starts at c BR Wp + kh d Wp and holds the KW taps of that kernel row.
+//  * A grouped conv (group G > 1) is batched over its groups, the last batch index: the band
+//    holds the group's CB / G input blocks, and its columns are the group's output blocks.
 void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contraction &c) {
   const Value *x = n.operand(0);
   bool blocked = n.i("blocked_input") != 0;
@@ -227,7 +229,8 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
   const auto &ks = n.ints("kernel_shape"), &st = n.ints("strides"), &pd = n.ints("pads"),
              &dl = n.ints("dilations");
   int64_t H = xs[2], W = xs[3];
-  int64_t CB = xs[1], KH = ks[0], KW = ks[1], OH = os[2], OW = os[3];
+  int64_t G = n.i("group"), CB = xs[1] / G, OBg = os[1] / G;
+  int64_t KH = ks[0], KW = ks[1], OH = os[2], OW = os[3];
   bool grid = blocked && st[0] == 1 && st[1] == 1 && OW <= 5;
   int64_t R = 1;
   if (grid) {
@@ -262,7 +265,7 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
     c.bandRowBytes = CB * st[0] * Wp * lanes * 4;
   }
   int64_t lo = std::min(Wp, pd[1]), hi = std::min(Wp, pd[1] + W);
-  c.bandFill = [&gx, x, CB, BR, Wp, H, OW, lo, hi, st, pd, R, grid,
+  c.bandFill = [&gx, x, CB, G, BR, Wp, H, OW, lo, hi, st, pd, R, grid,
                 lanes](const Index &bi, E m0, const kir::BufferP &band) {
     E zero(int64_t(0)), icb = ivar("bcb"), br = ivar("bbr"), wp = ivar("bwp"), l = ivar("bl");
     auto fill = [&](int64_t from, int64_t to, std::function<E()> value) {
@@ -278,8 +281,9 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
     if (lo > 0)
       inside.push_back(fill(0, lo, zeros));
     inside.push_back(fill(lo, hi, [&] {
-      Index at = lanes == 1 ? Index{bi[0], icb, ih, wp - E(pd[1])}
-                            : Index{bi[0], icb, ih, wp - E(pd[1]), l};
+      E xcb = G > 1 ? bi.back() * E(CB) + icb : icb;
+      Index at = lanes == 1 ? Index{bi[0], xcb, ih, wp - E(pd[1])}
+                            : Index{bi[0], xcb, ih, wp - E(pd[1]), l};
       return asF32(gx.at(x, at));
     }));
     if (hi < Wp)
@@ -292,12 +296,13 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
     return kir::forLoop("bcb", zero, E(CB), {kir::forLoop("bbr", zero, E(BR), row)});
   };
   if (grid) {
-    c.outIndex = [R, Wp](const Index &bi, E row, E col) {
-      return Index{bi[0], col / E(int64_t(16)), bi[1] * E(R) + row / E(Wp), row % E(Wp),
+    auto ob = [G, OBg](const Index &bi, E q) { return G > 1 ? bi.back() * E(OBg) + q : q; };
+    c.outIndex = [R, Wp, ob](const Index &bi, E row, E col) {
+      return Index{bi[0], ob(bi, col / E(int64_t(16))), bi[1] * E(R) + row / E(Wp), row % E(Wp),
                    col % E(int64_t(16))};
     };
-    c.outLanes = [R, Wp](const Index &bi, E row, E q, E l) {
-      return Index{bi[0], q, bi[1] * E(R) + row / E(Wp), row % E(Wp), l};
+    c.outLanes = [R, Wp, ob](const Index &bi, E row, E q, E l) {
+      return Index{bi[0], ob(bi, q), bi[1] * E(R) + row / E(Wp), row % E(Wp), l};
     };
     c.rowValid = [R, Wp, OW, OH](const Index &bi, E row) {
       E ok = row % E(Wp) < E(OW);
@@ -318,7 +323,9 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
 // lane) of a blocked input or (c, kh, kw) of a plain one. A pointwise conv (1 x 1, stride 1, no
 // padding) on a blocked input reads A in place: pixel p, k at (k / 16) * block + p * 16 + k % 16
 // (aBlockView); other convs stage A tiles, the tap's padding read as zero. The output walks
-// its columns 16 lanes at a time: channel block q, lane l at [n, q, oh, ow, l].
+// its columns 16 lanes at a time: channel block q, lane l at [n, q, oh, ow, l]. A grouped one
+// (group G > 1) is G contractions, the group the last batch index: N its 16 OCB / G columns, K
+// its rows of the weight, A its input blocks, B from row g K.
 Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const Knobs &knobs) {
   Contraction c;
   const Value *x = n.operand(0), *w = n.operand(1);
@@ -329,26 +336,35 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const
   const auto &ks = n.ints("kernel_shape"), &st = n.ints("strides"), &pd = n.ints("pads"),
              &dl = n.ints("dilations");
   std::vector<int64_t> O = {os[2], os[3]};
-  int64_t H = xs[2], W = xs[3];
+  int64_t H = xs[2], W = xs[3], G = n.i("group"), CBg = xs[1] / G, OBg = os[1] / G;
   c.outShape = os;
   c.batch = {xs[0]};
   c.M = os[2] * os[3];
-  c.N = os[1] * 16;
-  c.K = w->type().shape[0];
-  std::vector<int64_t> kDims = blocked ? std::vector<int64_t>{xs[1], ks[0], ks[1], 16}
+  c.N = OBg * 16;
+  c.K = w->type().shape[0] / G;
+  // The group's first input and output block, its first weight row (G > 1: the last batch
+  // index is the group).
+  auto inBlock = [G, CBg](const Index &bi, E b) { return G > 1 ? bi.back() * E(CBg) + b : b; };
+  auto outBlock = [G, OBg](const Index &bi, E q) { return G > 1 ? bi.back() * E(OBg) + q : q; };
+  int64_t Kg = c.K;
+  auto wRow = [G, Kg](const Index &bi, E k) { return G > 1 ? bi.back() * E(Kg) + k : k; };
+  std::vector<int64_t> kDims = blocked ? std::vector<int64_t>{CBg, ks[0], ks[1], 16}
                                        : std::vector<int64_t>{xs[1], ks[0], ks[1]};
   c.what = cat("blocked conv ", x->type().str(), " * ", w->type().str(), " as GEMM (M = ", c.M,
                " pixels, N = ", c.N, " channels, K = ", c.K, ")");
+  if (G > 1)
+    c.what += cat(" per group of ", G);
   bool pointwise = blocked && ks[0] == 1 && ks[1] == 1 && st[0] == 1 && st[1] == 1 && pd[0] == 0 &&
                    pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
-  auto xAt = [&gx, x, blocked](E nIdx, const Index &k, E ih, E iw) {
-    Index idx = blocked ? Index{nIdx, k[0], ih, iw, k[3]} : Index{nIdx, k[0], ih, iw};
+  auto xAt = [&gx, x, blocked, inBlock](const Index &bi, const Index &k, E ih, E iw) {
+    Index idx =
+        blocked ? Index{bi[0], inBlock(bi, k[0]), ih, iw, k[3]} : Index{bi[0], k[0], ih, iw};
     return asF32(gx.at(x, idx));
   };
   if (pointwise) {
     c.aAt = [xAt, O, kDims](const Index &bi, E row, E k) {
       Index p = unflatIndex(O, row);
-      return xAt(bi[0], unflatIndex(kDims, k), p[0], p[1]);
+      return xAt(bi, unflatIndex(kDims, k), p[0], p[1]);
     };
   } else {
     // Per tile row: the output pixel's input corner; per element: the tap's position.
@@ -363,7 +379,7 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const
     c.aAt = [xAt, kDims, pos](const Index &bi, E, E k) {
       Index kk = unflat(kDims, k);
       auto [ih, iw] = pos(kk);
-      return xAt(bi[0], kk, ih, iw);
+      return xAt(bi, kk, ih, iw);
     };
     c.aValid = [kDims, pos, H, W](const Index &, E, E k) {
       auto [ih, iw] = pos(unflat(kDims, k));
@@ -371,21 +387,25 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const
       return allOf({ih >= zero, ih < E(H), iw >= zero, iw < E(W)});
     };
   }
-  c.bAt = [&gx, w](const Index &, E k, E col) { return asF32(gx.at(w, {k, col})); };
-  c.kAlign = blocked ? 16 : 8;
-  c.outIndex = [O](const Index &bi, E row, E col) {
-    Index p = unflat(O, row);
-    return Index{bi[0], col / E(int64_t(16)), p[0], p[1], col % E(int64_t(16))};
+  c.bAt = [&gx, w, wRow](const Index &bi, E k, E col) {
+    return asF32(gx.at(w, {wRow(bi, k), col}));
   };
-  c.outLanes = [O](const Index &bi, E row, E q, E l) {
+  c.kAlign = blocked ? 16 : 8;
+  c.outIndex = [O, outBlock](const Index &bi, E row, E col) {
     Index p = unflat(O, row);
-    return Index{bi[0], q, p[0], p[1], l};
+    return Index{bi[0], outBlock(bi, col / E(int64_t(16))), p[0], p[1], col % E(int64_t(16))};
+  };
+  c.outLanes = [O, outBlock](const Index &bi, E row, E q, E l) {
+    Index p = unflat(O, row);
+    return Index{bi[0], outBlock(bi, q), p[0], p[1], l};
   };
   // A plain input's band (the image's first conv, resnet's 7 x 7 / 2 on 3 channels) keeps
   // NCHW rows: k = (c, kh, kw) is read in blocks of one kernel row's KW contiguous taps.
   bool plainBand = host && !blocked && dl[1] == 1 && !(st[0] == 1 && st[1] == 1 && os[3] <= 5);
   if (host && (blocked || plainBand) && !pointwise)
     bandForm(n, gx, knobs, c);
+  if (G > 1)
+    c.batch.push_back(G);
   if (hasBias) {
     const Value *bias = n.operand(2);
     c.addTerms.push_back([&gx, bias](const Index &out) {

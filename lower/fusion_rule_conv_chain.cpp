@@ -15,11 +15,11 @@
 
 namespace aicf::fusion {
 
-// Rule 10: a 1 x 1, stride 1, unpadded dense blocked_conv over a blocked input (an expansion or
-// a projection), f32.
+// Rule 10: a 1 x 1, stride 1, unpadded dense blocked_conv (group 1) over a blocked input (an
+// expansion or a projection), f32.
 bool Partitioner::pointwiseBlocked(const Node &n) {
   if (n.op() != Op::BlockedConv || n.i("depthwise") != 0 || n.i("blocked_input") == 0 ||
-      n.result()->type().dtype != DType::F32)
+      n.i("group") != 1 || n.result()->type().dtype != DType::F32)
     return false;
   const auto &ks = n.ints("kernel_shape"), &st = n.ints("strides"), &pd = n.ints("pads");
   return ks == std::vector<int64_t>{1, 1} && st == std::vector<int64_t>{1, 1} &&

@@ -8,14 +8,20 @@
 // are A's k), a depthwise conv and a global pool are 16-lane vector loops.
 //
 // The rewrite, in graph order (ORT's NCHWc transformer has the same shape):
-//   * a 2-D f32 conv with constant weights, group 1 or depthwise, becomes blocked_conv (its
-//     weight re-laid at compile time, zero rows and columns for the padded lanes; the bias, the
+//   * a 2-D f32 conv with constant weights, group 1, depthwise or grouped as below, becomes
+//     blocked_conv (its weight re-laid at compile time, zero rows and columns for the padded
+//     lanes; the bias, the
 //     epilogue and its operands carried over, per-channel constants re-laid to [1, CB, 1, 1, 16]);
 //     its input is the blocked form of x when there is one, x itself for a dense conv with at
 //     most 8 channels (the image: padding 3 channels to 16 would waste 5x the work; the conv
 //     reads its plain rows, lower/contraction_conv_specs.cpp), else x reordered (to_blocked) when
 //     its channels are a multiple of 16 (otherwise the conv stays NCHW: the pad kernel the reorder
 //     would need costs more than the layout saves, ShuffleNet's branches after each shuffle);
+//     a grouped conv (1 < group < C, group width gw = C / group) runs as a grouped blocked_conv
+//     on a blocked input: groups of whole blocks (gw and M / group multiples of 16: RegNetX,
+//     ResNeXt's wider stages) as its groups, exactly; groups of 8 or 4 channels (RegNetY,
+//     ResNeXt-50's first stage) as one group per block whose 16 x 16 weight is block-diagonal
+//     (16 / gw times the multiply-adds, vectorised; kMaxGroupWaste); other widths stay NCHW;
 //   * an elementwise op whose operands are blocked values, scalars or per-channel constants
 //     runs on the blocked values, when the op keeps finite values finite (the padded lanes stay
 //     finite, which the zero weights of the next conv need: 0 * inf is NaN);
@@ -49,6 +55,11 @@ namespace aicf {
 namespace {
 
 constexpr int64_t kLanes = 16;
+// Groups narrower than a block run block-diagonal, 16 / width times their multiply-adds, when
+// that is at most this (widths 8 and 4: RegNetY's 8-channel groups, ResNeXt-50's first stage).
+// The NCHW form they replace ran 2-4x slower than the cost model's rate and needs conversions
+// on both sides; width 2 (8x the work) stays NCHW.
+constexpr int64_t kMaxGroupWaste = 4;
 
 // Elementwise ops that map finite values to finite values (so padded lanes stay harmless).
 bool keepsFinite(Op op) {
@@ -182,6 +193,22 @@ private:
   }
   static int64_t blocks(int64_t c) { return ceilDiv(c, kLanes); }
 
+  // The blocked_conv groups of an ONNX conv of C -> M channels in G groups (not depthwise): 1
+  // for a dense conv; G when every group is whole blocks (C / G and M / G multiples of 16: an
+  // exact split, RegNetX's and ResNeXt's wider groups); one per block when 16 / (C / G) groups
+  // of equal widths fill each block (the weights block-diagonal: kMaxGroupWaste limits the work
+  // that adds, 16 / width times the conv's); 0 otherwise (the conv stays NCHW).
+  static int64_t blockGroups(int64_t C, int64_t M, int64_t G) {
+    if (G == 1)
+      return 1;
+    int64_t gw = C / G;
+    if (gw % kLanes == 0 && (M / G) % kLanes == 0)
+      return G;
+    if (M == C && kLanes % gw == 0 && kLanes / gw <= kMaxGroupWaste)
+      return blocks(C);
+    return 0;
+  }
+
   Value *addWeight(const Value *like, const std::string &suffix, TensorType t,
                    const std::function<void(float *)> &fill) {
     auto data = std::make_shared<Tensor>(std::move(t));
@@ -278,8 +305,13 @@ private:
                                &os = n.result()->type().shape;
     int64_t C = xs[1], M = os[1], G = n.i("group"), KH = ws[2], KW = ws[3];
     bool depthwise = G > 1 && G == C && M == C;
-    if (G != 1 && !depthwise)
-      return reject("a grouped conv (1 < group < C) has no blocked form");
+    // A grouped conv (1 < G < C): groups of whole channel blocks run as blocked_conv groups;
+    // groups narrower than a block, as one group per block with block-diagonal weights.
+    int64_t groups = blockGroups(C, M, G);
+    if (G != 1 && !depthwise && groups == 0)
+      return reject(
+          "a grouped conv whose groups are neither whole channel blocks nor 8 or 4 channels "
+          "of equal width in and out (block-diagonal: at most 4x the work)");
     std::vector<std::string> epi = n.strs("epilogue");
     for (const EpilogueStep &s : epilogueSteps(epi))
       if (!keepsFinite(s.op))
@@ -300,7 +332,7 @@ private:
           !(plain4d(e) && e->type().shape == os && reorderable(e)))
         return reject("an epilogue operand has no blocked form");
     }
-    bool blockedIn = depthwise || blocked_.count(x) || C > 8;
+    bool blockedIn = depthwise || groups > 1 || blocked_.count(x) || C > 8;
     if (blockedIn && !reorderable(x))
       return reject("its plain input has channels that are no multiple of 16 (a pad kernel would "
                     "cost more than the layout saves)");
@@ -321,16 +353,24 @@ private:
           for (int64_t t = 0; t < KH * KW; ++t)
             d[((c / kLanes) * KH * KW + t) * kLanes + c % kLanes] = src[c * KH * KW + t];
       });
-    else { // w [M, C, KH, KW] -> [K, 16 OB], k over (block, kh, kw, lane) or (c, kh, kw)
-      int64_t rows = (blockedIn ? CB * kLanes : C) * KH * KW, cols = OB * kLanes;
+    else {
+      // w [M, C / G, KH, KW] -> [K, 16 OB], k over (block, kh, kw, lane) or (c, kh, kw); grouped,
+      // [groups Kg, 16 OB / groups], output channel m's group q = m / (16 OB / groups) reading
+      // rows q Kg + k, k over its own input blocks (ir/ops.def). The rows and columns of the
+      // padded lanes, and of channels in different ONNX groups, stay zero.
+      int64_t rows = (blockedIn ? CB * kLanes : C) * KH * KW, cols = OB * kLanes / groups;
+      int64_t Kg = rows / groups, CBg = CB / groups, Cg = C / G, Mg = M / G, T = KH * KW;
       wb = addWeight(w, ".blocked", TensorType(DType::F32, {rows, cols}), [&](float *d) {
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t t = 0; t < KH * KW; ++t) {
+        for (int64_t m = 0; m < M; ++m) {
+          int64_t q = m / cols, col = m % cols;
+          for (int64_t ci = 0; ci < Cg; ++ci)
+            for (int64_t t = 0; t < T; ++t) {
+              int64_t c = (m / Mg) * Cg + ci;
               int64_t k =
-                  blockedIn ? ((c / kLanes) * KH * KW + t) * kLanes + c % kLanes : c * KH * KW + t;
-              d[k * cols + m] = src[(m * C + c) * KH * KW + t];
+                  blockedIn ? ((c / kLanes - q * CBg) * T + t) * kLanes + c % kLanes : c * T + t;
+              d[(q * Kg + k) * cols + col] = src[(m * Cg + ci) * T + t];
             }
+        }
       });
     }
     std::vector<Value *> ops = {xin, wb};
@@ -348,6 +388,8 @@ private:
                      {"depthwise", int64_t(depthwise ? 1 : 0)},
                      {"blocked_input", int64_t(blockedIn ? 1 : 0)},
                      {"epilogue", epi}};
+    if (groups > 1)
+      attrs["group"] = groups;
     Node *bc = g_->createNode(Op::BlockedConv, ops, attrs, n.loc);
     bc->props = n.props;
     bc->certificates = n.certificates;

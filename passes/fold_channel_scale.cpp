@@ -67,6 +67,7 @@ private:
     cert.rewrite = "mul(x, per-channel s) -> pointwise blocked_conv: s folded into the weight rows";
     cert.exactness = Exactness::Reassociated;
     bool pointwise = conv->i("depthwise") == 0 && conv->i("blocked_input") != 0 &&
+                     conv->i("group") == 1 &&
                      conv->ints("kernel_shape") == std::vector<int64_t>{1, 1} &&
                      conv->ints("pads") == std::vector<int64_t>{0, 0, 0, 0};
     cert.conditions.push_back({"a dense 1 x 1 blocked_conv without padding reads the scaled value",

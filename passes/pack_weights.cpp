@@ -40,8 +40,10 @@ public:
     std::map<std::pair<const Value *, bool>, Value *> packed; // (weight, transposed) -> view
     bool changed = false;
     for (Node *n : g.nodes()) {
-      bool blockedConv =
-          n->op() == Op::BlockedConv && n->i("depthwise") == 0 && n->i("blocked_input") != 0;
+      // (A grouped blocked_conv's weight is its groups' [Kg, N / G] blocks one after another,
+      // each group's read in place.)
+      bool blockedConv = n->op() == Op::BlockedConv && n->i("depthwise") == 0 &&
+                         n->i("blocked_input") != 0 && n->i("group") == 1;
       if (n->op() != Op::MatMul && n->op() != Op::Gemm && !blockedConv)
         continue;
       Value *w = n->operand(1);

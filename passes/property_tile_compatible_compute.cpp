@@ -42,8 +42,8 @@ bool gemmDims(const Node &n, int64_t &m, int64_t &nn, int64_t &k) {
     if (n.i("depthwise"))
       return false;
     m = out.shape[2] * out.shape[3];
-    nn = out.shape[1] * out.shape[4];
-    k = b.shape[0];
+    nn = out.shape[1] * out.shape[4] / n.i("group"); // grouped: per group
+    k = b.shape[0] / n.i("group");
     return true;
   default: return false;
   }

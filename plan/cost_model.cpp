@@ -47,9 +47,10 @@ int64_t estimateFlops(const KernelGroup &grp) {
       flops += 2 * numel * (n->i("transA") ? a.shape[0] : a.shape[1]);
       break;
     }
-    case Op::BlockedConv: { // w [K, 16 OCB], or depthwise [CB, KH, KW, 16]
+    case Op::BlockedConv: { // w [K, 16 OCB / group], or depthwise [CB, KH, KW, 16]
       const auto &ks = n->ints("kernel_shape");
-      int64_t per = n->i("depthwise") ? ks[0] * ks[1] : n->operand(1)->type().shape[0];
+      int64_t per =
+          n->i("depthwise") ? ks[0] * ks[1] : n->operand(1)->type().shape[0] / n->i("group");
       flops += 2 * numel * per;
       break;
     }

@@ -6,9 +6,10 @@
 // that are not multiples of 16 (24, 40: padded lanes), squeeze-and-excitation (global pool,
 // 1x1 convs, hard_sigmoid, a broadcast mul), a residual add, a channel concat of 32 + 32 and a
 // reduce_mean over the spatial axes (keepdims 0) read back through from_blocked; a max pool and an
-// average pool (count_include_pad) on blocks. Checked (1) in the interpreter, rewritten graph
-// against original, and (2) compiled for the host and run through the runtime against the
-// interpreter: |got - want| <= 1e-4 + 1e-4 |want|.
+// average pool (count_include_pad) on blocks; grouped convs (groups of whole blocks, and
+// groups of 8 and 4 channels block-diagonal) in a network of their own. Checked (1) in the
+// interpreter, rewritten graph against original, and (2) compiled for the host and run through the
+// runtime against the interpreter: |got - want| <= 1e-4 + 1e-4 |want|.
 #include "driver/compile.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -21,6 +22,8 @@
 #include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
+
+#include <cmath>
 
 using namespace aicf;
 using graph_checks::checkClose;
@@ -101,11 +104,10 @@ TEST_CASE("block-channels: the blocked graph interprets to the original's output
 // runtime on `in` and checks the output against `want`.
 void compileRunCheck(Graph &g, const CompileOptions &opts, const Tensor &in, const Tensor &want) {
   CompiledModel cm = buildModel(g, opts);
-  // A folder per call: the runtime's dlopen would hand back an earlier model's library loaded
-  // from the same path.
+  // A folder per call: a library still loaded from an earlier call's path (dlclose need not
+  // unload it) would be reused by dlopen under the same name.
   static int calls = 0;
-  std::string out =
-      (test_files::scratchDir("aicf_block_channels_") / ("net" + std::to_string(++calls))).string();
+  std::string out = (test_files::scratchDir("aicf_block_channels_") / cat("net", calls++)).string();
   writeArtifacts(g, cm, opts, out);
   aicf_model *m = aicf_open(out.c_str());
   REQUIRE_MESSAGE(m != nullptr, std::string(aicf_last_error()));
@@ -339,4 +341,90 @@ TEST_CASE("block-channels: a decoder's resizes run on blocks; an output resize s
   CHECK(blockedConcats == 1);
   checkClose(interpret(*g, in).at(0), want);
   compileRunCheck(*orig, CompileOptions{}, in.at(0), want);
+}
+
+// Grouped convs (1 < group < C) on the blocked layout: groups of whole blocks (width 16, 32,
+// and 32 in / 64 out) as blocked_conv groups, groups of 8 and 4 channels as one group per block
+// with block-diagonal weights, 40 channels in groups of 8 (the third block half padding), at
+// 16 x 16, 8 x 8 and 4 x 4 (the band's row groups and padded grid), 3 x 3 and pointwise; a
+// conv in groups of 2 (8x the work block-diagonal) stays NCHW. Checked in the interpreter and
+// compiled for the host and for a GPU plan against the original graph.
+const char *kGroupedNet = R"(graph @grouped(%x: f32[1,32,16,16]) -> (%y: f32[1,40,4,4]) {
+  %wa = weight f32[64,32,1,1]
+  %wb = weight f32[64,16,3,3]
+  %bb = weight f32[64]
+  %wc = weight f32[64,32,3,3]
+  %bc = weight f32[64]
+  %wd = weight f32[64,8,3,3]
+  %we = weight f32[64,4,1,1]
+  %wf = weight f32[128,32,1,1]
+  %wh = weight f32[128,16,3,3]
+  %wi = weight f32[128,32,3,3]
+  %bi = weight f32[128]
+  %wj = weight f32[40,128,1,1]
+  %wk = weight f32[40,8,3,3]
+  %bk = weight f32[40]
+  %wl = weight f32[40,2,3,3]
+  %a = conv(%x, %wa) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], epilogue = ["relu"]}
+  %b = conv(%a, %wb, %bb) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 4, epilogue = ["relu"]}
+  %c = conv(%b, %wc, %bc) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 2}
+  %d = conv(%c, %wd) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 8, epilogue = ["relu"]}
+  %e = conv(%d, %we) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 16}
+  %r = add(%e, %c)
+  %f = conv(%r, %wf) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 2}
+  %h = conv(%f, %wh) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 8, epilogue = ["relu"]}
+  %i = conv(%h, %wi, %bi) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 4}
+  %j = conv(%i, %wj) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], epilogue = ["relu"]}
+  %k = conv(%j, %wk, %bk) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 5, epilogue = ["relu"]}
+  %y = conv(%k, %wl) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 20}
+  return %y
+}
+)";
+
+TEST_CASE("block-channels: grouped convs run blocked, as groups of blocks or block-diagonal") {
+  std::unique_ptr<Graph> g = parseGraph(kGroupedNet, "grouped.mcir");
+  fillWeights(*g, 31);
+  // Twelve layers deep: weights scaled by 2 / sqrt(fan-in) keep the activations near 1, where
+  // the float accumulation's rounding stays inside checkClose's tolerance.
+  for (Value *w : g->weights()) {
+    const TensorType &t = w->type();
+    float scale = t.rank() == 4 ? 2.0f / std::sqrt(float(t.numel() / t.shape[0])) : 1.0f;
+    auto scaled = std::make_shared<Tensor>(t);
+    const float *src = w->data()->data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      scaled->data<float>()[i] = src[i] * scale;
+    w->setData(scaled);
+  }
+  std::vector<Tensor> in = randomInputs(*g, 32);
+  Tensor want = interpret(*g, in).at(0);
+
+  std::unique_ptr<Graph> b = g->clone();
+  REQUIRE(blockChannels(*b));
+  std::vector<int64_t> groups; // each blocked_conv's group, in graph order
+  int convs = 0;
+  for (const Node *n : b->nodes()) {
+    if (n->op() == Op::BlockedConv)
+      groups.push_back(n->i("group"));
+    if (n->op() == Op::Conv) {
+      ++convs;
+      CHECK(n->i("group") == 20); // groups of 2 channels stay NCHW
+    }
+  }
+  // a; b (4 x 16); c (2 x 32); d (8 x 8: one group per block); e (16 x 4); f (32 -> 64 in 2);
+  // h (8 x 16); i (4 x 32); j; k (5 x 8 over 40 channels: 3 blocks).
+  CHECK(groups == std::vector<int64_t>{1, 4, 2, 4, 4, 2, 8, 4, 1, 3});
+  CHECK(convs == 1);
+  checkClose(interpret(*b, in).at(0), want);
+
+  // The host plan's driver rewrites the graph itself; a GPU plan lowers the rewritten one.
+  CompileOptions host;
+  int compiled = 0;
+  CompiledModel cm = buildModel(*g, host);
+  for (const Node *n : cm.graph->nodes())
+    compiled += n->op() == Op::BlockedConv && n->i("group") > 1;
+  CHECK(compiled == 8);
+  compileRunCheck(*g, host, in.at(0), want);
+  CompileOptions gpu;
+  gpu.planFor = Target::parseSpec("cuda:sm_80");
+  compileRunCheck(*b, gpu, in.at(0), want);
 }
