@@ -149,6 +149,16 @@ void writeGraphFolder(const std::string &outDir, const std::string &model,
   }
 }
 
+// --explain: the rewrites and certificates (with the coverage) into the text report; returns
+// explain.yaml.
+std::string writeExplain(const ExplainLog &explain, const Graph &g, std::ostream &report) {
+  explain.printText(report);
+  printCoverage(report, computeCoverage(g));
+  std::ostringstream yaml;
+  explain.writeYaml(yaml, g);
+  return yaml.str();
+}
+
 int compile(const Flags &flags) {
   // The target, parsed once: libmodel.so's, and the plan's (the same unless --plan-for).
   Target target = checkTarget(flags.target, !flags.outDir.empty() && flags.emit != Emit::Graph);
@@ -219,13 +229,8 @@ int compile(const Flags &flags) {
   std::ostringstream report;
   std::map<std::string, std::string> extra = {{"graph.mcir", graphText}};
   auto explainReport = [&] {
-    if (!flags.explain)
-      return;
-    explain.printText(report);
-    printCoverage(report, computeCoverage(*g));
-    std::ostringstream yaml;
-    explain.writeYaml(yaml, *g);
-    extra["explain.yaml"] = yaml.str();
+    if (flags.explain)
+      extra["explain.yaml"] = writeExplain(explain, *g, report);
   };
   if (flags.emit == Emit::Graph) {
     explainReport();

@@ -49,6 +49,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace aicf {
 
@@ -94,6 +95,7 @@ public:
     blocked_.clear();
     reordered_.clear();
     order_.clear();
+    replaced_.clear();
     bool changed = false;
     for (Node *n : g.nodes()) {
       Value *b = nullptr;
@@ -108,6 +110,7 @@ public:
         b = convertResize(*n);
       else if (spatialReduction(*n)) {
         replaceSpatialReduction(*n);
+        replaced_.insert(n);
         changed = true;
       } else if (n->op() == Op::Concat)
         b = convertConcat(*n);
@@ -116,6 +119,7 @@ public:
       recordLayout(*n, b);
       if (!b)
         continue;
+      replaced_.insert(n);
       blocked_[n->result()] = {b, n->result()->type().shape[1]};
       order_.push_back(n->result());
       changed = true;
@@ -144,6 +148,7 @@ private:
   std::map<Value *, Blocked> blocked_;
   std::vector<Value *> order_; // the keys of blocked_ in graph order (deterministic output)
   std::map<Value *, Value *> reordered_; // plain value -> its to_blocked
+  std::set<const Node *> replaced_;      // the nodes rewritten onto blocks (dead once read back)
   PassContext *ctx_ = nullptr;
   std::string why_; // why the last convert* left its node on the plain layout ("": not a candidate)
 
@@ -171,11 +176,14 @@ private:
   void recordConversion(const Value *plain, const Blocked &b) {
     if (!ctx_ || !ctx_->explain)
       return;
-    std::string readers;
+    std::string readers; // the readers that stay (a converted node is dead code by now)
     for (const Node *u : g_->users(plain))
-      readers += cat(readers.empty() ? "" : ", ", u->name());
+      if (!replaced_.count(u))
+        readers += cat(readers.empty() ? "" : ", ", u->name());
     if (g_->isOutput(plain))
       readers += cat(readers.empty() ? "" : ", ", "the graph output");
+    if (readers.empty())
+      return;
     RewriteRecord rec;
     rec.pass = name();
     rec.pattern = cat("conversion of ", plain->def() ? plain->def()->name() : "value", " ",
@@ -396,9 +404,15 @@ private:
     return bc->result();
   }
 
+  // (A candidate, recorded for --explain, when it reads a blocked value.)
   Value *convertElementwise(Node &n) {
+    bool readsBlocked = false;
+    for (const Value *v : n.operands())
+      readsBlocked = readsBlocked || blocked_.count(const_cast<Value *>(v));
+    if (!readsBlocked)
+      return nullptr;
     if (!keepsFinite(n.op()) || !plain4d(n.result()))
-      return reject("");
+      return reject("the op may make a padded lane non-finite, or its result is not 4-D f32");
     const std::vector<int64_t> &out = n.result()->type().shape;
     bool anyBlocked = false;
     for (const Value *v : n.operands()) {
@@ -406,11 +420,12 @@ private:
       // (A blocked operand has out's channels; it may broadcast over N, H and W, as the SE's
       // [N, C, 1, 1] scale does, which its blocked [N, CB, 1, 1, 16] form does the same way.)
       if (kind == Operand::None)
-        return reject("an operand has no blocked form");
+        return reject("an operand has no blocked form (not blocked, a scalar or a per-channel "
+                      "constant)");
       anyBlocked = anyBlocked || kind == Operand::Blocked;
     }
     if (!anyBlocked)
-      return reject("");
+      return reject("its blocked operand has other channels than its result");
     std::vector<Value *> ops;
     for (Value *v : n.operands())
       ops.push_back(blockedOperand(v, out));
