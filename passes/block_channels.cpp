@@ -48,6 +48,7 @@
 #include "support/int_math.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -404,6 +405,19 @@ private:
     return bc->result();
   }
 
+  // x / c with c a constant whose every value is finite and non-zero keeps finite values finite
+  // as a multiply by 1 / c does (the hard-swish spelled x * clip(x + 3, 0, 6) / 6 ends in one).
+  static bool divisionByConstant(const Node &n) {
+    if (n.op() != Op::Div)
+      return false;
+    const Value *c = n.operand(1);
+    if (!c->isWeight() || !c->hasData() || c->type().dtype != DType::F32)
+      return false;
+    const float *d = c->data()->data<float>();
+    return std::all_of(d, d + c->type().numel(),
+                       [](float v) { return std::isfinite(v) && v != 0.0f; });
+  }
+
   // (A candidate, recorded for --explain, when it reads a blocked value.)
   Value *convertElementwise(Node &n) {
     bool readsBlocked = false;
@@ -411,7 +425,7 @@ private:
       readsBlocked = readsBlocked || blocked_.count(const_cast<Value *>(v));
     if (!readsBlocked)
       return nullptr;
-    if (!keepsFinite(n.op()) || !plain4d(n.result()))
+    if ((!keepsFinite(n.op()) && !divisionByConstant(n)) || !plain4d(n.result()))
       return reject("the op may make a padded lane non-finite, or its result is not 4-D f32");
     const std::vector<int64_t> &out = n.result()->type().shape;
     bool anyBlocked = false;

@@ -1,6 +1,8 @@
 // detect-hard-swish: the MobileNetV3 activations as exporters write them:
 //   clip(x + 3, 0, 6) / 6   (or * 1/6)            -> hard_sigmoid(x; alpha = 1/6, beta = 0.5)
 //   x * hard_sigmoid(x; 1/6, 0.5)  (either order)  -> hard_swish(x)
+//   (x * clip(x + 3, 0, 6)) / 6  (or * 1/6)        -> hard_swish(x)   (Paddle's and Keras'
+//   order: the product first; reassociated, x * (c / 6) rounds once more or less)
 // Why: one rematerializable elementwise op each, fusable into a contraction epilogue instead of
 // three to four stored intermediates. Constants matched with relative tolerance 1e-3; exact up
 // to the rounding of 1/6.
@@ -19,7 +21,7 @@ public:
     bool changed = false;
     for (Node *n : g.nodes())
       if (g.hasNode(n) && (n->op() == Op::Div || n->op() == Op::Mul))
-        changed |= tryHardSigmoid(g, ctx, n);
+        changed |= tryScaledProduct(g, ctx, n) || tryHardSigmoid(g, ctx, n);
     for (Node *n : g.nodes())
       if (g.hasNode(n) && n->op() == Op::Mul)
         changed |= tryHardSwish(g, ctx, n);
@@ -35,24 +37,56 @@ private:
     return c;
   }
 
-  static bool tryHardSigmoid(Graph &g, PassContext &ctx, Node *n) {
-    Value *clipped = nullptr;
+  // The operand n divides by 6 (or multiplies by 1/6), or null.
+  static Value *sixthOf(Node *n) {
     if (n->op() == Op::Div && isSplatNear(n->operand(1), 6.0))
-      clipped = n->operand(0);
-    for (int k = 0; k < 2 && n->op() == Op::Mul && !clipped; ++k)
+      return n->operand(0);
+    for (int k = 0; k < 2 && n->op() == Op::Mul; ++k)
       if (isSplatNear(n->operand(1 - k), 1.0 / 6.0))
-        clipped = n->operand(k);
-    Node *clip = producer(clipped, Op::Clip);
+        return n->operand(k);
+    return nullptr;
+  }
+  // clip(x + 3, 0, 6) as v: its clip and add and x, or false.
+  static bool relu6Shifted(Value *v, Node *&clip, Node *&add, Value *&x) {
+    clip = producer(v, Op::Clip);
     if (!clip || clip->f("min") != 0.0 || std::fabs(clip->f("max") - 6.0) > 1e-6)
       return false;
-    Node *add = producer(clip->operand(0), Op::Add);
+    add = producer(clip->operand(0), Op::Add);
     if (!add)
       return false;
-    Value *x = nullptr;
+    x = nullptr;
     for (int k = 0; k < 2 && !x; ++k)
       if (isSplatNear(add->operand(1 - k), 3.0))
         x = add->operand(k);
-    if (!x || x->type() != n->result()->type())
+    return x != nullptr;
+  }
+
+  static bool tryScaledProduct(Graph &g, PassContext &ctx, Node *n) {
+    Node *mul = producer(sixthOf(n), Op::Mul);
+    if (!mul)
+      return false;
+    for (int k = 0; k < 2; ++k) {
+      Node *clip = nullptr, *add = nullptr;
+      Value *x = nullptr;
+      if (!relu6Shifted(mul->operand(k), clip, add, x) || x != mul->operand(1 - k) ||
+          x->type() != n->result()->type())
+        continue;
+      Certificate c = cert("(x * clip(x+3,0,6)) / 6 -> hard_swish");
+      c.exactness = Exactness::Reassociated;
+      return applyIfLegal(g, ctx, "detect-hard-swish", "hard_swish ((x * clip(x+3,0,6)) / 6)",
+                          {add, clip, mul, n}, n->result(), std::move(c),
+                          [&](Node *before, const Location &loc) {
+                            return g.createNode(Op::HardSwish, {x}, {}, loc, before)->result();
+                          });
+    }
+    return false;
+  }
+
+  static bool tryHardSigmoid(Graph &g, PassContext &ctx, Node *n) {
+    Node *clip = nullptr, *add = nullptr;
+    Value *x = nullptr;
+    Value *clipped = sixthOf(n);
+    if (!clipped || !relu6Shifted(clipped, clip, add, x) || x->type() != n->result()->type())
       return false;
     return applyIfLegal(g, ctx, "detect-hard-swish", "hard_sigmoid (clip(x+3,0,6)/6)",
                         {add, clip, n}, n->result(), cert("clip(x+3,0,6)/6 -> hard_sigmoid"),
