@@ -6,6 +6,7 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 namespace aicf::flatloop {
@@ -38,6 +39,40 @@ Schedule schedule(const Knobs &k, int64_t n, int64_t maxVec, std::optional<SymEx
 
 namespace {
 
+// `e` with every subexpression `f` replaces (non-null) replaced, outermost first; a
+// replacement is itself mapped. Unchanged subtrees are shared.
+using ExprMap = std::function<E(const E &)>;
+E mapExpr(const E &e, const ExprMap &f) {
+  if (E r = f(e))
+    return mapExpr(r, f);
+  if (e->args.empty())
+    return e;
+  kir::Expr copy = *e.get();
+  bool changed = false;
+  for (kir::ExprP &a : copy.args) {
+    E r = mapExpr(E(a), f);
+    changed |= r.get() != a;
+    a = r.get();
+  }
+  return changed ? E(std::make_shared<const kir::Expr>(std::move(copy))) : e;
+}
+// Copies of the statements with every expression mapped by `f`.
+std::vector<kir::StmtP> mapStmts(const std::vector<kir::StmtP> &ss, const ExprMap &f) {
+  std::vector<kir::StmtP> out;
+  for (const kir::StmtP &s : ss) {
+    auto c = std::make_shared<kir::Stmt>(*s);
+    for (E *e : {&c->begin, &c->extent, &c->value, &c->cond})
+      if (*e)
+        *e = mapExpr(*e, f);
+    for (E &e : c->indices)
+      e = mapExpr(e, f);
+    for (auto *b : {&c->body, &c->elseBody, &c->init, &c->update})
+      *b = mapStmts(*b, f);
+    out.push_back(c);
+  }
+  return out;
+}
+
 // The lane split of a flat index (issue 53). Inside the vector loop the element is i = i0 + v,
 // i0 the vector's first element (a multiple of vec) and v < vec its lane, so a digit of i by a
 // constant D needs no division per element:
@@ -48,72 +83,45 @@ namespace {
 // multi-index of every element of a transposing read, a resize or a broadcast was a chain of
 // 64-bit divisions (10 ns per element: 60x the cost model's prediction for a fused
 // elementwise kernel reading a blocked tensor through an NCHW index). Exact for i >= 0.
-class LaneSplit {
-public:
-  explicit LaneSplit(int64_t vec) : vec_(vec) {}
-  bool used() const { return used_; }
-
-  E expr(const E &e) {
-    const kir::Expr &x = *e.get();
-    if (x.kind == kir::Expr::Kind::Binary && x.type == DType::I64 &&
-        (x.bop == kir::BinOp::Div || x.bop == kir::BinOp::Mod) &&
-        x.args[0]->kind == kir::Expr::Kind::Var && x.args[0]->var == "i" &&
-        x.args[1]->kind == kir::Expr::Kind::Int && x.args[1]->ival > 0) {
-      int64_t d = x.args[1]->ival;
-      E i0 = kir::var("i0"), v = lane();
-      bool div = x.bop == kir::BinOp::Div;
-      if (d % vec_ == 0) {
-        used_ = true;
-        return div ? i0 / E(d) : i0 % E(d) + v;
-      }
-      if (vec_ % d == 0) {
-        used_ = true;
-        return div ? i0 / E(d) + v / E(d) : v % E(d);
-      }
-      return e;
-    }
-    if (x.args.empty())
-      return e;
-    kir::Expr copy = x;
-    bool changed = false;
-    for (kir::ExprP &a : copy.args) {
-      E r = expr(E(a));
-      changed |= r.get() != a;
-      a = r.get();
-    }
-    return changed ? E(std::make_shared<const kir::Expr>(std::move(copy))) : e;
-  }
-
-  // The statements with every expression split; false (and nothing to use) when a statement
-  // is one a flat loop's body does not hold or rebinds i, i0 or v.
-  bool stmts(std::vector<kir::StmtP> &ss) {
-    for (kir::StmtP &s : ss) {
-      using K = kir::Stmt::Kind;
-      if (s->kind != K::Seq && s->kind != K::For && s->kind != K::If && s->kind != K::Store &&
-          s->kind != K::Decl && s->kind != K::Assign && s->kind != K::Reduce &&
-          s->kind != K::Comment)
+// Whether the lane split may rewrite the statements: only the kinds a flat loop's body holds,
+// none rebinding i, i0 or v.
+bool splittable(const std::vector<kir::StmtP> &ss) {
+  using K = kir::Stmt::Kind;
+  for (const kir::StmtP &s : ss) {
+    if (s->kind != K::Seq && s->kind != K::For && s->kind != K::If && s->kind != K::Store &&
+        s->kind != K::Decl && s->kind != K::Assign && s->kind != K::Reduce && s->kind != K::Comment)
+      return false;
+    if ((s->kind == K::For || s->kind == K::Decl || s->kind == K::Reduce) &&
+        (s->var == "i" || s->var == "i0" || s->var == "v"))
+      return false;
+    for (auto *b : {&s->body, &s->elseBody, &s->init, &s->update})
+      if (!splittable(*b))
         return false;
-      if ((s->kind == K::For || s->kind == K::Decl || s->kind == K::Reduce) &&
-          (s->var == "i" || s->var == "i0" || s->var == "v"))
-        return false;
-      auto c = std::make_shared<kir::Stmt>(*s);
-      for (E *e : {&c->begin, &c->extent, &c->value, &c->cond})
-        if (*e)
-          *e = expr(*e);
-      for (E &e : c->indices)
-        e = expr(e);
-      for (auto *body : {&c->body, &c->elseBody, &c->init, &c->update})
-        if (!stmts(*body))
-          return false;
-      s = c;
-    }
-    return true;
   }
+  return true;
+}
 
-private:
-  int64_t vec_;
-  bool used_ = false;
-};
+// i / d or i % d (d > 0) split into vector start and lane, or null (`used` set when split).
+E laneSplit(const E &e, int64_t vec, bool &used) {
+  const kir::Expr &x = *e.get();
+  if (x.kind != kir::Expr::Kind::Binary || x.type != DType::I64 ||
+      (x.bop != kir::BinOp::Div && x.bop != kir::BinOp::Mod) ||
+      x.args[0]->kind != kir::Expr::Kind::Var || x.args[0]->var != "i" ||
+      x.args[1]->kind != kir::Expr::Kind::Int || x.args[1]->ival <= 0)
+    return E();
+  int64_t d = x.args[1]->ival;
+  E i0 = kir::var("i0"), v = lane();
+  bool div = x.bop == kir::BinOp::Div;
+  if (d % vec == 0) {
+    used = true;
+    return div ? i0 / E(d) : i0 % E(d) + v;
+  }
+  if (vec % d == 0) {
+    used = true;
+    return div ? i0 / E(d) + v / E(d) : v % E(d);
+  }
+  return E();
+}
 
 // Lane-invariant selects decided once per vector (issue 53). A select whose condition reads
 // neither the lane nor anything computed per element (a concat's "which input" test, with the
@@ -170,35 +178,13 @@ kir::E invariantSelect(const std::vector<kir::StmtP> &ss, const std::set<std::st
   return E();
 }
 
-// `e` with every select on `cond` replaced by its arm.
-kir::E takeArm(const kir::E &e, const kir::E &cond, bool arm) {
-  if (e->kind == kir::Expr::Kind::Select && kir::exprEqual(e->args[0], cond.get()))
-    return takeArm(E(e->args[arm ? 1 : 2]), cond, arm);
-  if (e->args.empty())
-    return e;
-  kir::Expr copy = *e.get();
-  bool changed = false;
-  for (kir::ExprP &a : copy.args) {
-    E r = takeArm(E(a), cond, arm);
-    changed |= r.get() != a;
-    a = r.get();
-  }
-  return changed ? E(std::make_shared<const kir::Expr>(std::move(copy))) : e;
-}
+// The statements with every select on `cond` replaced by its arm.
 std::vector<kir::StmtP> takeArm(const std::vector<kir::StmtP> &ss, const kir::E &cond, bool arm) {
-  std::vector<kir::StmtP> out;
-  for (const kir::StmtP &s : ss) {
-    auto c = std::make_shared<kir::Stmt>(*s);
-    for (E *e : {&c->begin, &c->extent, &c->value, &c->cond})
-      if (*e)
-        *e = takeArm(*e, cond, arm);
-    for (E &e : c->indices)
-      e = takeArm(e, cond, arm);
-    for (auto *b : {&c->body, &c->elseBody, &c->init, &c->update})
-      *b = takeArm(*b, cond, arm);
-    out.push_back(c);
-  }
-  return out;
+  return mapStmts(ss, [&](const E &e) {
+    return e->kind == kir::Expr::Kind::Select && kir::exprEqual(e->args[0], cond.get())
+               ? E(e->args[arm ? 1 : 2])
+               : E();
+  });
 }
 
 // The lane loop over `inner`, versioned on its lane-invariant selects.
@@ -275,13 +261,11 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   std::vector<kir::StmtP> inner = {kir::decl("i", DType::I64, i)};
   std::vector<kir::StmtP> work = body(kir::var("i"));
   bool split = false;
-  if (s.vec > 1) {
-    LaneSplit ls(s.vec);
-    std::vector<kir::StmtP> splitWork = work;
-    if (ls.stmts(splitWork) && ls.used()) {
+  if (s.vec > 1 && splittable(work)) {
+    std::vector<kir::StmtP> splitWork =
+        mapStmts(work, [&](const E &e) { return laneSplit(e, s.vec, split); });
+    if (split)
       work = std::move(splitWork);
-      split = true;
-    }
   }
   std::vector<kir::StmtP> hoisted;
   if (s.vec > 1)
