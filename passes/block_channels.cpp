@@ -10,8 +10,8 @@
 // The rewrite, in graph order (ORT's NCHWc transformer has the same shape):
 //   * a 2-D f32 conv with constant weights, group 1, depthwise or grouped as below, becomes
 //     blocked_conv (its weight re-laid at compile time, zero rows and columns for the padded
-//     lanes; the bias, the
-//     epilogue and its operands carried over, per-channel constants re-laid to [1, CB, 1, 1, 16]);
+//     lanes; the bias, the epilogue and its operands carried over, per-channel constants
+//     re-laid to [1, CB, 1, 1, 16]);
 //     its input is the blocked form of x when there is one, x itself for a dense conv with at
 //     most 8 channels (the image: padding 3 channels to 16 would waste 5x the work; the conv
 //     reads its plain rows, lower/contraction_conv_specs.cpp), else x reordered (to_blocked) when
