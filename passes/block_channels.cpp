@@ -24,7 +24,10 @@
 //     (16 / gw times the multiply-adds, vectorised; kMaxGroupWaste); other widths stay NCHW;
 //   * an elementwise op whose operands are blocked values, scalars or per-channel constants
 //     runs on the blocked values, when the op keeps finite values finite (the padded lanes stay
-//     finite, which the zero weights of the next conv need: 0 * inf is NaN);
+//     finite, which the zero weights of the next conv need: 0 * inf is NaN); a channels-last
+//     value permuted back to NCHW counts as blocked (its blocked view reads 16 contiguous
+//     channels), and alone makes the op a candidate when every reader of the result runs on
+//     blocks (ConvNeXt's layer scale and residual add before the next depthwise conv);
 //   * a max / average pool of a blocked value pools its blocks (blocked = 1); a global average
 //     / max pool is a reduce_mean / reduce_max over the spatial axes, and a reduce_mean / sum /
 //     max / min over axes [2, 3] reduces the blocks too (its result read back); a channel
@@ -272,12 +275,28 @@ private:
     return v;
   }
 
+  // A channels-last value seen as NCHW: transpose(y, perm [0, 3, 1, 2]) of y [N, H, W, C] with
+  // C a multiple of 16 (a ConvNeXt block's permute back after its Linear layers, a residual
+  // kept NHWC by an exporter from a channels-last framework). Its blocked form reads y's 16
+  // contiguous channels per pixel, a vector load per lane group and no padding, so it is as
+  // good as a blocked value to an elementwise op (the transpose folds into the reads, rule 0).
+  static bool channelsLast(const Value *v) {
+    const Node *d = v->def();
+    if (!d || d->op() != Op::Transpose || d->ints("perm") != std::vector<int64_t>{0, 3, 1, 2})
+      return false;
+    const Value *y = d->operand(0);
+    return plain4d(y) && y->type().shape[3] % kLanes == 0;
+  }
+
   // How an operand of an op on blocked values whose result is `out` ([N, C, H, W]) is read:
-  // as its blocked form, as itself (a scalar), as a per-channel constant re-laid, or not at all.
-  enum class Operand { None, Blocked, Scalar, PerChannel };
+  // as its blocked form, as a channels-last value's blocked view, as itself (a scalar), as a
+  // per-channel constant re-laid, or not at all.
+  enum class Operand { None, Blocked, ChannelsLast, Scalar, PerChannel };
   Operand operandKind(const Value *v, const std::vector<int64_t> &out) const {
     if (auto it = blocked_.find(const_cast<Value *>(v)); it != blocked_.end())
       return it->second.channels == out[1] ? Operand::Blocked : Operand::None;
+    if (channelsLast(v))
+      return v->type().shape[1] == out[1] ? Operand::ChannelsLast : Operand::None;
     const TensorType &t = v->type();
     if (!t.isStatic() || t.dtype != DType::F32)
       return Operand::None;
@@ -297,6 +316,8 @@ private:
     Operand kind = operandKind(v, out);
     if (kind == Operand::Blocked)
       return blocked_.at(v).value;
+    if (kind == Operand::ChannelsLast)
+      return toBlocked(v, v->def()->loc);
     if (kind == Operand::Scalar)
       return v;
     int64_t cb = blocks(out[1]);
@@ -418,12 +439,16 @@ private:
                        [](float v) { return std::isfinite(v) && v != 0.0f; });
   }
 
-  // (A candidate, recorded for --explain, when it reads a blocked value.)
+  // (A candidate, recorded for --explain, when it reads a blocked value, or a channels-last one
+  // and every reader of its result runs on blocks: ConvNeXt's layer scale and residual add
+  // between its permute back and the next depthwise conv.)
   Value *convertElementwise(Node &n) {
-    bool readsBlocked = false;
-    for (const Value *v : n.operands())
+    bool readsBlocked = false, readsChannelsLast = false;
+    for (const Value *v : n.operands()) {
       readsBlocked = readsBlocked || blocked_.count(const_cast<Value *>(v));
-    if (!readsBlocked)
+      readsChannelsLast = readsChannelsLast || channelsLast(v);
+    }
+    if (!readsBlocked && !(readsChannelsLast && readersKeepLayout(n.result())))
       return nullptr;
     if ((!keepsFinite(n.op()) && !divisionByConstant(n)) || !plain4d(n.result()))
       return reject("the op may make a padded lane non-finite, or its result is not 4-D f32");
@@ -436,7 +461,7 @@ private:
       if (kind == Operand::None)
         return reject("an operand has no blocked form (not blocked, a scalar or a per-channel "
                       "constant)");
-      anyBlocked = anyBlocked || kind == Operand::Blocked;
+      anyBlocked = anyBlocked || kind == Operand::Blocked || kind == Operand::ChannelsLast;
     }
     if (!anyBlocked)
       return reject("its blocked operand has other channels than its result");

@@ -428,3 +428,69 @@ TEST_CASE("block-channels: grouped convs run blocked, as groups of blocks or blo
   gpu.planFor = Target::parseSpec("cuda:sm_80");
   compileRunCheck(*b, gpu, in.at(0), want);
 }
+
+// A ConvNeXt block: depthwise 7 x 7 conv, permute to channels-last, LayerNorm, two Linear layers,
+// permute back, a per-channel layer scale and the residual add, twice. The scale and the add read
+// the permuted-back Linear output, a channels-last value: they run on blocks (its 16 contiguous
+// channels a vector), so the next depthwise conv reads blocks and no conversion back to NCHW is
+// left between the blocks.
+const char *kChannelsLastNet = R"(graph @cnblock(%x: f32[1,32,9,9]) -> (%y: f32[1,32,9,9]) {
+  %ws = weight f32[32,32,1,1]
+  %wd1 = weight f32[32,1,7,7]
+  %bd1 = weight f32[32]
+  %g1 = weight f32[32]
+  %be1 = weight f32[32]
+  %wa1 = weight f32[32,64]
+  %wb1 = weight f32[64,32]
+  %ls1 = weight f32[32,1,1]
+  %wd2 = weight f32[32,1,7,7]
+  %bd2 = weight f32[32]
+  %g2 = weight f32[32]
+  %be2 = weight f32[32]
+  %wa2 = weight f32[32,64]
+  %wb2 = weight f32[64,32]
+  %ls2 = weight f32[32,1,1]
+  %s = conv(%x, %ws) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  %d1 = conv(%s, %wd1, %bd1) {strides = [1, 1], pads = [3, 3, 3, 3], dilations = [1, 1], group = 32}
+  %t1 = transpose(%d1) {perm = [0, 2, 3, 1]}
+  %n1 = layer_norm(%t1, %g1, %be1) {axis = -1, epsilon = 1e-6}
+  %a1 = matmul(%n1, %wa1)
+  %h1 = gelu(%a1)
+  %m1 = matmul(%h1, %wb1)
+  %p1 = transpose(%m1) {perm = [0, 3, 1, 2]}
+  %q1 = mul(%ls1, %p1)
+  %r1 = add(%q1, %s)
+  %d2 = conv(%r1, %wd2, %bd2) {strides = [1, 1], pads = [3, 3, 3, 3], dilations = [1, 1], group = 32}
+  %t2 = transpose(%d2) {perm = [0, 2, 3, 1]}
+  %n2 = layer_norm(%t2, %g2, %be2) {axis = -1, epsilon = 1e-6}
+  %a2 = matmul(%n2, %wa2)
+  %h2 = gelu(%a2)
+  %m2 = matmul(%h2, %wb2)
+  %p2 = transpose(%m2) {perm = [0, 3, 1, 2]}
+  %q2 = mul(%ls2, %p2)
+  %y = add(%q2, %r1)
+  return %y
+}
+)";
+
+TEST_CASE("block-channels: a channels-last value's elementwise readers run on blocks") {
+  std::unique_ptr<Graph> g = parseGraph(kChannelsLastNet, "cnblock.mcir");
+  fillWeights(*g, 41);
+  std::vector<Tensor> in = randomInputs(*g, 42);
+  Tensor want = interpret(*g, in).at(0);
+
+  std::unique_ptr<Graph> b = g->clone();
+  REQUIRE(blockChannels(*b));
+  // Both scale-and-add pairs run on blocks: every 5-D mul / add result; the only plain 4-D
+  // elementwise results left would be a conversion's readers.
+  int blockedEw = 0, plainEw = 0;
+  for (const Node *n : b->nodes())
+    if (n->op() == Op::Mul || n->op() == Op::Add)
+      (n->result()->type().rank() == 5 ? blockedEw : plainEw) += 1;
+  CHECK(blockedEw == 4);
+  CHECK(plainEw == 0);
+  checkClose(interpret(*b, in).at(0), want);
+
+  CompileOptions host;
+  compileRunCheck(*g, host, in.at(0), want);
+}
