@@ -364,8 +364,14 @@ double bytesPerElement(const IndexMap &map, int d, double elem, double transacti
 }
 
 // How many times `reader` reads operand `which`: a contraction reads A once per column tile
-// and B once per row tile, attention K and V once per query tile (tiles of 64).
+// and B once per row tile, attention K and V once per query tile (tiles of 64), a depthwise
+// blocked conv its input once per tap over the stride (the direct form loads every tap's
+// vector from the input; it stages nothing).
 double rereads(const Node &reader, size_t which) {
+  if (reader.op() == Op::BlockedConv && which == 0 && reader.i("depthwise") == 1) {
+    int64_t taps = product(reader.ints("kernel_shape")), step = product(reader.ints("strides"));
+    return double(std::max<int64_t>(1, taps / std::max<int64_t>(step, 1)));
+  }
   const std::vector<int64_t> &out = reader.result(0)->type().shape;
   if (reader.info().has(CONTRACT) && reader.op() != Op::Conv && out.size() >= 2 && which < 2)
     return double(std::max<int64_t>(1, ceilDiv(out[out.size() - (which == 0 ? 1 : 2)], 64)));

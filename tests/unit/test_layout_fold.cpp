@@ -253,6 +253,30 @@ TEST_CASE("layout folding: the cost model prices strides and re-reads") {
                 2 * 64 * 64 * 4};
   LayoutCost once = layoutFoldCost(hw, r2);
   CHECK(once.foldUs < once.materializeUs);
+  // A plain NCHW input read as blocks by a 7 x 7 depthwise blocked conv: each 16-lane vector is a
+  // gather at the plane's stride, and the direct form loads it again at every one of the 49 taps,
+  // so a reorder kernel costs less (a ConvNeXt block's input: 6.0 -> 0.07 + 0.63 ms). The same
+  // conv reading a channels-last input's blocks reads 16 contiguous lanes: it folds.
+  const char *kDepthwise = R"(graph @dw(%x: f32[1,32,14,14], %z: f32[1,14,14,32]) -> (%y: f32[1,2,14,14,16], %u: f32[1,2,14,14,16]) {
+  %w = weight f32[2,7,7,16]
+  %r = reshape(%x) {shape = [1, 2, 16, 14, 14]} : f32[1,2,16,14,14]
+  %xb = transpose(%r) {perm = [0, 1, 3, 4, 2]} : f32[1,2,14,14,16]
+  %y = blocked_conv(%xb, %w) {kernel_shape = [7, 7], strides = [1, 1], pads = [3, 3, 3, 3], dilations = [1, 1], depthwise = 1, blocked_input = 1, epilogue = []} : f32[1,2,14,14,16]
+  %rz = reshape(%z) {shape = [1, 14, 14, 2, 16]} : f32[1,14,14,2,16]
+  %zb = transpose(%rz) {perm = [0, 3, 1, 2, 4]} : f32[1,2,14,14,16]
+  %u = blocked_conv(%zb, %w) {kernel_shape = [7, 7], strides = [1, 1], pads = [3, 3, 3, 3], dilations = [1, 1], depthwise = 1, blocked_input = 1, epilogue = []} : f32[1,2,14,14,16]
+  return %y, %u
+}
+)";
+  std::unique_ptr<Graph> g4 = parseGraph(kDepthwise, "dw.mcir");
+  auto dwRead = [&](size_t transpose) {
+    const Node *t = g4->nodes()[transpose];
+    return layoutFoldCost(hw, LayoutRead{t, g4->nodes()[transpose + 1], 0,
+                                         layoutPieces(*t).front().map, 32 * 14 * 14 * 4});
+  };
+  LayoutCost gathered = dwRead(1), contiguous = dwRead(4);
+  CHECK(gathered.foldUs > gathered.materializeUs);
+  CHECK(contiguous.foldUs < contiguous.materializeUs);
   // A head split read by attention is contiguous along the head dim; with 8-float heads each
   // run is half a cache line, which the reads waste, still far below a kernel.
   std::unique_ptr<Graph> g3 = parseGraph(kHeads, "heads.mcir");
