@@ -297,6 +297,15 @@ E lane() {
   return kir::var("v");
 }
 
+std::vector<kir::StmtP> splitLaneDigits(const std::vector<kir::StmtP> &body, int64_t vec) {
+  if (vec <= 1 || !splittable(body))
+    return body;
+  bool split = false;
+  std::vector<kir::StmtP> out =
+      mapStmts(body, [&](const E &e) { return laneSplit(e, vec, split); });
+  return split ? out : body;
+}
+
 E ne(E a, E b) {
   return kir::binary(kir::BinOp::Ne, std::move(a), std::move(b));
 }

@@ -42,6 +42,11 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
 // the lane v: i = vectorStart + lane.
 kir::E vectorStart(const kir::Kernel &kern, const Schedule &s);
 kir::E lane();
+// The lane split of `body`, the statements of a vector loop over lane v (lane()) whose element
+// is i = i0 + v, i0 a multiple of `vec` (variables "i" and "i0" declared by the caller): every
+// digit of i by a constant that vec divides, or that divides vec, is computed from i0 once per
+// vector. `body` unchanged when it holds statements a flat loop's body does not.
+std::vector<kir::StmtP> splitLaneDigits(const std::vector<kir::StmtP> &body, int64_t vec);
 
 // The planner's candidates for a flat loop (pointwise, data movement, pooling): threads x vec
 // per block, vec at most `maxVec` and dividing n, no mostly idle block.

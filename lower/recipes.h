@@ -139,11 +139,12 @@ struct ThreadsKnobs {
 };
 // online_norm: threads per row, vec consecutive elements per step, cache_row (0/1).
 struct NormKnobs {
-  std::optional<int64_t> threads, vec, cacheRow;
-  static std::array<KnobField<NormKnobs>, 3> fields() {
+  std::optional<int64_t> threads, vec, cacheRow, lanes;
+  static std::array<KnobField<NormKnobs>, 4> fields() {
     return {{{"threads", &NormKnobs::threads},
              {"vec", &NormKnobs::vec},
-             {"cache_row", &NormKnobs::cacheRow}}};
+             {"cache_row", &NormKnobs::cacheRow},
+             {"lanes", &NormKnobs::lanes}}};
   }
 };
 // streaming_attention: query tile BR, key tile BC, threads.

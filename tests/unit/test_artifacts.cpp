@@ -210,8 +210,15 @@ TEST_CASE("artifacts: chained MLP projections match the references") {
           ++chains;
         }
       CHECK(chains == 1);
-      CHECK(chained.plan.steps.size() + (name == "llama_block_op17" ? 2 : 1) ==
-            stored.plan.steps.size());
+      // (Contraction kernels counted, not steps: whether a norm is its own step or recomputed
+      // in its readers is priced apart from the chain.)
+      auto contractions = [](const CompiledModel &m) {
+        int c = 0;
+        for (const kir::Kernel &k : m.kernels)
+          c += k.recipe == "tiled_contraction" || k.recipe == "chained_contraction";
+        return c;
+      };
+      CHECK(contractions(chained) + (name == "llama_block_op17" ? 2 : 1) == contractions(stored));
       int recipes = 0;
       for (const kir::Kernel &k : chained.kernels)
         recipes += k.recipe == "chained_contraction";

@@ -257,7 +257,8 @@ TEST_CASE("layout folding: the cost model prices strides and re-reads") {
   // gather at the plane's stride, and the direct form loads it again at every one of the 49 taps,
   // so a reorder kernel costs less (a ConvNeXt block's input: 6.0 -> 0.07 + 0.63 ms). The same
   // conv reading a channels-last input's blocks reads 16 contiguous lanes: it folds.
-  const char *kDepthwise = R"(graph @dw(%x: f32[1,32,14,14], %z: f32[1,14,14,32]) -> (%y: f32[1,2,14,14,16], %u: f32[1,2,14,14,16]) {
+  const char *kDepthwise =
+      R"(graph @dw(%x: f32[1,32,14,14], %z: f32[1,14,14,32]) -> (%y: f32[1,2,14,14,16], %u: f32[1,2,14,14,16]) {
   %w = weight f32[2,7,7,16]
   %r = reshape(%x) {shape = [1, 2, 16, 14, 14]} : f32[1,2,16,14,14]
   %xb = transpose(%r) {perm = [0, 1, 3, 4, 2]} : f32[1,2,14,14,16]
