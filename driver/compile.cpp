@@ -214,6 +214,12 @@ void foldChannelScale(CompileState &s) {
   runHostLayoutPass(s, "fold-channel-scale", s.opts.blockChannels);
 }
 
+// Host plans: a plain resize over H and W as two 1-D resizes (passes/separable_resize.cpp), after
+// block-channels, so that only the resizes left on the plain layout split.
+void separableResize(CompileState &s) {
+  runHostLayoutPass(s, "separable-resize", true);
+}
+
 // Host plans: constant GEMM weights in the micro-kernel's column panels (passes/pack_weights.cpp),
 // before the partition so that the panel views fold into the contractions like any layout op.
 // GPU plans keep the weights as they are.

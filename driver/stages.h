@@ -12,6 +12,7 @@ void legalizeF64(CompileState &s);
 void ioPrecision(CompileState &s);
 void blockChannels(CompileState &s);
 void foldChannelScale(CompileState &s);
+void separableResize(CompileState &s);
 void mergeSiblings(CompileState &s);
 void splitChains(CompileState &s);
 void assignPrecision(CompileState &s);
