@@ -27,7 +27,7 @@ scenario() { # the command for name $1, as words
          --plan-for cuda:sm_90 --precision fp16 --io-precision fp16 --emit plan ;;
   # No testdata ONNX model has these to rewrite (exporters emit Softmax, HardSwish, no dead
   # nodes, no f64 contraction, no conv_transpose, no batch_norm
-  # left after its conv): the pass manager aicfc runs them in, through aicf-opt.
+  # left after its conv, no plain resize over H and W): the pass manager aicfc runs them in, through aicf-opt.
   detect-softmax) echo aicf-opt "$T/ir/passes/detect_softmax.mcir" --split-input-file \
                     --passes=detect-softmax ;;
   dce) echo aicf-opt "$T/ir/passes/dce.mcir" --split-input-file --passes=dce ;;
@@ -39,6 +39,8 @@ scenario() { # the command for name $1, as words
                           --split-input-file --passes=batch-norm-as-affine ;;
   conv-transpose-as-conv) echo aicf-opt "$T/ir/passes/conv_transpose_as_conv.mcir" \
                             --split-input-file --passes=conv-transpose-as-conv ;;
+  separable-resize) echo aicf-opt "$T/ir/passes/separable_resize.mcir" --split-input-file \
+                      --passes=separable-resize ;;
   *) echo aicfc "$M/mlp_op13/model.onnx" -o "$W/out" ;;
   esac
 }
