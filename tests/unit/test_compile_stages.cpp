@@ -121,6 +121,7 @@ TEST_CASE("compile stages: listed once, in order") {
                                           "io-precision",
                                           "block-channels",
                                           "fold-channel-scale",
+                                          "separable-resize",
                                           "merge-siblings",
                                           "split-chains",
                                           "assign-precision",
