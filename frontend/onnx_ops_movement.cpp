@@ -6,6 +6,7 @@
 #include "ir/infer_sym.h"
 
 #include "frontend/onnx_tensor.h"
+#include "support/checked_math.h"
 #include "support/diagnostics.h"
 #include "support/int_math.h"
 
@@ -62,7 +63,11 @@ Shape resolveReshape(ConvertCtx &c, const Shape &in, Shape target, bool allowZer
     } else if (target[i] < 0) {
       c.fail(cat("shape ", shapeStr(target), " has a negative dim"));
     } else {
-      known *= target[i];
+      // Target dims are model data: their product can overflow before it is compared.
+      auto k = checkedMul(known, target[i]);
+      if (!k || *k > kMaxTensorElements)
+        c.fail(cat("shape ", shapeStr(target), " has more than ", kMaxTensorElements, " elements"));
+      known = *k;
     }
   }
   int64_t numel = product(in);
