@@ -21,7 +21,6 @@ FUNCTION_BUDGET = 150
 FILE_RATCHET = {
     "tests/unit/test_importer.cpp": 2629,
     "runtime/runtime.cpp": 1633,
-    "backend/host/host_printer.cpp": 1470,
     "tests/unit/test_kernels.cpp": 1383,
     "tests/unit/test_interp.cpp": 1109,
 }

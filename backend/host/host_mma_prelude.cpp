@@ -1,0 +1,487 @@
+// The host micro-kernels' source text (see host_mma_prelude.h).
+#include "backend/host/host_mma_prelude.h"
+
+namespace aicf {
+
+const char *const kHostMmaPrelude = R"(typedef float aicf_v16f __attribute__((vector_size(64)));
+typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
+
+// A's k in blocks of L contiguous floats (a conv input, kir.h mma_tile views: the 16 lanes of a
+// channel block, or a kernel row's taps of a plain input): block b0 + kk / L = (b0', b1, b2)
+// over (*, n1, n2) starts at b0' s0 + b1 s1 + b2 s2; n1 == 0: k contiguous.
+// g != 0: A's rows in groups of g, gs apart (a blocked conv's tile of several output rows of g
+// pixels each): row i starts at (i / g) gs + (i % g) lda.
+// offs: the offsets of blocks b0, b0 + 1, ... (aicf_kblock_chunks fills it per call).
+// pf, pfl: the pfl lines of 64 bytes from pf on that are prefetched into L2: for a panel's
+// passes the weight slice read next, for one pass (aicf_pass_prefetch) its share, which the
+// micro-kernel spreads evenly over its k steps.
+struct aicf_kblocks {
+  int64_t b0, s0, s1, s2, n1, n2, L = 16, g = 0, gs = 0;
+  const int64_t *offs = nullptr;
+  const char *pf = nullptr;
+  int64_t pfl = 0;
+  int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
+};
+
+// Runs f(kb', k0, kc) over K in chunks whose block offsets fit a table on the stack (kb' =
+// kb with offs set), so that the micro-kernel looks each block's offset up: divided out per
+// block they cost resnet18's 56 x 56 convs 9% where GCC kept the micro-kernel out of line,
+// and stepped through (b1, b2) the branches made GCC spill the accumulators around every block
+// (its 7 x 7 stem, blocks of 7 taps). Without blocks (n1 == 0): f(kb, 0, K).
+#ifndef AICF_KBLOCK_TABLE
+#define AICF_KBLOCK_TABLE 256
+#endif
+template <typename F>
+inline void aicf_kblock_chunks(aicf_kblocks kb, int64_t K, F &&f) {
+  if (kb.n1 == 0) {
+    f(kb, int64_t(0), K);
+    return;
+  }
+  int64_t offs[AICF_KBLOCK_TABLE];
+  const int64_t span = AICF_KBLOCK_TABLE * kb.L;
+  for (int64_t k0 = 0; k0 < K; k0 += span) {
+    const int64_t kc = K - k0 < span ? K - k0 : span, nb = (kc + kb.L - 1) / kb.L;
+    for (int64_t i = 0; i < nb; ++i)
+      offs[i] = kb.at(kb.b0 + k0 / kb.L + i);
+    aicf_kblocks sub = kb;
+    sub.offs = offs;
+    f(sub, k0, kc);
+  }
+}
+
+// A tile's fused init and epilogue (kir.h mma_tile init / epilogue). Unfused (aicf_unfused),
+// the accumulators start from C and end in C. Fused (aicf_fuse), on the reduction's first K step
+// each accumulator vector starts from init(i, j, v) (v: the 16 floats of the tile's row i,
+// columns j .. j + 15) instead of C, and on its last step goes to epi(i, j, v) instead of C: the
+// bias, the activation and the output's store happen on the registers, not as passes over the
+// C tile (a 16 -> 96 pointwise conv's K of 16 left those passes a third of its time).
+// R = aicf_rows<S...>: the row-block heights the tile's blocks take, NVs the block widths (bit
+// NV: NV vectors; the printer knows both from the tile's shape). Those get a micro-kernel of
+// their own with the init and epilogue inlined; any other block runs the shared micro-kernel
+// on a block buffer between out-of-line init and epilogue calls. (Inlined into every height
+// and width, the fused kernels multiplied the C++ compile time by ten.)
+template <int... S>
+struct aicf_rows {};
+struct aicf_unfused {
+  static constexpr bool fused = false;
+  bool first = false, last = false;
+};
+template <int NVs, bool Apart, typename I, typename F, typename R>
+struct aicf_fused {
+  static constexpr bool fused = true;
+  static constexpr int nvs = NVs; // bit NV: blocks NV vectors wide get their own micro-kernels
+  static constexpr bool apart = Apart; // those micro-kernels out of line
+  using rows = R;
+  bool first, last;
+  I init;
+  F epi;
+};
+template <int NVs, bool Apart, int... S, typename I, typename F>
+inline aicf_fused<NVs, Apart, I, F, aicf_rows<S...>> aicf_fuse(bool first, bool last, I init,
+                                                               F epi) {
+  return {first, last, init, epi};
+}
+
+// The micro-kernel's k loop: acc[MR][NV] += A[MR x K] (lda) * B[K x 16*NV] (ldb). KB: A's k
+// in blocks of L (aicf_kblocks): element (i, k) at i * lda + kb.at(kb.b0 + k / L) + k % L.
+template <int MR, int NV, bool KB>
+inline __attribute__((always_inline)) void
+aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, aicf_kblocks kb,
+             const float *__restrict B, int64_t ldb, int64_t K) {
+  // K in steps: blocks of L for a blocked A (each at the offset kb.offs gives), else one step
+  // of K.
+  // Prefetching (kb.pfl lines over the K steps), a dense A's K goes in steps of 16 too: the
+  // prefetches are issued per step, outside the k loop (inside it, even an empty prefetch loop
+  // cost resnet18's stem 10%).
+  const char *__restrict pf = kb.pf;
+  const int64_t pfl = kb.pfl;
+  const int64_t step = KB ? kb.L : pfl ? 16 : K;
+  // Lines per step, divided once here (an idiv per step cost more than the prefetches).
+  const int64_t per = pfl ? (pfl * step + K - 1) / K : 0;
+  int64_t pfd = 0; // lines prefetched so far
+  const int64_t *__restrict offs = kb.offs;
+  for (int64_t k0 = 0, blk = 0; k0 < K; k0 += step, ++blk) {
+    const float *__restrict Ab = KB ? A + offs[blk] : A + k0;
+    const float *__restrict Bb = B + k0 * ldb;
+    const int64_t kn = K - k0 < step ? K - k0 : step;
+    if (pfl)
+      for (const int64_t e = pfd + per < pfl ? pfd + per : pfl; pfd < e; ++pfd)
+        __builtin_prefetch(pf + pfd * 64, 0, 2);
+    for (int64_t kk = 0; kk < kn; ++kk) {
+      aicf_v16f b[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        b[j] = *reinterpret_cast<const aicf_v16fu *>(Bb + kk * ldb + 16 * j);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const float a = Ab[i * lda + kk];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j)
+          acc[i][j] += a * b[j];
+      }
+    }
+  }
+}
+
+// The mma_tile micro-kernel: Co[MR x 16*NV] (row stride ldo) = Ci (row stride ldi) + A[MR x K]
+// (lda) * B[K x 16*NV] (ldb), the block held in MR*NV vector registers across the whole k loop
+// (Ci = Co = the C tile, or a fused block's buffer).
+template <int MR, int NV, bool KB>
+inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
+                           const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                           const float *__restrict B, int64_t ldb, int64_t K) {
+  aicf_v16f acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(Ci + i * ldi + 16 * j);
+  aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      *reinterpret_cast<aicf_v16fu *>(Co + i * ldo + 16 * j) = acc[i][j];
+}
+
+// A dense A's block, kept out of line: GCC otherwise inlines it into some kernels, where the
+// surrounding loops' registers crowd the accumulators (GPT-2's block 2.18 -> 2.35 ms). A
+// blocked A's block stays inline (its table walk is cheap there; resnet18 runs 1% slower
+// with it out of line).
+template <int MR, int NV>
+__attribute__((noinline)) void aicf_mma_block_dense(const float *Ci, int64_t ldi, float *Co,
+                                                    int64_t ldo, const float *__restrict A,
+                                                    int64_t lda, aicf_kblocks kb,
+                                                    const float *__restrict B, int64_t ldb,
+                                                    int64_t K) {
+  aicf_mma_block<MR, NV, false>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+}
+
+// The fused micro-kernel of one row-block height (C at the block, (i0, j0) its place in the
+// tile): init and epilogue on the registers.
+template <int MR, int NV, bool KB, typename X>
+inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const float *__restrict A,
+                                 int64_t lda, aicf_kblocks kb, const float *__restrict B,
+                                 int64_t ldb, int64_t K, const X &x, int64_t i0, int64_t j0) {
+  aicf_v16f acc[MR][NV];
+  if (x.first) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        alignas(64) float v[16];
+        x.init(i0 + i, j0 + 16 * j, v);
+        acc[i][j] = *reinterpret_cast<const aicf_v16f *>(v);
+      }
+  } else {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
+  }
+  aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+  if (x.last) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        alignas(64) float v[16];
+        *reinterpret_cast<aicf_v16f *>(v) = acc[i][j];
+        x.epi(i0 + i, j0 + 16 * j, v);
+      }
+  } else {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        *reinterpret_cast<aicf_v16fu *>(C + i * ldc + 16 * j) = acc[i][j];
+  }
+}
+
+// Out of line, for an epilogue with a transcendental step (X::apart): inlined into the kernel's
+// loops, GCC hoisted its constants (a SiLU's exp polynomial) out of them, and the accumulators
+// spilled in the k loop (EfficientNet's 1152-channel expansion 0.27 -> 0.33 ms). A cheap
+// epilogue stays inline (mobilenet_v2 runs 2% slower with it out of line).
+template <int MR, int NV, bool KB, typename X>
+__attribute__((noinline)) void
+aicf_mma_block_fused_apart(float *__restrict C, int64_t ldc, const float *__restrict A, int64_t lda,
+                           aicf_kblocks kb, const float *__restrict B, int64_t ldb, int64_t K,
+                           const X &x, int64_t i0, int64_t j0) {
+  aicf_mma_block_fused<MR, NV, KB>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+}
+
+// The init (Init) or the epilogue of a block of rows x nv vectors at the tile's row i0, column
+// j0, held in buf (row stride 16 * nv): the path of a height without its own micro-kernel.
+template <bool Init, typename X>
+__attribute__((noinline)) void aicf_fused_block(const X &x, int64_t i0, int64_t j0, int64_t rows,
+                                                int64_t nv, float *__restrict buf) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t v = 0; v < nv; ++v) {
+      if constexpr (Init)
+        x.init(i0 + r, j0 + 16 * v, buf + (r * nv + v) * 16);
+      else
+        x.epi(i0 + r, j0 + 16 * v, buf + (r * nv + v) * 16);
+    }
+}
+
+// The shared micro-kernel for a block of mr rows (C at the block; Ci / Co where it reads and
+// writes the accumulators).
+template <int NV, bool KB>
+inline void aicf_mma_shared(int64_t mr, const float *Ci, int64_t ldi, float *Co, int64_t ldo,
+                            const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                            const float *__restrict B, int64_t ldb, int64_t K) {
+  if constexpr (KB || NV >= 4) {
+    switch (mr) {
+    case 8: aicf_mma_block<8, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 7: aicf_mma_block<7, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 6: aicf_mma_block<6, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 5: aicf_mma_block<5, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 4: aicf_mma_block<4, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 3: aicf_mma_block<3, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    case 2: aicf_mma_block<2, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    default: aicf_mma_block<1, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
+    }
+  } else if (mr == AICF_MMA_MR) {
+    aicf_mma_block_dense<AICF_MMA_MR, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  } else if (mr == 4) {
+    aicf_mma_block_dense<4, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  } else if (mr == 2) {
+    aicf_mma_block_dense<2, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  } else {
+    aicf_mma_block_dense<1, NV>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  }
+}
+
+// The shared micro-kernels out of line, for the fused blocks without their own (ragged
+// blocks: rare at run time, and inlined into every kernel they cost compile time).
+template <int NV, bool KB>
+__attribute__((noinline)) void aicf_mma_shared_ool(int64_t mr, const float *Ci, int64_t ldi,
+                                                   float *Co, int64_t ldo,
+                                                   const float *__restrict A, int64_t lda,
+                                                   aicf_kblocks kb, const float *__restrict B,
+                                                   int64_t ldb, int64_t K) {
+  aicf_mma_shared<NV, KB>(mr, Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+}
+
+// A fused block of mr rows: its height's own micro-kernel when R lists it, else the shared one
+// on a block buffer.
+template <int NV, bool KB, typename X>
+inline void aicf_mma_fused_rows(aicf_rows<>, int64_t mr, float *__restrict C, int64_t ldc,
+                                const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                                const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                                int64_t i0, int64_t j0) {
+  alignas(64) float buf[(AICF_MMA_MR > 8 ? AICF_MMA_MR : 8) * 16 * NV];
+  const float *Ci = C;
+  float *Co = x.last ? buf : C;
+  int64_t ldi = ldc, ldo = x.last ? 16 * NV : ldc;
+  if (x.first) {
+    aicf_fused_block<true>(x, i0, j0, mr, NV, buf);
+    Ci = buf;
+    ldi = 16 * NV;
+  }
+  aicf_mma_shared_ool<NV, KB>(mr, Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
+  if (x.last)
+    aicf_fused_block<false>(x, i0, j0, mr, NV, buf);
+}
+template <int NV, bool KB, typename X, int S0, int... S>
+inline void aicf_mma_fused_rows(aicf_rows<S0, S...>, int64_t mr, float *__restrict C, int64_t ldc,
+                                const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                                const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                                int64_t i0, int64_t j0) {
+  if constexpr (!(X::nvs & (1 << NV))) {
+    aicf_mma_fused_rows<NV, KB>(aicf_rows<>(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  } else if (mr != S0) {
+    aicf_mma_fused_rows<NV, KB>(aicf_rows<S...>(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  } else if constexpr (X::apart) {
+    aicf_mma_block_fused_apart<S0, NV, KB>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  } else {
+    aicf_mma_block_fused<S0, NV, KB>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  }
+}
+
+// One block of mr rows at the tile's row i0, column j0 (C at the block), through x.
+template <int NV, bool KB, typename X>
+inline void aicf_mma_rowblock(int64_t mr, float *__restrict C, int64_t ldc,
+                              const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                              const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                              int64_t i0, int64_t j0) {
+  if constexpr (X::fused)
+    aicf_mma_fused_rows<NV, KB>(typename X::rows(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
+  else
+    aicf_mma_shared<NV, KB>(mr, C, ldc, C, ldc, A, lda, kb, B, ldb, K);
+}
+
+// The tallest row block of a blocked A's micro-kernel NV vectors wide (the host printer's
+// rowBlockHeights mirrors it).
+constexpr int64_t aicf_kb_rows(int nv, int64_t mr) {
+  return nv >= 4 ? (mr < 7 ? mr : 7) : (mr < 8 ? mr : 8);
+}
+
+// Pass r of nb row-block passes over a panel slice: the part of the next slice (kb.pfl lines
+// from kb.pf) it prefetches, spread over its k steps. A weight too large for
+// L2 (resnet18's 3 x 3 convs of layer4: 9.4 MB over 49 pixels) is read from memory once, in
+// its slice's first pass; alone, that pass ran at the memory's pace (layer4's convs at 60% of
+// layer1's FLOP rate). Spread over the passes before it, the stream overlaps the arithmetic.
+inline aicf_kblocks aicf_pass_prefetch(aicf_kblocks kb, int64_t r, int64_t nb) {
+  if (!kb.pf)
+    return kb;
+  const int64_t per = (kb.pfl + nb - 1) / nb, from = r * per;
+  kb.pf += from * 64;
+  kb.pfl = from < kb.pfl ? (kb.pfl - from < per ? kb.pfl - from : per) : 0;
+  return kb;
+}
+
+template <int NV, bool KB, typename X>
+inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restrict A,
+                          int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
+                          int64_t tm, int64_t K, const X &x, int64_t i0, int64_t j0) {
+  constexpr int64_t MR = AICF_MMA_MR;
+  if constexpr (KB || NV >= 4) {
+    // A blocked conv's rows (a 14- or 49-pixel map): blocks of equal height up to 8, 7 + 7
+    // rather than 8 + 4 + 2, so every pass over the B panel fills most accumulators; up to 7
+    // for a 4-vector panel (28 accumulators), whatever A's form: 8 x 4 accumulators take all
+    // 32 registers, and the B vectors spill them (a 1 x 1 conv with K = 16, A plain rows).
+    constexpr int64_t MB = aicf_kb_rows(NV, MR);
+    const int64_t nb = (tm + MB - 1) / MB, per = nb ? (tm + nb - 1) / nb : 0;
+    int64_t r = 0;
+    for (int64_t i = 0; i < tm; i += per)
+      aicf_mma_rowblock<NV, KB>(tm - i < per ? tm - i : per, C + i * ldc, ldc, A + i * lda, lda,
+                                aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i,
+                                j0);
+    return;
+  }
+  const int64_t rest = tm % MR;
+  const int64_t nb = tm / MR + rest / 4 + rest % 4 / 2 + rest % 2;
+  int64_t i = 0, r = 0;
+  for (; i + MR <= tm; i += MR)
+    aicf_mma_rowblock<NV, KB>(MR, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
+  for (; i + 4 <= tm; i += 4)
+    aicf_mma_rowblock<NV, KB>(4, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
+  if (tm - i >= 2) {
+    aicf_mma_rowblock<NV, KB>(2, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
+    i += 2;
+  }
+  if (tm - i >= 1)
+    aicf_mma_rowblock<NV, KB>(1, C + i * ldc, ldc, A + i * lda, lda,
+                              aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i, j0);
+}
+
+// One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks), kb.g != 0:
+// its rows in groups, each group its own run of row blocks over the same (L1-resident) panel.
+template <int NV, typename X>
+inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__restrict A,
+                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
+                           int64_t tm, int64_t K, const X &x, int64_t j0) {
+  if (!kb.n1)
+    aicf_mma_rows<NV, false>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
+  else if (!kb.g)
+    aicf_mma_rows<NV, true>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
+  else
+    for (int64_t i = 0, ng = (tm + kb.g - 1) / kb.g; i < tm; i += kb.g) {
+      aicf_kblocks kg = kb; // each group prefetches its share of the next slice
+      kg.pfl = (kb.pfl + ng - 1) / ng;
+      kg.pf = kb.pf ? kb.pf + i / kb.g * kg.pfl * 64 : nullptr;
+      aicf_mma_rows<NV, true>(C + i * ldc, ldc, A + i / kb.g * kb.gs, lda, kg, B, ldb,
+                              tm - i < kb.g ? tm - i : kb.g, K, x, i, j0);
+    }
+}
+
+// x for the K chunk [k0, k0 + kc) of a step of K: first and last only at the step's ends.
+template <typename X>
+inline X aicf_chunk(const X &x, int64_t k0, int64_t kc, int64_t K) {
+  X c = x;
+  c.first = x.first && k0 == 0;
+  c.last = x.last && k0 + kc == K;
+  return c;
+}
+
+// One thread's tile: C[tm x tn] (ldc) += A[tm x K] (lda) * B[K x tn] (ldb), tn % 16 == 0.
+// Column panels of 16*AICF_MMA_NV floats; each B panel is first packed contiguously (when it
+// fits the per-thread pack buffer) so it stays in L1 while every row block streams over it.
+template <typename X>
+inline void aicf_mma_f32_k(float *__restrict C, int64_t ldc, const float *__restrict A,
+                           int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                           int64_t tn, int64_t K, aicf_kblocks kb, const X &x) {
+  constexpr int64_t NR = 16 * AICF_MMA_NV, kPack = AICF_MMA_PACK;
+  alignas(64) static thread_local float pack[kPack > 0 ? kPack : 1];
+  int64_t j = 0;
+  for (; j + NR <= tn; j += NR) {
+    const float *panel = B + j;
+    int64_t ld = ldb;
+    if (K * NR <= kPack) {
+      for (int64_t kk = 0; kk < K; ++kk)
+        std::memcpy(pack + kk * NR, B + kk * ldb + j, NR * sizeof(float));
+      panel = pack;
+      ld = NR;
+    }
+    aicf_mma_panel<AICF_MMA_NV>(C + j, ldc, A, lda, kb, panel, ld, tm, K, x, j);
+  }
+  // 16-float tail panels, packed too: unpacked, each row block re-reads B rows a stride apart.
+  for (; j < tn; j += 16) {
+    const float *panel = B + j;
+    int64_t ld = ldb;
+    if (K * 16 <= kPack) {
+      for (int64_t kk = 0; kk < K; ++kk)
+        std::memcpy(pack + kk * 16, B + kk * ldb + j, 16 * sizeof(float));
+      panel = pack;
+      ld = 16;
+    }
+    aicf_mma_panel<1>(C + j, ldc, A, lda, kb, panel, ld, tm, K, x, j);
+  }
+}
+template <typename X = aicf_unfused>
+inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restrict A,
+                         int64_t lda, const float *__restrict B, int64_t ldb, int64_t tm,
+                         int64_t tn, int64_t K, aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16},
+                         const X &x = X()) {
+  aicf_kblock_chunks(kb, K, [&](aicf_kblocks kbc, int64_t k0, int64_t kc) {
+    aicf_mma_f32_k(C, ldc, A, lda, B + k0 * ldb, ldb, tm, tn, kc, kbc, aicf_chunk(x, k0, kc, K));
+  });
+}
+
+// B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
+// time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
+// micro-kernel streams each panel as it lies, with no staging copy. PF (mma_tile's bPrefetch):
+// each panel's passes prefetch the slice read next into L2 (aicf_pass_prefetch).
+template <int NV, bool PF = false, typename X = aicf_unfused>
+inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
+                                int64_t lda, const float *__restrict B, int64_t panelStride,
+                                int64_t tm, int64_t tn, int64_t K,
+                                aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}, int64_t c0 = 0,
+                                const X &x = X()) {
+  constexpr int64_t NR = 16 * NV;
+  aicf_kblock_chunks(kb, K, [&](aicf_kblocks kc_, int64_t k0, int64_t kc) {
+    const float *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
+    const float *__restrict Ak = A;
+    const X xc = aicf_chunk(x, k0, kc, K);
+    int64_t j = 0;
+    // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a
+    // time, their rows NR apart; whole panels in between.
+    for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
+      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + c0 + j, NR, tm, kc, xc, j);
+    for (; j + NR <= tn; j += NR) {
+      // The slice read next: the next panel's, or after the last, the next K chunk's first.
+      aicf_kblocks kp = kc_;
+      if (PF) {
+        kp.pf = reinterpret_cast<const char *>(j + 2 * NR <= tn
+                                                   ? Bk + (c0 + j + NR) / NR * panelStride
+                                                   : Bk + kc * NR + c0 / NR * panelStride);
+        kp.pfl = kc * NV;
+      }
+      aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kp, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
+                         xc, j);
+    }
+    for (; j < tn; j += 16)
+      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_,
+                        Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, kc, xc, j);
+  });
+}
+
+} // namespace
+)";
+
+} // namespace aicf

@@ -1,0 +1,12 @@
+// The host micro-kernels' source (the prelude of every host kernels.cpp after the small helpers
+// host_printer.cpp writes): the register-blocked mma_tile micro-kernel and the loops that walk a
+// thread tile, its column panels and row blocks with it (kir.h mma_tile; docs/algorithms.md).
+// Kept apart from the printer: it is C++ text the generated file compiles, not printing logic.
+#pragma once
+
+namespace aicf {
+
+// Ends the prelude's anonymous namespace: printed right after host_printer.cpp's kPrelude.
+extern const char *const kHostMmaPrelude;
+
+} // namespace aicf
