@@ -207,16 +207,24 @@ void compareWithReference(const Flags &flags, const std::vector<std::string> &na
     if (want.shape() != outputs[i].shape())
       throw UserError(cat("output '", names[i], "': shape ", outputs[i].type().str(),
                           " but the reference is ", want.type().str()));
-    double worst = 0;
+    // Also the accuracy a reduced-precision folder is judged by: the largest relative error
+    // over the elements larger than atol, and the cosine similarity of the two outputs.
+    double worst = 0, worstRel = 0, dot = 0, gotSq = 0, wantSq = 0;
     int64_t bad = 0;
     for (int64_t k = 0; k < want.numel(); ++k) {
-      double err = std::fabs(outputs[i].getDouble(k) - want.getDouble(k));
+      double got = outputs[i].getDouble(k), ref = want.getDouble(k), err = std::fabs(got - ref);
       worst = std::max(worst, err);
-      bad += err <= flags.atol + flags.rtol * std::fabs(want.getDouble(k)) ? 0 : 1;
+      if (std::fabs(ref) > flags.atol)
+        worstRel = std::max(worstRel, err / std::fabs(ref));
+      dot += got * ref;
+      gotSq += got * got;
+      wantSq += ref * ref;
+      bad += err <= flags.atol + flags.rtol * std::fabs(ref) ? 0 : 1;
     }
+    double cosine = gotSq == 0 && wantSq == 0 ? 1.0 : dot / std::sqrt(gotSq * wantSq);
     std::cout << "reference " << names[i] << ": max abs error " << worst << ", " << bad << " of "
               << want.numel() << " elements outside " << flags.atol << " + " << flags.rtol
-              << "*|ref|\n";
+              << "*|ref|; max rel error " << worstRel << ", cosine similarity " << cosine << "\n";
     if (bad)
       failed += (failed.empty() ? "" : ", ") + names[i];
   }
