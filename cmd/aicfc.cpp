@@ -352,9 +352,11 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({0, 2, 4, 8, 16, 32}))
       ->capture_default_str();
   addEnumOption(app, "--precision", flags.precision,
-                "GPU plans: the arithmetic of matmul, gemm, conv and attention: fp32 (SIMT); "
-                "tf32, fp16 or bf16 on tensor cores, operands rounded, f32 accumulation; "
-                "weights stored in fp16 / bf16; norms, softmax and reductions stay fp32");
+                "the arithmetic of products: fp32; GPU plans: tf32, fp16 or bf16 on tensor "
+                "cores (matmul, gemm, conv, attention); host plans: bf16 on AVX512-BF16 "
+                "(matmul, gemm, dense convs with packed weights); operands rounded, f32 "
+                "accumulation, weights stored in fp16 / bf16; norms, softmax and reductions "
+                "stay fp32");
   addEnumOption(app, "--io-precision", flags.ioPrecision,
                 "the type of the model's float inputs and outputs: model (as the model has "
                 "them), fp32, fp16 or bf16 (casts fused into the first and last kernels)");

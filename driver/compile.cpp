@@ -149,7 +149,7 @@ void useGraph(CompileState &s, std::unique_ptr<Graph> copy) {
 
 // A host plan's layout pass, on a copy of the graph under a pass manager (verified); the copy
 // replaces the graph when the pass changed it.
-void runPassOnCopy(CompileState &s, const char *pass);
+void runPassOnCopy(CompileState &s, const char *pass, const Target *target = nullptr);
 
 void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
   if (s.hw.gpu || !enabled)
@@ -157,13 +157,15 @@ void runHostLayoutPass(CompileState &s, const char *pass, bool enabled) {
   runPassOnCopy(s, pass);
 }
 
-// Runs `pass` on a copy of the graph, which replaces it when the pass changed it.
-void runPassOnCopy(CompileState &s, const char *pass) {
+// Runs `pass` on a copy of the graph, which replaces it when the pass changed it; the pass sees
+// the target compiled for, or `target` (the plan's, for a pass that decides by whose plan the
+// kernels follow).
+void runPassOnCopy(CompileState &s, const char *pass, const Target *target) {
   std::unique_ptr<Graph> copy = s.graph->clone();
   PassManager pm(s.opts.passes);
   pm.add(createPass(pass));
   PassContext ctx;
-  ctx.target = s.target;
+  ctx.target = target ? *target : s.target;
   ctx.precision = s.opts.precision;
   ctx.ioPrecision = s.opts.ioPrecision;
   ctx.explain = s.opts.explain;
@@ -188,16 +190,28 @@ void ioPrecision(CompileState &s) {
 // GPU plans under --precision tf32 / fp16 / bf16: matmul, gemm, dense conv and attention marked
 // to run on tensor cores, their weights stored in the precision (passes/assign_precision.cpp);
 // after merge-siblings and split-chains, whose rewrites build new contractions and weights, and
-// before the partition. Host plans compute in f32: asking them for less is an error.
+// before the partition. Host plans under bf16: the packed-weight products on the bf16
+// micro-kernel, which needs AVX512-BF16 in the folder's -march (--cpu-arch); tf32 and fp16 have
+// no host instruction, and a CPU without the extension would emulate each product: refused.
 void assignPrecision(CompileState &s) {
   if (!tensorCores(s.opts.precision))
     return;
-  if (!s.hw.gpu)
+  if (!s.hw.gpu && s.opts.precision != Precision::BF16)
     throw UserError(cat("--precision ", precisionName(s.opts.precision),
                         " needs a GPU plan (--target cuda:ARCH, or --target cpu --plan-for "
-                        "cuda:ARCH to run that plan here); host plans compute in fp32"),
+                        "cuda:ARCH to run that plan here); host plans compute in fp32 or bf16"),
                     1);
-  runPassOnCopy(s, "assign-precision");
+  if (!s.hw.gpu) {
+    const std::vector<std::string> &isa = hostIsaFeatures(s.opts.cpuArch);
+    if (std::find(isa.begin(), isa.end(), "avx512bf16") == isa.end())
+      throw UserError(cat("--precision bf16 on a host plan needs the avx512bf16 extension, which "
+                          "--cpu-arch ",
+                          s.opts.cpuArch,
+                          " does not have (give a -march that has it, e.g. --cpu-arch "
+                          "sapphirerapids or znver4, to compile for such a CPU)"),
+                      1);
+  }
+  runPassOnCopy(s, "assign-precision", &s.planFor); // (an emulated GPU plan marks as the GPU)
 }
 
 // Host plans: conv chains on the channel-blocked layout (passes/block_channels.cpp), before

@@ -102,7 +102,8 @@ const std::vector<PipelineEntry> &pipeline() {
        "priced, host plans: before pack-weights, the sliced weights are read in place",
        stages::splitChains},
       {"assign-precision", P::TargetPasses, K::GraphPass, V::Graph,
-       "GPU plans, --precision: after the rewrites that build contractions and weights",
+       "--precision (GPU plans; bf16 on the host): after the rewrites that build "
+       "contractions and weights, before pack-weights packs them",
        stages::assignPrecision},
       {"pack-weights", P::TargetPasses, K::GraphPass, V::Graph,
        "host plans, last: the panel views fold into the contractions like any layout op",

@@ -484,8 +484,13 @@ E mmaTileCol(MmaFrag f, int64_t n, int64_t tm, int64_t tn, const E &t, const E &
 Precision kernelPrecision(const Kernel &k) {
   Precision p = Precision::F32;
   forEachStmt(k.body, [&](const Stmt &s) {
-    if (s.kind != Stmt::Kind::MmaTile || s.frag == MmaFrag::None)
+    if (s.kind != Stmt::Kind::MmaTile)
       return;
+    if (s.frag == MmaFrag::None) { // the host's bf16 micro-kernel: B in bf16 pair panels
+      if (s.views && s.b->dtype == DType::BF16)
+        p = Precision::BF16;
+      return;
+    }
     p = s.frag == MmaFrag::M16N8K8  ? Precision::TF32
         : s.a->dtype == DType::BF16 ? Precision::BF16
                                     : Precision::F16;

@@ -285,7 +285,8 @@ void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const 
 
 struct Kernel;
 // The arithmetic of the kernel's products: the precision its tensor-core mma_tiles read their
-// operands in (tf32, fp16, bf16), or fp32 (SIMT products, or none).
+// operands in (tf32, fp16, bf16), bf16 for the host's micro-kernel on bf16 pair panels, or fp32
+// (SIMT products, or none).
 Precision kernelPrecision(const Kernel &k);
 
 // Statement builders.

@@ -509,9 +509,15 @@ private:
           err(std::string("mma_tile: a view's offset or extent has type ") + dtypeName(e->type) +
               ", expected i64");
       }
-      for (const BufferP *b : {&s.a, &s.b})
-        if ((*b)->dtype != DType::F32)
-          err("mma_tile: a view reads f32 buffers, got " + describe(*b));
+      // (B may be a bf16 weight packed in k pairs, read as panels; A's blocks are then 16 lanes.)
+      const bool pairs = s.b->dtype == DType::BF16 && s.bPanel > 0 &&
+                         (s.aBlocks.size() != 6 || s.aBlocks[5] == 16);
+      if (s.a->dtype != DType::F32)
+        err("mma_tile: a view reads f32 buffers, got " + describe(s.a));
+      if (s.b->dtype != DType::F32 && !pairs)
+        err("mma_tile: a view reads f32 buffers or bf16 pair panels (with blocks of 16 lanes), "
+            "got " +
+            describe(s.b));
       if (k_.threads != 1 || s.tm != s.m || s.tn != s.n)
         err("mma_tile: views need one thread owning the whole tile");
       if (!s.aBlocks.empty() &&

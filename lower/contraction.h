@@ -105,6 +105,9 @@ struct PanelView {
   kir::BufferP buf;
   E base;
   int64_t panel = 0, stride = 0, cols = 0; // cols: P * NR, the padded width
+  // bf16 in k pairs (passes/pack_weights.cpp): base and stride count bf16 elements; a k row
+  // still starts k * panel elements into its panel (at even k).
+  bool pairs = false;
 };
 
 // Convolution geometry shared by the implicit GEMM and the direct recipe.

@@ -94,9 +94,12 @@ std::optional<Linear> linear(const E &e, const std::set<std::string> &vars) {
 }
 
 // The row-major flat offset of `load` in its buffer, linear over `vars`, with split pairs merged.
-std::optional<Linear> flatOffset(const E &load, const std::set<std::string> &vars) {
+// The buffer holds f32, or `elem` (a bf16 weight's pair panels, widened as they load).
+std::optional<Linear> flatOffset(const E &load, const std::set<std::string> &vars,
+                                 DType elem = DType::F32) {
   if (load->kind != kir::Expr::Kind::Load || load->type != DType::F32 ||
-      load->buf->scope != kir::Scope::Global || load->buf->dtype != DType::F32)
+      load->buf->scope != kir::Scope::Global ||
+      (load->buf->dtype != DType::F32 && load->buf->dtype != elem))
     return std::nullopt;
   std::vector<int64_t> strides = stridesOf(load->buf->shape);
   // Summed with kir's operator+, which re-joins the digits of an unflattened index (a conv
@@ -176,11 +179,36 @@ std::optional<RowView> bRowView(const Contraction &c, const Index &bi) {
   return RowView{at->buf, lin->rest, lin->coef["aicf_kk"]};
 }
 
+// A bf16 weight's panels in k pairs (passes/pack_weights.cpp): [L.., P, Kh, NR, 2], element
+// (k, col) at (col / NR) stride + (k / 2) 2 NR + (col % NR) 2 + k % 2, stride = 2 Kh NR.
+std::optional<PanelView> bPairPanelView(const Contraction &c, const E &at, const Linear &lin) {
+  const std::vector<int64_t> &full = at->buf->shape;
+  if (full.size() < 4 || full.back() != 2)
+    return std::nullopt;
+  std::vector<int64_t> shape(full.end() - 4, full.end());
+  int64_t nr = shape[2], stride = 2 * shape[1] * nr;
+  std::string col = kir::exprStr(ivar("aicf_col")), kk = kir::exprStr(ivar("aicf_kk"));
+  auto coef = [&](const std::string &term) {
+    auto it = lin.coef.find(term);
+    return it == lin.coef.end() ? int64_t(0) : it->second;
+  };
+  if (nr % 16 != 0 || shape[1] != ceilDiv(c.K, 2) || coef(cat("d:", kk, ":2")) != 2 * nr ||
+      coef(cat("m:", kk, ":2")) != 1)
+    return std::nullopt;
+  bool onePanel = shape[0] == 1 && lin.coef.size() == 3 && coef("aicf_col") == 2;
+  if (!onePanel && (lin.coef.size() != 4 || coef(cat("d:", col, ":", nr)) != stride ||
+                    coef(cat("m:", col, ":", nr)) != 2))
+    return std::nullopt;
+  return PanelView{at->buf, lin.rest, nr, stride, shape[0] * nr, true};
+}
+
 std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
   if (c.bRowDecls || c.bColDecls || c.bHostCopy || c.bValid)
     return std::nullopt;
   E at = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
-  auto lin = flatOffset(at, {"aicf_kk", "aicf_col"});
+  auto lin = flatOffset(at, {"aicf_kk", "aicf_col"}, DType::BF16);
+  if (lin && at->buf->dtype == DType::BF16)
+    return bPairPanelView(c, at, *lin);
   if (!lin || at->buf->shape.size() < 3)
     return std::nullopt;
   // [L.., P, K, NR]: a batched weight's entry (split-chains' slices) starts at the base.
@@ -215,7 +243,7 @@ bool l1Slice(int64_t bk, int64_t cols, int64_t rows, const Hardware &hw) {
 // prefetch instructions (its 56 x 56 convs ran 7% slower with them).
 bool streamsWeight(const PanelView &pv, const Knobs &knobs) {
   int64_t l2 = knobs.planFor.hw.l2Bytes;
-  int64_t bytes = 4 * pv.stride * ceilDiv(pv.cols, pv.panel);
+  int64_t bytes = (pv.pairs ? 2 : 4) * pv.stride * ceilDiv(pv.cols, pv.panel);
   return !isGpuPlan(knobs) && l2 > 0 && bytes > l2 / 2;
 }
 

@@ -222,7 +222,10 @@ TileViews chooseViews(const Contraction &c, const Tiles &tl, const Knobs &knobs,
   // panel (mma_tile's first column; mobilenet_v2's 144-channel expansions: one tile of 144
   // rather than 160, the bias still folded into the init; its 160-channel projections: two of
   // 80 rather than a staged copy of B).
-  auto panelTiles = [&](const std::optional<PanelView> &pv) { return pv && tl.BN % 16 == 0; };
+  // (bf16 pair panels: every K step starts on a pair.)
+  auto panelTiles = [&](const std::optional<PanelView> &pv) {
+    return pv && tl.BN % 16 == 0 && !(pv->pairs && tl.BK % 2 != 0 && c.K > tl.BK);
+  };
   if (!isGpuPlan(knobs) && tl.threads == 1 && band) {
     aView = RowView{band, E(int64_t(0)), c.bandLd};
     bView = bPanelView(c, bi);

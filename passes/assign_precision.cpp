@@ -11,13 +11,19 @@
 //     depthwise convs (the direct recipe, no matrix product to give the tensor cores) too.
 // Why a pass and an attribute: the choice is per node and visible in the IR (--print-ir-after);
 // the interpreter computes a marked node as written (its operands widened); recipes read it.
-// Only the compile driver runs it (stage assign-precision, driver/compile.cpp), for GPU plans,
-// after the graph rewrites that build new contractions from old ones (merge-siblings,
-// split-chains); the later ones (choose-attention, split-k) carry the attribute over.
+// Host plans (bf16 only): the products whose weight pack-weights packs in column panels
+// (passes/pack_weights.h) - matmul, gemm, and dense convs on the channel-blocked layout - the
+// weight stored in bf16 and packed in k pairs for the bf16 micro-kernel (vdpbf16ps). Their A
+// is rounded to bf16 as the micro-kernel reads it; everything else stays f32, as on GPUs (a
+// grouped, depthwise or plain-layout conv, a product with an activation as B).
+// Only the compile driver runs it (stage assign-precision, driver/compile.cpp), after the graph
+// rewrites that build new contractions from old ones (merge-siblings, split-chains); the later
+// ones (choose-attention, split-k) carry the attribute over.
 #include "passes/passes.h"
 
 #include "ir/graph.h"
 #include "ir/precision.h"
+#include "passes/pack_weights.h"
 
 #include <map>
 
@@ -35,9 +41,15 @@ bool productNode(const Node &n) {
   }
 }
 
+// A host plan's bf16 products: f32 A times a packed f32 weight.
+bool hostProduct(const Node &n) {
+  return packedWeightProduct(n) && n.operand(0)->type().dtype == DType::F32 &&
+         n.operand(1)->type().dtype == DType::F32;
+}
+
 // The operand a weight of the node's own product sits at (its B), or none.
 std::optional<size_t> weightOperand(const Node &n) {
-  if (n.op() == Op::MatMul || n.op() == Op::Gemm || n.op() == Op::Conv)
+  if (n.op() == Op::MatMul || n.op() == Op::Gemm || n.op() == Op::Conv || n.op() == Op::BlockedConv)
     return 1;
   return std::nullopt;
 }
@@ -51,8 +63,9 @@ public:
     const DType storage = precisionStorage(p);
     std::map<const Value *, Value *> converted;
     bool changed = false;
+    const bool host = !ctx.target.gpu();
     for (Node *n : g.nodes()) {
-      if (!productNode(*n) || nodePrecision(*n) == p)
+      if (!(host ? hostProduct(*n) : productNode(*n)) || nodePrecision(*n) == p)
         continue;
       n->attrs["precision"] = std::string(precisionName(p));
       changed = true;

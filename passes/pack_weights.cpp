@@ -20,6 +20,14 @@
 // A weight read by several contractions is packed once. Only the compile driver runs this pass, for
 // host plans (driver/compile.cpp, stage pack-weights); GPU kernels stage B tiles through shared
 // memory.
+// A bf16 weight (a product assign-precision marked bf16 on a host plan) is packed in pairs of k
+// rows, the layout a bf16 dot-product instruction reads (vdpbf16ps: lane j multiplies the pair
+// (B[2p][j], B[2p+1][j]) by A's pair (A[i][2p], A[i][2p+1])): Wp [P, ceil(K / 2), NR, 2], the
+// odd K's last pair padded with a zero row, and the view
+//   B = slice(reshape(transpose(Wp, [1, 3, 0, 2]), [2 ceil(K / 2), NR P]), K rows, N columns).
+// A pair row holds NR pairs, the bytes of one f32 row: panel offsets in elements keep the f32
+// form (k0 NR, (n0 / NR) stride) at even k0.
+#include "passes/pack_weights.h"
 #include "passes/passes.h"
 
 #include "ir/graph.h"
@@ -40,15 +48,11 @@ public:
     std::map<std::pair<const Value *, bool>, Value *> packed; // (weight, transposed) -> view
     bool changed = false;
     for (Node *n : g.nodes()) {
-      // (A grouped blocked_conv's weight is its groups' [Kg, N / G] blocks one after another,
-      // each group's read in place.)
-      bool blockedConv = n->op() == Op::BlockedConv && n->i("depthwise") == 0 &&
-                         n->i("blocked_input") != 0 && n->i("group") == 1;
-      if (n->op() != Op::MatMul && n->op() != Op::Gemm && !blockedConv)
+      if (!packedWeightProduct(*n))
         continue;
       Value *w = n->operand(1);
       bool trans = n->op() == Op::Gemm && n->i("transB") != 0;
-      if (!eligible(*n, *w))
+      if (w->type().dtype != DType::F32 && w->type().dtype != DType::BF16)
         continue;
       Value *&view = packed[{w, trans}];
       if (!view)
@@ -64,21 +68,6 @@ public:
   }
 
 private:
-  // A rank-2 weight, or for matmul a batched one ([L.., K, N]: split-chains' slices), packed
-  // per batch entry.
-  static bool eligible(const Node &n, const Value &w) {
-    if (!w.isWeight() || !w.hasData() || w.type().dtype != DType::F32)
-      return false;
-    size_t rank = static_cast<size_t>(w.type().rank());
-    if (rank != 2 && !(n.op() == Op::MatMul && rank > 2))
-      return false;
-    if (n.op() == Op::MatMul && n.operand(0)->type().rank() < 2)
-      return false;
-    const auto &shape = w.type().shape;
-    int64_t cols = n.op() == Op::Gemm && n.i("transB") != 0 ? shape[0] : shape[rank - 1];
-    return cols >= kPanel;
-  }
-
   // 64 when every contraction reading w is a blocked conv and N is a multiple of 64, else 32.
   static int64_t panelWidth(const Graph &g, const Value &w, bool trans) {
     int64_t N = trans ? w.type().shape[0] : w.type().shape[1];
@@ -91,9 +80,11 @@ private:
   }
 
   // Wp [L.., P, K, NR] from W ([L.., K, N], or [N, K] when `trans`), and the view of it as
-  // [L.., K, N]: each batch entry's [K, N] packed on its own.
+  // [L.., K, N]: each batch entry's [K, N] packed on its own. A bf16 W: Wp [L.., P, Kh, NR, 2]
+  // in k pairs (Kh = ceil(K / 2); see above).
   static Value *pack(Graph &g, Node &user, Value *w, bool trans, int64_t nr) {
     const Tensor &src = *w->data();
+    const bool pairs = src.dtype() == DType::BF16;
     std::vector<int64_t> lead = src.shape();
     size_t r = lead.size();
     int64_t K = trans ? lead[1] : lead[r - 2], N = trans ? lead[0] : lead[r - 1];
@@ -101,18 +92,27 @@ private:
     int64_t L = 1;
     for (int64_t d : lead)
       L *= d;
-    int64_t P = (N + nr - 1) / nr;
+    int64_t P = (N + nr - 1) / nr, Kp = pairs ? (K + 1) / 2 * 2 : K;
     std::vector<int64_t> packed = lead;
-    packed.insert(packed.end(), {P, K, nr});
-    auto out = std::make_shared<Tensor>(TensorType(DType::F32, packed));
-    const float *s = src.data<float>();
-    float *d = out->data<float>();
+    if (pairs)
+      packed.insert(packed.end(), {P, Kp / 2, nr, 2});
+    else
+      packed.insert(packed.end(), {P, K, nr});
+    auto out = std::make_shared<Tensor>(TensorType(src.dtype(), packed));
+    const size_t es = dtypeSize(src.dtype());
+    const uint8_t *s = src.raw();
+    uint8_t *d = out->raw();
+    // Element (k, col) of entry l: pairs put k's parity innermost, so the pair row k / 2 holds
+    // NR pairs; f32 rows hold NR floats. Either way a k row starts k * NR elements in.
     for (int64_t l = 0; l < L; ++l)
       for (int64_t p = 0; p < P; ++p)
         for (int64_t k = 0; k < K; ++k)
           for (int64_t j = 0; j < nr && p * nr + j < N; ++j) {
             int64_t col = p * nr + j;
-            d[((l * P + p) * K + k) * nr + j] = trans ? s[col * K + k] : s[(l * K + k) * N + col];
+            int64_t at =
+                (l * P + p) * Kp * nr + (pairs ? (k / 2 * nr + j) * 2 + k % 2 : k * nr + j);
+            int64_t from = trans ? col * K + k : (l * K + k) * N + col;
+            std::memcpy(d + size_t(at) * es, s + size_t(from) * es, es);
           }
     Value *wp = g.addWeight(w->name() + ".panels", out);
     wp->loc = w->loc;
@@ -121,17 +121,29 @@ private:
     for (size_t i = 0; i < lead.size(); ++i)
       perm.push_back(static_cast<int64_t>(i));
     int64_t b = static_cast<int64_t>(lead.size());
-    perm.insert(perm.end(), {b + 1, b, b + 2});
+    if (pairs)
+      perm.insert(perm.end(), {b + 1, b + 3, b, b + 2});
+    else
+      perm.insert(perm.end(), {b + 1, b, b + 2});
     std::vector<int64_t> viewShape = lead;
-    viewShape.insert(viewShape.end(), {K, P * nr});
+    viewShape.insert(viewShape.end(), {Kp, P * nr});
     Value *v = g.createNode(Op::Transpose, {wp}, {{"perm", perm}}, loc, &user)->result();
     v = g.createNode(Op::Reshape, {v}, {{"shape", viewShape}}, loc, &user)->result();
-    if (P * nr != N)
+    std::vector<int64_t> ends, axes;
+    if (Kp != K) {
+      ends.push_back(K);
+      axes.push_back(b);
+    }
+    if (P * nr != N) {
+      ends.push_back(N);
+      axes.push_back(b + 1);
+    }
+    if (!axes.empty())
       v = g.createNode(Op::Slice, {v},
-                       {{"starts", std::vector<int64_t>{0}},
-                        {"ends", std::vector<int64_t>{N}},
-                        {"axes", std::vector<int64_t>{b + 1}},
-                        {"steps", std::vector<int64_t>{1}}},
+                       {{"starts", std::vector<int64_t>(axes.size(), 0)},
+                        {"ends", ends},
+                        {"axes", axes},
+                        {"steps", std::vector<int64_t>(axes.size(), 1)}},
                        loc, &user)
               ->result();
     return v;
@@ -139,6 +151,28 @@ private:
 };
 
 } // namespace
+
+// A rank-2 weight, or for matmul a batched one ([L.., K, N]: split-chains' slices), packed
+// per batch entry; of matmul, gemm or a dense blocked_conv on a blocked input. (A grouped
+// blocked_conv's weight is its groups' [Kg, N / G] blocks one after another, each group's read
+// in place.)
+bool packedWeightProduct(const Node &n) {
+  bool blockedConv = n.op() == Op::BlockedConv && n.i("depthwise") == 0 &&
+                     n.i("blocked_input") != 0 && n.i("group") == 1;
+  if (n.op() != Op::MatMul && n.op() != Op::Gemm && !blockedConv)
+    return false;
+  const Value &w = *n.operand(1);
+  if (!w.isWeight() || !w.hasData())
+    return false;
+  size_t rank = static_cast<size_t>(w.type().rank());
+  if (rank != 2 && !(n.op() == Op::MatMul && rank > 2))
+    return false;
+  if (n.op() == Op::MatMul && n.operand(0)->type().rank() < 2)
+    return false;
+  const auto &shape = w.type().shape;
+  int64_t cols = n.op() == Op::Gemm && n.i("transB") != 0 ? shape[0] : shape[rank - 1];
+  return cols >= kPanel;
+}
 
 std::unique_ptr<Pass> createPackWeightsPass() {
   return std::make_unique<PackWeights>();

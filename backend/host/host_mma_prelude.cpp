@@ -123,13 +123,100 @@ aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, a
   }
 }
 
+// bf16 products (--precision bf16, host): B a weight packed in k pairs (passes/pack_weights.cpp:
+// pair row p holds (B[2p][j], B[2p+1][j]) for each column j, as uint16_t bf16 bits), A f32 rounded
+// to bf16 pairs as it is read, products accumulated in f32. aicf_bw<TB>: elements per column in a
+// B row (1 for f32, 2 for pairs); a k row still starts k * ldb elements in (k even).
+template <typename TB>
+constexpr int64_t aicf_bw = sizeof(float) / sizeof(TB);
+typedef uint32_t aicf_v16u __attribute__((vector_size(64)));
+typedef uint32_t aicf_v16uu __attribute__((vector_size(64), aligned(2)));
+
+// n <= 16 floats from a as 8 bf16 pairs (element 2q low, 2q + 1 high; past n zero), rounded as
+// vcvtneps2bf16 does: to nearest even, a denormal as zero of its sign, a NaN quiet.
+AICF_MATH void aicf_bf16_pairs(const float *__restrict a, int64_t n, uint32_t *__restrict out) {
+#if defined(__AVX512BF16__)
+  const __m512 v = n >= 16 ? _mm512_loadu_ps(a) : _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1u), a);
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), __m256i(_mm512_cvtneps_pbh(v)));
+#else
+  auto r = [](float f) -> uint32_t {
+    uint32_t u = aicf_f_bits(f);
+    if ((u & 0x7f800000u) == 0)
+      return (u >> 16) & 0x8000u;
+    return aicf_f2bf(f);
+  };
+  for (int64_t q = 0; q < 8; ++q)
+    out[q] = (2 * q < n ? r(a[2 * q]) : 0u) | (2 * q + 1 < n ? r(a[2 * q + 1]) << 16 : 0u);
+#endif
+}
+
+// acc + a . b per lane over one pair (a: A's pair broadcast, b: 16 pairs of B), as vdpbf16ps
+// computes it: the high products first, each product exact in f32 and each sum rounded to
+// nearest even (bf16 inputs denormal as zero, a denormal sum flushed: the emulation keeps
+// those, which only tiny values reach).
+AICF_MATH aicf_v16f aicf_dpbf16(aicf_v16f acc, uint32_t a, aicf_v16u b) {
+#if defined(__AVX512BF16__)
+  return aicf_v16f(_mm512_dpbf16_ps(__m512(acc), __m512bh(_mm512_set1_epi32(int(a))), __m512bh(b)));
+#else
+  const float ahi = aicf_bits_f(a & 0xffff0000u), alo = aicf_bits_f(a << 16);
+  acc += ahi * (aicf_v16f)(b & 0xffff0000u);
+  acc += alo * (aicf_v16f)(b << 16);
+  return acc;
+#endif
+}
+
+// The bf16 k loop: acc[MR][NV] += A[MR x K] (lda) * B[K x 16*NV] in pairs (ldb elements per k
+// row), K in steps of 16 (KB: A's blocks of L = 16 lanes): each step rounds every row's 16 A
+// values to pairs once, then multiplies each pair by the NV vectors of B's pair row.
+template <int MR, int NV, bool KB>
+inline __attribute__((always_inline)) void
+aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, aicf_kblocks kb,
+             const uint16_t *__restrict B, int64_t ldb, int64_t K) {
+  const char *__restrict pf = kb.pf;
+  const int64_t pfl = kb.pfl;
+  const int64_t per = pfl ? (pfl * 16 + K - 1) / K : 0;
+  int64_t pfd = 0;
+  const int64_t *__restrict offs = kb.offs;
+  for (int64_t k0 = 0, blk = 0; k0 < K; k0 += 16, ++blk) {
+    const float *__restrict Ab = KB ? A + offs[blk] : A + k0;
+    const uint16_t *__restrict Bb = B + k0 * ldb;
+    const int64_t kn = K - k0 < 16 ? K - k0 : 16;
+    if (pfl)
+      for (const int64_t e = pfd + per < pfl ? pfd + per : pfl; pfd < e; ++pfd)
+        __builtin_prefetch(pf + pfd * 64, 0, 2);
+    alignas(64) uint32_t ap[MR][8];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+      aicf_bf16_pairs(Ab + i * lda, kn, ap[i]);
+    auto pair = [&](int64_t p) __attribute__((always_inline)) {
+      aicf_v16u b[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        b[j] = *reinterpret_cast<const aicf_v16uu *>(Bb + 2 * p * ldb + 32 * j);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j)
+          acc[i][j] = aicf_dpbf16(acc[i][j], ap[i][p], b[j]);
+    };
+    if (kn == 16) {
+#pragma GCC unroll 8
+      for (int p = 0; p < 8; ++p)
+        pair(p);
+    } else {
+      for (int64_t p = 0; p < (kn + 1) / 2; ++p)
+        pair(p);
+    }
+  }
+}
+
 // The mma_tile micro-kernel: Co[MR x 16*NV] (row stride ldo) = Ci (row stride ldi) + A[MR x K]
 // (lda) * B[K x 16*NV] (ldb), the block held in MR*NV vector registers across the whole k loop
 // (Ci = Co = the C tile, or a fused block's buffer).
-template <int MR, int NV, bool KB>
+template <int MR, int NV, bool KB, typename TB>
 inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
                            const float *__restrict A, int64_t lda, aicf_kblocks kb,
-                           const float *__restrict B, int64_t ldb, int64_t K) {
+                           const TB *__restrict B, int64_t ldb, int64_t K) {
   aicf_v16f acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -148,20 +235,20 @@ inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
 // surrounding loops' registers crowd the accumulators (GPT-2's block 2.18 -> 2.35 ms). A
 // blocked A's block stays inline (its table walk is cheap there; resnet18 runs 1% slower
 // with it out of line).
-template <int MR, int NV>
+template <int MR, int NV, typename TB>
 __attribute__((noinline)) void aicf_mma_block_dense(const float *Ci, int64_t ldi, float *Co,
                                                     int64_t ldo, const float *__restrict A,
                                                     int64_t lda, aicf_kblocks kb,
-                                                    const float *__restrict B, int64_t ldb,
+                                                    const TB *__restrict B, int64_t ldb,
                                                     int64_t K) {
   aicf_mma_block<MR, NV, false>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
 }
 
 // The fused micro-kernel of one row-block height (C at the block, (i0, j0) its place in the
 // tile): init and epilogue on the registers.
-template <int MR, int NV, bool KB, typename X>
+template <int MR, int NV, bool KB, typename X, typename TB>
 inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const float *__restrict A,
-                                 int64_t lda, aicf_kblocks kb, const float *__restrict B,
+                                 int64_t lda, aicf_kblocks kb, const TB *__restrict B,
                                  int64_t ldb, int64_t K, const X &x, int64_t i0, int64_t j0) {
   aicf_v16f acc[MR][NV];
   if (x.first) {
@@ -203,10 +290,10 @@ inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const float *
 // loops, GCC hoisted its constants (a SiLU's exp polynomial) out of them, and the accumulators
 // spilled in the k loop (EfficientNet's 1152-channel expansion 0.27 -> 0.33 ms). A cheap
 // epilogue stays inline (mobilenet_v2 runs 2% slower with it out of line).
-template <int MR, int NV, bool KB, typename X>
+template <int MR, int NV, bool KB, typename X, typename TB>
 __attribute__((noinline)) void
 aicf_mma_block_fused_apart(float *__restrict C, int64_t ldc, const float *__restrict A, int64_t lda,
-                           aicf_kblocks kb, const float *__restrict B, int64_t ldb, int64_t K,
+                           aicf_kblocks kb, const TB *__restrict B, int64_t ldb, int64_t K,
                            const X &x, int64_t i0, int64_t j0) {
   aicf_mma_block_fused<MR, NV, KB>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
 }
@@ -227,10 +314,10 @@ __attribute__((noinline)) void aicf_fused_block(const X &x, int64_t i0, int64_t 
 
 // The shared micro-kernel for a block of mr rows (C at the block; Ci / Co where it reads and
 // writes the accumulators).
-template <int NV, bool KB>
+template <int NV, bool KB, typename TB>
 inline void aicf_mma_shared(int64_t mr, const float *Ci, int64_t ldi, float *Co, int64_t ldo,
                             const float *__restrict A, int64_t lda, aicf_kblocks kb,
-                            const float *__restrict B, int64_t ldb, int64_t K) {
+                            const TB *__restrict B, int64_t ldb, int64_t K) {
   if constexpr (KB || NV >= 4) {
     switch (mr) {
     case 8: aicf_mma_block<8, NV, KB>(Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K); break;
@@ -255,21 +342,21 @@ inline void aicf_mma_shared(int64_t mr, const float *Ci, int64_t ldi, float *Co,
 
 // The shared micro-kernels out of line, for the fused blocks without their own (ragged
 // blocks: rare at run time, and inlined into every kernel they cost compile time).
-template <int NV, bool KB>
+template <int NV, bool KB, typename TB>
 __attribute__((noinline)) void aicf_mma_shared_ool(int64_t mr, const float *Ci, int64_t ldi,
                                                    float *Co, int64_t ldo,
                                                    const float *__restrict A, int64_t lda,
-                                                   aicf_kblocks kb, const float *__restrict B,
+                                                   aicf_kblocks kb, const TB *__restrict B,
                                                    int64_t ldb, int64_t K) {
   aicf_mma_shared<NV, KB>(mr, Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
 }
 
 // A fused block of mr rows: its height's own micro-kernel when R lists it, else the shared one
 // on a block buffer.
-template <int NV, bool KB, typename X>
+template <int NV, bool KB, typename X, typename TB>
 inline void aicf_mma_fused_rows(aicf_rows<>, int64_t mr, float *__restrict C, int64_t ldc,
                                 const float *__restrict A, int64_t lda, aicf_kblocks kb,
-                                const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                                const TB *__restrict B, int64_t ldb, int64_t K, const X &x,
                                 int64_t i0, int64_t j0) {
   alignas(64) float buf[(AICF_MMA_MR > 8 ? AICF_MMA_MR : 8) * 16 * NV];
   const float *Ci = C;
@@ -284,10 +371,10 @@ inline void aicf_mma_fused_rows(aicf_rows<>, int64_t mr, float *__restrict C, in
   if (x.last)
     aicf_fused_block<false>(x, i0, j0, mr, NV, buf);
 }
-template <int NV, bool KB, typename X, int S0, int... S>
+template <int NV, bool KB, typename X, typename TB, int S0, int... S>
 inline void aicf_mma_fused_rows(aicf_rows<S0, S...>, int64_t mr, float *__restrict C, int64_t ldc,
                                 const float *__restrict A, int64_t lda, aicf_kblocks kb,
-                                const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                                const TB *__restrict B, int64_t ldb, int64_t K, const X &x,
                                 int64_t i0, int64_t j0) {
   if constexpr (!(X::nvs & (1 << NV))) {
     aicf_mma_fused_rows<NV, KB>(aicf_rows<>(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
@@ -301,10 +388,10 @@ inline void aicf_mma_fused_rows(aicf_rows<S0, S...>, int64_t mr, float *__restri
 }
 
 // One block of mr rows at the tile's row i0, column j0 (C at the block), through x.
-template <int NV, bool KB, typename X>
+template <int NV, bool KB, typename X, typename TB>
 inline void aicf_mma_rowblock(int64_t mr, float *__restrict C, int64_t ldc,
                               const float *__restrict A, int64_t lda, aicf_kblocks kb,
-                              const float *__restrict B, int64_t ldb, int64_t K, const X &x,
+                              const TB *__restrict B, int64_t ldb, int64_t K, const X &x,
                               int64_t i0, int64_t j0) {
   if constexpr (X::fused)
     aicf_mma_fused_rows<NV, KB>(typename X::rows(), mr, C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
@@ -332,9 +419,9 @@ inline aicf_kblocks aicf_pass_prefetch(aicf_kblocks kb, int64_t r, int64_t nb) {
   return kb;
 }
 
-template <int NV, bool KB, typename X>
+template <int NV, bool KB, typename X, typename TB>
 inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restrict A,
-                          int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
+                          int64_t lda, aicf_kblocks kb, const TB *__restrict B, int64_t ldb,
                           int64_t tm, int64_t K, const X &x, int64_t i0, int64_t j0) {
   constexpr int64_t MR = AICF_MMA_MR;
   if constexpr (KB || NV >= 4) {
@@ -372,9 +459,9 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restr
 
 // One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks), kb.g != 0:
 // its rows in groups, each group its own run of row blocks over the same (L1-resident) panel.
-template <int NV, typename X>
+template <int NV, typename X, typename TB>
 inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__restrict A,
-                           int64_t lda, aicf_kblocks kb, const float *__restrict B, int64_t ldb,
+                           int64_t lda, aicf_kblocks kb, const TB *__restrict B, int64_t ldb,
                            int64_t tm, int64_t K, const X &x, int64_t j0) {
   if (!kb.n1)
     aicf_mma_rows<NV, false>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
@@ -447,22 +534,23 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
 // time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
 // micro-kernel streams each panel as it lies, with no staging copy. PF (mma_tile's bPrefetch):
 // each panel's passes prefetch the slice read next into L2 (aicf_pass_prefetch).
-template <int NV, bool PF = false, typename X = aicf_unfused>
+template <int NV, bool PF = false, typename X = aicf_unfused, typename TB = float>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
-                                int64_t lda, const float *__restrict B, int64_t panelStride,
+                                int64_t lda, const TB *__restrict B, int64_t panelStride,
                                 int64_t tm, int64_t tn, int64_t K,
                                 aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}, int64_t c0 = 0,
                                 const X &x = X()) {
   constexpr int64_t NR = 16 * NV;
   aicf_kblock_chunks(kb, K, [&](aicf_kblocks kc_, int64_t k0, int64_t kc) {
-    const float *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
+    const TB *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
     const float *__restrict Ak = A;
     const X xc = aicf_chunk(x, k0, kc, K);
     int64_t j = 0;
     // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a
     // time, their rows NR apart; whole panels in between.
     for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
-      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + c0 + j, NR, tm, kc, xc, j);
+      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + (c0 + j) * aicf_bw<TB>, NR, tm, kc, xc,
+                        j);
     for (; j + NR <= tn; j += NR) {
       // The slice read next: the next panel's, or after the last, the next K chunk's first.
       aicf_kblocks kp = kc_;
@@ -470,14 +558,15 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
         kp.pf = reinterpret_cast<const char *>(j + 2 * NR <= tn
                                                    ? Bk + (c0 + j + NR) / NR * panelStride
                                                    : Bk + kc * NR + c0 / NR * panelStride);
-        kp.pfl = kc * NV;
+        kp.pfl = kc * NV / aicf_bw<TB>;
       }
       aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kp, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
                          xc, j);
     }
     for (; j < tn; j += 16)
       aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_,
-                        Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR, NR, tm, kc, xc, j);
+                        Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR * aicf_bw<TB>, NR, tm,
+                        kc, xc, j);
   });
 }
 

@@ -49,6 +49,9 @@ const char *const kPrelude = R"(#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#if defined(__AVX512BF16__)
+#include <immintrin.h> // the bf16 micro-kernel's vdpbf16ps (host_mma_prelude.cpp)
+#endif
 
 namespace {
 
@@ -848,7 +851,7 @@ private:
              ", tm = " + std::to_string(s.tm) + ", tn = " + std::to_string(s.tn) +
              (s.frag != kir::MmaFrag::None ? std::string(", frag = ") + kir::mmaFragName(s.frag)
                                            : std::string()) +
-             ")");
+             (s.views && s.b->dtype == DType::BF16 ? ", b in bf16 k pairs" : "") + ")");
     std::string c = s.c->name, a = s.a->name, b = s.b->name;
     if (s.views) { // one thread, operands read where they lie (kir.h)
       std::string at = a + " + (" + ex(s.indices[0]) + "), " + n(s.lda) + ", " + b + " + (" +

@@ -107,6 +107,7 @@ TEST_CASE("precision: assign-precision marks the products and stores their weigh
     PassManager pm;
     pm.add(createPass("assign-precision"));
     PassContext ctx;
+    ctx.target = Target::parseSpec("cuda:sm_90");
     ctx.precision = p;
     CHECK(pm.run(*g, ctx));
     std::set<std::string> weights;
@@ -122,18 +123,19 @@ TEST_CASE("precision: assign-precision marks the products and stores their weigh
       CHECK(n->s("precision") == precisionName(p));
     CHECK(verifyGraphDiagnostics(*g).empty());
   }
-  // Host plans compute in fp32: asking for less is an error naming the way to a GPU plan.
+  // Host plans compute in fp32 or bf16 (test_host_bf16.cpp): fp16 is an error naming the way to
+  // a GPU plan.
   std::unique_ptr<Graph> g = parseGraph(text, "m.mcir");
   graph_checks::fillWeights(*g, 3);
   CompileOptions o;
-  o.precision = Precision::BF16;
+  o.precision = Precision::F16;
   try {
     buildModel(*g, o);
-    FAIL("a host plan accepted --precision bf16");
+    FAIL("a host plan accepted --precision fp16");
   } catch (const UserError &e) {
     CHECK(std::string(e.what()) ==
-          "--precision bf16 needs a GPU plan (--target cuda:ARCH, or --target cpu --plan-for "
-          "cuda:ARCH to run that plan here); host plans compute in fp32");
+          "--precision fp16 needs a GPU plan (--target cuda:ARCH, or --target cpu --plan-for "
+          "cuda:ARCH to run that plan here); host plans compute in fp32 or bf16");
   }
 }
 

@@ -1,0 +1,225 @@
+// bf16 on the host (aicfc --target cpu --precision bf16; issue 54): assign-precision marks the
+// products whose weight pack-weights packs, the weight is stored in bf16 in k pairs
+// (passes/pack_weights.cpp) and the micro-kernel multiplies pairs with vdpbf16ps
+// (backend/host/host_mma_prelude.cpp), A rounded to bf16 as it is read, f32 accumulation.
+//  * the pair panels are the weight again: the interpreter gives the same bits before and after
+//    pack-weights;
+//  * the micro-kernel's emulation (a -march without AVX512-BF16) and the instruction agree
+//    bit-for-bit on small products (ragged K, rows and panels), and both equal a scalar model of
+//    the instruction (operands rounded to nearest even, the high products first);
+//  * every bundled model compiled for the host in bf16 matches its fp32 reference within
+//    |got - want| <= 8u + 8u |want|, u = 2^-8 (the error model of test_precision.cpp's emulated
+//    GPU plans, which round the same operands);
+//  * a -march without the extension, and fp16 / tf32 on the host, are refused with exact messages.
+// The parts that run bf16 code skip with a message on a CPU without avx512bf16.
+#include "backend/host/host_build.h"
+#include "backend/host/host_printer.h"
+#include "driver/compile.h"
+#include "interp/interpreter.h"
+#include "ir/npy.h"
+#include "ir/parser.h"
+#include "ir/precision.h"
+#include "model_dirs.h"
+#include "passes/pass.h"
+#include "support/diagnostics.h"
+#include "tests/unit/compile_checks.h"
+#include "tests/unit/graph_checks.h"
+#include "tests/unit/test_files.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+using namespace aicf::test_files;
+
+namespace {
+
+bool cpuHasBf16() {
+  const std::vector<std::string> &isa = hostIsaFeatures("native");
+  return std::find(isa.begin(), isa.end(), "avx512bf16") != isa.end();
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float fromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t toBf16(float f) { // nearest even (the test values are normal)
+  uint32_t u = bits(f);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float widen(uint16_t h) {
+  return fromBits(uint32_t(h) << 16);
+}
+
+// Deterministic values in [-1, 1).
+std::vector<float> pseudoRandom(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  for (float &x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = float(seed >> 8) / float(1u << 23) - 1.0f;
+  }
+  return v;
+}
+
+constexpr int64_t kM = 9, kN = 48, kK = 37, kNR = 32, kP = 2, kKh = (kK + 1) / 2;
+
+// The micro-kernel over a [kM, kK] A and a [kK, kN] B in pair panels of kNR, C = A B.
+const char *const kCall = R"(
+extern "C" void aicf_test_bf16(void *const *args, int64_t, int64_t) {
+  aicf_mma_f32_panels<2>(static_cast<float *>(args[0]), 48, static_cast<const float *>(args[1]),
+                         37, static_cast<const uint16_t *>(args[2]), 2 * 19 * 32, 9, 48, 37);
+}
+)";
+
+std::vector<float> runMicroKernel(const std::string &flags, const std::vector<float> &a,
+                                  const std::vector<uint16_t> &b) {
+  static int built = 0;
+  fs::path dir = scratchDir("aicf_host_bf16_kernel_");
+  std::string stem = (dir / cat("k", built++)).string();
+  HostBuildOptions opts;
+  opts.extraFlags = "-Wall -Wextra -Werror " + flags;
+  compileHostSource(printHostSource({}) + kCall, stem + ".cpp", stem + ".so", opts);
+  LoadedLibrary lib(stem + ".so");
+  std::vector<float> c(kM * kN, 0.0f);
+  void *args[] = {c.data(), const_cast<float *>(a.data()), const_cast<uint16_t *>(b.data())};
+  lib.kernel("aicf_test_bf16")(args);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("host bf16: the micro-kernel's emulation and vdpbf16ps agree bit-for-bit") {
+  std::vector<float> a = pseudoRandom(kM * kK, 1), w = pseudoRandom(kK * kN, 2);
+  // B in pair panels: panel p, pair row q, column j, parity k % 2 (pack-weights' layout).
+  std::vector<uint16_t> b(kP * kKh * kNR * 2, 0);
+  for (int64_t k = 0; k < kK; ++k)
+    for (int64_t col = 0; col < kN; ++col)
+      b[((col / kNR * kKh + k / 2) * kNR + col % kNR) * 2 + k % 2] = toBf16(w[k * kN + col]);
+  // The instruction's model: per pair, the high product then the low one added in f32.
+  std::vector<float> want(kM * kN);
+  for (int64_t i = 0; i < kM; ++i)
+    for (int64_t j = 0; j < kN; ++j) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < kK; k += 2) {
+        if (k + 1 < kK)
+          acc += widen(toBf16(a[i * kK + k + 1])) * widen(toBf16(w[(k + 1) * kN + j]));
+        acc += widen(toBf16(a[i * kK + k])) * widen(toBf16(w[k * kN + j]));
+      }
+      want[i * kN + j] = acc;
+    }
+  std::vector<float> emulated = runMicroKernel("-mno-avx512bf16", a, b);
+  int64_t off = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    off += bits(emulated[i]) != bits(want[i]);
+  CHECK_MESSAGE(off == 0, off, " of ", want.size(), " emulated results differ from the model");
+  if (!cpuHasBf16()) {
+    MESSAGE("skipped the vdpbf16ps half: this CPU has no avx512bf16");
+    return;
+  }
+  std::vector<float> real = runMicroKernel("", a, b);
+  off = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    off += bits(real[i]) != bits(emulated[i]);
+  CHECK_MESSAGE(off == 0, off, " of ", want.size(), " vdpbf16ps results differ from the emulation");
+}
+
+TEST_CASE("host bf16: pack-weights' pair panels are the weight again") {
+  // K = 37 (a last pair padded with a zero row) and N = 40 (a second panel 8 columns wide).
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @g(%x: f32[5,37]) -> (%y: f32[5,40]) {
+  %w = weight f32[37,40]
+  %y = matmul(%x, %w)
+  return %y
+}
+)",
+                                        "pairs.mcir");
+  graph_checks::fillWeights(*g, 3);
+  Tensor x = Tensor::fromF32(pseudoRandom(5 * 37, 4), {5, 37});
+  PassContext ctx;
+  ctx.precision = Precision::BF16;
+  PassManager assign;
+  assign.add(createPass("assign-precision"));
+  REQUIRE(assign.run(*g, ctx));
+  REQUIRE(g->weights()[0]->type().dtype == DType::BF16);
+  Tensor before = interpret(*g, {x})[0];
+  PassManager pack;
+  pack.add(createPass("pack-weights"));
+  REQUIRE(pack.run(*g, ctx));
+  REQUIRE(g->weights().size() == 1);
+  CHECK(g->weights()[0]->type().shape == std::vector<int64_t>{2, 19, 32, 2});
+  Tensor after = interpret(*g, {x})[0];
+  REQUIRE(after.numel() == before.numel());
+  CHECK(std::memcmp(after.raw(), before.raw(), before.byteSize()) == 0);
+}
+
+TEST_CASE("host bf16: compiled models match their fp32 references within 8u") {
+  if (!cpuHasBf16()) {
+    MESSAGE("skipped: this CPU has no avx512bf16");
+    return;
+  }
+  const double tol = 8.0 * unitRoundoff(Precision::BF16);
+  for (const fs::path &dir : testing::modelDirs()) {
+    std::string name = dir.filename().string();
+    CAPTURE(name);
+    std::unique_ptr<Graph> g = testing::pipelineGraph(dir, "cpu");
+    std::vector<Tensor> inputs;
+    for (const Value *in : g->inputs())
+      inputs.push_back(readNpy((dir / "inputs" / (in->name() + ".npy")).string()));
+    CompileOptions o;
+    o.precision = Precision::BF16;
+    CompiledModel cm;
+    std::vector<Tensor> got = compile_checks::compileRun(*g, o, inputs, "aicf_host_bf16_", &cm);
+    int bf16Steps = 0;
+    for (const PlanStep &st : cm.plan.steps)
+      bf16Steps += st.precision == Precision::BF16;
+    if (name != "dtypes_op17") // (its only products have no weight)
+      CHECK(bf16Steps > 0);
+    for (size_t k = 0; k < got.size(); ++k) {
+      const std::string &out = g->outputs()[k]->name();
+      Tensor want = readNpy((dir / "outputs" / (out + ".npy")).string());
+      REQUIRE(got[k].shape() == want.shape());
+      double worst = 0;
+      int64_t bad = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        double a = got[k].getDouble(i), b = want.getDouble(i), err = std::fabs(a - b);
+        worst = std::max(worst, err);
+        bad += !(err <= tol + tol * std::fabs(b));
+      }
+      MESSAGE(name, ": ", bf16Steps, " bf16 steps; output ", out, ": max abs err ", worst);
+      CHECK_MESSAGE(bad == 0, bad, " elements of ", out, " outside tolerance");
+    }
+  }
+}
+
+TEST_CASE("host bf16: a -march without avx512bf16 and fp16 on the host are refused") {
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @g(%x: f32[4,32]) -> (%y: f32[4,32]) {
+  %w = weight f32[32,32]
+  %y = matmul(%x, %w)
+  return %y
+}
+)",
+                                        "refused.mcir");
+  graph_checks::fillWeights(*g, 5);
+  CompileOptions o;
+  o.precision = Precision::BF16;
+  o.cpuArch = "x86-64-v3";
+  CHECK_THROWS_WITH(buildModel(*g, o),
+                    "--precision bf16 on a host plan needs the avx512bf16 extension, which "
+                    "--cpu-arch x86-64-v3 does not have (give a -march that has it, e.g. "
+                    "--cpu-arch sapphirerapids or znver4, to compile for such a CPU)");
+  o.cpuArch = "native";
+  o.precision = Precision::F16;
+  CHECK_THROWS_WITH(buildModel(*g, o),
+                    "--precision fp16 needs a GPU plan (--target cuda:ARCH, or --target cpu "
+                    "--plan-for cuda:ARCH to run that plan here); host plans compute in fp32 or "
+                    "bf16");
+}
