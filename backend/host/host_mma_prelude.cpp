@@ -129,6 +129,15 @@ aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, a
 // B row (1 for f32, 2 for pairs); a k row still starts k * ldb elements in (k even).
 template <typename TB>
 constexpr int64_t aicf_bw = sizeof(float) / sizeof(TB);
+// A's element as the micro-kernel reads it beside a B of TB: f32, or bf16 pairs beside bf16.
+template <typename TB>
+struct aicf_a_of {
+  using type = float;
+};
+template <>
+struct aicf_a_of<uint16_t> {
+  using type = uint32_t;
+};
 typedef uint32_t aicf_v16u __attribute__((vector_size(64)));
 typedef uint32_t aicf_v16uu __attribute__((vector_size(64), aligned(2)));
 
@@ -165,57 +174,70 @@ AICF_MATH aicf_v16f aicf_dpbf16(aicf_v16f acc, uint32_t a, aicf_v16u b) {
 #endif
 }
 
-// The bf16 k loop: acc[MR][NV] += A[MR x K] (lda) * B[K x 16*NV] in pairs (ldb elements per k
-// row), K in steps of 16 (KB: A's blocks of L = 16 lanes): each step rounds every row's 16 A
-// values to pairs once, then multiplies each pair by the NV vectors of B's pair row.
+// The bf16 k loop: acc[MR][NV] += A[MR x K] * B[K x 16*NV], A already in bf16 pairs (row i at
+// i * lda pairs: aicf_pack_pairs), B in pairs (ldb elements per k row): each pair of A, one
+// broadcast from memory, times the NV vectors of B's pair row. K in steps of 16 (8 pairs) for
+// the prefetches.
 template <int MR, int NV, bool KB>
 inline __attribute__((always_inline)) void
-aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, aicf_kblocks kb,
+aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const uint32_t *__restrict A, int64_t lda, aicf_kblocks kb,
              const uint16_t *__restrict B, int64_t ldb, int64_t K) {
+  // (KB: never at run time, aicf_mma_f32_panels packs A in dense rows; instantiated all the same.)
   const char *__restrict pf = kb.pf;
   const int64_t pfl = kb.pfl;
   const int64_t per = pfl ? (pfl * 16 + K - 1) / K : 0;
   int64_t pfd = 0;
-  const int64_t *__restrict offs = kb.offs;
-  for (int64_t k0 = 0, blk = 0; k0 < K; k0 += 16, ++blk) {
-    const float *__restrict Ab = KB ? A + offs[blk] : A + k0;
-    const uint16_t *__restrict Bb = B + k0 * ldb;
-    const int64_t kn = K - k0 < 16 ? K - k0 : 16;
+  const int64_t P = (K + 1) / 2;
+  for (int64_t p0 = 0; p0 < P; p0 += 8) {
     if (pfl)
       for (const int64_t e = pfd + per < pfl ? pfd + per : pfl; pfd < e; ++pfd)
         __builtin_prefetch(pf + pfd * 64, 0, 2);
-    alignas(64) uint32_t ap[MR][8];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-      aicf_bf16_pairs(Ab + i * lda, kn, ap[i]);
     auto pair = [&](int64_t p) __attribute__((always_inline)) {
       aicf_v16u b[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j)
-        b[j] = *reinterpret_cast<const aicf_v16uu *>(Bb + 2 * p * ldb + 32 * j);
+        b[j] = *reinterpret_cast<const aicf_v16uu *>(B + 2 * p * ldb + 32 * j);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j)
-          acc[i][j] = aicf_dpbf16(acc[i][j], ap[i][p], b[j]);
+          acc[i][j] = aicf_dpbf16(acc[i][j], A[i * lda + p], b[j]);
     };
-    if (kn == 16) {
+    if (P - p0 >= 8) {
 #pragma GCC unroll 8
-      for (int p = 0; p < 8; ++p)
-        pair(p);
+      for (int q = 0; q < 8; ++q)
+        pair(p0 + q);
     } else {
-      for (int64_t p = 0; p < (kn + 1) / 2; ++p)
+      for (int64_t p = p0; p < P; ++p)
         pair(p);
     }
+  }
+}
+
+// A's tile [tm x kc] (lda, its k in blocks of 16 at kb.offs when kb.n1, rows in groups when kb.g)
+// rounded to bf16 pairs into ap, row r at r * kp pairs (kp a multiple of 8, past kc zero): once
+// per K chunk, for every panel and row block that reads it (rounded per block inside the k
+// loop instead, the conversions held a 7 x 64 block to 60% of the pairs' rate).
+inline void aicf_pack_pairs(uint32_t *__restrict ap, int64_t kp, const float *__restrict A,
+                            int64_t lda, const aicf_kblocks &kb, int64_t tm, int64_t kc) {
+  for (int64_t r = 0; r < tm; ++r) {
+    const float *row = kb.g ? A + r / kb.g * kb.gs + r % kb.g * lda : A + r * lda;
+    uint32_t *out = ap + r * kp;
+    int64_t k0 = 0;
+    for (int64_t blk = 0; k0 < kc; k0 += 16, ++blk)
+      aicf_bf16_pairs(kb.n1 ? row + kb.offs[blk] : row + k0, kc - k0 < 16 ? kc - k0 : 16,
+                      out + k0 / 2);
+    for (k0 /= 2; k0 < kp; ++k0)
+      out[k0] = 0;
   }
 }
 
 // The mma_tile micro-kernel: Co[MR x 16*NV] (row stride ldo) = Ci (row stride ldi) + A[MR x K]
 // (lda) * B[K x 16*NV] (ldb), the block held in MR*NV vector registers across the whole k loop
 // (Ci = Co = the C tile, or a fused block's buffer).
-template <int MR, int NV, bool KB, typename TB>
+template <int MR, int NV, bool KB, typename TA, typename TB>
 inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
-                           const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                           const TA *__restrict A, int64_t lda, aicf_kblocks kb,
                            const TB *__restrict B, int64_t ldb, int64_t K) {
   aicf_v16f acc[MR][NV];
 #pragma GCC unroll 16
@@ -235,9 +257,9 @@ inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
 // surrounding loops' registers crowd the accumulators (GPT-2's block 2.18 -> 2.35 ms). A
 // blocked A's block stays inline (its table walk is cheap there; resnet18 runs 1% slower
 // with it out of line).
-template <int MR, int NV, typename TB>
+template <int MR, int NV, typename TA, typename TB>
 __attribute__((noinline)) void aicf_mma_block_dense(const float *Ci, int64_t ldi, float *Co,
-                                                    int64_t ldo, const float *__restrict A,
+                                                    int64_t ldo, const TA *__restrict A,
                                                     int64_t lda, aicf_kblocks kb,
                                                     const TB *__restrict B, int64_t ldb,
                                                     int64_t K) {
@@ -246,8 +268,8 @@ __attribute__((noinline)) void aicf_mma_block_dense(const float *Ci, int64_t ldi
 
 // The fused micro-kernel of one row-block height (C at the block, (i0, j0) its place in the
 // tile): init and epilogue on the registers.
-template <int MR, int NV, bool KB, typename X, typename TB>
-inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const float *__restrict A,
+template <int MR, int NV, bool KB, typename X, typename TA, typename TB>
+inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const TA *__restrict A,
                                  int64_t lda, aicf_kblocks kb, const TB *__restrict B,
                                  int64_t ldb, int64_t K, const X &x, int64_t i0, int64_t j0) {
   aicf_v16f acc[MR][NV];
@@ -290,9 +312,9 @@ inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const float *
 // loops, GCC hoisted its constants (a SiLU's exp polynomial) out of them, and the accumulators
 // spilled in the k loop (EfficientNet's 1152-channel expansion 0.27 -> 0.33 ms). A cheap
 // epilogue stays inline (mobilenet_v2 runs 2% slower with it out of line).
-template <int MR, int NV, bool KB, typename X, typename TB>
+template <int MR, int NV, bool KB, typename X, typename TA, typename TB>
 __attribute__((noinline)) void
-aicf_mma_block_fused_apart(float *__restrict C, int64_t ldc, const float *__restrict A, int64_t lda,
+aicf_mma_block_fused_apart(float *__restrict C, int64_t ldc, const TA *__restrict A, int64_t lda,
                            aicf_kblocks kb, const TB *__restrict B, int64_t ldb, int64_t K,
                            const X &x, int64_t i0, int64_t j0) {
   aicf_mma_block_fused<MR, NV, KB>(C, ldc, A, lda, kb, B, ldb, K, x, i0, j0);
@@ -314,9 +336,9 @@ __attribute__((noinline)) void aicf_fused_block(const X &x, int64_t i0, int64_t 
 
 // The shared micro-kernel for a block of mr rows (C at the block; Ci / Co where it reads and
 // writes the accumulators).
-template <int NV, bool KB, typename TB>
+template <int NV, bool KB, typename TA, typename TB>
 inline void aicf_mma_shared(int64_t mr, const float *Ci, int64_t ldi, float *Co, int64_t ldo,
-                            const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                            const TA *__restrict A, int64_t lda, aicf_kblocks kb,
                             const TB *__restrict B, int64_t ldb, int64_t K) {
   if constexpr (KB || NV >= 4) {
     switch (mr) {
@@ -342,10 +364,10 @@ inline void aicf_mma_shared(int64_t mr, const float *Ci, int64_t ldi, float *Co,
 
 // The shared micro-kernels out of line, for the fused blocks without their own (ragged
 // blocks: rare at run time, and inlined into every kernel they cost compile time).
-template <int NV, bool KB, typename TB>
+template <int NV, bool KB, typename TA, typename TB>
 __attribute__((noinline)) void aicf_mma_shared_ool(int64_t mr, const float *Ci, int64_t ldi,
                                                    float *Co, int64_t ldo,
-                                                   const float *__restrict A, int64_t lda,
+                                                   const TA *__restrict A, int64_t lda,
                                                    aicf_kblocks kb, const TB *__restrict B,
                                                    int64_t ldb, int64_t K) {
   aicf_mma_shared<NV, KB>(mr, Ci, ldi, Co, ldo, A, lda, kb, B, ldb, K);
@@ -353,9 +375,9 @@ __attribute__((noinline)) void aicf_mma_shared_ool(int64_t mr, const float *Ci, 
 
 // A fused block of mr rows: its height's own micro-kernel when R lists it, else the shared one
 // on a block buffer.
-template <int NV, bool KB, typename X, typename TB>
+template <int NV, bool KB, typename X, typename TA, typename TB>
 inline void aicf_mma_fused_rows(aicf_rows<>, int64_t mr, float *__restrict C, int64_t ldc,
-                                const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                                const TA *__restrict A, int64_t lda, aicf_kblocks kb,
                                 const TB *__restrict B, int64_t ldb, int64_t K, const X &x,
                                 int64_t i0, int64_t j0) {
   alignas(64) float buf[(AICF_MMA_MR > 8 ? AICF_MMA_MR : 8) * 16 * NV];
@@ -371,9 +393,9 @@ inline void aicf_mma_fused_rows(aicf_rows<>, int64_t mr, float *__restrict C, in
   if (x.last)
     aicf_fused_block<false>(x, i0, j0, mr, NV, buf);
 }
-template <int NV, bool KB, typename X, typename TB, int S0, int... S>
+template <int NV, bool KB, typename X, typename TA, typename TB, int S0, int... S>
 inline void aicf_mma_fused_rows(aicf_rows<S0, S...>, int64_t mr, float *__restrict C, int64_t ldc,
-                                const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                                const TA *__restrict A, int64_t lda, aicf_kblocks kb,
                                 const TB *__restrict B, int64_t ldb, int64_t K, const X &x,
                                 int64_t i0, int64_t j0) {
   if constexpr (!(X::nvs & (1 << NV))) {
@@ -388,9 +410,9 @@ inline void aicf_mma_fused_rows(aicf_rows<S0, S...>, int64_t mr, float *__restri
 }
 
 // One block of mr rows at the tile's row i0, column j0 (C at the block), through x.
-template <int NV, bool KB, typename X, typename TB>
+template <int NV, bool KB, typename X, typename TA, typename TB>
 inline void aicf_mma_rowblock(int64_t mr, float *__restrict C, int64_t ldc,
-                              const float *__restrict A, int64_t lda, aicf_kblocks kb,
+                              const TA *__restrict A, int64_t lda, aicf_kblocks kb,
                               const TB *__restrict B, int64_t ldb, int64_t K, const X &x,
                               int64_t i0, int64_t j0) {
   if constexpr (X::fused)
@@ -419,8 +441,8 @@ inline aicf_kblocks aicf_pass_prefetch(aicf_kblocks kb, int64_t r, int64_t nb) {
   return kb;
 }
 
-template <int NV, bool KB, typename X, typename TB>
-inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restrict A,
+template <int NV, bool KB, typename X, typename TA, typename TB>
+inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const TA *__restrict A,
                           int64_t lda, aicf_kblocks kb, const TB *__restrict B, int64_t ldb,
                           int64_t tm, int64_t K, const X &x, int64_t i0, int64_t j0) {
   constexpr int64_t MR = AICF_MMA_MR;
@@ -459,8 +481,8 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const float *__restr
 
 // One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks), kb.g != 0:
 // its rows in groups, each group its own run of row blocks over the same (L1-resident) panel.
-template <int NV, typename X, typename TB>
-inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const float *__restrict A,
+template <int NV, typename X, typename TA, typename TB>
+inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const TA *__restrict A,
                            int64_t lda, aicf_kblocks kb, const TB *__restrict B, int64_t ldb,
                            int64_t tm, int64_t K, const X &x, int64_t j0) {
   if (!kb.n1)
@@ -543,30 +565,44 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
   constexpr int64_t NR = 16 * NV;
   aicf_kblock_chunks(kb, K, [&](aicf_kblocks kc_, int64_t k0, int64_t kc) {
     const TB *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
-    const float *__restrict Ak = A;
+    // bf16: the chunk's A in pairs, dense rows (aicf_pack_pairs); f32: A as it lies.
+    constexpr bool pairs = sizeof(TB) == 2;
+    const int64_t kp = pairs ? (kc + 15) / 16 * 8 : 0;
+    uint32_t *ap = pairs ? static_cast<uint32_t *>(aicf_alloc(size_t(tm * kp) * 4)) : nullptr;
+    if (pairs) {
+      aicf_pack_pairs(ap, kp, A, lda, kc_, tm, kc);
+      kc_.n1 = kc_.g = 0;
+      kc_.offs = nullptr;
+    }
+    using TA = typename aicf_a_of<TB>::type;
+    const TA *__restrict Ak = reinterpret_cast<const TA *>(pairs ? static_cast<const void *>(ap)
+                                                                 : static_cast<const void *>(A));
+    const int64_t la = pairs ? kp : lda;
     const X xc = aicf_chunk(x, k0, kc, K);
     int64_t j = 0;
     // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a
     // time, their rows NR apart; whole panels in between.
     for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
-      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_, Bk + (c0 + j) * aicf_bw<TB>, NR, tm, kc, xc,
+      aicf_mma_panel<1>(C + j, ldc, Ak, la, kc_, Bk + (c0 + j) * aicf_bw<TB>, NR, tm, kc, xc,
                         j);
     for (; j + NR <= tn; j += NR) {
       // The slice read next: the next panel's, or after the last, the next K chunk's first.
-      aicf_kblocks kp = kc_;
+      aicf_kblocks kn = kc_;
       if (PF) {
-        kp.pf = reinterpret_cast<const char *>(j + 2 * NR <= tn
+        kn.pf = reinterpret_cast<const char *>(j + 2 * NR <= tn
                                                    ? Bk + (c0 + j + NR) / NR * panelStride
                                                    : Bk + kc * NR + c0 / NR * panelStride);
-        kp.pfl = kc * NV / aicf_bw<TB>;
+        kn.pfl = kc * NV / aicf_bw<TB>;
       }
-      aicf_mma_panel<NV>(C + j, ldc, Ak, lda, kp, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
+      aicf_mma_panel<NV>(C + j, ldc, Ak, la, kn, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
                          xc, j);
     }
     for (; j < tn; j += 16)
-      aicf_mma_panel<1>(C + j, ldc, Ak, lda, kc_,
+      aicf_mma_panel<1>(C + j, ldc, Ak, la, kc_,
                         Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR * aicf_bw<TB>, NR, tm,
                         kc, xc, j);
+    if (pairs)
+      aicf_release(ap);
   });
 }
 
