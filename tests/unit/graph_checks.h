@@ -43,18 +43,21 @@ inline void fillWeights(Graph &g, unsigned seed) {
   }
 }
 
-// Checks |got - want| <= 1e-4 + 1e-4 |want| element-wise and reports the largest error.
-inline void checkClose(const Tensor &got, const Tensor &want) {
+// Checks |got - want| <= tol + tol |want| element-wise and reports the largest error (after
+// `what`, when given).
+inline void checkClose(const Tensor &got, const Tensor &want, double tol = 1e-4,
+                       const std::string &what = "") {
   REQUIRE(got.numel() == want.numel());
   int64_t bad = 0;
   double worst = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     double err = std::fabs(got.getDouble(i) - want.getDouble(i));
     worst = std::max(worst, err);
-    bad += err <= 1e-4 + 1e-4 * std::fabs(want.getDouble(i)) ? 0 : 1;
+    bad += err <= tol + tol * std::fabs(want.getDouble(i)) ? 0 : 1;
   }
-  MESSAGE("max abs error ", worst);
-  CHECK_MESSAGE(bad == 0, bad, " elements outside tolerance");
+  MESSAGE(what, what.empty() ? "" : ": ", "max abs error ", worst, " (tolerance ", tol, " + ", tol,
+          " |want|)");
+  CHECK_MESSAGE(bad == 0, bad, " elements of ", what, " outside tolerance");
 }
 
 } // namespace aicf::graph_checks

@@ -187,15 +187,7 @@ TEST_CASE("host bf16: compiled models match their fp32 references within 8u") {
       const std::string &out = g->outputs()[k]->name();
       Tensor want = readNpy((dir / "outputs" / (out + ".npy")).string());
       REQUIRE(got[k].shape() == want.shape());
-      double worst = 0;
-      int64_t bad = 0;
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        double a = got[k].getDouble(i), b = want.getDouble(i), err = std::fabs(a - b);
-        worst = std::max(worst, err);
-        bad += !(err <= tol + tol * std::fabs(b));
-      }
-      MESSAGE(name, ": ", bf16Steps, " bf16 steps; output ", out, ": max abs err ", worst);
-      CHECK_MESSAGE(bad == 0, bad, " elements of ", out, " outside tolerance");
+      graph_checks::checkClose(got[k], want, tol, cat(name, " (", bf16Steps, " bf16 steps) ", out));
     }
   }
 }

@@ -237,16 +237,8 @@ TEST_CASE("precision: emulated reduced-precision plans match the fp32 references
         const std::string &out = g->outputs()[k]->name();
         Tensor want = readNpy((dir / "outputs" / (out + ".npy")).string());
         REQUIRE(got[k].shape() == want.shape());
-        double worst = 0;
-        int64_t bad = 0;
-        for (int64_t i = 0; i < want.numel(); ++i) {
-          double a = got[k].getDouble(i), b = want.getDouble(i), err = std::fabs(a - b);
-          worst = std::max(worst, err);
-          bad += !(err <= tol + tol * std::fabs(b));
-        }
-        MESSAGE(name, " ", std::string(precisionName(p)), " output ", out, ": max abs err ", worst,
-                " (tolerance ", tol, " + ", tol, " |want|)");
-        CHECK_MESSAGE(bad == 0, bad, " elements of ", out, " outside tolerance");
+        graph_checks::checkClose(got[k], want, tol,
+                                 cat(name, " ", precisionName(p), " output ", out));
       }
     }
   }
