@@ -4,6 +4,7 @@
 
 #include "kir/fuse_mma_tile_epilogue.h"
 #include "kir/fuse_reduction_epilogue.h"
+#include "kir/name_shared_exprs.h"
 #include "kir/version_full_tiles.h"
 #include "support/diagnostics.h"
 
@@ -81,6 +82,15 @@ public:
   const char *summary() const override { return kernelPassSummary(KernelPassId::VersionFullTiles); }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
     return versionFullTiles(k, notes);
+  }
+};
+
+class NameSharedExprsPass final : public KernelPass {
+public:
+  const char *name() const override { return kernelPassName(KernelPassId::NameSharedExprs); }
+  const char *summary() const override { return kernelPassSummary(KernelPassId::NameSharedExprs); }
+  bool run(Kernel &k, std::vector<std::string> &notes) override {
+    return nameSharedExprs(k, notes);
   }
 };
 
