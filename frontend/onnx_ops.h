@@ -65,6 +65,11 @@ struct ImportEnv {
   const std::map<std::string, int64_t> *dataDimMax = nullptr;
   std::map<std::string, std::string> dataDimsBounded;
   std::map<std::string, Value *> dataDimCounts; // dim name -> its count (i64[]), where known
+  // A quantized result (QuantizeLinear's, DynamicQuantizeLinear's, a QLinear op's: uint8 / int8
+  // ...) -> the same integers as f32 (the saturated value before its cast), so whatever reads
+  // the integers back as floats (DequantizeLinear, a QLinear op's input) skips the round trip
+  // through the integer type: a QDQ model's activations stay f32 between its float ops.
+  std::unordered_map<const Value *, Value *> quantizedAsF32;
 };
 
 // A shape value (symValues) whose expressions use only data dims, computed at run time from
@@ -86,6 +91,7 @@ public:
   const std::string &opType() const { return node_.op_type(); }
   int opset() const { return opset_; }
   Graph &graph() { return *env_.graph; }
+  ImportEnv &env() { return env_; }
   const Location &loc() const { return loc_; }
 
   // "node 'name' (Op)" or "node #3 (Op)" when the node has no name.

@@ -72,8 +72,18 @@ void convRmsNorm(ConvertCtx &c);
 template <Op op>
 void convSoftmax(ConvertCtx &c);
 void convSoftmaxCrossEntropy(ConvertCtx &c);
+Shape kernelShape(ConvertCtx &c, const Shape &fromWeights);
 Shape spatialDims(ConvertCtx &c, size_t input);
 Window windowAttrs(ConvertCtx &c, const Shape &in, const Shape &kernel);
+
+// onnx_ops_quant.cpp
+void convConvInteger(ConvertCtx &c);
+void convDequantizeLinear(ConvertCtx &c);
+void convDynamicQuantizeLinear(ConvertCtx &c);
+void convMatMulInteger(ConvertCtx &c);
+void convQLinearConv(ConvertCtx &c);
+void convQLinearMatMul(ConvertCtx &c);
+void convQuantizeLinear(ConvertCtx &c);
 
 // onnx_ops_reduce.cpp
 template <Op op>

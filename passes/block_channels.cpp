@@ -74,6 +74,9 @@ bool keepsFinite(Op op) {
   case Op::Abs:
   case Op::Relu:
   case Op::Clip:
+  case Op::Round: // (a quantized model's fake-quantize steps: round, add, clip, sub, mul)
+  case Op::Floor:
+  case Op::Ceil:
   case Op::Sigmoid:
   case Op::HardSigmoid:
   case Op::HardSwish:

@@ -1,0 +1,118 @@
+// Quantized models (issue 54): the int8 models under testdata/quant (scripts/gen_quant_models.py:
+// ONNX Runtime's static quantizer in QDQ and QOperator formats, its dynamic quantizer, and a long
+// MatMulInteger) import, and interpreted and compiled for the host they match ONNX Runtime, both
+// its int8 kernels (outputs/) and each op alone (reference/), within the stated tolerance
+// (tolerance.txt: one quantum of the output, 0 for the i32 product). Also: the integer products
+// are exact past f32's exact integers, and the quantized values round half to even and saturate.
+#include "driver/compile.h"
+#include "frontend/onnx_importer.h"
+#include "interp/interpreter.h"
+#include "ir/npy.h"
+#include "model_dirs.h"
+#include "support/diagnostics.h"
+#include "tests/unit/compile_checks.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+
+namespace {
+
+std::vector<fs::path> quantDirs() {
+  std::vector<fs::path> dirs;
+  for (const auto &e : fs::directory_iterator(fs::path(AICF_TESTDATA) / "quant"))
+    if (fs::exists(e.path() / "model.onnx"))
+      dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+double tolerance(const fs::path &dir) {
+  std::ifstream f(dir / "tolerance.txt");
+  double t = -1;
+  f >> t;
+  REQUIRE_MESSAGE(t >= 0, (dir / "tolerance.txt").string(), " holds no tolerance");
+  return t;
+}
+
+// Every element within `tol` (absolute) of `want`; the largest difference and the share of
+// elements that differ at all are reported.
+void checkWithin(const Tensor &got, const Tensor &want, double tol, const std::string &what) {
+  REQUIRE(got.shape() == want.shape());
+  double worst = 0;
+  int64_t differ = 0, bad = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double d = std::fabs(got.getDouble(i) - want.getDouble(i));
+    worst = std::max(worst, d);
+    differ += d > 0;
+    bad += d > tol * (1 + 1e-6) + 1e-6 * std::fabs(want.getDouble(i));
+  }
+  MESSAGE(what, ": max abs difference ", worst, " (tolerance ", tol, "), ", differ, " of ",
+          want.numel(), " elements differ");
+  CHECK_MESSAGE(bad == 0, bad, " elements of ", what, " outside the tolerance");
+}
+
+int64_t argmax(const Tensor &t) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < t.numel(); ++i)
+    if (t.getDouble(i) > t.getDouble(best))
+      best = i;
+  return best;
+}
+
+} // namespace
+
+TEST_CASE("quant: int8 models match ONNX Runtime within a quantum, interpreted and compiled") {
+  std::vector<fs::path> dirs = quantDirs();
+  REQUIRE(dirs.size() >= 4);
+  for (const fs::path &dir : dirs) {
+    std::string name = dir.filename().string();
+    CAPTURE(name);
+    double tol = tolerance(dir);
+    std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), {});
+    std::vector<Tensor> inputs;
+    for (const Value *in : g->inputs())
+      inputs.push_back(readNpy((dir / "inputs" / (in->name() + ".npy")).string()));
+    std::vector<Tensor> interpreted = interpret(*g, inputs);
+    std::unique_ptr<Graph> planned = testing::pipelineGraph(dir, "cpu");
+    std::vector<Tensor> compiled =
+        compile_checks::compileRun(*planned, CompileOptions{}, inputs, "aicf_quant_");
+    REQUIRE(compiled.size() == g->outputs().size());
+    for (size_t k = 0; k < compiled.size(); ++k) {
+      const std::string &out = g->outputs()[k]->name();
+      for (const char *ref : {"outputs", "reference"}) {
+        Tensor want = readNpy((dir / ref / (out + ".npy")).string());
+        checkWithin(interpreted[k], want, tol, cat(name, " interpreted vs ", ref));
+        checkWithin(compiled[k], want, tol, cat(name, " compiled vs ", ref));
+        if (name.rfind("cnn", 0) == 0) // a classifier's top-1 agrees
+          CHECK(argmax(compiled[k]) == argmax(want));
+      }
+    }
+  }
+}
+
+TEST_CASE("quant: the integer ops import as exact products and saturating half-even rounding") {
+  fs::path dir = fs::path(AICF_TESTDATA) / "quant";
+  // The long MatMulInteger sums past 2^24: it is cut into exact chunks added in i32.
+  std::unique_ptr<Graph> g = importOnnx((dir / "matmulinteger_long" / "model.onnx").string(), {});
+  int matmuls = 0;
+  for (const Node *n : g->nodes())
+    matmuls += n->op() == Op::MatMul;
+  CHECK(matmuls == 2);
+  CHECK(g->outputs()[0]->type().dtype == DType::I32);
+  // QuantizeLinear: half to even, then the zero point, then saturation to uint8.
+  std::unique_ptr<Graph> q = importOnnx((dir / "cnn_qdq" / "model.onnx").string(), {});
+  bool round = false, clip = false;
+  for (const Node *n : q->nodes()) {
+    round = round || n->op() == Op::Round;
+    clip = clip || (n->op() == Op::Clip && n->f("min") == 0 && n->f("max") == 255);
+  }
+  CHECK(round);
+  CHECK(clip);
+}
