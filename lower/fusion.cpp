@@ -44,7 +44,10 @@
 //     are read by one other group only (an anchor group whose recipe inlines operands through
 //     GroupExpr, or another elementwise group), and none of which is a graph output, is merged
 //     into that group; its nodes are then recomputed where the consumer reads them, never
-//     stored. Consumers are visited last-first so chains fold in one sweep.
+//     stored. Consumers are visited last-first so chains fold in one sweep. A consumer that
+//     reads a window of its operand (a conv or pool, several taps per stride) evaluates the
+//     prologue at every tap: with a hardware description that fold is priced (tryMerge) and
+//     recorded as a rematerialisation decision with one consumer.
 //  5. Rematerialisation (with a hardware description). A pure elementwise group whose nodes
 //     carry rematerializable_intermediate (certified by annotate-properties), read by several
 //     groups, all of which inline operands, none through a view and none a graph output, is

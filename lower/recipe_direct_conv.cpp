@@ -501,10 +501,13 @@ public:
                               st.op == Op::Tanh || st.op == Op::Elu;
         epilogue += transcendental ? 28.0 : 1.4;
       }
+      // A fused prologue is evaluated at every tap (its cycles per vector, recipe_support.h).
+      double prologue = recipe::prologueCycles(g) * double(p.taps);
       s.flops = 0;
       s.vectorShare = 0.5;
-      s.scalarCycles = double(knobOf(k, &DirectConvKnobs::rows, 1)) * double(p.width) *
-                       ((p.taps > p.kernelTaps ? 1.3 : 2.0) * double(p.taps) + 11.0 + epilogue);
+      s.scalarCycles =
+          double(knobOf(k, &DirectConvKnobs::rows, 1)) * double(p.width) *
+          ((p.taps > p.kernelTaps ? 1.3 : 2.0) * double(p.taps) + 11.0 + epilogue + prologue);
       return s;
     }
     if (p.width > 0 && !hw.gpu) {
@@ -523,11 +526,17 @@ public:
         double perChannel = 1.5 * double(ceilDiv(p.padded * p.stride * p.stride, lanes)) +
                             double(p.inputRows * p.stride) * loop(p.inputWidth / p.stride) +
                             double(p.kernelTaps) * unit(p.plane);
+        // A fused prologue is evaluated once per input element, as the plane is copied in.
+        perChannel +=
+            recipe::prologueCycles(g) * double(p.inputRows) * double(ceilDiv(p.inputWidth, lanes));
         s.scalarCycles = double(cg) * perChannel + double(p.pixels / p.width) * unit(p.width);
         return s;
       }
+      // Row form: a fused prologue is evaluated at every tap of every vector.
       int64_t R = knobOf(k, &DirectConvKnobs::rows, 1);
-      s.scalarCycles = double(R) * double(p.taps) * loop(p.width);
+      s.scalarCycles =
+          double(R) * double(p.taps) *
+          (loop(p.width) + recipe::prologueCycles(g) * double(ceilDiv(p.width, lanes)));
       return s;
     }
     s.vectorShare = hw.gpu ? 0.3 : 1.0 / double(lanes);

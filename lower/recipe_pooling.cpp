@@ -502,9 +502,12 @@ public:
   // vector (~4 when the loads are strided: gathers) and ~1 per remainder element. Row form: per
   // row, a loop per window tap and the store loop. Plane form: per plane, the phase planes'
   // fill, the copy in (strided at stride > 1), a unit-stride loop per tap and the stores.
-  CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
+  CostShape costShape(const KernelGroup &g, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
     const auto &p = problemOf<FlatLoopProblem>(k);
+    // A fused prologue (recipe_support.h) is evaluated at every tap, in the plane form once per
+    // input element as the plane is copied in.
+    const double prologue = recipe::prologueCycles(g);
     if (flatForm(p, hw))
       return flatloop::costShape(k, hw, flops, 7.0 + 4.0 * double(p.taps));
     CostShape s;
@@ -518,7 +521,7 @@ public:
       s.vectorShare = 0.5;
       s.scalarCycles = double(knobOf(k, &PoolingKnobs::rows, 1)) *
                        double(p.n / std::max<int64_t>(p.rows, 1)) / 16.0 *
-                       (1.4 * double(p.taps) + 8.4);
+                       ((1.4 + prologue) * double(p.taps) + 8.4);
       return s;
     }
     double strided = p.stride > 1 ? 4.0 : 1.5;
@@ -530,11 +533,15 @@ public:
       s.scalarCycles = 1.5 * double(ceilDiv(p.padded * p.stride * p.stride, lanes)) +
                        double(p.stride * p.stride) * double(ceilDiv(p.plane, lanes)) * strided +
                        double(p.taps) * loop(p.plane, 1.5) +
-                       double(rowsPerPlane) * loop(width, 1.5);
+                       double(rowsPerPlane) * loop(width, 1.5) +
+                       prologue * double(p.stride * p.stride) * double(ceilDiv(p.plane, lanes));
       return s;
     }
     int64_t R = knobOf(k, &PoolingKnobs::rows, 1);
-    s.scalarCycles = double(R) * (double(p.taps) * loop(width, strided) + loop(width, 1.5));
+    s.scalarCycles =
+        double(R) *
+        (double(p.taps) * (loop(width, strided) + prologue * double(ceilDiv(width, lanes))) +
+         loop(width, 1.5));
     return s;
   }
 };

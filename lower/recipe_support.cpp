@@ -2,10 +2,12 @@
 #include "lower/recipe_support.h"
 
 #include "ir/graph.h"
+#include "ir/index_map.h"
 #include "ir/precision.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <set>
 
 namespace aicf::recipe {
 
@@ -44,6 +46,45 @@ kir::MmaFrag tensorFrag(const Node &n, const Knobs &knobs) {
 kir::BufferP tempBuffer(const std::string &name, std::vector<int64_t> shape, kir::Scope scope) {
   return std::make_shared<kir::Buffer>(
       kir::Buffer{name, DType::F32, std::move(shape), scope, kir::Role::Temp, {}});
+}
+
+double prologueCycles(const KernelGroup &g) {
+  if (!g.anchor)
+    return 0;
+  // The group's nodes the anchor depends on: walk back from its operands inside the group.
+  std::set<const Node *> members(g.nodes.begin(), g.nodes.end()), seen;
+  std::vector<const Node *> work;
+  for (const Value *v : g.anchor->operands())
+    if (v->def() && members.count(v->def()))
+      work.push_back(v->def());
+  double cycles = 0;
+  while (!work.empty()) {
+    const Node *n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second)
+      continue;
+    for (const Value *v : n->operands())
+      if (v->def() && members.count(v->def()))
+        work.push_back(v->def());
+    if (isLayoutOp(*n))
+      continue;
+    switch (n->op()) {
+    case Op::Sigmoid:
+    case Op::Silu:
+    case Op::Gelu:
+    case Op::Tanh:
+    case Op::Elu:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Erf:
+    case Op::Softplus: cycles += 28.0; break;
+    case Op::Div:
+    case Op::Sqrt:
+    case Op::Reciprocal: cycles += 4.0; break;
+    default: cycles += 1.4;
+    }
+  }
+  return cycles;
 }
 
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult) {

@@ -100,6 +100,14 @@ kir::BufferP tempBuffer(const std::string &name, std::vector<int64_t> shape, kir
 // InternalError unless every group output has the anchor result's shape.
 void requireShapePreservingEpilogue(const KernelGroup &g, const Value *anchorResult);
 
+// Host cycles one evaluation of the group's fused prologue takes per element (the elementwise
+// nodes the anchor reads its operand through, fusion rule 4; layout ops are index arithmetic):
+// ~28 for an exponential-based op (sigmoid, silu, gelu, tanh, elu, exp, log, erf, softplus),
+// ~4 for a division or square root, ~1.4 for the rest, as the direct conv's epilogue fit. A
+// recipe that inlines its operand at every read (a window's taps) pays it per read: its cost
+// shape says so, and fusion then prices folding such a prologue against storing it.
+double prologueCycles(const KernelGroup &g);
+
 // storeGroupOutputs (a group's outputs through its fused epilogue): lower/group_expr.h.
 
 } // namespace aicf::recipe
