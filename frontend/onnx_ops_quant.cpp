@@ -27,6 +27,8 @@ namespace {
 
 // The largest magnitude an f32 holds every integer below: sums of products stay exact under it.
 constexpr double kExactF32 = 16777216.0; // 2^24
+// The most chunks an integer product is cut into (each a contraction node).
+constexpr int64_t kMaxChunks = 1024;
 
 struct QRange {
   double lo, hi;
@@ -43,6 +45,12 @@ QRange quantRange(const ConvertCtx &c, DType t, const std::string &what) {
     c.fail(cat(what, " has element type ", dtypeName(t),
                ": quantized values must be uint8, int8, uint16 or int16"));
   }
+}
+
+// The integer contractions take 8-bit operands (their products then fit f32 exactly).
+void requireEightBit(const ConvertCtx &c, DType t, const std::string &what) {
+  if (t != DType::U8 && t != DType::I8)
+    c.fail(cat(what, " has element type ", dtypeName(t), ": must be uint8 or int8"));
 }
 
 // A scale or zero point `p` shaped to broadcast against x (shape xShape; axisAttr may be negative):
@@ -74,6 +82,7 @@ Value *alongAxis(ConvertCtx &c, Value *p, const Shape &xShape, int64_t axisAttr,
   if (!fits)
     c.fail(cat(what, " ", p->type().str(), " does not hold ", blocks, " blocks of ", blockSize,
                " on axis ", axis, " and x's other dims ", shapeStr(xShape)));
+  c.checkComputeBudget(dim * 8);
   Tensor idx(TensorType(DType::I64, {dim}));
   for (int64_t i = 0; i < dim; ++i)
     idx.setInt(i, i / blockSize);
@@ -170,6 +179,11 @@ Value *integerProduct(ConvertCtx &c, Value *a, Value *b, int64_t aAxis, int64_t 
   if (chunk < 1)
     c.fail(cat("one output sums ", unit, " products per input channel, each up to ", maxA * maxB,
                ": more than an exact f32 sum holds"));
+  // (8-bit operands: a chunk holds at least 258 products, so this bounds the reduction to
+  // 264192 products, past any real model's.)
+  if (extent / chunk > kMaxChunks)
+    c.fail(cat("a reduction of ", extent * unit, " products needs more than ", kMaxChunks,
+               " exact chunks"));
   Value *sum = nullptr;
   for (int64_t k = 0; k < extent; k += chunk) {
     int64_t end = std::min(extent, k + chunk);
@@ -192,8 +206,8 @@ Value *integerMatMul(ConvertCtx &c, size_t ia, size_t ib, size_t iaZp, size_t ib
   const Shape &as = a->type().shape, &bs = b->type().shape;
   if (as.empty() || bs.empty())
     c.fail("a and b must have rank >= 1");
-  quantRange(c, a->type().dtype, "a");
-  quantRange(c, b->type().dtype, "b");
+  requireEightBit(c, a->type().dtype, "a");
+  requireEightBit(c, b->type().dtype, "b");
   int64_t ra = a->type().rank(), rb = b->type().rank();
   Value *aZp = nullptr, *bZp = nullptr;
   if (c.hasInput(iaZp)) {
@@ -222,8 +236,8 @@ Value *integerMatMul(ConvertCtx &c, size_t ia, size_t ib, size_t iaZp, size_t ib
 // scalar or per output channel).
 Value *integerConv(ConvertCtx &c, size_t ix, size_t iw, size_t ixZp, size_t iwZp) {
   Value *x = c.input(ix), *w = c.input(iw);
-  quantRange(c, x->type().dtype, "x");
-  quantRange(c, w->type().dtype, "w");
+  requireEightBit(c, x->type().dtype, "x");
+  requireEightBit(c, w->type().dtype, "w");
   Shape in = spatialDims(c, ix);
   const Shape &ws = w->type().shape;
   if (ws.size() != in.size() + 2)

@@ -57,12 +57,14 @@ def external_model(location, offset=None, length=None):
                  [f32("x", [4])], [f32("y", [4])], [external("w", location, offset, length)])
 
 
-def main():
+def clear():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
         if f.endswith(".onnx") or f.endswith(".bin") or f == "expected.txt":
             os.remove(os.path.join(OUT, f))
 
+
+def main():
     good = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
                  [f32("x", [2, 8])], [f32("y", [2, 8])],
                  [numpy_helper.from_array(np.ones((8, 8), np.float32), "w")])
@@ -291,5 +293,37 @@ def main():
     print(f"wrote {len(EXPECTED)} cases to {os.path.normpath(OUT)}", file=sys.stderr)
 
 
+def quant_cases():
+    """Quantized ops given what their definitions do not allow (frontend/onnx_ops_quant.cpp)."""
+    def t(name, dtype, shape):
+        return helper.make_tensor_value_info(name, dtype, shape)
+
+    scale = numpy_helper.from_array(np.float32(0.5), "s")
+    save("quant_matmulinteger_uint16.onnx",
+         model([helper.make_node("MatMulInteger", ["a", "b"], ["y"], name="mmi")],
+               [t("a", TensorProto.UINT16, [2, 3]), t("b", TensorProto.UINT8, [3, 4])],
+               [t("y", TensorProto.INT32, [2, 4])]),
+         "node 'mmi' (MatMulInteger): a has element type u16: must be uint8 or int8")
+    save("quant_dequantize_scale_shape.onnx",
+         model([helper.make_node("DequantizeLinear", ["x", "s4"], ["y"], name="dq")],
+               [t("x", TensorProto.UINT8, [2, 3])], [f32("y", [2, 3])],
+               [numpy_helper.from_array(np.ones(4, np.float32), "s4")]),
+         "node 'dq' (DequantizeLinear): x_scale f32[4] is neither a scalar nor 1-D of the 3 "
+         "elements on axis 1")
+    save("quant_dequantize_int32_zero_point.onnx",
+         model([helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], name="dq")],
+               [t("x", TensorProto.INT32, [4])], [f32("y", [4])],
+               [scale, numpy_helper.from_array(np.int32(3), "z")]),
+         "node 'dq' (DequantizeLinear): an int32 input's zero point must be absent or 0")
+    save("quant_quantize_zero_point_type.onnx",
+         model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")],
+               [f32("x", [4])], [t("y", TensorProto.INT32, [4])],
+               [scale, numpy_helper.from_array(np.int32(3), "z")]),
+         "node 'q' (QuantizeLinear): the output has element type i32: quantized values must be "
+         "uint8, int8, uint16 or int16")
+
+
 if __name__ == "__main__":
+    clear()
+    quant_cases()
     main()
