@@ -169,6 +169,10 @@ void runPassOnCopy(CompileState &s, const char *pass, const Target *target) {
   ctx.precision = s.opts.precision;
   ctx.ioPrecision = s.opts.ioPrecision;
   ctx.explain = s.opts.explain;
+  if (!s.hw.gpu) {
+    const std::vector<std::string> &isa = hostIsaFeatures(s.opts.cpuArch);
+    ctx.hostBf16 = std::find(isa.begin(), isa.end(), "avx512bf16") != isa.end();
+  }
   if (pm.run(*copy, ctx))
     useGraph(s, std::move(copy));
 }
@@ -193,9 +197,15 @@ void ioPrecision(CompileState &s) {
 // before the partition. Host plans under bf16: the packed-weight products on the bf16
 // micro-kernel, which needs AVX512-BF16 in the folder's -march (--cpu-arch); tf32 and fp16 have
 // no host instruction, and a CPU without the extension would emulate each product: refused.
+// Host plans under fp32: the integer-domain products only, where the -march has the extension.
 void assignPrecision(CompileState &s) {
-  if (!tensorCores(s.opts.precision))
+  // fp32 host plans: only the products exact in bf16 (a quantized model's integer-domain convs),
+  // where the -march has the extension (the pass checks it: ctx.hostBf16).
+  if (!tensorCores(s.opts.precision)) {
+    if (!s.hw.gpu)
+      runPassOnCopy(s, "assign-precision");
     return;
+  }
   if (!s.hw.gpu && s.opts.precision != Precision::BF16)
     throw UserError(cat("--precision ", precisionName(s.opts.precision),
                         " needs a GPU plan (--target cuda:ARCH, or --target cpu --plan-for "

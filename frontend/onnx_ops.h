@@ -70,6 +70,15 @@ struct ImportEnv {
   // the integers back as floats (DequantizeLinear, a QLinear op's input) skips the round trip
   // through the integer type: a QDQ model's activations stay f32 between its float ops.
   std::unordered_map<const Value *, Value *> quantizedAsF32;
+  // A DequantizeLinear's f32 result -> its integers less the zero point (f32) and its scale (a
+  // scalar, or 1-D along `axis`), so a Conv reading dequantized operands computes on the
+  // integers and applies the scales after (onnx_ops_quant.cpp, integerDomainConv).
+  struct Dequantized {
+    Value *integers = nullptr;
+    Value *scale = nullptr;
+    int64_t axis = -1; // -1: a scalar scale
+  };
+  std::unordered_map<const Value *, Dequantized> dequantized;
 };
 
 // A shape value (symValues) whose expressions use only data dims, computed at run time from

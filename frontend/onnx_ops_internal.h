@@ -84,6 +84,7 @@ void convMatMulInteger(ConvertCtx &c);
 void convQLinearConv(ConvertCtx &c);
 void convQLinearMatMul(ConvertCtx &c);
 void convQuantizeLinear(ConvertCtx &c);
+Value *integerDomainConv(ConvertCtx &c, const AttrMap &convAttrs);
 
 // onnx_ops_reduce.cpp
 template <Op op>

@@ -89,14 +89,19 @@ void convConv(ConvertCtx &c) {
     c.fail(cat("weights ", c.type(1).str(), " do not match input ", c.type(0).str()));
   Shape kernel = kernelShape(c, Shape(ws.begin() + 2, ws.end()));
   Window w = windowAttrs(c, in, kernel);
+  AttrMap attrs = {{"strides", w.strides},
+                   {"pads", w.pads},
+                   {"dilations", w.dilations},
+                   {"group", c.attrInt("group", 1)}};
+  // A quantized model's conv of dequantized operands: on the integers (onnx_ops_quant.cpp).
+  if (Value *y = integerDomainConv(c, attrs)) {
+    c.setOutput(0, y);
+    return;
+  }
   std::vector<Value *> ops = {c.input(0), c.input(1)};
   if (c.hasInput(2))
     ops.push_back(c.input(2));
-  c.setOutput(0, c.emit(Op::Conv, ops,
-                        {{"strides", w.strides},
-                         {"pads", w.pads},
-                         {"dilations", w.dilations},
-                         {"group", c.attrInt("group", 1)}}));
+  c.setOutput(0, c.emit(Op::Conv, ops, attrs));
 }
 
 void convConvTranspose(ConvertCtx &c) {

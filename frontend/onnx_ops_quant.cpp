@@ -313,8 +313,44 @@ void convDequantizeLinear(ConvertCtx &c) {
   }
   Value *zp = zeroPoint(c, 2, xt, xs, axis, block, "x_zero_point");
   Value *s = alongAxis(c, scale, xs, axis, block, "x_scale");
-  Value *d = c.emit(Op::Mul, {minusZeroPoint(c, x, zp), c.castTo(s, DType::F32)});
-  c.setOutput(0, c.castTo(d, out));
+  Value *ints = minusZeroPoint(c, x, zp);
+  Value *d = c.castTo(c.emit(Op::Mul, {ints, c.castTo(s, DType::F32)}), out);
+  c.setOutput(0, d);
+  // 8-bit integers (|q - zp| <= 255) with a per-tensor or per-axis f32 scale: a Conv reading
+  // this may compute on the integers (integerDomainConv).
+  bool eightBit = xt == DType::U8 || xt == DType::I8;
+  if (eightBit && block == 0 && out == DType::F32 && scale->type().dtype == DType::F32 &&
+      scale->type().rank() <= 1) {
+    int64_t a = scale->type().numel() == 1 ? -1 : normAxis(c, axis, x->type().rank());
+    c.env().dequantized[d] = {ints, c.reshape(scale, a < 0 ? Shape{} : scale->type().shape), a};
+  }
+}
+
+// A Conv of a dequantized activation (a per-tensor scale) by a dequantized weight (per tensor
+// or per output channel), computed on the integers with the scales applied after:
+//   conv(qx - zx, qw - zw) * (sx * sw) + bias
+// The same product with each term's scales factored out; its sums of integers are exact below
+// 2^24 where the dequantized form rounds every term, as ONNX Runtime's int32 accumulation is.
+// The conv is marked integer_operands (its operands are integers of magnitude <= 255, exact in
+// bf16: assign-precision may put it on the bf16 micro-kernel with an fp32 plan's results).
+// Null when the operands are not both such dequantized values.
+Value *integerDomainConv(ConvertCtx &c, const AttrMap &convAttrs) {
+  auto &dq = c.env().dequantized;
+  auto xi = dq.find(c.input(0)), wi = dq.find(c.input(1));
+  if (xi == dq.end() || wi == dq.end() || xi->second.axis != -1 ||
+      (wi->second.axis != -1 && wi->second.axis != 0))
+    return nullptr;
+  const int64_t m = c.type(1).shape[0], rank = c.rank(0);
+  Shape perChannel(static_cast<size_t>(rank), 1);
+  perChannel[1] = m;
+  AttrMap attrs = convAttrs;
+  attrs["integer_operands"] = int64_t(1);
+  Value *acc = c.emit(Op::Conv, {xi->second.integers, wi->second.integers}, attrs);
+  Value *sw = wi->second.axis < 0 ? wi->second.scale : c.reshape(wi->second.scale, perChannel);
+  Value *y = c.emit(Op::Mul, {acc, c.emit(Op::Mul, {xi->second.scale, sw})});
+  if (c.hasInput(2))
+    y = c.emit(Op::Add, {y, c.reshape(c.input(2), perChannel)});
+  return y;
 }
 
 void convQuantizeLinear(ConvertCtx &c) {

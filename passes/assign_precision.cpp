@@ -16,6 +16,11 @@
 // weight stored in bf16 and packed in k pairs for the bf16 micro-kernel (vdpbf16ps). Their A
 // is rounded to bf16 as the micro-kernel reads it; everything else stays f32, as on GPUs (a
 // grouped, depthwise or plain-layout conv, a product with an activation as B).
+// Under fp32 on a host whose -march has AVX512-BF16 (PassContext::hostBf16): the packed-weight
+// products marked integer_operands (a quantized model's convs on the integers,
+// frontend/onnx_ops_quant.cpp) whose weight holds integers of magnitude <= 256, checked here:
+// bf16 holds both operands exactly and every product is exact in f32, so the results are the
+// fp32 plan's, at the bf16 micro-kernel's rate.
 // Only the compile driver runs it (stage assign-precision, driver/compile.cpp), after the graph
 // rewrites that build new contractions from old ones (merge-siblings, split-chains); the later
 // ones (choose-attention, split-k) carry the attribute over.
@@ -25,6 +30,7 @@
 #include "ir/precision.h"
 #include "passes/pack_weights.h"
 
+#include <cmath>
 #include <map>
 
 namespace aicf {
@@ -47,6 +53,23 @@ bool hostProduct(const Node &n) {
          n.operand(1)->type().dtype == DType::F32;
 }
 
+// A product whose operands bf16 holds exactly: marked integer_operands (x integers of magnitude
+// <= 256, the frontend's promise) and its weight integers of magnitude <= 256.
+bool exactInBf16(const Node &n) {
+  if (n.op() != Op::BlockedConv || n.i("integer_operands") == 0)
+    return false;
+  const Value *w = n.operand(1);
+  if (!w->isWeight() || !w->hasData())
+    return false;
+  const Tensor &d = *w->data();
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    double v = d.getDouble(i);
+    if (v != std::nearbyint(v) || std::fabs(v) > 256)
+      return false;
+  }
+  return true;
+}
+
 // The operand a weight of the node's own product sits at (its B), or none.
 std::optional<size_t> weightOperand(const Node &n) {
   if (n.op() == Op::MatMul || n.op() == Op::Gemm || n.op() == Op::Conv || n.op() == Op::BlockedConv)
@@ -57,15 +80,20 @@ std::optional<size_t> weightOperand(const Node &n) {
 class AssignPrecision : public NamedPass<PassId::AssignPrecision> {
 public:
   bool run(Graph &g, PassContext &ctx) override {
-    const Precision p = ctx.precision;
-    if (!tensorCores(p))
+    Precision p = ctx.precision;
+    const bool host = !ctx.target.gpu();
+    // fp32 on a bf16-capable host: only the products exact in bf16.
+    const bool exactOnly = !tensorCores(p);
+    if (exactOnly && !(host && ctx.hostBf16))
       return false;
+    if (exactOnly)
+      p = Precision::BF16;
     const DType storage = precisionStorage(p);
     std::map<const Value *, Value *> converted;
     bool changed = false;
-    const bool host = !ctx.target.gpu();
     for (Node *n : g.nodes()) {
-      if (!(host ? hostProduct(*n) : productNode(*n)) || nodePrecision(*n) == p)
+      if (!(host ? hostProduct(*n) : productNode(*n)) || nodePrecision(*n) == p ||
+          (exactOnly && !exactInBf16(*n)))
         continue;
       n->attrs["precision"] = std::string(precisionName(p));
       changed = true;

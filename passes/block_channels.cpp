@@ -423,6 +423,8 @@ private:
                      {"epilogue", epi}};
     if (groups > 1)
       attrs["group"] = groups;
+    if (n.i("integer_operands") != 0)
+      attrs["integer_operands"] = int64_t(1);
     Node *bc = g_->createNode(Op::BlockedConv, ops, attrs, n.loc);
     bc->props = n.props;
     bc->certificates = n.certificates;

@@ -74,6 +74,10 @@ struct PassContext {
   // aicfc --io-precision: the type the model's float inputs and outputs are exchanged in
   // (io-precision); none: the model's own.
   std::optional<Precision> ioPrecision;
+  // Host plans: the folder's -march has AVX512-BF16, so assign-precision may put a product whose
+  // operands are integers bf16 holds exactly (integer_operands) on the bf16 micro-kernel under
+  // any precision: its results are an fp32 plan's.
+  bool hostBf16 = false;
   std::ostream *log = nullptr;   // diagnostics and explanations go here when set
   ExplainLog *explain = nullptr; // rewrites and certificates are recorded here when set
 };

@@ -14,9 +14,11 @@ scripts/cuda_tools.sh # cuobjdump for the CUDA tests' SASS checks (only where nv
 scripts/python_env.sh # numpy, pytest and the Python package's build backend (.tools/pyvenv)
 jobs=$(nproc 2>/dev/null || echo 2)
 
-# Sanitizer build of the unit tests first, so the main ctest run below includes it.
+# Sanitizer build of the unit tests first, so the main ctest run below includes it. aicfc too:
+# the unit tests that run the aicfc beside them (the bad-model corpus end to end) then run it
+# under the sanitizers, and never a stale one left by an earlier build.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAICF_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$jobs" --target aicf_unit
+cmake --build build-asan -j"$jobs" --target aicf_unit aicfc
 
 # The fuzz harnesses (libraries + four harnesses only; clang, ASan + UBSan).
 fuzz_dir=""

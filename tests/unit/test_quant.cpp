@@ -4,6 +4,7 @@
 // its int8 kernels (outputs/) and each op alone (reference/), within the stated tolerance
 // (tolerance.txt: one quantum of the output, 0 for the i32 product). Also: the integer products
 // are exact past f32's exact integers, and the quantized values round half to even and saturate.
+#include "backend/host/host_build.h"
 #include "driver/compile.h"
 #include "frontend/onnx_importer.h"
 #include "interp/interpreter.h"
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -115,4 +117,49 @@ TEST_CASE("quant: the integer ops import as exact products and saturating half-e
   }
   CHECK(round);
   CHECK(clip);
+}
+
+namespace {
+
+bool cpuHasBf16() {
+  const std::vector<std::string> &isa = hostIsaFeatures("native");
+  return std::find(isa.begin(), isa.end(), "avx512bf16") != isa.end();
+}
+
+} // namespace
+
+TEST_CASE("quant: a QDQ conv runs on the integers, on the bf16 micro-kernel where exact") {
+  fs::path dir = fs::path(AICF_TESTDATA) / "quant" / "cnn_qdq";
+  std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), {});
+  int integerConvs = 0;
+  for (const Node *n : g->nodes())
+    integerConvs += n->op() == Op::Conv && n->i("integer_operands") == 1;
+  CHECK(integerConvs == 4); // every conv of the network: both operands dequantized
+  if (!cpuHasBf16()) {
+    MESSAGE("skipped the bf16 half: this CPU has no avx512bf16");
+    return;
+  }
+  std::vector<Tensor> inputs = {readNpy((dir / "inputs" / "input.npy").string())};
+  std::unique_ptr<Graph> planned = testing::pipelineGraph(dir, "cpu");
+  // fp32 plans: with the extension the exact products go to bf16; without it (an -march that
+  // lacks it) they stay f32. Every sum is an integer below 2^24: the outputs are identical.
+  CompileOptions withBf16, without;
+  without.cpuArch = "icelake-server";
+  CompiledModel cm;
+  std::vector<Tensor> a =
+      compile_checks::compileRun(*planned, withBf16, inputs, "aicf_quant_", &cm);
+  int bf16Steps = 0;
+  for (const PlanStep &st : cm.plan.steps)
+    bf16Steps += st.precision == Precision::BF16;
+  // The packed-weight convs: c2 (16 -> 32, 3 x 3). The stem reads a plain input, the depthwise
+  // conv has no bf16 kernel, and the 16-channel 1 x 1's weight is narrower than a panel.
+  CHECK(bf16Steps == 1);
+  std::vector<Tensor> b = compile_checks::compileRun(*planned, without, inputs, "aicf_quant_", &cm);
+  int none = 0;
+  for (const PlanStep &st : cm.plan.steps)
+    none += st.precision == Precision::BF16;
+  CHECK(none == 0);
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k)
+    CHECK(std::memcmp(a[k].raw(), b[k].raw(), static_cast<size_t>(a[k].type().bytes())) == 0);
 }
