@@ -172,6 +172,7 @@ void runPassOnCopy(CompileState &s, const char *pass, const Target *target) {
   if (!s.hw.gpu) {
     const std::vector<std::string> &isa = hostIsaFeatures(s.opts.cpuArch);
     ctx.hostBf16 = std::find(isa.begin(), isa.end(), "avx512bf16") != isa.end();
+    ctx.hostVnni = std::find(isa.begin(), isa.end(), "avx512vnni") != isa.end();
   }
   if (pm.run(*copy, ctx))
     useGraph(s, std::move(copy));
@@ -197,10 +198,18 @@ void ioPrecision(CompileState &s) {
 // before the partition. Host plans under bf16: the packed-weight products on the bf16
 // micro-kernel, which needs AVX512-BF16 in the folder's -march (--cpu-arch); tf32 and fp16 have
 // no host instruction, and a CPU without the extension would emulate each product: refused.
-// Host plans under fp32: the integer-domain products only, where the -march has the extension.
+// Host plans under fp32: the integer-domain products only, on int8 where the -march has
+// AVX512-VNNI, else on bf16 where it has AVX512-BF16. int8 is never a flag: a quantized model
+// says which products are integers.
 void assignPrecision(CompileState &s) {
-  // fp32 host plans: only the products exact in bf16 (a quantized model's integer-domain convs),
-  // where the -march has the extension (the pass checks it: ctx.hostBf16).
+  if (s.opts.precision == Precision::I8)
+    throw UserError("--precision int8: int8 comes from a quantized model, not a flag (quantize "
+                    "the float model first, e.g. with ONNX Runtime's quantize_static in the QDQ "
+                    "format: its convs then run on the int8 micro-kernel where the CPU has "
+                    "AVX512-VNNI)",
+                    1);
+  // fp32 host plans: only the integer-domain products (a quantized model's convs), where the
+  // -march has an extension for them (the pass checks it: ctx.hostVnni, ctx.hostBf16).
   if (!tensorCores(s.opts.precision)) {
     if (!s.hw.gpu)
       runPassOnCopy(s, "assign-precision");

@@ -77,6 +77,9 @@ struct ImportEnv {
     Value *integers = nullptr;
     Value *scale = nullptr;
     int64_t axis = -1; // -1: a scalar scale
+    // integers + offset lie in [0, 255] (an 8-bit type less a constant per-tensor zero point:
+    // offset = zp - the type's lowest value); -1 when the zero point is not constant.
+    int64_t offset = -1;
   };
   std::unordered_map<const Value *, Dequantized> dequantized;
 };

@@ -322,7 +322,12 @@ void convDequantizeLinear(ConvertCtx &c) {
   if (eightBit && block == 0 && out == DType::F32 && scale->type().dtype == DType::F32 &&
       scale->type().rank() <= 1) {
     int64_t a = scale->type().numel() == 1 ? -1 : normAxis(c, axis, x->type().rank());
-    c.env().dequantized[d] = {ints, c.reshape(scale, a < 0 ? Shape{} : scale->type().shape), a};
+    int64_t offset = -1;
+    const Tensor *z = c.hasInput(2) ? c.constInput(2) : nullptr;
+    if (!c.hasInput(2) || (z && z->numel() == 1))
+      offset = static_cast<int64_t>((z ? z->getDouble(0) : 0.0) - quantRange(c, xt, "x").lo);
+    c.env().dequantized[d] = {ints, c.reshape(scale, a < 0 ? Shape{} : scale->type().shape), a,
+                              offset};
   }
 }
 
@@ -332,7 +337,9 @@ void convDequantizeLinear(ConvertCtx &c) {
 // The same product with each term's scales factored out; its sums of integers are exact below
 // 2^24 where the dequantized form rounds every term, as ONNX Runtime's int32 accumulation is.
 // The conv is marked integer_operands (its operands are integers of magnitude <= 255, exact in
-// bf16: assign-precision may put it on the bf16 micro-kernel with an fp32 plan's results).
+// bf16: assign-precision may put it on the bf16 micro-kernel with an fp32 plan's results), and
+// x_offset records where x's integers lie (x + x_offset in [0, 255]: the int8 micro-kernel's
+// uint8 operand) when its zero point is a constant.
 // Null when the operands are not both such dequantized values.
 Value *integerDomainConv(ConvertCtx &c, const AttrMap &convAttrs) {
   auto &dq = c.env().dequantized;
@@ -345,6 +352,7 @@ Value *integerDomainConv(ConvertCtx &c, const AttrMap &convAttrs) {
   perChannel[1] = m;
   AttrMap attrs = convAttrs;
   attrs["integer_operands"] = int64_t(1);
+  attrs["x_offset"] = xi->second.offset;
   Value *acc = c.emit(Op::Conv, {xi->second.integers, wi->second.integers}, attrs);
   Value *sw = wi->second.axis < 0 ? wi->second.scale : c.reshape(wi->second.scale, perChannel);
   Value *y = c.emit(Op::Mul, {acc, c.emit(Op::Mul, {xi->second.scale, sw})});

@@ -168,7 +168,7 @@ std::vector<TensorType> inferWhere(InferCtx &ctx) {
 void checkPrecisionAttr(const InferCtx &ctx) {
   const std::string &p = ctx.s("precision");
   if (!p.empty() && (!parsePrecision(p) || *parsePrecision(p) == Precision::F32))
-    ctx.fail(cat(ctx.info().name, " precision \"", p, "\" is not one of tf32, fp16, bf16"));
+    ctx.fail(cat(ctx.info().name, " precision \"", p, "\" is not one of tf32, fp16, bf16, int8"));
 }
 
 // A contraction computed in reduced precision (its `precision` attribute, ir/precision.h) may
@@ -273,8 +273,21 @@ void checkWindowAttrs(const InferCtx &ctx, size_t spatial, bool hasKernelAttr) {
 }
 } // namespace
 
+// integer_operands is 0 or 1; x_offset is -1 or, with integer_operands, in [0, 255] (ops.def).
+void checkIntegerAttrs(const InferCtx &ctx) {
+  int64_t io = ctx.i("integer_operands"), off = ctx.i("x_offset");
+  if (io != 0 && io != 1)
+    ctx.fail(cat(ctx.info().name, " integer_operands must be 0 or 1, got ", io));
+  if (off != -1 && (io == 0 || off < 0 || off > 255))
+    ctx.fail(cat(ctx.info().name,
+                 " x_offset must be -1, or in [0, 255] with integer_operands, "
+                 "got ",
+                 off));
+}
+
 std::vector<TensorType> inferConv(InferCtx &ctx) {
   checkPrecisionAttr(ctx);
+  checkIntegerAttrs(ctx);
   const TensorType &x = ctx.operand(0), &w = ctx.operand(1);
   if (x.rank() < 3 || w.rank() != x.rank())
     ctx.fail(cat("conv needs x [N,C,...] and w [M,C/group,...] of equal rank, got ", x.str(),
@@ -303,6 +316,7 @@ std::vector<TensorType> inferConv(InferCtx &ctx) {
 }
 
 std::vector<TensorType> inferBlockedConv(InferCtx &ctx) {
+  checkIntegerAttrs(ctx);
   const TensorType &x = ctx.operand(0), &w = ctx.operand(1);
   bool blocked = ctx.i("blocked_input") != 0, depthwise = ctx.i("depthwise") != 0;
   if (x.rank() != (blocked ? 5 : 4) || (blocked && x.shape[4] != 16))

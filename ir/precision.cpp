@@ -17,6 +17,7 @@ DType precisionStorage(Precision p) {
   switch (p) {
   case Precision::F16: return DType::F16;
   case Precision::BF16: return DType::BF16;
+  case Precision::I8: return DType::I8;
   default: return DType::F32;
   }
 }
@@ -40,7 +41,8 @@ AttrMap precisionAttrs(const Node &n) {
 
 float roundToPrecision(float x, Precision p) {
   switch (p) {
-  case Precision::F32: return x;
+  case Precision::F32:
+  case Precision::I8: return x;
   case Precision::F16: return f16ToFloat(floatToF16(x));
   case Precision::BF16: return bf16ToFloat(floatToBf16(x));
   case Precision::TF32: {
@@ -55,7 +57,8 @@ float roundToPrecision(float x, Precision p) {
 
 double unitRoundoff(Precision p) {
   switch (p) {
-  case Precision::F32: return 0x1p-24;
+  case Precision::F32:
+  case Precision::I8: return 0x1p-24;
   case Precision::TF32:
   case Precision::F16: return 0x1p-11;
   case Precision::BF16: return 0x1p-8;

@@ -486,9 +486,11 @@ Precision kernelPrecision(const Kernel &k) {
   forEachStmt(k.body, [&](const Stmt &s) {
     if (s.kind != Stmt::Kind::MmaTile)
       return;
-    if (s.frag == MmaFrag::None) { // the host's bf16 micro-kernel: B in bf16 pair panels
+    if (s.frag == MmaFrag::None) { // the host's bf16 / int8 micro-kernels: B in group panels
       if (s.views && s.b->dtype == DType::BF16)
         p = Precision::BF16;
+      if (s.views && s.b->dtype == DType::I8 && p == Precision::F32)
+        p = Precision::I8;
       return;
     }
     p = s.frag == MmaFrag::M16N8K8  ? Precision::TF32
@@ -522,6 +524,7 @@ StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_
   s->bPanel = v.bPanel;
   s->bPanelStride = v.bPanelStride;
   s->bPrefetch = v.bPrefetch;
+  s->aShift = v.aShift;
   s->aBlocks = v.aBlocks;
   s->aGroups = v.aGroups;
   if (!v.aBlocks.empty())

@@ -259,6 +259,11 @@ struct Stmt {
   // the next K step's first) into L2, for a weight wider than L2 (the host printer spreads the
   // prefetches over the passes); a hint, no effect on the result.
   bool bPrefetch = false;
+  // B an int8 weight in k quads (panels; precision int8, passes/pack_weights.cpp): A holds
+  // integers whose values plus aShift lie in [0, 255] (a quantized activation less its zero
+  // point), which the int8 micro-kernel reads as uint8 and corrects by aShift times B's column
+  // sums; exact in i32.
+  int64_t aShift = 0;
   // The indices a view carries: offsets, extents, then A's first block and B's c0 if set.
   size_t viewIndices() const { return 5 + (aBlocks.empty() ? 0 : 1) + (bFirstCol ? 1 : 0); }
 };
@@ -312,6 +317,7 @@ struct MmaViews {
   E bFirstCol; // panels: the tile's first column inside the first panel (unset: 0)
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
   bool bPrefetch = false; // panels only (see Stmt)
+  int64_t aShift = 0;     // int8 quad panels only (see Stmt)
   std::vector<int64_t> aBlocks, aGroups;
 };
 StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, int64_t tm,

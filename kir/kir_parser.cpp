@@ -628,7 +628,13 @@ private:
       expect(Tok::Comma, "','");
       field("ld");
       views.lda = parseInt("an integer");
-      if (accept(Tok::Comma)) {
+      bool more = accept(Tok::Comma);
+      if (more && atIdent("shift")) {
+        field("shift");
+        views.aShift = parseInt("an integer");
+        more = accept(Tok::Comma);
+      }
+      if (more) {
         field("blocks");
         expect(Tok::LBracket, "'[' and the block strides");
         for (int i = 0; i < 6; ++i) {

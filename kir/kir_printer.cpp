@@ -269,10 +269,11 @@ public:
                      std::to_string(s.aGroups[1]) + "]";
       }
       std::string head = "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) +
-                         ", ld = " + std::to_string(s.lda) + aBlocks + "] x " + nm(s.b) +
-                         "[at = " + ex(s.indices[1]) + ", " + bView + "] " + sizes +
-                         ", rows = " + ex(s.indices[2]) + ", cols = " + ex(s.indices[3]) +
-                         ", depth = " + ex(s.indices[4]) + ")";
+                         ", ld = " + std::to_string(s.lda) +
+                         (s.b->dtype == DType::I8 ? ", shift = " + std::to_string(s.aShift) : "") +
+                         aBlocks + "] x " + nm(s.b) + "[at = " + ex(s.indices[1]) + ", " + bView +
+                         "] " + sizes + ", rows = " + ex(s.indices[2]) +
+                         ", cols = " + ex(s.indices[3]) + ", depth = " + ex(s.indices[4]) + ")";
       if (!s.fused) {
         line(ind, head);
         return;

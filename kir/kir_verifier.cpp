@@ -509,15 +509,19 @@ private:
           err(std::string("mma_tile: a view's offset or extent has type ") + dtypeName(e->type) +
               ", expected i64");
       }
-      // (B may be a bf16 weight packed in k pairs, read as panels; A's blocks are then 16 lanes.)
-      const bool pairs = s.b->dtype == DType::BF16 && s.bPanel > 0 &&
-                         (s.aBlocks.size() != 6 || s.aBlocks[5] == 16);
+      // (B may be a bf16 weight packed in k pairs or an int8 one in k quads, read as panels; A's
+      // blocks are then 16 lanes.)
+      const bool groups = (s.b->dtype == DType::BF16 || s.b->dtype == DType::I8) && s.bPanel > 0 &&
+                          (s.aBlocks.size() != 6 || s.aBlocks[5] == 16);
       if (s.a->dtype != DType::F32)
         err("mma_tile: a view reads f32 buffers, got " + describe(s.a));
-      if (s.b->dtype != DType::F32 && !pairs)
-        err("mma_tile: a view reads f32 buffers or bf16 pair panels (with blocks of 16 lanes), "
-            "got " +
+      if (s.b->dtype != DType::F32 && !groups)
+        err("mma_tile: a view reads f32 buffers, or bf16 pair or int8 quad panels (with blocks "
+            "of 16 lanes), got " +
             describe(s.b));
+      if (s.aShift < 0 || s.aShift > 255 || (s.aShift != 0 && s.b->dtype != DType::I8))
+        err("mma_tile: A's shift " + std::to_string(s.aShift) +
+            " must lie in [0, 255], and be 0 unless B is an int8 weight");
       if (k_.threads != 1 || s.tm != s.m || s.tn != s.n)
         err("mma_tile: views need one thread owning the whole tile");
       if (!s.aBlocks.empty() &&

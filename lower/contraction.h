@@ -60,6 +60,10 @@ struct Contraction {
   // Optional: the whole B tile copy for one thread (host plans), given the batch index, k0, n0
   // and the tile; replaces the element-wise copy when the operand has a cheaper walk.
   std::function<StmtP(const Index &b, E k0, E n0, const kir::BufferP &Bs)> bHostCopy;
+  // An int8 product (precision int8, a quantized conv on the integers): A's integers plus
+  // aShift lie in [0, 255] (the node's x_offset); the int8 micro-kernel reads them so beside
+  // the weight's quad panels (PanelView::aShift, mma_tile's aShift).
+  int64_t aShift = 0;
   std::function<Index(const Index &b, E row, E col)> outIndex;
   // Optional (host): the output index of row `row` and column 16 q + l, for a column walk in
   // groups of 16 lanes whose stores are contiguous (a blocked conv's channel blocks).
@@ -105,9 +109,11 @@ struct PanelView {
   kir::BufferP buf;
   E base;
   int64_t panel = 0, stride = 0, cols = 0; // cols: P * NR, the padded width
-  // bf16 in k pairs (passes/pack_weights.cpp): base and stride count bf16 elements; a k row
-  // still starts k * panel elements into its panel (at even k).
-  bool pairs = false;
+  // k rows per group: 1 (f32), 2 (bf16 in k pairs) or 4 (int8 in k quads;
+  // passes/pack_weights.cpp): base and stride count elements of the weight's type; a k row
+  // still starts k * panel elements into its panel (at k a multiple of the group).
+  int64_t group = 1;
+  int64_t aShift = 0; // int8 quads: the contraction's aShift, for A beside them
 };
 
 // Convolution geometry shared by the implicit GEMM and the direct recipe.

@@ -7,6 +7,7 @@
 #include "lower/recipe_support.h"
 
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -328,6 +329,8 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
 // its rows of the weight, A its input blocks, B from row g K.
 Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const Knobs &knobs) {
   Contraction c;
+  if (nodePrecision(n) == Precision::I8)
+    c.aShift = n.i("x_offset");
   const Value *x = n.operand(0), *w = n.operand(1);
   const auto &epi = n.strs("epilogue");
   bool hasBias = n.numOperands() == 3 + static_cast<size_t>(epilogueOperandCount(epi));

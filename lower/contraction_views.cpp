@@ -94,10 +94,15 @@ std::optional<Linear> linear(const E &e, const std::set<std::string> &vars) {
 }
 
 // The row-major flat offset of `load` in its buffer, linear over `vars`, with split pairs merged.
-// The buffer holds f32, or `elem` (a bf16 weight's pair panels, widened as they load).
-std::optional<Linear> flatOffset(const E &load, const std::set<std::string> &vars,
+// The buffer holds f32, or `elem` (a bf16 or int8 weight's group panels, widened as they load).
+std::optional<Linear> flatOffset(E load, const std::set<std::string> &vars,
                                  DType elem = DType::F32) {
-  if (load->kind != kir::Expr::Kind::Load || load->type != DType::F32 ||
+  // (An int8 weight's element is read widened: a cast of its load.)
+  if (elem == DType::I8 && load->kind == kir::Expr::Kind::Cast && load->type == DType::F32 &&
+      load->args[0]->kind == kir::Expr::Kind::Load && load->args[0]->type == DType::I8)
+    load = E(load->args[0]);
+  if (load->kind != kir::Expr::Kind::Load ||
+      load->type != (elem == DType::I8 ? elem : DType::F32) ||
       load->buf->scope != kir::Scope::Global ||
       (load->buf->dtype != DType::F32 && load->buf->dtype != elem))
     return std::nullopt;
@@ -179,36 +184,43 @@ std::optional<RowView> bRowView(const Contraction &c, const Index &bi) {
   return RowView{at->buf, lin->rest, lin->coef["aicf_kk"]};
 }
 
-// A bf16 weight's panels in k pairs (passes/pack_weights.cpp): [L.., P, Kh, NR, 2], element
-// (k, col) at (col / NR) stride + (k / 2) 2 NR + (col % NR) 2 + k % 2, stride = 2 Kh NR.
-std::optional<PanelView> bPairPanelView(const Contraction &c, const E &at, const Linear &lin) {
+// A bf16 (int8) weight's panels in groups of G = 2 (4) k rows (passes/pack_weights.cpp):
+// [L.., P, Kg, NR, G], element (k, col) at (col / NR) stride + (k / G) G NR + (col % NR) G +
+// k % G, stride = G Kg NR.
+std::optional<PanelView> bGroupPanelView(const Contraction &c, const E &at, const Linear &lin,
+                                         int64_t G) {
   const std::vector<int64_t> &full = at->buf->shape;
-  if (full.size() < 4 || full.back() != 2)
+  if (full.size() < 4 || full.back() != G)
     return std::nullopt;
   std::vector<int64_t> shape(full.end() - 4, full.end());
-  int64_t nr = shape[2], stride = 2 * shape[1] * nr;
+  int64_t nr = shape[2], stride = G * shape[1] * nr;
   std::string col = kir::exprStr(ivar("aicf_col")), kk = kir::exprStr(ivar("aicf_kk"));
   auto coef = [&](const std::string &term) {
     auto it = lin.coef.find(term);
     return it == lin.coef.end() ? int64_t(0) : it->second;
   };
-  if (nr % 16 != 0 || shape[1] != ceilDiv(c.K, 2) || coef(cat("d:", kk, ":2")) != 2 * nr ||
-      coef(cat("m:", kk, ":2")) != 1)
+  if (nr % 16 != 0 || shape[1] != ceilDiv(c.K, G) || coef(cat("d:", kk, ":", G)) != G * nr ||
+      coef(cat("m:", kk, ":", G)) != 1)
     return std::nullopt;
-  bool onePanel = shape[0] == 1 && lin.coef.size() == 3 && coef("aicf_col") == 2;
+  bool onePanel = shape[0] == 1 && lin.coef.size() == 3 && coef("aicf_col") == G;
   if (!onePanel && (lin.coef.size() != 4 || coef(cat("d:", col, ":", nr)) != stride ||
-                    coef(cat("m:", col, ":", nr)) != 2))
+                    coef(cat("m:", col, ":", nr)) != G))
     return std::nullopt;
-  return PanelView{at->buf, lin.rest, nr, stride, shape[0] * nr, true};
+  return PanelView{at->buf, lin.rest, nr, stride, shape[0] * nr, G, G == 4 ? c.aShift : 0};
 }
 
 std::optional<PanelView> bPanelView(const Contraction &c, const Index &bi) {
   if (c.bRowDecls || c.bColDecls || c.bHostCopy || c.bValid)
     return std::nullopt;
   E at = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
-  auto lin = flatOffset(at, {"aicf_kk", "aicf_col"}, DType::BF16);
-  if (lin && at->buf->dtype == DType::BF16)
-    return bPairPanelView(c, at, *lin);
+  if (at->kind == kir::Expr::Kind::Cast) // (an int8 weight's load, widened)
+    at = E(at->args[0]);
+  if (at->kind != kir::Expr::Kind::Load)
+    return std::nullopt;
+  const DType wt = at->buf->dtype;
+  auto lin = flatOffset(at, {"aicf_kk", "aicf_col"}, wt == DType::I8 ? DType::I8 : DType::BF16);
+  if (lin && (wt == DType::BF16 || wt == DType::I8))
+    return bGroupPanelView(c, at, *lin, wt == DType::I8 ? 4 : 2);
   if (!lin || at->buf->shape.size() < 3)
     return std::nullopt;
   // [L.., P, K, NR]: a batched weight's entry (split-chains' slices) starts at the base.
@@ -243,7 +255,7 @@ bool l1Slice(int64_t bk, int64_t cols, int64_t rows, const Hardware &hw) {
 // prefetch instructions (its 56 x 56 convs ran 7% slower with them).
 bool streamsWeight(const PanelView &pv, const Knobs &knobs) {
   int64_t l2 = knobs.planFor.hw.l2Bytes;
-  int64_t bytes = (pv.pairs ? 2 : 4) * pv.stride * ceilDiv(pv.cols, pv.panel);
+  int64_t bytes = 4 / pv.group * pv.stride * ceilDiv(pv.cols, pv.panel);
   return !isGpuPlan(knobs) && l2 > 0 && bytes > l2 / 2;
 }
 

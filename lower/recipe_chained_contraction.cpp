@@ -111,6 +111,7 @@ struct BView {
       v.ldb = 0;
       v.bPanel = panel->panel;
       v.bPanelStride = panel->stride;
+      v.aShift = panel->aShift;
       if (tileCols % panel->panel != 0)
         v.bFirstCol = n0 % E(panel->panel);
       v.cols = roundUp(N, tileCols) > panel->cols ? kir::min(E(tileCols), E(panel->cols) - n0)

@@ -111,6 +111,7 @@ void intoViews(kir::MmaViews &v, const WeightView &w, E k0, int64_t N) {
     v.ldb = 0;
     v.bPanel = w.panel->panel;
     v.bPanelStride = w.panel->stride;
+    v.aShift = w.panel->aShift;
   } else {
     v.bOffset = w.row->base + k0 * E(w.row->ld);
     v.ldb = w.row->ld;

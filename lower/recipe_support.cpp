@@ -14,7 +14,9 @@ namespace aicf::recipe {
 using kir::E;
 
 E asF32(const E &e) {
-  return e->type == DType::F16 || e->type == DType::BF16 ? kir::cast(e, DType::F32) : e;
+  return e->type == DType::F16 || e->type == DType::BF16 || e->type == DType::I8
+             ? kir::cast(e, DType::F32)
+             : e;
 }
 
 std::vector<E> concat(std::vector<E> a, const std::vector<E> &b) {

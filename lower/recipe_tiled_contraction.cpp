@@ -224,7 +224,7 @@ TileViews chooseViews(const Contraction &c, const Tiles &tl, const Knobs &knobs,
   // 80 rather than a staged copy of B).
   // (bf16 pair panels: every K step starts on a pair.)
   auto panelTiles = [&](const std::optional<PanelView> &pv) {
-    return pv && tl.BN % 16 == 0 && !(pv->pairs && tl.BK % 2 != 0 && c.K > tl.BK);
+    return pv && tl.BN % 16 == 0 && !(tl.BK % pv->group != 0 && c.K > tl.BK);
   };
   if (!isGpuPlan(knobs) && tl.threads == 1 && band) {
     aView = RowView{band, E(int64_t(0)), c.bandLd};
@@ -384,6 +384,7 @@ StmtP viewsMma(const Contraction &c, const Tiles &tl, const TileViews &tv, const
   if (bView && tl.BN % bView->panel != 0)
     v.bFirstCol = n0 % E(bView->panel);
   v.bPanelStride = bView ? bView->stride : 0;
+  v.aShift = bView ? bView->aShift : 0;
   v.bPrefetch = bView && streamsWeight(*bView, knobs);
   v.rows = aView && c.mRagged(tl.BM) ? kir::min(E(tl.BM), c.Me() - m0) : E(tl.BM);
   v.cols = bView && ceilDiv(c.N, tl.BN) * tl.BN > bView->cols

@@ -20,7 +20,12 @@
 // products marked integer_operands (a quantized model's convs on the integers,
 // frontend/onnx_ops_quant.cpp) whose weight holds integers of magnitude <= 256, checked here:
 // bf16 holds both operands exactly and every product is exact in f32, so the results are the
-// fp32 plan's, at the bf16 micro-kernel's rate.
+// fp32 plan's, at the bf16 micro-kernel's rate. On a host whose -march has AVX512-VNNI
+// (PassContext::hostVnni, under fp32 or bf16), such a product whose x_offset is known and whose
+// weight holds integers in [-128, 127] goes on the int8 micro-kernel instead (precision int8,
+// the weight stored as int8: vpdpbusd multiplies x + x_offset as uint8 by it and sums in i32,
+// exactly, at twice the bf16 kernel's products per instruction); its K is bounded so that no
+// i32 sum can overflow.
 // Only the compile driver runs it (stage assign-precision, driver/compile.cpp), after the graph
 // rewrites that build new contractions from old ones (merge-siblings, split-chains); the later
 // ones (choose-attention, split-k) carry the attribute over.
@@ -70,6 +75,26 @@ bool exactInBf16(const Node &n) {
   return true;
 }
 
+// A product the int8 micro-kernel computes exactly: marked integer_operands with x_offset in
+// [0, 255] (x + x_offset fits uint8), its weight integers in [-128, 127], and K short enough
+// that a sum of K products of 255 * 128 fits an i32.
+bool exactInInt8(const Node &n) {
+  if (n.op() != Op::BlockedConv || n.i("integer_operands") == 0 || n.i("x_offset") < 0 ||
+      n.i("x_offset") > 255)
+    return false;
+  const Value *w = n.operand(1);
+  if (!w->isWeight() || !w->hasData() || w->type().rank() != 2 ||
+      w->type().shape[0] > (int64_t(1) << 31) / (255 * 128))
+    return false;
+  const Tensor &d = *w->data();
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    double v = d.getDouble(i);
+    if (v != std::nearbyint(v) || v < -128 || v > 127)
+      return false;
+  }
+  return true;
+}
+
 // The operand a weight of the node's own product sits at (its B), or none.
 std::optional<size_t> weightOperand(const Node &n) {
   if (n.op() == Op::MatMul || n.op() == Op::Gemm || n.op() == Op::Conv || n.op() == Op::BlockedConv)
@@ -80,21 +105,26 @@ std::optional<size_t> weightOperand(const Node &n) {
 class AssignPrecision : public NamedPass<PassId::AssignPrecision> {
 public:
   bool run(Graph &g, PassContext &ctx) override {
-    Precision p = ctx.precision;
     const bool host = !ctx.target.gpu();
-    // fp32 on a bf16-capable host: only the products exact in bf16.
-    const bool exactOnly = !tensorCores(p);
-    if (exactOnly && !(host && ctx.hostBf16))
+    // fp32 on an int8- or bf16-capable host: only the products exact there.
+    const bool exactOnly = !tensorCores(ctx.precision);
+    if (exactOnly && !(host && (ctx.hostBf16 || ctx.hostVnni)))
       return false;
-    if (exactOnly)
-      p = Precision::BF16;
-    const DType storage = precisionStorage(p);
-    std::map<const Value *, Value *> converted;
+    std::map<std::pair<const Value *, Precision>, Value *> converted;
     bool changed = false;
     for (Node *n : g.nodes()) {
-      if (!(host ? hostProduct(*n) : productNode(*n)) || nodePrecision(*n) == p ||
-          (exactOnly && !exactInBf16(*n)))
+      if (!(host ? hostProduct(*n) : productNode(*n)))
         continue;
+      Precision p = ctx.precision;
+      if (host && ctx.hostVnni && exactInInt8(*n))
+        p = Precision::I8;
+      else if (exactOnly && ctx.hostBf16 && exactInBf16(*n))
+        p = Precision::BF16;
+      else if (exactOnly)
+        continue;
+      if (nodePrecision(*n) == p)
+        continue;
+      const DType storage = precisionStorage(p);
       n->attrs["precision"] = std::string(precisionName(p));
       changed = true;
       std::optional<size_t> wi = weightOperand(*n);
@@ -103,7 +133,7 @@ public:
       Value *w = n->operand(*wi);
       if (!w->isWeight() || !w->hasData() || w->type().dtype != DType::F32)
         continue;
-      auto it = converted.find(w);
+      auto it = converted.find({w, p});
       if (it == converted.end()) {
         const Tensor &d = *w->data();
         TensorType t = d.type();
@@ -113,7 +143,7 @@ public:
           data->setDouble(i, d.getDouble(i)); // rounds to nearest even
         Value *nw = g.addWeight(w->name() + "." + precisionName(p), data);
         nw->loc = w->loc;
-        it = converted.emplace(w, nw).first;
+        it = converted.emplace(std::make_pair(w, p), nw).first;
       }
       n->setOperand(*wi, it->second);
     }

@@ -423,8 +423,10 @@ private:
                      {"epilogue", epi}};
     if (groups > 1)
       attrs["group"] = groups;
-    if (n.i("integer_operands") != 0)
+    if (n.i("integer_operands") != 0) {
       attrs["integer_operands"] = int64_t(1);
+      attrs["x_offset"] = n.i("x_offset");
+    }
     Node *bc = g_->createNode(Op::BlockedConv, ops, attrs, n.loc);
     bc->props = n.props;
     bc->certificates = n.certificates;

@@ -27,6 +27,10 @@
 //   B = slice(reshape(transpose(Wp, [1, 3, 0, 2]), [2 ceil(K / 2), NR P]), K rows, N columns).
 // A pair row holds NR pairs, the bytes of one f32 row: panel offsets in elements keep the f32
 // form (k0 NR, (n0 / NR) stride) at even k0.
+// An int8 weight (precision int8) is packed the same way in quads of k rows, the layout
+// vpdpbusd reads (lane j: the 4 bytes B[4q..4q + 3][j]): Wp [P, ceil(K / 4), NR, 4], a quad
+// row again the bytes of one f32 row, the view's perm the pairs' one. In general: g = 4 /
+// sizeof(element) k rows per group (1 for f32).
 #include "passes/pack_weights.h"
 #include "passes/passes.h"
 
@@ -52,7 +56,8 @@ public:
         continue;
       Value *w = n->operand(1);
       bool trans = n->op() == Op::Gemm && n->i("transB") != 0;
-      if (w->type().dtype != DType::F32 && w->type().dtype != DType::BF16)
+      if (w->type().dtype != DType::F32 && w->type().dtype != DType::BF16 &&
+          w->type().dtype != DType::I8)
         continue;
       Value *&view = packed[{w, trans}];
       if (!view)
@@ -80,11 +85,12 @@ private:
   }
 
   // Wp [L.., P, K, NR] from W ([L.., K, N], or [N, K] when `trans`), and the view of it as
-  // [L.., K, N]: each batch entry's [K, N] packed on its own. A bf16 W: Wp [L.., P, Kh, NR, 2]
-  // in k pairs (Kh = ceil(K / 2); see above).
+  // [L.., K, N]: each batch entry's [K, N] packed on its own. A bf16 (int8) W: Wp [L.., P, Kg,
+  // NR, G] in groups of G = 2 (4) k rows (Kg = ceil(K / G); see above).
   static Value *pack(Graph &g, Node &user, Value *w, bool trans, int64_t nr) {
     const Tensor &src = *w->data();
-    const bool pairs = src.dtype() == DType::BF16;
+    const int64_t G = 4 / static_cast<int64_t>(dtypeSize(src.dtype()));
+    const bool pairs = G > 1; // (pairs or quads)
     std::vector<int64_t> lead = src.shape();
     size_t r = lead.size();
     int64_t K = trans ? lead[1] : lead[r - 2], N = trans ? lead[0] : lead[r - 1];
@@ -92,25 +98,25 @@ private:
     int64_t L = 1;
     for (int64_t d : lead)
       L *= d;
-    int64_t P = (N + nr - 1) / nr, Kp = pairs ? (K + 1) / 2 * 2 : K;
+    int64_t P = (N + nr - 1) / nr, Kp = (K + G - 1) / G * G;
     std::vector<int64_t> packed = lead;
     if (pairs)
-      packed.insert(packed.end(), {P, Kp / 2, nr, 2});
+      packed.insert(packed.end(), {P, Kp / G, nr, G});
     else
       packed.insert(packed.end(), {P, K, nr});
     auto out = std::make_shared<Tensor>(TensorType(src.dtype(), packed));
     const size_t es = dtypeSize(src.dtype());
     const uint8_t *s = src.raw();
     uint8_t *d = out->raw();
-    // Element (k, col) of entry l: pairs put k's parity innermost, so the pair row k / 2 holds
-    // NR pairs; f32 rows hold NR floats. Either way a k row starts k * NR elements in.
+    // Element (k, col) of entry l: groups put k % G innermost, so the group row k / G holds
+    // NR groups; f32 rows hold NR floats. Either way a k row starts k * NR elements in.
     for (int64_t l = 0; l < L; ++l)
       for (int64_t p = 0; p < P; ++p)
         for (int64_t k = 0; k < K; ++k)
           for (int64_t j = 0; j < nr && p * nr + j < N; ++j) {
             int64_t col = p * nr + j;
             int64_t at =
-                (l * P + p) * Kp * nr + (pairs ? (k / 2 * nr + j) * 2 + k % 2 : k * nr + j);
+                (l * P + p) * Kp * nr + (pairs ? (k / G * nr + j) * G + k % G : k * nr + j);
             int64_t from = trans ? col * K + k : (l * K + k) * N + col;
             std::memcpy(d + size_t(at) * es, s + size_t(from) * es, es);
           }

@@ -78,6 +78,10 @@ struct PassContext {
   // operands are integers bf16 holds exactly (integer_operands) on the bf16 micro-kernel under
   // any precision: its results are an fp32 plan's.
   bool hostBf16 = false;
+  // Host plans: the folder's -march has AVX512-VNNI, so such a product whose operands are 8-bit
+  // integers (x_offset known, the weight in [-128, 127]) runs on the int8 micro-kernel
+  // (vpdpbusd, i32 sums: exact).
+  bool hostVnni = false;
   std::ostream *log = nullptr;   // diagnostics and explanations go here when set
   ExplainLog *explain = nullptr; // rewrites and certificates are recorded here when set
 };

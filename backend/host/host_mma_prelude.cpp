@@ -15,11 +15,14 @@ typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
 // pf, pfl: the pfl lines of 64 bytes from pf on that are prefetched into L2: for a panel's
 // passes the weight slice read next, for one pass (aicf_pass_prefetch) its share, which the
 // micro-kernel spreads evenly over its k steps.
+// comp (int8 products): the shift's share of the block's columns, AO times B's column sums
+// over the K chunk (aicf_mma_f32_panels), which the int8 micro-kernel's sums start from.
 struct aicf_kblocks {
   int64_t b0, s0, s1, s2, n1, n2, L = 16, g = 0, gs = 0;
   const int64_t *offs = nullptr;
   const char *pf = nullptr;
   int64_t pfl = 0;
+  const int32_t *comp = nullptr;
   int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
 };
 
@@ -174,6 +177,125 @@ AICF_MATH aicf_v16f aicf_dpbf16(aicf_v16f acc, uint32_t a, aicf_v16u b) {
 #endif
 }
 
+// int8 products (precision int8, host): B an int8 weight packed in k quads
+// (passes/pack_weights.cpp: quad row q holds (B[4q][j], .., B[4q + 3][j]) for each column j),
+// A integers read as uint8 after adding the tile's shift AO (A + AO lies in [0, 255]: the
+// frontend's x_offset), as vpdpbusd multiplies them: 4 products of uint8 by int8 summed into
+// an i32 lane, exactly. The shift's share, AO times B's column sums, starts each sum (negated:
+// aicf_kblocks::comp), and the exact i32 result joins the f32 accumulator.
+template <>
+struct aicf_a_of<int8_t> {
+  using type = uint32_t;
+};
+typedef int32_t aicf_v16i __attribute__((vector_size(64)));
+typedef uint32_t aicf_v16ub __attribute__((vector_size(64), aligned(1)));
+
+// n <= 16 floats from a (integers) plus AO as 4 uint8 quads (element 4q + t in byte t of
+// out[q]; past n, AO), as vcvtps2dq, vpaddd, vpmaxsd with 0 and vpmovusdb give them: rounded to
+// nearest even, saturated to [0, 255] (only a channel block's padding lanes, beside zero
+// weights, can hold values outside it; a NaN or an out-of-range value reads as 0).
+template <int AO>
+AICF_MATH void aicf_u8_quads(const float *__restrict a, int64_t n, uint32_t *__restrict out) {
+#if defined(__AVX512VNNI__)
+  const __m512 v = n >= 16 ? _mm512_loadu_ps(a) : _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1u), a);
+  // (The zero-masked forms with every lane set: GCC 12 warns that the plain ones' undefined
+  // pass-through may be used uninitialized.)
+  const __mmask16 all = 0xffff;
+  __m512i i = _mm512_add_epi32(_mm512_maskz_cvtps_epi32(all, v), _mm512_set1_epi32(AO));
+  i = _mm512_maskz_max_epi32(all, i, _mm512_setzero_si512());
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(out), _mm512_maskz_cvtusepi32_epi8(all, i));
+#else
+  auto u8 = [](float f) -> uint32_t {
+    const float r = __builtin_nearbyintf(f);
+    int64_t v = r >= -2147483648.0f && r < 2147483648.0f ? int64_t(r) : int64_t(INT32_MIN);
+    v = int64_t(int32_t(uint32_t(v) + uint32_t(AO))); // vpaddd wraps
+    return v < 0 ? 0u : v > 255 ? 255u : uint32_t(v);
+  };
+  for (int64_t q = 0; q < 4; ++q) {
+    uint32_t w = 0;
+    for (int64_t t = 0; t < 4; ++t)
+      w |= u8(4 * q + t < n ? a[4 * q + t] : 0.0f) << (8 * t);
+    out[q] = w;
+  }
+#endif
+}
+
+// acc + a . b per lane over one quad (a: A's 4 uint8 broadcast, b: 16 quads of int8), as
+// vpdpbusd computes it: the 4 products (exact in 16 bits) summed into the i32 lane, wrapping.
+AICF_MATH aicf_v16i aicf_dpbusd(aicf_v16i acc, uint32_t a, aicf_v16u b) {
+#if defined(__AVX512VNNI__)
+  return aicf_v16i(_mm512_dpbusd_epi32(__m512i(acc), _mm512_set1_epi32(int(a)), __m512i(b)));
+#else
+  for (int t = 0; t < 4; ++t)
+    acc += int32_t((a >> (8 * t)) & 0xffu) * (aicf_v16i(b << (24 - 8 * t)) >> 24);
+  return acc;
+#endif
+}
+
+// The int8 k loop: acc[MR][NV] = A[MR x K] * B[K x 16*NV] - comp, A already in uint8 quads (row
+// i at i * lda quads: aicf_pack_quads), B in quads (ldb columns per k row): each quad of A, one
+// broadcast from memory, times the NV vectors of B's quad row. K in steps of 16 (4 quads) for
+// the prefetches.
+template <int MR, int NV>
+inline __attribute__((always_inline)) void
+aicf_mma_acc_i8(aicf_v16i (&acc)[MR][NV], const uint32_t *__restrict A, int64_t lda,
+                aicf_kblocks kb, const int8_t *__restrict B, int64_t ldb, int64_t K) {
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j) {
+    aicf_v16i c = {};
+    std::memcpy(&c, kb.comp + 16 * j, sizeof c);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+      acc[i][j] = -c;
+  }
+  const char *__restrict pf = kb.pf;
+  const int64_t pfl = kb.pfl;
+  const int64_t per = pfl ? (pfl * 16 + K - 1) / K : 0;
+  int64_t pfd = 0;
+  const int64_t Q = (K + 3) / 4;
+  for (int64_t q0 = 0; q0 < Q; q0 += 4) {
+    if (pfl)
+      for (const int64_t e = pfd + per < pfl ? pfd + per : pfl; pfd < e; ++pfd)
+        __builtin_prefetch(pf + pfd * 64, 0, 2);
+    auto quad = [&](int64_t q) __attribute__((always_inline)) {
+      aicf_v16u b[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        b[j] = *reinterpret_cast<const aicf_v16ub *>(B + 4 * q * ldb + 64 * j);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j)
+          acc[i][j] = aicf_dpbusd(acc[i][j], A[i * lda + q], b[j]);
+    };
+    if (Q - q0 >= 4) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q)
+        quad(q0 + q);
+    } else {
+      for (int64_t q = q0; q < Q; ++q)
+        quad(q);
+    }
+  }
+}
+
+// A's tile [tm x kc] (as aicf_pack_pairs reads it) plus AO as uint8 quads into ap, row r at
+// r * kq quads (kq a multiple of 4, past kc: AO beside B's zero rows, or past the quads read).
+template <int AO>
+inline void aicf_pack_quads(uint32_t *__restrict ap, int64_t kq, const float *__restrict A,
+                            int64_t lda, const aicf_kblocks &kb, int64_t tm, int64_t kc) {
+  for (int64_t r = 0; r < tm; ++r) {
+    const float *row = kb.g ? A + r / kb.g * kb.gs + r % kb.g * lda : A + r * lda;
+    uint32_t *out = ap + r * kq;
+    int64_t k0 = 0;
+    for (int64_t blk = 0; k0 < kc; k0 += 16, ++blk)
+      aicf_u8_quads<AO>(kb.n1 ? row + kb.offs[blk] : row + k0, kc - k0 < 16 ? kc - k0 : 16,
+                        out + k0 / 4);
+    for (k0 /= 4; k0 < kq; ++k0)
+      out[k0] = 0;
+  }
+}
+
 // The bf16 k loop: acc[MR][NV] += A[MR x K] * B[K x 16*NV], A already in bf16 pairs (row i at
 // i * lda pairs: aicf_pack_pairs), B in pairs (ldb elements per k row): each pair of A, one
 // broadcast from memory, times the NV vectors of B's pair row. K in steps of 16 (8 pairs) for
@@ -240,12 +362,23 @@ inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
                            const TA *__restrict A, int64_t lda, aicf_kblocks kb,
                            const TB *__restrict B, int64_t ldb, int64_t K) {
   aicf_v16f acc[MR][NV];
+  if constexpr (sizeof(TB) == 1) { // int8: the i32 sums first, then C's values beside them
+    aicf_v16i sum[MR][NV];
+    aicf_mma_acc_i8<MR, NV>(sum, A, lda, kb, B, ldb, K);
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(Ci + i * ldi + 16 * j);
-  aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(Ci + i * ldi + 16 * j) +
+                    __builtin_convertvector(sum[i][j], aicf_v16f);
+  } else {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(Ci + i * ldi + 16 * j);
+    aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
@@ -273,6 +406,11 @@ inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const TA *__r
                                  int64_t lda, aicf_kblocks kb, const TB *__restrict B,
                                  int64_t ldb, int64_t K, const X &x, int64_t i0, int64_t j0) {
   aicf_v16f acc[MR][NV];
+  // (int8: the i32 sums first, the init or C beside them after, so that the accumulators are
+  // not live across the k loop twice.)
+  [[maybe_unused]] aicf_v16i sum[MR][NV];
+  if constexpr (sizeof(TB) == 1)
+    aicf_mma_acc_i8<MR, NV>(sum, A, lda, kb, B, ldb, K);
   if (x.first) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
@@ -289,7 +427,15 @@ inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const TA *__r
       for (int j = 0; j < NV; ++j)
         acc[i][j] = *reinterpret_cast<const aicf_v16fu *>(C + i * ldc + 16 * j);
   }
-  aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+  if constexpr (sizeof(TB) == 1) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        acc[i][j] += __builtin_convertvector(sum[i][j], aicf_v16f);
+  } else {
+    aicf_mma_acc<MR, NV, KB>(acc, A, lda, kb, B, ldb, K);
+  }
   if (x.last) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
@@ -555,8 +701,9 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
 // B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
 // time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
 // micro-kernel streams each panel as it lies, with no staging copy. PF (mma_tile's bPrefetch):
-// each panel's passes prefetch the slice read next into L2 (aicf_pass_prefetch).
-template <int NV, bool PF = false, typename X = aicf_unfused, typename TB = float>
+// each panel's passes prefetch the slice read next into L2 (aicf_pass_prefetch). B in bf16
+// pairs or int8 quads (TB): A is first converted for the chunk (AO: the int8 kernel's shift).
+template <int NV, bool PF = false, int AO = 0, typename X = aicf_unfused, typename TB = float>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
                                 int64_t lda, const TB *__restrict B, int64_t panelStride,
                                 int64_t tm, int64_t tn, int64_t K,
@@ -565,26 +712,49 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
   constexpr int64_t NR = 16 * NV;
   aicf_kblock_chunks(kb, K, [&](aicf_kblocks kc_, int64_t k0, int64_t kc) {
     const TB *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
-    // bf16: the chunk's A in pairs, dense rows (aicf_pack_pairs); f32: A as it lies.
-    constexpr bool pairs = sizeof(TB) == 2;
-    const int64_t kp = pairs ? (kc + 15) / 16 * 8 : 0;
-    uint32_t *ap = pairs ? static_cast<uint32_t *>(aicf_alloc(size_t(tm * kp) * 4)) : nullptr;
-    if (pairs) {
+    // bf16 / int8: the chunk's A in pairs / quads of k, dense rows (aicf_pack_pairs,
+    // aicf_pack_quads); f32: A as it lies.
+    constexpr int64_t G = aicf_bw<TB>;
+    const int64_t kp = G > 1 ? (kc + 15) / 16 * (16 / G) : 0;
+    uint32_t *ap = G > 1 ? static_cast<uint32_t *>(aicf_alloc(size_t(tm * kp) * 4)) : nullptr;
+    if constexpr (G == 2)
       aicf_pack_pairs(ap, kp, A, lda, kc_, tm, kc);
+    if constexpr (G == 4)
+      aicf_pack_quads<AO>(ap, kp, A, lda, kc_, tm, kc);
+    if (G > 1) {
       kc_.n1 = kc_.g = 0;
       kc_.offs = nullptr;
     }
     using TA = typename aicf_a_of<TB>::type;
-    const TA *__restrict Ak = reinterpret_cast<const TA *>(pairs ? static_cast<const void *>(ap)
+    const TA *__restrict Ak = reinterpret_cast<const TA *>(G > 1 ? static_cast<const void *>(ap)
                                                                  : static_cast<const void *>(A));
-    const int64_t la = pairs ? kp : lda;
+    const int64_t la = G > 1 ? kp : lda;
     const X xc = aicf_chunk(x, k0, kc, K);
+    // int8: AO times the column sums of the chunk's quads, for nv vectors from column c of the
+    // panel at p (zeros when AO is 0).
+    alignas(64) int32_t comp[16 * NV] = {};
+    auto shifted = [&](const aicf_kblocks &k, const TB *p, int64_t c, int nv) {
+      aicf_kblocks s = k;
+      if constexpr (G == 4) {
+        if (AO != 0)
+          for (int v = 0; v < nv; ++v) {
+            aicf_v16i sum = {};
+            for (int64_t q = 0; q < (kc + 3) / 4; ++q)
+              sum = aicf_dpbusd(sum, uint32_t(AO) * 0x01010101u,
+                                *reinterpret_cast<const aicf_v16ub *>(p + 4 * q * NR + 4 * c +
+                                                                      64 * v));
+            std::memcpy(comp + 16 * v, &sum, sizeof sum);
+          }
+        s.comp = comp;
+      }
+      return s;
+    };
     int64_t j = 0;
     // A tile starting inside a panel (c0 != 0) or ending inside one: those columns 16 at a
     // time, their rows NR apart; whole panels in between.
     for (; c0 != 0 && j < tn && c0 + j < NR; j += 16)
-      aicf_mma_panel<1>(C + j, ldc, Ak, la, kc_, Bk + (c0 + j) * aicf_bw<TB>, NR, tm, kc, xc,
-                        j);
+      aicf_mma_panel<1>(C + j, ldc, Ak, la, shifted(kc_, Bk, c0 + j, 1),
+                        Bk + (c0 + j) * aicf_bw<TB>, NR, tm, kc, xc, j);
     for (; j + NR <= tn; j += NR) {
       // The slice read next: the next panel's, or after the last, the next K chunk's first.
       aicf_kblocks kn = kc_;
@@ -594,14 +764,17 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
                                                    : Bk + kc * NR + c0 / NR * panelStride);
         kn.pfl = kc * NV / aicf_bw<TB>;
       }
-      aicf_mma_panel<NV>(C + j, ldc, Ak, la, kn, Bk + (c0 + j) / NR * panelStride, NR, tm, kc,
-                         xc, j);
+      const TB *panel = Bk + (c0 + j) / NR * panelStride;
+      aicf_mma_panel<NV>(C + j, ldc, Ak, la, shifted(kn, panel, 0, NV), panel, NR, tm, kc, xc,
+                         j);
     }
-    for (; j < tn; j += 16)
-      aicf_mma_panel<1>(C + j, ldc, Ak, la, kc_,
-                        Bk + (c0 + j) / NR * panelStride + (c0 + j) % NR * aicf_bw<TB>, NR, tm,
-                        kc, xc, j);
-    if (pairs)
+    for (; j < tn; j += 16) {
+      const TB *panel = Bk + (c0 + j) / NR * panelStride;
+      const int64_t c = (c0 + j) % NR;
+      aicf_mma_panel<1>(C + j, ldc, Ak, la, shifted(kc_, panel, c, 1), panel + c * aicf_bw<TB>,
+                        NR, tm, kc, xc, j);
+    }
+    if (G > 1)
       aicf_release(ap);
   });
 }

@@ -6,7 +6,9 @@
 
 namespace aicf {
 
-// Ends the prelude's anonymous namespace: printed right after host_printer.cpp's kPrelude.
+// Opens the prelude's anonymous namespace: includes and the small helpers (host_prelude.cpp).
+extern const char *const kHostPrelude;
+// Ends the prelude's anonymous namespace: printed right after kHostPrelude.
 extern const char *const kHostMmaPrelude;
 
 } // namespace aicf

@@ -44,227 +44,6 @@ using namespace kir;
 constexpr int64_t kStackLimit = 64 * 1024;
 constexpr int64_t kStackBudget = 256 * 1024;
 
-const char *const kPrelude = R"(#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#if defined(__AVX512BF16__)
-#include <immintrin.h> // the bf16 micro-kernel's vdpbf16ps (host_mma_prelude.cpp)
-#endif
-
-namespace {
-
-#define AICF_MATH inline __attribute__((always_inline))
-AICF_MATH float aicf_bits_f(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-AICF_MATH uint32_t aicf_f_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-// IEEE binary16 / bfloat16 <-> float, round to nearest even (as support/half.h).
-inline float aicf_h2f(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {
-    float v = static_cast<float>(mant) * 5.9604644775390625e-08f;
-    return sign ? -v : v;
-  }
-  if (exp == 31)
-    return aicf_bits_f(sign | 0x7f800000u | (mant << 13));
-  return aicf_bits_f(sign | ((exp + 112) << 23) | (mant << 13));
-}
-inline uint16_t aicf_f2h(float f) {
-  uint32_t u = aicf_f_bits(f), sign = (u >> 16) & 0x8000u, absu = u & 0x7fffffffu;
-  if (absu > 0x7f800000u)
-    return static_cast<uint16_t>(sign | 0x7e00u);
-  if (absu >= 0x477ff000u)
-    return static_cast<uint16_t>(sign | 0x7c00u);
-  if (absu < 0x38800000u) {
-    float scaled = aicf_bits_f(absu) * 16777216.0f;
-    uint32_t q = static_cast<uint32_t>(scaled);
-    float rem = scaled - static_cast<float>(q);
-    if (rem > 0.5f || (rem == 0.5f && (q & 1u)))
-      ++q;
-    return static_cast<uint16_t>(sign | q);
-  }
-  uint32_t h = (((absu >> 23) - 112) << 10) | ((absu >> 13) & 0x3ffu), rest = absu & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
-    ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-inline float aicf_bf2f(uint16_t h) { return aicf_bits_f(static_cast<uint32_t>(h) << 16); }
-inline uint16_t aicf_f2bf(float f) {
-  uint32_t u = aicf_f_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x40);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-inline float aicf_rh(float f) { return aicf_h2f(aicf_f2h(f)); }
-inline float aicf_rbf(float f) { return aicf_bf2f(aicf_f2bf(f)); }
-// f32 as a tensor core reads a tf32 operand (PTX cvt.rna.tf32.f32: 10 mantissa bits, to nearest,
-// ties away from zero; ir/precision.h roundToPrecision).
-inline float aicf_rtf32(float f) {
-  uint32_t u = aicf_f_bits(f);
-  if ((u & 0x7f800000u) == 0x7f800000u)
-    return f;
-  return aicf_bits_f((u + 0x1000u) & 0xffffe000u);
-}
-
-// min/max propagate NaN; sign(NaN) is NaN.
-template <class T> inline T aicf_min(T a, T b) { return (b < a || b != b) ? b : a; }
-template <class T> inline T aicf_max(T a, T b) { return (a < b || b != b) ? b : a; }
-template <class T> inline T aicf_sign(T x) {
-  return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0)));
-}
-
-// exp / tanh / erf in plain branch-free float arithmetic (selects only), always inlined so that
-// the loops calling them vectorise; max relative error <= ~2.5e-7 against the correctly rounded
-// value (tests/unit/test_host_math.cpp), exact at +-inf, NaN, +-0, saturation and subnormals.
-// exp: x = n ln2 + r, |r| <= ln2/2 (Cody-Waite), degree-6 polynomial, 2^n applied in two
-// halves so that subnormal results and overflow to inf come out right; NaN propagates.
-// e^r for x = n ln2 + r (the reduction and polynomial both exps share); n in `n`.
-AICF_MATH float aicf_exp_reduced(float x, int32_t &n) {
-  float t = x * 1.44269504088896341f + 12582912.0f; // round to nearest: n in the low bits
-  float fn = t - 12582912.0f;
-  n = static_cast<int32_t>(aicf_f_bits(t) - aicf_f_bits(12582912.0f));
-  float r = x - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  return p * (r * r) + r + 1.0f;
-}
-AICF_MATH float aicf_expf(float x) {
-  x = x > 88.8f ? 88.8f : x;
-  x = x < -104.0f ? -104.0f : x;
-  int32_t n;
-  float p = aicf_exp_reduced(x, n);
-  int32_t n1 = n >> 1, n2 = n - n1;
-  float s1 = aicf_bits_f(static_cast<uint32_t>(n1 + 127) << 23);
-  float s2 = aicf_bits_f(static_cast<uint32_t>(n2 + 127) << 23);
-  return p * s1 * s2;
-}
-// exp for erf's x in [-16, -1]: no clamps, one scale (the result is never subnormal).
-AICF_MATH float aicf_expf_mid(float x) {
-  int32_t n;
-  float p = aicf_exp_reduced(x, n);
-  return p * aicf_bits_f(static_cast<uint32_t>(n + 127) << 23);
-}
-// tanh: odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1) with the sign of x.
-AICF_MATH float aicf_tanhf(float x) {
-  float a = x < 0.0f ? -x : x, z = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  float r = a < 0.625f ? p * z * a + a : 1.0f - 2.0f / (aicf_expf(2.0f * a) + 1.0f);
-  return aicf_bits_f(aicf_f_bits(r) | (aicf_f_bits(x) & 0x80000000u));
-}
-AICF_MATH float aicf_erff(float x) {
-  float a = x < 0.0f ? -x : x, s = x * x;
-  // |x| < 1: x * P(x^2).
-  float q = 7.898210206e-05f;
-  q = q * s - 8.024354128e-04f;
-  q = q * s + 5.190053578e-03f;
-  q = q * s - 2.685480854e-02f;
-  q = q * s + 1.128361243e-01f;
-  q = q * s - 3.761262884e-01f;
-  q = q * s + 1.283791665e-01f;
-  q = q * x + x;
-  // |x| >= 1: 1 - t P(t) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26), |x|
-  // taken in [1, 4] (erf is 1 in float past 3.92; the lanes below 1 take q), so exp's argument
-  // stays in [-16, -1] (ViT's erf-GELU MLP at one thread: ~2% less time than with aicf_expf).
-  float b = a < 4.0f ? a : 4.0f;
-  b = b > 1.0f ? b : 1.0f;
-  float t = 1.0f / (1.0f + 0.3275911f * b);
-  float p = 1.061405429f;
-  p = p * t - 1.453152027f;
-  p = p * t + 1.421413741f;
-  p = p * t - 0.284496736f;
-  p = p * t + 0.254829592f;
-  float r = 1.0f - p * t * aicf_expf_mid(-b * b);
-  r = a < 1.0f ? q : r;
-  r = aicf_bits_f(aicf_f_bits(r) | (aicf_f_bits(x) & 0x80000000u));
-  return a != a ? x : r;
-}
-// sigmoid from e = exp(-|x|) in (0, 1], which cannot overflow: r = 1 / (1 + e) for x >= 0,
-// e r below. e is formed as e' 2^-64 with e' = p 2^(n + 64) (|x| clamped to 104: one scale that
-// stays normal), so that e r rounds once into the subnormals as 1 / (1 + expf(-x)) does; and
-// where expf(-x) overflows (x <= -88.72284) the result is 0, as there. NaN propagates. (From
-// 1 / (1 + aicf_expf(-x)), with its two scales and clamps, EfficientNet-B0's SiLU epilogues
-// cost 6% more of the model: its 16 -> 96 expansion 0.76 -> 0.67 ms.)
-AICF_MATH float aicf_sigmoid(float x) {
-  float a = x < 0.0f ? -x : x;
-  a = a < 104.0f ? a : 104.0f;
-  int32_t n;
-  float p = aicf_exp_reduced(-a, n);
-  float e64 = p * aicf_bits_f(static_cast<uint32_t>(n + 64 + 127) << 23);
-  float r = 1.0f / (1.0f + e64 * 5.42101086e-20f); // 2^-64
-  float lo = a < 88.7228394f ? (e64 * r) * 5.42101086e-20f : 0.0f;
-  float s = x < 0.0f ? lo : r;
-  return x != x ? x : s;
-}
-
-// A kernel's per-call scratch (its band, its C tile: kernels.cpp's heap buffers) comes from a
-// per-thread arena that calls reuse, released at the call's end (aicf_release: everything from
-// the released buffer on). From malloc, a buffer above glibc's mmap threshold (128 KB, raised
-// only once a larger block has been freed) was mapped and zeroed by the OS on every call, so a
-// kernel's speed hung on which kernels ran before it (shufflenet_v2's 192 KB stage-2 conv: 0.21
-// ms after a kernel that had freed 305 KB, 0.37 ms otherwise). A request that does not fit
-// while the arena holds live buffers takes malloc this once; the arena grows to the high-water
-// mark the next time it is empty.
-struct aicf_scratch {
-  char *base = nullptr;
-  size_t cap = 0, top = 0, want = 0;
-  ~aicf_scratch() { std::free(base); }
-};
-inline aicf_scratch &aicf_scratch_tls() {
-  static thread_local aicf_scratch s;
-  return s;
-}
-inline void *aicf_alloc(size_t bytes) {
-  bytes = (bytes + 63) / 64 * 64;
-  aicf_scratch &s = aicf_scratch_tls();
-  if (s.top + bytes > s.cap) {
-    s.want = s.want > s.top + bytes ? s.want : s.top + bytes;
-    if (s.top != 0) {
-      void *p = std::aligned_alloc(64, bytes);
-      if (!p)
-        std::abort();
-      return p;
-    }
-    std::free(s.base);
-    s.cap = s.want;
-    s.base = static_cast<char *>(std::aligned_alloc(64, s.cap));
-    if (!s.base)
-      std::abort();
-  }
-  void *p = s.base + s.top;
-  s.top += bytes;
-  return p;
-}
-inline void aicf_release(void *p) {
-  aicf_scratch &s = aicf_scratch_tls();
-  char *c = static_cast<char *>(p);
-  if (s.base && c >= s.base && c < s.base + s.cap) {
-    if (size_t(c - s.base) < s.top)
-      s.top = size_t(c - s.base);
-  } else {
-    std::free(p);
-  }
-}
-
-)";
-
 // ---- expressions: the shared C-family printer (backend/c/c_expr.h), host dialect -------------
 
 // f32: the call takes and returns float (exp/tanh/erf then use the vectorisable prelude
@@ -508,6 +287,15 @@ private:
     line(ind, "}");
   }
 
+  // aicf_mma_f32_panels's template arguments: the panel's vectors, the prefetch, and for an
+  // int8 B, A's shift.
+  static std::string panelArgs(const Stmt &s) {
+    std::string args = std::to_string(s.bPanel / 16);
+    if (s.b->dtype == DType::I8)
+      return args + (s.bPrefetch ? ", true, " : ", false, ") + std::to_string(s.aShift);
+    return args + (s.bPrefetch ? ", true" : "");
+  }
+
   // A fused mma_tile (kir.h): its init and epilogue as lambdas over one accumulator vector (the
   // tile's row i, columns j .. j + 15 as aicf_v[jl]), which the micro-kernel calls on its
   // registers (the prelude's aicf_fuse); `at` and `sizes` are the unfused call's arguments.
@@ -535,9 +323,8 @@ private:
                     (transcendental(s.init) || transcendental(s.body) ? "true" : "false") + ", " +
                     heights + ">(" + ex(s.first) + ", " + ex(s.last) + ", aicf_init, aicf_epi));";
     if (s.bPanel)
-      line(ind + 1, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) +
-                        (s.bPrefetch ? ", true" : "") + ">(" + s.c->name + ", " + n(s.tn) + ", " +
-                        at + n(s.bPanelStride) + ", " + sizes + ", " + x);
+      line(ind + 1, "aicf_mma_f32_panels<" + panelArgs(s) + ">(" + s.c->name + ", " + n(s.tn) +
+                        ", " + at + n(s.bPanelStride) + ", " + sizes + ", " + x);
     else
       line(ind + 1, "aicf_mma_f32(" + s.c->name + ", " + n(s.tn) + ", " + at + n(s.ldb) + ", " +
                         sizes + ", " + x);
@@ -851,7 +638,11 @@ private:
              ", tm = " + std::to_string(s.tm) + ", tn = " + std::to_string(s.tn) +
              (s.frag != kir::MmaFrag::None ? std::string(", frag = ") + kir::mmaFragName(s.frag)
                                            : std::string()) +
-             (s.views && s.b->dtype == DType::BF16 ? ", b in bf16 k pairs" : "") + ")");
+             (s.views && s.b->dtype == DType::BF16 ? ", b in bf16 k pairs" : "") +
+             (s.views && s.b->dtype == DType::I8
+                  ? ", b in int8 k quads, a + " + std::to_string(s.aShift) + " as uint8"
+                  : "") +
+             ")");
     std::string c = s.c->name, a = s.a->name, b = s.b->name;
     if (s.views) { // one thread, operands read where they lie (kir.h)
       std::string at = a + " + (" + ex(s.indices[0]) + "), " + n(s.lda) + ", " + b + " + (" +
@@ -875,8 +666,7 @@ private:
         return;
       }
       if (s.bPanel)
-        line(ind, "aicf_mma_f32_panels<" + std::to_string(s.bPanel / 16) +
-                      (s.bPrefetch ? ", true" : "") + ">(" + c + ", " + n(s.tn) + ", " + at +
+        line(ind, "aicf_mma_f32_panels<" + panelArgs(s) + ">(" + c + ", " + n(s.tn) + ", " + at +
                       n(s.bPanelStride) + ", " + sizes);
       else
         line(ind, "aicf_mma_f32(" + c + ", " + n(s.tn) + ", " + at + n(s.ldb) + ", " + sizes);
@@ -980,7 +770,7 @@ std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
   os << "#ifndef AICF_MMA_MR\n#define AICF_MMA_MR 8\n#endif\n";
   os << "#ifndef AICF_MMA_NV\n#define AICF_MMA_NV 2\n#endif\n";
   os << "#ifndef AICF_MMA_PACK\n#define AICF_MMA_PACK 8192\n#endif\n";
-  os << kPrelude << kHostMmaPrelude;
+  os << kHostPrelude << kHostMmaPrelude;
   for (size_t i = 0; i < texts.size(); ++i) {
     os << "\n";
     if (parts > 1)

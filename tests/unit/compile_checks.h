@@ -1,6 +1,7 @@
 // Unit-test helpers shared by the tests that compile a graph and run it through the runtime.
 #pragma once
 
+#include "backend/host/host_build.h"
 #include "driver/compile.h"
 #include "interp/interpreter.h"
 #include "runtime/aicf_runtime.h"
@@ -10,10 +11,18 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 namespace aicf::compile_checks {
+
+// Whether this machine's CPU has the extension (as -march=native names it: "avx512bf16",
+// "avx512vnni", ...): the tests of an ISA path run where it does and skip with a message where not.
+inline bool cpuHas(const std::string &feature) {
+  const std::vector<std::string> &isa = hostIsaFeatures("native");
+  return std::find(isa.begin(), isa.end(), feature) != isa.end();
+}
 
 // Compiles `g` with `opts` into a scratch folder (named after `prefix` and a counter), runs it on
 // `in` through the runtime; returns the outputs (in the graph's output types) and, when `model`

@@ -39,8 +39,7 @@ using namespace aicf::test_files;
 namespace {
 
 bool cpuHasBf16() {
-  const std::vector<std::string> &isa = hostIsaFeatures("native");
-  return std::find(isa.begin(), isa.end(), "avx512bf16") != isa.end();
+  return compile_checks::cpuHas("avx512bf16");
 }
 
 uint32_t bits(float f) {

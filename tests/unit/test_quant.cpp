@@ -119,47 +119,56 @@ TEST_CASE("quant: the integer ops import as exact products and saturating half-e
   CHECK(clip);
 }
 
-namespace {
-
-bool cpuHasBf16() {
-  const std::vector<std::string> &isa = hostIsaFeatures("native");
-  return std::find(isa.begin(), isa.end(), "avx512bf16") != isa.end();
-}
-
-} // namespace
-
-TEST_CASE("quant: a QDQ conv runs on the integers, on the bf16 micro-kernel where exact") {
+TEST_CASE("quant: a QDQ conv runs on the integers, on the int8 or bf16 micro-kernel where exact") {
   fs::path dir = fs::path(AICF_TESTDATA) / "quant" / "cnn_qdq";
   std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), {});
-  int integerConvs = 0;
-  for (const Node *n : g->nodes())
+  int integerConvs = 0, offsets = 0;
+  for (const Node *n : g->nodes()) {
     integerConvs += n->op() == Op::Conv && n->i("integer_operands") == 1;
-  CHECK(integerConvs == 4); // every conv of the network: both operands dequantized
-  if (!cpuHasBf16()) {
-    MESSAGE("skipped the bf16 half: this CPU has no avx512bf16");
-    return;
+    offsets += n->op() == Op::Conv && n->i("x_offset") >= 0;
   }
+  CHECK(integerConvs == 4); // every conv of the network: both operands dequantized
+  CHECK(offsets == 4);      // uint8 activations with constant zero points
   std::vector<Tensor> inputs = {readNpy((dir / "inputs" / "input.npy").string())};
   std::unique_ptr<Graph> planned = testing::pipelineGraph(dir, "cpu");
-  // fp32 plans: with the extension the exact products go to bf16; without it (an -march that
-  // lacks it) they stay f32. Every sum is an integer below 2^24: the outputs are identical.
-  CompileOptions withBf16, without;
-  without.cpuArch = "icelake-server";
+  // fp32 plans: with AVX512-VNNI the exact products go to int8; with AVX512-BF16 those whose x
+  // offset is unknown (here: erased) to bf16; on a -march with neither (haswell) they stay f32.
+  // Every sum is an integer below 2^24: the outputs are identical.
+  auto steps = [](const CompiledModel &cm, Precision p) {
+    int n = 0;
+    for (const PlanStep &st : cm.plan.steps)
+      n += st.precision == p;
+    return n;
+  };
+  CompileOptions native, haswell;
+  haswell.cpuArch = "haswell";
   CompiledModel cm;
-  std::vector<Tensor> a =
-      compile_checks::compileRun(*planned, withBf16, inputs, "aicf_quant_", &cm);
-  int bf16Steps = 0;
-  for (const PlanStep &st : cm.plan.steps)
-    bf16Steps += st.precision == Precision::BF16;
+  std::vector<Tensor> f32 =
+      compile_checks::compileRun(*planned, haswell, inputs, "aicf_quant_", &cm);
+  CHECK(steps(cm, Precision::I8) + steps(cm, Precision::BF16) == 0);
+  auto same = [&](const std::vector<Tensor> &got) {
+    REQUIRE(got.size() == f32.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      CHECK(std::memcmp(got[k].raw(), f32[k].raw(), static_cast<size_t>(f32[k].type().bytes())) ==
+            0);
+  };
   // The packed-weight convs: c2 (16 -> 32, 3 x 3). The stem reads a plain input, the depthwise
-  // conv has no bf16 kernel, and the 16-channel 1 x 1's weight is narrower than a panel.
-  CHECK(bf16Steps == 1);
-  std::vector<Tensor> b = compile_checks::compileRun(*planned, without, inputs, "aicf_quant_", &cm);
-  int none = 0;
-  for (const PlanStep &st : cm.plan.steps)
-    none += st.precision == Precision::BF16;
-  CHECK(none == 0);
-  REQUIRE(a.size() == b.size());
-  for (size_t k = 0; k < a.size(); ++k)
-    CHECK(std::memcmp(a[k].raw(), b[k].raw(), static_cast<size_t>(a[k].type().bytes())) == 0);
+  // conv has no such kernel, and the 16-channel 1 x 1's weight is narrower than a panel.
+  if (compile_checks::cpuHas("avx512vnni")) {
+    same(compile_checks::compileRun(*planned, native, inputs, "aicf_quant_", &cm));
+    CHECK(steps(cm, Precision::I8) == 1);
+  } else {
+    MESSAGE("skipped the int8 half: this CPU has no avx512vnni");
+  }
+  if (compile_checks::cpuHas("avx512bf16")) {
+    std::unique_ptr<Graph> unknown = planned->clone();
+    for (Node *n : unknown->nodes())
+      if (n->op() == Op::Conv || n->op() == Op::BlockedConv)
+        n->attrs["x_offset"] = int64_t(-1);
+    same(compile_checks::compileRun(*unknown, native, inputs, "aicf_quant_", &cm));
+    CHECK(steps(cm, Precision::BF16) == 1);
+    CHECK(steps(cm, Precision::I8) == 0);
+  } else {
+    MESSAGE("skipped the bf16 half: this CPU has no avx512bf16");
+  }
 }

@@ -1,0 +1,156 @@
+// int8 on the host (issue 54): a quantized model's integer-domain conv (integer_operands with a
+// known x_offset, its weight in [-128, 127]) is marked precision int8 by assign-precision where
+// the -march has AVX512-VNNI, its weight stored as int8 in k quads (passes/pack_weights.cpp),
+// and the micro-kernel (backend/host/host_mma_prelude.cpp) reads A + shift as uint8 quads,
+// multiplies them with vpdpbusd into i32 sums started from -shift x B's column sums.
+//  * the micro-kernel's emulation (a -march without AVX512-VNNI) equals the exact integer product,
+//    for a ragged K (37: a partial last quad), ragged rows and a tile that starts inside a panel;
+//    vpdpbusd gives the same bits (skipped with a message on a CPU without avx512vnni);
+//  * the quad panels are the weight again: the interpreter gives the same bits before and after
+//    pack-weights.
+// The compiled models' int8 steps: tests/unit/test_quant.cpp.
+#include "backend/host/host_build.h"
+#include "backend/host/host_printer.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "ir/precision.h"
+#include "passes/pass.h"
+#include "support/diagnostics.h"
+#include "tests/unit/compile_checks.h"
+#include "tests/unit/test_files.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+namespace fs = std::filesystem;
+using namespace aicf;
+using namespace aicf::test_files;
+
+namespace {
+
+constexpr int64_t kM = 9, kN = 48, kK = 37, kNR = 32, kP = 2, kKq = (kK + 3) / 4, kShift = 37;
+
+// The micro-kernel over a [kM, kK] A (integers in [-kShift, 255 - kShift]) and a [kK, kN] B in
+// quad panels of kNR: C1 = A B whole, C2 its columns 16.. as a tile starting inside panel 0.
+const char *const kCall = R"(
+extern "C" void aicf_test_int8(void *const *args, int64_t, int64_t) {
+  const float *a = static_cast<const float *>(args[2]);
+  const int8_t *b = static_cast<const int8_t *>(args[3]);
+  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[0]), 48, a, 37, b, 4 * 10 * 32, 9,
+                                    48, 37);
+  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[1]) + 16, 48, a, 37, b,
+                                    4 * 10 * 32, 9, 32, 37, aicf_kblocks{0, 0, 0, 0, 0, 0, 16},
+                                    16);
+}
+)";
+
+// Deterministic integers in [lo, hi].
+std::vector<int> pseudoRandomInts(size_t n, uint32_t seed, int lo, int hi) {
+  std::vector<int> v(n);
+  for (int &x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = lo + static_cast<int>((seed >> 8) % static_cast<uint32_t>(hi - lo + 1));
+  }
+  return v;
+}
+
+std::pair<std::vector<float>, std::vector<float>> runMicroKernel(const std::string &flags,
+                                                                 const std::vector<float> &a,
+                                                                 const std::vector<int8_t> &b) {
+  static int built = 0;
+  fs::path dir = scratchDir("aicf_host_int8_kernel_");
+  std::string stem = (dir / cat("k", built++)).string();
+  HostBuildOptions opts;
+  opts.extraFlags = "-Wall -Wextra -Werror " + flags;
+  compileHostSource(printHostSource({}) + kCall, stem + ".cpp", stem + ".so", opts);
+  LoadedLibrary lib(stem + ".so");
+  std::vector<float> c1(kM * kN, 0.0f), c2(kM * kN, 0.0f);
+  void *args[] = {c1.data(), c2.data(), const_cast<float *>(a.data()),
+                  const_cast<int8_t *>(b.data())};
+  lib.kernel("aicf_test_int8")(args);
+  return {c1, c2};
+}
+
+} // namespace
+
+TEST_CASE("host int8: the micro-kernel's emulation and vpdpbusd agree with the exact product") {
+  std::vector<int> ai = pseudoRandomInts(kM * kK, 1, -kShift, 255 - kShift);
+  std::vector<int> wi = pseudoRandomInts(kK * kN, 2, -128, 127);
+  std::vector<float> a(ai.begin(), ai.end());
+  // B in quad panels: panel p, quad row q, column j, k % 4 (pack-weights' layout).
+  std::vector<int8_t> b(kP * kKq * kNR * 4, 0);
+  for (int64_t k = 0; k < kK; ++k)
+    for (int64_t col = 0; col < kN; ++col)
+      b[((col / kNR * kKq + k / 4) * kNR + col % kNR) * 4 + k % 4] =
+          static_cast<int8_t>(wi[k * kN + col]);
+  std::vector<float> want(kM * kN);
+  for (int64_t i = 0; i < kM; ++i)
+    for (int64_t j = 0; j < kN; ++j) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < kK; ++k)
+        acc += int64_t(ai[i * kK + k]) * wi[k * kN + j];
+      want[i * kN + j] = static_cast<float>(acc); // |acc| < 2^24: exact
+    }
+  auto check = [&](const std::pair<std::vector<float>, std::vector<float>> &got, const char *what) {
+    int64_t off = 0;
+    for (int64_t i = 0; i < kM; ++i)
+      for (int64_t j = 0; j < kN; ++j) {
+        off += got.first[i * kN + j] != want[i * kN + j];
+        off += got.second[i * kN + j] != (j < 16 ? 0.0f : want[i * kN + j]);
+      }
+    CHECK_MESSAGE(off == 0, off, " of ", 2 * kM * kN, " ", what, " results differ");
+  };
+  check(runMicroKernel("-mno-avx512vnni", a, b), "emulated");
+  if (!compile_checks::cpuHas("avx512vnni")) {
+    MESSAGE("skipped the vpdpbusd half: this CPU has no avx512vnni");
+    return;
+  }
+  check(runMicroKernel("", a, b), "vpdpbusd");
+}
+
+TEST_CASE("host int8: assign-precision's int8 weight and its quad panels are the weight again") {
+  // A blocked conv on the integers: K = 144 rows over 48 columns (a ragged second panel), x
+  // integers in [-7, 248] (x_offset 7), the weight's in [-128, 127].
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @g(%x: f32[1,1,3,3,16]) -> (%y: f32[1,3,3,3,16]) {
+  %w = weight f32[144,48]
+  %y = blocked_conv(%x, %w) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 1, integer_operands = 1, x_offset = 7}
+  return %y
+}
+)",
+                                        "quads.mcir");
+  Value *w = g->weights()[0];
+  auto data = std::make_shared<Tensor>(w->type());
+  std::vector<int> wi = pseudoRandomInts(static_cast<size_t>(data->numel()), 3, -128, 127);
+  for (int64_t i = 0; i < data->numel(); ++i)
+    data->setDouble(i, wi[static_cast<size_t>(i)]);
+  w->setData(data);
+  Tensor x(g->inputs()[0]->type());
+  std::vector<int> xi = pseudoRandomInts(static_cast<size_t>(x.numel()), 4, -7, 248);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setDouble(i, xi[static_cast<size_t>(i)]);
+  Tensor f32 = interpret(*g, {x})[0];
+  std::unique_ptr<Graph> wide = g->clone(); // one weight of 200: not int8
+  auto wideData = std::make_shared<Tensor>(*data);
+  wideData->setDouble(0, 200);
+  wide->weights()[0]->setData(wideData);
+  PassContext ctx;
+  PassManager assign;
+  assign.add(createPass("assign-precision"));
+  CHECK_FALSE(assign.run(*g, ctx)); // (fp32 on a -march with neither extension: nothing)
+  ctx.hostVnni = true;
+  REQUIRE(assign.run(*g, ctx));
+  REQUIRE(g->weights()[0]->type().dtype == DType::I8);
+  CHECK(g->nodes().back()->s("precision") == "int8");
+  Tensor before = interpret(*g, {x})[0];
+  CHECK(std::memcmp(before.raw(), f32.raw(), f32.byteSize()) == 0);
+  PassManager pack;
+  pack.add(createPass("pack-weights"));
+  REQUIRE(pack.run(*g, ctx));
+  REQUIRE(g->weights().size() == 1);
+  CHECK(g->weights()[0]->type().shape == std::vector<int64_t>{2, 36, 32, 4});
+  Tensor after = interpret(*g, {x})[0];
+  CHECK(std::memcmp(after.raw(), before.raw(), before.byteSize()) == 0);
+  // A weight outside [-128, 127] is not int8 (nor bf16 here: ctx.hostBf16 is false).
+  CHECK_FALSE(assign.run(*wide, ctx));
+}
