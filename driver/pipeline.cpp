@@ -31,6 +31,7 @@ void kernelPass(CompileState &s) {
 
 } // namespace
 
+// Long: the whole pipeline in one table, top to bottom, is the point (one entry per stage).
 const std::vector<PipelineEntry> &pipeline() {
   static const std::vector<PipelineEntry> entries = {
       // ---- Import -------------------------------------------------------------------------------
@@ -141,6 +142,9 @@ const std::vector<PipelineEntry> &pipeline() {
       {"version-full-tiles", P::KernelIr, K::KernelPass, V::KernelIr,
        "after the fusions, so both versions keep what the passes above did",
        kernelPass<kir::KernelPassId::VersionFullTiles>},
+      {"version-lane-guards", P::KernelIr, K::KernelPass, V::KernelIr,
+       "after version-full-tiles, whose full tiles may leave a vector loop's guard provable",
+       kernelPass<kir::KernelPassId::VersionLaneGuards>},
       {"name-shared-exprs", P::KernelIr, K::KernelPass, V::KernelIr,
        "last: names what the final expressions share (a QDQ chain printed as a tree explodes)",
        kernelPass<kir::KernelPassId::NameSharedExprs>},

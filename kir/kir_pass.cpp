@@ -6,6 +6,7 @@
 #include "kir/fuse_reduction_epilogue.h"
 #include "kir/name_shared_exprs.h"
 #include "kir/version_full_tiles.h"
+#include "kir/version_lane_guards.h"
 #include "support/diagnostics.h"
 
 namespace aicf::kir {
@@ -82,6 +83,17 @@ public:
   const char *summary() const override { return kernelPassSummary(KernelPassId::VersionFullTiles); }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
     return versionFullTiles(k, notes);
+  }
+};
+
+class VersionLaneGuardsPass final : public KernelPass {
+public:
+  const char *name() const override { return kernelPassName(KernelPassId::VersionLaneGuards); }
+  const char *summary() const override {
+    return kernelPassSummary(KernelPassId::VersionLaneGuards);
+  }
+  bool run(Kernel &k, std::vector<std::string> &notes) override {
+    return versionLaneGuards(k, notes);
   }
 };
 

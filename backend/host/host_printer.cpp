@@ -23,6 +23,7 @@
 
 #include "backend/c/c_expr.h"
 #include "backend/c/c_stmt.h"
+#include "kir/version_lane_guards.h"
 #include "support/diagnostics.h"
 #include "support/half.h"
 
@@ -507,10 +508,30 @@ private:
         }
         line(ind + 1, "}");
       }
+    } else if (std::optional<E> ends = laneGuardEnds(elem, d)) {
+      // A guard on the lane (a ragged column tile's n0 + j < N) that holds on all 16 lanes or
+      // none: tested at both ends, the lanes then run unguarded (kir/version_lane_guards.h).
+      const Stmt &g = *elem[d];
+      line(ind + 1, "if (" + ex(*ends) + ") {");
+      lanes(ind + 2, g.body);
+      line(ind + 1, "} else {");
+      laneLoop(ind + 2, elem);
+      line(ind + 1, "}");
     } else {
       laneLoop(ind + 1, elem);
     }
     line(ind, "};");
+  }
+
+  // An element body [var j = jo * 16 + jl (when d), if (c) ..] whose c is convex in the lane
+  // (guardAtEnds): c at jl = 0 and jl = 15, or none.
+  static std::optional<E> laneGuardEnds(const std::vector<StmtP> &elem, size_t d) {
+    if (elem.size() != d + 1 || elem[d]->kind != Stmt::Kind::If || !elem[d]->elseBody.empty())
+      return std::nullopt;
+    std::map<std::string, ExprP> defs;
+    if (d)
+      defs["j"] = elem[0]->value.get();
+    return guardAtEnds(elem[d]->cond, "jl", defs, E(int64_t(0)), E(int64_t(15)));
   }
 
   void laneLoop(int ind, const std::vector<StmtP> &body) {

@@ -136,6 +136,7 @@ TEST_CASE("compile stages: listed once, in order") {
                                           "fuse-reduction-epilogue",
                                           "fuse-mma-tile-epilogue",
                                           "version-full-tiles",
+                                          "version-lane-guards",
                                           "name-shared-exprs",
                                           "shape-generic",
                                           "plan-steps",
