@@ -43,6 +43,9 @@ struct CostShape {
   // GPU: the tensor-core peak (FLOP/s) the products run at, vectorShare then its share; 0: SIMT
   // f32 (the FMA peak). The cost model also prices the fp32 SIMT form for --explain.
   double tensorFlopsPerSec = 0;
+  // Host: the multiple of the f32 rate bf16 / int8 dot products give (in vectorShare already);
+  // the cost model prices the same tiles without it too (KernelCost::fp32TimeUs).
+  double dotSpeedup = 1;
 };
 
 // Operand re-reads beyond each param once: `memory` come again from memory, past the last-level

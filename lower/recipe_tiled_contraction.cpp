@@ -265,6 +265,10 @@ TileViews chooseViews(const Contraction &c, const Tiles &tl, const Knobs &knobs,
   if (!isGpuPlan(knobs) && aView)
     if (std::optional<PanelView> pv = bView ? bView : bPanelView(c, bi))
       problem.bPanelWidth = pv->panel;
+  if (!isGpuPlan(knobs) && bView)
+    problem.hostProducts = bView->group == 4   ? Precision::I8
+                           : bView->group == 2 ? Precision::BF16
+                                               : Precision::F32;
   problem.bInPlace = bRow.has_value();
   return tv;
 }
@@ -841,6 +845,16 @@ public:
     // loads a broadcast per FMA; mobilenet_v2's 32 -> 16 projection: 150 us, 85 GFLOP/s).
     double narrow = BN >= 2 * lanes ? 1.0 : BN >= lanes ? 0.82 : double(BN) / double(2 * lanes);
     s.vectorShare = (wide ? 0.935 : 0.89) * narrow * slice / (1.0 + 0.00056 * wsKiB);
+    //  * bf16 pairs and int8 quads (B's packed panels): the dot-product instruction's products
+    //    per lane (the hardware's rate) at a measured share of it: the int8 kernel ran resnet18's
+    //    3 x 3 convs 2.84x as fast as the f32 one (2.07 -> 0.73 ms: 0.71 of vpdpbusd's 4x, the
+    //    chunk's A converted to uint8 quads and the column sums beside it), the bf16 one its
+    //    convs ~1.6x (0.8 of vdpbf16ps' 2x; AMD EPYC, one core, docs/precision.md).
+    if (p.hostProducts == Precision::I8 && hw.int8DotProducts > 0)
+      s.dotSpeedup = 0.71 * hw.int8DotProducts;
+    else if (p.hostProducts == Precision::BF16 && hw.bf16DotProducts > 0)
+      s.dotSpeedup = 0.8 * hw.bf16DotProducts;
+    s.vectorShare *= s.dotSpeedup;
     double microCalls = double(kSteps * ceilDiv(TM, blockRows) * ceilDiv(TN, blockCols));
     // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.
     double bCopy = p.bPanels ? 0.0 : p.bInPlace ? 0.2 : 0.45;

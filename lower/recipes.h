@@ -251,6 +251,8 @@ struct ContractionProblem : kir::ProblemFacts {
   // tile runs on and the precision its operands are staged in; None / fp32: SIMT f32.
   kir::MmaFrag frag = kir::MmaFrag::None;
   Precision precision = Precision::F32;
+  // Host plans: the micro-kernel's arithmetic, from B's packed panels (bf16 pairs, int8 quads).
+  Precision hostProducts = Precision::F32;
 };
 // Y = epi2(epi1(X W1) W2): X [batch, M, K1], W1 [K1, H], W2 [H, N2].
 struct ChainProblem : kir::ProblemFacts {

@@ -310,6 +310,15 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
       hostTerms(c, s, recipe, hw, blocks, compulsory, rereadBytes, 1);
       c.serial = true;
     }
+    if (s.dotSpeedup != 1) { // bf16 / int8 products: the same tiles in f32, for --explain
+      KernelCost f32 = c;
+      CostShape s32 = s;
+      s32.vectorShare /= s.dotSpeedup;
+      hostTerms(f32, s32, recipe, hw, blocks, compulsory, rereadBytes,
+                c.serial ? 1 : std::max<int64_t>(1, hw.cores));
+      c.fp32TimeUs = w.alpha * f32.trafficUs + f32.computeUs + w.beta * f32.latencyUs +
+                     w.gamma * f32.spillUs - f32.overlapUs;
+    }
   }
   c.timeUs = w.alpha * c.trafficUs + c.computeUs + w.beta * c.latencyUs + w.gamma * c.spillUs -
              c.overlapUs;

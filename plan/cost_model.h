@@ -65,8 +65,9 @@ struct KernelCost {
   // Terms, in microseconds (before the coefficients), and the total cost.
   double trafficUs = 0, computeUs = 0, latencyUs = 0, spillUs = 0, overlapUs = 0;
   double timeUs = 0;
-  // Tensor-core kernels (CostShape::tensorFlopsPerSec): the predicted time of the same tiles in
-  // fp32 SIMT, for --explain's speedup; 0 otherwise.
+  // Tensor-core kernels (CostShape::tensorFlopsPerSec) and the host's bf16 / int8 micro-kernels
+  // (CostShape::dotSpeedup): the predicted time of the same tiles in fp32, for --explain's
+  // speedup; 0 otherwise.
   double fp32TimeUs = 0;
   // Host: less than kHostSerialUs of work, so the step runs whole on the calling thread
   // (hostChunks) and is priced on one core.

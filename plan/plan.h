@@ -107,8 +107,9 @@ struct PlanStep {
   // estimate (-1 / 0 on the host), the search and the alternatives it weighed.
   double timeUs = 0;
   // The arithmetic of the step's products (kir::kernelPrecision): fp32 (SIMT, and every step
-  // without a product), or tf32 / fp16 / bf16 on tensor cores with f32 accumulation; for
-  // those, fp32Us is the predicted time of the same tiles in fp32 SIMT (--explain's speedup).
+  // without a product), tf32 / fp16 / bf16 on tensor cores with f32 accumulation, or on the
+  // host bf16 / int8 dot products; for those, fp32Us is the predicted time of the same tiles
+  // in fp32 (--explain's speedup).
   Precision precision = Precision::F32;
   double fp32Us = 0;
   double occupancy = -1;

@@ -114,8 +114,25 @@ void printRuntimeControl(std::ostream &os, const Plan &p) {
 
 void printPrecision(std::ostream &os, const Plan &p) {
   char line[320];
-  // Reduced precision (aicfc --precision): the policy, then each tensor-core step against the
-  // same tiles in fp32 SIMT; the steps not listed compute in fp32.
+  // Reduced precision (aicfc --precision, or a quantized model's integer products on the host's
+  // int8 / bf16 micro-kernels): the policy, then each step against the same tiles in fp32.
+  const bool reducedSteps = std::any_of(p.steps.begin(), p.steps.end(), [](const PlanStep &st) {
+    return st.precision != Precision::F32;
+  });
+  if (p.precision == Precision::F32 && reducedSteps) {
+    os << "   precision: fp32, the quantized model's integer products on int8 / bf16 dot products "
+          "(exact, i32 / f32 sums; scales and requantization in f32 epilogues)\n";
+    for (size_t s = 0; s < p.steps.size(); ++s) {
+      const PlanStep &st = p.steps[s];
+      if (st.precision == Precision::F32)
+        continue;
+      std::snprintf(line, sizeof line,
+                    "   step %zu %s: %s, %.2f us predicted vs %.2f us in fp32 (%.1fx)\n", s,
+                    st.kindId.c_str(), precisionName(st.precision), st.timeUs, st.fp32Us,
+                    st.fp32Us / std::max(st.timeUs, 1e-9));
+      os << line;
+    }
+  }
   if (p.precision != Precision::F32) {
     double tc = 0, simt = 0;
     for (const PlanStep &st : p.steps)

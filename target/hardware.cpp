@@ -145,6 +145,10 @@ const Field kFields[] = {
      [](Hardware &h, const Value &v) { h.vectorBits = v.i; }},
     {"cpu.fma_units", Type::PosInt, kCpu, false,
      [](Hardware &h, const Value &v) { h.fmaUnits = v.i; }},
+    {"cpu.bf16_dot_products", Type::NonNegNum, kCpu, true,
+     [](Hardware &h, const Value &v) { h.bf16DotProducts = v.d; }},
+    {"cpu.int8_dot_products", Type::NonNegNum, kCpu, true,
+     [](Hardware &h, const Value &v) { h.int8DotProducts = v.d; }},
     {"cpu.l1d_bytes", Type::PosInt, kCpu, false,
      [](Hardware &h, const Value &v) { h.l1dBytes = v.i; }},
     {"cpu.l2_bytes", Type::PosInt, kCpu, false,
@@ -518,6 +522,26 @@ bool hasWord(const std::string &words, const std::string &word) {
   return false;
 }
 
+// The vector pipes, once the vector width is known.
+//  * FMA pipes at the full vector width: AMD family 25 (Zen 3 / Zen 4) runs a 512-bit FMA as two
+//    halves on its two 256-bit pipes, so with AVX-512 it retires one 512-bit FMA per cycle, half
+//    what host.yaml's 2 assumes (measured: resnet18's 3x3 convs, 105 GFLOP/s in the
+//    micro-kernel at 2.6 GHz nominal, above what one pipe allows only through boost clocks).
+//  * The dot-product instructions the int8 / bf16 micro-kernels run on: host.yaml's rates, 0
+//    where /proc/cpuinfo's flags lack the instruction.
+void vectorPipes(Hardware &h, const CpuInfo &info) {
+  int64_t family = 0;
+  if (h.vectorBits == 512 && info.vendor == "AuthenticAMD" && parseInt(info.family, family) &&
+      family == 25)
+    h.fmaUnits = 1;
+  if (!info.hasFlags)
+    return;
+  if (!hasWord(info.flags, "avx512_bf16"))
+    h.bf16DotProducts = 0;
+  if (!hasWord(info.flags, "avx512_vnni"))
+    h.int8DotProducts = 0;
+}
+
 // "Intel(R) Xeon(R) Processor @ 2.10GHz" -> 2.1; 0 when there is no "@ N GHz".
 double ghzFromModelName(const std::string &model) {
   size_t at = model.rfind('@');
@@ -621,14 +645,7 @@ Hardware detectHostHardware(const std::string &sysRoot) {
     h.vectorBits = 128;
   else
     fallbacks.push_back("vector_bits");
-  // FMA pipes at the full vector width: AMD family 25 (Zen 3 / Zen 4) runs a 512-bit FMA as two
-  // halves on its two 256-bit pipes, so with AVX-512 it retires one 512-bit FMA per cycle, half
-  // what host.yaml's 2 assumes (measured: resnet18's 3x3 convs, 105 GFLOP/s in the micro-kernel
-  // at 2.6 GHz nominal, above what one pipe allows only through boost clocks).
-  int64_t family = 0;
-  if (h.vectorBits == 512 && info.vendor == "AuthenticAMD" && parseInt(info.family, family) &&
-      family == 25)
-    h.fmaUnits = 1;
+  vectorPipes(h, info);
 
   // Caches: cpu0's index*/ entries, in name order.
   std::vector<fs::path> indexDirs;

@@ -59,8 +59,12 @@ struct Hardware {
   double ghz = 0;         // sustained clock
   int64_t vectorBits = 0; // 128 (SSE / NEON), 256 (AVX2), 512 (AVX-512)
   int64_t fmaUnits = 0;   // FMA pipes per core
-  int64_t l1dBytes = 0;   // per core
-  int64_t l3Bytes = 0;    // shared, 0 when absent
+  // Products per lane of one dot-product instruction, issued at the FMAs' rate (one per pipe
+  // and cycle on current cores): bf16 pairs (vdpbf16ps) 2, int8 quads (vpdpbusd) 4; 0 where the
+  // CPU lacks the instruction (detection reads avx512_bf16 / avx512_vnni from /proc/cpuinfo).
+  double bf16DotProducts = 0, int8DotProducts = 0;
+  int64_t l1dBytes = 0;                                                 // per core
+  int64_t l3Bytes = 0;                                                  // shared, 0 when absent
   double l1BytesPerCycle = 0, l2BytesPerCycle = 0, l3BytesPerCycle = 0; // per core
 
   CostCoefficients cost;
