@@ -508,12 +508,11 @@ private:
         }
         line(ind + 1, "}");
       }
-    } else if (std::optional<E> ends = laneGuardEnds(elem, d)) {
-      // A guard on the lane (a ragged column tile's n0 + j < N) that holds on all 16 lanes or
+    } else if (std::optional<std::pair<E, std::vector<StmtP>>> v = laneGuardEnds(elem, d)) {
+      // Guards on the lane (a ragged column tile's n0 + j < N) that hold on all 16 lanes or
       // none: tested at both ends, the lanes then run unguarded (kir/version_lane_guards.h).
-      const Stmt &g = *elem[d];
-      line(ind + 1, "if (" + ex(*ends) + ") {");
-      lanes(ind + 2, g.body);
+      line(ind + 1, "if (" + ex(v->first) + ") {");
+      lanes(ind + 2, v->second);
       line(ind + 1, "} else {");
       laneLoop(ind + 2, elem);
       line(ind + 1, "}");
@@ -523,15 +522,34 @@ private:
     line(ind, "};");
   }
 
-  // An element body [var j = jo * 16 + jl (when d), if (c) ..] whose c is convex in the lane
-  // (guardAtEnds): c at jl = 0 and jl = 15, or none.
-  static std::optional<E> laneGuardEnds(const std::vector<StmtP> &elem, size_t d) {
-    if (elem.size() != d + 1 || elem[d]->kind != Stmt::Kind::If || !elem[d]->elseBody.empty())
-      return std::nullopt;
+  // An element body [var j = jo * 16 + jl (when d), then guards: if (c) .. or { if (c) .. }]
+  // whose every c is convex in the lane (guardAtEnds) or does not read it: the c at jl = 0 and
+  // jl = 15, all of them, and the statements without their guards; or none.
+  static std::optional<std::pair<E, std::vector<StmtP>>>
+  laneGuardEnds(const std::vector<StmtP> &elem, size_t d) {
     std::map<std::string, ExprP> defs;
     if (d)
       defs["j"] = elem[0]->value.get();
-    return guardAtEnds(elem[d]->cond, "jl", defs, E(int64_t(0)), E(int64_t(15)));
+    E all;
+    std::vector<StmtP> unguarded;
+    for (size_t k = d; k < elem.size(); ++k) {
+      const Stmt &s = *elem[k];
+      const bool scoped = s.kind == Stmt::Kind::Seq && s.body.size() == 1;
+      const Stmt &g = scoped ? *s.body[0] : s;
+      if (g.kind != Stmt::Kind::If || !g.elseBody.empty())
+        return std::nullopt;
+      // (A guard not on the lane is its own test.)
+      std::optional<E> ends = !readsVar(g.cond.get(), "jl") && !(d && readsVar(g.cond.get(), "j"))
+                                  ? std::optional<E>(g.cond)
+                                  : guardAtEnds(g.cond, "jl", defs, E(int64_t(0)), E(int64_t(15)));
+      if (!ends)
+        return std::nullopt;
+      all = all ? all && *ends : *ends;
+      unguarded.push_back(seq(g.body)); // (its own scope, as the guarded body had)
+    }
+    if (!all)
+      return std::nullopt;
+    return std::make_pair(all, unguarded);
   }
 
   void laneLoop(int ind, const std::vector<StmtP> &body) {
