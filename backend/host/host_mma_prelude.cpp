@@ -142,7 +142,6 @@ struct aicf_a_of<uint16_t> {
   using type = uint32_t;
 };
 typedef uint32_t aicf_v16u __attribute__((vector_size(64)));
-typedef uint32_t aicf_v16uu __attribute__((vector_size(64), aligned(2)));
 
 // n <= 16 floats from a as 8 bf16 pairs (element 2q low, 2q + 1 high; past n zero), rounded as
 // vcvtneps2bf16 does: to nearest even, a denormal as zero of its sign, a NaN quiet.
@@ -232,10 +231,54 @@ AICF_MATH aicf_v16i aicf_dpbusd(aicf_v16i acc, uint32_t a, aicf_v16u b) {
 #endif
 }
 
-// The int8 k loop: acc[MR][NV] = A[MR x K] * B[K x 16*NV] - comp, A already in uint8 quads (row
-// i at i * lda quads: aicf_pack_quads), B in quads (ldb columns per k row): each quad of A, one
-// broadcast from memory, times the NV vectors of B's quad row. K in steps of 16 (4 quads) for
-// the prefetches.
+// The dot-product k loop of bf16 pairs (G = 2: vdpbf16ps into f32) and int8 quads (G = 4:
+// vpdpbusd into i32): acc[MR][NV] += A[MR x K] * B[K x 16*NV], A already in groups of G k (row i
+// at i * lda groups: aicf_pack_pairs / aicf_pack_quads), B in groups (ldb columns per k row,
+// a group row 16 G elements per vector): each group of A, one broadcast from memory, times the
+// NV vectors of B's group row. K in steps of 16 (16 / G groups) for the prefetches.
+AICF_MATH aicf_v16f aicf_dot(aicf_v16f acc, uint32_t a, aicf_v16u b) {
+  return aicf_dpbf16(acc, a, b);
+}
+AICF_MATH aicf_v16i aicf_dot(aicf_v16i acc, uint32_t a, aicf_v16u b) {
+  return aicf_dpbusd(acc, a, b);
+}
+template <int G, int MR, int NV, typename Acc, typename TB>
+inline __attribute__((always_inline)) void
+aicf_dot_loop(Acc (&acc)[MR][NV], const uint32_t *__restrict A, int64_t lda, aicf_kblocks kb,
+              const TB *__restrict B, int64_t ldb, int64_t K) {
+  constexpr int S = 16 / G; // groups per step of 16 k
+  const char *__restrict pf = kb.pf;
+  const int64_t pfl = kb.pfl;
+  const int64_t per = pfl ? (pfl * 16 + K - 1) / K : 0;
+  int64_t pfd = 0;
+  const int64_t P = (K + G - 1) / G;
+  for (int64_t p0 = 0; p0 < P; p0 += S) {
+    if (pfl)
+      for (const int64_t e = pfd + per < pfl ? pfd + per : pfl; pfd < e; ++pfd)
+        __builtin_prefetch(pf + pfd * 64, 0, 2);
+    auto group = [&](int64_t p) __attribute__((always_inline)) {
+      aicf_v16u b[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        b[j] = *reinterpret_cast<const aicf_v16ub *>(B + G * p * ldb + 16 * G * j);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j)
+          acc[i][j] = aicf_dot(acc[i][j], A[i * lda + p], b[j]);
+    };
+    if (P - p0 >= S) {
+#pragma GCC unroll 8
+      for (int q = 0; q < S; ++q)
+        group(p0 + q);
+    } else {
+      for (int64_t p = p0; p < P; ++p)
+        group(p);
+    }
+  }
+}
+
+// The int8 k loop: acc[MR][NV] = A[MR x K] * B[K x 16*NV] - comp (the shift's share).
 template <int MR, int NV>
 inline __attribute__((always_inline)) void
 aicf_mma_acc_i8(aicf_v16i (&acc)[MR][NV], const uint32_t *__restrict A, int64_t lda,
@@ -248,35 +291,7 @@ aicf_mma_acc_i8(aicf_v16i (&acc)[MR][NV], const uint32_t *__restrict A, int64_t 
     for (int i = 0; i < MR; ++i)
       acc[i][j] = -c;
   }
-  const char *__restrict pf = kb.pf;
-  const int64_t pfl = kb.pfl;
-  const int64_t per = pfl ? (pfl * 16 + K - 1) / K : 0;
-  int64_t pfd = 0;
-  const int64_t Q = (K + 3) / 4;
-  for (int64_t q0 = 0; q0 < Q; q0 += 4) {
-    if (pfl)
-      for (const int64_t e = pfd + per < pfl ? pfd + per : pfl; pfd < e; ++pfd)
-        __builtin_prefetch(pf + pfd * 64, 0, 2);
-    auto quad = [&](int64_t q) __attribute__((always_inline)) {
-      aicf_v16u b[NV];
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        b[j] = *reinterpret_cast<const aicf_v16ub *>(B + 4 * q * ldb + 64 * j);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j)
-          acc[i][j] = aicf_dpbusd(acc[i][j], A[i * lda + q], b[j]);
-    };
-    if (Q - q0 >= 4) {
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q)
-        quad(q0 + q);
-    } else {
-      for (int64_t q = q0; q < Q; ++q)
-        quad(q);
-    }
-  }
+  aicf_dot_loop<4>(acc, A, lda, kb, B, ldb, K);
 }
 
 // A's tile [tm x kc] (as aicf_pack_pairs reads it) plus AO as uint8 quads into ap, row r at
@@ -296,44 +311,13 @@ inline void aicf_pack_quads(uint32_t *__restrict ap, int64_t kq, const float *__
   }
 }
 
-// The bf16 k loop: acc[MR][NV] += A[MR x K] * B[K x 16*NV], A already in bf16 pairs (row i at
-// i * lda pairs: aicf_pack_pairs), B in pairs (ldb elements per k row): each pair of A, one
-// broadcast from memory, times the NV vectors of B's pair row. K in steps of 16 (8 pairs) for
-// the prefetches.
+// The bf16 k loop (aicf_dot_loop's pairs). (KB: never at run time, aicf_mma_f32_panels packs A
+// in dense rows; instantiated all the same.)
 template <int MR, int NV, bool KB>
 inline __attribute__((always_inline)) void
 aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const uint32_t *__restrict A, int64_t lda, aicf_kblocks kb,
              const uint16_t *__restrict B, int64_t ldb, int64_t K) {
-  // (KB: never at run time, aicf_mma_f32_panels packs A in dense rows; instantiated all the same.)
-  const char *__restrict pf = kb.pf;
-  const int64_t pfl = kb.pfl;
-  const int64_t per = pfl ? (pfl * 16 + K - 1) / K : 0;
-  int64_t pfd = 0;
-  const int64_t P = (K + 1) / 2;
-  for (int64_t p0 = 0; p0 < P; p0 += 8) {
-    if (pfl)
-      for (const int64_t e = pfd + per < pfl ? pfd + per : pfl; pfd < e; ++pfd)
-        __builtin_prefetch(pf + pfd * 64, 0, 2);
-    auto pair = [&](int64_t p) __attribute__((always_inline)) {
-      aicf_v16u b[NV];
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        b[j] = *reinterpret_cast<const aicf_v16uu *>(B + 2 * p * ldb + 32 * j);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j)
-          acc[i][j] = aicf_dpbf16(acc[i][j], A[i * lda + p], b[j]);
-    };
-    if (P - p0 >= 8) {
-#pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q)
-        pair(p0 + q);
-    } else {
-      for (int64_t p = p0; p < P; ++p)
-        pair(p);
-    }
-  }
+  aicf_dot_loop<2>(acc, A, lda, kb, B, ldb, K);
 }
 
 // A's tile [tm x kc] (lda, its k in blocks of 16 at kb.offs when kb.n1, rows in groups when kb.g)
