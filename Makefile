@@ -36,10 +36,12 @@ conformance-cli: build
 bench-matmul: build
 	build/aicf-bench-matmul --reps 21
 
-# aicf vs onnxruntime / TVM / IREE on the testdata models (sets up bench/.venv from PyPI):
-# bench/results.md and bench/latency_ratio.png. Not part of `make test`.
+# aicf vs onnxruntime / OpenVINO / TVM / IREE on the testdata models and the exported networks
+# (sets up bench/.venv from PyPI), then the reduced-precision rows (bf16, int8 QDQ) at one thread:
+# bench/results.md and bench/latency_ratio.png. ARGS go to bench/run_bench.py (e.g.
+# ARGS="--only resnet18 --precision-only"). Not part of `make test`.
 bench:
-	scripts/bench.sh
+	scripts/bench.sh $(ARGS)
 
 # Symbolic dims (issue 21): each *_dyn testdata model compiled once for ranges of its dims
 # against its static compile: compile times, the ranged folder checked at several shapes against

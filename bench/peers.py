@@ -42,14 +42,21 @@ class OrtEngine:
 
 class OvEngine:
     """OpenVINO's CPU plugin pinned to f32 arithmetic (its default picks bf16 on CPUs with AMX or
-    AVX512-BF16: an equal-precision row needs the pin), latency hint, one stream, T threads."""
+    AVX512-BF16: an equal-precision row needs the pin), latency hint, one stream, T threads.
+    `precision`: the inference precision hint ("f32", "bf16"), or None for OpenVINO's default
+    (`self.precision` then says what it chose)."""
 
-    def __init__(self, model_path, inputs, threads):
+    def __init__(self, model_path, inputs, threads, precision="f32"):
         import openvino as ov
         core = ov.Core()
-        cfg = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
+        cfg = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
                "INFERENCE_NUM_THREADS": str(threads), "ENABLE_CPU_PINNING": "NO"}
+        if precision:
+            cfg["INFERENCE_PRECISION_HINT"] = precision
         self.cm = core.compile_model(core.read_model(model_path), "CPU", cfg)
+        chosen = str(self.cm.get_property("INFERENCE_PRECISION_HINT"))
+        self.precision = {"<Type: 'bfloat16'>": "bf16", "<Type: 'float32'>": "f32",
+                          "<Type: 'float16'>": "f16"}.get(chosen, chosen)
         self.req = self.cm.create_infer_request()
         self.feeds = {i.get_any_name(): np.ascontiguousarray(inputs[i.get_any_name()]) for i in self.cm.inputs}
         self.names = [o.get_any_name() for o in self.cm.outputs]

@@ -32,7 +32,6 @@ FUNCTION_RATCHET = {
     "bench/costmodel.py:main": 207,
     "frontend/onnx_sym_values.cpp:compute": 188,
     "bench/run_bench.py:render": 166,
-    "bench/run_bench.py:main": 167,
     "lower/recipe_online_norm.cpp:recipeOnlineNorm": 156,
     "cmd/aicfc.cpp:compile": 152,
     "target/hardware.cpp:detectHostHardware": 151,
