@@ -139,6 +139,10 @@ const std::vector<PipelineEntry> &pipeline() {
       {"fuse-mma-tile-epilogue", P::KernelIr, K::KernelPass, V::KernelIr,
        "after fuse-reduction-epilogue, whose init (the bias) it takes into the mma_tile",
        kernelPass<kir::KernelPassId::FuseMmaTileEpilogue>},
+      {"unswitch-invariant-selects", P::KernelIr, K::KernelPass, V::KernelIr,
+       "after the fusions (their copies keep them), before the versioning passes version each "
+       "copy",
+       kernelPass<kir::KernelPassId::UnswitchInvariantSelects>},
       {"version-full-tiles", P::KernelIr, K::KernelPass, V::KernelIr,
        "after the fusions, so both versions keep what the passes above did",
        kernelPass<kir::KernelPassId::VersionFullTiles>},

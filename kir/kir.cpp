@@ -342,6 +342,14 @@ void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const 
   }
 }
 
+StmtP deepCopy(const StmtP &s) {
+  auto c = std::make_shared<Stmt>(*s);
+  for (std::vector<StmtP> *l : {&c->body, &c->elseBody, &c->init, &c->update})
+    for (StmtP &x : *l)
+      x = deepCopy(x);
+  return c;
+}
+
 std::optional<std::vector<LoopReduction>> loopReductions(const Stmt &loop) {
   std::vector<LoopReduction> out;
   std::vector<std::string> declared = {loop.var};

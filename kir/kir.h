@@ -287,6 +287,9 @@ void forEachExpr(const ExprP &e, const std::function<void(const Expr &)> &fn);
 std::vector<const E *> ownExprs(const Stmt &s);
 // fn on every statement of `list` and below (body, else, init and update lists), pre-order.
 void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const Stmt &)> &fn);
+// A copy of s and every statement below it (expressions shared: they are immutable), for a pass
+// that versions code: each version owns its statements, which later passes rewrite in place.
+StmtP deepCopy(const StmtP &s);
 
 struct Kernel;
 // The arithmetic of the kernel's products: the precision its tensor-core mma_tiles read their

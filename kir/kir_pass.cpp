@@ -5,6 +5,7 @@
 #include "kir/fuse_mma_tile_epilogue.h"
 #include "kir/fuse_reduction_epilogue.h"
 #include "kir/name_shared_exprs.h"
+#include "kir/unswitch_invariant_selects.h"
 #include "kir/version_full_tiles.h"
 #include "kir/version_lane_guards.h"
 #include "support/diagnostics.h"
@@ -83,6 +84,19 @@ public:
   const char *summary() const override { return kernelPassSummary(KernelPassId::VersionFullTiles); }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
     return versionFullTiles(k, notes);
+  }
+};
+
+class UnswitchInvariantSelectsPass final : public KernelPass {
+public:
+  const char *name() const override {
+    return kernelPassName(KernelPassId::UnswitchInvariantSelects);
+  }
+  const char *summary() const override {
+    return kernelPassSummary(KernelPassId::UnswitchInvariantSelects);
+  }
+  bool run(Kernel &k, std::vector<std::string> &notes) override {
+    return unswitchInvariantSelects(k, notes);
   }
 };
 

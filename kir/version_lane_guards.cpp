@@ -99,16 +99,6 @@ bool convex(const ExprP &c, const std::string &v) {
   }
 }
 
-// A copy of s and every statement below it (the two versions own their statements: later passes
-// rewrite statements in place).
-StmtP deepCopy(const StmtP &s) {
-  auto c = std::make_shared<Stmt>(*s);
-  for (std::vector<StmtP> *l : {&c->body, &c->elseBody, &c->init, &c->update})
-    for (StmtP &x : *l)
-      x = deepCopy(x);
-  return c;
-}
-
 class Versioner {
 public:
   bool list(std::vector<StmtP> &stmts) {

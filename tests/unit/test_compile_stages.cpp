@@ -135,6 +135,7 @@ TEST_CASE("compile stages: listed once, in order") {
                                           "verify-kernel-ir",
                                           "fuse-reduction-epilogue",
                                           "fuse-mma-tile-epilogue",
+                                          "unswitch-invariant-selects",
                                           "version-full-tiles",
                                           "version-lane-guards",
                                           "name-shared-exprs",
