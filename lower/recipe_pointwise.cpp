@@ -108,13 +108,32 @@ private:
     // loads, compares against constants) instead of a division per lane, which the compiler
     // can only vectorise as a gather (the LLaMA K rotary: a rotate-half select and a cos/sin
     // table broadcast over heads).
-    bool laneInner =
-        !isGpuPlan(knobs_) && s.vec > 1 && !SS_.empty() && SS_.back().divisibleBy(s.vec);
+    // When the width divides no innermost dim but the product of the innermost few (a 28 x 28
+    // map read from channel blocks), the vector's elements differ in those dims alone: the
+    // outer dims come from the vector's first element, the inner ones from their own flat
+    // index plus the lane, as [p / W, p % W], which the printers join back into p wherever the
+    // read's strides are W s and s (blocked -> NCHW conversions divided per lane before).
+    bool host = !isGpuPlan(knobs_) && s.vec > 1 && !SS_.empty();
+    bool laneInner = host && SS_.back().divisibleBy(s.vec);
+    size_t split = SS_.size();
+    for (size_t d = SS_.size() - 1; host && !laneInner && d-- > 0;)
+      if (symNumel(SymShape(SS_.begin() + static_cast<std::ptrdiff_t>(d), SS_.end()))
+              .divisibleBy(s.vec)) {
+        split = d;
+        break;
+      }
     flatloop::build(k, n, s, [&](E i) {
       std::vector<E> idx;
       if (laneInner) {
         idx = unflatIndex(SS_, flatloop::vectorStart(k, s));
         idx.back() = idx.back() + flatloop::lane();
+      } else if (split < SS_.size()) {
+        auto at = SS_.begin() + static_cast<std::ptrdiff_t>(split);
+        SymShape outer(SS_.begin(), at), inner(at, SS_.end());
+        E start = flatloop::vectorStart(k, s), plane = kir::symE(symNumel(inner));
+        idx = unflatIndex(outer, start / plane);
+        for (const E &e : unflatIndex(inner, start % plane + flatloop::lane()))
+          idx.push_back(e);
       } else {
         idx = unflatIndex(SS_, i);
       }
