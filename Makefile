@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format serve-demo conformance conformance-cli bench-matmul bench bench-dyn bench-costmodel silero-vad bench-compile fuzz clean
+.PHONY: all build demo test format serve-demo conformance conformance-cli bench-matmul bench bench-dyn bench-costmodel bench-footprint silero-vad bench-compile fuzz clean
 
 all: build
 
@@ -60,6 +60,15 @@ silero-vad:
 # register estimates against ptxas: bench/costmodel.md. Not part of `make test`.
 bench-costmodel: build
 	/usr/bin/python3 bench/costmodel.py
+
+# Serving footprint (issue 55): 1, 2 and 4 processes of one 100 MB-class folder (torchvision's
+# resnet50, exported into bench/models_footprint): total PSS / RSS and the time from process
+# start to the first result, aicf (weights mapped, or copied) against ONNX Runtime and OpenVINO:
+# bench/footprint.md. Not part of `make test`.
+bench-footprint: build
+	AICF_BENCH_NO_WIDE=1 AICF_BENCH_NO_BUILD=1 scripts/bench.sh --setup-only
+	/usr/bin/python3 scripts/gen_cnn_models.py bench/models_footprint resnet50
+	bench/.venv/bin/python bench/footprint.py
 
 # libFuzzer harnesses (needs clang) for FUZZ_SECONDS each (default 60; FUZZ_TARGETS picks some
 # of onnx ir npy runtime); new crashes are saved under testdata/fuzz/pending/. Not part of

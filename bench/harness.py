@@ -12,7 +12,6 @@ import sys
 import time
 
 import numpy as np
-import onnx
 
 from peers import graph_inputs
 
@@ -89,6 +88,7 @@ def load_npys(d):
 
 def static_copy(model, inputs, path):
     """The model with every graph input's shape set to the concrete input's, shapes inferred."""
+    import onnx  # (here: a worker that only runs aicf need not load onnx)
     m = onnx.ModelProto()
     m.CopyFrom(model)
     for gi in graph_inputs(m):

@@ -12,6 +12,9 @@
  * (older aicfc) are not checked. The OpenMP runtime that libmodel.so loads stays loaded after
  * aicf_close (its idle worker threads live on), so closing a model is safe in a program that
  * does not itself link OpenMP. Not thread-safe per model: run one model object from one thread.
+ * A cpu plan's weights.bin is mapped read-only and shared through the page cache by every
+ * process and model object that opens the folder; AICF_WEIGHTS=copy reads it into private huge
+ * pages instead (any other value than map or copy fails aicf_open).
  *
  * Plans compiled with --target cuda:sm_XX (plan.yaml target.kind: cuda) run on CUDA device 0.
  * The runtime loads libcudart itself (dlopen libcudart.so, .so.13, .so.12), so it needs neither

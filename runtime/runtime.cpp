@@ -6,6 +6,7 @@
 // aicf_launch_<kind_id> launchers on a stream, and replay them as a CUDA Graph after the first run.
 #include "runtime/aicf_runtime.h"
 #include "runtime/cudart.h"
+#include "runtime/host_memory.h"
 #include "runtime/isa_features.h"
 #include "runtime/plan_read.h"
 #include "runtime/thread_pool.h"
@@ -93,35 +94,6 @@ struct Step {
   std::vector<size_t> setsDims;
 };
 
-// 64-byte aligned storage. A buffer of 2 MiB or more (the weights, the arena) is 2 MiB aligned
-// and asked for transparent huge pages (Debian's default THP mode is `madvise`): the kernels
-// stream tens of MB of weights per run, and on 4 KiB pages every 4 KiB of them costs a TLB miss
-// (resnet18 at one thread on an AMD EPYC: 34.9-36.8 -> 33.2-34.8 ms, interleaved runs). Where
-// the kernel refuses, the pages stay small.
-struct Aligned {
-  void *ptr = nullptr;
-  explicit Aligned(size_t bytes) {
-    constexpr size_t kHuge = size_t(2) << 20;
-    size_t rounded = bytes > SIZE_MAX - kHuge ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
-    bool huge = rounded >= kHuge;
-    if (huge)
-      rounded = (rounded + kHuge - 1) / kHuge * kHuge;
-    ptr = rounded ? std::aligned_alloc(huge ? kHuge : 64, rounded) : nullptr;
-    if (!ptr)
-      throw Error(cat("cannot allocate ", bytes, " bytes"));
-#ifdef MADV_HUGEPAGE
-    if (huge)
-      madvise(ptr, rounded, MADV_HUGEPAGE);
-#endif
-    std::memset(ptr, 0, rounded);
-  }
-  ~Aligned() {
-    std::free(ptr);
-  }
-  Aligned(const Aligned &) = delete;
-  Aligned &operator=(const Aligned &) = delete;
-};
-
 // The CUDA backend's state: one device allocation [weights | arena | input and output staging],
 // a stream, and the CUDA Graph captured for one set of buffer pointers.
 struct CudaState {
@@ -190,7 +162,8 @@ struct aicf_model {
   std::vector<Buffer> buffers;
   std::vector<Step> steps;
   std::vector<int> inputs, outputs; // buffer index per io position
-  std::unique_ptr<Aligned> weights, arena;
+  std::unique_ptr<aicf::rt::WeightsImage> weights;
+  std::unique_ptr<aicf::rt::Aligned> arena;
   int64_t weightsBytes = 0, arenaBytes = 0;
   void *so = nullptr;
   // cpu plans: the thread count (aicf_set_num_threads; default: the hardware threads) and the
@@ -357,7 +330,7 @@ void openDevice(aicf_model &m) {
   d.base = static_cast<char *>(base);
   if (m.weightsBytes > 0) {
     check(rt,
-          rt.memcpyAsync(d.base, m.weights->ptr, static_cast<size_t>(m.weightsBytes),
+          rt.memcpyAsync(d.base, m.weights->data(), static_cast<size_t>(m.weightsBytes),
                          aicf::rt::kMemcpyHostToDevice, d.stream),
           "uploading weights.bin");
     check(rt, rt.streamSynchronize(d.stream), "uploading weights.bin");
@@ -1067,29 +1040,16 @@ void load(aicf_model &m) {
     throw Error(cat(planPath, ": ", e.what()));
   }
 
-  // Weights, read whole; the file must be exactly the size the plan's offsets were checked
-  // against.
-  std::string wPath = m.dir + "/weights.bin";
-  struct stat st {};
-  if (::stat(wPath.c_str(), &st) != 0)
-    throw Error(cat("cannot open ", wPath));
-  if (!S_ISREG(st.st_mode))
-    throw Error(cat(wPath, ": not a regular file"));
-  int64_t size = static_cast<int64_t>(st.st_size);
-  if (size != m.weightsBytes)
-    throw Error(cat(wPath, ": ", size, " bytes, plan.yaml says ", m.weightsBytes,
-                    " (truncated or wrong file)"));
-  std::ifstream f(wPath, std::ios::binary);
-  if (!f)
-    throw Error(cat("cannot open ", wPath));
-  m.weights = std::make_unique<Aligned>(static_cast<size_t>(size));
-  if (size > 0 && !f.read(static_cast<char *>(m.weights->ptr), size))
-    throw Error(cat("cannot read ", wPath));
+  // Weights: weights.bin mapped read-only (shared through the page cache by every process that
+  // opens the folder) or copied, by AICF_WEIGHTS; the file must be exactly the size the plan's
+  // offsets were checked against.
+  m.weights = std::make_unique<aicf::rt::WeightsImage>(m.dir + "/weights.bin", m.weightsBytes,
+                                                       aicf::rt::weightsModeFromEnv());
   m.ptrs.assign(m.buffers.size(), nullptr);
   if (m.cuda)
     openDevice(m);
   else
-    m.arena = std::make_unique<Aligned>(static_cast<size_t>(m.arenaBytes));
+    m.arena = std::make_unique<aicf::rt::Aligned>(static_cast<size_t>(m.arenaBytes));
 }
 
 int fail(const std::string &msg) {
@@ -1187,7 +1147,7 @@ void runHostLoop(aicf_model &m, size_t s, HostCalls &hc, double *times) {
 void runHost(aicf_model &m, const void *const *inputs, void *const *outputs, double *times) {
   applyShapes(m); // refuses inconsistent shapes before anything runs
   resetDataDims(m);
-  bindPointers(m, "aicf_run", inputs, outputs, static_cast<char *>(m.weights->ptr),
+  bindPointers(m, "aicf_run", inputs, outputs, const_cast<char *>(m.weights->data()),
                static_cast<char *>(m.arena->ptr));
   if (!m.pool || m.pool->threads() != m.threads || m.pool->pinned() != m.pinThreads ||
       m.pool->adaptive() != m.adaptiveThreads) {

@@ -87,4 +87,8 @@ if [ "${AICF_BENCH_NO_CNN:-0}" != 1 ] && [ "${AICF_BENCH_NO_WIDE:-0}" != 1 ]; th
   models+=(bench/models_wide)
 fi
 
+# --setup-only: everything above (venv, peers, models) and no timing (make bench-footprint).
+if [ "${1:-}" = --setup-only ]; then
+  exit 0
+fi
 exec "$vpy" bench/run_bench.py --models "${models[@]}" "$@"
