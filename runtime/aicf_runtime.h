@@ -16,8 +16,9 @@
  * process and model object that opens the folder; AICF_WEIGHTS=copy reads it into private huge
  * pages instead (any other value than map or copy fails aicf_open).
  *
- * Plans compiled with --target cuda:sm_XX (plan.yaml target.kind: cuda) run on CUDA device 0.
- * The runtime loads libcudart itself (dlopen libcudart.so, .so.13, .so.12), so it needs neither
+ * Plans compiled with --target cuda:sm_XX (plan.yaml target.kind: cuda) run on CUDA device 0, or
+ * the one aicf_open_device names. The runtime loads libcudart itself (dlopen libcudart.so, .so.13,
+ * .so.12, or the path AICF_CUDART_LIBRARY gives), so it needs neither
  * the toolkit to build nor a GPU to run cpu plans; aicf_open of a cuda plan fails with
  * "no CUDA runtime library (libcudart.so) found" or "no CUDA device available (cudaErrorX)" when
  * the machine cannot run it. At open, one device allocation holds weights (uploaded once), the
@@ -48,8 +49,13 @@ typedef struct {
   size_t bytes;
 } aicf_tensor_info;
 
-/* Opens OUT; NULL on error (see aicf_last_error). */
+/* Opens OUT; NULL on error (see aicf_last_error). A cuda plan runs on CUDA device 0. */
 aicf_model *aicf_open(const char *dir);
+/* Opens OUT for CUDA device `device` (0, 1, ...: cudaSetDevice's numbering), so that one process
+ * can hold models on several GPUs; the runtime makes the model's device current before each of
+ * its calls. An index the machine lacks fails ("CUDA device 2 requested; this machine has 2
+ * (devices 0-1)"); a cpu plan takes device 0 only. aicf_open(dir) is aicf_open_device(dir, 0). */
+aicf_model *aicf_open_device(const char *dir, int device);
 void aicf_close(aicf_model *m);
 
 /* The last error of this thread, or "" when none. */

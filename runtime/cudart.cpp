@@ -5,6 +5,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #include <mutex>
 
 namespace aicf::rt {
@@ -34,8 +36,17 @@ bool resolve(void *lib, const char *name, Fn &fn, std::string &error) {
 Loaded load() {
   Loaded l;
   void *lib = nullptr;
+  // AICF_CUDART_LIBRARY: one library by path instead of the search (an install outside the
+  // loader's path; the tests' emulation).
+  const char *given = std::getenv("AICF_CUDART_LIBRARY");
+  if (given && *given) {
+    if (!(lib = dlopen(given, RTLD_NOW | RTLD_LOCAL))) {
+      l.error = std::string("AICF_CUDART_LIBRARY: cannot load ") + given;
+      return l;
+    }
+  }
   for (const char *name : {"libcudart.so", "libcudart.so.13", "libcudart.so.12"})
-    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+    if (!lib && (lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
       break;
   if (!lib) {
     l.error = "no CUDA runtime library (libcudart.so) found";

@@ -5,6 +5,7 @@
 // arena and input/output staging in one device allocation, launch the steps through the
 // aicf_launch_<kind_id> launchers on a stream, and replay them as a CUDA Graph after the first run.
 #include "runtime/aicf_runtime.h"
+#include "runtime/cuda_state.h"
 #include "runtime/cudart.h"
 #include "runtime/host_memory.h"
 #include "runtime/isa_features.h"
@@ -43,6 +44,7 @@ namespace {
 thread_local std::string lastError;
 
 using aicf::rt::cat;
+using aicf::rt::CudaState;
 using aicf::rt::Error;
 using aicf::rt::MachineError;
 
@@ -94,59 +96,11 @@ struct Step {
   std::vector<size_t> setsDims;
 };
 
-// The CUDA backend's state: one device allocation [weights | arena | input and output staging],
-// a stream, and the CUDA Graph captured for one set of buffer pointers.
-struct CudaState {
-  const aicf::rt::Cudart *rt = nullptr;
-  char *base = nullptr;
-  aicf::rt::CudaStream stream = nullptr;
-  std::vector<int64_t> stagingOffset; // per buffer (inputs and outputs), else -1
-  bool useGraph = true;
-  aicf::rt::CudaGraph graph = nullptr;
-  aicf::rt::CudaGraphExec exec = nullptr;
-  std::vector<void *> graphPtrs; // the buffer pointers the graph was captured with
-  // Symbolic dims: the graph above is for graphDims; graphs of other shapes captured with the
-  // same pointers are kept here (at most kShapeGraphs), so alternating shapes replay too.
-  std::vector<int64_t> graphDims;
-  struct Captured {
-    aicf::rt::CudaGraph graph = nullptr;
-    aicf::rt::CudaGraphExec exec = nullptr;
-  };
-  std::map<std::vector<int64_t>, Captured> shapeGraphs;
-  static constexpr size_t kShapeGraphs = 16;
-
-  void dropGraph() {
-    if (exec)
-      rt->graphExecDestroy(exec);
-    if (graph)
-      rt->graphDestroy(graph);
-    for (auto &[dims, c] : shapeGraphs) {
-      rt->graphExecDestroy(c.exec);
-      rt->graphDestroy(c.graph);
-    }
-    shapeGraphs.clear();
-    exec = nullptr;
-    graph = nullptr;
-    graphPtrs.clear();
-    graphDims.clear();
-  }
-  ~CudaState() {
-    if (!rt)
-      return;
-    if (stream)
-      rt->streamSynchronize(stream);
-    dropGraph();
-    if (base)
-      rt->free(base);
-    if (stream)
-      rt->streamDestroy(stream);
-  }
-};
-
 } // namespace
 
 struct aicf_model {
   std::string dir;
+  int device = 0;    // aicf_open_device: the CUDA device a cuda plan runs on
   bool cuda = false; // target.kind: cuda
   // Symbolic dims (plan.yaml `dims`): their ranges, current values (derived from the input
   // shapes set with aicf_set_input_shape; the opt values until then) and the shapes set.
@@ -294,8 +248,8 @@ void check(const aicf::rt::Cudart &rt, aicf::rt::CudaError e, const char *what) 
     throw Error(cat(what, ": ", rt.describe(e)));
 }
 
-// Picks device 0, allocates [weights | arena | staging] with one cudaMalloc and uploads the
-// weights once; the host copy of weights.bin is dropped afterwards.
+// Picks the model's device, allocates [weights | arena | staging] with one cudaMalloc and uploads
+// the weights once; the host copy of weights.bin is dropped afterwards.
 void openDevice(aicf_model &m) {
   CudaState &d = *m.dev;
   const aicf::rt::Cudart &rt = *d.rt;
@@ -305,7 +259,11 @@ void openDevice(aicf_model &m) {
     throw MachineError(cat("no CUDA device available (", rt.getErrorName(e), ")"));
   if (count < 1)
     throw MachineError("no CUDA device available (0 devices)");
-  check(rt, rt.setDevice(0), "cudaSetDevice(0)");
+  if (m.device >= count)
+    throw MachineError(cat("CUDA device ", m.device, " requested; this machine has ", count,
+                           count == 1 ? " (device 0)" : cat(" (devices 0-", count - 1, ")")));
+  d.device = m.device;
+  check(rt, rt.setDevice(d.device), cat("cudaSetDevice(", d.device, ")").c_str());
   check(rt, rt.streamCreate(&d.stream), "cudaStreamCreate");
   // [weights | arena | staging], each part 64-byte aligned; sizes come from plan.yaml, so the sum
   // is overflow-checked.
@@ -1040,6 +998,9 @@ void load(aicf_model &m) {
     throw Error(cat(planPath, ": ", e.what()));
   }
 
+  if (!m.cuda && m.device != 0)
+    throw Error(cat(m.dir, " is a cpu plan: it runs on the host, not on device ", m.device));
+
   // Weights: weights.bin mapped read-only (shared through the page cache by every process that
   // opens the folder) or copied, by AICF_WEIGHTS; the file must be exactly the size the plan's
   // offsets were checked against.
@@ -1273,6 +1234,8 @@ void launchSteps(aicf_model &m, aicf::rt::CudaStream s, double *times) {
 void enqueue(aicf_model &m, aicf::rt::CudaStream s, double *times) {
   CudaState &d = *m.dev;
   const aicf::rt::Cudart &rt = *d.rt;
+  // The current device is per host thread: another model may have made its own current.
+  check(rt, rt.setDevice(d.device), "cudaSetDevice");
   if (!d.useGraph || times) {
     launchSteps(m, s, times);
     return;
@@ -1428,12 +1391,21 @@ static int defaultThreads(int hardware) {
 }
 
 aicf_model *aicf_open(const char *dir) {
+  return aicf_open_device(dir, 0);
+}
+
+aicf_model *aicf_open_device(const char *dir, int device) {
   if (!dir) {
     lastError = "aicf_open: null path";
     return nullptr;
   }
+  if (device < 0) {
+    lastError = cat("aicf_open_device: device ", device, " (devices are numbered from 0)");
+    return nullptr;
+  }
   auto m = std::make_unique<aicf_model>();
   m->dir = dir;
+  m->device = device;
   try {
     m->threads = defaultThreads(m->threads);
     load(*m);

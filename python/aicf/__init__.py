@@ -143,11 +143,12 @@ def compile(model: Union[str, os.PathLike, bytes, Any], out: Union[str, os.PathL
 
 
 class Model:
-    """An open compiled folder (aicf_open). Use `load`."""
+    """An open compiled folder (aicf_open_device). Use `load`."""
 
-    def __init__(self, folder: Union[str, os.PathLike], threads: Optional[int] = None):
+    def __init__(self, folder: Union[str, os.PathLike], threads: Optional[int] = None,
+                 device: int = 0):
         self.folder = os.fspath(folder)
-        self._m = _runtime.Model(self.folder)
+        self._m = _runtime.Model(self.folder, device)
         if threads is not None:
             self.threads = threads
 
@@ -224,9 +225,11 @@ class Model:
         return f"aicf.Model({self.folder!r}; {ins} -> {outs})"
 
 
-def load(folder: Union[str, os.PathLike], threads: Optional[int] = None) -> Model:
-    """Opens a folder written by aicfc (or `compile`)."""
-    return Model(folder, threads)
+def load(folder: Union[str, os.PathLike], threads: Optional[int] = None,
+         device: int = 0) -> Model:
+    """Opens a folder written by aicfc (or `compile`); a cuda plan on CUDA device `device`
+    (one process may hold models on several GPUs; a cpu plan takes 0 only)."""
+    return Model(folder, threads, device)
 
 
 @dataclass

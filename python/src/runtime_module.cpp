@@ -58,7 +58,7 @@ py::dict tensorDict(const aicf_tensor_info &t) {
 
 class Model {
 public:
-  explicit Model(const std::string &dir) : m_(aicf_open(dir.c_str())) {
+  Model(const std::string &dir, int device) : m_(aicf_open_device(dir.c_str(), device)) {
     if (!m_)
       throw AicfError(aicf_last_error());
   }
@@ -269,7 +269,7 @@ PYBIND11_MODULE(_runtime, m) {
     }
   });
   py::class_<Model>(m, "Model")
-      .def(py::init<const std::string &>(), py::arg("folder"))
+      .def(py::init<const std::string &, int>(), py::arg("folder"), py::arg("device") = 0)
       .def("inputs", [](const Model &md) { return md.describe(true); })
       .def("outputs", [](const Model &md) { return md.describe(false); })
       .def("dims", &Model::dims)

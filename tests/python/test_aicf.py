@@ -55,6 +55,13 @@ def test_compile_load_run_matches_reference(mlp):
     assert_close(first, y["logits"])
 
 
+def test_load_device(mlp):
+    """load(device=) is aicf_open_device: device 0 is the default; a cpu plan takes 0 only."""
+    assert aicf.load(mlp, device=0).output_names == ["logits"]
+    with pytest.raises(aicf.Error, match=r"is a cpu plan: it runs on the host, not on device 1$"):
+        aicf.load(mlp, device=1)
+
+
 def test_compile_from_bytes_and_bundle(tmp_path):
     with open(model_path("mlp_op13"), "rb") as f:
         data = f.read()
