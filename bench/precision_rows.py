@@ -102,7 +102,7 @@ def int8_agreement(got, want):
         quantum = steps[steps > 0].min() if (steps > 0).any() else 1.0
         q = float(np.abs(g - w).max() / quantum) if w.size else 0.0
         note = f"{q:.1f} quanta"
-        ok = ok and q <= INT8_BUDGET_QUANTA + 1e-6
+        ok = ok and q <= INT8_BUDGET_QUANTA * (1 + 1e-3)  # (f32 rounding of the difference)
         if w.size == 1000:
             same = g.argmax() == w.argmax()
             note += f", top-1 {'same' if same else 'DIFFERS'}"
@@ -121,7 +121,7 @@ class Attempt:
             self.engines[key] = build()
             return self.engines[key]
         except Exception as e:  # noqa: BLE001
-            self.row["err"][key] = short(e, 90)
+            self.row["err"][key] = short(f"{type(e).__name__}: {e}", 90)
             return None
 
 
@@ -217,7 +217,7 @@ def render_precision(rows, precisions, a):
         return acc[0] + ("" if acc[1] else " **over budget**")
 
     if "bf16" in precisions:
-        defaults = sorted({r.get("ov_default", "?") for r in rows})
+        defaults = sorted({r["ov_default"] for r in rows if r.get("ov_default", "?") != "?"})
         L.append(f"### bf16 (OpenVINO's default precision here: {', '.join(defaults)})\n")
         hdr = ["model"] + BF16_COLS + ["aicf bf16 / fp32", "aicf bf16 / OV default",
                                        "aicf bf16 / OV bf16", "aicf bf16 vs fp32 reference"]

@@ -45,6 +45,11 @@ from precision_rows import bench_precision, render_precision
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PEERS = ["ort", "ov", "tvm", "iree"]
 PEER_NAMES = {"aicf": "aicf", "ort": "ORT", "ov": "OV f32", "tvm": "TVM", "iree": "IREE"}
+# The precision rows' default models (issue 54's targets): the bench CNNs and the transformer
+# blocks; --precision-models all times every model of the run (each compiled twice more).
+PRECISION_MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0",
+                    "shufflenet_v2_x1_0", "mobilenet_v3_small", "bert_layer_op17",
+                    "gpt2_block_op17", "llama_block_op17", "vit_block_op17"]
 SLOWER = 1.05  # aicf counts as slower than a peer when its median is > 5% above the peer's
 
 
@@ -301,6 +306,9 @@ def main():
     ap.add_argument("--precision", default="bf16,int8",
                     help="reduced-precision rows at one thread (bench/precision_rows.py): "
                          "comma-separated of bf16, int8; '' for none")
+    ap.add_argument("--precision-models", default=",".join(PRECISION_MODELS),
+                    help="the models the precision rows time (comma-separated names; 'all' for "
+                         "every model of the run)")
     ap.add_argument("--precision-only", action="store_true",
                     help="only the reduced-precision rows (no fp32 tables)")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "bench", "work"))
@@ -334,8 +342,10 @@ def main():
     if a.only:
         names = [n for n in names if n in a.only]
     precisions = [p for p in a.precision.split(",") if p]
+    pnames = names if a.precision_models == "all" else [
+        n for n in names if n in a.precision_models.split(",")]
     if a.precision_only:
-        return precision_only(a, names, where, alib, precisions, started, mi)
+        return precision_only(a, pnames, where, alib, precisions, started, mi)
     rows = []
     for name in names:
         mdir = where[name]
@@ -411,7 +421,7 @@ def main():
                     row["standalone"][t] = (float(mm.group(1)), float(mm.group(2)))
         profile_aicf(row, a, wd, mdir, inputs, threads, aicf_eng is not None)
 
-    prows = bench_precision(a, names, where, alib, precisions) if precisions else []
+    prows = bench_precision(a, pnames, where, alib, precisions) if precisions else []
     load1 = os.getloadavg()
     md = render(rows, threads, status, mi, load0, load1, started, a, loads)
     if precisions:
