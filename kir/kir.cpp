@@ -342,6 +342,34 @@ void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const 
   }
 }
 
+bool rewriteLoops(std::vector<StmtP> &stmts, const std::function<StmtP(const StmtP &)> &fn) {
+  bool changed = false;
+  for (StmtP &s : stmts) {
+    switch (s->kind) {
+    case Stmt::Kind::Seq:
+    case Stmt::Kind::Region: changed |= rewriteLoops(s->body, fn); break;
+    case Stmt::Kind::If:
+      changed |= rewriteLoops(s->body, fn);
+      changed |= rewriteLoops(s->elseBody, fn);
+      break;
+    case Stmt::Kind::Reduce:
+      changed |= rewriteLoops(s->init, fn);
+      changed |= rewriteLoops(s->update, fn);
+      break;
+    case Stmt::Kind::For:
+      if (StmtP r = fn(s)) {
+        s = r;
+        changed = true;
+      } else {
+        changed |= rewriteLoops(s->body, fn);
+      }
+      break;
+    default: break;
+    }
+  }
+  return changed;
+}
+
 StmtP deepCopy(const StmtP &s) {
   auto c = std::make_shared<Stmt>(*s);
   for (std::vector<StmtP> *l : {&c->body, &c->elseBody, &c->init, &c->update})

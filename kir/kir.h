@@ -287,6 +287,11 @@ void forEachExpr(const ExprP &e, const std::function<void(const Expr &)> &fn);
 std::vector<const E *> ownExprs(const Stmt &s);
 // fn on every statement of `list` and below (body, else, init and update lists), pre-order.
 void forEachStmt(const std::vector<StmtP> &list, const std::function<void(const Stmt &)> &fn);
+// The For statements of `stmts`, outermost first, through seq, region, if / else and a reduce's
+// init and update (not into an mma_tile's fused init and epilogue: the micro-kernel's contract):
+// `fn(loop)` gives the loop's replacement, or null to keep it and visit its body instead. For a
+// Kernel IR pass that versions loops. Whether fn replaced any loop.
+bool rewriteLoops(std::vector<StmtP> &stmts, const std::function<StmtP(const StmtP &)> &fn);
 // A copy of s and every statement below it (expressions shared: they are immutable), for a pass
 // that versions code: each version owns its statements, which later passes rewrite in place.
 StmtP deepCopy(const StmtP &s);

@@ -88,48 +88,35 @@ private:
 
 class Unswitcher {
 public:
+  // Each loop unswitched, or its inner loops where it is not.
   bool list(std::vector<StmtP> &stmts) {
-    bool changed = false;
-    for (StmtP &s : stmts) {
-      switch (s->kind) {
-      case Stmt::Kind::Seq:
-      case Stmt::Kind::Region: changed |= list(s->body); break;
-      case Stmt::Kind::If:
-        changed |= list(s->body);
-        changed |= list(s->elseBody);
-        break;
-      case Stmt::Kind::Reduce:
-        changed |= list(s->init);
-        changed |= list(s->update);
-        break;
-      case Stmt::Kind::For: {
-        int copies = 1;
-        s = loop(s, copies, changed);
-        break;
-      }
-      default: break; // (an mma_tile's fused init and epilogue: the micro-kernel's contract)
-      }
-    }
-    return changed;
+    return rewriteLoops(stmts, [this](const StmtP &l) -> StmtP {
+      int copies = 1;
+      return unswitched(l, copies);
+    });
   }
 
-private:
-  // The loop unswitched while `copies` (the original loop's copies so far) allows; its inner
-  // loops visited where it is not.
-  StmtP loop(const StmtP &l, int &copies, bool &changed) {
+  // The loop unswitched while `copies` (the original loop's copies so far) allows, its copies'
+  // inner loops visited where they are not; null when the loop has no choice to take out.
+  StmtP unswitched(const StmtP &l, int &copies) {
     ExprP c = copies < kMaxUnswitchedCopies && !blockLevel(l->body) ? choice(*l) : nullptr;
-    if (!c) {
-      changed |= list(l->body);
-      return l;
-    }
+    if (!c)
+      return nullptr;
     ++copies;
-    changed = true;
     StmtP taken = deepCopy(l), other = deepCopy(l);
     Resolve(c, true).stmts(taken->body);
     Resolve(c, false).stmts(other->body);
-    StmtP a = loop(taken, copies, changed);
-    StmtP b = loop(other, copies, changed);
+    StmtP a = version(taken, copies); // (in this order: the then side spends the budget first)
+    StmtP b = version(other, copies);
     return ifThen(E(c), {a}, {b});
+  }
+
+  // A copy unswitched further, or kept with its inner loops visited.
+  StmtP version(const StmtP &copy, int &copies) {
+    if (StmtP u = unswitched(copy, copies))
+      return u;
+    list(copy->body);
+    return copy;
   }
 
   // The first select's condition (statements in order, expressions pre-order) the loop does

@@ -101,35 +101,6 @@ bool convex(const ExprP &c, const std::string &v) {
 
 class Versioner {
 public:
-  bool list(std::vector<StmtP> &stmts) {
-    bool changed = false;
-    for (StmtP &s : stmts) {
-      switch (s->kind) {
-      case Stmt::Kind::Seq:
-      case Stmt::Kind::Region: changed |= list(s->body); break;
-      case Stmt::Kind::If:
-        changed |= list(s->body);
-        changed |= list(s->elseBody);
-        break;
-      case Stmt::Kind::Reduce:
-        changed |= list(s->init);
-        changed |= list(s->update);
-        break;
-      case Stmt::Kind::For:
-        if (StmtP v = version(*s)) {
-          s = v;
-          changed = true;
-        } else {
-          changed |= list(s->body);
-        }
-        break;
-      default: break; // (an mma_tile's fused init and epilogue: the micro-kernel's contract)
-      }
-    }
-    return changed;
-  }
-
-private:
   // The versioned loop, or null.
   static StmtP version(const Stmt &loop) {
     if (loop.loop != Stmt::LoopKind::Vectorized || loop.step != 1 || loop.body.empty())
@@ -182,8 +153,7 @@ std::optional<E> guardAtEnds(const E &cond, const std::string &v,
 }
 
 bool versionLaneGuards(Kernel &k, std::vector<std::string> &notes) {
-  Versioner ver;
-  if (!ver.list(k.body))
+  if (!rewriteLoops(k.body, [](const StmtP &loop) { return Versioner::version(*loop); }))
     return false;
   notes.push_back(cat(k.name, ": vector loops whose guard holds on every lane run unguarded"));
   return true;
