@@ -60,11 +60,12 @@ private:
                                cat(xt.shape[r - 2], " -> ", ot.shape[r - 2]), upsamples});
     return applyIfLegal(
         g, ctx, "separable-resize", cat("resize ", xt.str(), " -> ", ot.str()), {n}, n->result(),
-        std::move(cert), [&](Node *, const Location &loc) { return build(g, n, loc); },
+        std::move(cert),
+        [&](Node *before, const Location &loc) { return build(g, n, before, loc); },
         "resize over W + over H");
   }
 
-  static Value *build(Graph &g, Node *n, const Location &loc) {
+  static Value *build(Graph &g, Node *n, Node *before, const Location &loc) {
     const TensorType &xt = n->operand(0)->type(), &ot = n->result()->type();
     size_t r = xt.shape.size();
     const std::vector<double> &scales = n->floats("scales");
@@ -74,7 +75,7 @@ private:
       s[axis] = scales[axis];
       attrs["scales"] = s;
       attrs["sizes"] = sizes;
-      return g.createNode(Op::Resize, {in}, attrs, loc)->result();
+      return g.createNode(Op::Resize, {in}, attrs, loc, before)->result();
     };
     std::vector<int64_t> mid = xt.shape;
     mid[r - 1] = ot.shape[r - 1];

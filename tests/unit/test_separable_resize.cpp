@@ -8,6 +8,7 @@
 #include "driver/compile.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "ir/verifier.h"
 #include "passes/pass.h"
 #include "tests/unit/compile_checks.h"
 #include "tests/unit/graph_checks.h"
@@ -99,4 +100,25 @@ TEST_CASE("separable-resize: cubic, crop-and-resize, an H downsampling and other
     CHECK_FALSE(separableResize(*g));
     CHECK(resizes(*g) == 1);
   }
+}
+
+TEST_CASE("separable-resize: the two resizes are placed before the resize's readers") {
+  // The resize's result read by a later node (an FPN's upsampled branch concatenated with its
+  // skip): the replacement must be defined before that reader, not appended to the graph.
+  std::unique_ptr<Graph> g =
+      parseGraph(R"(graph @r(%x: f32[1,3,7,9], %s: f32[1,3,14,18]) -> (%y: f32[1,6,14,18]) {
+  %u = resize(%x) {sizes = [1, 3, 14, 18], scales = [1.0, 1.0, 2.0, 2.0], mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+  %r = relu(%u)
+  %y = concat(%r, %s) {axis = 1}
+  return %y
+}
+)",
+                 "r.mcir");
+  std::vector<Tensor> in = randomInputs(*g, 6);
+  Tensor want = interpret(*g, in).at(0);
+  std::unique_ptr<Graph> s = g->clone();
+  CHECK(separableResize(*s));
+  CHECK(resizes(*s) == 2);
+  CHECK(verifyGraphDiagnostics(*s).empty());
+  graph_checks::checkClose(interpret(*s, in).at(0), want);
 }
