@@ -48,7 +48,9 @@ bench:
 # the interpreter, and latency at the optimised shape (interleaved): bench/dyn_results.md.
 # Not part of `make test`.
 bench-dyn: build
-	$(shell test -x bench/.venv/bin/python && echo bench/.venv/bin/python || echo python3) bench/dyn_bench.py
+	AICF_BENCH_NO_WIDE=1 AICF_BENCH_NO_BUILD=1 scripts/bench.sh --setup-only
+	/usr/bin/python3 scripts/gen_cnn_models.py --batch-range bench/models_dyn
+	bench/.venv/bin/python bench/dyn_bench.py --models testdata/models bench/models_dyn $(ARGS)
 
 # Silero VAD from PyPI (an If on the sample rate, an LSTM step), rates bound by --const, checked
 # chunk by chunk against ONNX Runtime. Not part of `make test`.

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""`make bench-dyn` (issue 21): each bundled *_dyn model compiled once for ranges of its dims
-against the static compiles of the same model.
+"""`make bench-dyn` (issues 21, 55): each bundled *_dyn model, and each bench CNN exported with a
+batch range (bench/models_dyn), compiled once for ranges of its dims against the static compiles
+of the same model.
 
-For every testdata model whose name ends in _dyn (or --only), with its args.txt binding each
+For every testdata model whose name ends in _dyn, every model folder with a ranges.txt in the
+other --models folders (or --only), with its args.txt binding each
 named dim to a value V (`--dim seq=24`, or `--shape x=8x64` for a leading batch dim) and its
 ranges.txt giving the ranges (`--dim seq=1..128@24`; without it, 1..max(64, 4V)@V):
   * compile time: the static compile (args.txt) and the ranged one (ranges.txt), the
@@ -10,7 +12,8 @@ ranges.txt giving the ranges (`--dim seq=1..128@24`; without it, 1..max(64, 4V)@
   * correctness: the ranged folder run at the range's ends, at V and between (aicf-run
     --random --shape ...) against the interpreter on the ONNX model at the same shapes;
   * latency at the optimised shape V: the ranged folder against the static one, runs interleaved
-    in rounds (aicf-run --bench, one thread), the median of the rounds' medians.
+    in rounds (aicf-run --bench, one thread), the median of the rounds' medians; likewise at the
+    range's ends, each against a static folder compiled for that shape.
 Writes bench/dyn_results.md and prints it. Not part of `make test`.
 """
 import argparse
@@ -89,6 +92,18 @@ def timed_compile(build, model, flags, out, n):
     return statistics.median(times)
 
 
+def interleaved(a, static_out, static_flags, ranged_out, ranged_flags):
+    """Medians of the static and the ranged folder's aicf-run --bench medians, alternated in
+    a.rounds rounds of a.runs runs (fewer for slow models: at least ~2 s a round)."""
+    first = median_bench(a.build, static_out, static_flags, 5)
+    runs = max(5, min(a.runs, int(2000 / max(first, 1e-3))))
+    st, rt = [], []
+    for _ in range(a.rounds):
+        st.append(median_bench(a.build, static_out, static_flags, runs))
+        rt.append(median_bench(a.build, ranged_out, ranged_flags, runs))
+    return statistics.median(st), statistics.median(rt)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -100,21 +115,34 @@ def main():
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--workdir", default=os.path.join(ROOT, "bench", "work", "dyn"))
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "dyn_results.md"))
+    ap.add_argument("--models", nargs="*", default=[os.path.join(ROOT, "testdata", "models")],
+                    help="model folders: testdata/models (its *_dyn models) and others (every "
+                    "model with a ranges.txt)")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
-    models_dir = os.path.join(ROOT, "testdata", "models")
-    names = a.only or sorted(n for n in os.listdir(models_dir) if n.endswith("_dyn") or
-                             "_dyn_" in n)
+    testdata = os.path.realpath(os.path.join(ROOT, "testdata", "models"))
+    found = {}
+    for d in a.models:
+        if not os.path.isdir(d):
+            continue
+        for n in sorted(os.listdir(d)):
+            if os.path.realpath(d) == testdata:
+                wanted = n.endswith("_dyn") or "_dyn_" in n
+            else:
+                wanted = os.path.exists(os.path.join(d, n, "ranges.txt"))
+            if wanted and (not a.only or n in a.only):
+                found[n] = os.path.join(d, n)
+    names = list(found)
     lines = ["# Symbolic dims: one folder per range against static folders (`make bench-dyn`)",
              "", f"{time.strftime('%Y-%m-%d %H:%M')}, one thread, aicf-run --bench medians "
              f"(interleaved rounds: {a.rounds} x {a.runs} runs); compile times: median of "
              f"{a.compiles} aicfc runs.", "",
              "| model | ranges | compile static s | compile ranged s | ratio | shapes checked "
-             "| static ms at opt | ranged ms at opt | ratio |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| static ms at opt | ranged ms at opt | ratio | ratio at min | ratio at max |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     failures = 0
     for name in names:
-        mdir = os.path.join(models_dir, name)
+        mdir = found[name]
         model = os.path.join(mdir, "model.onnx")
         args = open(os.path.join(mdir, "args.txt")).read().split()
         inputs = onnx_inputs(model)
@@ -140,7 +168,7 @@ def main():
         except RuntimeError as e:
             print(f"{name}: {e}", file=sys.stderr)
             lines.append(f"| {name} | {' '.join(rflags)} | | failed: "
-                         f"{str(e).splitlines()[-1][:120]} | | | | | |")
+                         f"{str(e).splitlines()[-1][:120]} | | | | | | | |")
             failures += 1
             continue
         # Shapes: every dim at its min, at opt, at max, and a ragged value between.
@@ -163,13 +191,18 @@ def main():
             failures += 0 if ok else 1
             checked.append(",".join(f"{k}={v}" for k, v in pt.items()) + ("" if ok else " FAIL"))
         optflags = shape_flags(inputs, {d: r[2] for d, r in ranges.items()})
-        st, rt = [], []
-        for _ in range(a.rounds):
-            st.append(median_bench(a.build, static_out, [], a.runs))
-            rt.append(median_bench(a.build, ranged_out, optflags, a.runs))
-        ms_s, ms_r = statistics.median(st), statistics.median(rt)
+        ms_s, ms_r = interleaved(a, static_out, [], ranged_out, optflags)
+        # The range's ends: the ranged folder against a static compile of that shape.
+        ends = []
+        for which in (0, 1):
+            flags = shape_flags(inputs, {d: r[which] for d, r in ranges.items()})
+            end_out = os.path.join(work, ("min", "max")[which])
+            run([os.path.join(a.build, "aicfc"), model, "-o", end_out] + flags)
+            s_end, r_end = interleaved(a, end_out, [], ranged_out, flags)
+            ends.append(f"{r_end / s_end:.3f} ({s_end:.3g} ms)")
         lines.append(f"| {name} | {' '.join(rflags)} | {ts:.2f} | {tr:.2f} | {tr / ts:.2f} | "
-                     f"{'; '.join(checked)} | {ms_s:.4f} | {ms_r:.4f} | {ms_r / ms_s:.3f} |")
+                     f"{'; '.join(checked)} | {ms_s:.4f} | {ms_r:.4f} | {ms_r / ms_s:.3f} | "
+                     f"{ends[0]} | {ends[1]} |")
     text = "\n".join(lines) + "\n"
     with open(a.results, "w") as f:
         f.write(text)

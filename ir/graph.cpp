@@ -128,6 +128,16 @@ AttrMap reshapeAttrs(const Graph &g, const std::vector<SymExpr> &target) {
   return a;
 }
 
+AttrMap reshapeAttrs(const Graph &g, const Value &from, const std::vector<int64_t> &target) {
+  std::vector<SymExpr> sym;
+  for (int64_t d : target)
+    sym.emplace_back(d);
+  const TensorType &t = from.type();
+  if (!target.empty() && !t.shape.empty() && !t.symDim(0).isConstant() && target[0] == t.shape[0])
+    sym[0] = t.symDim(0);
+  return reshapeAttrs(g, sym);
+}
+
 const DimRange *Graph::findDim(std::string_view name) const {
   for (const DimRange &d : dims_)
     if (d.name == name)

@@ -146,6 +146,10 @@ private:
 // A reshape of `v` to `target` (symbolic dims allowed): the `shape` attribute at the graph's
 // planning point, and `sym_shape` with every dim's expression when any is symbolic.
 AttrMap reshapeAttrs(const Graph &g, const std::vector<SymExpr> &target);
+// A reshape of `from` to `target` that keeps its dim 0 (a batch): when from's dim 0 is symbolic
+// and target[0] is its planning value, the target's dim 0 is that expression; the other dims
+// are taken as given (the reshape's inference refuses a count that differs for some batch).
+AttrMap reshapeAttrs(const Graph &g, const Value &from, const std::vector<int64_t> &target);
 // t's dims as expressions (constants for a static type).
 std::vector<SymExpr> symShapeOf(const TensorType &t);
 

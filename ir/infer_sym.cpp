@@ -386,8 +386,61 @@ std::optional<std::vector<SymShape>> shapeRule(InferFn fn, const InferCtx &ctx,
   return std::nullopt;
 }
 
+// The per-image ops' rule (convolutions, pooling, per-image norms, pad, resize): each image of
+// dim 0 (the batch) is computed from the same image of operand 0 alone, so a symbolic batch
+// carries over to every result. Only dim 0 may be symbolic, in operand 0 and in an epilogue's
+// operands (the others are weights and scales); an op that moves data across dim 0 (a pad or crop
+// of it, a resize that scales it, a norm over it) has no rule.
+std::optional<std::vector<SymShape>> perImageRule(InferFn fn, const InferCtx &ctx,
+                                                  const std::vector<TensorType> &results) {
+  using F = InferFn;
+  using R = std::vector<SymShape>;
+  if (fn != F(inferConv) && fn != F(inferBlockedConv) && fn != F(inferConvTranspose) &&
+      fn != F(inferPool) && fn != F(inferGlobalPool) && fn != F(inferBatchNorm) &&
+      fn != F(inferPad) && fn != F(inferResize) && fn != F(inferMeanVarianceNorm))
+    return std::nullopt;
+  const TensorType &x = ctx.operand(0);
+  for (size_t d = 1; d < x.shape.size(); ++d)
+    if (!x.symDim(d).isConstant())
+      ctx.fail(cat(ctx.info().name, " of ", x.str(), ": only the batch (dim 0) may be symbolic"));
+  // Weights and scales are static; an epilogue's extra operand (a residual) may share the batch.
+  for (size_t k = 1; k < ctx.numOperands(); ++k) {
+    const TensorType &y = ctx.operand(k);
+    bool ok = !y.isSymbolic() || (y.shape.size() == x.shape.size() && y.symDim(0) == x.symDim(0));
+    for (size_t d = 1; ok && d < y.shape.size(); ++d)
+      ok = y.symDim(d).isConstant();
+    if (!ok)
+      ctx.fail(cat(ctx.info().name, " operand ", k, " ", y.str(),
+                   " depends on symbolic dims: only the batch (dim 0) of the input and of an "
+                   "epilogue's operands may"));
+  }
+  bool acrossImages = false;
+  if (fn == F(inferPad)) {
+    const auto &pads = ctx.ints("pads");
+    acrossImages = pads.at(0) != 0 || pads.at(pads.size() / 2) != 0;
+  } else if (fn == F(inferMeanVarianceNorm)) {
+    const auto &axes = ctx.ints("axes");
+    acrossImages = axes.empty() || std::find(axes.begin(), axes.end(), 0) != axes.end();
+  }
+  for (const TensorType &r : results)
+    acrossImages = acrossImages || r.shape.empty() || r.shape[0] != x.shape[0];
+  if (acrossImages)
+    ctx.fail(cat(ctx.info().name, " of ", x.str(), " reads across dim 0 (", x.symDim(0).str(),
+                 "): it cannot be symbolic here; bind it with --dim NAME=N"));
+  R out;
+  for (const TensorType &r : results) {
+    SymShape s{x.symDim(0)};
+    for (size_t d = 1; d < r.shape.size(); ++d)
+      s.push_back(SymExpr(r.shape[d]));
+    out.push_back(s);
+  }
+  return out;
+}
+
 std::vector<SymShape> ruleFor(InferFn fn, const InferCtx &ctx,
                               const std::vector<TensorType> &results) {
+  if (auto r = perImageRule(fn, ctx, results))
+    return *r;
   if (auto r = elementwiseRule(fn, ctx, results))
     return *r;
   if (auto r = contractionRule(fn, ctx))

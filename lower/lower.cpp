@@ -3,6 +3,8 @@
 // kernel with it; groupParams creates the kernel's global params shared by all recipes.
 #include "lower/lower.h"
 
+#include "lower/per_image.h"
+
 #include "lower/recipe.h"
 #include "lower/recipes.h"
 #include "support/diagnostics.h"
@@ -86,6 +88,13 @@ bool groupIsSymbolic(const KernelGroup &g) {
 kir::Kernel buildKernel(const Recipe &r, const KernelGroup &g, const std::string &name,
                         const Knobs &knobs) {
   bool symbolic = groupIsSymbolic(g);
+  // A recipe without a symbolic form still takes a symbolic batch one image at a time.
+  std::optional<SymExpr> batch;
+  if (symbolic && !r.symbolicDims(g) && (batch = perImageBatch(g))) {
+    kir::Kernel k = buildPerImage(r, g, name, knobs, *batch);
+    k.dims = g.dims;
+    return k;
+  }
   if (symbolic && !r.symbolicDims(g))
     throw UserError(cat(g.anchor ? g.anchor->where() : cat("group ", g.id), ": the ", r.name(),
                         " recipe does not lower symbolic dims yet (", g.kind, " over ",

@@ -251,7 +251,8 @@ private:
                          loc)
               ->result();
     v = g_->createNode(Op::Reshape, {v},
-                       {{"shape", std::vector<int64_t>{s[0], cb, kLanes, s[2], s[3]}}}, loc)
+                       reshapeAttrs(*g_, *v, std::vector<int64_t>{s[0], cb, kLanes, s[2], s[3]}),
+                       loc)
             ->result();
     r = g_->createNode(Op::Transpose, {v}, {{"perm", std::vector<int64_t>{0, 1, 3, 4, 2}}}, loc)
             ->result();
@@ -265,7 +266,8 @@ private:
         g_->createNode(Op::Transpose, {b}, {{"perm", std::vector<int64_t>{0, 1, 4, 2, 3}}}, loc)
             ->result();
     v = g_->createNode(Op::Reshape, {v},
-                       {{"shape", std::vector<int64_t>{s[0], s[1] * kLanes, s[2], s[3]}}}, loc)
+                       reshapeAttrs(*g_, *v, std::vector<int64_t>{s[0], s[1] * kLanes, s[2], s[3]}),
+                       loc)
             ->result();
     if (channels != s[1] * kLanes)
       v = g_->createNode(Op::Slice, {v},
@@ -559,7 +561,8 @@ private:
             ->result();
     Value *v = fromBlocked(r, b.channels, n.loc);
     if (n.i("keepdims") == 0)
-      v = g_->createNode(Op::Reshape, {v}, {{"shape", n.result()->type().shape}}, n.loc)->result();
+      v = g_->createNode(Op::Reshape, {v}, reshapeAttrs(*g_, symShapeOf(n.result()->type())), n.loc)
+              ->result();
     g_->replaceAllUsesWith(n.result(), v);
   }
 

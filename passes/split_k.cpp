@@ -96,7 +96,7 @@ TensorPtr slicedB(const Tensor &b, int64_t S, bool transB) {
 }
 
 Value *reshape(Graph &g, Value *v, std::vector<int64_t> shape, const Location &loc, Node *before) {
-  return g.createNode(Op::Reshape, {v}, {{"shape", std::move(shape)}}, loc, before)->result();
+  return g.createNode(Op::Reshape, {v}, reshapeAttrs(g, *v, shape), loc, before)->result();
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 """Exports torchvision classification networks for `make bench` (not for the tests).
 
     /usr/bin/python3 scripts/gen_cnn_models.py OUT_DIR [NAME...]
+    /usr/bin/python3 scripts/gen_cnn_models.py --batch-range OUT_DIR [NAME...]
 
 Needs Debian's python3-torch and python3-torchvision (scripts/bench.sh installs them). Each
 network gets random weights (a fixed seed), perturbed BatchNorm statistics and affine parameters
@@ -11,6 +12,10 @@ conv + batch-norm fold is what runs. It writes OUT_DIR/<name>/model.onnx, inputs
 outputs/output.npy (PyTorch's result, the reference the bench checks every engine against).
 The files are ~5-50 MB each, so they live in bench/models/ (ignored by git) and CI never needs
 torch. A network already exported (its model.onnx exists) is left as it is.
+
+--batch-range (`make bench-dyn`): the batch dim exported as the symbol `batch` (as a user exports
+for a dynamic batcher), at batch 4, with args.txt binding it (`--shape input=4x3x224x224`) and
+ranges.txt giving the range one folder is compiled for (`--dim batch=1..16@4`).
 """
 import os
 import sys
@@ -54,9 +59,13 @@ def perturb_norms(m, g):
                 mod.bias.copy_((torch.rand(mod.bias.shape, generator=g) - 0.5) * 0.4)
 
 
-def export_network(out_root, name, ctor, shape=(1, 3, 224, 224), opset=13):
+BATCH_RANGE = (1, 16, 4)  # --batch-range: min, max, the batch exported and planned for
+
+
+def export_network(out_root, name, ctor, shape=(1, 3, 224, 224), opset=13, batch_range=False):
     """OUT_ROOT/<name>/model.onnx, inputs/input.npy and outputs/output.npy (PyTorch's result)
-    for the network `ctor()` builds; one already exported is kept."""
+    for the network `ctor()` builds; one already exported is kept. batch_range: dim 0 is the
+    symbol `batch` (args.txt and ranges.txt as above)."""
     out_dir = os.path.join(out_root, name)
     path = os.path.join(out_dir, "model.onnx")
     if os.path.exists(path):
@@ -66,6 +75,8 @@ def export_network(out_root, name, ctor, shape=(1, 3, 224, 224), opset=13):
     model = ctor()
     perturb_norms(model, torch.Generator().manual_seed(1))
     model.eval()
+    if batch_range:
+        shape = (BATCH_RANGE[2],) + tuple(shape[1:])
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(2))
     os.makedirs(os.path.join(out_dir, "inputs"), exist_ok=True)
     os.makedirs(os.path.join(out_dir, "outputs"), exist_ok=True)
@@ -74,29 +85,40 @@ def export_network(out_root, name, ctor, shape=(1, 3, 224, 224), opset=13):
         y = model(x)
         torch.onnx.export(model, (x,), tmp, opset_version=opset, input_names=["input"],
                           output_names=["output"], training=torch.onnx.TrainingMode.PRESERVE,
-                          do_constant_folding=True)
+                          do_constant_folding=True,
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}
+                          if batch_range else None)
     onnx.checker.check_model(onnx.load(tmp))
     np.save(os.path.join(out_dir, "inputs", "input.npy"), x.numpy())
     np.save(os.path.join(out_dir, "outputs", "output.npy"), y.numpy())
+    if batch_range:
+        lo, hi, opt = BATCH_RANGE
+        with open(os.path.join(out_dir, "args.txt"), "w") as f:
+            f.write("--shape input=" + "x".join(str(d) for d in shape) + "\n")
+        with open(os.path.join(out_dir, "ranges.txt"), "w") as f:
+            f.write(f"--dim batch={lo}..{hi}@{opt}\n")
     os.replace(tmp, path)  # last, so an interrupted export is redone, never half-used
     print(f"{name}: exported to {path} ({os.path.getsize(path)} bytes)")
 
 
-def export(out_root, name):
-    export_network(out_root, name, {**NETWORKS, **ON_REQUEST}[name])
+def export(out_root, name, batch_range=False):
+    export_network(out_root, name, {**NETWORKS, **ON_REQUEST}[name], batch_range=batch_range)
 
 
 def main():
-    if len(sys.argv) < 2:
+    argv = sys.argv[1:]
+    batch_range = "--batch-range" in argv
+    argv = [a for a in argv if a != "--batch-range"]
+    if not argv:
         sys.exit(__doc__)
-    names = sys.argv[2:] or list(NETWORKS)
+    names = argv[1:] or list(NETWORKS)
     known = list(NETWORKS) + list(ON_REQUEST)
     unknown = [n for n in names if n not in known]
     if unknown:
         sys.exit(f"gen_cnn_models.py: unknown network(s) {unknown}; known: {known}")
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     for n in names:
-        export(sys.argv[1], n)
+        export(argv[0], n, batch_range)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,38 @@ class SmallCNN(nn.Module):
         return self.fc(x)
 
 
+class DynBatchCNN(nn.Module):
+    # The conv family over a batch left symbolic: a stem conv + BN + ReLU and a max pool, a
+    # ShuffleNetV2 unit as torchvision writes it (chunk, 1x1 -> depthwise 3x3 -> 1x1 branch,
+    # concat, channel shuffle through x.size()), a squeeze-and-excitation gate (hard-sigmoid), a
+    # stride-2 branch upsampled (nearest) and concatenated with its input as decoders do, an average
+    # pool and a classifier.
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 24, 3, stride=2, padding=1, bias=False),
+                                  nn.BatchNorm2d(24), nn.ReLU())
+        self.branch = nn.Sequential(
+            nn.Conv2d(12, 12, 1, bias=False), nn.BatchNorm2d(12), nn.ReLU(),
+            nn.Conv2d(12, 12, 3, padding=1, groups=12, bias=False), nn.BatchNorm2d(12),
+            nn.Conv2d(12, 12, 1, bias=False), nn.BatchNorm2d(12), nn.ReLU())
+        self.se_reduce, self.se_expand = nn.Conv2d(24, 8, 1), nn.Conv2d(8, 24, 1)
+        self.down = nn.Sequential(nn.Conv2d(24, 32, 3, stride=2, padding=1), nn.ReLU())
+        self.fuse = nn.Conv2d(56, 32, 1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(self.stem(x), 3, stride=2, padding=1)
+        a, b = x.chunk(2, dim=1)
+        x = torch.cat((a, self.branch(b)), 1)
+        bsz, c, h, w = x.size()
+        x = x.view(bsz, 2, c // 2, h, w).transpose(1, 2).contiguous().view(bsz, -1, h, w)
+        s = nn.functional.adaptive_avg_pool2d(x, 1)
+        x = x * nn.functional.hardsigmoid(self.se_expand(torch.relu(self.se_reduce(s))))
+        d = nn.functional.interpolate(self.down(x), scale_factor=2.0, mode="nearest")
+        x = nn.functional.avg_pool2d(torch.relu(self.fuse(torch.cat((x, d), 1))), 2)
+        return self.fc(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class ViTAttention(nn.Module):
     # timm's Attention (non-fused path): one qkv Linear, heads split by reshape + permute, unbind.
     def __init__(self, d, heads):
@@ -293,7 +325,8 @@ ONLY = set()  # model names given on the command line; empty exports all
 KNOWN = set()  # every name export() was called with, to reject misspelt filters
 
 
-def export(name, model, inputs, input_names, output_names, opset, dynamic_axes=None, args=""):
+def export(name, model, inputs, input_names, output_names, opset, dynamic_axes=None, args="",
+           ranges=""):
     KNOWN.add(name)
     if ONLY and name not in ONLY:
         return
@@ -320,6 +353,9 @@ def export(name, model, inputs, input_names, output_names, opset, dynamic_axes=N
         np.save(os.path.join(out_dir, "outputs", n + ".npy"), t.numpy())
     with open(os.path.join(out_dir, "args.txt"), "w") as f:
         f.write(args + "\n")
+    if ranges:  # the --dim ranges one folder is compiled for (tests/unit/test_symbolic.cpp)
+        with open(os.path.join(out_dir, "ranges.txt"), "w") as f:
+            f.write(ranges + "\n")
     ops = sorted({n.op_type for n in m.graph.node})
     print(f"{name}: opset {opset}, {len(m.graph.node)} nodes, {os.path.getsize(path)} bytes, ops {ops}")
 
@@ -410,6 +446,15 @@ def main():
                 mod.relative_position_bias_table.normal_(0.0, 1.0)
     x_swin = torch.randn(1, 3, 56, 56, generator=torch.Generator().manual_seed(102))
     export("swin_tiny_op17", swin, [x_swin], ["image"], ["logits"], 17)
+    # A batch range through the conv family: one folder for batches 1..16.
+    torch.manual_seed(12)
+    dyn_cnn = DynBatchCNN()
+    torch.manual_seed(13)
+    randomize_norms(dyn_cnn)
+    x_dyn_cnn = torch.randn(3, 3, 32, 32, generator=torch.Generator().manual_seed(103))
+    export("cnn_dyn_op17", dyn_cnn, [x_dyn_cnn], ["image"], ["logits"], 17,
+           dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}},
+           args="--shape image=3x3x32x32", ranges="--dim batch=1..16@4")
     unknown = ONLY - KNOWN
     if unknown:
         print(f"unknown model names: {sorted(unknown)}", file=sys.stderr)
