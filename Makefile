@@ -1,5 +1,5 @@
 # A thin front over scripts/ (the scripts are what the README and CI run).
-.PHONY: all build demo test format serve-demo conformance conformance-cli bench-matmul bench bench-dyn bench-costmodel bench-footprint silero-vad bench-compile fuzz clean
+.PHONY: all build demo test format serve-demo conformance conformance-cli bench-matmul bench bench-dyn bench-costmodel bench-footprint silero-vad bench-compile fuzz wheel-check clean
 
 all: build
 
@@ -91,3 +91,7 @@ clean:
 # Python package, checked under concurrent load: throughput, p50 / p99. Not part of `make test`.
 serve-demo:
 	scripts/serve_demo.sh
+
+# pip wheel . at the root, installed alone in a fresh venv: compile and run a model (minutes).
+wheel-check:
+	scripts/wheel_check.sh
