@@ -180,7 +180,10 @@ TEST_CASE("host bf16: compiled models match their fp32 references within 8u") {
     int bf16Steps = 0;
     for (const PlanStep &st : cm.plan.steps)
       bf16Steps += st.precision == Precision::BF16;
-    if (name != "dtypes_op17") // (its only products have no weight)
+    // dtypes_op17: its only products have no weight; cnn_dyn_op17: no weight 32 columns wide is
+    // read on a channel-blocked input (its gemm has 10 columns, its wide convs read plain inputs),
+    // so nothing is packed for the bf16 micro-kernel.
+    if (name != "dtypes_op17" && name != "cnn_dyn_op17")
       CHECK(bf16Steps > 0);
     for (size_t k = 0; k < got.size(); ++k) {
       const std::string &out = g->outputs()[k]->name();
