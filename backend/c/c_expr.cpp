@@ -228,6 +228,13 @@ private:
     case DType::BF16:
       return {std::string(d_.roundBf) + "(static_cast<float>(" + a + "))", kPrecPrimary};
     case DType::Bool: return {"(" + a + " != 0)", kPrecPrimary};
+    case DType::I8:
+    case DType::I16:
+      if (d_.narrowSigned && isInteger(e.args.at(0)->type) &&
+          dtypeSize(e.args.at(0)->type) > dtypeSize(e.type))
+        return {std::string(d_.narrowSigned) + "<" + valueType(e.type) + ">(" + a + ")",
+                kPrecPrimary};
+      [[fallthrough]];
     default:
       return {"static_cast<" + std::string(valueType(e.type)) + ">(" + a + ")", kPrecPrimary};
     }

@@ -34,6 +34,10 @@ struct Dialect {
   // joined shared-memory index and none without it (and 40 on a BERT layer's attention with
   // the pixel form).
   bool joinIndexDigits;
+  // A cast of a wider integer to an 8- or 16-bit signed one: a template taking the target type
+  // ("<T>" appended), or nullptr for a plain static_cast. It must wrap (ONNX's Abs of int16
+  // -32768 is -32768), which the CUDA prelude's aicf_wrap keeps true (see there).
+  const char *narrowSigned;
 };
 
 // The C++ type of a scalar value (f16 / bf16 values are carried as float).

@@ -82,6 +82,14 @@ template <class T>
 __device__ __forceinline__ float aicf_rbf(T x) {
   return __bfloat162float(__float2bfloat16_rn(x));
 }
+// A wider integer narrowed to an 8- or 16-bit signed one, wrapping. The empty asm hides where
+// the value came from: NVVM otherwise folds i16(abs(i64(x))) of an int16 x into PTX's abs.s16,
+// and on an H200 (CUDA 13.0) abs.s16 of -32768 read back as +32768, not ONNX's -32768.
+template <class T>
+__device__ __forceinline__ T aicf_wrap(long long v) {
+  asm("" : "+l"(v));
+  return static_cast<T>(v);
+}
 // Warp shuffle of one combiner field (bool and int8 travel as int).
 template <class T>
 __device__ __forceinline__ T aicf_shfl_down(T v, int off, unsigned mask) {
@@ -137,7 +145,8 @@ const cexpr::Dialect kCuda = {"CUDA printer",
                               "fmodf",
                               "fmod",
                               "aicf_sigmoid<float>",
-                              /*joinIndexDigits=*/false};
+                              /*joinIndexDigits=*/false,
+                              /*narrowSigned=*/"aicf_wrap"};
 
 const char *valueType(DType t) {
   return cexpr::valueType(t);

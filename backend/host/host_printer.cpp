@@ -89,7 +89,8 @@ const cexpr::Dialect kHost = {"host printer",
                               "std::fmod",
                               "std::fmod",
                               "aicf_sigmoid",
-                              /*joinIndexDigits=*/true};
+                              /*joinIndexDigits=*/true,
+                              /*narrowSigned=*/nullptr};
 
 const char *valueType(DType t) {
   return cexpr::valueType(t);

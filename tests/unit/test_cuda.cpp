@@ -259,3 +259,26 @@ TEST_CASE("cuda: dynamic shared memory, a partial last warp and a folded 4-axis 
   CHECK(f["k0_synth"].spillBytes == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("cuda: a narrowing to int16 wraps as ONNX says, not folded into PTX's abs.s16") {
+  // dtypes_op17's peak is ReduceMax(Cast<int32>(Abs(int16 audio))) with a -32768 in the audio:
+  // Abs wraps it to -32768. Spelled as a plain cast, NVVM folded the narrowing into abs.s16,
+  // which an H200 read back as +32768 (the one output that differed there, 2026-11-30).
+  std::unique_ptr<Graph> g =
+      testing::pipelineGraph(fs::path(AICF_TESTDATA) / "models" / "dtypes_op17", "cuda:sm_90");
+  CompiledModel m = buildFor(*g, "cuda:sm_90", "cuda:sm_90");
+  CHECK(m.source.find("aicf_wrap<int16_t>(") != std::string::npos);
+  if (nvccPath().empty()) {
+    MESSAGE("skipped the PTX check: nvcc not found");
+    return;
+  }
+  fs::path out = scratch() / "wrap";
+  fs::create_directories(out);
+  CudaBuildOptions opts;
+  opts.extraFlags = "-ptx";
+  compileCudaSource(m.source, (out / "kernels.cu").string(), (out / "kernels.ptx").string(), opts);
+  std::string ptx = readAll(out / "kernels.ptx");
+  CHECK(ptx.find("cvt.s64.s16") != std::string::npos);
+  CHECK(ptx.find("abs.s16") == std::string::npos);
+  fs::remove_all(scratch());
+}
