@@ -23,6 +23,15 @@ bool f32(const Value *v) {
   return v->type().dtype == DType::F32 && v->type().isStatic();
 }
 
+// The weight operand: f32, or the storage type assign-precision gave the weight of a node it
+// put on the tensor cores (the regrouping copies bytes, so any element type will do).
+bool splittableWeight(const Node &n) {
+  const Value *w = n.operand(1);
+  return w->type().isStatic() &&
+         (w->type().dtype == DType::F32 ||
+          (tensorCores(nodePrecision(n)) && w->type().dtype == precisionStorage(nodePrecision(n))));
+}
+
 // The operand index where the epilogue's extra operands start, and whether the optional third
 // operand (conv bias, gemm C) is present.
 size_t firstExtra(const Node &n, bool *hasThird) {
@@ -35,7 +44,7 @@ size_t firstExtra(const Node &n, bool *hasThird) {
 int64_t splitDim(const Node &n) {
   if (n.op() != Op::Conv && n.op() != Op::Gemm && n.op() != Op::MatMul)
     return 0;
-  if (!f32(n.operand(0)) || !f32(n.operand(1)) || !f32(n.result()))
+  if (!f32(n.operand(0)) || !splittableWeight(n) || !f32(n.result()))
     return 0;
   const auto &a = n.operand(0)->type().shape, &b = n.operand(1)->type().shape;
   switch (n.op()) {
