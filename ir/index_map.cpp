@@ -356,6 +356,14 @@ IndexExpr substitute(const IndexExpr &e, const std::vector<IndexExpr> &subst) {
   return e;
 }
 
+bool readsDim(const IndexExpr &e, int d) {
+  if (!e)
+    return false;
+  if (e->kind == IndexExprNode::Kind::Dim)
+    return e->value == d;
+  return readsDim(e->a, d) || readsDim(e->b, d);
+}
+
 int64_t evaluate(const IndexExpr &e, const std::vector<int64_t> &idx) {
   switch (e->kind) {
   case Kind::Const: return e->value;

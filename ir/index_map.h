@@ -53,6 +53,8 @@ std::pair<int64_t, int64_t> rangeOf(const IndexExpr &e, const std::vector<int64_
 // `e` with each dim d replaced by subst[d].
 IndexExpr substitute(const IndexExpr &e, const std::vector<IndexExpr> &subst);
 int64_t evaluate(const IndexExpr &e, const std::vector<int64_t> &idx);
+// Whether dim d appears anywhere in `e`.
+bool readsDim(const IndexExpr &e, int d);
 // "d0 * 64 + d1", "(d2 floordiv 4) mod 16".
 std::string str(const IndexExpr &e);
 

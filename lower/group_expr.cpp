@@ -825,14 +825,6 @@ std::vector<E> storeIndex(const KernelGroup &g, const Value *v, const std::vecto
 
 namespace {
 
-bool involvesDim(const IndexExpr &e, int d) {
-  if (!e)
-    return false;
-  if (e->kind == IndexExprNode::Kind::Dim)
-    return e->value == d;
-  return involvesDim(e->a, d) || involvesDim(e->b, d);
-}
-
 // Whether `e` is a sum in which dim d appears exactly once, as a bare term (coefficient 1).
 bool plusDimOnce(const IndexExpr &e, int d, int &seen) {
   if (e->kind == IndexExprNode::Kind::Add)
@@ -841,7 +833,7 @@ bool plusDimOnce(const IndexExpr &e, int d, int &seen) {
     ++seen;
     return true;
   }
-  return !involvesDim(e, d);
+  return !readsDim(e, d);
 }
 
 } // namespace
@@ -867,7 +859,7 @@ std::optional<std::vector<IndexExpr>> laneSplitStore(const KernelGroup &g, const
     IndexExpr e = simplify(substitute(st->map.exprs[k], subst), domain);
     int seen = 0;
     bool lastDim = k + 1 == st->map.exprs.size();
-    if (lastDim ? !plusDimOnce(e, l, seen) || seen != 1 : involvesDim(e, l))
+    if (lastDim ? !plusDimOnce(e, l, seen) || seen != 1 : readsDim(e, l))
       return std::nullopt;
     out.push_back(e);
   }

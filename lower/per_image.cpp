@@ -88,15 +88,6 @@ bool perImageNode(const Node &n) {
   return n.info().has(EW); // broadcasting was checked for every batch at inference
 }
 
-// Whether index expression `e` reads domain dim `d`.
-bool readsDim(const IndexExpr &e, int d) {
-  if (!e)
-    return false;
-  if (e->kind == IndexExprNode::Kind::Dim)
-    return e->value == d;
-  return readsDim(e->a, d) || readsDim(e->b, d);
-}
-
 // A store-through map of the batch-B shapes as the one-image map: range dim 0 is domain dim 0,
 // which no other range dim reads (else nullopt).
 std::optional<IndexMap> oneImageMap(IndexMap m) {
@@ -235,15 +226,15 @@ kir::Kernel buildPerImage(const Recipe &r, const KernelGroup &g, const std::stri
   for (KernelGroup::StoreThrough &s : one.storeThrough)
     if (s.value->type().isSymbolic())
       s.map = *oneImageMap(s.map);
-  // Planning-point batch: the params' dim 0 at the planning point, before the types change.
+  // The per-image values (every symbolic one: [B, static...]) and the planning-point batch,
+  // their dim 0 before the types change.
   int64_t planned = 1;
-  for (const Value *v : groupValues(g))
-    if (v->type().isSymbolic())
-      planned = v->type().shape[0];
   std::set<const Value *> perImageValues;
   for (const Value *v : groupValues(g))
-    if (v->type().isSymbolic())
+    if (v->type().isSymbolic()) {
+      planned = v->type().shape[0];
       perImageValues.insert(v);
+    }
 
   kir::Kernel k;
   {

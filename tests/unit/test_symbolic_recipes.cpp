@@ -15,6 +15,7 @@
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 #include "target/target.h"
+#include "tests/unit/conv_family_net.h"
 #include "tests/unit/graph_checks.h"
 #include "tests/unit/test_files.h"
 
@@ -428,50 +429,20 @@ TEST_CASE("symbolic recipes: two symbolic dims") {
 
 // A small CNN over a symbolic batch: dense, depthwise and 1x1 convs with epilogues, pooling,
 // a squeeze-and-excitation gate, a residual, a channel concat, an instance norm, a resize and a
-// pad. Their recipes plan one shape; each kernel is lowered for one image and run once per
-// image (lower/per_image.h).
-const char *kConvFamily =
-    R"(graph @g$D(%x: f32[$(n),3,20,20]) -> (%y: f32[$(n),64], %u: f32[$(n),40,22,22]) {
-  %w0 = weight f32[24,3,3,3]
-  %b0 = weight f32[24]
-  %w1 = weight f32[40,24,1,1]
-  %b1 = weight f32[40]
-  %wd = weight f32[40,1,3,3]
-  %bd = weight f32[40]
-  %ws1 = weight f32[8,40,1,1]
-  %bs1 = weight f32[8]
-  %ws2 = weight f32[40,8,1,1]
-  %bs2 = weight f32[40]
-  %w2 = weight f32[40,40,1,1]
-  %w3 = weight f32[32,40,3,3]
-  %b3 = weight f32[32]
-  %w4 = weight f32[32,40,1,1]
-  %sc = weight f32[40]
-  %sh = weight f32[40]
-  %c0 = conv(%x, %w0, %b0) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], epilogue = ["relu"]}
-  %mp = max_pool(%c0) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
-  %c1 = conv(%mp, %w1, %b1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
-  %r1 = clip(%c1) {min = 0.0, max = 6.0}
-  %d = conv(%r1, %wd, %bd) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 40, epilogue = ["hard_swish"]}
-  %p = global_avg_pool(%d)
-  %s1 = conv(%p, %ws1, %bs1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], epilogue = ["relu"]}
-  %s2 = conv(%s1, %ws2, %bs2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
-  %g = hard_sigmoid(%s2)
-  %se = mul(%d, %g)
-  %c2 = conv(%se, %w2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
-  %res = add(%c2, %d)
-  %ap = avg_pool(%res) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], count_include_pad = 1}
-  %c3 = conv(%ap, %w3, %b3) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
-  %c4 = conv(%res, %w4) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
-  %cat = concat(%c3, %c4) {axis = 1}
-  %y = reduce_mean(%cat) {axes = [2, 3], keepdims = 0} : f32[$(n),64]
-  %in = instance_norm(%res, %sc, %sh) {epsilon = 1e-5}
-  %up = resize(%in) {sizes = [$[n], 40, 20, 20], scales = [1.0, 1.0, 4.0, 4.0], mode = "nearest"}
-  %u = pad(%up) {pads = [0, 0, 1, 1, 0, 0, 1, 1]} : f32[$(n),40,22,22]
-  return %y, %u
-}
-)";
-
+// pad (tests/unit/conv_family_net.h, plus the last three). Their recipes plan one shape; each
+// kernel is lowered for one image and run once per image (lower/per_image.h).
+const std::string kConvFamily =
+    std::string(
+        "graph @g$D(%x: f32[$(n),3,20,20]) -> (%y: f32[$(n),64], %u: f32[$(n),40,22,22]) {\n"
+        "  %sc = weight f32[40]\n"
+        "  %sh = weight f32[40]\n") +
+    test_nets::kConvFamilyBody +
+    "  %y = reduce_mean(%cat) {axes = [2, 3], keepdims = 0} : f32[$(n),64]\n"
+    "  %in = instance_norm(%res, %sc, %sh) {epsilon = 1e-5}\n"
+    "  %up = resize(%in) {sizes = [$[n], 40, 20, 20], scales = [1.0, 1.0, 4.0, 4.0], mode = "
+    "\"nearest\"}\n"
+    "  %u = pad(%up) {pads = [0, 0, 1, 1, 0, 0, 1, 1]} : f32[$(n),40,22,22]\n"
+    "  return %y, %u\n}\n";
 TEST_CASE("symbolic recipes: the conv family over a symbolic batch, one image at a time") {
   Compiled c = runAcross(kConvFamily, DimRange{"n", 1, 8, 4}, {1, 3, 4, 8});
   CHECK(c.symbolic == static_cast<int>(c.recipes.size()));
