@@ -66,15 +66,7 @@ install_peer iree 'import iree.compiler, iree.runtime' iree-base-compiler iree-b
 # bench/models (ignored by git, ~100 MB). AICF_BENCH_NO_CNN=1 skips them.
 models=(testdata/models)
 if [ "${AICF_BENCH_NO_CNN:-0}" != 1 ]; then
-  if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' >/dev/null 2>&1; then
-    echo "bench: installing python3-torch python3-torchvision python3-onnx libopenblas0-pthread"
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-torchvision \
-      python3-onnx python3-numpy libopenblas0-pthread
-  fi
+  scripts/debian_torch.sh
   /usr/bin/python3 scripts/gen_cnn_models.py bench/models
   models+=(bench/models)
 fi

@@ -4,7 +4,7 @@
     /usr/bin/python3 scripts/gen_cnn_models.py OUT_DIR [NAME...]
     /usr/bin/python3 scripts/gen_cnn_models.py --batch-range OUT_DIR [NAME...]
 
-Needs Debian's python3-torch and python3-torchvision (scripts/bench.sh installs them). Each
+Needs Debian's python3-torch and python3-torchvision (scripts/debian_torch.sh installs them). Each
 network gets random weights (a fixed seed), perturbed BatchNorm statistics and affine parameters
 (fresh modules have mean 0 / var 1 / gamma 1 / beta 0, which would let a wrong fold pass), and
 is exported at opset 13 for a 1x3x224x224 input, with BatchNormalization nodes kept so aicf's own

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 scripts/gen_wide_models.py OUT_DIR [NAME...]
 
-Needs Debian's python3-torch and python3-torchvision (scripts/bench.sh installs them). Like
+Needs Debian's python3-torch and python3-torchvision (scripts/debian_torch.sh installs them). Like
 scripts/gen_cnn_models.py: random weights (fixed seeds), perturbed BatchNorm statistics, opset 13
 (17 where the network needs a newer op), BatchNormalization nodes kept, and PyTorch's result as
 the reference every engine is checked against. Each network lands in OUT_DIR/<name>/ with

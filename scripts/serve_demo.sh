@@ -20,14 +20,7 @@ if ! "$venv/bin/python" -c 'import pytriton, numpy, onnxruntime, scikit_build_co
     "pybind11>=2.10"
 fi
 if [[ " $* " != *" --model mlp "* && " $* " != *" --model=mlp "* ]]; then
-  if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' >/dev/null 2>&1; then
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-torchvision \
-      python3-onnx python3-numpy libopenblas0-pthread
-  fi
+  scripts/debian_torch.sh
   cnn=resnet18
   prev=""
   for a in "$@"; do
