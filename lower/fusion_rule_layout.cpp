@@ -144,7 +144,22 @@ void Partitioner::decideLayout(Partition &p) {
                             r.map.str()));
     if (d.reason.empty() && reads.empty())
       d.reason = "no reader";
-    if (d.reason.empty()) {
+    // pack-weights' panel view (a weight's transpose and reshape read as B by the products it
+    // packed for): the micro-kernel reads the panels in place. Materialised, the panels would be
+    // unpacked into a plain copy on every run and the product would lose its packed kernel (a
+    // QDQ GPT-2 block's int8 projections, priced a few microseconds either way, ran as f32
+    // tiles behind an 84 us transpose each).
+    // (Constant folding leaves no other layout op over a weight before a product's B.)
+    bool panels =
+        n->operand(0)->isWeight() && !reads.empty() &&
+        std::all_of(reads.begin(), reads.end(), [](const LayoutRead &r) {
+          Op op = r.reader->op();
+          return r.operand == 1 && (op == Op::MatMul || op == Op::Gemm || op == Op::BlockedConv);
+        });
+    if (d.reason.empty() && panels) {
+      d.folded = true;
+      d.reason = "a packed weight's panel view, read in place by its products' micro-kernel";
+    } else if (d.reason.empty()) {
       if (opts_.layoutCost) {
         for (const LayoutRead &r : reads) {
           LayoutCost c = opts_.layoutCost(r);

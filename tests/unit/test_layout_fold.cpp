@@ -6,6 +6,7 @@
 #include "lower/fusion.h"
 #include "lower/lower.h"
 #include "lower/recipes.h"
+#include "passes/pass.h"
 #include "plan/cost_model.h"
 #include "target/target.h"
 
@@ -223,6 +224,37 @@ TEST_CASE("layout folding: the cost function can keep a layout op a kernel") {
   CHECK(p.groups[0].kind == "split");
   CHECK(p.groups[1].kind == "attention");
   CHECK(names(p.groups[1].inputs) == "q1,k1,v1");
+}
+
+TEST_CASE("layout folding: a packed weight's panel view folds whatever the cost function says") {
+  // pack-weights leaves B as a transpose and reshape of the panels; materialised, they would be
+  // unpacked on every run and the product would lose its micro-kernel.
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @p(%a: f32[8,64]) -> (%y: f32[8,64]) {
+  %w = weight f32[64,64]
+  %y = matmul(%a, %w) : f32[8,64]
+  return %y
+}
+)",
+                                        "p.mcir");
+  graph_checks::fillWeights(*g, 3);
+  PassManager pm;
+  pm.add(createPass("pack-weights"));
+  PassContext ctx;
+  REQUIRE(pm.run(*g, ctx));
+  FusionOptions opts;
+  opts.layoutCost = [](const LayoutRead &) {
+    LayoutCost c;
+    c.foldUs = 100; // a cost function that would rather have a kernel
+    c.materializeUs = 1;
+    return c;
+  };
+  Partition p = partitionGraph(*g, opts);
+  REQUIRE(p.layout.size() == 1);
+  CHECK(p.layout[0].folded);
+  CHECK(p.layout[0].reason ==
+        "a packed weight's panel view, read in place by its products' micro-kernel");
+  REQUIRE(p.groups.size() == 1);
+  CHECK(p.groups[0].kind == "matmul");
 }
 
 TEST_CASE("layout folding: the cost model prices strides and re-reads") {
