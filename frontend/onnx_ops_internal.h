@@ -85,6 +85,8 @@ void convQLinearConv(ConvertCtx &c);
 void convQLinearMatMul(ConvertCtx &c);
 void convQuantizeLinear(ConvertCtx &c);
 Value *integerDomainConv(ConvertCtx &c, const AttrMap &convAttrs);
+// gemmAttrs: the Gemm's alpha, beta, transA, transB; null for a MatMul.
+Value *integerDomainMatMul(ConvertCtx &c, const AttrMap *gemmAttrs);
 
 // onnx_ops_reduce.cpp
 template <Op op>

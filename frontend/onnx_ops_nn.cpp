@@ -20,7 +20,13 @@ namespace aicf::onnx_ops {
 
 // ---- contractions -----------------------------------------------------------------------------
 
+// A quantized model's product of dequantized operands computes on the integers
+// (integerDomainMatMul, onnx_ops_quant.cpp).
 void convMatMul(ConvertCtx &c) {
+  if (Value *y = integerDomainMatMul(c, nullptr)) {
+    c.setOutput(0, y);
+    return;
+  }
   c.setOutput(0, c.emit(Op::MatMul, {c.input(0), c.input(1)}));
 }
 
@@ -32,6 +38,10 @@ void convGemm(ConvertCtx &c) {
                    {"beta", c.attrFloat("beta", 1.0)},
                    {"transA", c.attrInt("transA", 0)},
                    {"transB", c.attrInt("transB", 0)}};
+  if (Value *y = integerDomainMatMul(c, &attrs)) {
+    c.setOutput(0, y);
+    return;
+  }
   c.setOutput(0, c.emit(Op::Gemm, ops, attrs));
 }
 

@@ -361,6 +361,44 @@ Value *integerDomainConv(ConvertCtx &c, const AttrMap &convAttrs) {
   return y;
 }
 
+// A MatMul or Gemm of a dequantized activation (a per-tensor scale) by a dequantized B (per
+// tensor; a [K, N] weight also per output column: a MatMul's [K, N] along axis 1, a Gemm's along
+// axis transB ? 0 : 1), on the integers with the scales applied after, as integerDomainConv does
+// for convs: matmul(qa - za, qb - zb) * (alpha sa sb) (+ beta C). A QDQ model's projections so run
+// on the int8 micro-kernel where the host has VNNI (passes/assign_precision.cpp), one int8
+// contraction where the model spells dequantize -> f32 product -> quantize.
+// Null when the operands are not both such dequantized values.
+Value *integerDomainMatMul(ConvertCtx &c, const AttrMap *gemmAttrs) {
+  auto &dq = c.env().dequantized;
+  auto ai = dq.find(c.input(0)), bi = dq.find(c.input(1));
+  if (ai == dq.end() || bi == dq.end() || ai->second.axis != -1 || c.rank(0) < 2 || c.rank(1) < 2)
+    return nullptr;
+  bool transB = gemmAttrs && std::get<int64_t>(gemmAttrs->at("transB")) != 0;
+  if (gemmAttrs && std::get<int64_t>(gemmAttrs->at("transA")) != 0)
+    return nullptr;
+  if (bi->second.axis != -1 && (c.rank(1) != 2 || bi->second.axis != (transB ? 0 : 1)))
+    return nullptr;
+  AttrMap attrs = gemmAttrs ? AttrMap{{"transB", int64_t(transB)}} : AttrMap{};
+  attrs["integer_operands"] = int64_t(1);
+  attrs["x_offset"] = ai->second.offset;
+  Value *acc =
+      c.emit(gemmAttrs ? Op::Gemm : Op::MatMul, {ai->second.integers, bi->second.integers}, attrs);
+  // A per-column scale [N] broadcasts along the result's last dim.
+  Value *scale = c.emit(Op::Mul, {ai->second.scale, bi->second.scale});
+  if (gemmAttrs && std::get<double>(gemmAttrs->at("alpha")) != 1.0)
+    scale =
+        c.emit(Op::Mul, {scale, c.scalar(DType::F32, std::get<double>(gemmAttrs->at("alpha")))});
+  Value *y = c.emit(Op::Mul, {acc, scale});
+  if (gemmAttrs && c.hasInput(2)) {
+    Value *bc = c.input(2);
+    double beta = std::get<double>(gemmAttrs->at("beta"));
+    if (beta != 1.0)
+      bc = c.emit(Op::Mul, {bc, c.scalar(DType::F32, beta)});
+    y = c.emit(Op::Add, {y, bc});
+  }
+  return y;
+}
+
 void convQuantizeLinear(ConvertCtx &c) {
   Value *x = c.input(0), *scale = c.input(1);
   const Shape &xs = x->type().shape;

@@ -179,9 +179,22 @@ bool mixedPrecisionOperands(const InferCtx &ctx, const TensorType &a, const Tens
   return p && a.dtype == DType::F32 && b.dtype == precisionStorage(*p) && b.dtype != a.dtype;
 }
 
+// integer_operands is 0 or 1; x_offset is -1 or, with integer_operands, in [0, 255] (ops.def).
+void checkIntegerAttrs(const InferCtx &ctx) {
+  int64_t io = ctx.i("integer_operands"), off = ctx.i("x_offset");
+  if (io != 0 && io != 1)
+    ctx.fail(cat(ctx.info().name, " integer_operands must be 0 or 1, got ", io));
+  if (off != -1 && (io == 0 || off < 0 || off > 255))
+    ctx.fail(cat(ctx.info().name,
+                 " x_offset must be -1, or in [0, 255] with integer_operands, "
+                 "got ",
+                 off));
+}
+
 std::vector<TensorType> inferMatMul(InferCtx &ctx) {
   const TensorType &a = ctx.operand(0), &b = ctx.operand(1);
   checkPrecisionAttr(ctx);
+  checkIntegerAttrs(ctx);
   if (a.dtype != b.dtype && !mixedPrecisionOperands(ctx, a, b))
     ctx.fail(cat("matmul operand dtypes differ: ", a.str(), " and ", b.str()));
   if (a.rank() < 1 || b.rank() < 1)
@@ -211,6 +224,7 @@ std::vector<TensorType> inferMatMul(InferCtx &ctx) {
 
 std::vector<TensorType> inferGemm(InferCtx &ctx) {
   checkPrecisionAttr(ctx);
+  checkIntegerAttrs(ctx);
   const TensorType &a = ctx.operand(0), &b = ctx.operand(1);
   if (a.rank() != 2 || b.rank() != 2)
     ctx.fail(cat("gemm operands must be matrices, got ", a.str(), " and ", b.str()));
@@ -272,18 +286,6 @@ void checkWindowAttrs(const InferCtx &ctx, size_t spatial, bool hasKernelAttr) {
       ctx.fail(cat(ctx.info().name, " dilations must be >= 1"));
 }
 } // namespace
-
-// integer_operands is 0 or 1; x_offset is -1 or, with integer_operands, in [0, 255] (ops.def).
-void checkIntegerAttrs(const InferCtx &ctx) {
-  int64_t io = ctx.i("integer_operands"), off = ctx.i("x_offset");
-  if (io != 0 && io != 1)
-    ctx.fail(cat(ctx.info().name, " integer_operands must be 0 or 1, got ", io));
-  if (off != -1 && (io == 0 || off < 0 || off > 255))
-    ctx.fail(cat(ctx.info().name,
-                 " x_offset must be -1, or in [0, 255] with integer_operands, "
-                 "got ",
-                 off));
-}
 
 std::vector<TensorType> inferConv(InferCtx &ctx) {
   checkPrecisionAttr(ctx);

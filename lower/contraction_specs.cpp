@@ -7,6 +7,7 @@
 #include "lower/recipe_support.h"
 
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -75,6 +76,8 @@ std::vector<int64_t> broadcastBatch(const std::vector<int64_t> &a, const std::ve
 
 Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t flattenBelow) {
   Contraction c;
+  if (nodePrecision(n) == Precision::I8) // the int8 micro-kernel reads A + x_offset as uint8
+    c.aShift = n.i("x_offset");
   const Value *a = n.operand(0), *b = n.operand(1);
   std::vector<int64_t> as = a->type().shape, bs = b->type().shape;
   bool aVec = as.size() == 1, bVec = bs.size() == 1;
@@ -193,6 +196,8 @@ Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t fl
 
 Contraction gemmSpec(const Node &n, const GroupExpr &gx) {
   Contraction c;
+  if (nodePrecision(n) == Precision::I8)
+    c.aShift = n.i("x_offset");
   const Value *a = n.operand(0), *b = n.operand(1);
   bool transA = n.i("transA") != 0, transB = n.i("transB") != 0;
   const auto &epi = n.strs("epilogue");

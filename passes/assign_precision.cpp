@@ -58,10 +58,17 @@ bool hostProduct(const Node &n) {
          n.operand(1)->type().dtype == DType::F32;
 }
 
+// A quantized model's product on the integers (the frontend's integer_operands) whose weight
+// pack-weights packs: a blocked conv, a matmul or a gemm.
+bool integerProduct(const Node &n) {
+  return (n.op() == Op::BlockedConv || n.op() == Op::MatMul || n.op() == Op::Gemm) &&
+         packedWeightProduct(n) && n.i("integer_operands") != 0;
+}
+
 // A product whose operands bf16 holds exactly: marked integer_operands (x integers of magnitude
 // <= 256, the frontend's promise) and its weight integers of magnitude <= 256.
 bool exactInBf16(const Node &n) {
-  if (n.op() != Op::BlockedConv || n.i("integer_operands") == 0)
+  if (!integerProduct(n))
     return false;
   const Value *w = n.operand(1);
   if (!w->isWeight() || !w->hasData())
@@ -79,12 +86,14 @@ bool exactInBf16(const Node &n) {
 // [0, 255] (x + x_offset fits uint8), its weight integers in [-128, 127], and K short enough
 // that a sum of K products of 255 * 128 fits an i32.
 bool exactInInt8(const Node &n) {
-  if (n.op() != Op::BlockedConv || n.i("integer_operands") == 0 || n.i("x_offset") < 0 ||
-      n.i("x_offset") > 255)
+  if (!integerProduct(n) || n.i("x_offset") < 0 || n.i("x_offset") > 255)
     return false;
   const Value *w = n.operand(1);
-  if (!w->isWeight() || !w->hasData() || w->type().rank() != 2 ||
-      w->type().shape[0] > (int64_t(1) << 31) / (255 * 128))
+  if (!w->isWeight() || !w->hasData() || w->type().rank() != 2)
+    return false;
+  // K: the weight's rows ([K, N]; a gemm's transposed B is [N, K]).
+  int64_t K = n.op() == Op::Gemm && n.i("transB") != 0 ? w->type().shape[1] : w->type().shape[0];
+  if (K > (int64_t(1) << 31) / (255 * 128))
     return false;
   const Tensor &d = *w->data();
   for (int64_t i = 0; i < d.numel(); ++i) {

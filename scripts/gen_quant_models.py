@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small int8 models quantized the standard ways, for the tests (testdata/quant, issue 54).
 
-    bench/.venv/bin/python scripts/gen_quant_models.py OUT_DIR
+    bench/.venv/bin/python scripts/gen_quant_models.py OUT_DIR [NAME...]
 
 Needs the bench's virtual environment (onnx, onnxruntime and its quantizer); CI does not run it:
 the models and reference outputs it writes are committed. A small float CNN and MLP are written
@@ -14,6 +14,9 @@ calibrated on random inputs:
 - cnn_qop: the same network, static, QOperator format, only Conv and MatMul quantized:
   QLinearConv and QLinearMatMul with QuantizeLinear / DequantizeLinear at the edges (its head is
   MatMul + Add: ORT writes a quantized Gemm as a contrib op).
+- mlp_qdq: the MLP below, static, QDQ format, per-channel int8 weights, uint8 activations:
+  DequantizeLinear -> MatMul -> Add -> Relu -> QuantizeLinear, as a quantized transformer's
+  projections ship.
 - mlp_dynamic: dynamic quantization of a two-layer MLP with 512- and 768-long reductions:
   DynamicQuantizeLinear + MatMulInteger, the scales applied in float (the reductions are long
   enough that aicf sums them in exact chunks).
@@ -176,17 +179,31 @@ def write_exact(out_dir, name, model, feed):
 
 def main():
     out_dir = sys.argv[1]
+    only = set(sys.argv[2:])  # model names: write only those (default: all)
+
+    def wanted(name):
+        return not only or name in only
+
     feed = np.random.default_rng(17).integers(0, 256, [3, 1000]).astype(np.uint8)
     feed[0] = 255
-    write_exact(out_dir, "matmulinteger_long", matmul_integer(), feed)
+    if wanted("matmulinteger_long"):
+        write_exact(out_dir, "matmulinteger_long", matmul_integer(), feed)
     shape = [1, 3, 32, 32]
-    write(out_dir, "cnn_qdq", cnn(), lambda s, d: quantize_static(
-        s, d, Reader("input", shape), quant_format=QuantFormat.QDQ, per_channel=True,
-        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8), shape)
-    write(out_dir, "cnn_qop", cnn("matmul"), lambda s, d: quantize_static(
-        s, d, Reader("input", shape), quant_format=QuantFormat.QOperator, per_channel=True,
-        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-        op_types_to_quantize=["Conv", "MatMul"]), shape)
+    if wanted("cnn_qdq"):
+        write(out_dir, "cnn_qdq", cnn(), lambda s, d: quantize_static(
+            s, d, Reader("input", shape), quant_format=QuantFormat.QDQ, per_channel=True,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8), shape)
+    if wanted("cnn_qop"):
+        write(out_dir, "cnn_qop", cnn("matmul"), lambda s, d: quantize_static(
+            s, d, Reader("input", shape), quant_format=QuantFormat.QOperator, per_channel=True,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+            op_types_to_quantize=["Conv", "MatMul"]), shape)
+    if wanted("mlp_qdq"):
+        write(out_dir, "mlp_qdq", mlp(), lambda s, d: quantize_static(
+            s, d, Reader("input", [4, 512]), quant_format=QuantFormat.QDQ, per_channel=True,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8), [4, 512])
+    if not wanted("mlp_dynamic"):
+        return
     # One activation quantum of the hidden layer (its range over 255) through the second layer
     # moves an output by at most that times the largest |w2| column sum; measured figures are far
     # below: the stated tolerance is 2 quanta of the output's own range / 255.

@@ -176,3 +176,39 @@ TEST_CASE("quant: a QDQ conv runs on the integers, on the int8 or bf16 micro-ker
     MESSAGE("skipped the bf16 half: this CPU has no avx512bf16");
   }
 }
+
+TEST_CASE("quant: a QDQ MatMul runs on the integers, on the int8 micro-kernel where exact") {
+  // mlp_qdq: ORT's static QDQ quantizer on a two-layer MLP (uint8 activations, per-column int8
+  // weights): each DequantizeLinear -> MatMul imports as one matmul of the integers, its scales
+  // after; with AVX512-VNNI both run as int8 contractions (vpdpbusd, sums in i32).
+  fs::path dir = fs::path(AICF_TESTDATA) / "quant" / "mlp_qdq";
+  std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), {});
+  int integerProducts = 0;
+  for (const Node *n : g->nodes())
+    integerProducts += n->op() == Op::MatMul && n->i("integer_operands") == 1 &&
+                       n->i("x_offset") >= 0 && n->i("x_offset") <= 255;
+  CHECK(integerProducts == 2);
+  std::vector<Tensor> inputs = {readNpy((dir / "inputs" / "input.npy").string())};
+  Tensor want = readNpy((dir / "outputs" / "output.npy").string());
+  std::unique_ptr<Graph> planned = testing::pipelineGraph(dir, "cpu");
+  CompileOptions native, haswell;
+  haswell.cpuArch = "haswell";
+  CompiledModel cm;
+  std::vector<Tensor> f32 =
+      compile_checks::compileRun(*planned, haswell, inputs, "aicf_quant_", &cm);
+  checkWithin(f32.at(0), want, tolerance(dir), "mlp_qdq f32 plan vs ONNX Runtime's int8 kernels");
+  if (!compile_checks::cpuHas("avx512vnni")) {
+    MESSAGE("skipped the int8 half: this CPU has no avx512vnni");
+    return;
+  }
+  std::vector<Tensor> got =
+      compile_checks::compileRun(*planned, native, inputs, "aicf_quant_", &cm);
+  int int8Steps = 0;
+  for (const PlanStep &st : cm.plan.steps)
+    int8Steps += st.precision == Precision::I8;
+  CHECK(int8Steps == 2);
+  // Every sum of the integers is below 2^24 here, so the f32 plan is exact too: identical.
+  CHECK(std::memcmp(got.at(0).raw(), f32.at(0).raw(), static_cast<size_t>(f32[0].type().bytes())) ==
+        0);
+  checkWithin(got.at(0), want, tolerance(dir), "mlp_qdq int8 plan vs ONNX Runtime's int8 kernels");
+}
