@@ -138,16 +138,21 @@ def compile_all(args):
 
 def check_models(args):
     """(name, source folder, aicfc flags) of every testdata model that has reference outputs
-    (its args.txt binds the dynamic dims)."""
+    (its args.txt binds the dynamic dims), and of each one with a ranges.txt also the folder
+    compiled for those ranges (NAME_ranged: symbolic dims, run on the bundled inputs)."""
     folders = sorted(os.path.dirname(os.path.join(dp, "model.onnx"))
                      for dp, _, files in os.walk(os.path.join(ROOT, "testdata"))
                      if "model.onnx" in files and os.path.isdir(os.path.join(dp, "outputs")))
     for src in folders:
         name = os.path.relpath(src, os.path.join(ROOT, "testdata")).replace("/", "_")
-        if args.only and name not in args.only:
+        if args.only and name not in args.only and name + "_ranged" not in args.only:
             continue
         args_txt = os.path.join(src, "args.txt")
-        yield name, src, open(args_txt).read().split() if os.path.isfile(args_txt) else []
+        if not args.only or name in args.only:
+            yield name, src, open(args_txt).read().split() if os.path.isfile(args_txt) else []
+        ranges_txt = os.path.join(src, "ranges.txt")
+        if os.path.isfile(ranges_txt) and (not args.only or name + "_ranged" in args.only):
+            yield name + "_ranged", src, open(ranges_txt).read().split()
 
 
 def max_err(text):

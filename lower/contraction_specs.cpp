@@ -162,9 +162,10 @@ Contraction matmulSpec(const Node &n, const GroupExpr &gx, bool host, int64_t fl
   // plans only for now: on sm_80 the row split's index arithmetic costs BERT's projection
   // register spills (the GPU plans have not been measured on a GPU yet).
   // Symbolic rows or batch: always (the choice must not depend on where in the range the plan
-  // was made, and a symbolic batch is lowered only as rows).
-  if (host && !aVec && !batch.empty() && product(bBatch) == 1 && aBatch == batch &&
-      (c.M < flattenBelow || symBatch || c.Msym)) {
+  // was made, and a symbolic batch is lowered only as rows); GPU plans too for a symbolic
+  // batch (a ranged BERT layer's projections, [batch, seq, 128] x [128, 128], had no other form).
+  bool flatten = host ? c.M < flattenBelow || symBatch || c.Msym : symBatch;
+  if (flatten && !aVec && !batch.empty() && product(bBatch) == 1 && aBatch == batch) {
     int64_t m = c.M;
     E mE = kir::symE(mSym); // the rows per batch entry as the code reads them
     auto aAt = c.aAt, bAt = c.bAt;
