@@ -146,6 +146,10 @@ void ConvertCtx::setOutput(size_t i, Value *v) {
     env_.values[node_.output(static_cast<int>(i))] = v;
 }
 
+Value *ConvertCtx::output(size_t i) const {
+  return i < outputs_.size() ? outputs_[i] : nullptr;
+}
+
 bool ConvertCtx::outputSet(size_t i) const {
   return i < outputs_.size() && outputs_[i];
 }

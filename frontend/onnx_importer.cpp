@@ -662,7 +662,11 @@ void Importer::convertNode(const onnx::NodeProto &n, int index) {
   if (opset_ < entry->sinceOpset)
     ctx.fail(cat(n.op_type(), " needs opset >= ", entry->sinceOpset, ", the model imports opset ",
                  opset_));
-  entry->convert(ctx);
+  {
+    QuantGridScope grid(ctx); // a QDQ model's data movement on the integers (onnx_quant_grid.cpp)
+    entry->convert(ctx);
+    grid.finish(ctx);
+  }
   for (size_t k = 0; k < ctx.numOutputs(); ++k) {
     const std::string &out = n.output(static_cast<int>(k));
     if (out.empty())

@@ -80,8 +80,17 @@ struct ImportEnv {
     // integers + offset lie in [0, 255] (an 8-bit type less a constant per-tensor zero point:
     // offset = zp - the type's lowest value); -1 when the zero point is not constant.
     int64_t offset = -1;
+    double scaleValue = 0; // the scale when it is a one-element constant, else 0
   };
   std::unordered_map<const Value *, Dequantized> dequantized;
+  // A QuantizeLinear's result whose input already lay on its grid (onnx_quant_grid.cpp) -> that
+  // input, with the scale and zero point: a DequantizeLinear of it with the same ones is the
+  // input itself.
+  struct OnGrid {
+    Value *source = nullptr;
+    double scale = 0, zeroPoint = 0;
+  };
+  std::unordered_map<const Value *, OnGrid> onGrid;
 };
 
 // A shape value (symValues) whose expressions use only data dims, computed at run time from
@@ -137,6 +146,7 @@ public:
   bool outputUsed(size_t i) const; // named and read by a node or a graph output
   void setOutput(size_t i, Value *v);
   bool outputSet(size_t i) const;
+  Value *output(size_t i) const; // what setOutput set (null when not set)
 
   // --- attributes (each checks the attribute's type and fails naming it) ---
   bool hasAttr(std::string_view name) const { return findAttr(name) != nullptr; }
@@ -220,6 +230,24 @@ private:
 };
 
 using Converter = void (*)(ConvertCtx &ctx);
+
+// A node that only moves values (Reshape, Transpose, Slice, Concat, MaxPool, ...) whose data
+// inputs are dequantized onto one grid is converted on their integers, its results scaled after
+// and recorded as dequantized (onnx_quant_grid.cpp): made before the node's converter runs
+// (rebinding the inputs when it applies), `finish` after it; the destructor restores the inputs.
+class QuantGridScope {
+public:
+  explicit QuantGridScope(ConvertCtx &c);
+  ~QuantGridScope();
+  QuantGridScope(const QuantGridScope &) = delete;
+  QuantGridScope &operator=(const QuantGridScope &) = delete;
+  void finish(ConvertCtx &c);
+
+private:
+  ImportEnv &env_;
+  ImportEnv::Dequantized grid_;
+  std::map<std::string, Value *> rebound_; // input name -> its value before the scope
+};
 
 struct OnnxOpEntry {
   const char *opType;

@@ -88,6 +88,12 @@ Value *integerDomainConv(ConvertCtx &c, const AttrMap &convAttrs);
 // gemmAttrs: the Gemm's alpha, beta, transA, transB; null for a MatMul.
 Value *integerDomainMatMul(ConvertCtx &c, const AttrMap *gemmAttrs);
 
+// onnx_quant_grid.cpp: a QuantizeLinear of x to `to` onto the grid x already lies on (null when
+// it does not), and a DequantizeLinear of such a result with the same scale and zero point (the
+// value quantized; null otherwise).
+Value *quantizeOnGrid(ConvertCtx &c, Value *x, DType to);
+Value *dequantizeOnGrid(ConvertCtx &c);
+
 // onnx_ops_reduce.cpp
 template <Op op>
 void convArg(ConvertCtx &c);

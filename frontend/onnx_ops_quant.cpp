@@ -291,6 +291,10 @@ Value *scalarParam(ConvertCtx &c, size_t i, const std::string &what) {
 } // namespace
 
 void convDequantizeLinear(ConvertCtx &c) {
+  if (Value *same = dequantizeOnGrid(c)) {
+    c.setOutput(0, same);
+    return;
+  }
   Value *x = c.input(0), *scale = c.input(1);
   DType xt = x->type().dtype;
   const Shape &xs = x->type().shape;
@@ -326,8 +330,9 @@ void convDequantizeLinear(ConvertCtx &c) {
     const Tensor *z = c.hasInput(2) ? c.constInput(2) : nullptr;
     if (!c.hasInput(2) || (z && z->numel() == 1))
       offset = static_cast<int64_t>((z ? z->getDouble(0) : 0.0) - quantRange(c, xt, "x").lo);
+    const Tensor *sc = c.constInput(1);
     c.env().dequantized[d] = {ints, c.reshape(scale, a < 0 ? Shape{} : scale->type().shape), a,
-                              offset};
+                              offset, sc && sc->numel() == 1 ? sc->getDouble(0) : 0.0};
   }
 }
 
@@ -413,6 +418,10 @@ void convQuantizeLinear(ConvertCtx &c) {
     to = c.type(2).dtype;
   }
   quantRange(c, to, "the output");
+  if (Value *same = quantizeOnGrid(c, x, to)) {
+    c.setOutput(0, same);
+    return;
+  }
   // precision (opset 23): the type x / scale is computed in; f32 for an f32 x is what we do.
   if (c.hasAttr("precision") && c.attrIntReq("precision") != 0 &&
       castTarget(c, static_cast<int32_t>(c.attrIntReq("precision"))) != x->type().dtype)

@@ -17,6 +17,10 @@ calibrated on random inputs:
 - mlp_qdq: the MLP below, static, QDQ format, per-channel int8 weights, uint8 activations:
   DequantizeLinear -> MatMul -> Add -> Relu -> QuantizeLinear, as a quantized transformer's
   projections ship.
+- shuffle_qdq: a ShuffleNet-style unit and an upsampling tail, static, QDQ format as cnn_qdq:
+  max pool, concat, the channel shuffle's reshape / transpose / reshape, a channel slice,
+  nearest resize and zero padding, each wrapped in its own QuantizeLinear / DequantizeLinear
+  pair by the quantizer (pairs that aicf's import drops as identities: onnx_quant_grid.cpp).
 - mlp_dynamic: dynamic quantization of a two-layer MLP with 512- and 768-long reductions:
   DynamicQuantizeLinear + MatMulInteger, the scales applied in float (the reductions are long
   enough that aicf sums them in exact chunks).
@@ -79,6 +83,54 @@ def cnn(head="gemm"):
     graph = helper.make_graph(
         nodes, "cnn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 32, 32])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def shuffle():
+    """A ShuffleNet-style unit and an upsampling tail: ops that only move values (max pool, a
+    concat, the channel shuffle's reshape / transpose / reshape, a channel slice, nearest resize,
+    zero padding), each of which ORT's QDQ quantizer wraps in its own QuantizeLinear /
+    DequantizeLinear pair."""
+    rng = np.random.default_rng(19)
+    inits, nodes = [], []
+
+    def w(name, shape, scale=0.3):
+        inits.append(numpy_helper.from_array(
+            (rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    def const(name, values):
+        inits.append(numpy_helper.from_array(np.array(values, np.int64), name))
+        return name
+
+    def conv(x, y, cin, cout, k, relu=True):
+        nodes.append(helper.make_node(
+            "Conv", [x, w(y + "_w", [cout, cin, k, k]), w(y + "_b", [cout], 0.1)],
+            [y + "_c" if relu else y], kernel_shape=[k, k], pads=[k // 2] * 4))
+        if relu:
+            nodes.append(helper.make_node("Relu", [y + "_c"], [y]))
+        return y
+
+    conv("input", "c1", 3, 16, 3)
+    nodes.append(helper.make_node("MaxPool", ["c1"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]))
+    conv("mp", "b1", 16, 16, 1)
+    conv("mp", "b2", 16, 16, 3)
+    nodes.append(helper.make_node("Concat", ["b1", "b2"], ["cat"], axis=1))
+    nodes.append(helper.make_node("Reshape", ["cat", const("s5", [1, 2, 16, 16, 16])], ["r5"]))
+    nodes.append(helper.make_node("Transpose", ["r5"], ["t5"], perm=[0, 2, 1, 3, 4]))
+    nodes.append(helper.make_node("Reshape", ["t5", const("s4", [1, 32, 16, 16])], ["shuf"]))
+    nodes.append(helper.make_node("Slice", ["shuf", const("st", [0]), const("en", [16]),
+                                            const("ax", [1])], ["half"]))
+    conv("half", "c3", 16, 8, 3)
+    inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "up"))
+    nodes.append(helper.make_node("Resize", ["c3", "", "up"], ["big"], mode="nearest"))
+    nodes.append(helper.make_node("Pad", ["big", const("pads", [0, 0, 1, 1, 0, 0, 1, 1])],
+                                  ["padded"]))
+    conv("padded", "output", 8, 4, 3, relu=False)
+    graph = helper.make_graph(
+        nodes, "shuffle", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                         [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 4, 34, 34])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -198,6 +250,10 @@ def main():
             s, d, Reader("input", shape), quant_format=QuantFormat.QOperator, per_channel=True,
             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
             op_types_to_quantize=["Conv", "MatMul"]), shape)
+    if wanted("shuffle_qdq"):
+        write(out_dir, "shuffle_qdq", shuffle(), lambda s, d: quantize_static(
+            s, d, Reader("input", shape), quant_format=QuantFormat.QDQ, per_channel=True,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8), shape)
     if wanted("mlp_qdq"):
         write(out_dir, "mlp_qdq", mlp(), lambda s, d: quantize_static(
             s, d, Reader("input", [4, 512]), quant_format=QuantFormat.QDQ, per_channel=True,

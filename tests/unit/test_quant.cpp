@@ -212,3 +212,30 @@ TEST_CASE("quant: a QDQ MatMul runs on the integers, on the int8 micro-kernel wh
         0);
   checkWithin(got.at(0), want, tolerance(dir), "mlp_qdq int8 plan vs ONNX Runtime's int8 kernels");
 }
+
+TEST_CASE("quant: a QDQ pair onto the grid its input already lies on is dropped at import") {
+  // shuffle_qdq: ORT's QDQ quantizer wraps each op of a ShuffleNet-style unit in a quantize /
+  // dequantize pair, the ops that only move values too. Of its 14 QuantizeLinear nodes, 7 put a
+  // computed value on a new grid (the input, four convs, the concat of two differently scaled
+  // branches, the output); the other 7 follow max pool, reshape, transpose, reshape, slice,
+  // nearest resize and zero padding of values already on that grid, with its scale and zero
+  // point: identities, which import drops (frontend/onnx_quant_grid.cpp). One rounding per real
+  // quantization remains; the outputs still match ORT within a quantum (the first test case).
+  fs::path dir = fs::path(AICF_TESTDATA) / "quant" / "shuffle_qdq";
+  std::unique_ptr<Graph> g = importOnnx((dir / "model.onnx").string(), {});
+  int rounds = 0, integerConvs = 0;
+  for (const Node *n : g->nodes()) {
+    rounds += n->op() == Op::Round;
+    integerConvs += n->op() == Op::Conv && n->i("integer_operands") == 1;
+  }
+  CHECK(rounds == 7);
+  // Every conv still reads integers, those after the moves too (c3 reads the shuffled slice,
+  // the last conv the padded, resized map).
+  CHECK(integerConvs == 5);
+  // The moves themselves run on the integers, so the data movement between two convs is
+  // layout ops the conv reads through, with no fake-quantize step between them.
+  std::vector<Tensor> inputs = {readNpy((dir / "inputs" / "input.npy").string())};
+  std::vector<Tensor> interpreted = interpret(*g, inputs);
+  Tensor want = readNpy((dir / "outputs" / "output.npy").string());
+  checkWithin(interpreted.at(0), want, tolerance(dir), "shuffle_qdq interpreted vs ORT int8");
+}
