@@ -329,6 +329,95 @@ std::vector<KnobSet> candidates(const kir::Kernel &k, const Hardware &hw, int64_
   return out;
 }
 
+namespace {
+
+// Host cycles one integer division or remainder by a constant takes per element when its
+// dividend changes from lane to lane: a 64-bit multiply-high sequence, which AVX-512 has no
+// vector form of, so the lane loop runs scalar around it (a store through the channel shuffle
+// of a QDQ model, [c / 196 % 116 ...] per lane: 100 us measured where the vector loop's 6 were
+// predicted). The fixed part is the scalar element the loop then is.
+constexpr double kLaneDivisionCycles = 1.0;
+constexpr double kScalarElementCycles = 1.0;
+
+bool readsAny(const E &e, const std::set<std::string> &vars) {
+  bool found = false;
+  kir::forEachExpr(e.get(), [&](const kir::Expr &x) {
+    found = found || (x.kind == kir::Expr::Kind::Var && vars.count(x.var));
+  });
+  return found;
+}
+
+// The digit pairs [a / W, a % W] of an access to `b` at adjacent dims whose strides are W s and
+// s: the host printer joins them back into a s (backend/c/c_expr.cpp), so they divide nothing.
+void joinedDigits(const kir::BufferP &b, const std::vector<kir::ExprP> &idx,
+                  std::set<const kir::Expr *> &joined) {
+  if (!b || !b->sym.empty() || idx.size() != b->shape.size())
+    return;
+  auto digit = [](const kir::ExprP &e, kir::BinOp op) {
+    return e && e->kind == kir::Expr::Kind::Binary && e->bop == op &&
+           e->args[1]->kind == kir::Expr::Kind::Int && e->args[1]->ival > 0;
+  };
+  for (size_t d = 0; d + 1 < idx.size(); ++d)
+    if (digit(idx[d], kir::BinOp::Div) && digit(idx[d + 1], kir::BinOp::Mod) &&
+        idx[d]->args[1]->ival == idx[d + 1]->args[1]->ival &&
+        idx[d]->args[1]->ival == b->shape[d + 1] &&
+        kir::exprEqual(idx[d]->args[0], idx[d + 1]->args[0])) {
+      joined.insert(idx[d].get());
+      joined.insert(idx[d + 1].get());
+    }
+}
+
+// The distinct integer divisions and remainders in `body` whose dividend reads a variable of
+// `varying` (grown by the scalars declared from them, in order), less the digits an access
+// joins back.
+size_t elementDivisions(const std::vector<kir::StmtP> &body, std::set<std::string> varying) {
+  std::set<const kir::Expr *> joined;
+  kir::forEachStmt(body, [&](const kir::Stmt &st) {
+    std::vector<kir::ExprP> idx;
+    for (const E &e : st.indices)
+      idx.push_back(e.get());
+    if (st.kind == kir::Stmt::Kind::Store)
+      joinedDigits(st.buf, idx, joined);
+    for (const E *e : kir::ownExprs(st))
+      if (*e)
+        kir::forEachExpr(e->get(), [&](const kir::Expr &x) {
+          if (x.kind == kir::Expr::Kind::Load)
+            joinedDigits(x.buf, x.args, joined);
+        });
+  });
+  std::set<std::string> seen;
+  kir::forEachStmt(body, [&](const kir::Stmt &st) {
+    if ((st.kind == kir::Stmt::Kind::Decl || st.kind == kir::Stmt::Kind::Assign) &&
+        readsAny(st.value, varying))
+      varying.insert(st.var);
+    for (const E *e : kir::ownExprs(st))
+      if (*e)
+        kir::forEachExpr(e->get(), [&](const kir::Expr &x) {
+          if (x.kind == kir::Expr::Kind::Binary && x.type == DType::I64 &&
+              (x.bop == kir::BinOp::Div || x.bop == kir::BinOp::Mod) && !joined.count(&x) &&
+              readsAny(E(x.args[0]), varying))
+            seen.insert(kir::printExpr(E(std::make_shared<kir::Expr>(x))));
+        });
+  });
+  return seen.size();
+}
+
+} // namespace
+
+double elementIndexCycles(const kir::Kernel &k) {
+  size_t most = 0;
+  bool lanes = false;
+  kir::forEachStmt(k.body, [&](const kir::Stmt &st) {
+    if (st.kind == kir::Stmt::Kind::For && st.loop == kir::Stmt::LoopKind::Vectorized) {
+      lanes = true;
+      most = std::max(most, elementDivisions(st.body, {st.var}));
+    }
+  });
+  if (!lanes)
+    most = elementDivisions(k.body, {"i"});
+  return most == 0 ? 0.0 : kScalarElementCycles + kLaneDivisionCycles * double(most);
+}
+
 CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
                     double hostCyclesPerElement) {
   CostShape s;

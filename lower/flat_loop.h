@@ -10,6 +10,7 @@
 #include "lower/recipe.h"
 #include "lower/recipes.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -56,6 +57,13 @@ std::vector<KnobSet> candidates(const kir::Kernel &k, const Hardware &hw, int64_
 // and does not vectorise (that many scalar cycles per element).
 CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
                     double hostCyclesPerElement);
+// Host cycles per element that the element's index arithmetic costs when it does not
+// vectorise: integer divisions and remainders whose dividend changes with the lane (with the
+// element, without a vector loop), each a scalar multiply-high sequence; 0 when there are none.
+// The flat-loop recipes price at least this per element, so the planner prefers the vector
+// width whose lanes split off every digit (splitLaneDigits, the pointwise recipe's inner-plane
+// split) and --profile's prediction sees the gather a map left.
+double elementIndexCycles(const kir::Kernel &k);
 
 // One line per thread and no vector loop, for recipes whose every line is a serial walk that
 // no other thread touches (scatter's updates in order, top_k's selection passes): the flat loop
@@ -117,7 +125,8 @@ public:
   CostShape costShape(const KernelGroup &, const kir::Kernel &k, const Hardware &hw,
                       int64_t flops) const override {
     if (loop_.walk == Loop::Walk::Elements)
-      return flatloop::costShape(k, hw, flops, loop_.hostCycles);
+      return flatloop::costShape(k, hw, flops,
+                                 std::max(loop_.hostCycles, flatloop::elementIndexCycles(k)));
     return lineCostShape(k, hw, flops, loop_.hostCycles);
   }
   int64_t registers(const kir::Kernel &k) const override {
