@@ -549,6 +549,34 @@ void gatherSym(ConvertCtx &c, Value *x, const Tensor &t, int64_t axis) {
   c.setOutput(0, c.reshapeSym(s, out));
 }
 
+// A Gather of an activation at constant indices that step evenly (one index, or i0, i0 + s, ...
+// with s > 0: torch's x[:, 0], a class token, every other channel) is a strided slice reshaped to
+// the gather's result: layout ops, which fusion folds into their readers as index maps, where a
+// gather is a kernel of its own. Null when the indices do not step evenly (or x is a weight or
+// symbolic: a shape value's gather stays as the symbolic-values fold reads it).
+Value *gatherAsSlice(ConvertCtx &c, Value *x, const Tensor &t, int64_t axis, int64_t dim) {
+  const int64_t n = t.numel();
+  if (x->isWeight() || x->type().isSymbolic() || n < 1)
+    return nullptr;
+  auto at = [&](int64_t i) { return t.getInt(i) < 0 ? t.getInt(i) + dim : t.getInt(i); };
+  const int64_t first = at(0), step = n > 1 ? at(1) - at(0) : 1;
+  if (step <= 0)
+    return nullptr;
+  for (int64_t i = 1; i < n; ++i)
+    if (at(i) != first + i * step)
+      return nullptr;
+  Value *sliced = c.emit(Op::Slice, {x},
+                         {{"starts", Shape{first}},
+                          {"ends", Shape{first + (n - 1) * step + 1}},
+                          {"axes", Shape{axis}},
+                          {"steps", Shape{step}}});
+  const Shape &xs = x->type().shape;
+  Shape out(xs.begin(), xs.begin() + axis);
+  out.insert(out.end(), t.shape().begin(), t.shape().end());
+  out.insert(out.end(), xs.begin() + axis + 1, xs.end());
+  return c.reshape(sliced, out);
+}
+
 void convGather(ConvertCtx &c) {
   Value *x = c.input(0), *idx = c.input(1);
   int64_t axis = normAxis(c, c.attrInt("axis", 0), x->type().rank());
@@ -573,6 +601,10 @@ void convGather(ConvertCtx &c) {
       for (int64_t i = 0; i < t->numel(); ++i)
         fixed.setInt(i, t->getInt(i) < 0 ? t->getInt(i) + dim : t->getInt(i));
       idx = c.constant(std::move(fixed));
+    }
+    if (Value *s = gatherAsSlice(c, x, *t, axis, dim)) {
+      c.setOutput(0, s);
+      return;
     }
   }
   c.setOutput(0, c.emit(Op::Gather, {x, idx}, {{"axis", axis}}));
