@@ -17,13 +17,16 @@ def graph_inputs(model):
 # ---------------------------------------------------------------- peers ------------------
 
 class OrtEngine:
-    def __init__(self, model_path, inputs, threads):
+    # optimize=False: no graph optimisation, each op run alone as ONNX defines it (a QDQ model's
+    # float ops between its quantize / dequantize pairs, not ORT's fused int8 kernels).
+    def __init__(self, model_path, inputs, threads, optimize=True):
         import onnxruntime as ort
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else
+                                       ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         so.log_severity_level = 3
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.s = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
