@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -45,6 +46,18 @@ std::vector<fs::path> modelDirs() {
       dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   return dirs;
+}
+
+// A fresh scratch folder `sub` for an nvcc build; nullopt, with `skipped` as the test's message,
+// where this build has no nvcc (the test then checks only the printed source).
+std::optional<fs::path> nvccScratch(const std::string &sub, const std::string &skipped) {
+  if (nvccPath().empty()) {
+    MESSAGE(skipped);
+    return std::nullopt;
+  }
+  fs::path dir = scratch() / sub;
+  fs::create_directories(dir);
+  return dir;
 }
 
 CompiledModel buildFor(const Graph &g, const std::string &target, const std::string &planFor) {
@@ -241,12 +254,11 @@ TEST_CASE("cuda: dynamic shared memory, a partial last warp and a folded 4-axis 
   CHECK(src.find("k0_synth<<<dim3(120, 1, 1), dim3(48), 80016, aicf_stream>>>") !=
         std::string::npos);
   CHECK(src.find("(aicf_warp == 1 ? 65535u : 0xffffffffu)") != std::string::npos);
-  if (nvccPath().empty()) {
-    MESSAGE("nvcc not found: the synthetic kernel is printed, not compiled");
+  std::optional<fs::path> built =
+      nvccScratch("synth", "nvcc not found: the synthetic kernel is printed, not compiled");
+  if (!built)
     return;
-  }
-  fs::path dir = scratch() / "synth";
-  fs::create_directories(dir);
+  const fs::path &dir = *built;
   CudaBuildOptions opts;
   opts.arch = "sm_80";
   std::string report =
@@ -268,12 +280,10 @@ TEST_CASE("cuda: a narrowing to int16 wraps as ONNX says, not folded into PTX's 
       testing::pipelineGraph(fs::path(AICF_TESTDATA) / "models" / "dtypes_op17", "cuda:sm_90");
   CompiledModel m = buildFor(*g, "cuda:sm_90", "cuda:sm_90");
   CHECK(m.source.find("aicf_wrap<int16_t>(") != std::string::npos);
-  if (nvccPath().empty()) {
-    MESSAGE("skipped the PTX check: nvcc not found");
+  std::optional<fs::path> built = nvccScratch("wrap", "skipped the PTX check: nvcc not found");
+  if (!built)
     return;
-  }
-  fs::path out = scratch() / "wrap";
-  fs::create_directories(out);
+  const fs::path &out = *built;
   CudaBuildOptions opts;
   opts.extraFlags = "-ptx";
   compileCudaSource(m.source, (out / "kernels.cu").string(), (out / "kernels.ptx").string(), opts);
