@@ -154,3 +154,49 @@ TEST_CASE("host int8: assign-precision's int8 weight and its quad panels are the
   // A weight outside [-128, 127] is not int8 (nor bf16 here: ctx.hostBf16 is false).
   CHECK_FALSE(assign.run(*wide, ctx));
 }
+
+TEST_CASE("host int8: an integer conv whose channels are no multiple of 16 runs on blocks where "
+          "VNNI is") {
+  // ShuffleNet's QDQ model: 1 x 1 convs over 24 (58, 116) channels. On NCHW they are f32
+  // products (the int8 micro-kernel takes the packed weight as B: the blocked orientation); with
+  // AVX512-VNNI block-channels pays the pad kernel into the layout for them (its reason in
+  // passes/block_channels.cpp), without it they stay NCHW as for f32 convs.
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @g(%x: f32[1,24,6,6]) -> (%y: f32[1,24,6,6]) {
+  %w = weight f32[24,24,1,1]
+  %y = conv(%x, %w) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1, integer_operands = 1, x_offset = 7}
+  return %y
+}
+)",
+                                        "narrow.mcir");
+  Value *w = g->weights()[0];
+  auto data = std::make_shared<Tensor>(w->type());
+  std::vector<int> wi = pseudoRandomInts(static_cast<size_t>(data->numel()), 5, -128, 127);
+  for (int64_t i = 0; i < data->numel(); ++i)
+    data->setDouble(i, wi[static_cast<size_t>(i)]);
+  w->setData(data);
+  Tensor x(g->inputs()[0]->type());
+  std::vector<int> xi = pseudoRandomInts(static_cast<size_t>(x.numel()), 6, -7, 248);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setDouble(i, xi[static_cast<size_t>(i)]);
+  Tensor want = interpret(*g, {x})[0];
+  auto convs = [](const Graph &gr, Op op) {
+    int n = 0;
+    for (const Node *m : gr.nodes())
+      n += m->op() == op;
+    return n;
+  };
+  PassManager blocks;
+  blocks.add(createPass("block-channels"));
+  PassContext ctx;
+  std::unique_ptr<Graph> plain = g->clone();
+  blocks.run(*plain, ctx);
+  CHECK(convs(*plain, Op::Conv) == 1); // no VNNI: NCHW, as an f32 conv of 24 channels
+  CHECK(convs(*plain, Op::BlockedConv) == 0);
+  ctx.hostVnni = true;
+  REQUIRE(blocks.run(*g, ctx));
+  CHECK(convs(*g, Op::Conv) == 0);
+  CHECK(convs(*g, Op::BlockedConv) == 1);
+  Tensor got = interpret(*g, {x})[0];
+  // Sums of integers below 2^24: exact in any order, so the blocked conv gives the same bits.
+  CHECK(std::memcmp(got.raw(), want.raw(), want.byteSize()) == 0);
+}
