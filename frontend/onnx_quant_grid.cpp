@@ -143,8 +143,12 @@ Value *quantizeOnGrid(ConvertCtx &c, Value *x, DType to) {
   if (d.axis != -1 || d.offset < 0 || !(d.scaleValue > 0) || !scale || *scale != d.scaleValue ||
       !zp || x->type().dtype != DType::F32 || c.type(1).dtype != DType::F32)
     return nullptr;
-  double lo = to == DType::U8 ? 0 : to == DType::I8 ? -128 : 1;
-  if (lo == 1 || *zp - lo != static_cast<double>(d.offset))
+  // 8-bit results only (the offset is defined for them): the zero point puts the integers
+  // where x's record has them.
+  if (to != DType::U8 && to != DType::I8)
+    return nullptr;
+  double lo = to == DType::U8 ? 0.0 : -128.0;
+  if (*zp - lo != static_cast<double>(d.offset))
     return nullptr;
   Value *q = *zp == 0 ? d.integers : c.emit(Op::Add, {d.integers, c.scalar(DType::F32, *zp)});
   Value *out = c.castTo(q, to);

@@ -55,6 +55,13 @@ std::vector<int> pseudoRandomInts(size_t n, uint32_t seed, int lo, int hi) {
   return v;
 }
 
+// `t` filled with pseudoRandomInts(numel, seed, lo, hi).
+void fillInts(Tensor &t, uint32_t seed, int lo, int hi) {
+  std::vector<int> v = pseudoRandomInts(static_cast<size_t>(t.numel()), seed, lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.setDouble(i, v[static_cast<size_t>(i)]);
+}
+
 std::pair<std::vector<float>, std::vector<float>> runMicroKernel(const std::string &flags,
                                                                  const std::vector<float> &a,
                                                                  const std::vector<int8_t> &b) {
@@ -121,14 +128,10 @@ TEST_CASE("host int8: assign-precision's int8 weight and its quad panels are the
                                         "quads.mcir");
   Value *w = g->weights()[0];
   auto data = std::make_shared<Tensor>(w->type());
-  std::vector<int> wi = pseudoRandomInts(static_cast<size_t>(data->numel()), 3, -128, 127);
-  for (int64_t i = 0; i < data->numel(); ++i)
-    data->setDouble(i, wi[static_cast<size_t>(i)]);
+  fillInts(*data, 3, -128, 127);
   w->setData(data);
   Tensor x(g->inputs()[0]->type());
-  std::vector<int> xi = pseudoRandomInts(static_cast<size_t>(x.numel()), 4, -7, 248);
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.setDouble(i, xi[static_cast<size_t>(i)]);
+  fillInts(x, 4, -7, 248);
   Tensor f32 = interpret(*g, {x})[0];
   std::unique_ptr<Graph> wide = g->clone(); // one weight of 200: not int8
   auto wideData = std::make_shared<Tensor>(*data);
@@ -170,14 +173,10 @@ TEST_CASE("host int8: an integer conv whose channels are no multiple of 16 runs 
                                         "narrow.mcir");
   Value *w = g->weights()[0];
   auto data = std::make_shared<Tensor>(w->type());
-  std::vector<int> wi = pseudoRandomInts(static_cast<size_t>(data->numel()), 5, -128, 127);
-  for (int64_t i = 0; i < data->numel(); ++i)
-    data->setDouble(i, wi[static_cast<size_t>(i)]);
+  fillInts(*data, 5, -128, 127);
   w->setData(data);
   Tensor x(g->inputs()[0]->type());
-  std::vector<int> xi = pseudoRandomInts(static_cast<size_t>(x.numel()), 6, -7, 248);
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.setDouble(i, xi[static_cast<size_t>(i)]);
+  fillInts(x, 6, -7, 248);
   Tensor want = interpret(*g, {x})[0];
   auto convs = [](const Graph &gr, Op op) {
     int n = 0;
