@@ -563,8 +563,13 @@ StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_
   s->aShift = v.aShift;
   s->aBlocks = v.aBlocks;
   s->aGroups = v.aGroups;
+  s->aTaps = v.aTaps;
   if (!v.aBlocks.empty())
     s->indices.push_back(v.firstBlock);
+  if (!v.aTaps.empty()) {
+    s->indices.push_back(v.tapLo);
+    s->indices.push_back(v.tapHi);
+  }
   if (v.bPanel != 0 && static_cast<bool>(v.bFirstCol)) {
     s->bFirstCol = true;
     s->indices.push_back(v.bFirstCol);

@@ -646,13 +646,27 @@ private:
         expect(Tok::Comma, "','");
         field("first");
         views.firstBlock = parseExpr();
-        if (accept(Tok::Comma)) {
+        more = accept(Tok::Comma);
+        if (more && atIdent("groups")) {
           field("groups");
           expect(Tok::LBracket, "'[' and the row group size and stride");
           views.aGroups.push_back(parseInt("an integer"));
           expect(Tok::Comma, "','");
           views.aGroups.push_back(parseInt("an integer"));
           expect(Tok::RBracket, "']' after the row groups");
+          more = accept(Tok::Comma);
+        }
+        if (more) {
+          field("taps");
+          expect(Tok::LBracket, "'[' and the taps' lo, hi, dilation and extent");
+          views.tapLo = parseExpr();
+          expect(Tok::Comma, "','");
+          views.tapHi = parseExpr();
+          for (int i = 0; i < 2; ++i) {
+            expect(Tok::Comma, "','");
+            views.aTaps.push_back(parseInt("an integer"));
+          }
+          expect(Tok::RBracket, "']' after the taps");
         }
       }
       expect(Tok::RBracket, "']' after A's view");

@@ -530,6 +530,9 @@ private:
       if (!s.aGroups.empty() &&
           (s.aBlocks.empty() || s.aGroups.size() != 2 || s.aGroups[0] < 1 || s.aGroups[1] < 1))
         err("mma_tile: A's row groups need A's blocks and {G >= 1, stride >= 1}");
+      if (!s.aTaps.empty() &&
+          (s.aBlocks.empty() || s.aTaps.size() != 2 || s.aTaps[0] < 1 || s.aTaps[1] < 1))
+        err("mma_tile: A's taps need A's blocks and {dilation >= 1, extent >= 1}");
       if (s.lda < 1 || (s.bPanel == 0 && s.ldb < 1) ||
           (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % 16 != 0 || s.bPanelStride < 1)))
         err("mma_tile: bad view strides (lda " + std::to_string(s.lda) + ", ldb " +

@@ -86,6 +86,13 @@ struct Contraction {
   int64_t bandBytes0 = 0, bandRowBytes = 0; // the band of a one-row tile, and per extra row
   // Fills the band for the tile starting at row m0.
   std::function<StmtP(const Index &b, E m0, const kir::BufferP &band)> bandFill;
+  // Optional (the band form; kir.h mma_tile aTaps = bandTaps {dilation, input rows}): the input
+  // row kernel row 0 reads for the first and the last output row of the tile starting at m0,
+  // so that the micro-kernel skips kernel rows that read only the band's zero rows. Set only
+  // where the weight is finite (a skipped product w * 0 is then 0).
+  std::function<std::pair<E, E>(const Index &b, E m0)> bandTapRows;
+  std::vector<int64_t> bandTaps;
+  double bandLiveShare = 1.0; // the share of the kernel rows the tiles do not skip
   double alpha = 1.0;
   std::vector<std::function<E(const Index &out)>> addTerms;  // leading additive epilogue terms
   std::vector<std::pair<EpilogueStep, const Value *>> steps; // the rest of the epilogue

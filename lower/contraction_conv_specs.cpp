@@ -11,6 +11,7 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace aicf {
@@ -202,6 +203,26 @@ Contraction convSpec(const Node &n, const GroupExpr &gx) {
 
 namespace {
 
+// Whether weight w is a constant whose every element is finite (a skipped product w * 0 is 0),
+// also when it is read through the layout ops of packed panels (passes/pack_weights.cpp).
+bool finiteWeight(const Value &w) {
+  const Value *v = &w;
+  while (v->def() && v->def()->numOperands() == 1 &&
+         (v->def()->op() == Op::Transpose || v->def()->op() == Op::Reshape ||
+          v->def()->op() == Op::Slice))
+    v = v->def()->operand(0);
+  if (!v->isWeight() || !v->hasData())
+    return false;
+  const Tensor &t = *v->data();
+  if (t.dtype() == DType::F32)
+    return std::all_of(t.data<float>(), t.data<float>() + t.numel(),
+                       [](float x) { return std::isfinite(x); });
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(t.getDouble(i)))
+      return false;
+  return true;
+}
+
 // The band form of a blocked conv's A on the host (blockedConvSpec): a tile's block first
 // copies the input rows its output rows' taps read, for every input block, into a band
 // [CB, BR, Wp, 16] with the padding as zeros, so that tap (kh, kw) of every pixel lies inside
@@ -296,6 +317,24 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
         kir::ifThen((ih >= zero) && (ih < E(H)), inside, {fill(0, Wp, zeros)})};
     return kir::forLoop("bcb", zero, E(CB), {kir::forLoop("bbr", zero, E(BR), row)});
   };
+  // The tile's output rows read input row first * s - pd + kh d .. (first + R - 1) s - pd + kh d
+  // through kernel row kh: the micro-kernel skips a kernel row that reads outside [0, H) for
+  // all of them (its band rows are the zeros filled above).
+  if (finiteWeight(*n.operand(1)) && (pd[0] > 0 || pd[2] > 0)) {
+    c.bandTapRows = [grid, R, OW, st, pd](const Index &bi, E m0) {
+      E first = grid ? bi[1] * E(R) : m0 / E(OW);
+      E lo = first * E(st[0]) - E(pd[0]);
+      return std::pair{lo, lo + E((R - 1) * st[0])};
+    };
+    c.bandTaps = {dl[0], H};
+    int64_t live = 0, tiles = ceilDiv(OH, R);
+    for (int64_t t = 0; t < tiles; ++t)
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        int64_t lo = t * R * st[0] - pd[0] + kh * dl[0];
+        live += lo <= H - 1 && lo + (R - 1) * st[0] >= 0;
+      }
+    c.bandLiveShare = double(live) / double(tiles * KH);
+  }
   if (grid) {
     auto ob = [G, OBg](const Index &bi, E q) { return G > 1 ? bi.back() * E(OBg) + q : q; };
     c.outIndex = [R, Wp, ob](const Index &bi, E row, E col) {

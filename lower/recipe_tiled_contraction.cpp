@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 namespace aicf {
 
@@ -175,6 +176,7 @@ std::shared_ptr<ContractionProblem> tiledProblem(const Node &n, const Contractio
   problem->frag = frag;
   problem->precision = frag == kir::MmaFrag::None ? Precision::F32 : nodePrecision(n);
   problem->band = static_cast<bool>(c.bandFill);
+  problem->liveShare = c.bandLiveShare;
   if (!c.bandGroups.empty()) {
     problem->rowGroup = c.bandGroups[0];
     problem->rowGroups = c.M / c.bandGroups[0];
@@ -358,7 +360,7 @@ std::vector<StmtP> stageCopies(const Contraction &c, const Tiles &tl, const Tile
 // The K step's mma_tile over the operands' views: a view has no zero padding, so the last row,
 // column and K tiles pass their valid extents.
 StmtP viewsMma(const Contraction &c, const Tiles &tl, const TileViews &tv, const TileStep &s,
-               const Knobs &knobs) {
+               const Index &bi, const Knobs &knobs) {
   const std::optional<RowView> &aView = tv.aView, &bRow = tv.bRow;
   const std::optional<PanelView> &bView = tv.bView;
   const int64_t aBlock = tv.aBlock;
@@ -379,6 +381,10 @@ StmtP viewsMma(const Contraction &c, const Tiles &tl, const TileViews &tv, const
     v.aBlocks = c.bandBlocks;
     v.aGroups = c.bandGroups;
     v.firstBlock = k0 / E(c.bandBlocks[5]);
+    if (c.bandTapRows) {
+      std::tie(v.tapLo, v.tapHi) = c.bandTapRows(bi, m0);
+      v.aTaps = c.bandTaps;
+    }
   }
   v.bOffset = bView ? bView->base + (n0 / E(bView->panel)) * E(bView->stride) + k0 * E(bView->panel)
               : bRow ? bRow->base + k0 * E(bRow->ld) + n0
@@ -576,7 +582,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
     update.push_back(kir::barrier());
   }
   if (views.any()) {
-    update.push_back(viewsMma(c, tl, views, step, knobs));
+    update.push_back(viewsMma(c, tl, views, step, bi, knobs));
   } else {
     update.push_back(kir::mmaTile(C, As, Bs, tl.BM, tl.BN, tl.BK, tl.TM, tl.TN));
     update.back()->frag = frag;
@@ -765,7 +771,8 @@ public:
     int64_t TM = knobOf(k, &ContractionKnobs::TM, 1), TN = knobOf(k, &ContractionKnobs::TN, 1);
     double exact = 2.0 * double(B * M * N * K);
     double padded = 2.0 * double(B * roundUp(M, BM) * roundUp(N, BN) * roundUp(K, BK));
-    s.flops = double(flops) - exact + padded; // epilogue FLOPs stay as they are
+    // (epilogue FLOPs stay as they are; a band's skipped kernel rows cost nothing)
+    s.flops = double(flops) - exact + padded * p.liveShare;
     int64_t kSteps = ceilDiv(K, BK);
     s.serialTiles = kSteps;
     s.rereadSet = tileSet(k);

@@ -237,6 +237,9 @@ struct ContractionProblem : kir::ProblemFacts {
   int64_t rowGroup = 0, rowGroups = 0, bandBytes0 = 0, bandRowBytes = 0, bBytes = 0;
   // A blocked input's band: the k of one input channel block, all its taps (KH KW 16).
   int64_t channelBlockK = 0;
+  // The share of the products the micro-kernel computes: the band's kernel rows that read only
+  // padding for a whole tile are skipped (Contraction::bandTapRows).
+  double liveShare = 1.0;
   // A row norm folded into A (lower/fusion.h rule 7): each block computes its tile rows'
   // statistics over K first and stages A normalised.
   bool normRows = false;

@@ -11,7 +11,14 @@ typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
 // over (*, n1, n2) starts at b0' s0 + b1 s1 + b2 s2; n1 == 0: k contiguous.
 // g != 0: A's rows in groups of g, gs apart (a blocked conv's tile of several output rows of g
 // pixels each): row i starts at (i / g) gs + (i % g) lda.
-// offs: the offsets of blocks b0, b0 + 1, ... (aicf_kblock_chunks fills it per call).
+// offs, koffs, nblk: the blocks the call reads, nblk of them: block i at A's offset offs[i] and
+// k offset koffs[i] into the call's K (aicf_kblock_chunks fills them per call: b0, b0 + 1, ...
+// less the blocks of padding it skips).
+// tn != 0 (aicf_taps, mma_tile's taps): digit b1 is a kernel row kh of a conv's band, and a
+// block whose row reads outside [0, tn) for every row of the tile (tlo + kh td > tn - 1, or
+// thi + kh td < 0; tlo / thi the input row kernel row 0 reads for the tile's first / last row)
+// holds zeros only: it is skipped (DeepLabV3's dilation-12 3 x 3 conv over a 14 x 14 map: most
+// of its kernel rows read padding for most output rows).
 // pf, pfl: the pfl lines of 64 bytes from pf on that are prefetched into L2: for a panel's
 // passes the weight slice read next, for one pass (aicf_pass_prefetch) its share, which the
 // micro-kernel spreads evenly over its k steps.
@@ -23,8 +30,23 @@ struct aicf_kblocks {
   const char *pf = nullptr;
   int64_t pfl = 0;
   const int32_t *comp = nullptr;
+  const int64_t *koffs = nullptr;
+  int64_t nblk = 0;
+  int64_t tlo = 0, thi = 0, td = 1, tn = 0;
   int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
+  // Whether block b may hold values other than the padding's zeros (see tn).
+  bool live(int64_t b) const {
+    const int64_t r = b / n2 % n1 * td;
+    return tn == 0 || (tlo + r <= tn - 1 && thi + r >= 0);
+  }
 };
+inline aicf_kblocks aicf_taps(aicf_kblocks kb, int64_t lo, int64_t hi, int64_t d, int64_t n) {
+  kb.tlo = lo;
+  kb.thi = hi;
+  kb.td = d;
+  kb.tn = n;
+  return kb;
+}
 
 // Runs f(kb', k0, kc) over K in chunks whose block offsets fit a table on the stack (kb' =
 // kb with offs set), so that the micro-kernel looks each block's offset up: divided out per
@@ -40,14 +62,22 @@ inline void aicf_kblock_chunks(aicf_kblocks kb, int64_t K, F &&f) {
     f(kb, int64_t(0), K);
     return;
   }
-  int64_t offs[AICF_KBLOCK_TABLE];
+  int64_t offs[AICF_KBLOCK_TABLE], koffs[AICF_KBLOCK_TABLE];
   const int64_t span = AICF_KBLOCK_TABLE * kb.L;
   for (int64_t k0 = 0; k0 < K; k0 += span) {
     const int64_t kc = K - k0 < span ? K - k0 : span, nb = (kc + kb.L - 1) / kb.L;
-    for (int64_t i = 0; i < nb; ++i)
-      offs[i] = kb.at(kb.b0 + k0 / kb.L + i);
+    int64_t m = 0;
+    for (int64_t i = 0; i < nb; ++i) {
+      const int64_t b = kb.b0 + k0 / kb.L + i;
+      if (!kb.live(b))
+        continue;
+      offs[m] = kb.at(b);
+      koffs[m++] = i * kb.L;
+    }
     aicf_kblocks sub = kb;
     sub.offs = offs;
+    sub.koffs = koffs;
+    sub.nblk = m;
     f(sub, k0, kc);
   }
 }
@@ -98,12 +128,16 @@ aicf_mma_acc(aicf_v16f (&acc)[MR][NV], const float *__restrict A, int64_t lda, a
   // cost resnet18's stem 10%).
   const char *__restrict pf = kb.pf;
   const int64_t pfl = kb.pfl;
+  // A blocked A's steps are the blocks the table lists (koffs: their k), the padding's left out.
   const int64_t step = KB ? kb.L : pfl ? 16 : K;
+  const int64_t span = KB ? kb.nblk * step : K;
   // Lines per step, divided once here (an idiv per step cost more than the prefetches).
-  const int64_t per = pfl ? (pfl * step + K - 1) / K : 0;
+  const int64_t per = pfl && span ? (pfl * step + span - 1) / span : 0;
   int64_t pfd = 0; // lines prefetched so far
   const int64_t *__restrict offs = kb.offs;
-  for (int64_t k0 = 0, blk = 0; k0 < K; k0 += step, ++blk) {
+  const int64_t *__restrict koffs = kb.koffs;
+  for (int64_t s = 0, blk = 0; s < span; s += step, ++blk) {
+    const int64_t k0 = KB ? koffs[blk] : s;
     const float *__restrict Ab = KB ? A + offs[blk] : A + k0;
     const float *__restrict Bb = B + k0 * ldb;
     const int64_t kn = K - k0 < step ? K - k0 : step;
@@ -694,6 +728,8 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
                                 aicf_kblocks kb = {0, 0, 0, 0, 0, 0, 16}, int64_t c0 = 0,
                                 const X &x = X()) {
   constexpr int64_t NR = 16 * NV;
+  if (aicf_bw<TB> > 1) // (the pair / quad packers read every block: padding packs as zeros)
+    kb.tn = 0;
   aicf_kblock_chunks(kb, K, [&](aicf_kblocks kc_, int64_t k0, int64_t kc) {
     const TB *__restrict Bk = B + k0 * NR; // (A's blocks are at kc_.offs: k0 included)
     // bf16 / int8: the chunk's A in pairs / quads of k, dense rows (aicf_pack_pairs,

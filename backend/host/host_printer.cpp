@@ -691,12 +691,16 @@ private:
           ex(s.indices[2]) + ", " + ex(s.indices[3]) + ", " + ex(s.indices[4]) +
           (s.aBlocks.empty()
                ? std::string()
-               : ", aicf_kblocks{" + ex(s.indices[5]) + ", " + n(s.aBlocks[0]) + ", " +
-                     n(s.aBlocks[1]) + ", " + n(s.aBlocks[2]) + ", " + n(s.aBlocks[3]) + ", " +
-                     n(s.aBlocks[4]) + ", " + n(s.aBlocks[5]) +
+               : ", " + std::string(s.aTaps.empty() ? "" : "aicf_taps(") + "aicf_kblocks{" +
+                     ex(s.indices[5]) + ", " + n(s.aBlocks[0]) + ", " + n(s.aBlocks[1]) + ", " +
+                     n(s.aBlocks[2]) + ", " + n(s.aBlocks[3]) + ", " + n(s.aBlocks[4]) + ", " +
+                     n(s.aBlocks[5]) +
                      (s.aGroups.size() == 2 ? ", " + n(s.aGroups[0]) + ", " + n(s.aGroups[1])
                                             : std::string()) +
-                     "}") +
+                     "}" +
+                     (s.aTaps.empty() ? std::string()
+                                      : ", " + ex(s.indices[6]) + ", " + ex(s.indices[7]) + ", " +
+                                            n(s.aTaps[0]) + ", " + n(s.aTaps[1]) + ")")) +
           (s.bFirstCol ? (s.aBlocks.empty() ? ", aicf_kblocks{0, 0, 0, 0, 0, 0, 16}, " : ", ") +
                              ex(s.indices.back())
                        : std::string()) +

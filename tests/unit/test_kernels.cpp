@@ -33,6 +33,7 @@
 #include "kir/kir_pass.h"
 #include "lower/fusion.h"
 #include "lower/lower.h"
+#include "lower/recipes.h"
 #include "model_dirs.h"
 #include "passes/pass.h"
 #include "support/cli_util.h"
@@ -845,6 +846,75 @@ TEST_CASE("kernels: host blocked conv band tiles of several output rows match th
         checkHostKnobs(part, vals, {{"BM", 9 * rows}, {"BN", 32}}, scratch.path, cat("band", rows));
     CHECK(kernelsPrinting(low, "groups = [9, ") == 4);
   }
+}
+
+// A band's kernel rows that read only padding for a whole row tile are skipped (mma_tile taps,
+// kir.h; the micro-kernel leaves their blocks out of its table): a 3 x 3 conv at dilation 3 on
+// 7 rows (kernel row 0 reads output row oh's input row oh - 3, row 2 oh + 3), one at stride 2 and
+// a plain 7 x 7 / 2 stem, for row tiles of R = 1, 2, 3 and 7 rows, against the interpreter. The
+// share of kernel rows the cost model prices (ContractionProblem::liveShare) is the brute-force
+// count of (tile, kernel row) pairs some row of the tile reads the input through. A weight with
+// a NaN keeps every row (NaN * 0 is NaN, not 0).
+TEST_CASE("kernels: a band skips the kernel rows that read only padding for a whole tile") {
+  const char *text =
+      R"(graph @taps(%x: f32[1,2,7,9,16], %x2: f32[1,2,11,17,16], %z: f32[1,3,14,18]) -> (%y1: f32[1,2,7,9,16], %y2: f32[1,2,6,9,16], %y3: f32[1,2,7,9,16]) {
+  %w = weight f32[288,32]
+  %wz = weight f32[147,32]
+  %b = weight f32[32]
+  %y1 = blocked_conv(%x, %w, %b) {kernel_shape = [3, 3], strides = [1, 1], pads = [3, 3, 3, 3], dilations = [3, 3], blocked_input = 1, epilogue = ["relu"]}
+  %y2 = blocked_conv(%x2, %w) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 1}
+  %y3 = blocked_conv(%z, %wz, %b) {kernel_shape = [7, 7], strides = [2, 2], pads = [3, 3, 3, 3], dilations = [1, 1], blocked_input = 0}
+  return %y1, %y2, %y3
+}
+)";
+  struct Geom {
+    int64_t H, OH, KH, s, d, pad;
+  };
+  // By (K, output pixels): the dilated conv, the stride-2 one (11 input rows, the last tile's
+  // kernel row 2 reads row 11: padding) and the stem.
+  const std::map<std::pair<int64_t, int64_t>, Geom> byShape = {{{288, 63}, {7, 7, 3, 1, 3, 3}},
+                                                               {{288, 54}, {11, 6, 3, 2, 1, 1}},
+                                                               {{147, 63}, {14, 7, 7, 2, 1, 3}}};
+  auto share = [](const Geom &g, int64_t R) {
+    int64_t live = 0, all = 0;
+    for (int64_t t0 = 0; t0 < g.OH; t0 += R)
+      for (int64_t kh = 0; kh < g.KH; ++kh, ++all) {
+        bool reads = false;
+        for (int64_t oh = t0; oh < t0 + R; ++oh) {
+          int64_t ih = oh * g.s - g.pad + kh * g.d;
+          reads = reads || (ih >= 0 && ih < g.H);
+        }
+        live += reads;
+      }
+    return double(live) / double(all);
+  };
+  ScratchDir scratch;
+  PackedCase c = packedCase(text, "band_taps.mcir", 31, 32);
+  for (int64_t rows : {1, 2, 3, 7}) {
+    CAPTURE(rows);
+    Lowered low = checkHostKnobs(c.part, c.vals, {{"BM", 9 * rows}, {"BN", 32}}, scratch.path,
+                                 cat("taps", rows));
+    CHECK(kernelsPrinting(low, ", taps = [") == 3);
+    for (const kir::Kernel &k : low.kernels) {
+      const auto *p = dynamic_cast<const ContractionProblem *>(k.problem.get());
+      REQUIRE(p);
+      auto g = byShape.find({p->K, p->M});
+      REQUIRE(g != byShape.end());
+      CHECK(p->liveShare == doctest::Approx(share(g->second, rows)));
+    }
+  }
+  // The dilated conv's weight with a NaN (in the packed panels its operand reads through layout
+  // ops): that blocked_conv keeps every kernel row.
+  const Value *w = c.g->findValue("y1")->def()->operand(1);
+  while (!w->isWeight())
+    w = w->def()->operand(0);
+  Tensor t = *w->data();
+  t.setDouble(0, std::nan(""));
+  const_cast<Value *>(w)->setData(std::make_shared<Tensor>(std::move(t)));
+  Knobs knobs;
+  knobs.planFor = Target::parseSpec("cpu");
+  knobs.values = {{"BM", 9}, {"BN", 32}};
+  CHECK(kernelsPrinting(lowerAll(c.part, knobs, "nan_"), ", taps = [") == 1);
 }
 
 // Blocked convs whose N is a multiple of 64 run 7 x 64 micro-kernel blocks (four vectors, 28
