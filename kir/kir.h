@@ -224,12 +224,15 @@ struct Stmt {
   //              L as (b0, b1, b2) over (*, n1, n2)), a[indices[0] + i * lda + b0 s0 + b1 s1 +
   //              b2 s2 + kk % L]; with aGroups = {G, gs} as well (a blocked conv's
   //              tile of several output rows, each G pixels wide), row i starts at (i / G) gs +
-  //              (i % G) lda instead of i lda; with aTaps = {d, n} as well (a conv's band,
-  //              k's block b1 digit a kernel row kh), indices[6] and [7] = lo, hi: the input
-  //              coordinate kernel row 0 reads for the tile's first and last rows. A block whose
-  //              kernel row reads outside [0, n) for all of them (lo + kh d > n - 1, or
-  //              hi + kh d < 0) holds only the padding's zeros, and the tile may skip it: the
-  //              products it drops are w * 0 (the recipe states this only for finite weights);
+  //              (i % G) lda instead of i lda; with aTaps = {d, H, s, c0, cs, cd, W} as well
+  //              (a conv's band: k's block b1 digit a kernel row kh, b2 a kernel column kw
+  //              when W != 0), indices[6] and [7] = lo, hi: the input rows kernel row 0 reads
+  //              for the tile's first and last rows. A[i][kk] is zero (the padding) where
+  //              kk's kernel row reads outside [0, H) for every row of the tile (lo + kh d >
+  //              H - 1, or hi + kh d < 0), or, with groups, for row i's own output row (lo +
+  //              (i / G) s + kh d outside [0, H), when s != 0), or its kernel column reads
+  //              outside [0, W) at row i's pixel (c0 + (i % G) cs + kw cd, when W != 0): the
+  //              tile may skip those products, w * 0 (stated only for finite weights);
   //   B[kk][j] = b[indices[1] + kk * ldb + j] when bPanel == 0, or, B stored in panels of
   //              bPanel columns (a weight packed at compile time), b[indices[1] +
   //              (j' / bPanel) * bPanelStride + kk * bPanel + j' % bPanel] with j' = j + c0, c0
@@ -259,7 +262,7 @@ struct Stmt {
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
   std::vector<int64_t> aBlocks; // empty, or {s0, s1, s2, n1, n2, L}
   std::vector<int64_t> aGroups; // empty, or {G, gs} (with aBlocks only)
-  std::vector<int64_t> aTaps;   // empty, or {d, n} (with aBlocks only): the zero blocks' rule
+  std::vector<int64_t> aTaps;   // empty, or {d, H, s, c0, cs, cd, W} (with aBlocks): zero blocks
   bool bFirstCol = false;       // panels: indices ends with c0
   // panels: while its rows pass over one panel's K step, the tile streams the next panel's (or
   // the next K step's first) into L2, for a weight wider than L2 (the host printer spreads the
@@ -328,8 +331,8 @@ StmtP mmaTile(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_t k, 
 // B at bOffset with row stride ldb (bPanel == 0) or in panels of bPanel columns, bPanelStride
 // apart; A's k in blocks of L at the offsets aBlocks gives (see Stmt), the first firstBlock,
 // when aBlocks is set, and A's rows in groups of G, gs apart, when aGroups = {G, gs} is; rows,
-// cols and depth are the valid rows, columns and K step; aTaps = {d, n} with tapLo, tapHi: the
-// blocks of padding the tile may skip (see Stmt).
+// cols and depth are the valid rows, columns and K step; aTaps = {d, H, s, c0, cs, cd, W} with
+// tapLo, tapHi: the blocks of padding the tile may skip (see Stmt).
 struct MmaViews {
   E aOffset, bOffset, rows, cols, depth, firstBlock, tapLo, tapHi;
   E bFirstCol; // panels: the tile's first column inside the first panel (unset: 0)

@@ -658,11 +658,11 @@ private:
         }
         if (more) {
           field("taps");
-          expect(Tok::LBracket, "'[' and the taps' lo, hi, dilation and extent");
+          expect(Tok::LBracket, "'[' and the taps' lo, hi, d, H, s, c0, cs, cd and W");
           views.tapLo = parseExpr();
           expect(Tok::Comma, "','");
           views.tapHi = parseExpr();
-          for (int i = 0; i < 2; ++i) {
+          for (int i = 0; i < 7; ++i) {
             expect(Tok::Comma, "','");
             views.aTaps.push_back(parseInt("an integer"));
           }

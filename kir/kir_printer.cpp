@@ -267,9 +267,12 @@ public:
         if (s.aGroups.size() == 2)
           aBlocks += ", groups = [" + std::to_string(s.aGroups[0]) + ", " +
                      std::to_string(s.aGroups[1]) + "]";
-        if (s.aTaps.size() == 2)
-          aBlocks += ", taps = [" + ex(s.indices[6]) + ", " + ex(s.indices[7]) + ", " +
-                     std::to_string(s.aTaps[0]) + ", " + std::to_string(s.aTaps[1]) + "]";
+        if (!s.aTaps.empty()) {
+          aBlocks += ", taps = [" + ex(s.indices[6]) + ", " + ex(s.indices[7]);
+          for (int64_t t : s.aTaps)
+            aBlocks += ", " + std::to_string(t);
+          aBlocks += "]";
+        }
       }
       std::string head = "mma_tile " + nm(s.c) + " += " + nm(s.a) + "[at = " + ex(s.indices[0]) +
                          ", ld = " + std::to_string(s.lda) +

@@ -531,8 +531,11 @@ private:
           (s.aBlocks.empty() || s.aGroups.size() != 2 || s.aGroups[0] < 1 || s.aGroups[1] < 1))
         err("mma_tile: A's row groups need A's blocks and {G >= 1, stride >= 1}");
       if (!s.aTaps.empty() &&
-          (s.aBlocks.empty() || s.aTaps.size() != 2 || s.aTaps[0] < 1 || s.aTaps[1] < 1))
-        err("mma_tile: A's taps need A's blocks and {dilation >= 1, extent >= 1}");
+          (s.aBlocks.empty() || s.aTaps.size() != 7 || s.aTaps[0] < 1 || s.aTaps[1] < 1 ||
+           s.aTaps[2] < 0 || s.aTaps[4] < 1 || s.aTaps[5] < 1 || s.aTaps[6] < 0 ||
+           ((s.aTaps[2] != 0 || s.aTaps[6] != 0) && s.aGroups.empty())))
+        err("mma_tile: A's taps need A's blocks and {d >= 1, H >= 1, s >= 0, c0, cs >= 1, cd >= "
+            "1, W >= 0}, s and W 0 without row groups");
       if (s.lda < 1 || (s.bPanel == 0 && s.ldb < 1) ||
           (s.bPanel != 0 && (s.bPanel % 16 != 0 || s.n % 16 != 0 || s.bPanelStride < 1)))
         err("mma_tile: bad view strides (lda " + std::to_string(s.lda) + ", ldb " +

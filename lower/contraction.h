@@ -86,9 +86,9 @@ struct Contraction {
   int64_t bandBytes0 = 0, bandRowBytes = 0; // the band of a one-row tile, and per extra row
   // Fills the band for the tile starting at row m0.
   std::function<StmtP(const Index &b, E m0, const kir::BufferP &band)> bandFill;
-  // Optional (the band form; kir.h mma_tile aTaps = bandTaps {dilation, input rows}): the input
-  // row kernel row 0 reads for the first and the last output row of the tile starting at m0,
-  // so that the micro-kernel skips kernel rows that read only the band's zero rows. Set only
+  // Optional (the band form; kir.h mma_tile aTaps = bandTaps {d, H, s, c0, cs, cd, W}): the
+  // input row kernel row 0 reads for the first and the last output row of the tile starting at
+  // m0, so that the micro-kernel skips the blocks that read only the band's zeros. Set only
   // where the weight is finite (a skipped product w * 0 is then 0).
   std::function<std::pair<E, E>(const Index &b, E m0)> bandTapRows;
   std::vector<int64_t> bandTaps;

@@ -223,6 +223,36 @@ bool finiteWeight(const Value &w) {
   return true;
 }
 
+// The share of a band's products the micro-kernel computes (aHost's aicf_row_taps): per tile of
+// R output rows (1: per row group) the kernel rows that read the input for one of its rows, and
+// with kernel columns (taps[6] = W) per row block of pixels the kernel columns that read it for
+// one of the block's pixels. Row blocks as the micro-kernel cuts a row: at most 7 pixels for a
+// 4-vector panel (N a multiple of 64), else 8, of equal sizes.
+double bandLiveShare(const std::vector<int64_t> &taps, int64_t s, int64_t padTop, int64_t KH,
+                     int64_t KW, int64_t OH, int64_t OW, int64_t R, int64_t N) {
+  const int64_t d = taps[0], H = taps[1], c0 = taps[3], cs = taps[4], cd = taps[5], W = taps[6];
+  auto reads = [](int64_t lo, int64_t hi, int64_t n) { return lo <= n - 1 && hi >= 0; };
+  const int64_t mb = N % 64 == 0 ? 7 : 8, nb = ceilDiv(OW, mb), per = ceilDiv(OW, nb);
+  double colShare = 1.0; // the same for every row
+  if (W) {
+    int64_t pix = 0;
+    for (int64_t i = 0; i < OW; i += per) {
+      int64_t last = std::min(OW, i + per) - 1;
+      for (int64_t kw = 0; kw < KW; ++kw)
+        pix += reads(c0 + i * cs + kw * cd, c0 + last * cs + kw * cd, W) ? last - i + 1 : 0;
+    }
+    colShare = double(pix) / double(OW * KW);
+  }
+  double live = 0;
+  for (int64_t t = 0; t < OH; t += R) {
+    int64_t rows = 0; // the tile's live kernel rows
+    for (int64_t kh = 0; kh < KH; ++kh)
+      rows += reads(t * s - padTop + kh * d, (t + R - 1) * s - padTop + kh * d, H);
+    live += double(std::min(R, OH - t)) * double(rows) / double(KH);
+  }
+  return live / double(OH) * colShare;
+}
+
 // The band form of a blocked conv's A on the host (blockedConvSpec): a tile's block first
 // copies the input rows its output rows' taps read, for every input block, into a band
 // [CB, BR, Wp, 16] with the padding as zeros, so that tap (kh, kw) of every pixel lies inside
@@ -318,22 +348,18 @@ void bandForm(const Node &n, const GroupExpr &gx, const Knobs &knobs, Contractio
     return kir::forLoop("bcb", zero, E(CB), {kir::forLoop("bbr", zero, E(BR), row)});
   };
   // The tile's output rows read input row first * s - pd + kh d .. (first + R - 1) s - pd + kh d
-  // through kernel row kh: the micro-kernel skips a kernel row that reads outside [0, H) for
-  // all of them (its band rows are the zeros filled above).
-  if (finiteWeight(*n.operand(1)) && (pd[0] > 0 || pd[2] > 0)) {
+  // through kernel row kh, and with row groups pixel ow of a row input column ow sw - pw + kw dw
+  // through kernel column kw (of a blocked input: a plain one's block holds a kernel row's
+  // taps): the micro-kernel skips the blocks that read only the band's zeros (kir.h aTaps).
+  if (finiteWeight(*n.operand(1)) && (pd[0] > 0 || pd[1] > 0 || pd[2] > 0 || pd[3] > 0)) {
     c.bandTapRows = [grid, R, OW, st, pd](const Index &bi, E m0) {
       E first = grid ? bi[1] * E(R) : m0 / E(OW);
       E lo = first * E(st[0]) - E(pd[0]);
       return std::pair{lo, lo + E((R - 1) * st[0])};
     };
-    c.bandTaps = {dl[0], H};
-    int64_t live = 0, tiles = ceilDiv(OH, R);
-    for (int64_t t = 0; t < tiles; ++t)
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        int64_t lo = t * R * st[0] - pd[0] + kh * dl[0];
-        live += lo <= H - 1 && lo + (R - 1) * st[0] >= 0;
-      }
-    c.bandLiveShare = double(live) / double(tiles * KH);
+    bool cols = !grid && blocked;
+    c.bandTaps = {dl[0], H, grid ? 0 : st[0], -pd[1], st[1], dl[1], cols ? W : 0};
+    c.bandLiveShare = bandLiveShare(c.bandTaps, st[0], pd[0], KH, KW, OH, OW, grid ? R : 1, c.N);
   }
   if (grid) {
     auto ob = [G, OBg](const Index &bi, E q) { return G > 1 ? bi.back() * E(OBg) + q : q; };

@@ -18,7 +18,11 @@ typedef float aicf_v16fu __attribute__((vector_size(64), aligned(4)));
 // block whose row reads outside [0, tn) for every row of the tile (tlo + kh td > tn - 1, or
 // thi + kh td < 0; tlo / thi the input row kernel row 0 reads for the tile's first / last row)
 // holds zeros only: it is skipped (DeepLabV3's dilation-12 3 x 3 conv over a 14 x 14 map: most
-// of its kernel rows read padding for most output rows).
+// of its kernel rows read padding for most output rows). With row groups (g) each group is
+// one output row, ts input rows after the one before; cn != 0: digit b2 is a kernel column kw,
+// and pixel p of a group reads input column clo + p cs + kw cd: each row block of a group
+// then skips the blocks that read padding for all of its pixels (aicf_row_taps). dig: the
+// blocks' (kh, kw) digits, kh in the high half.
 // pf, pfl: the pfl lines of 64 bytes from pf on that are prefetched into L2: for a panel's
 // passes the weight slice read next, for one pass (aicf_pass_prefetch) its share, which the
 // micro-kernel spreads evenly over its k steps.
@@ -32,7 +36,8 @@ struct aicf_kblocks {
   const int32_t *comp = nullptr;
   const int64_t *koffs = nullptr;
   int64_t nblk = 0;
-  int64_t tlo = 0, thi = 0, td = 1, tn = 0;
+  int64_t tlo = 0, thi = 0, td = 1, tn = 0, ts = 0, clo = 0, cs = 1, cd = 1, cn = 0;
+  const int64_t *dig = nullptr;
   int64_t at(int64_t b) const { return b / (n1 * n2) * s0 + b / n2 % n1 * s1 + b % n2 * s2; }
   // Whether block b may hold values other than the padding's zeros (see tn).
   bool live(int64_t b) const {
@@ -40,11 +45,36 @@ struct aicf_kblocks {
     return tn == 0 || (tlo + r <= tn - 1 && thi + r >= 0);
   }
 };
-inline aicf_kblocks aicf_taps(aicf_kblocks kb, int64_t lo, int64_t hi, int64_t d, int64_t n) {
+inline aicf_kblocks aicf_taps(aicf_kblocks kb, int64_t lo, int64_t hi, int64_t d, int64_t n,
+                              int64_t ts, int64_t clo, int64_t cs, int64_t cd, int64_t cn) {
   kb.tlo = lo;
   kb.thi = hi;
   kb.td = d;
   kb.tn = n;
+  kb.ts = ts;
+  kb.clo = clo;
+  kb.cs = cs;
+  kb.cd = cd;
+  kb.cn = cn;
+  return kb;
+}
+// The blocks of kb's table that rows [i, i + mr) of one row group read anything but padding
+// through (see tn), into offs / koffs.
+inline aicf_kblocks aicf_row_taps(aicf_kblocks kb, int64_t i, int64_t mr, int64_t *offs,
+                                  int64_t *koffs) {
+  const int64_t c0 = kb.clo + i * kb.cs, c1 = kb.clo + (i + mr - 1) * kb.cs;
+  int64_t m = 0;
+  for (int64_t e = 0; e < kb.nblk; ++e) {
+    const int64_t r = (kb.dig[e] >> 32) * kb.td, c = (kb.dig[e] & 0xffffffff) * kb.cd;
+    if (kb.tlo + r > kb.tn - 1 || kb.thi + r < 0 ||
+        (kb.cn && (c0 + c > kb.cn - 1 || c1 + c < 0)))
+      continue;
+    offs[m] = kb.offs[e];
+    koffs[m++] = kb.koffs[e];
+  }
+  kb.offs = offs;
+  kb.koffs = koffs;
+  kb.nblk = m;
   return kb;
 }
 
@@ -62,7 +92,7 @@ inline void aicf_kblock_chunks(aicf_kblocks kb, int64_t K, F &&f) {
     f(kb, int64_t(0), K);
     return;
   }
-  int64_t offs[AICF_KBLOCK_TABLE], koffs[AICF_KBLOCK_TABLE];
+  int64_t offs[AICF_KBLOCK_TABLE], koffs[AICF_KBLOCK_TABLE], dig[AICF_KBLOCK_TABLE];
   const int64_t span = AICF_KBLOCK_TABLE * kb.L;
   for (int64_t k0 = 0; k0 < K; k0 += span) {
     const int64_t kc = K - k0 < span ? K - k0 : span, nb = (kc + kb.L - 1) / kb.L;
@@ -72,11 +102,13 @@ inline void aicf_kblock_chunks(aicf_kblocks kb, int64_t K, F &&f) {
       if (!kb.live(b))
         continue;
       offs[m] = kb.at(b);
+      dig[m] = (b / kb.n2 % kb.n1) << 32 | b % kb.n2;
       koffs[m++] = i * kb.L;
     }
     aicf_kblocks sub = kb;
     sub.offs = offs;
     sub.koffs = koffs;
+    sub.dig = dig;
     sub.nblk = m;
     f(sub, k0, kc);
   }
@@ -618,10 +650,15 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const TA *__restrict
     constexpr int64_t MB = aicf_kb_rows(NV, MR);
     const int64_t nb = (tm + MB - 1) / MB, per = nb ? (tm + nb - 1) / nb : 0;
     int64_t r = 0;
-    for (int64_t i = 0; i < tm; i += per)
-      aicf_mma_rowblock<NV, KB>(tm - i < per ? tm - i : per, C + i * ldc, ldc, A + i * lda, lda,
-                                aicf_pass_prefetch(kb, r++, nb), B, ldb, K, x, i0 + i,
+    for (int64_t i = 0; i < tm; i += per) {
+      const int64_t mr = tm - i < per ? tm - i : per;
+      aicf_kblocks kr = aicf_pass_prefetch(kb, r++, nb);
+      int64_t offs[KB ? AICF_KBLOCK_TABLE : 1], koffs[KB ? AICF_KBLOCK_TABLE : 1];
+      if (KB && kb.tn && kb.g) // one row group: the blocks its row block reads
+        kr = aicf_row_taps(kr, i, mr, offs, koffs);
+      aicf_mma_rowblock<NV, KB>(mr, C + i * ldc, ldc, A + i * lda, lda, kr, B, ldb, K, x, i0 + i,
                                 j0);
+    }
     return;
   }
   const int64_t rest = tm % MR;
@@ -656,6 +693,8 @@ inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const TA *__restric
   else
     for (int64_t i = 0, ng = (tm + kb.g - 1) / kb.g; i < tm; i += kb.g) {
       aicf_kblocks kg = kb; // each group prefetches its share of the next slice
+      if (kb.ts) // the group's own output row
+        kg.tlo = kg.thi = kb.tlo + i / kb.g * kb.ts;
       kg.pfl = (kb.pfl + ng - 1) / ng;
       kg.pf = kb.pf ? kb.pf + i / kb.g * kg.pfl * 64 : nullptr;
       aicf_mma_rows<NV, true>(C + i * ldc, ldc, A + i / kb.g * kb.gs, lda, kg, B, ldb,

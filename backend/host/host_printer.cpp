@@ -289,6 +289,14 @@ private:
     line(ind, "}");
   }
 
+  // aicf_taps's arguments after the blocks: the tile's rows (lo, hi) and the rule (kir.h aTaps).
+  std::string tapArgs(const Stmt &s) {
+    std::string a = ", " + ex(s.indices[6]) + ", " + ex(s.indices[7]);
+    for (int64_t t : s.aTaps)
+      a += ", " + std::to_string(t) + "L";
+    return a + ")";
+  }
+
   // aicf_mma_f32_panels's template arguments: the panel's vectors, the prefetch, and for an
   // int8 B, A's shift.
   static std::string panelArgs(const Stmt &s) {
@@ -697,10 +705,7 @@ private:
                      n(s.aBlocks[5]) +
                      (s.aGroups.size() == 2 ? ", " + n(s.aGroups[0]) + ", " + n(s.aGroups[1])
                                             : std::string()) +
-                     "}" +
-                     (s.aTaps.empty() ? std::string()
-                                      : ", " + ex(s.indices[6]) + ", " + ex(s.indices[7]) + ", " +
-                                            n(s.aTaps[0]) + ", " + n(s.aTaps[1]) + ")")) +
+                     "}" + (s.aTaps.empty() ? std::string() : tapArgs(s))) +
           (s.bFirstCol ? (s.aBlocks.empty() ? ", aicf_kblocks{0, 0, 0, 0, 0, 0, 16}, " : ", ") +
                              ex(s.indices.back())
                        : std::string()) +

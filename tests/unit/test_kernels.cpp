@@ -848,14 +848,16 @@ TEST_CASE("kernels: host blocked conv band tiles of several output rows match th
   }
 }
 
-// A band's kernel rows that read only padding for a whole row tile are skipped (mma_tile taps,
-// kir.h; the micro-kernel leaves their blocks out of its table): a 3 x 3 conv at dilation 3 on
-// 7 rows (kernel row 0 reads output row oh's input row oh - 3, row 2 oh + 3), one at stride 2 and
-// a plain 7 x 7 / 2 stem, for row tiles of R = 1, 2, 3 and 7 rows, against the interpreter. The
-// share of kernel rows the cost model prices (ContractionProblem::liveShare) is the brute-force
-// count of (tile, kernel row) pairs some row of the tile reads the input through. A weight with
-// a NaN keeps every row (NaN * 0 is NaN, not 0).
-TEST_CASE("kernels: a band skips the kernel rows that read only padding for a whole tile") {
+// A band skips the blocks that read only padding (mma_tile taps, kir.h; the micro-kernel leaves
+// them out of its table): per output row the kernel rows that read outside the input, and per
+// row block of a row's pixels (at most 8 for 32 columns: 9 pixels as 5 + 4) the kernel columns
+// that do for all of its pixels. A 3 x 3 conv at dilation 3 on 7 x 9 (kernel row 0 reads output
+// row oh's input row oh - 3, row 2 oh + 3), one at stride 2 and a plain 7 x 7 / 2 stem (its
+// block a kernel row's taps: rows only), for row tiles of R = 1, 2, 3 and 7 rows, against the
+// interpreter. The share of the products the cost model prices (ContractionProblem::liveShare)
+// is the brute-force count over (output row, row block, kh, kw) of those some pixel reads the
+// input through, by the block's pixels. A weight with a NaN keeps every block (NaN * 0 is NaN).
+TEST_CASE("kernels: a band skips the blocks whose taps read only padding") {
   const char *text =
       R"(graph @taps(%x: f32[1,2,7,9,16], %x2: f32[1,2,11,17,16], %z: f32[1,3,14,18]) -> (%y1: f32[1,2,7,9,16], %y2: f32[1,2,6,9,16], %y3: f32[1,2,7,9,16]) {
   %w = weight f32[288,32]
@@ -868,25 +870,29 @@ TEST_CASE("kernels: a band skips the kernel rows that read only padding for a wh
 }
 )";
   struct Geom {
-    int64_t H, OH, KH, s, d, pad;
+    int64_t H, OH, KH, s, d, pad, W, OW, KW, sw, dw, padw; // KW 0: a plain input's kernel rows
   };
-  // By (K, output pixels): the dilated conv, the stride-2 one (11 input rows, the last tile's
+  // By (K, output pixels): the dilated conv, the stride-2 one (11 x 17 input, its last row's
   // kernel row 2 reads row 11: padding) and the stem.
-  const std::map<std::pair<int64_t, int64_t>, Geom> byShape = {{{288, 63}, {7, 7, 3, 1, 3, 3}},
-                                                               {{288, 54}, {11, 6, 3, 2, 1, 1}},
-                                                               {{147, 63}, {14, 7, 7, 2, 1, 3}}};
-  auto share = [](const Geom &g, int64_t R) {
-    int64_t live = 0, all = 0;
-    for (int64_t t0 = 0; t0 < g.OH; t0 += R)
-      for (int64_t kh = 0; kh < g.KH; ++kh, ++all) {
-        bool reads = false;
-        for (int64_t oh = t0; oh < t0 + R; ++oh) {
-          int64_t ih = oh * g.s - g.pad + kh * g.d;
-          reads = reads || (ih >= 0 && ih < g.H);
-        }
-        live += reads;
-      }
-    return double(live) / double(all);
+  const std::map<std::pair<int64_t, int64_t>, Geom> byShape = {
+      {{288, 63}, {7, 7, 3, 1, 3, 3, 9, 9, 3, 1, 3, 3}},
+      {{288, 54}, {11, 6, 3, 2, 1, 1, 17, 9, 3, 2, 1, 1}},
+      {{147, 63}, {14, 7, 7, 2, 1, 3, 18, 9, 0, 2, 1, 3}}};
+  auto share = [](const Geom &g) {
+    const std::vector<std::pair<int64_t, int64_t>> blocks = {{0, 5}, {5, 9}};
+    double live = 0;
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (auto [b0, b1] : blocks)
+        for (int64_t kh = 0; kh < g.KH; ++kh)
+          for (int64_t kw = 0; kw < std::max<int64_t>(g.KW, 1); ++kw) {
+            bool reads = false;
+            for (int64_t ow = b0; ow < b1; ++ow) {
+              int64_t ih = oh * g.s - g.pad + kh * g.d, iw = ow * g.sw - g.padw + kw * g.dw;
+              reads = reads || (ih >= 0 && ih < g.H && (g.KW == 0 || (iw >= 0 && iw < g.W)));
+            }
+            live += reads ? double(b1 - b0) : 0.0;
+          }
+    return live / double(g.OH * g.OW * g.KH * std::max<int64_t>(g.KW, 1));
   };
   ScratchDir scratch;
   PackedCase c = packedCase(text, "band_taps.mcir", 31, 32);
@@ -900,11 +906,11 @@ TEST_CASE("kernels: a band skips the kernel rows that read only padding for a wh
       REQUIRE(p);
       auto g = byShape.find({p->K, p->M});
       REQUIRE(g != byShape.end());
-      CHECK(p->liveShare == doctest::Approx(share(g->second, rows)));
+      CHECK(p->liveShare == doctest::Approx(share(g->second)));
     }
   }
   // The dilated conv's weight with a NaN (in the packed panels its operand reads through layout
-  // ops): that blocked_conv keeps every kernel row.
+  // ops): that blocked_conv keeps every block.
   const Value *w = c.g->findValue("y1")->def()->operand(1);
   while (!w->isWeight())
     w = w->def()->operand(0);
