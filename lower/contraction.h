@@ -92,7 +92,7 @@ struct Contraction {
   // where the weight is finite (a skipped product w * 0 is then 0).
   std::function<std::pair<E, E>(const Index &b, E m0)> bandTapRows;
   std::vector<int64_t> bandTaps;
-  double bandLiveShare = 1.0; // the share of the kernel rows the tiles do not skip
+  double bandLiveShare = 1.0; // the share of the products the tiles do not skip
   double alpha = 1.0;
   std::vector<std::function<E(const Index &out)>> addTerms;  // leading additive epilogue terms
   std::vector<std::pair<EpilogueStep, const Value *>> steps; // the rest of the epilogue

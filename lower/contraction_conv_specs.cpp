@@ -223,8 +223,8 @@ bool finiteWeight(const Value &w) {
   return true;
 }
 
-// The share of a band's products the micro-kernel computes (aHost's aicf_row_taps): per tile of
-// R output rows (1: per row group) the kernel rows that read the input for one of its rows, and
+// The share of a band's products the host micro-kernel computes (aicf_row_taps): per tile of R
+// output rows (1: per row group) the kernel rows that read the input for one of its rows, and
 // with kernel columns (taps[6] = W) per row block of pixels the kernel columns that read it for
 // one of the block's pixels. Row blocks as the micro-kernel cuts a row: at most 7 pixels for a
 // 4-vector panel (N a multiple of 64), else 8, of equal sizes.
