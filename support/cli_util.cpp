@@ -126,6 +126,11 @@ void parseDimRangeFlags(const std::vector<std::string> &texts,
       throw bad("a dim compiled for a range needs a name of letters, digits and '_' (it names "
                 "the dim in the generated code)");
     std::string lo = t.substr(eq + 1, dots - eq - 1), rest = t.substr(dots + 2);
+    if (size_t pct = rest.find('%'); pct != std::string::npos)
+      throw bad(cat("a range with a step ('", rest.substr(pct, rest.find('@', pct) - pct),
+                    "') is not supported yet: a dim that strided windows divide (an image's "
+                    "height or width through convs and pools) needs symbolic spatial extents, "
+                    "which the conv family does not have; compile a folder per size"));
     size_t at = rest.find('@');
     std::string hi = rest.substr(0, at), opt = at == std::string::npos ? "" : rest.substr(at + 1);
     DimRange r;

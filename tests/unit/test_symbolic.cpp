@@ -109,6 +109,11 @@ TEST_CASE("symbolic: --dim ranges") {
   CHECK(bad({"seq len=1..64"}).find("needs a name of letters, digits and '_'") !=
         std::string::npos);
   CHECK(bad({"seq=0..64"}).rfind("bad --dim 'seq=0..64': the minimum '0' ", 0) == 0);
+  CHECK(bad({"h=32..1024%32@640"}) ==
+        "bad --dim 'h=32..1024%32@640': a range with a step ('%32') is not supported yet: a dim "
+        "that strided windows divide (an image's height or width through convs and pools) needs "
+        "symbolic spatial extents, which the conv family does not have; compile a folder per "
+        "size");
 }
 
 TEST_CASE("symbolic: IR text round-trips symbolic types and the verifier checks them") {
