@@ -622,4 +622,28 @@ std::optional<IndexMap> scatterMap(const Node &n, int operand) {
   }
 }
 
+std::optional<Scatter> partialScatter(const Node &n, int operand) {
+  if (std::optional<IndexMap> m = scatterMap(n, operand))
+    return Scatter{*m, {}};
+  if (n.op() != Op::Slice || operand != 0)
+    return std::nullopt;
+  const std::vector<int64_t> &in = n.operand(0)->type().shape;
+  const std::vector<int64_t> &out = n.result(0)->type().shape;
+  const std::vector<int64_t> &starts = n.ints("starts"), &axes = n.ints("axes"),
+                             &steps = n.ints("steps");
+  std::vector<IndexExpr> d = dims(in.size());
+  Scatter s;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (steps[k] != 1)
+      return std::nullopt;
+    size_t a = static_cast<size_t>(normAxis(axes[k], in.size()));
+    if (starts[k] == 0 && out[a] == in[a])
+      continue;
+    s.keep.push_back(IndexBound{d[a], starts[k], starts[k] + out[a]});
+    d[a] = ixAdd(d[a], ixConst(-starts[k]));
+  }
+  s.map = mapOf(in, out, std::move(d));
+  return s;
+}
+
 } // namespace aicf

@@ -106,4 +106,18 @@ std::vector<LayoutPiece> layoutPieces(const Node &n, int result = 0);
 // concat. nullopt for the others.
 std::optional<IndexMap> scatterMap(const Node &n, int operand);
 
+// A bound on a store: the element at index j is kept only when lo <= e(j) < hi.
+struct IndexBound {
+  IndexExpr e;
+  int64_t lo = 0, hi = 0;
+};
+// scatterMap where only a window of the operand lands in the result: a slice with unit steps
+// keeps operand elements whose sliced coordinates lie in [start, end), at index - start. The
+// exact scatters (transpose, reshape, concat) have no bounds; nullopt where neither exists.
+struct Scatter {
+  IndexMap map;                 // domain: the operand's shape; range: the result's
+  std::vector<IndexBound> keep; // over the domain; all must hold
+};
+std::optional<Scatter> partialScatter(const Node &n, int operand);
+
 } // namespace aicf

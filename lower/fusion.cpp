@@ -534,7 +534,7 @@ KernelGroup Partitioner::kernelGroup(int gi) const {
       if (!recomputed_.count(m) && !floating(m) && (neededOutside(r, gi) || setsDataDim(m))) {
         kg.outputs.push_back(r);
         if (auto it = sinkOf_.find(r); it != sinkOf_.end())
-          kg.storeThrough.push_back({r, it->second.first, it->second.second});
+          kg.storeThrough.push_back(it->second);
       }
   if (grp.anchor && grp.anchor->op() == Op::Loop) { // positional: every operand and result
     kg.inputs = grp.anchor->operands();

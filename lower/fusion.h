@@ -39,10 +39,13 @@ struct KernelGroup {
   // stored in a buffer of its own but into `into`, the layout op's result, at map(index). The
   // kernel's param for `value` is `into`'s buffer; several groups may write one `into` (the
   // operands of a concat), each its own region.
+  // Through a slice on the way (a blocked conv's padded channels dropped before the layout op),
+  // only the elements inside `keep` are stored.
   struct StoreThrough {
     const Value *value = nullptr;
     const Value *into = nullptr;
-    IndexMap map; // domain: value's shape; range: into's
+    IndexMap map;                 // domain: value's shape; range: into's
+    std::vector<IndexBound> keep; // over value's index; empty: every element is stored
   };
   std::vector<StoreThrough> storeThrough;
   // Rule 8 (fusion.cpp): the contractions whose results, through the group's elementwise nodes,

@@ -103,14 +103,17 @@ private:
 
   // Rule 0 (layout ops): fusion_rule_layout.cpp.
   // Rule 0, producer side: where each operand of layout op n would be stored from — the value
-  // its producer computes (the operand itself, or the source of a reshape chain), with the map
-  // from that value's index to n's result index. Empty when n cannot be stored: it is no
-  // transpose or concat, its result is sized by a data dim, or an operand is an input or
-  // weight, another layout op's result, a graph output, read by anything else, or computed by a
-  // node setting a data dim (rule 11) (the reader-side decision then stands).
+  // its producer computes (the operand itself, or the source of a chain of reshapes and of
+  // transposes and unit-step slices read by nothing else), with the map from that value's
+  // index to n's result index and the bounds of the elements that land (a slice's window).
+  // Empty when n cannot be stored: it is no transpose, concat or slice, its result is sized by
+  // a data dim, or an operand is an input or weight, a graph output, read by anything else, or
+  // computed by a node setting a data dim (rule 11) (the reader-side decision then stands).
   struct Sink {
     const Value *value = nullptr;
     IndexMap map;
+    std::vector<IndexBound> keep;
+    std::vector<const Node *> through; // the transposes and slices walked through
   };
   void collectReads(const Node *n, std::vector<LayoutRead> &reads, std::string &why) const;
   std::vector<Sink> sinkPlan(const Node *n) const;
@@ -166,7 +169,7 @@ private:
   std::vector<char> stored_;       // by node position: stored by its producers (rule 0)
   std::set<std::string> dataDims_; // the data dims the graph's nodes set (rule 11)
   // Rule 0's producer side: a value stored into a layout op's result, and through which map.
-  std::unordered_map<const Value *, std::pair<const Value *, IndexMap>> sinkOf_;
+  std::unordered_map<const Value *, KernelGroup::StoreThrough> sinkOf_;
   std::set<std::pair<int, int>> copies_; // (group, node position): rule 5's recomputed copies
   std::vector<Group> groups_;
   mutable std::vector<uint64_t> seen_; // dependsOn's visited marks (== stamp_)

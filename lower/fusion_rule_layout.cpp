@@ -69,7 +69,7 @@ void Partitioner::collectReads(const Node *n, std::vector<LayoutRead> &reads,
 }
 
 std::vector<Partitioner::Sink> Partitioner::sinkPlan(const Node *n) const {
-  if (n->op() != Op::Transpose && n->op() != Op::Concat)
+  if (n->op() != Op::Transpose && n->op() != Op::Concat && n->op() != Op::Slice)
     return {};
   // A result sized by a data dim (rule 11): a producer may run before the dim is set.
   for (const SymExpr &d : symShapeOf(n->result(0)->type()))
@@ -82,18 +82,41 @@ std::vector<Partitioner::Sink> Partitioner::sinkPlan(const Node *n) const {
     return !outputs_.count(v) && us.size() == 1 && us[0] == u &&
            std::count(u->operands().begin(), u->operands().end(), v) == 1;
   };
+  // Walked through besides reshapes: a transpose or a unit-step slice over static shapes (a
+  // blocked conv's conversion back to NCHW, its padded channels sliced off, then a
+  // channels-last transpose: the conv stores each kept lane at its final place). Over symbolic
+  // dims storeIndex places the index op by op (GroupExpr), which knows reshapes only.
+  auto symbolicOp = [](const Node *d) {
+    auto sym = [](const Value *v) { return v->type().isSymbolic(); };
+    return std::any_of(d->operands().begin(), d->operands().end(), sym) ||
+           std::any_of(d->results().begin(), d->results().end(), sym);
+  };
+  bool symbolic = symbolicOp(n);
+  auto walksThrough = [&](const Node *d) {
+    return d->info().has(VIEW) || (!symbolic && !symbolicOp(d) && isLayoutOp(*d) &&
+                                   (d->op() == Op::Transpose || d->op() == Op::Slice));
+  };
   for (size_t i = 0; i < n->numOperands(); ++i) {
     const Value *v = n->operand(i);
-    std::optional<IndexMap> m = scatterMap(*n, static_cast<int>(i));
+    std::optional<Scatter> m = partialScatter(*n, static_cast<int>(i));
+    if (m && symbolic && !m->keep.empty())
+      m.reset();
+    Sink sk;
     const Node *reader = n;
-    while (m && v->def() && v->def()->info().has(VIEW) && onlyReader(v, reader)) {
+    while (m && v->def() && walksThrough(v->def()) && onlyReader(v, reader)) {
       const Node *view = v->def();
-      std::optional<IndexMap> vm = isLayoutOp(*view) ? scatterMap(*view, 0) : std::nullopt;
+      std::optional<Scatter> vm = isLayoutOp(*view) ? partialScatter(*view, 0) : std::nullopt;
       if (!vm) {
         m.reset();
         break;
       }
-      m = compose(*vm, *m);
+      // The bounds so far are over view's result: read them over its operand.
+      for (IndexBound &b : m->keep)
+        b.e = simplify(substitute(b.e, vm->map.exprs), vm->map.domain);
+      m->keep.insert(m->keep.end(), vm->keep.begin(), vm->keep.end());
+      m->map = compose(vm->map, m->map);
+      if (!view->info().has(VIEW))
+        sk.through.push_back(view);
       reader = view;
       v = view->operand(0);
     }
@@ -102,7 +125,10 @@ std::vector<Partitioner::Sink> Partitioner::sinkPlan(const Node *n) const {
         d->op() == Op::Loop || d->op() == Op::Fail || d->info().has(SETS_DIM) ||
         !onlyReader(v, reader))
       return {};
-    out.push_back(Sink{v, *m});
+    sk.value = v;
+    sk.map = std::move(m->map);
+    sk.keep = std::move(m->keep);
+    out.push_back(std::move(sk));
   }
   return out;
 }
@@ -177,8 +203,14 @@ void Partitioner::decideLayout(Partition &p) {
     std::vector<Sink> sinks = sinkPlan(n);
     if (!sinks.empty()) {
       bool contiguous = contiguousStores(sinks);
-      if (n->op() == Op::Concat || contiguous || !d.folded) {
+      // A slice is stored only where it would otherwise be a kernel: read through its map,
+      // its readers skip the dropped elements for free.
+      bool store = n->op() == Op::Concat || !d.folded || (n->op() == Op::Transpose && contiguous);
+      if (store) {
         d.reason = n->op() == Op::Concat ? "its producers write their slices of one buffer"
+                   : n->op() == Op::Slice
+                       ? cat("its producer stores only the kept window (",
+                             d.reason.empty() ? "the alternative is a kernel" : d.reason, ")")
                    : contiguous
                        ? "its producer stores in the transposed order, contiguous "
                          "along the innermost dim"
@@ -188,9 +220,26 @@ void Partitioner::decideLayout(Partition &p) {
         d.stored = true;
         d.reads.clear(); // its readers read the result's buffer plainly
         for (const Sink &sk : sinks) {
+          std::string keep;
+          for (const IndexBound &b : sk.keep)
+            keep += cat(keep.empty() ? " where " : " and ", b.lo, " <= ", str(b.e), " < ", b.hi);
           d.stores.push_back(
-              cat(sk.value->def()->name(), " ", valueName(sk.value), ": ", sk.map.str()));
-          sinkOf_[sk.value] = {n->result(0), sk.map};
+              cat(sk.value->def()->name(), " ", valueName(sk.value), ": ", sk.map.str(), keep));
+          sinkOf_[sk.value] = KernelGroup::StoreThrough{sk.value, n->result(0), sk.map, sk.keep};
+          // The transposes and slices on the way are written by nobody now: the producer
+          // stores past them.
+          for (const Node *t : sk.through) {
+            stored_[idx(t)] = 1;
+            floating_[idx(t)] = 0;
+            for (LayoutDecision &e : p.layout)
+              if (e.node == t) {
+                e.folded = false;
+                e.stored = true;
+                e.reads.clear();
+                e.stores.clear();
+                e.reason = cat("its producer stores past it, into ", valueName(n->result(0)));
+              }
+          }
         }
         stored_[idx(n)] = 1;
       }

@@ -759,8 +759,9 @@ std::vector<kir::StmtP> storeGroupOutputs(const KernelGroup &g, GroupExpr &gx,
                v->name(), " ", v->type().str(), " does not have the anchor's shape ",
                anchorResult->type().str());
     auto at = storeAt.find(v);
-    out.push_back(kir::store(gx.param(v), at != storeAt.end() ? at->second : storeIndex(g, v, idx),
-                             !bind && v == anchorResult ? anchorValue : gx.at(v, idx)));
+    out.push_back(storeOutput(g, gx.param(v), v, idx,
+                              !bind && v == anchorResult ? anchorValue : gx.at(v, idx),
+                              at != storeAt.end() ? &at->second : nullptr));
   }
   return out;
 }
@@ -821,6 +822,30 @@ std::vector<E> storeIndex(const KernelGroup &g, const Value *v, const std::vecto
   for (const IndexExpr &e : st->map.exprs)
     out.push_back(indexExpr(e, idx));
   return out;
+}
+
+E storeKept(const KernelGroup &g, const Value *v, const std::vector<E> &idx) {
+  const KernelGroup::StoreThrough *st = g.storedThrough(v);
+  if (!st)
+    return E();
+  E cond;
+  for (const IndexBound &b : st->keep) {
+    E e = indexExpr(b.e, idx);
+    std::pair<int64_t, int64_t> r = rangeOf(b.e, st->map.domain);
+    E c = r.first >= b.lo ? E() : e >= E(b.lo);
+    c = r.second < b.hi ? c : c ? (c && e < E(b.hi)) : e < E(b.hi);
+    if (c)
+      cond = cond ? (cond && c) : c;
+  }
+  return cond;
+}
+
+kir::StmtP storeOutput(const KernelGroup &g, const kir::BufferP &b, const Value *v,
+                       const std::vector<E> &idx, E value, const std::vector<E> *at) {
+  kir::StmtP s = kir::store(b, at ? *at : storeIndex(g, v, idx), std::move(value));
+  if (E cond = storeKept(g, v, idx))
+    return kir::ifThen(cond, {s});
+  return s;
 }
 
 namespace {

@@ -86,6 +86,15 @@ kir::E indexExpr(const IndexExpr &e, const std::vector<kir::E> &dims);
 std::vector<kir::E> storeIndex(const KernelGroup &g, const Value *v,
                                const std::vector<kir::E> &idx);
 
+// Whether output `v` of group `g` is stored at `idx`: null when every element is, or the
+// bounds of a store through a slice (KernelGroup::StoreThrough::keep) over idx.
+kir::E storeKept(const KernelGroup &g, const Value *v, const std::vector<kir::E> &idx);
+// The store of output `v`'s element `idx` into its param `b` at `at` (storeIndex(g, v, idx)
+// unless given), inside an if on storeKept when the store is bounded.
+kir::StmtP storeOutput(const KernelGroup &g, const kir::BufferP &b, const Value *v,
+                       const std::vector<kir::E> &idx, kir::E value,
+                       const std::vector<kir::E> *at = nullptr);
+
 class GroupExpr;
 
 // Stores every output of group `g` at `idx` through its fused epilogue, the anchor's result

@@ -143,7 +143,7 @@ private:
         const kir::BufferP &b = byValue.at(o);
         if (v->type != b->dtype)
           v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
-        out.push_back(kir::store(b, storeIndex(g_, o, idx), v));
+        out.push_back(storeOutput(g_, b, o, idx, v));
       }
       return out;
     });

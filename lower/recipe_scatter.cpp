@@ -96,7 +96,7 @@ private:
     DType t = res->type().dtype;
     if ((t == DType::F16 || t == DType::BF16) && v->type != t)
       v = kir::cast(v, t);
-    return kir::store(ge_->param(res), storeIndex(g_, res, idx), v);
+    return storeOutput(g_, ge_->param(res), res, idx, v);
   }
 
   // The update's value at `idx` of the result: the update itself, or combined with the

@@ -109,10 +109,10 @@ public:
       pass.push_back(kir::forLoop("tk_t", E(int64_t(0)), lineLen, scan));
       E j = kir::var("tk_j");
       if (const Value *values = output(0))
-        pass.push_back(kir::store(ge_->param(values), storeIndex(g_, values, at(j)),
-                                  stored(bv, values->type().dtype)));
+        pass.push_back(
+            storeOutput(g_, ge_->param(values), values, at(j), stored(bv, values->type().dtype)));
       if (const Value *indices = output(1))
-        pass.push_back(kir::store(ge_->param(indices), storeIndex(g_, indices, at(j)), bi));
+        pass.push_back(storeOutput(g_, ge_->param(indices), indices, at(j), bi));
       pass.push_back(kir::assign("tk_pv", bv));
       pass.push_back(kir::assign("tk_pi", bi));
       out.push_back(kir::forLoop("tk_j", E(int64_t(0)), passes, pass));

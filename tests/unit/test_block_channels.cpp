@@ -18,6 +18,7 @@
 #include "runtime/aicf_runtime.h"
 #include "support/diagnostics.h"
 #include "target/target.h"
+#include "tests/unit/compile_checks.h"
 #include "tests/unit/conv_family_net.h"
 #include "tests/unit/graph_checks.h"
 #include "tests/unit/test_files.h"
@@ -463,4 +464,43 @@ TEST_CASE("block-channels: a channels-last value's elementwise readers run on bl
 
   CompileOptions host;
   compileRunCheck(*g, host, in.at(0), want);
+}
+
+// A head whose channel count is no multiple of 16 (5 classes) computes them in a padded block;
+// the conversion back to NCHW, the slice dropping the padded lanes and a channels-last transpose
+// are no kernels: the conv stores each kept lane at its final place (a channels-last output, its
+// 5 lanes contiguous), or only the kept lanes into an NCHW output.
+TEST_CASE("block-channels: a padded head stores its kept lanes past the slice and transpose") {
+  std::unique_ptr<Graph> g =
+      parseGraph(R"(graph @head(%x: f32[1,8,12,12]) -> (%y: f32[1,12,12,5], %z: f32[1,5,12,12]) {
+  %w0 = weight f32[32,8,3,3]
+  %b0 = weight f32[32]
+  %w1 = weight f32[5,32,1,1]
+  %b1 = weight f32[5]
+  %w2 = weight f32[5,32,1,1]
+  %c0 = conv(%x, %w0, %b0) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], epilogue = ["relu"]}
+  %c1 = conv(%c0, %w1, %b1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  %y = transpose(%c1) {perm = [0, 2, 3, 1]}
+  %z = conv(%c0, %w2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
+  return %y, %z
+}
+)",
+                 "head.mcir");
+  fillWeights(*g, 8);
+  std::vector<Tensor> in = randomInputs(*g, 9);
+  CompiledModel cm = compile_checks::compileRunCheck(*g, CompileOptions{}, in, "aicf_padded_head_");
+  // Three kernels, the three convs; the heads' stores are bounded to the 5 kept lanes.
+  REQUIRE(cm.kernels.size() == 3);
+  int bounded = 0;
+  for (const kir::Kernel &k : cm.kernels) {
+    CHECK(k.recipe == "tiled_contraction");
+    std::string text = kir::printKernel(k);
+    bounded += text.find("if jl < 5 {") != std::string::npos;
+    // Channels-last: lane jl is the innermost coordinate; NCHW: the plane.
+    if (k.params.back()->shape == std::vector<int64_t>{1, 12, 12, 5})
+      CHECK(text.find(" % 12, jl] = acc") != std::string::npos);
+    if (k.params.back()->shape == std::vector<int64_t>{1, 5, 12, 12})
+      CHECK(text.find("[0, jl, (") != std::string::npos);
+  }
+  CHECK(bounded == 2);
 }

@@ -1,6 +1,7 @@
 // Layout folding in the partition (lower/fusion.h, rule 0; issue 17): which layout ops fold into
 // their readers, the groups that hold them, the maps recorded with each decision, the cases that
 // must materialise, and the cost model's fold-or-materialise price (plan/cost_model.h).
+#include "compile_checks.h"
 #include "graph_checks.h"
 #include "ir/parser.h"
 #include "lower/fusion.h"
@@ -119,6 +120,38 @@ TEST_CASE("layout folding: a transposed graph output") {
   REQUIRE(exp.storeThrough.size() == 1);
   CHECK(exp.storeThrough[0].into->name() == "u");
   CHECK(exp.storeThrough[0].map.str() == "(d0, d1) -> (d1, d0)");
+}
+
+TEST_CASE("layout folding: a producer stores past a slice and a transpose, the kept window only") {
+  std::unique_ptr<Graph> g = parseGraph(
+      R"(graph @w(%x: f32[4,16]) -> (%y: f32[5,4]) {
+  %e = exp(%x) : f32[4,16]
+  %s = slice(%e) {starts = [2], ends = [7], axes = [1], steps = [1]} : f32[4,5]
+  %y = transpose(%s) {perm = [1, 0]} : f32[5,4]
+  return %y
+}
+)",
+      "window.mcir");
+  Partition p = partitionGraph(*g);
+  REQUIRE(p.groups.size() == 1);
+  REQUIRE(p.groups[0].storeThrough.size() == 1);
+  const KernelGroup::StoreThrough &st = p.groups[0].storeThrough[0];
+  CHECK(st.value->name() == "e");
+  CHECK(st.into->name() == "y");
+  CHECK(st.map.str() == "(d0, d1) -> (d1 - 2, d0)");
+  REQUIRE(st.keep.size() == 1);
+  CHECK(str(st.keep[0].e) == "d1");
+  CHECK(st.keep[0].lo == 2);
+  CHECK(st.keep[0].hi == 7);
+  const LayoutDecision &s = decisionFor(p, "s");
+  CHECK(s.stored);
+  CHECK(s.reason == "its producer stores past it, into %y");
+  const LayoutDecision &y = decisionFor(p, "y");
+  CHECK(y.stored);
+  CHECK(y.stores == std::vector<std::string>{"exp %e: (d0, d1) -> (d1 - 2, d0) where 2 <= d1 < 7"});
+  // Compiled for the host, only the window lands.
+  std::vector<Tensor> in = randomInputs(*g, 3);
+  compile_checks::compileRunCheck(*g, CompileOptions{}, in, "aicf_layout_window_");
 }
 
 TEST_CASE("layout folding: a concat's producers write their slices of one buffer") {
