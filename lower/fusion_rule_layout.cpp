@@ -133,14 +133,17 @@ std::vector<Partitioner::Sink> Partitioner::sinkPlan(const Node *n) const {
   return out;
 }
 
-// Whether the producers' stores through the maps stay contiguous along their innermost dim.
+// Whether the producers' stores through the maps stay contiguous along their innermost dim, in
+// runs of a 16-float vector at least (or the whole dim): a depth-to-space store of 2 floats per
+// run, with a division and a modulo per lane, costs more than its readers reading through the
+// map (a text detector's transposed-conv head).
 bool Partitioner::contiguousStores(const std::vector<Sink> &sinks) {
   for (const Sink &s : sinks) {
     const std::vector<int64_t> &shape = s.value->type().shape;
     if (shape.empty() || shape.back() == 1)
       continue;
     std::optional<IndexMap::Stride> st = s.map.strideOf(static_cast<int>(shape.size()) - 1);
-    if (!st || st->step != 1)
+    if (!st || st->step != 1 || st->run < std::min<int64_t>(16, shape.back()))
       return false;
   }
   return true;
