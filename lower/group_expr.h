@@ -120,6 +120,14 @@ storeGroupOutputs(const KernelGroup &g, GroupExpr &gx, const Value *anchorResult
 // lane on the last coordinate, with no division per lane.
 std::optional<std::vector<IndexExpr>> laneSplitStore(const KernelGroup &g, const Value *v);
 
+// Whether output v of a blocked conv ([N, C / 16, H, W, 16]) is stored plane-wise: through a
+// map (the conversion back to NCHW, a concat of NCHW values) where each lane lands a plane
+// apart and consecutive pixels land consecutively. Stored row by row, each row of the tile is
+// 16 scalar stores a plane apart (power-of-two planes alias in the L1 sets: keras_style_
+// segmenter's 192 x 192 head 4.6x its prediction); walked a lane at a time, a column of the
+// tile is one run of vector stores.
+bool planeWiseStore(const KernelGroup &g, const Value *v);
+
 class GroupExpr {
 public:
   // `params`: the kernel's global buffers for the group's inputs and outputs.

@@ -312,6 +312,22 @@ struct TileWalk {
   StmtP over(std::vector<StmtP> body, bool guarded) const {
     return byLanes ? overLanes(body, guarded) : overTile(std::move(body), guarded);
   }
+  // The final region of a tile stored plane-wise (planeWiseStore): each lane's column, the
+  // rows (consecutive pixels) innermost and vectorised.
+  bool planes = false;
+  StmtP overPlanes(const std::vector<StmtP> &body) const {
+    std::vector<StmtP> lane = {
+        kir::decl("j", DType::I64, ivar("jo") * E(int64_t(16)) + ivar("jl"))};
+    if (static_cast<bool>(inside))
+      lane.push_back(kir::ifThen(inside, body));
+    else
+      lane.insert(lane.end(), body.begin(), body.end());
+    return kir::region(
+        t, {kir::forLoop("jo", E(int64_t(0)), E(tl.TN / 16),
+                         {kir::forLoop("jl", E(int64_t(0)), E(int64_t(16)),
+                                       {kir::forLoop("i", E(int64_t(0)), E(tl.TM), lane, 1,
+                                                     kir::Stmt::LoopKind::Vectorized)})})});
+  }
 };
 
 // The tile buffers and the K step's position: the staged tiles As / Bs (read unless a view
@@ -461,7 +477,7 @@ void finishTile(kir::Kernel &k, const KernelGroup &g, GroupExpr &gx, const Contr
   }
   auto stores = storeGroupOutputs(g, gx, result, fvar(cur), out, "", storeAt);
   fin.insert(fin.end(), stores.begin(), stores.end());
-  k.body.push_back(walk.over(fin, true));
+  k.body.push_back(walk.planes ? walk.overPlanes(fin) : walk.over(fin, true));
 }
 
 } // namespace
@@ -561,7 +577,9 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   // of row by row, ran slower fused (LLaMA's SwiGLU up-projection 0.49 -> 0.80 ms, GPT-2's MLP
   // GEMMs 5-10%).
   walk.byLanes = blockLanes || lanes.has_value();
-  problem->fusedTile = walk.byLanes && tl.threads == 1 && views.any();
+  walk.planes = blockLanes && !g.normEpilogue && g.outputs.size() == 1 &&
+                planeWiseStore(g, g.outputs.front());
+  problem->fusedTile = walk.byLanes && tl.threads == 1 && views.any() && !walk.planes;
   // A conv's transcendental epilogue steps (SiLU, sigmoid, GELU...): ~1 cycle an element each
   // on the host, measured on EfficientNet-B0's 16 -> 96 expansion with SiLU (0.67 ms, 0.30 with
   // relu, 1.2 M outputs) - far beyond their FLOPs at the micro-kernel's rate, which the

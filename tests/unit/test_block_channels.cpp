@@ -469,10 +469,11 @@ TEST_CASE("block-channels: a channels-last value's elementwise readers run on bl
 // A head whose channel count is no multiple of 16 (5 classes) computes them in a padded block;
 // the conversion back to NCHW, the slice dropping the padded lanes and a channels-last transpose
 // are no kernels: the conv stores each kept lane at its final place (a channels-last output, its
-// 5 lanes contiguous), or only the kept lanes into an NCHW output.
+// 5 lanes contiguous), or only the kept lanes into an NCHW output. NCHW outputs are stored a
+// lane at a time, the pixels of a plane innermost and vectorised (%z, %v).
 TEST_CASE("block-channels: a padded head stores its kept lanes past the slice and transpose") {
-  std::unique_ptr<Graph> g =
-      parseGraph(R"(graph @head(%x: f32[1,8,12,12]) -> (%y: f32[1,12,12,5], %z: f32[1,5,12,12]) {
+  std::unique_ptr<Graph> g = parseGraph(
+      R"(graph @head(%x: f32[1,8,12,12]) -> (%y: f32[1,12,12,5], %z: f32[1,5,12,12], %v: f32[1,32,12,12]) {
   %w0 = weight f32[32,8,3,3]
   %b0 = weight f32[32]
   %w1 = weight f32[5,32,1,1]
@@ -482,15 +483,17 @@ TEST_CASE("block-channels: a padded head stores its kept lanes past the slice an
   %c1 = conv(%c0, %w1, %b1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
   %y = transpose(%c1) {perm = [0, 2, 3, 1]}
   %z = conv(%c0, %w2) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]}
-  return %y, %z
+  %w3 = weight f32[32,32,1,1]
+  %v = conv(%c0, %w3) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], epilogue = ["relu"]}
+  return %y, %z, %v
 }
 )",
-                 "head.mcir");
+      "head.mcir");
   fillWeights(*g, 8);
   std::vector<Tensor> in = randomInputs(*g, 9);
   CompiledModel cm = compile_checks::compileRunCheck(*g, CompileOptions{}, in, "aicf_padded_head_");
-  // Three kernels, the three convs; the heads' stores are bounded to the 5 kept lanes.
-  REQUIRE(cm.kernels.size() == 3);
+  // Four kernels, the four convs; the heads' stores are bounded to the 5 kept lanes.
+  REQUIRE(cm.kernels.size() == 4);
   int bounded = 0;
   for (const kir::Kernel &k : cm.kernels) {
     CHECK(k.recipe == "tiled_contraction");
@@ -499,8 +502,13 @@ TEST_CASE("block-channels: a padded head stores its kept lanes past the slice an
     // Channels-last: lane jl is the innermost coordinate; NCHW: the plane.
     if (k.params.back()->shape == std::vector<int64_t>{1, 12, 12, 5})
       CHECK(text.find(" % 12, jl] = acc") != std::string::npos);
-    if (k.params.back()->shape == std::vector<int64_t>{1, 5, 12, 12})
-      CHECK(text.find("[0, jl, (") != std::string::npos);
+    // %v is stored through the conversion's transpose ([1, 2, 16, 12, 12], %v a view of it).
+    const std::vector<int64_t> &out = k.params.back()->shape;
+    bool nchw =
+        out == std::vector<int64_t>{1, 5, 12, 12} || out == std::vector<int64_t>{1, 2, 16, 12, 12};
+    if (out == std::vector<int64_t>{1, 5, 12, 12})
+      CHECK(text.find("[0, jl, (") != std::string::npos); // the lane is the plane
+    CHECK((text.find("for i in 0 .. 72 vectorize {") != std::string::npos) == nchw);
   }
   CHECK(bounded == 2);
 }
