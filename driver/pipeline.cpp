@@ -60,6 +60,9 @@ const std::vector<PipelineEntry> &pipeline() {
       {"simplify", P::GraphPasses, K::GraphPass, V::Graph,
        "attention's k = transpose(k^T) composes with the exporter's transpose"},
       // Fuse into contractions.
+      {"fold-pad", P::GraphPasses, K::GraphPass, V::Graph,
+       "an exporter's explicit pad is the window's own padding: before prune-padding-taps, "
+       "which sees the whole padding"},
       {"prune-padding-taps", P::GraphPasses, K::GraphPass, V::Graph,
        "before the folds and fusions: they and the planner see only the taps that read the "
        "input (ASPP's dilated convs on a small map: 1x1 convs)"},

@@ -6,11 +6,16 @@ numpy reference outputs/*.npy that aicf-run --reference checks.
   stores: a concat filled by four producers (an exp, a matmul with its bias, and two values of
           one elementwise kernel) read by a layer norm; a concat that is a graph output; a
           transpose of a matmul's result that is a graph output (a strided store).
+  padded_windows: explicit Pad nodes read by windows, as exporters spell a padded window
+          (fold-pad; golden testdata/ir/cli/fold_pad_e2e.mcir): torch's avg_pool2d with
+          count_include_pad (Pad 1 -> AveragePool 3x3), TF's SAME padding of a stride-2 conv
+          (Pad 0 / 1 -> Conv), a -inf Pad before a MaxPool, between channel-blocked convs.
 
-Run by hand with Debian's python3-onnx and commit the output:
-    /usr/bin/python3 scripts/gen_layout_models.py
+Run by hand with Debian's python3-onnx and commit the output (names: only those folders):
+    /usr/bin/python3 scripts/gen_layout_models.py [NAME...]
 """
 import os
+import sys
 
 import numpy as np
 from onnx import helper
@@ -30,7 +35,75 @@ def layer_norm(x, g, b, eps=1e-5):
     return (x - mean) / np.sqrt(var + eps) * g + b
 
 
+def conv2d(x, w, b, stride=1):
+    """Cross-correlation of an unpadded x [N, C, H, W] with w [M, C, kh, kw], plus b."""
+    m, _, kh, kw = w.shape
+    n, _, h, wd = x.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    y = np.zeros((n, m, oh, ow), np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+            y += np.einsum("nchw,mc->nmhw", patch, w[:, :, i, j])
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def pool2d(x, k, stride, reduce):
+    """Pools of an unpadded x over k x k windows (reduce: np.mean or np.max over the taps)."""
+    n, c, h, w = x.shape
+    oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
+    taps = [x[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+            for i in range(k) for j in range(k)]
+    return reduce(np.stack(taps), axis=0)
+
+
+def padded_windows(rng):
+    f = np.float32
+    x = rng.standard_normal((1, 3, 18, 18)).astype(f)
+    w0 = (rng.standard_normal((32, 3, 3, 3)) * 0.3).astype(f)
+    b0 = rng.standard_normal((32,)).astype(f)
+    w1 = (rng.standard_normal((32, 32, 1, 1)) * 0.2).astype(f)
+    b1 = rng.standard_normal((32,)).astype(f)
+    w2 = (rng.standard_normal((48, 32, 3, 3)) * 0.1).astype(f)
+    b2 = rng.standard_normal((48,)).astype(f)
+    pads = lambda before, after: [0, 0, before, before, 0, 0, after, after]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        # torch: F.avg_pool2d(r0, 3, 1, 1), count_include_pad=True
+        helper.make_node("Pad", ["r0", "p1"], ["pd1"], mode="constant"),
+        helper.make_node("AveragePool", ["pd1"], ["ap"], kernel_shape=[3, 3]),
+        helper.make_node("Conv", ["ap", "w1", "b1"], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        # TF: a stride-2 3x3 conv with SAME padding on 18 pixels (0 before, 1 after)
+        helper.make_node("Pad", ["r1", "p01", "zero"], ["pd2"], mode="constant"),
+        helper.make_node("Conv", ["pd2", "w2", "b2"], ["c2"], strides=[2, 2]),
+        # a max pool padded by a -inf Pad
+        helper.make_node("Pad", ["c2", "p1", "ninf"], ["pd3"], mode="constant"),
+        helper.make_node("MaxPool", ["pd3"], ["y"], kernel_shape=[3, 3], strides=[2, 2]),
+    ]
+    x64 = x.astype(np.float64)
+    r0 = np.maximum(conv2d(np.pad(x64, ((0, 0), (0, 0), (1, 1), (1, 1))), w0, b0), 0)
+    ap = pool2d(np.pad(r0, ((0, 0), (0, 0), (1, 1), (1, 1))), 3, 1, np.mean)
+    r1 = np.maximum(conv2d(ap, w1, b1), 0)
+    c2 = conv2d(np.pad(r1, ((0, 0), (0, 0), (0, 1), (0, 1))), w2, b2, stride=2)
+    y = pool2d(np.pad(c2, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf), 3, 2,
+               np.max).astype(f)
+    weights = [("w0", w0), ("b0", b0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2),
+               ("p1", np.array(pads(1, 1), np.int64)), ("p01", np.array(pads(0, 1), np.int64)),
+               ("zero", np.array(0, f)), ("ninf", np.array(-np.inf, f))]
+    save("padded_windows", nodes, [("x", x)], weights, [("y", y)])
+
+
 def main():
+    names = sys.argv[1:] or ["stores", "padded_windows"]
+    if "padded_windows" in names:
+        padded_windows(np.random.default_rng(53))
+    if "stores" in names:
+        stores()
+
+
+def stores():
     rng = np.random.default_rng(17)
     f = np.float32
     a = rng.standard_normal((8, 6)).astype(f)

@@ -31,6 +31,7 @@ scenario() { # the command for name $1, as words
   detect-softmax) echo aicf-opt "$T/ir/passes/detect_softmax.mcir" --split-input-file \
                     --passes=detect-softmax ;;
   dce) echo aicf-opt "$T/ir/passes/dce.mcir" --split-input-file --passes=dce ;;
+  fold-pad) echo aicf-opt "$T/ir/passes/fold_pad.mcir" --split-input-file --passes=fold-pad ;;
   detect-hard-swish) echo aicf-opt "$T/ir/passes/detect_activations.mcir" --split-input-file \
                        --passes=detect-hard-swish ;;
   legalize-f64) echo aicf-opt "$T/ir/passes/legalize_f64.mcir" --split-input-file \
