@@ -289,6 +289,63 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   kern.body.push_back(kir::region(kern.threadVar, regionBody));
 }
 
+std::optional<Planes> planes(const std::vector<int64_t> &shape, int64_t vec) {
+  if (vec <= 1 || shape.size() < 2)
+    return std::nullopt;
+  // The lane split alone serves a shape whose inner digits divide the vector up to one that
+  // the vector divides (8 x 8, or rows of 16): no plane.
+  int64_t inner = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    inner *= shape[d];
+    if (inner % vec == 0)
+      return std::nullopt;
+    if (inner <= 0 || vec % inner != 0)
+      break;
+  }
+  // Planes of the innermost one or two dims (two: [p / W, p % W] joins back into p); the first
+  // a multiple of the vector, else the one least padded of those at least two vectors long.
+  std::optional<Planes> best;
+  inner = 1;
+  for (size_t d = shape.size(); d-- > 1 && d + 2 >= shape.size();) {
+    inner *= shape[d];
+    if (inner <= 0)
+      return std::nullopt;
+    Planes p{d, inner, (inner + vec - 1) / vec * vec};
+    if (p.padded == inner)
+      return p;
+    if (inner >= 2 * vec &&
+        (!best || double(p.padded) / double(p.inner) < double(best->padded) / double(best->inner)))
+      best = p;
+  }
+  return best;
+}
+
+void buildPlanes(kir::Kernel &kern, const std::vector<int64_t> &shape, const Planes &p, Schedule s,
+                 const std::function<std::vector<kir::StmtP>(const std::vector<E> &)> &body) {
+  auto at = shape.begin() + static_cast<std::ptrdiff_t>(p.split);
+  std::vector<int64_t> outer(shape.begin(), at), inner(at, shape.end());
+  int64_t planesN = 1;
+  for (int64_t d : outer)
+    planesN *= d;
+  int64_t n = planesN * p.padded, chunk = s.threads * s.vec;
+  s.blocks = std::max<int64_t>(1, (n + chunk - 1) / chunk);
+  s.symN.reset();
+  build(kern, n, s, [&](E i) {
+    std::vector<E> idx = unflatIndex(outer, i / E(p.padded));
+    E off = i % E(p.padded);
+    for (const E &e : unflatIndex(inner, off))
+      idx.push_back(e);
+    std::vector<kir::StmtP> work = body(idx);
+    if (p.padded == p.inner)
+      return work;
+    return std::vector<kir::StmtP>{kir::ifThen(off < E(p.inner), work)};
+  });
+  auto problem = std::make_shared<FlatLoopProblem>();
+  problem->n = planesN * p.inner;
+  problem->planes = true;
+  kern.problem = problem;
+}
+
 E vectorStart(const kir::Kernel &kern, const Schedule &s) {
   return (kir::var("b") * E(s.threads) + kir::var(kern.threadVar)) * E(s.vec);
 }
@@ -316,11 +373,12 @@ E orE(E a, E b) {
 
 std::vector<KnobSet> candidates(const kir::Kernel &k, const Hardware &hw, int64_t maxVec) {
   int64_t n = problemOf<FlatLoopProblem>(k).n;
+  bool anyVec = problemOf<FlatLoopProblem>(k).planes;
   std::vector<KnobSet> out;
   for (int64_t t :
        hw.gpu ? std::vector<int64_t>{64, 128, 256, 512} : std::vector<int64_t>{1, 4, 16})
     for (int64_t v : {1, 2, 4, 8, 16}) {
-      if (v > maxVec || (v > 1 && n % v != 0) || (hw.gpu && v > 4))
+      if (v > maxVec || (v > 1 && n % v != 0 && !anyVec) || (hw.gpu && v > 4))
         continue;
       if (t * v > 16 && t * v / 2 >= n)
         continue; // one mostly idle block

@@ -65,6 +65,27 @@ CostShape costShape(const kir::Kernel &k, const Hardware &hw, int64_t flops,
 // split) and --profile's prediction sees the gather a map left.
 double elementIndexCycles(const kir::Kernel &k);
 
+// The plane form of a flat loop over a static shape (host plans, issue 53). A vector whose lanes
+// straddle rows of a map (a 14 x 14 plane read through a channel shuffle: 196 floats, no multiple
+// of 16) unflattens every lane by divisions, a gather. In the plane form the shape is split into
+// outer dims and an inner plane (the innermost dims) whose size is padded to a multiple of the
+// vector, so every vector lies in one plane: the outer index comes from the vector's first
+// element, the inner one is the plane's flat offset plus the lane, [p / W, p % W], which the
+// host printer joins back into p where the access's strides are W and 1 (contiguous loads and
+// stores), and a guard skips the padding lanes. The plane is the innermost one or two dims: the
+// first a multiple of the vector (no padding), else the least padded of those at least two
+// vectors long; none where the lane split alone divides nothing per lane (8 x 8, rows of 16).
+struct Planes {
+  size_t split = 0;              // shape[split..] is the plane
+  int64_t inner = 1, padded = 1; // its elements, and rounded up to the vector
+};
+std::optional<Planes> planes(const std::vector<int64_t> &shape, int64_t vec);
+// `build` over outer x padded plane elements, body(idx) the statements of the element at the
+// multi-index idx (guarded to the plane). Records the real element count, and that any vector
+// width is a candidate (the plane is padded to it).
+void buildPlanes(kir::Kernel &kern, const std::vector<int64_t> &shape, const Planes &p, Schedule s,
+                 const std::function<std::vector<kir::StmtP>(const std::vector<kir::E> &)> &body);
+
 // One line per thread and no vector loop, for recipes whose every line is a serial walk that
 // no other thread touches (scatter's updates in order, top_k's selection passes): the flat loop
 // over `lines`, with the problem recorded as {n = lines, lineWork = steps per line}.

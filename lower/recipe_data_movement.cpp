@@ -248,7 +248,8 @@ private:
 
   // Fills the kernel with a loop over the elements of a value of type `t`, `body(idx)` giving
   // each element's statements: the flat grid x threads x vector loop, unflattening the element
-  // number. Symbolic dims (issue 21): the count, grid and guard from the dims; on host plans,
+  // number (on host plans, in planes where the vector straddles rows: flatloop::planes).
+  // Symbolic dims (issue 21): the count, grid and guard from the dims; on host plans,
   // where the unflattening would divide by a run-time size per element, one block per row of
   // the last dim instead (its index unflattened once, the threads striding along the row).
   void elementLoop(const TensorType &t,
@@ -256,6 +257,14 @@ private:
     SymShape sym = symShapeOf(t);
     int64_t n = numel(t.shape);
     flatloop::Schedule s = flatloop::schedule(knobs_, n, 16, symNumel(sym));
+    if (!t.isSymbolic() && !isGpuPlan(knobs_)) {
+      int64_t vec = knobs_.get("vec", 16);
+      if (std::optional<flatloop::Planes> p = flatloop::planes(t.shape, vec)) {
+        s.vec = vec;
+        flatloop::buildPlanes(k_, t.shape, *p, s, body);
+        return;
+      }
+    }
     if (!t.isSymbolic() || isGpuPlan(knobs_) || sym.size() < 2) {
       flatloop::build(k_, n, s, [&](E i) { return body(unflatIndex(sym, i)); });
       return;

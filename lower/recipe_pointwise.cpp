@@ -115,6 +115,25 @@ private:
     // read's strides are W s and s (blocked -> NCHW conversions divided per lane before).
     bool host = !isGpuPlan(knobs_) && s.vec > 1 && !SS_.empty();
     bool laneInner = host && SS_.back().divisibleBy(s.vec);
+    auto element = [&](const std::vector<E> &idx) {
+      std::vector<kir::StmtP> out;
+      for (const Value *o : g_.outputs) {
+        E v = gx.at(o, idx);
+        const kir::BufferP &b = byValue.at(o);
+        if (v->type != b->dtype)
+          v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
+        out.push_back(storeOutput(g_, b, o, idx, v));
+      }
+      return out;
+    };
+    // A static map whose rows the vector does not divide: planes padded to the vector
+    // (flatloop::planes: a 14 x 14 map read from channel blocks).
+    if (!isGpuPlan(knobs_) && nSym_.isConstant() && !SS_.empty())
+      if (std::optional<flatloop::Planes> p = flatloop::planes(S_, knobs_.get("vec", 16))) {
+        s.vec = knobs_.get("vec", 16);
+        flatloop::buildPlanes(k, S_, *p, s, element);
+        return k;
+      }
     size_t split = SS_.size();
     for (size_t d = SS_.size() - 1; host && !laneInner && d-- > 0;)
       if (symNumel(SymShape(SS_.begin() + static_cast<std::ptrdiff_t>(d), SS_.end()))
@@ -137,15 +156,7 @@ private:
       } else {
         idx = unflatIndex(SS_, i);
       }
-      std::vector<kir::StmtP> out;
-      for (const Value *o : g_.outputs) {
-        E v = gx.at(o, idx);
-        const kir::BufferP &b = byValue.at(o);
-        if (v->type != b->dtype)
-          v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
-        out.push_back(storeOutput(g_, b, o, idx, v));
-      }
-      return out;
+      return element(idx);
     });
     return k;
   }

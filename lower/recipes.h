@@ -203,6 +203,7 @@ struct FlatLoopProblem : kir::ProblemFacts {
   int64_t planeRows = 0;         // and output rows per plane
   bool blocked = false;          // pooling on channel blocks: one 16-lane vector per pixel
   int64_t lineWork = 0;          // serial lines (flatloop::buildLines): steps each line walks
+  bool planes = false;           // flatloop::buildPlanes: padded to any vector width
 };
 struct ReductionProblem : kir::ProblemFacts {
   int64_t rows = 1, len = 1; // output elements; reduced elements per output

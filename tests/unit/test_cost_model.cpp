@@ -354,20 +354,25 @@ TEST_CASE("fusion by cost: an expensive shared value read by many kernels is sto
   CHECK(report.str().find("stored u (read by 8 kernels)") != std::string::npos);
 }
 
+// A QDQ model's requantize stored through a channel shuffle (reshape, transpose, reshape): the
+// pointwise kernel writes element [c, h, w] at [(c % C2) * 2 + c / C2, h, w].
+std::unique_ptr<Graph> shuffledRequantize(int64_t c, int64_t h, int64_t w) {
+  std::string t = cat("f32[1,", c, ",", h, ",", w, "]");
+  return graphOf(
+      cat("graph @q(%x: ", t, ") -> (%y: ", t, ") {\n", "  %s = weight f32[] = [0.25]\n",
+          "  %d = div(%x, %s)\n  %r = round(%d)\n", "  %c = clip(%r) {min = 0.0, max = 255.0}\n",
+          "  %a = reshape(%c) {shape = [1, 2, ", c / 2, ", ", h, ", ", w, "]}\n",
+          "  %t = transpose(%a) {perm = [0, 2, 1, 3, 4]}\n", "  %y = reshape(%t) {shape = [1, ", c,
+          ", ", h, ", ", w, "]}\n  return %y\n}\n"));
+}
+
 TEST_CASE("cost model: a flat loop's lane divisions are priced, so the planner avoids them") {
-  // A QDQ model's requantize stored through a channel shuffle (reshape, transpose, reshape):
-  // the pointwise kernel writes element [c, h, w] at [(c % 116) * 2 + c / 116, h, w]. With 8 or
-  // 16 lanes (neither divides the 196-pixel plane) every lane divides its own flat index (a
-  // scalar multiply-high each, no vector form): 100 us measured for 45472 elements where the
-  // vector loop's 6 were predicted. With 4 lanes a vector stays inside one plane, the channel
-  // digit is computed once per vector and the pixel digits join back into the flat offset.
-  auto g = graphOf("graph @q(%x: f32[1,232,14,14]) -> (%y: f32[1,232,14,14]) {\n"
-                   "  %s = weight f32[] = [0.25]\n"
-                   "  %d = div(%x, %s)\n  %r = round(%d)\n"
-                   "  %c = clip(%r) {min = 0.0, max = 255.0}\n"
-                   "  %a = reshape(%c) {shape = [1, 2, 116, 14, 14]}\n"
-                   "  %t = transpose(%a) {perm = [0, 2, 1, 3, 4]}\n"
-                   "  %y = reshape(%t) {shape = [1, 232, 14, 14]}\n  return %y\n}\n");
+  // On a 14 x 14 map no 8- or 16-wide vector stays in one 196-pixel plane, and every lane would
+  // divide its own flat index (a scalar multiply-high each, no vector form: 100 us measured for
+  // 45472 elements where the vector loop's 6 were predicted). The loop runs in planes padded to
+  // the vector (flatloop::planes): the channel digit once per vector, the pixel digits joined
+  // back into the flat offset, no division per lane at any width.
+  auto g = shuffledRequantize(232, 14, 14);
   std::string host = AICF_TESTDATA "/targets/ci-host.yaml";
   CompiledModel m;
   compileRunCompare(*g, host, &m);
@@ -375,14 +380,21 @@ TEST_CASE("cost model: a flat loop's lane divisions are priced, so the planner a
   const kir::Kernel &k = m.kernels.front();
   CHECK(k.recipe == "pointwise");
   CHECK(flatloop::elementIndexCycles(k) == 0);
-  CHECK(196 % k.knobs.at("vec") == 0);
   CHECK(k.knobs.at("vec") > 1);
-  // The same group at 8 lanes: each lane divides (the channel digit and its two uses, the
-  // row), priced at a scalar element plus one cycle per distinct division.
-  Partition p = partitionGraph(*g);
+  // A 3 x 5 map is too small a plane (15 pixels): at 8 lanes each lane divides (the channel
+  // digit and its two uses, the row), priced at a scalar element plus one cycle per distinct
+  // division.
+  auto small = shuffledRequantize(232, 3, 5);
+  Partition p = partitionGraph(*small);
   REQUIRE(p.groups.size() == 1);
   Knobs eight;
   eight.values = {{"threads", 16}, {"vec", 8}};
   kir::Kernel wide = recipePointwise(p.groups.front(), "k", eight);
   CHECK(flatloop::elementIndexCycles(wide) >= 3.0);
+  // The 14 x 14 group at 8 lanes: planes of 196 padded to 200, nothing divided per lane.
+  Partition p14 = partitionGraph(*g);
+  REQUIRE(p14.groups.size() == 1);
+  kir::Kernel planes = recipePointwise(p14.groups.front(), "k", eight);
+  CHECK(flatloop::elementIndexCycles(planes) == 0);
+  CHECK(kir::printKernel(planes).find("i0 % 200") != std::string::npos);
 }
