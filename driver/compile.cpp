@@ -169,6 +169,7 @@ void runPassOnCopy(CompileState &s, const char *pass, const Target *target) {
   ctx.precision = s.opts.precision;
   ctx.ioPrecision = s.opts.ioPrecision;
   ctx.explain = s.opts.explain;
+  ctx.layouts = &s.layouts;
   if (!s.hw.gpu) {
     const std::vector<std::string> &isa = hostIsaFeatures(s.opts.cpuArch);
     ctx.hostBf16 = std::find(isa.begin(), isa.end(), "avx512bf16") != isa.end();
@@ -426,6 +427,7 @@ void describePlan(CompileState &s) {
     if (d.min > 0 || s.graph->dataDimSetter(d.name))
       p.dims.push_back(d);
   p.remat = s.part.remat;
+  p.layouts = s.layouts;
   p.layoutFolds.clear();
   for (const LayoutDecision &d : s.part.layout)
     p.layoutFolds.push_back(LayoutFoldRecord{d.node->name(), d.node->where(), d.reads, d.stores,

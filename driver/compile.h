@@ -135,9 +135,10 @@ struct CompileState {
   Hardware hw;    // planFor.hw: the description planned for
   FusionOptions fusion;
   PlannerOptions planner;
-  const Graph *graph = nullptr; // the graph compiled: `input`, or model.graph once rewritten
-  Partition part;               // of *graph
-  ValueBuffers buffers;         // value -> plan buffer (plan/memory_plan.h)
+  const Graph *graph = nullptr;      // the graph compiled: `input`, or model.graph once rewritten
+  Partition part;                    // of *graph
+  ValueBuffers buffers;              // value -> plan buffer (plan/memory_plan.h)
+  std::vector<LayoutChoice> layouts; // the host layout passes' choices (plan.yaml's `layouts`)
   // Per kernel group, in partition order: the planned kernel and the planner's decision.
   std::vector<kir::Kernel> groupKernels;
   std::vector<PlanDecision> decisions;

@@ -164,9 +164,31 @@ private:
     return nullptr;
   }
 
-  // --explain: the layout chosen for a candidate's result, and why.
+  // Why a converted node runs on blocks (plan.yaml's `layouts`).
+  std::string blockedReason(const Node &n, const Value *blocked) const {
+    const Node *d = blocked->def();
+    if (d && d->op() == Op::BlockedConv) {
+      if (d->i("blocked_input") == 0)
+        return "reads its plain input's rows (at most 8 channels: the image)";
+      return blocked_.count(n.operand(0)) ? "its input is blocked"
+                                          : "its input reordered into blocks (to_blocked)";
+    }
+    if (n.op() == Op::Concat)
+      return "its inputs are blocked, whole blocks each";
+    if (n.info().has(EW))
+      return "its operands are blocked, scalars or per-channel constants";
+    return "its input is blocked";
+  }
+
+  // The layout chosen for a candidate's result, and why: plan.yaml's `layouts` and --explain.
   void recordLayout(const Node &n, const Value *blocked) {
-    if (!ctx_ || !ctx_->explain || (!blocked && why_.empty()))
+    if (!ctx_ || (!blocked && why_.empty()))
+      return;
+    if (ctx_->layouts)
+      ctx_->layouts->push_back(LayoutChoice{n.where(), n.name(), blocked ? "blocked" : "nchw",
+                                            (blocked ? blocked : n.result())->type().str(),
+                                            blocked ? blockedReason(n, blocked) : why_, 0});
+    if (!ctx_->explain)
       return;
     RewriteRecord rec;
     rec.pass = name();
@@ -179,9 +201,10 @@ private:
       rec.note = cat("plain NCHW: ", why_);
     ctx_->explain->add(std::move(rec));
   }
-  // --explain: a blocked value read back on the plain layout, by whom, at what price.
+  // A blocked value read back on the plain layout, by whom, at what price: plan.yaml's
+  // `layouts` and --explain.
   void recordConversion(const Value *plain, const Blocked &b) {
-    if (!ctx_ || !ctx_->explain)
+    if (!ctx_ || (!ctx_->explain && !ctx_->layouts))
       return;
     std::string readers; // the readers that stay (a converted node is dead code by now)
     for (const Node *u : g_->users(plain))
@@ -191,15 +214,24 @@ private:
       readers += cat(readers.empty() ? "" : ", ", "the graph output");
     if (readers.empty())
       return;
+    int64_t bytes = b.value->type().numel() * 4 + plain->type().numel() * 4;
+    std::string readWhy =
+        cat(readers, ", which read", readers.find(',') == std::string::npos ? "s" : "",
+            " the plain layout");
+    if (ctx_->layouts)
+      ctx_->layouts->push_back(LayoutChoice{plain->def() ? plain->def()->where() : plain->name(),
+                                            plain->def() ? plain->def()->name() : "value",
+                                            "nchw (converted)", plain->type().str(),
+                                            cat("for ", readWhy), bytes});
+    if (!ctx_->explain)
+      return;
     RewriteRecord rec;
     rec.pass = name();
     rec.pattern = cat("conversion of ", plain->def() ? plain->def()->name() : "value", " ",
                       plain->type().str(), " back to NCHW");
     rec.origins = plain->def() ? plain->def()->loc.origins : std::vector<std::string>{};
     rec.applied = true;
-    rec.result = cat("from_blocked (", b.value->type().numel() * 4 + plain->type().numel() * 4,
-                     " bytes moved) for ", readers, ", which read",
-                     readers.find(',') == std::string::npos ? "s" : "", " the plain layout");
+    rec.result = cat("from_blocked (", bytes, " bytes moved) for ", readWhy);
     ctx_->explain->add(std::move(rec));
   }
 

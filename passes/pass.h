@@ -63,6 +63,17 @@ public:
 };
 
 // Shared state and options visible to every pass.
+// The layout a host layout pass chose for one value (block-channels), or a blocked value read
+// back on the plain layout: plan.yaml's `layouts`, --explain's layout records.
+struct LayoutChoice {
+  std::string node;   // the node's location ("/features/0/Conv") or "node #N (op)"
+  std::string op;     // its op
+  std::string layout; // "blocked" ([N, C/16, H, W, 16]), "nchw", or "nchw (converted)"
+  std::string type;   // the value's type in that layout
+  std::string reason; // why; a conversion: the readers it serves
+  int64_t bytes = 0;  // a conversion: the bytes it moves (read and written)
+};
+
 struct PassContext {
   // The target compiled for, with the hardware description whose limits the legality checks
   // read (tile_compatible_compute: on-chip memory). Default: the cpu, its description (the
@@ -84,6 +95,9 @@ struct PassContext {
   bool hostVnni = false;
   std::ostream *log = nullptr;   // diagnostics and explanations go here when set
   ExplainLog *explain = nullptr; // rewrites and certificates are recorded here when set
+  // The layouts a host layout pass chose are appended here when set (always, by the compile
+  // driver: plan.yaml records them).
+  std::vector<LayoutChoice> *layouts = nullptr;
 };
 
 // One pass's run, for --pass-timing.

@@ -273,6 +273,24 @@ void emitRemat(YAML::Emitter &y, const Plan &p) {
   y << YAML::EndSeq;
 }
 
+void emitLayouts(YAML::Emitter &y, const Plan &p) {
+  if (p.layouts.empty())
+    return;
+  key(y, pk::plan::layouts) << YAML::BeginSeq;
+  for (const LayoutChoice &c : p.layouts) {
+    y << YAML::Flow << YAML::BeginMap;
+    key(y, pk::layout_choice::node) << c.node;
+    key(y, pk::layout_choice::op) << c.op;
+    key(y, pk::layout_choice::layout) << c.layout;
+    key(y, pk::layout_choice::type) << c.type;
+    key(y, pk::layout_choice::reason) << c.reason;
+    if (c.bytes > 0)
+      key(y, pk::layout_choice::bytes) << c.bytes;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+}
+
 void emitLayoutFolds(YAML::Emitter &y, const Plan &p) {
   if (p.layoutFolds.empty())
     return;
@@ -477,6 +495,7 @@ void Plan::writeYaml(std::ostream &os) const {
   emitSlices(y, pk::plan::split_chains, splitChains);
   emitMergeSiblings(y, *this);
   emitRemat(y, *this);
+  emitLayouts(y, *this);
   emitLayoutFolds(y, *this);
   key(y, pk::plan::layout) << layout;
   emitBuffers(y, *this);

@@ -8,6 +8,7 @@
 #include "ir/precision.h"
 #include "ir/types.h"
 #include "lower/fusion.h"
+#include "passes/pass.h"
 #include "plan/attention_choice.h"
 #include "plan/chain_split_choice.h"
 #include "plan/sibling_merge_choice.h"
@@ -176,8 +177,10 @@ struct Plan {
   // aicfc --precision (ir/precision.h): the policy the products were planned under; each step
   // records what its own kernel runs (PlanStep::precision).
   Precision precision = Precision::F32;
-  double predictedTimeUs = 0;       // sum of the kernels' predicted times
-  std::vector<RematDecision> remat; // store-or-recompute decisions of the fusion (fusion.h)
+  double predictedTimeUs = 0;        // sum of the kernels' predicted times
+  std::vector<RematDecision> remat;  // store-or-recompute decisions of the fusion (fusion.h)
+  std::vector<LayoutChoice> layouts; // the layout chosen for each candidate value
+                                     // (block-channels) and the conversions back
   std::vector<LayoutFoldRecord> layoutFolds;   // fold-or-materialise decisions of the fusion
   std::vector<AttentionDecision> attention;    // streaming or materialised (attention_choice.h)
   std::vector<SplitKDecision> splitK;          // contractions priced in K slices (split_k.h)
