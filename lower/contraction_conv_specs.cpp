@@ -470,7 +470,11 @@ Contraction blockedConvSpec(const Node &n, const GroupExpr &gx, bool host, const
   // A plain input's band (the image's first conv, resnet's 7 x 7 / 2 on 3 channels) keeps
   // NCHW rows: k = (c, kh, kw) is read in blocks of one kernel row's KW contiguous taps.
   bool plainBand = host && !blocked && dl[1] == 1 && !(st[0] == 1 && st[1] == 1 && os[3] <= 5);
-  if (host && (blocked || plainBand) && !pointwise)
+  // A pointwise conv whose input is not read in place (a fused prologue: DenseNet's BN -> ReLU
+  // after a concat, lower/fusion.cpp Caps::pricedPrologue) fills a band of its tile's rows
+  // too, the prologue applied once per element as the band is copied in.
+  bool pointwiseBand = host && pointwise && gx.inlines(x) && !aBlockView(c, Index{ivar("aicf_b")});
+  if (host && (blocked || plainBand) && (!pointwise || pointwiseBand))
     bandForm(n, gx, knobs, c);
   if (G > 1)
     c.batch.push_back(G);

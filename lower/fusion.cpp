@@ -195,14 +195,15 @@ Caps capsFor(const Node *anchor) {
   if (info.has(CONTRACT))
     c.multiOutput = false;
   // A pointwise blocked conv reads its input where it lies (the micro-kernel's k-block view);
-  // a fused prologue would turn that into a staged tile copy (EfficientNet's squeeze-excitation
-  // scale before the projection: 2.1 ms in place of 0.4 for the scale as its own kernel).
+  // with a prologue each tile first fills a band of its rows (lower/contraction_conv_specs.cpp),
+  // which pays where the prologue's own kernel would store and re-read a wide operand
+  // (DenseNet's BN -> ReLU after each concat) and not where that kernel is cheap.
   if (anchor->op() == Op::BlockedConv && anchor->i("depthwise") == 0 &&
       anchor->i("blocked_input") != 0 &&
       anchor->ints("kernel_shape") == std::vector<int64_t>{1, 1} &&
       anchor->ints("strides") == std::vector<int64_t>{1, 1} &&
       anchor->ints("pads") == std::vector<int64_t>{0, 0, 0, 0})
-    c.prologue = false;
+    c.pricedPrologue = true;
   return c;
 }
 

@@ -26,6 +26,10 @@ struct Caps {
   bool prologue = true;    // inlines fused producers of its operands (GroupExpr::at)
   bool epilogue = true;    // applies elementwise consumers of its result before storing
   bool multiOutput = true; // writes every group output (not only the last epilogue value)
+  // A prologue changes how the anchor reads that operand (a pointwise blocked conv reads its
+  // input in place; with a prologue it fills a band per tile): folded only where priced (rule
+  // 4 with a kernel cost function), never copied by rule 5.
+  bool pricedPrologue = false;
 };
 
 // Whether two values have the same dims at every point of the symbolic dims' ranges: their
@@ -87,6 +91,7 @@ private:
   void add(int gi, Node *n, bool epilogue);
   bool full(int gi, size_t more) const;
   bool contains(int gi, const Node *n) const;
+  bool readAsInput(int gi, const Node *anchor) const; // rule 4 (fusion_rule_prologue.cpp)
   bool holdsBranchCondition(int gi) const;
   int directGroup(const Value *v) const;
   void storageGroups(const Value *v, std::vector<int> &out) const;

@@ -1,9 +1,11 @@
 // Fusion rule 4 (lower/fusion.cpp's list): a pure elementwise group read by one other group
 // only is merged into it and recomputed where that group reads it, never stored. Where that
 // group's anchor reads each element more than once (a conv's or pool's window, whose recipes
-// inline the operand at every tap), the fold is priced (tryMerge): the prologue is kept when
-// recomputing it at every read costs no more than storing it once. A QDQ model's quantized
-// SiLU before a 5 x 5 depthwise conv, recomputed at its 25 taps, ran 25x its prediction.
+// inline the operand at every tap), or reads it differently with a prologue (Caps::
+// pricedPrologue: a pointwise blocked conv's band), the fold is priced (tryMerge): the
+// prologue is kept when recomputing it at every read costs no more than storing it once. A QDQ
+// model's quantized SiLU before a 5 x 5 depthwise conv, recomputed at its 25 taps, ran 25x its
+// prediction.
 #include "lower/fusion_partitioner.h"
 
 #include "ir/norm_readers.h"
@@ -45,6 +47,29 @@ bool windowed(const Node *anchor) {
 
 } // namespace
 
+// Whether the results of group gi that leave it are read only as the input (operand 0) of
+// `anchor`. A priced prologue (Caps::pricedPrologue) is the input's: the pointwise blocked
+// conv's band applies it to A. A weight computed at run time (RegNetY's squeeze-excitation scale
+// folded into the projection's weights) would turn B's packed panels into a staged copy per
+// tile: 0.19 ms in place of 0.15 for the scaling kernel and the conv.
+bool Partitioner::readAsInput(int gi, const Node *anchor) const {
+  for (const Node *m : groups_[gi].nodes)
+    for (const Value *r : m->results()) {
+      std::vector<const Node *> rs;
+      readers(r, rs);
+      for (const Node *u : rs) {
+        if (contains(gi, u))
+          continue;
+        if (u != anchor || anchor->operand(0) != r)
+          return false;
+        for (size_t i = 1; i < anchor->numOperands(); ++i)
+          if (anchor->operand(i) == r)
+            return false;
+      }
+    }
+  return true;
+}
+
 void Partitioner::foldPrologues(Partition &p) {
   std::set<int> priced;
   bool changed = true;
@@ -66,10 +91,15 @@ void Partitioner::foldPrologues(Partition &p) {
       if (holdsBranchCondition(gi))
         continue;
       int consumer = soleConsumer(gi);
-      if (consumer < 0 || !capsFor(groups_[consumer].anchor).prologue ||
+      if (consumer < 0)
+        continue;
+      Caps caps = capsFor(groups_[consumer].anchor);
+      if (!caps.prologue ||
+          (caps.pricedPrologue &&
+           (!opts_.kernelCost || !readAsInput(gi, groups_[consumer].anchor))) ||
           full(consumer, groups_[gi].nodes.size()))
         continue;
-      if (opts_.kernelCost && windowed(groups_[consumer].anchor)) {
+      if (opts_.kernelCost && (caps.pricedPrologue || windowed(groups_[consumer].anchor))) {
         if (!priced.insert(gi).second)
           continue; // priced and kept apart on an earlier sweep
         RematDecision dec;

@@ -61,7 +61,9 @@ void Partitioner::rematerialize(Partition &p) {
     if (!certified)
       continue;
     bool inlinable = std::all_of(cons.begin(), cons.end(), [&](int c) {
-      return groups_[c].alive && capsFor(groups_[c].anchor).prologue && !full(c, grp.nodes.size());
+      Caps caps = capsFor(groups_[c].anchor);
+      return groups_[c].alive && caps.prologue && !caps.pricedPrologue &&
+             !full(c, grp.nodes.size());
     });
     if (!inlinable)
       continue;

@@ -564,6 +564,15 @@ E indexExpr(const IndexExpr &e, const std::vector<E> &dims) {
   throw InternalError("indexExpr: unknown kind");
 }
 
+bool GroupExpr::inlines(const Value *v) const {
+  const Node *def = v->def();
+  if (subst_.count(v) || !member(def) || !(isLayoutOp(*def) || def->info().has(EW)))
+    return false;
+  return std::all_of(def->operands().begin(), def->operands().end(), [&](const Value *o) {
+    return subst_.count(o) || params_.count(o) || inlines(o);
+  });
+}
+
 bool GroupExpr::member(const Node *n) const {
   return n && std::find(g_.nodes.begin(), g_.nodes.end(), n) != g_.nodes.end();
 }

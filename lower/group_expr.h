@@ -148,6 +148,11 @@ public:
   std::vector<const Node *> consumersInGroup(const Value *v) const;
 
   const kir::BufferP &param(const Value *v) const; // InternalError if v is not a param
+  // Whether `at(v)` recomputes v from the group's own elementwise or folded layout nodes (a
+  // fused prologue) over params and substitutions made so far, rather than loading a param or
+  // calling a substitution (false too where it reaches a value neither provides yet: a conv
+  // chain's inner result before its recipe substitutes it).
+  bool inlines(const Value *v) const;
 
 private:
   // `v` at map(idx), where `map` sends the reader's index `idx` to v's index.

@@ -588,6 +588,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   if (n.op() == Op::BlockedConv)
     for (const auto &[step, operand] : c.steps)
       problem->epilogueCycles += isTranscendental(step.op) ? 1.0 : 0.0;
+  if (c.bandFill)
+    problem->bandPrologueCycles = recipe::prologueCycles(g);
 
   // The reduction over K tiles.
   std::vector<StmtP> zero = {kir::store(C, {tv, i, j}, f32(0.0))};
@@ -904,14 +906,16 @@ public:
       // The band form of R = BM / OW output rows per tile (resnet18's 14 x 14 layer3, 2.36 MB
       // of weights: 2.33 ms at R = 1, 2.16 ms at R = 2..14; its 56 x 56 layer1, whose 147 KB
       // of weights stay in L2: 2.10 ms at every R):
-      //  * each tile fills its band, ~0.1 cycles per float (vector copies);
+      //  * each tile fills its band, ~0.1 cycles per float (vector copies), and applies a
+      //    fused prologue per vector of 16 floats;
       //  * each row of tiles streams the whole weight once; beyond L2 its first pass over each
       //    k step's panel waits on L3, about half of that stream at L3 bandwidth, a quarter
       //    when the panels are prefetched a slice ahead (bStreamed: resnet18's layer4 3 x 3
       //    convs 2.08 -> 1.55 ms, against 1.3 ms with the weight in L2).
       // (Per block, as every scalar term: the tile's band, its BN columns of the weight.)
       int64_t R = std::max<int64_t>(1, BM / p.rowGroup);
-      s.scalarCycles += 0.1 * double(p.bandBytes0 + (R - 1) * p.bandRowBytes) / 4.0;
+      s.scalarCycles += (0.1 + p.bandPrologueCycles / 16.0) *
+                        double(p.bandBytes0 + (R - 1) * p.bandRowBytes) / 4.0;
       if (p.bBytes > hw.l2Bytes / 2)
         s.scalarCycles += double(p.bBytes) * double(std::min(BN, N)) / double(N) /
                           ((p.bStreamed ? 4.0 : 2.0) * std::max(1.0, hw.l3BytesPerCycle));

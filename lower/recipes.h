@@ -251,6 +251,8 @@ struct ContractionProblem : kir::ProblemFacts {
   bool fusedTile = false;
   // Host cycles per output element of the epilogue's transcendental steps (blocked convs).
   double epilogueCycles = 0;
+  // Host cycles per 16-lane vector of a fused prologue the band fill applies (a band form).
+  double bandPrologueCycles = 0;
   // GPU plans of a reduced-precision node (ir/precision.h): the tensor-core instruction the
   // tile runs on and the precision its operands are staged in; None / fp32: SIMT f32.
   kir::MmaFrag frag = kir::MmaFrag::None;

@@ -10,6 +10,10 @@ numpy reference outputs/*.npy that aicf-run --reference checks.
           (fold-pad; golden testdata/ir/cli/fold_pad_e2e.mcir): torch's avg_pool2d with
           count_include_pad (Pad 1 -> AveragePool 3x3), TF's SAME padding of a stride-2 conv
           (Pad 0 / 1 -> Conv), a -inf Pad before a MaxPool, between channel-blocked convs.
+  dense_block: a DenseNet dense block and transition as torch exports them (golden
+          testdata/ir/cli/bn_relu_prologue_e2e.mcir): each layer's BatchNormalization -> Relu of
+          the concat of all earlier features before its 1 x 1 conv, the transition's BN -> ReLU
+          -> 1 x 1 conv -> 2 x 2 average pool.
 
 Run by hand with Debian's python3-onnx and commit the output (names: only those folders):
     /usr/bin/python3 scripts/gen_layout_models.py [NAME...]
@@ -95,10 +99,67 @@ def padded_windows(rng):
     save("padded_windows", nodes, [("x", x)], weights, [("y", y)])
 
 
+def dense_block(rng):
+    f = np.float32
+    x = rng.standard_normal((1, 3, 16, 16)).astype(f)
+    weights, nodes = [], []
+
+    def param(name, shape, scale):
+        a = (rng.standard_normal(shape) * scale).astype(f)
+        weights.append((name, a))
+        return a
+
+    def conv(src, out, cin, cout, k, relu=True):
+        w = param(f"{out}_w", (cout, cin, k, k), 1.0 / np.sqrt(cin * k * k))
+        b = param(f"{out}_b", (cout,), 0.1)
+        p = k // 2
+        nodes.append(helper.make_node("Conv", [src, f"{out}_w", f"{out}_b"], [out + "_c" if relu else out],
+                                      pads=[p] * 4))
+        if relu:
+            nodes.append(helper.make_node("Relu", [out + "_c"], [out]))
+        return lambda v: (np.maximum if relu else (lambda a, _: a))(
+            conv2d(np.pad(v, ((0, 0), (0, 0), (p, p), (p, p))), w, b), 0)
+
+    def bn_relu(src, out, c):
+        s = (rng.uniform(0.5, 1.5, c)).astype(f)
+        o = (rng.uniform(-0.5, 0.5, c)).astype(f)
+        m = (rng.uniform(-0.2, 0.2, c)).astype(f)
+        v = (rng.uniform(0.5, 2.0, c)).astype(f)
+        names = [f"{out}_{k}" for k in "somv"]
+        weights.extend(zip(names, (s, o, m, v)))
+        nodes.append(helper.make_node("BatchNormalization", [src] + names, [out + "_n"],
+                                      epsilon=1e-5))
+        nodes.append(helper.make_node("Relu", [out + "_n"], [out]))
+        r = lambda a: a.reshape(1, -1, 1, 1).astype(np.float64)
+        return lambda t: np.maximum((t - r(m)) / np.sqrt(r(v) + 1e-5) * r(s) + r(o), 0)
+
+    x64 = x.astype(np.float64)
+    feats = [conv("x", "f0", 3, 32, 3)(x64)]
+    names = ["f0"]
+    growth, width = 16, 64
+    for i in range(1, 4):  # three dense layers: 32 -> 48 -> 64 -> 80 channels
+        cin = 32 + (i - 1) * growth
+        src = names[0] if i == 1 else f"cat{i - 1}"
+        t = feats[0] if i == 1 else np.concatenate(feats, axis=1)
+        t = bn_relu(src, f"l{i}_bn", cin)(t)
+        t = conv(f"l{i}_bn", f"l{i}_a", cin, width, 1)(t)
+        t = conv(f"l{i}_a", f"l{i}_b", width, growth, 3, relu=False)(t)
+        feats.append(t)
+        names.append(f"l{i}_b")
+        nodes.append(helper.make_node("Concat", list(names), [f"cat{i}"], axis=1))
+    t = bn_relu("cat3", "tr_bn", 80)(np.concatenate(feats, axis=1))
+    t = conv("tr_bn", "tr", 80, 48, 1, relu=False)(t)
+    nodes.append(helper.make_node("AveragePool", ["tr"], ["y"], kernel_shape=[2, 2], strides=[2, 2]))
+    y = pool2d(t, 2, 2, np.mean).astype(f)
+    save("dense_block", nodes, [("x", x)], weights, [("y", y)])
+
+
 def main():
-    names = sys.argv[1:] or ["stores", "padded_windows"]
+    names = sys.argv[1:] or ["stores", "padded_windows", "dense_block"]
     if "padded_windows" in names:
         padded_windows(np.random.default_rng(53))
+    if "dense_block" in names:
+        dense_block(np.random.default_rng(121))
     if "stores" in names:
         stores()
 

@@ -682,13 +682,16 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const TA *__restrict
 
 // One column panel over tm rows; kb.n1 != 0: A's k in blocks of 16 (aicf_kblocks), kb.g != 0:
 // its rows in groups, each group its own run of row blocks over the same (L1-resident) panel.
+// Groups that follow each other (a 1 x 1 conv's band: each output row's pixels right after the
+// last row's) with no per-group tap rows are one run: row blocks across the groups' ends (a
+// 14-pixel row alone is blocks of 6, 6 and 2 rows).
 template <int NV, typename X, typename TA, typename TB>
 inline void aicf_mma_panel(float *__restrict C, int64_t ldc, const TA *__restrict A,
                            int64_t lda, aicf_kblocks kb, const TB *__restrict B, int64_t ldb,
                            int64_t tm, int64_t K, const X &x, int64_t j0) {
   if (!kb.n1)
     aicf_mma_rows<NV, false>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
-  else if (!kb.g)
+  else if (!kb.g || (kb.gs == kb.g * lda && !kb.ts && !kb.tn))
     aicf_mma_rows<NV, true>(C, ldc, A, lda, kb, B, ldb, tm, K, x, 0, j0);
   else
     for (int64_t i = 0, ng = (tm + kb.g - 1) / kb.g; i < tm; i += kb.g) {
