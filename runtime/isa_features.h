@@ -8,7 +8,9 @@
 // X(name, macro, leaf, subleaf, reg, bit, state): the name as plan.yaml spells it; the macro
 // `c++ -march=ARCH -dM -E` defines when ARCH may use it; where CPUID reports it (leaf, subleaf,
 // register, bit); and the register state the OS must save for it (XCR0): 0 none beyond SSE,
-// 1 AVX (YMM), 2 AVX-512 (YMM, opmask, ZMM). The runtime reads CPUID itself rather than asking
+// 1 AVX (YMM), 2 AVX-512 (YMM, opmask, ZMM), 3 AMX (the tile configuration and data; Linux
+// also wants a process's request before its first tile instruction, which the kernels make). The
+// runtime reads CPUID itself rather than asking
 // __builtin_cpu_supports, whose accepted names differ between GCC and clang versions. The order
 // is the order in plan.yaml. Baseline x86-64 (SSE, SSE2) is implied and not listed.
 #ifndef AICF_RUNTIME_ISA_FEATURES_H
@@ -53,6 +55,9 @@
   X("avx512bf16", "__AVX512BF16__", 7, 1, eax, 5, 2)                                               \
   X("avx512er", "__AVX512ER__", 7, 0, ebx, 27, 2)                                                  \
   X("avx512pf", "__AVX512PF__", 7, 0, ebx, 26, 2)                                                  \
-  X("avx512fp16", "__AVX512FP16__", 7, 0, edx, 23, 2)
+  X("avx512fp16", "__AVX512FP16__", 7, 0, edx, 23, 2)                                              \
+  X("amx-tile", "__AMX_TILE__", 7, 0, edx, 24, 3)                                                  \
+  X("amx-bf16", "__AMX_BF16__", 7, 0, edx, 22, 3)                                                  \
+  X("amx-int8", "__AMX_INT8__", 7, 0, edx, 25, 3)
 
 #endif /* AICF_RUNTIME_ISA_FEATURES_H */

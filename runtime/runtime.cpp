@@ -184,12 +184,12 @@ bool cpuHas(const std::string &name) {
 #if defined(__x86_64__) || defined(__i386__)
   static const std::map<std::string, bool> has = [] {
     const uint64_t xcr0 = osSavedState();
-    const bool avxState = (xcr0 & 0x6) == 0x6;      // XMM + YMM
-    const bool avx512State = (xcr0 & 0xe6) == 0xe6; // XMM + YMM + opmask + ZMM
+    // By state: none; XMM + YMM; + opmask + ZMM; the tile configuration and data.
+    const bool saved[] = {true, (xcr0 & 0x6) == 0x6, (xcr0 & 0xe6) == 0xe6,
+                          (xcr0 & 0x60000) == 0x60000};
     std::map<std::string, bool> m;
 #define AICF_ISA_PROBE(name, macro, leaf, subleaf, reg, bit, state)                                \
-  m[name] = ((cpuid(leaf, subleaf).reg >> (bit)) & 1u) != 0 &&                                     \
-            ((state) == 0 || ((state) == 1 && avxState) || ((state) == 2 && avx512State));
+  m[name] = ((cpuid(leaf, subleaf).reg >> (bit)) & 1u) != 0 && saved[state];
     AICF_ISA_FEATURES(AICF_ISA_PROBE)
 #undef AICF_ISA_PROBE
     return m;

@@ -758,6 +758,15 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
   });
 }
 
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+// bf16 products on AMX tiles (defined in host_amx_prelude.cpp's text, after this one).
+bool aicf_amx_ready();
+template <typename X>
+void aicf_amx_bf16(float *__restrict C, int64_t ldc, const uint32_t *__restrict ap, int64_t kp,
+                   const uint16_t *__restrict Bk, int64_t panelStride, int64_t NR, int64_t c0,
+                   int64_t tm, int64_t tn, int64_t kc, const X &x);
+#endif
+
 // B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
 // time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
 // micro-kernel streams each panel as it lies, with no staging copy. PF (mma_tile's bPrefetch):
@@ -777,6 +786,21 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
     // bf16 / int8: the chunk's A in pairs / quads of k, dense rows (aicf_pack_pairs,
     // aicf_pack_quads); f32: A as it lies.
     constexpr int64_t G = aicf_bw<TB>;
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+    // bf16 on AMX tiles: A's pairs in whole tiles (rows and pairs padded with zeros).
+    if constexpr (G == 2) {
+      if (aicf_amx_ready()) {
+        const int64_t kt = (kc + 31) / 32 * 16, rows = (tm + 15) / 16 * 16;
+        uint32_t *at = static_cast<uint32_t *>(aicf_alloc(size_t(rows * kt) * 4));
+        aicf_pack_pairs(at, kt, A, lda, kc_, tm, kc);
+        std::memset(at + tm * kt, 0, size_t((rows - tm) * kt) * 4);
+        aicf_amx_bf16(C, ldc, at, kt, Bk, panelStride, NR, c0, tm, tn, kc,
+                      aicf_chunk(x, k0, kc, K));
+        aicf_release(at);
+        return;
+      }
+    }
+#endif
     const int64_t kp = G > 1 ? (kc + 15) / 16 * (16 / G) : 0;
     uint32_t *ap = G > 1 ? static_cast<uint32_t *>(aicf_alloc(size_t(tm * kp) * 4)) : nullptr;
     if constexpr (G == 2)

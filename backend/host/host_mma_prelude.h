@@ -10,5 +10,6 @@ namespace aicf {
 extern const char *const kHostPrelude;
 // Ends the prelude's anonymous namespace: printed right after kHostPrelude.
 extern const char *const kHostMmaPrelude;
+extern const char *const kHostAmxPrelude;
 
 } // namespace aicf

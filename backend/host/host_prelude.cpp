@@ -10,8 +10,12 @@ const char *const kHostPrelude = R"(#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#if defined(__AVX512BF16__) || defined(__AVX512VNNI__)
-#include <immintrin.h> // the bf16 / int8 micro-kernels' vdpbf16ps, vpdpbusd (host_mma_prelude.cpp)
+#if defined(__AVX512BF16__) || defined(__AVX512VNNI__) || defined(__AMX_TILE__)
+#include <immintrin.h> // the bf16 / int8 micro-kernels' vdpbf16ps, vpdpbusd, AMX tiles (host_mma_prelude.cpp)
+#endif
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+#include <sys/syscall.h> // the tile registers' permission (aicf_amx_ready)
+#include <unistd.h>
 #endif
 
 namespace {

@@ -819,7 +819,7 @@ std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
   os << "#ifndef AICF_MMA_MR\n#define AICF_MMA_MR 8\n#endif\n";
   os << "#ifndef AICF_MMA_NV\n#define AICF_MMA_NV 2\n#endif\n";
   os << "#ifndef AICF_MMA_PACK\n#define AICF_MMA_PACK 8192\n#endif\n";
-  os << kHostPrelude << kHostMmaPrelude;
+  os << kHostPrelude << kHostMmaPrelude << kHostAmxPrelude;
   for (size_t i = 0; i < texts.size(); ++i) {
     os << "\n";
     if (parts > 1)

@@ -7,6 +7,9 @@
 //  * the micro-kernel's emulation (a -march without AVX512-BF16) and the instruction agree
 //    bit-for-bit on small products (ragged K, rows and panels), and both equal a scalar model of
 //    the instruction (operands rounded to nearest even, the high products first);
+//  * on a CPU with AMX-BF16 the tile kernel (tdpbf16ps) agrees with the emulation bit-for-bit
+//    where every partial sum is exact, and within a bound elsewhere (it sums a tile's products
+//    in an order of its own);
 //  * every bundled model compiled for the host in bf16 matches its fp32 reference within
 //    |got - want| <= 8u + 8u |want|, u = 2^-8 (the error model of test_precision.cpp's emulated
 //    GPU plans, which round the same operands);
@@ -95,6 +98,15 @@ std::vector<float> runMicroKernel(const std::string &flags, const std::vector<fl
   return c;
 }
 
+// B in pair panels: panel p, pair row q, column j, parity k % 2 (pack-weights' layout).
+std::vector<uint16_t> pairPanels(const std::vector<float> &w) {
+  std::vector<uint16_t> b(kP * kKh * kNR * 2, 0);
+  for (int64_t k = 0; k < kK; ++k)
+    for (int64_t col = 0; col < kN; ++col)
+      b[((col / kNR * kKh + k / 2) * kNR + col % kNR) * 2 + k % 2] = toBf16(w[k * kN + col]);
+  return b;
+}
+
 } // namespace
 
 TEST_CASE("host bf16: the micro-kernel's emulation and vdpbf16ps agree bit-for-bit") {
@@ -116,7 +128,8 @@ TEST_CASE("host bf16: the micro-kernel's emulation and vdpbf16ps agree bit-for-b
       }
       want[i * kN + j] = acc;
     }
-  std::vector<float> emulated = runMicroKernel("-mno-avx512bf16", a, b);
+  std::vector<float> emulated =
+      runMicroKernel("-mno-avx512bf16 -mno-amx-tile -mno-amx-bf16 -mno-amx-int8", a, b);
   int64_t off = 0;
   for (size_t i = 0; i < want.size(); ++i)
     off += bits(emulated[i]) != bits(want[i]);
@@ -125,11 +138,50 @@ TEST_CASE("host bf16: the micro-kernel's emulation and vdpbf16ps agree bit-for-b
     MESSAGE("skipped the vdpbf16ps half: this CPU has no avx512bf16");
     return;
   }
-  std::vector<float> real = runMicroKernel("", a, b);
+  // (Without AMX: on a CPU with amx-bf16, -march=native's kernel runs on tiles, below.)
+  std::vector<float> real = runMicroKernel("-mno-amx-tile -mno-amx-bf16 -mno-amx-int8", a, b);
   off = 0;
   for (size_t i = 0; i < want.size(); ++i)
     off += bits(real[i]) != bits(emulated[i]);
   CHECK_MESSAGE(off == 0, off, " of ", want.size(), " vdpbf16ps results differ from the emulation");
+}
+
+TEST_CASE("host bf16: AMX tiles and the emulation agree") {
+  if (!compile_checks::cpuHas("amx-bf16")) {
+    MESSAGE("skipped: this CPU has no amx-bf16");
+    return;
+  }
+  const std::string noAmx = "-mno-avx512bf16 -mno-amx-tile -mno-amx-bf16 -mno-amx-int8";
+  // Quarters in [-1, 1]: every product and partial sum is exact in f32, whatever the order.
+  auto quarters = [](std::vector<float> v) {
+    for (float &x : v)
+      x = std::round(x * 4.0f) / 4.0f;
+    return v;
+  };
+  std::vector<float> a = quarters(pseudoRandom(kM * kK, 5)), w = quarters(pseudoRandom(kK * kN, 6));
+  std::vector<uint16_t> b = pairPanels(w);
+  std::vector<float> tiles = runMicroKernel("", a, b), emulated = runMicroKernel(noAmx, a, b);
+  int64_t off = 0;
+  for (size_t i = 0; i < tiles.size(); ++i)
+    off += bits(tiles[i]) != bits(emulated[i]);
+  CHECK_MESSAGE(off == 0, off, " of ", tiles.size(), " tile results differ from the emulation");
+  // Any operands: within 4 ulp of f32 per product's size (sum |a| |b| u32, u32 = 2^-24).
+  a = pseudoRandom(kM * kK, 7);
+  w = pseudoRandom(kK * kN, 8);
+  b = pairPanels(w);
+  tiles = runMicroKernel("", a, b);
+  emulated = runMicroKernel(noAmx, a, b);
+  double worst = 0;
+  for (int64_t i = 0; i < kM; ++i)
+    for (int64_t j = 0; j < kN; ++j) {
+      double mag = 0;
+      for (int64_t k = 0; k < kK; ++k)
+        mag += std::fabs(double(widen(toBf16(a[i * kK + k]))) * widen(toBf16(w[k * kN + j])));
+      double d = std::fabs(double(tiles[i * kN + j]) - emulated[i * kN + j]);
+      worst = std::max(worst, d / (mag * std::ldexp(1.0, -24)));
+    }
+  CHECK_MESSAGE(worst <= 4.0, "tile results differ from the emulation by ", worst,
+                " ulp of the products' size");
 }
 
 TEST_CASE("host bf16: pack-weights' pair panels are the weight again") {

@@ -1,0 +1,155 @@
+// The host micro-kernels' AMX tile text (see host_mma_prelude.h): after kHostMmaPrelude, whose
+// aicf_mma_f32_panels calls these for bf16 products where the -march has the tiles.
+#include "backend/host/host_mma_prelude.h"
+
+namespace aicf {
+
+const char *const kHostAmxPrelude = R"(
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+namespace {
+
+// bf16 products on AMX tiles (a CPU with amx-bf16: --cpu-arch native on a Sapphire Rapids or
+// later Xeon): tdpbf16ps multiplies a tile of 16 rows x 16 A pairs by one of 16 pair rows x 16
+// columns of B into 16 x 16 f32, 8192 products per instruction, ~6x vdpbf16ps' rate on one core
+// (measured on this project's Xeon, docs/precision.md). Eight tile registers, each 16 rows of
+// 64 bytes: 0-3 the 2 x 2 C tiles of a 32 x 32 block, 4-5 its A tiles, 6-7 its B tiles. The
+// registers need the process's permission (Linux arch_prctl, asked once) and the thread's tile
+// configuration, loaded on every call (another library in the process may load its own).
+struct alignas(64) aicf_tile_cfg {
+  uint8_t palette, start, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+// The tile instructions as asm that names the memory it reads and writes: GCC 12's intrinsics
+// declare none (ldtilecfg reads "8 bytes", so the configuration's rows were dead stores and
+// the first tile load faulted; tile loads and stores of a staging buffer could be reordered
+// with its ordinary stores and loads).
+#define AICF_TILE_LOAD(t, base, stride)                                                        \
+  __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #t "|tileloadd\t%%tmm" #t ", [%0+%1*1]}"  \
+                   ::"r"((const void *)(base)), "r"((long)(stride)) : "memory")
+#define AICF_TILE_STORE(t, base, stride)                                                       \
+  __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}" \
+                   ::"r"((void *)(base)), "r"((long)(stride)) : "memory")
+#define AICF_TILE_DPBF16(c, a, b)                                                              \
+  __asm__ volatile("{tdpbf16ps\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c                           \
+                   "|tdpbf16ps\t%%tmm" #c ", %%tmm" #a ", %%tmm" #b "}" ::)
+bool aicf_amx_ready() {
+  static const bool ok = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                                 18 /* XFEATURE_XTILEDATA */) == 0;
+  if (ok) {
+    aicf_tile_cfg cfg = {};
+    cfg.palette = 1;
+    for (int t = 0; t < 8; ++t) {
+      cfg.colsb[t] = 64;
+      cfg.rows[t] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
+  }
+  return ok;
+}
+
+// C[tm x tn] (ldc) from the chunk's A pairs ap (rows padded to 16 with zeros, kp pairs each, kp
+// a multiple of 16, past kc zero) times B's pair rows (column c0 + j in panel (c0 + j) / NR, at
+// pair row p NR + (c0 + j) % NR of it), per 32 x 32 block: C's values (the init on the first
+// chunk, else C) loaded into the C tiles, the k tiles accumulated, then the epilogue (the last
+// chunk) or C. B's last k tile, where fewer than 16 pair rows remain, is copied beside zeros:
+// the rows past the chunk may lie past the weight.
+template <typename X>
+void aicf_amx_bf16(float *__restrict C, int64_t ldc, const uint32_t *__restrict ap,
+                          int64_t kp, const uint16_t *__restrict Bk, int64_t panelStride,
+                          int64_t NR, int64_t c0, int64_t tm, int64_t tn, int64_t kc,
+                          const X &x) {
+  const int64_t pairs = (kc + 1) / 2, kt = (pairs + 15) / 16, tail = pairs - 16 * (kt - 1);
+  alignas(64) float cs[4][256];
+  alignas(64) uint32_t bt[2][256];
+  for (int64_t j = 0; j < tn; j += 32) {
+    const int nb = tn - j > 16 ? 2 : 1;
+    const uint32_t *bp[2];
+    for (int q = 0; q < nb; ++q) {
+      const int64_t col = c0 + j + 16 * q;
+      bp[q] = reinterpret_cast<const uint32_t *>(Bk + col / NR * panelStride + 2 * (col % NR));
+      if (tail < 16) { // the last k tile's pair rows beside zeros
+        std::memset(bt[q], 0, sizeof bt[q]);
+        for (int64_t p = 0; p < tail; ++p)
+          std::memcpy(bt[q] + p * 16, bp[q] + (16 * (kt - 1) + p) * NR, 64);
+      }
+    }
+    for (int64_t i = 0; i < tm; i += 32) {
+      const int na = tm - i > 16 ? 2 : 1;
+      // The C tiles' start: the init (first chunk) or C, rows past tm zero.
+      for (int a = 0; a < na; ++a)
+        for (int q = 0; q < nb; ++q)
+          for (int64_t r = 0; r < 16; ++r) {
+            float *v = cs[2 * a + q] + 16 * r;
+            const int64_t row = i + 16 * a + r, jc = j + 16 * q;
+            if (row >= tm)
+              std::memset(v, 0, 64);
+            else if constexpr (X::fused) {
+              if (x.first)
+                x.init(row, jc, v);
+              else
+                std::memcpy(v, C + row * ldc + jc, 64);
+            } else {
+              std::memcpy(v, C + row * ldc + jc, 64);
+            }
+          }
+      AICF_TILE_LOAD(0, cs[0], 64);
+      if (nb == 2)
+        AICF_TILE_LOAD(1, cs[1], 64);
+      if (na == 2)
+        AICF_TILE_LOAD(2, cs[2], 64);
+      if (na == 2 && nb == 2)
+        AICF_TILE_LOAD(3, cs[3], 64);
+      const uint32_t *a0 = ap + i * kp;
+      for (int64_t t = 0; t < kt; ++t) {
+        const bool part = t == kt - 1 && tail < 16;
+        AICF_TILE_LOAD(4, a0 + 16 * t, kp * 4);
+        if (na == 2)
+          AICF_TILE_LOAD(5, a0 + 16 * kp + 16 * t, kp * 4);
+        if (part)
+          AICF_TILE_LOAD(6, bt[0], 64);
+        else
+          AICF_TILE_LOAD(6, bp[0] + 16 * t * NR, NR * 4);
+        if (nb == 2) {
+          if (part)
+            AICF_TILE_LOAD(7, bt[1], 64);
+          else
+            AICF_TILE_LOAD(7, bp[1] + 16 * t * NR, NR * 4);
+        }
+        AICF_TILE_DPBF16(0, 4, 6);
+        if (nb == 2)
+          AICF_TILE_DPBF16(1, 4, 7);
+        if (na == 2)
+          AICF_TILE_DPBF16(2, 5, 6);
+        if (na == 2 && nb == 2)
+          AICF_TILE_DPBF16(3, 5, 7);
+      }
+      AICF_TILE_STORE(0, cs[0], 64);
+      if (nb == 2)
+        AICF_TILE_STORE(1, cs[1], 64);
+      if (na == 2)
+        AICF_TILE_STORE(2, cs[2], 64);
+      if (na == 2 && nb == 2)
+        AICF_TILE_STORE(3, cs[3], 64);
+      for (int a = 0; a < na; ++a)
+        for (int q = 0; q < nb; ++q)
+          for (int64_t r = 0; r < 16 && i + 16 * a + r < tm; ++r) {
+            float *v = cs[2 * a + q] + 16 * r;
+            const int64_t row = i + 16 * a + r, jc = j + 16 * q;
+            if constexpr (X::fused) {
+              if (x.last) {
+                x.epi(row, jc, v);
+                continue;
+              }
+            }
+            std::memcpy(C + row * ldc + jc, v, 64);
+          }
+    }
+  }
+}
+
+} // namespace
+#endif
+)";
+
+} // namespace aicf
