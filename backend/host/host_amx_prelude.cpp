@@ -54,6 +54,17 @@ bool aicf_amx_ready() {
 // chunk, else C) loaded into the C tiles, the k tiles accumulated, then the epilogue (the last
 // chunk) or C. B's last k tile, where fewer than 16 pair rows remain, is copied beside zeros:
 // the rows past the chunk may lie past the weight.
+// The block's C tiles (those of its na row and nb column tiles) to or from the staging cs.
+#define AICF_C_TILES(OP)                                                                       \
+  do {                                                                                         \
+    OP(0, cs[0], 64);                                                                          \
+    if (nb == 2)                                                                               \
+      OP(1, cs[1], 64);                                                                        \
+    if (na == 2)                                                                               \
+      OP(2, cs[2], 64);                                                                        \
+    if (na == 2 && nb == 2)                                                                    \
+      OP(3, cs[3], 64);                                                                        \
+  } while (0)
 template <typename X>
 void aicf_amx_bf16(float *__restrict C, int64_t ldc, const uint32_t *__restrict ap,
                           int64_t kp, const uint16_t *__restrict Bk, int64_t panelStride,
@@ -93,13 +104,7 @@ void aicf_amx_bf16(float *__restrict C, int64_t ldc, const uint32_t *__restrict 
               std::memcpy(v, C + row * ldc + jc, 64);
             }
           }
-      AICF_TILE_LOAD(0, cs[0], 64);
-      if (nb == 2)
-        AICF_TILE_LOAD(1, cs[1], 64);
-      if (na == 2)
-        AICF_TILE_LOAD(2, cs[2], 64);
-      if (na == 2 && nb == 2)
-        AICF_TILE_LOAD(3, cs[3], 64);
+      AICF_C_TILES(AICF_TILE_LOAD);
       const uint32_t *a0 = ap + i * kp;
       for (int64_t t = 0; t < kt; ++t) {
         const bool part = t == kt - 1 && tail < 16;
@@ -124,13 +129,7 @@ void aicf_amx_bf16(float *__restrict C, int64_t ldc, const uint32_t *__restrict 
         if (na == 2 && nb == 2)
           AICF_TILE_DPBF16(3, 5, 7);
       }
-      AICF_TILE_STORE(0, cs[0], 64);
-      if (nb == 2)
-        AICF_TILE_STORE(1, cs[1], 64);
-      if (na == 2)
-        AICF_TILE_STORE(2, cs[2], 64);
-      if (na == 2 && nb == 2)
-        AICF_TILE_STORE(3, cs[3], 64);
+      AICF_C_TILES(AICF_TILE_STORE);
       for (int a = 0; a < na; ++a)
         for (int q = 0; q < nb; ++q)
           for (int64_t r = 0; r < 16 && i + 16 * a + r < tm; ++r) {
