@@ -705,9 +705,11 @@ public:
       // that divide N, so that every block is the 7 x 64 micro-kernel and no tile ends in
       // padding (a ragged column tile guards its epilogue per lane, which GCC leaves scalar:
       // mobilenet_v3's 96 -> 576 convs with hard-swish, 55 us in tiles of 288, 93 in 320 + 256).
+      // The same for panels 48 wide (N a multiple of 48: 8 x 48 blocks).
+      const int64_t W = p.bPanelWidth;
       for (int64_t t : {64, 128, 256, 512}) {
-        if (p.bPanelWidth == 64) {
-          for (int64_t bn = 64; bn <= t; bn += 64)
+        if (W >= 48) {
+          for (int64_t bn = W; bn <= std::max(t, W); bn += W)
             if (N % bn == 0)
               bns.insert(bn);
           continue;
@@ -727,9 +729,9 @@ public:
           bks.insert(balanced(K, t, p.kAlign));
       // A band over a blocked input: k steps of whole input channel blocks (KH KW 16) whose
       // slice of a 64-wide weight panel stays in L1 with the row block's A (costShape).
-      if (p.channelBlockK > 0 && p.bPanelWidth == 64)
+      if (p.channelBlockK > 0 && W >= 48)
         for (int64_t bk = p.channelBlockK; bk <= K; bk += p.channelBlockK)
-          if (l1Slice(bk, 64, 7, hw))
+          if (l1Slice(bk, W, W == 64 ? 7 : 8, hw))
             bks.insert(bk);
       for (int64_t bm : bms)
         for (int64_t bn : bns)
@@ -845,8 +847,10 @@ public:
     //  * a blocked conv's B in 64-wide panels runs 7 x 64 blocks (28 accumulators) at ~5% more
     //    than the 8 x 32 rate (half the passes over the panel per row of A; resnet18's 64-channel
     //    3 x 3 convs 2.14 -> 2.03 ms).
-    bool wide = p.bPanels && p.bPanelWidth == 64 && BN % 64 == 0;
-    int64_t blockRows = wide ? 7 : 8, blockCols = wide ? 64 : 32;
+    //  * 48-wide panels (N a multiple of 48, not of 64) run 8 x 48 blocks (24 accumulators),
+    //    a third fewer passes over A than 8 x 32 blocks.
+    bool wide = p.bPanels && p.bPanelWidth >= 48 && BN % p.bPanelWidth == 0;
+    int64_t blockRows = wide && p.bPanelWidth == 64 ? 7 : 8, blockCols = wide ? p.bPanelWidth : 32;
     //  * a band's 7 x 64 blocks whose k step is whole input channel blocks with the weight
     //    slice in L1 (l1Slice) run ~9% faster than over a slice from L2: resnet18's 3 x 3 convs
     //    with BK = 144 (one channel block, 36 KB) against 576 / 384 / 768 / 512: layer1 1.38 ->
@@ -861,7 +865,7 @@ public:
       int64_t R = std::max<int64_t>(1, BM / p.rowGroup);
       double bandStep =
           double(p.bandBytes0 + (R - 1) * p.bandRowBytes) * double(std::min(BK, K)) / double(K);
-      bool aligned = BK % p.channelBlockK == 0 && l1Slice(BK, 64, 7, hw);
+      bool aligned = BK % p.channelBlockK == 0 && l1Slice(BK, blockCols, blockRows, hw);
       slice = !aligned ? 0.91 : bandStep <= double(hw.l1dBytes) ? 1.0 : 0.94;
     }
     // A normalised by a folded row norm is staged one row block ahead of the micro-kernel's
@@ -871,7 +875,10 @@ public:
     // A tile one vector wide runs the 8 x 1 micro-kernel, ~0.8 of the 8 x 2 one's rate (it
     // loads a broadcast per FMA; mobilenet_v2's 32 -> 16 projection: 150 us, 85 GFLOP/s).
     double narrow = BN >= 2 * lanes ? 1.0 : BN >= lanes ? 0.82 : double(BN) / double(2 * lanes);
-    s.vectorShare = (wide ? 0.935 : 0.89) * narrow * slice / (1.0 + 0.00056 * wsKiB);
+    s.vectorShare = (!wide                 ? 0.89
+                     : p.bPanelWidth == 64 ? 0.935
+                                           : 0.92) *
+                    narrow * slice / (1.0 + 0.00056 * wsKiB);
     //  * bf16 pairs and int8 quads (B's packed panels): the dot-product instruction's products
     //    per lane (the hardware's rate) at a measured share of it: the int8 kernel ran resnet18's
     //    3 x 3 convs 2.84x as fast as the f32 one (2.07 -> 0.73 ms: 0.71 of vpdpbusd's 4x, the

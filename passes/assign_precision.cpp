@@ -52,9 +52,17 @@ bool productNode(const Node &n) {
   }
 }
 
+// A product whose weight pack-weights packs and whose A the micro-kernel can pack in bf16 pairs
+// or int8 quads: not a conv over a plain input (a stem), whose A blocks are a kernel row's taps
+// (those are packed f32 panels only).
+bool groupedProduct(const Node &n) {
+  bool plainConv = n.op() == Op::BlockedConv && n.i("blocked_input") == 0;
+  return packedWeightProduct(n) && !plainConv;
+}
+
 // A host plan's bf16 products: f32 A times a packed f32 weight.
 bool hostProduct(const Node &n) {
-  return packedWeightProduct(n) && n.operand(0)->type().dtype == DType::F32 &&
+  return groupedProduct(n) && n.operand(0)->type().dtype == DType::F32 &&
          n.operand(1)->type().dtype == DType::F32;
 }
 
@@ -62,7 +70,7 @@ bool hostProduct(const Node &n) {
 // pack-weights packs: a blocked conv, a matmul or a gemm.
 bool integerProduct(const Node &n) {
   return (n.op() == Op::BlockedConv || n.op() == Op::MatMul || n.op() == Op::Gemm) &&
-         packedWeightProduct(n) && n.i("integer_operands") != 0;
+         groupedProduct(n) && n.i("integer_operands") != 0;
 }
 
 // A product whose operands bf16 holds exactly: marked integer_operands (x integers of magnitude

@@ -10,13 +10,15 @@
 // micro-kernel where they lie (kir.h, mma_tile views). The interpreter, the verifier and every
 // other reader see ordinary ops, so the rewrite is checked like any other.
 //
-// Which contractions: matmul, gemm and dense blocked_conv whose B is an f32 rank-2 weight with at
-// least 32 columns (narrower ones would be mostly padding). gemm's transB is applied while packing.
-// Panel width: 64 for a blocked conv whose N is a multiple of 64 (its micro-kernel then holds a
-// 7 x 64 accumulator block, 28 of the 32 vector registers, and streams each panel half as
-// often as 8 x 32 blocks do: resnet18's 64-channel 3 x 3 convs 2.14 -> 2.03 ms on one AMD EPYC
-// core, ORT 2.04), else 32 (8 x 32 blocks: matmul / gemm read A as contiguous rows, a path whose
-// row blocks are sized for 2-vector panels; wider panels there are untried).
+// Which contractions: matmul, gemm and dense blocked_conv (any input) whose B is an f32 rank-2
+// weight with at least 32 columns (narrower ones would be mostly padding). gemm's transB is applied
+// while packing. Panel width: 64 for a blocked conv whose N is a multiple of 64 (its micro-kernel
+// then holds a 7 x 64 accumulator block, 28 of the 32 vector registers, and streams each panel half
+// as often as 8 x 32 blocks do: resnet18's 64-channel 3 x 3 convs 2.14 -> 2.03 ms on one AMD EPYC
+// core, ORT 2.04), else 48 for one whose N is a multiple of 48 (96, 144, 240, 480, 672
+// channels: 8 x 48 blocks, 24 accumulators, a third fewer passes over A than 8 x 32), else 32
+// (8 x 32 blocks: matmul / gemm read A as contiguous rows, a path whose row blocks are sized
+// for 2-vector panels; wider panels there are untried).
 // A weight read by several contractions is packed once. Only the compile driver runs this pass, for
 // host plans (driver/compile.cpp, stage pack-weights); GPU kernels stage B tiles through shared
 // memory.
@@ -45,6 +47,7 @@ namespace {
 
 constexpr int64_t kPanel = 32;     // floats per panel: the micro-kernel's 2 x 16-float vectors
 constexpr int64_t kWidePanel = 64; // 4 vectors, for blocked convs (see above)
+constexpr int64_t kMidPanel = 48;  // 3 vectors, for blocked convs whose N 64 does not divide
 
 class PackWeights : public NamedPass<PassId::PackWeights> {
 public:
@@ -73,15 +76,16 @@ public:
   }
 
 private:
-  // 64 when every contraction reading w is a blocked conv and N is a multiple of 64, else 32.
+  // When every contraction reading w is a blocked conv: 64 if N is a multiple of 64, else 48
+  // if it is one of 48; else 32.
   static int64_t panelWidth(const Graph &g, const Value &w, bool trans) {
     int64_t N = trans ? w.type().shape[0] : w.type().shape[1];
-    if (N % kWidePanel != 0)
+    if (N % kWidePanel != 0 && N % kMidPanel != 0)
       return kPanel;
     for (const Node *u : g.users(&w))
       if (u->op() != Op::BlockedConv)
         return kPanel;
-    return kWidePanel;
+    return N % kWidePanel == 0 ? kWidePanel : kMidPanel;
   }
 
   // Wp [L.., P, K, NR] from W ([L.., K, N], or [N, K] when `trans`), and the view of it as
@@ -159,12 +163,14 @@ private:
 } // namespace
 
 // A rank-2 weight, or for matmul a batched one ([L.., K, N]: split-chains' slices), packed
-// per batch entry; of matmul, gemm or a dense blocked_conv on a blocked input. (A grouped
+// per batch entry; of matmul, gemm or a dense blocked_conv (on a blocked input, or a plain one:
+// a stem, whose micro-kernel reads A in blocks of a kernel row's taps; packed, its 96 columns
+// run as 8 x 48 blocks rather than 8 x 32 ones, large_kernel_dw's 4 x 4 stem 0.224 -> 0.206 ms
+// on one AMD EPYC core; only in f32, assign_precision.cpp). (A grouped
 // blocked_conv's weight is its groups' [Kg, N / G] blocks one after another, each group's read
 // in place.)
 bool packedWeightProduct(const Node &n) {
-  bool blockedConv = n.op() == Op::BlockedConv && n.i("depthwise") == 0 &&
-                     n.i("blocked_input") != 0 && n.i("group") == 1;
+  bool blockedConv = n.op() == Op::BlockedConv && n.i("depthwise") == 0 && n.i("group") == 1;
   if (n.op() != Op::MatMul && n.op() != Op::Gemm && !blockedConv)
     return false;
   const Value &w = *n.operand(1);

@@ -117,10 +117,10 @@ TEST_CASE("host int8: the micro-kernel's emulation and vpdpbusd agree with the e
 }
 
 TEST_CASE("host int8: assign-precision's int8 weight and its quad panels are the weight again") {
-  // A blocked conv on the integers: K = 144 rows over 48 columns (a ragged second panel), x
+  // A blocked conv on the integers: K = 144 rows over 80 columns (a ragged third panel), x
   // integers in [-7, 248] (x_offset 7), the weight's in [-128, 127].
-  std::unique_ptr<Graph> g = parseGraph(R"(graph @g(%x: f32[1,1,3,3,16]) -> (%y: f32[1,3,3,3,16]) {
-  %w = weight f32[144,48]
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @g(%x: f32[1,1,3,3,16]) -> (%y: f32[1,5,3,3,16]) {
+  %w = weight f32[144,80]
   %y = blocked_conv(%x, %w) {kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 1, integer_operands = 1, x_offset = 7}
   return %y
 }
@@ -151,7 +151,7 @@ TEST_CASE("host int8: assign-precision's int8 weight and its quad panels are the
   pack.add(createPass("pack-weights"));
   REQUIRE(pack.run(*g, ctx));
   REQUIRE(g->weights().size() == 1);
-  CHECK(g->weights()[0]->type().shape == std::vector<int64_t>{2, 36, 32, 4});
+  CHECK(g->weights()[0]->type().shape == std::vector<int64_t>{3, 36, 32, 4});
   Tensor after = interpret(*g, {x})[0];
   CHECK(std::memcmp(after.raw(), before.raw(), before.byteSize()) == 0);
   // A weight outside [-128, 127] is not int8 (nor bf16 here: ctx.hostBf16 is false).
