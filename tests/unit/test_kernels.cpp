@@ -927,7 +927,7 @@ TEST_CASE("kernels: a band skips the blocks whose taps read only padding") {
 // accumulators) over 64-column panels: a 3 x 3 conv on the band form (one panel, bias, relu and
 // a residual add on the registers; 14-pixel rows in blocks of 7), a pointwise conv of N = 128
 // (two panels, A read in place, 70 pixels in blocks of 7) and a 7 x 7 / 2 stem on a plain
-// 3-channel input whose unpacked [147, 64] weight is read as its one panel. Against the
+// 3-channel input whose [147, 64] weight is packed as its one panel. Against the
 // interpreter with the cost model's knobs and with row tiles of 28 pixels (ragged for the
 // pointwise conv: 28 + 28 + 14).
 TEST_CASE("kernels: blocked convs on 64-column panels (7 x 64 blocks) match the interpreter") {
@@ -951,6 +951,43 @@ TEST_CASE("kernels: blocked convs on 64-column panels (7 x 64 blocks) match the 
     Lowered low = checkHostKnobs(c.part, c.vals, forms[f], scratch.path, cat("wide", f));
     CHECK(kernelsPrinting(low, "panels = 64") == 3);
     CHECK(kernelsPrinting(low, "FuseMmaTileEpilogue(C): applied") == 3);
+  }
+}
+
+// Blocked convs whose N is a multiple of 48 and not of 64 run 8 x 48 blocks (three vectors, 24
+// accumulators) over 48-column panels: a 3 x 3 / 2 stem on a plain 3-channel input (its weight
+// packed too, [2, 27, 48]: A in blocks of a kernel row's 3 taps) and a pointwise conv of N = 96
+// on its blocked output (A read in place, 4 x 7 pixels), the 7 x 4 micro-kernel beside them on a
+// 64-wide panel (N = 64). Against the interpreter with the cost model's knobs, with column tiles
+// of 48 and with row tiles of 14 pixels (two output rows).
+TEST_CASE("kernels: blocked convs on 48-column panels (8 x 48 blocks) and a packed stem match "
+          "the interpreter") {
+  const char *text =
+      R"(graph @mid(%z: f32[1,3,8,14]) -> (%y2: f32[1,6,4,7,16], %y3: f32[1,4,4,7,16]) {
+  %ws = weight f32[27,96]
+  %w2 = weight f32[96,96]
+  %w3 = weight f32[96,64]
+  %b = weight f32[96]
+  %y1 = blocked_conv(%z, %ws, %b) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 0, epilogue = ["relu"]}
+  %y2 = blocked_conv(%y1, %w2) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
+  %y3 = blocked_conv(%y1, %w3) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1}
+  return %y2, %y3
+}
+)";
+  ScratchDir scratch;
+  PackedCase c = packedCase(text, "mid_panels.mcir", 31, 32);
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Value *w : c.g->weights())
+    shapes.push_back(w->type().shape);
+  CHECK(std::count(shapes.begin(), shapes.end(), std::vector<int64_t>{2, 27, 48}) == 1);
+  CHECK(std::count(shapes.begin(), shapes.end(), std::vector<int64_t>{2, 96, 48}) == 1);
+  CHECK(std::count(shapes.begin(), shapes.end(), std::vector<int64_t>{1, 96, 64}) == 1);
+  const std::vector<std::map<std::string, int64_t>> forms = {{}, {{"BN", 48}}, {{"BM", 14}}};
+  for (size_t f = 0; f < forms.size(); ++f) {
+    CAPTURE(f);
+    Lowered low = checkHostKnobs(c.part, c.vals, forms[f], scratch.path, cat("mid", f));
+    CHECK(kernelsPrinting(low, "panels = 48") == 2);
+    CHECK(kernelsPrinting(low, "panels = 64") == 1);
   }
 }
 
