@@ -804,7 +804,9 @@ void printSource(CompileState &s) {
     m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + layout + "\"; }\n";
     return;
   }
-  m.source = printHostSource(m.kernels);
+  m.source = printHostSource(
+      m.kernels, s.hw.vectorBits > 0 ? HostVectorUnit{s.hw.vectorBits, s.hw.vectorRegisters()}
+                                     : HostVectorUnit{});
   m.source += "\n// ---- model entry points (aicf runtime ABI) ----\n";
   m.source += "#if AICF_IN_PART(0)\n"; // (in the first part of a parallel build)
   m.source += "extern \"C\" const char *aicf_layout(void) { return \"" + layout + "\"; }\n";

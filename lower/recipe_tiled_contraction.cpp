@@ -29,6 +29,7 @@
 
 #include "ir/graph.h"
 #include "support/diagnostics.h"
+#include "support/host_micro_kernel.h"
 
 #include <algorithm>
 #include <set>
@@ -731,7 +732,8 @@ public:
       // slice of a 64-wide weight panel stays in L1 with the row block's A (costShape).
       if (p.channelBlockK > 0 && W >= 48)
         for (int64_t bk = p.channelBlockK; bk <= K; bk += p.channelBlockK)
-          if (l1Slice(bk, W, W == 64 ? 7 : 8, hw))
+          if (l1Slice(bk, W, hostRegisterBlock(W / 16, {hw.vectorBits, hw.vectorRegisters()}).rows,
+                      hw))
             bks.insert(bk);
       for (int64_t bm : bms)
         for (int64_t bn : bns)
@@ -849,8 +851,11 @@ public:
     //    3 x 3 convs 2.14 -> 2.03 ms).
     //  * 48-wide panels (N a multiple of 48, not of 64) run 8 x 48 blocks (24 accumulators),
     //    a third fewer passes over A than 8 x 32 blocks.
+    //  * the register block follows the vector registers (host_micro_kernel.h): AVX2 7 x 16.
     bool wide = p.bPanels && p.bPanelWidth >= 48 && BN % p.bPanelWidth == 0;
-    int64_t blockRows = wide && p.bPanelWidth == 64 ? 7 : 8, blockCols = wide ? p.bPanelWidth : 32;
+    int64_t panelCols = wide ? p.bPanelWidth : 32;
+    HostRegisterBlock rb = hostRegisterBlock(panelCols / 16, {hw.vectorBits, hw.vectorRegisters()});
+    int64_t blockRows = rb.rows, blockCols = 16 * rb.groups;
     //  * a band's 7 x 64 blocks whose k step is whole input channel blocks with the weight
     //    slice in L1 (l1Slice) run ~9% faster than over a slice from L2: resnet18's 3 x 3 convs
     //    with BK = 144 (one channel block, 36 KB) against 576 / 384 / 768 / 512: layer1 1.38 ->
@@ -865,7 +870,7 @@ public:
       int64_t R = std::max<int64_t>(1, BM / p.rowGroup);
       double bandStep =
           double(p.bandBytes0 + (R - 1) * p.bandRowBytes) * double(std::min(BK, K)) / double(K);
-      bool aligned = BK % p.channelBlockK == 0 && l1Slice(BK, blockCols, blockRows, hw);
+      bool aligned = BK % p.channelBlockK == 0 && l1Slice(BK, panelCols, blockRows, hw);
       slice = !aligned ? 0.91 : bandStep <= double(hw.l1dBytes) ? 1.0 : 0.94;
     }
     // A normalised by a folded row norm is staged one row block ahead of the micro-kernel's

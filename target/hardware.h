@@ -71,6 +71,8 @@ struct Hardware {
 
   int64_t maxWarpsPerSm() const { return warpSize ? maxThreadsPerSm / warpSize : 0; }
   int64_t vectorLanesF32() const { return vectorBits / 32; }
+  // Vector registers per core: x86-64 has 32 with AVX-512, else 16; aarch64 32.
+  int64_t vectorRegisters() const { return vectorBits >= 512 || arch == "aarch64" ? 32 : 16; }
   // Peak FP32 FLOP/s of the whole part (host: all cores).
   double peakFlops() const;
   // One line for reports: "NVIDIA A100 SXM4 80GB (sm_80, 108 SMs, 2039 GB/s) from

@@ -1,5 +1,5 @@
-// The host micro-kernels' AMX tile text (see host_mma_prelude.h): after kHostMmaPrelude, whose
-// aicf_mma_f32_panels calls these for bf16 products where the -march has the tiles.
+// The host micro-kernels' AMX tile text (see host_mma_prelude.h): after kHostMmaBlocksPrelude,
+// whose aicf_mma_f32_panels calls these for bf16 products where the -march has the tiles.
 #include "backend/host/host_mma_prelude.h"
 
 namespace aicf {

@@ -8,8 +8,12 @@ namespace aicf {
 
 // Opens the prelude's anonymous namespace: includes and the small helpers (host_prelude.cpp).
 extern const char *const kHostPrelude;
-// Ends the prelude's anonymous namespace: printed right after kHostPrelude.
+// The micro-kernel's vector types, block-offset tables and k loops (f32, bf16 pairs, int8
+// quads): printed right after kHostPrelude.
 extern const char *const kHostMmaPrelude;
+// The register blocks, row blocks and column panels over those k loops; ends the prelude's
+// anonymous namespace (host_mma_blocks_prelude.cpp).
+extern const char *const kHostMmaBlocksPrelude;
 extern const char *const kHostAmxPrelude;
 
 } // namespace aicf

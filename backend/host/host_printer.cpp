@@ -106,7 +106,8 @@ std::string intLiteral(int64_t v) {
 
 class KernelPrinter : public cstmt::StmtPrinter {
 public:
-  KernelPrinter(const Kernel &k, std::ostringstream &os) : StmtPrinter(kHost, k, os) {}
+  KernelPrinter(const Kernel &k, std::ostringstream &os, HostVectorUnit unit)
+      : StmtPrinter(kHost, k, os), unit_(unit) {}
 
   void print() {
     kernelComment();
@@ -214,6 +215,8 @@ public:
   }
 
 private:
+  HostVectorUnit unit_; // the micro-kernel's registers (rowBlockHeights)
+
   // Unrolled loops -> GCC's unroll pragma; vectorised loops -> an OpenMP simd loop (with the
   // reductions of kir::loopReductions: g++ reassociates a float sum only when told). Not ivdep:
   // g++ 12 unrolled a 16-lane ivdep loop to scalar code before vectorising (an SE gate: 47 us).
@@ -342,15 +345,16 @@ private:
   }
 
   // The row-block heights the prelude's aicf_mma_rows gives the tile's valid rows over the
-  // grid (runs of G rows with row groups): blocks of equal height up to 8 (7 when nv = 4) for a
-  // blocked A, else 8s, then 4, 2 and 1 (the default AICF_MMA_MR); those that hold at least an
-  // eighth of the rows (the rest, a ragged tile's last block, take the shared micro-kernel),
-  // tallest first.
+  // grid (runs of G rows with row groups): blocks of equal height up to the register block's
+  // rows (hostRegisterBlock: 8, 7 when nv = 4 on AVX-512) for a blocked A or a register block
+  // under 8 rows, else 8s, then 4, 2 and 1 (the default AICF_MMA_MR); those that hold at least
+  // an eighth of the rows (the rest, a ragged tile's last block, take the shared
+  // micro-kernel), tallest first.
   std::vector<int64_t> rowBlockHeights(const Stmt &s, int64_t nv) const {
-    std::map<int64_t, int64_t> rowsOf;  // height -> rows it covers
-    const int64_t mb = nv >= 4 ? 7 : 8; // the prelude's aicf_kb_rows
+    std::map<int64_t, int64_t> rowsOf;                    // height -> rows it covers
+    const int64_t mb = hostRegisterBlock(nv, unit_).rows; // the prelude's aicf_kb_rows
     auto blocks = [&](int64_t r, int64_t times) {
-      if (!s.aBlocks.empty() || nv >= 4) {
+      if (!s.aBlocks.empty() || mb < 8) {
         int64_t nb = (r + mb - 1) / mb, per = (r + nb - 1) / nb;
         rowsOf[per] += times * (nb - 1) * per;
         rowsOf[r - (nb - 1) * per] += times * (r - (nb - 1) * per);
@@ -777,7 +781,7 @@ constexpr size_t kFusedWeight = 25 * 1024;
 constexpr size_t kWeightPerPart = 256 * 1024;
 constexpr size_t kMaxParts = 4;
 
-std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
+std::string printHostSource(const std::vector<kir::Kernel> &kernels, HostVectorUnit unit) {
   std::vector<std::string> texts;
   std::vector<size_t> weight;
   size_t total = 0;
@@ -785,7 +789,7 @@ std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
     if (std::string all = kir::verifyKernelText(k); !all.empty())
       throwInternal(__FILE__, __LINE__, "host printer: invalid kernel" + all);
     std::ostringstream ks;
-    KernelPrinter(k, ks).print();
+    KernelPrinter(k, ks, unit).print();
     texts.push_back(ks.str());
     size_t w = texts.back().size();
     for (size_t at = 0; (at = texts.back().find("aicf_fuse<", at)) != std::string::npos; ++at)
@@ -819,7 +823,7 @@ std::string printHostSource(const std::vector<kir::Kernel> &kernels) {
   os << "#ifndef AICF_MMA_MR\n#define AICF_MMA_MR 8\n#endif\n";
   os << "#ifndef AICF_MMA_NV\n#define AICF_MMA_NV 2\n#endif\n";
   os << "#ifndef AICF_MMA_PACK\n#define AICF_MMA_PACK 8192\n#endif\n";
-  os << kHostPrelude << kHostMmaPrelude << kHostAmxPrelude;
+  os << kHostPrelude << kHostMmaPrelude << kHostMmaBlocksPrelude << kHostAmxPrelude;
   for (size_t i = 0; i < texts.size(); ++i) {
     os << "\n";
     if (parts > 1)

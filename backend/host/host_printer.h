@@ -13,12 +13,15 @@
 #pragma once
 
 #include "kir/kir.h"
+#include "support/host_micro_kernel.h"
 
 #include <string>
 #include <vector>
 
 namespace aicf {
 
-std::string printHostSource(const std::vector<kir::Kernel> &kernels);
+// `unit`: the vector unit the source is built for (the micro-kernel's row blocks follow its
+// registers, support/host_micro_kernel.h).
+std::string printHostSource(const std::vector<kir::Kernel> &kernels, HostVectorUnit unit = {});
 
 } // namespace aicf

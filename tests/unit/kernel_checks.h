@@ -197,11 +197,15 @@ inline int checkGroups(const Partition &p, const Lowered &low, const LoadedLibra
   return checked;
 }
 
+// `unit` and `opts`: the vector unit the source is printed for and the build's -march (the
+// defaults: AVX-512's registers, this machine).
 inline std::unique_ptr<LoadedLibrary> buildLibrary(const std::vector<kir::Kernel> &kernels,
-                                                   const fs::path &dir, const std::string &stem) {
-  std::string src = printHostSource(kernels);
+                                                   const fs::path &dir, const std::string &stem,
+                                                   HostVectorUnit unit = {},
+                                                   const HostBuildOptions &opts = {}) {
+  std::string src = printHostSource(kernels, unit);
   fs::path cpp = dir / (stem + ".cpp"), so = dir / (stem + ".so");
-  compileHostSource(src, cpp.string(), so.string());
+  compileHostSource(src, cpp.string(), so.string(), opts);
   return std::make_unique<LoadedLibrary>(so.string());
 }
 
@@ -210,13 +214,14 @@ inline std::unique_ptr<LoadedLibrary> buildLibrary(const std::vector<kir::Kernel
 // returns the kernels for further checks.
 inline Lowered checkHostKnobs(const Partition &part, const std::map<const Value *, Tensor> &vals,
                               const std::map<std::string, int64_t> &values, const fs::path &dir,
-                              const std::string &lib) {
+                              const std::string &lib, HostVectorUnit unit = {},
+                              const HostBuildOptions &opts = {}) {
   Knobs knobs;
   knobs.planFor = Target::parseSpec("cpu");
   knobs.values = values;
   Lowered low = lowerAll(part, knobs, lib + "_");
   REQUIRE(low.skipped == 0);
-  std::unique_ptr<LoadedLibrary> built = buildLibrary(low.kernels, dir, lib);
+  std::unique_ptr<LoadedLibrary> built = buildLibrary(low.kernels, dir, lib, unit, opts);
   CHECK(checkGroups(part, low, *built, vals) == static_cast<int>(part.groups.size()));
   return low;
 }

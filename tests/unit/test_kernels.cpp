@@ -991,6 +991,55 @@ TEST_CASE("kernels: blocked convs on 48-column panels (8 x 48 blocks) and a pack
   }
 }
 
+// The f32 micro-kernel's register block follows the vector unit the kernels are built for
+// (support/host_micro_kernel.h): AVX-512's 7 x 64 / 8 x 48 / 8 x 32 blocks, AVX2's 7 x 16 (a
+// 64-wide panel in four column groups; a 64-byte vector type there had no register and ran
+// 20-70x slower), SSE's 3 x 16. The rule's values, then the 48 / 64-panel convs and a dense
+// GEMM with a fused epilogue built for -march=haswell (AVX2) and -march=x86-64-v2 (SSE 4.2),
+// each printed for its unit, against the interpreter.
+TEST_CASE("kernels: the micro-kernel's register block follows the vector unit (AVX2, SSE)") {
+  CHECK(hostRegisterBlock(4, {512, 32}).groups == 4);
+  CHECK(hostRegisterBlock(4, {512, 32}).rows == 7);
+  CHECK(hostRegisterBlock(3, {512, 32}).rows == 8);
+  CHECK(hostRegisterBlock(2, {512, 32}).rows == 8);
+  CHECK(hostRegisterBlock(4, {256, 16}).groups == 1);
+  CHECK(hostRegisterBlock(4, {256, 16}).rows == 7);
+  CHECK(hostRegisterBlock(3, {256, 16}).groups == 1);
+  CHECK(hostRegisterBlock(2, {128, 16}).rows == 3);
+  CHECK(hostRegisterBlock(4, {128, 32}).rows == 7);
+  const char *text =
+      R"(graph @units(%z: f32[1,3,8,14], %a: f32[19,40]) -> (%y2: f32[1,6,4,7,16], %y3: f32[1,4,4,7,16], %c: f32[19,48]) {
+  %ws = weight f32[27,96]
+  %w2 = weight f32[96,96]
+  %w3 = weight f32[96,64]
+  %b = weight f32[96]
+  %wg = weight f32[40,48]
+  %y1 = blocked_conv(%z, %ws, %b) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], blocked_input = 0, epilogue = ["relu"]}
+  %y2 = blocked_conv(%y1, %w2) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1, epilogue = ["relu"]}
+  %y3 = blocked_conv(%y1, %w3) {kernel_shape = [1, 1], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], blocked_input = 1}
+  %m = matmul(%a, %wg)
+  %c = relu(%m)
+  return %y2, %y3, %c
+}
+)";
+  ScratchDir scratch;
+  PackedCase c = packedCase(text, "units.mcir", 41, 42);
+  struct Unit {
+    const char *arch, *tag;
+    HostVectorUnit unit;
+  };
+  for (const Unit &u : {Unit{"haswell", "avx2", {256, 16}}, Unit{"x86-64-v2", "sse", {128, 16}}}) {
+    CAPTURE(u.arch);
+    HostBuildOptions opts;
+    opts.cpuArch = u.arch;
+    for (const auto &knobs : std::vector<std::map<std::string, int64_t>>{{}, {{"BM", 14}}}) {
+      Lowered low = checkHostKnobs(c.part, c.vals, knobs, scratch.path,
+                                   cat("units_", u.tag, knobs.size()), u.unit, opts);
+      CHECK(kernelsPrinting(low, "panels = 48") == 2);
+    }
+  }
+}
+
 // Weights packed in 32-column panels (pack-weights) read by column tiles of any multiple of 16
 // (kir.h mma_tile: a tile may start or end inside a panel), for a pointwise blocked_conv (A read
 // in place) and a 3 x 3 one (the band form), N = 80: tiles of 16 (every other one starting
