@@ -5,7 +5,27 @@
 namespace aicf {
 
 const char *const kHostMmaBlocksPrelude =
-    R"(// The mma_tile micro-kernel: Co[MR x 16*NV] (row stride ldo) = Ci (row stride ldi) + A[MR x K]
+    R"(// An f32 register block's accumulators from / to C (row stride ld).
+template <int MR, int NN>
+inline __attribute__((always_inline)) void aicf_c_load(aicf_vf (&acc)[MR][NN], const float *C,
+                                                       int64_t ld) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NN; ++j)
+      acc[i][j] = *reinterpret_cast<const aicf_vfu *>(C + i * ld + AICF_VL * j);
+}
+template <int MR, int NN>
+inline __attribute__((always_inline)) void aicf_c_store(const aicf_vf (&acc)[MR][NN], float *C,
+                                                        int64_t ld) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NN; ++j)
+      *reinterpret_cast<aicf_vfu *>(C + i * ld + AICF_VL * j) = acc[i][j];
+}
+
+// The mma_tile micro-kernel: Co[MR x 16*NV] (row stride ldo) = Ci (row stride ldi) + A[MR x K]
 // (lda) * B[K x 16*NV] (ldb), the block held in MR*NV vector registers across the whole k loop
 // (Ci = Co = the C tile, or a fused block's buffer).
 template <int MR, int NV, bool KB, typename TA, typename TB>
@@ -20,20 +40,12 @@ inline void aicf_mma_block(const float *Ci, int64_t ldi, float *Co, int64_t ldo,
     for (int c = 0; c < NV / G; ++c) {
       const int64_t o = 16 * G * c;
       aicf_vf acc[MR][NN];
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < NN; ++j)
-          acc[i][j] = *reinterpret_cast<const aicf_vfu *>(Ci + i * ldi + o + AICF_VL * j);
+      aicf_c_load<MR, NN>(acc, Ci + o, ldi);
       aicf_kblocks kc = kb;
       if (c)
         kc.pfl = 0;
       aicf_mma_acc<MR, NN, KB>(acc, A, lda, kc, B + o, ldb, K);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-        for (int j = 0; j < NN; ++j)
-          *reinterpret_cast<aicf_vfu *>(Co + i * ldo + o + AICF_VL * j) = acc[i][j];
+      aicf_c_store<MR, NN>(acc, Co + o, ldo);
     }
     return;
   }
@@ -99,11 +111,7 @@ inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const TA *__r
               acc[i][g * aicf_vr + r] = *reinterpret_cast<const aicf_vf *>(v + AICF_VL * r);
           }
       } else {
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-          for (int j = 0; j < NN; ++j)
-            acc[i][j] = *reinterpret_cast<const aicf_vfu *>(C + i * ldc + o + AICF_VL * j);
+        aicf_c_load<MR, NN>(acc, C + o, ldc);
       }
       aicf_kblocks kc = kb;
       if (c)
@@ -121,11 +129,7 @@ inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const TA *__r
             x.epi(i0 + i, j0 + o + 16 * g, v);
           }
       } else {
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-          for (int j = 0; j < NN; ++j)
-            *reinterpret_cast<aicf_vfu *>(C + i * ldc + o + AICF_VL * j) = acc[i][j];
+        aicf_c_store<MR, NN>(acc, C + o, ldc);
       }
     }
     return;
