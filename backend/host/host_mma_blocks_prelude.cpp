@@ -15,6 +15,21 @@ inline __attribute__((always_inline)) void aicf_c_load(aicf_vf (&acc)[MR][NN], c
     for (int j = 0; j < NN; ++j)
       acc[i][j] = *reinterpret_cast<const aicf_vfu *>(C + i * ld + AICF_VL * j);
 }
+// The accumulators pinned to vector registers at this point (an empty asm that reads and
+// writes each): around the k loop of a fused block, whose init and epilogue pass each vector
+// through a 16-float buffer for the lambdas. Without it GCC 12 kept half of an AVX2 6 x 16
+// block's accumulators in stack slots through the k loop (a load and a store per FMA, with
+// two vector registers unused), and resnet18's stride-2 1 x 1 convs ran 1.6x slower.
+template <int MR, int NN>
+inline __attribute__((always_inline)) void aicf_in_regs(aicf_vf (&acc)[MR][NN]) {
+#if defined(__x86_64__)
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NN; ++j)
+      asm("" : "+v"(acc[i][j]));
+#endif
+}
 template <int MR, int NN>
 inline __attribute__((always_inline)) void aicf_c_store(const aicf_vf (&acc)[MR][NN], float *C,
                                                         int64_t ld) {
@@ -116,7 +131,9 @@ inline void aicf_mma_block_fused(float *__restrict C, int64_t ldc, const TA *__r
       aicf_kblocks kc = kb;
       if (c)
         kc.pfl = 0;
+      aicf_in_regs<MR, NN>(acc);
       aicf_mma_acc<MR, NN, KB>(acc, A, lda, kc, B + o, ldb, K);
+      aicf_in_regs<MR, NN>(acc);
       if (x.last) {
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i)
@@ -323,22 +340,29 @@ inline void aicf_mma_rows(float *__restrict C, int64_t ldc, const TA *__restrict
                           int64_t tm, int64_t K, const X &x, int64_t i0, int64_t j0) {
   constexpr int64_t MR = AICF_MMA_MR;
   if constexpr (KB || aicf_reg_rows(NV) < MR) {
-    // A blocked conv's rows (a 14- or 49-pixel map): blocks of equal height up to 8, 7 + 7
-    // rather than 8 + 4 + 2, so every pass over the B panel fills most accumulators; up to 7
-    // for a 4-vector panel (28 accumulators), whatever A's form: 8 x 4 accumulators take all
-    // 32 registers, and the B vectors spill them (a 1 x 1 conv with K = 16, A plain rows);
-    // likewise where the register file holds fewer rows (aicf_reg_rows: AVX2).
+    // A blocked conv's rows (a 14- or 49-pixel map): the fewest blocks up to 8 rows, their
+    // heights within one of each other (7 + 7 rather than 8 + 4 + 2; 50 rows 7 + 7 + 6 x 6, not
+    // 7 x 7 + 1), so every pass over the B panel fills most accumulators; up to 7 for a 4-vector
+    // panel (28 accumulators), whatever A's form: 8 x 4 accumulators take all 32 registers, and
+    // the B vectors spill them (a 1 x 1 conv with K = 16, A plain rows); likewise where the
+    // register file holds fewer rows (aicf_reg_rows: AVX2).
+    // Blocks up to MB rows, or up to MBR (B wholly in registers) where that takes at most a
+    // quarter more (support/host_micro_kernel.h hostRowBlocks).
     constexpr int64_t MB = aicf_kb_rows(NV, MR);
-    const int64_t nb = (tm + MB - 1) / MB, per = nb ? (tm + nb - 1) / nb : 0;
-    int64_t r = 0;
-    for (int64_t i = 0; i < tm; i += per) {
-      const int64_t mr = tm - i < per ? tm - i : per;
-      aicf_kblocks kr = aicf_pass_prefetch(kb, r++, nb);
+    constexpr int64_t MBR = aicf_register_rows_of(NV) < MB ? aicf_register_rows_of(NV) : MB;
+    int64_t nb = (tm + MB - 1) / MB;
+    if (MBR < MB && 4 * ((tm + MBR - 1) / MBR) <= 5 * nb)
+      nb = (tm + MBR - 1) / MBR;
+    const int64_t q = nb ? tm / nb : 0, rem = nb ? tm % nb : 0;
+    for (int64_t r = 0, i = 0; r < nb; ++r) {
+      const int64_t mr = q + (r < rem ? 1 : 0);
+      aicf_kblocks kr = aicf_pass_prefetch(kb, r, nb);
       int64_t offs[KB ? AICF_KBLOCK_TABLE : 1], koffs[KB ? AICF_KBLOCK_TABLE : 1];
       if (KB && kb.tn && kb.g) // one row group: the blocks its row block reads
         kr = aicf_row_taps(kr, i, mr, offs, koffs);
       aicf_mma_rowblock<NV, KB>(mr, C + i * ldc, ldc, A + i * lda, lda, kr, B, ldb, K, x, i0 + i,
                                 j0);
+      i += mr;
     }
     return;
   }

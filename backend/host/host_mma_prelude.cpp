@@ -35,6 +35,12 @@ constexpr int aicf_vr = 16 / AICF_VL; // native vectors per 16-float column grou
 constexpr int64_t aicf_block_rows(int nvv) {
   return (AICF_VREGS - nvv) / nvv < 8 ? (AICF_VREGS - nvv) / nvv : 8;
 }
+// The tallest block with every B vector in a register (hostRegisterRows).
+constexpr int64_t aicf_register_rows(int nvv) {
+  return nvv >= 3                               ? aicf_block_rows(nvv)
+         : (AICF_VREGS - nvv - 1) / nvv < 8 ? (AICF_VREGS - nvv - 1) / nvv
+                                                : 8;
+}
 // 16-float column groups per register block of a panel nv groups wide, and its tallest rows.
 constexpr int aicf_reg_groups(int nv) {
   return aicf_block_rows(nv * aicf_vr) >= 6                                     ? nv
@@ -50,6 +56,11 @@ constexpr int aicf_groups_for(int mr, int nv) {
 constexpr int64_t aicf_reg_rows(int nv) {
   return aicf_block_rows(aicf_reg_groups(nv) * aicf_vr) > 1
              ? aicf_block_rows(aicf_reg_groups(nv) * aicf_vr)
+             : 1;
+}
+constexpr int64_t aicf_register_rows_of(int nv) {
+  return aicf_register_rows(aicf_reg_groups(nv) * aicf_vr) > 1
+             ? aicf_register_rows(aicf_reg_groups(nv) * aicf_vr)
              : 1;
 }
 
@@ -219,7 +230,8 @@ aicf_mma_acc(aicf_vf (&acc)[MR][NV], const float *__restrict A, int64_t lda, aic
   // A 7 x 4 block's 28 accumulators, 4 B vectors and a broadcast are 33 of AVX-512's 32
   // registers: GCC 12 spilled an accumulator (a load, an FMA and a store on its chain every k
   // step). The last B vector instead stays in memory, each row's FMA operand: crnn_recognizer's
-  // 3 x 3 convs 4-6% faster on one AMD EPYC (Zen 5) core. (AVX2's 7 x 2 blocks likewise.)
+  // 3 x 3 convs 4-6% faster on one AMD EPYC (Zen 5) core. (A 2-vector block instead keeps
+  // both: support/host_micro_kernel.h hostBlockRows.)
 #if defined(__x86_64__) && defined(__FMA__)
   constexpr int NB = MR * NV + NV + 1 > AICF_VREGS ? NV - 1 : NV;
 #else

@@ -345,19 +345,23 @@ private:
   }
 
   // The row-block heights the prelude's aicf_mma_rows gives the tile's valid rows over the
-  // grid (runs of G rows with row groups): blocks of equal height up to the register block's
-  // rows (hostRegisterBlock: 8, 7 when nv = 4 on AVX-512) for a blocked A or a register block
+  // grid (runs of G rows with row groups): hostRowBlocks (the fewest blocks up to the register
+  // block's rows, 8, 7 when nv = 4 on AVX-512 or on AVX2, there 6 where that takes at most a
+  // quarter more blocks; heights within one of each other) for a blocked A or a register block
   // under 8 rows, else 8s, then 4, 2 and 1 (the default AICF_MMA_MR); those that hold at least
   // an eighth of the rows (the rest, a ragged tile's last block, take the shared
   // micro-kernel), tallest first.
   std::vector<int64_t> rowBlockHeights(const Stmt &s, int64_t nv) const {
-    std::map<int64_t, int64_t> rowsOf;                    // height -> rows it covers
-    const int64_t mb = hostRegisterBlock(nv, unit_).rows; // the prelude's aicf_kb_rows
+    std::map<int64_t, int64_t> rowsOf; // height -> rows it covers
+    const HostRegisterBlock rb = hostRegisterBlock(nv, unit_);
+    const int64_t mb = rb.rows; // the prelude's aicf_kb_rows
     auto blocks = [&](int64_t r, int64_t times) {
       if (!s.aBlocks.empty() || mb < 8) {
-        int64_t nb = (r + mb - 1) / mb, per = (r + nb - 1) / nb;
-        rowsOf[per] += times * (nb - 1) * per;
-        rowsOf[r - (nb - 1) * per] += times * (r - (nb - 1) * per);
+        HostRowBlocks b = hostRowBlocks(r, mb, std::min(mb, rb.registerRows));
+        if (b.taller)
+          rowsOf[b.base + 1] += times * b.taller * (b.base + 1);
+        if (b.base)
+          rowsOf[b.base] += times * (b.count - b.taller) * b.base;
         return;
       }
       int64_t i = 0;

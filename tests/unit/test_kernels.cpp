@@ -992,8 +992,8 @@ TEST_CASE("kernels: blocked convs on 48-column panels (8 x 48 blocks) and a pack
 }
 
 // The f32 micro-kernel's register block follows the vector unit the kernels are built for
-// (support/host_micro_kernel.h): AVX-512's 7 x 64 / 8 x 48 / 8 x 32 blocks, AVX2's 7 x 16 (a
-// 64-wide panel in four column groups; a 64-byte vector type there had no register and ran
+// (support/host_micro_kernel.h): AVX-512's 7 x 64 / 8 x 48 / 8 x 32 blocks, AVX2's 6 x 16 / 7 x 16
+// (a 64-wide panel in four column groups; a 64-byte vector type there had no register and ran
 // 20-70x slower), SSE's 3 x 16. The rule's values, then the 48 / 64-panel convs and a dense
 // GEMM with a fused epilogue built for -march=haswell (AVX2) and -march=x86-64-v2 (SSE 4.2),
 // each printed for its unit, against the interpreter.
@@ -1004,6 +1004,17 @@ TEST_CASE("kernels: the micro-kernel's register block follows the vector unit (A
   CHECK(hostRegisterBlock(2, {512, 32}).rows == 8);
   CHECK(hostRegisterBlock(4, {256, 16}).groups == 1);
   CHECK(hostRegisterBlock(4, {256, 16}).rows == 7);
+  CHECK(hostRegisterBlock(4, {256, 16}).registerRows == 6); // both B vectors held
+  CHECK(hostRegisterBlock(4, {512, 32}).registerRows == 7); // (a memory operand is free)
+  // Rows of a run in blocks: AVX2's 6-row form where it takes at most a quarter more blocks.
+  CHECK(hostRowBlocks(56, 7, 6).count == 10); // 6 x 6 + 4 x 5
+  CHECK(hostRowBlocks(56, 7, 6).taller == 6);
+  CHECK(hostRowBlocks(56, 7, 6).base == 5);
+  CHECK(hostRowBlocks(14, 7, 6).count == 2); // 7 + 7, not 5 + 5 + 4
+  CHECK(hostRowBlocks(49, 7, 6).count == 7);
+  CHECK(hostRowBlocks(49, 7, 7).base == 7);
+  CHECK(hostRowBlocks(50, 7, 7).taller == 2); // 7 + 7 + 6 x 6, not 7 x 7 + 1
+  CHECK(hostRowBlocks(50, 7, 7).base == 6);
   CHECK(hostRegisterBlock(3, {256, 16}).groups == 1);
   CHECK(hostRegisterBlock(2, {128, 16}).rows == 3);
   CHECK(hostRegisterBlock(4, {128, 32}).rows == 7);
