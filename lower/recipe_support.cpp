@@ -127,17 +127,24 @@ std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int
   return out;
 }
 
-std::vector<kir::StmtP> tapRangeWalk(
-    const std::vector<TapRange> &rows, const std::vector<TapRange> &cols, kir::E r0, int64_t R,
-    const std::function<std::vector<kir::StmtP>(const TapRange &, const TapRange &)> &pixel) {
+std::vector<kir::StmtP> tapRangeWalk(const std::vector<TapRange> &rows,
+                                     const std::vector<TapRange> &cols, kir::E r0, int64_t R,
+                                     const PixelBody &pixel, int64_t P, const PixelBody &pixels) {
   using kir::E;
+  const E zero(int64_t(0)), lanes(int64_t(16));
   std::vector<kir::StmtP> body;
   for (const TapRange &rr : rows)
     for (const TapRange &cr : cols) {
-      kir::StmtP lanes = vectorLoop("l", E(int64_t(0)), E(int64_t(16)), pixel(rr, cr));
-      kir::StmtP colLoop = kir::forLoop("ow", E(cr.lo), E(cr.hi - cr.lo), {lanes});
+      const int64_t width = cr.hi - cr.lo, steps = P > 1 && pixels ? width / P : 0;
+      std::vector<kir::StmtP> cols;
+      if (steps > 0)
+        cols.push_back(
+            kir::forLoop("owb", zero, E(steps), {vectorLoop("l", zero, lanes, pixels(rr, cr))}));
+      if (width > steps * P)
+        cols.push_back(kir::forLoop("ow", E(cr.lo + steps * P), E(width - steps * P),
+                                    {vectorLoop("l", zero, lanes, pixel(rr, cr))}));
       E lo = kir::max(E(rr.lo), r0), hi = kir::min(E(rr.hi), r0 + E(R));
-      body.push_back(kir::forLoop("oh", lo, hi - lo, {colLoop}));
+      body.push_back(kir::forLoop("oh", lo, hi - lo, cols));
     }
   return body;
 }

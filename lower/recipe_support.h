@@ -60,10 +60,14 @@ std::vector<TapRange> tapRanges(int64_t count, int64_t taps, int64_t stride, int
 // range of output rows (`rows`) and of output columns (`cols`) with one tap set each,
 // `pixel(rowRange, colRange)` gives one pixel's body over the loop variables oh, ow and the
 // lane l; emitted as a loop over oh (the range clipped to the block's rows [r0, r0 + R)), one
-// over ow, and a 16-lane vector loop over l.
-std::vector<kir::StmtP> tapRangeWalk(
-    const std::vector<TapRange> &rows, const std::vector<TapRange> &cols, kir::E r0, int64_t R,
-    const std::function<std::vector<kir::StmtP>(const TapRange &, const TapRange &)> &pixel);
+// over ow, and a 16-lane vector loop over l. With `pixels` (P > 1), a column range at least P
+// wide runs P pixels per step: a loop over owb whose lane loop is pixels(rowRange, colRange),
+// the P pixels at ow = colRange.lo + owb P + p, then the leftover columns one by one.
+using PixelBody = std::function<std::vector<kir::StmtP>(const TapRange &, const TapRange &)>;
+std::vector<kir::StmtP> tapRangeWalk(const std::vector<TapRange> &rows,
+                                     const std::vector<TapRange> &cols, kir::E r0, int64_t R,
+                                     const PixelBody &pixel, int64_t P = 1,
+                                     const PixelBody &pixels = {});
 
 // A 2-D window op's input seen as stride x stride phase planes (host conv / max-pool plane
 // forms): the zero- (or -inf-) padded input, widened where needed so every window lies inside
