@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -224,6 +225,26 @@ inline Lowered checkHostKnobs(const Partition &part, const std::map<const Value 
   std::unique_ptr<LoadedLibrary> built = buildLibrary(low.kernels, dir, lib, unit, opts);
   CHECK(checkGroups(part, low, *built, vals) == static_cast<int>(part.groups.size()));
   return low;
+}
+
+// Gives every weight of `g` values uniform in [-0.5, 0.5) from `seed`.
+inline void randomWeights(Graph &g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  for (Value *w : g.weights()) {
+    auto t = std::make_shared<Tensor>(w->type());
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->data<float>()[i] = dist(rng);
+    w->setData(t);
+  }
+}
+
+// How many of `low`'s kernels print `text` in their Kernel IR.
+inline int kernelsPrinting(const Lowered &low, const std::string &text) {
+  int n = 0;
+  for (const kir::Kernel &k : low.kernels)
+    n += kir::printKernel(k).find(text) != std::string::npos ? 1 : 0;
+  return n;
 }
 
 } // namespace aicf::kernel_checks
