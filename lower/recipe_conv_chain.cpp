@@ -204,33 +204,70 @@ StmtP depthwiseRows(const Chain &ch, GroupExpr &gx, const std::string &t, const 
   const Value *wd = dw.operand(1);
   bool dwBias = hasBiasOperand(dw);
   E yy = ivar("yy"), ox = ivar("ox");
-  E acc;
-  for (int64_t kh = 0; kh < KH; ++kh)
-    for (int64_t kw = 0; kw < KW; ++kw) {
-      E term = kir::load(ring, {ivar(cat("s", kh)), cb, ox * E(sw) + E(kw * dl[1]), l}) *
-               asF32(gx.at(wd, {cb, E(kh), E(kw), l}));
-      acc = acc ? acc + term : f32(0.0) + term;
-    }
-  if (dwBias)
-    acc = acc + asF32(gx.at(dw.operand(2), {cb * E(kLanes) + l}));
-  std::vector<StmtP> pix = {kir::decl("d0", DType::F32, acc)};
-  std::string cur = "d0";
   Contraction cd;
   cd.outShape = os;
   splitEpilogue(dw, dwBias ? 3 : 2, gx, false, cd);
-  auto steps = applySteps(cd, gx, {bi[0], cb, y0 + yy, ox, l}, cur, "d");
-  pix.insert(pix.end(), steps.begin(), steps.end());
-  std::string dv = cur;
-  gx.substitute(dw.result(), [dv](const Index &) { return fvar(dv); });
-  pix.push_back(kir::store(hs, {yy * E(OW) + ox, cb * E(kLanes) + l},
-                           asF32(gx.at(pj.operand(0), {bi[0], cb, y0 + yy, ox, l}))));
+  // Tap (kh, kw)'s product at output column oxE.
+  auto term = [&](int64_t kh, int64_t kw, E oxE) {
+    return kir::load(ring, {ivar(cat("s", kh)), cb, oxE * E(sw) + E(kw * dl[1]), l}) *
+           asF32(gx.at(wd, {cb, E(kh), E(kw), l}));
+  };
+  // The bias, the epilogue, the activations and the store into hs of the pixel at column oxE
+  // whose sum is `acc` (its scalars named <tag>0, <tag>1, ...).
+  auto finish = [&](E acc, E oxE, const std::string &tag) {
+    if (dwBias)
+      acc = acc + asF32(gx.at(dw.operand(2), {cb * E(kLanes) + l}));
+    std::string cur = cat(tag, 0);
+    std::vector<StmtP> fin = {kir::decl(cur, DType::F32, acc)};
+    auto steps = applySteps(cd, gx, {bi[0], cb, y0 + yy, oxE, l}, cur, tag);
+    fin.insert(fin.end(), steps.begin(), steps.end());
+    std::string dv = cur;
+    gx.substitute(dw.result(), [dv](const Index &) { return fvar(dv); });
+    fin.push_back(kir::store(hs, {yy * E(OW) + oxE, cb * E(kLanes) + l},
+                             asF32(gx.at(pj.operand(0), {bi[0], cb, y0 + yy, oxE, l}))));
+    return fin;
+  };
+  // kPixels pixels of a row per step, each tap's weight vector read once for all of them and
+  // their sums interleaved tap by tap (the direct depthwise conv's form, recipe_direct_conv.cpp):
+  // one pixel at a time, a 5 x 5 or larger conv's weights outgrow the registers and its one
+  // chain of FMAs waits on their latency. Each pixel sums its taps in the same order. The
+  // single-pixel form (the remainder) is built last: the substitution it leaves is the one the
+  // caller sees.
+  constexpr int64_t kPixels = 8;
+  const int64_t OWB = OW / kPixels;
+  std::vector<StmtP> perColumnBlock;
+  if (OWB > 0) {
+    std::vector<StmtP> px;
+    std::vector<E> oxp;
+    for (int64_t p = 0; p < kPixels; ++p) {
+      oxp.push_back(ivar("oxb") * E(kPixels) + E(p));
+      px.push_back(kir::decl(cat("a", p), DType::F32, f32(0.0)));
+    }
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw)
+        for (int64_t p = 0; p < kPixels; ++p)
+          px.push_back(kir::assign(cat("a", p),
+                                   fvar(cat("a", p)) + term(kh, kw, oxp[static_cast<size_t>(p)])));
+    for (int64_t p = 0; p < kPixels; ++p) {
+      auto fin = finish(fvar(cat("a", p)), oxp[static_cast<size_t>(p)], cat("d", p + 1, "_"));
+      px.insert(px.end(), fin.begin(), fin.end());
+    }
+    perColumnBlock.push_back(
+        kir::forLoop("oxb", zero, E(OWB), {vectorLoop("l", zero, E(kLanes), px)}));
+  }
+  E acc;
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t kw = 0; kw < KW; ++kw)
+      acc = acc ? acc + term(kh, kw, ox) : f32(0.0) + term(kh, kw, ox);
+  std::vector<StmtP> pix = finish(acc, ox, "d");
+  if (OWB * kPixels < OW)
+    perColumnBlock.push_back(kir::forLoop("ox", E(OWB * kPixels), E(OW - OWB * kPixels),
+                                          {vectorLoop("l", zero, E(kLanes), pix)}));
   std::vector<StmtP> perRow;
   for (int64_t kh = 0; kh < KH; ++kh)
     perRow.push_back(
         kir::decl(cat("s", kh), DType::I64, slot((y0 + yy) * E(s) - E(pd[0]) + E(kh * dl[0]))));
-  perRow.push_back(
-      kir::forLoop("cb", zero, E(CBh),
-                   {kir::forLoop("ox", zero, E(OW), {vectorLoop("l", zero, E(kLanes), pix)})}));
+  perRow.push_back(kir::forLoop("cb", zero, E(CBh), perColumnBlock));
   return kir::region(t, {kir::forLoop("yy", zero, gv, perRow)});
 }
 
