@@ -330,7 +330,9 @@ void benchDeviceIo(aicf_model *m, const std::vector<Tensor> &inputs, std::vector
 constexpr double kOffModel = 3.0;
 
 // --profile: each step's mean time beside the plan's predicted time (plan.yaml
-// hints.predicted.time_us), so a profile shows where the cost model is off.
+// hints.predicted.time_us), so a profile shows where the cost model is off. A host plan is
+// priced for every core of its machine; at --threads 1 a step is measured against its time on
+// one core (hints.predicted.one_core_us, where the plan records one), not the machine's.
 void printProfile(const Flags &flags, aicf_model *m, const std::function<void(double *)> &runOnce) {
   int steps = aicf_num_steps(m);
   std::vector<double> total(static_cast<size_t>(steps), 0.0), once(static_cast<size_t>(steps));
@@ -347,9 +349,11 @@ void printProfile(const Flags &flags, aicf_model *m, const std::function<void(do
   try {
     YAML::Node plan = YAML::LoadFile((fs::path(flags.model) / "plan.yaml").string());
     for (int s = 0; s < steps && s < static_cast<int>(plan[pk::plan::steps].size()); ++s) {
-      YAML::Node t =
-          plan[pk::plan::steps][s][pk::step::hints][pk::hints::predicted][pk::predicted::time_us];
-      if (t)
+      YAML::Node p = plan[pk::plan::steps][s][pk::step::hints][pk::hints::predicted];
+      YAML::Node t = p[pk::predicted::time_us], one = p[pk::predicted::one_core_us];
+      if (flags.threads == 1 && one)
+        predicted[s] = one.as<double>() / 1e3;
+      else if (t)
         predicted[s] = t.as<double>() / 1e3;
     }
   } catch (const YAML::Exception &) {

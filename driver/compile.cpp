@@ -655,6 +655,7 @@ PlanStep makeStep(CompileState &s, const KernelGroup &grp, const kir::Kernel &k,
   st.bytes = cost.bytes;
   st.flops = cost.flops;
   st.timeUs = cost.timeUs;
+  st.oneCoreUs = cost.oneCoreUs;
   st.precision = kir::kernelPrecision(k);
   st.fp32Us = cost.fp32TimeUs;
   if (!s.target.gpu()) {

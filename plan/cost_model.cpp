@@ -322,6 +322,14 @@ KernelCost evaluateKernel(const KernelGroup &g, const Recipe &recipe, const kir:
   }
   c.timeUs = w.alpha * c.trafficUs + c.computeUs + w.beta * c.latencyUs + w.gamma * c.spillUs -
              c.overlapUs;
+  if (!hw.gpu && hw.cores > 1) {
+    // The prediction a one-thread run is measured against (the plan is priced for every core).
+    KernelCost one = c;
+    if (!c.serial)
+      hostTerms(one, s, recipe, hw, blocks, compulsory, rereadBytes, 1);
+    c.oneCoreUs = w.alpha * one.trafficUs + one.computeUs + w.beta * one.latencyUs +
+                  w.gamma * one.spillUs - one.overlapUs;
+  }
   return c;
 }
 

@@ -72,6 +72,9 @@ struct KernelCost {
   // Host: less than kHostSerialUs of work, so the step runs whole on the calling thread
   // (hostChunks) and is priced on one core.
   bool serial = false;
+  // Host, on a machine of several cores: the same kernel's time on one core (what `aicf-run
+  // --profile --threads 1` measures it against); 0 on one core's machine (timeUs) and on GPUs.
+  double oneCoreUs = 0;
   std::vector<std::string> violations; // why the candidate cannot run; empty when it fits
   bool feasible() const { return violations.empty(); }
 };

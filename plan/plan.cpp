@@ -395,6 +395,8 @@ void emitPredicted(YAML::Emitter &y, const PlanStep &s) {
   key(y, pk::predicted::flops) << s.flops;
   if (!s.kindId.empty())
     key(y, pk::predicted::time_us) << s.timeUs;
+  if (!s.kindId.empty() && s.oneCoreUs > 0)
+    key(y, pk::predicted::one_core_us) << s.oneCoreUs;
   if (s.fp32Us > 0)
     key(y, pk::predicted::fp32_time_us) << s.fp32Us;
   if (s.occupancy >= 0) {

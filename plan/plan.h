@@ -107,6 +107,7 @@ struct PlanStep {
   // The planner's decision (plan/planner.h): predicted time, GPU occupancy and register
   // estimate (-1 / 0 on the host), the search and the alternatives it weighed.
   double timeUs = 0;
+  double oneCoreUs = 0; // host: the time on one core where the plan is priced for several
   // The arithmetic of the step's products (kir::kernelPrecision): fp32 (SIMT, and every step
   // without a product), tf32 / fp16 / bf16 on tensor cores with f32 accumulation, or on the
   // host bf16 / int8 dot products; for those, fp32Us is the predicted time of the same tiles

@@ -15,10 +15,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// plan.yaml with every step's predicted time replaced by `us`.
-void setPredictions(const fs::path &folder, const std::string &us) {
+// plan.yaml with every step's predicted time (`key`: time_us, the plan's cores, or one_core_us)
+// replaced by `us`.
+void setPredictions(const fs::path &folder, const std::string &us,
+                    const std::string &key = "time_us") {
   std::string yaml = readAll(folder / "plan.yaml");
-  yaml = std::regex_replace(yaml, std::regex("time_us: [0-9.e+-]+"), "time_us: " + us);
+  yaml = std::regex_replace(yaml, std::regex(" " + key + ": [0-9.e+-]+"), " " + key + ": " + us);
   writeAll(folder / "plan.yaml", yaml);
 }
 
@@ -43,6 +45,7 @@ TEST_CASE("profile: steps far above their prediction are marked, with their shar
 
   // Predictions of a picosecond: every step is off the model, all of the time.
   setPredictions(out, "1e-06");
+  setPredictions(out, "1e-06", "one_core_us");
   REQUIRE_MESSAGE(sh(profile, &log) == 0, log);
   std::smatch m;
   REQUIRE(std::regex_search(log, m, std::regex("predicted\\): ([0-9]+) steps, ([0-9.]+)% of")));
@@ -52,8 +55,53 @@ TEST_CASE("profile: steps far above their prediction are marked, with their shar
 
   // Predictions of ten seconds: no step is off.
   setPredictions(out, "1e+07");
+  setPredictions(out, "1e+07", "one_core_us");
   REQUIRE_MESSAGE(sh(profile, &log) == 0, log);
   CHECK(log.find("predicted): 0 steps, 0.0% of the time") != std::string::npos);
   CHECK(log.find(" !\n") == std::string::npos);
+  fs::remove_all(out);
+}
+
+TEST_CASE("profile: at one thread a plan priced for several cores is measured against one core") {
+  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+    return;
+  fs::path out = scratchDir("aicf_profile_cores_") / "cnn";
+  fs::remove_all(out);
+  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string(), log;
+  fs::path model = fs::path(AICF_TESTDATA) / "models" / "cnn_op17" / "model.onnx";
+  // Planned for two cores: every kernel step records its time on one core beside it, never
+  // less (a serial step's two are equal).
+  REQUIRE_MESSAGE(
+      sh("AICF_HOST_CORES=2 " + aicfc + " '" + model.string() + "' -o '" + out.string() + "'",
+         &log) == 0,
+      log);
+  std::string yaml = readAll(out / "plan.yaml");
+  std::regex pair("time_us: ([0-9.e+-]+), one_core_us: ([0-9.e+-]+)");
+  int kernels = 0, faster = 0;
+  for (auto it = std::sregex_iterator(yaml.begin(), yaml.end(), pair); it != std::sregex_iterator();
+       ++it) {
+    double all = std::stod((*it)[1]), one = std::stod((*it)[2]);
+    ++kernels;
+    CHECK(one >= all * (1 - 1e-6));
+    faster += one > all * 1.5;
+  }
+  std::regex stepTime("flops: [0-9]+, time_us: ");
+  CHECK(kernels == std::distance(std::sregex_iterator(yaml.begin(), yaml.end(), stepTime),
+                                 std::sregex_iterator()));
+  CHECK(kernels > 0);
+  CHECK(faster > 0); // some step spreads over both cores
+
+  // Two cores' predictions of a picosecond, one core's of ten seconds: at one thread no step is
+  // off the model; at two every step is.
+  setPredictions(out, "1e-06");
+  setPredictions(out, "1e+07", "one_core_us");
+  REQUIRE_MESSAGE(sh(run + " '" + out.string() + "' --random --profile --threads 1", &log) == 0,
+                  log);
+  CHECK(log.find("predicted): 0 steps, 0.0% of the time") != std::string::npos);
+  REQUIRE_MESSAGE(sh(run + " '" + out.string() + "' --random --profile --threads 2", &log) == 0,
+                  log);
+  CHECK(log.find("% of the time") != std::string::npos);
+  CHECK(log.find("predicted): 0 steps") == std::string::npos);
   fs::remove_all(out);
 }
