@@ -227,31 +227,22 @@ StmtP depthwiseRows(const Chain &ch, GroupExpr &gx, const std::string &t, const 
                              asF32(gx.at(pj.operand(0), {bi[0], cb, y0 + yy, oxE, l}))));
     return fin;
   };
-  // kPixels pixels of a row per step, each tap's weight vector read once for all of them and
-  // their sums interleaved tap by tap (the direct depthwise conv's form, recipe_direct_conv.cpp):
-  // one pixel at a time, a 5 x 5 or larger conv's weights outgrow the registers and its one
-  // chain of FMAs waits on their latency. Each pixel sums its taps in the same order. The
+  // kDepthwisePixels pixels of a row per step, their sums interleaved tap by tap
+  // (interleavedPixelSums, recipe_support.h; the direct depthwise conv's form). The
   // single-pixel form (the remainder) is built last: the substitution it leaves is the one the
   // caller sees.
-  constexpr int64_t kPixels = 8;
-  const int64_t OWB = OW / kPixels;
+  const int64_t OWB = OW / kDepthwisePixels;
   std::vector<StmtP> perColumnBlock;
   if (OWB > 0) {
-    std::vector<StmtP> px;
     std::vector<E> oxp;
-    for (int64_t p = 0; p < kPixels; ++p) {
-      oxp.push_back(ivar("oxb") * E(kPixels) + E(p));
-      px.push_back(kir::decl(cat("a", p), DType::F32, f32(0.0)));
-    }
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t kw = 0; kw < KW; ++kw)
-        for (int64_t p = 0; p < kPixels; ++p)
-          px.push_back(kir::assign(cat("a", p),
-                                   fvar(cat("a", p)) + term(kh, kw, oxp[static_cast<size_t>(p)])));
-    for (int64_t p = 0; p < kPixels; ++p) {
-      auto fin = finish(fvar(cat("a", p)), oxp[static_cast<size_t>(p)], cat("d", p + 1, "_"));
-      px.insert(px.end(), fin.begin(), fin.end());
-    }
+    for (int64_t p = 0; p < kDepthwisePixels; ++p)
+      oxp.push_back(ivar("oxb") * E(kDepthwisePixels) + E(p));
+    auto px = interleavedPixelSums(
+        "a", KH * KW,
+        [&](int64_t t, int64_t p) { return term(t / KW, t % KW, oxp[static_cast<size_t>(p)]); },
+        [&](E sum, int64_t p) {
+          return finish(sum, oxp[static_cast<size_t>(p)], cat("d", p + 1, "_"));
+        });
     perColumnBlock.push_back(
         kir::forLoop("oxb", zero, E(OWB), {vectorLoop("l", zero, E(kLanes), px)}));
   }
@@ -260,8 +251,9 @@ StmtP depthwiseRows(const Chain &ch, GroupExpr &gx, const std::string &t, const 
     for (int64_t kw = 0; kw < KW; ++kw)
       acc = acc ? acc + term(kh, kw, ox) : f32(0.0) + term(kh, kw, ox);
   std::vector<StmtP> pix = finish(acc, ox, "d");
-  if (OWB * kPixels < OW)
-    perColumnBlock.push_back(kir::forLoop("ox", E(OWB * kPixels), E(OW - OWB * kPixels),
+  if (OWB * kDepthwisePixels < OW)
+    perColumnBlock.push_back(kir::forLoop("ox", E(OWB * kDepthwisePixels),
+                                          E(OW - OWB * kDepthwisePixels),
                                           {vectorLoop("l", zero, E(kLanes), pix)}));
   std::vector<StmtP> perRow;
   for (int64_t kh = 0; kh < KH; ++kh)

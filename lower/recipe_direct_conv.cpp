@@ -260,35 +260,24 @@ kir::Kernel directConvBlocked(const KernelGroup &g, const std::string &name, con
         acc = acc ? acc + p : p;
     return finish(acc ? acc : f32(0.0), ow, "0");
   };
-  // A depthwise conv runs kPixels pixels of a row per step, each tap's weight vector read
-  // once for all of them and their sums interleaved tap by tap (as ORT's NCHWc depthwise
-  // kernel does): one pixel at a time, a 7 x 7 or 9 x 9 conv's 49-81 weight vectors outgrow
-  // the registers (AVX2: two vectors a tap, 16 registers), so each FMA also loaded its weight,
-  // and the pixel's one chain of FMAs waited on the FMA latency (3.8-6.5x the cost model's
-  // time on a Zen 3 core). Eight sums cover two FMA units' latency. Each pixel still sums its
-  // taps in the same order.
-  constexpr int64_t kPixels = 8;
+  // A depthwise conv runs kDepthwisePixels pixels of a row per step, their sums interleaved
+  // tap by tap (interleavedPixelSums, recipe_support.h).
   auto pixels = [&](const TapRange &rows, const TapRange &cols) {
-    std::vector<StmtP> body;
     std::vector<E> owp;
-    for (int64_t p = 0; p < kPixels; ++p) {
-      owp.push_back(E(cols.lo) + ivar("owb") * E(kPixels) + E(p));
-      body.push_back(kir::decl(cat("s", p), DType::F32, f32(0.0)));
-    }
-    for (int64_t kh : rows.taps)
-      for (int64_t kw : cols.taps)
-        for (int64_t p = 0; p < kPixels; ++p)
-          body.push_back(kir::assign(
-              cat("s", p), fvar(cat("s", p)) + term(0, kh, kw, owp[static_cast<size_t>(p)])));
-    for (int64_t p = 0; p < kPixels; ++p) {
-      auto fin = finish(fvar(cat("s", p)), owp[static_cast<size_t>(p)], cat(p + 1));
-      body.insert(body.end(), fin.begin(), fin.end());
-    }
-    return body;
+    for (int64_t p = 0; p < kDepthwisePixels; ++p)
+      owp.push_back(E(cols.lo) + ivar("owb") * E(kDepthwisePixels) + E(p));
+    const auto nw = static_cast<int64_t>(cols.taps.size());
+    return interleavedPixelSums(
+        "s", static_cast<int64_t>(rows.taps.size()) * nw,
+        [&](int64_t t, int64_t p) {
+          return term(0, rows.taps[static_cast<size_t>(t / nw)],
+                      cols.taps[static_cast<size_t>(t % nw)], owp[static_cast<size_t>(p)]);
+        },
+        [&](E sum, int64_t p) { return finish(sum, owp[static_cast<size_t>(p)], cat(p + 1)); });
   };
   std::vector<StmtP> body = tapRangeWalk(tapRanges(OH, KH, st[0], dl[0], pd[0], H),
                                          tapRanges(OW, KW, st[1], dl[1], pd[1], W), r0, R, pixel,
-                                         depthwise ? kPixels : 1, pixels);
+                                         depthwise ? kDepthwisePixels : 1, pixels);
   k.body.push_back(kir::region(k.threadVar, body));
   return k;
 }

@@ -149,6 +149,23 @@ std::vector<kir::StmtP> tapRangeWalk(const std::vector<TapRange> &rows,
   return body;
 }
 
+std::vector<kir::StmtP>
+interleavedPixelSums(const std::string &name, int64_t taps,
+                     const std::function<kir::E(int64_t tap, int64_t pixel)> &term,
+                     const std::function<std::vector<kir::StmtP>(kir::E, int64_t)> &finish) {
+  std::vector<kir::StmtP> body;
+  for (int64_t p = 0; p < kDepthwisePixels; ++p)
+    body.push_back(kir::decl(cat(name, p), DType::F32, kir::fconst(0.0, DType::F32)));
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t p = 0; p < kDepthwisePixels; ++p)
+      body.push_back(kir::assign(cat(name, p), kir::var(cat(name, p), DType::F32) + term(t, p)));
+  for (int64_t p = 0; p < kDepthwisePixels; ++p) {
+    auto fin = finish(kir::var(cat(name, p), DType::F32), p);
+    body.insert(body.end(), fin.begin(), fin.end());
+  }
+  return body;
+}
+
 PhasePlanes phasePlanes(const std::vector<int64_t> &in, const std::vector<int64_t> &pads,
                         const std::vector<int64_t> &out, const std::vector<int64_t> &kernel,
                         const std::vector<int64_t> &dil, int64_t stride) {

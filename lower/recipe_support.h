@@ -69,6 +69,21 @@ std::vector<kir::StmtP> tapRangeWalk(const std::vector<TapRange> &rows,
                                      const PixelBody &pixel, int64_t P = 1,
                                      const PixelBody &pixels = {});
 
+// A host depthwise conv's step of kDepthwisePixels pixels of a row (recipe_direct_conv.cpp,
+// recipe_conv_chain.cpp): pixel p's sum is the scalar <name>p, started at 0 and added
+// term(tap, p) for tap in [0, taps), tap by tap across the pixels, so each tap's weight vector
+// is read once for all of them and the sums interleave (as ORT's NCHWc depthwise kernel does):
+// one pixel at a time, a 5 x 5 to 9 x 9 conv's 25-81 weight vectors outgrow the registers (AVX2:
+// two vectors a tap, 16 registers), so each FMA also loads its weight, and the pixel's one chain
+// of FMAs waits on the FMA latency (3.8-6.5x the cost model's time on a Zen 3 core). Eight sums
+// cover two FMA units' latency. Each pixel sums its taps in the single-pixel form's order. Then
+// finish(sum, p) gives the statements that consume pixel p's sum.
+constexpr int64_t kDepthwisePixels = 8;
+std::vector<kir::StmtP>
+interleavedPixelSums(const std::string &name, int64_t taps,
+                     const std::function<kir::E(int64_t tap, int64_t pixel)> &term,
+                     const std::function<std::vector<kir::StmtP>(kir::E, int64_t)> &finish);
+
 // A 2-D window op's input seen as stride x stride phase planes (host conv / max-pool plane
 // forms): the zero- (or -inf-) padded input, widened where needed so every window lies inside
 // it (ceil_mode pooling), is split into phases of Hq x Wq, phase (a, b) holding padded element
