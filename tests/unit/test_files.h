@@ -8,18 +8,55 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace aicf::test_files {
 
-// A per-process folder under the system temp folder: temp/<prefix><pid>, created on first use.
+// The folders scratchDir made, removed when the test process ends (compiled plans, weights:
+// a suite's run once left 200 MB in the temp folder). AICF_KEEP_SCRATCH=1 keeps them to look
+// at after a failure.
+struct ScratchFolders {
+  std::vector<std::filesystem::path> dirs;
+  ~ScratchFolders() {
+    if (std::getenv("AICF_KEEP_SCRATCH"))
+      return;
+    for (const auto &d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+inline ScratchFolders &scratchFolders() {
+  static ScratchFolders folders;
+  return folders;
+}
+
+// A per-process folder under the system temp folder: temp/<prefix><pid>, created on first use
+// and removed at exit (ScratchFolders).
 inline std::filesystem::path scratchDir(const std::string &prefix) {
   std::filesystem::path dir =
       std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  if (std::filesystem::create_directories(dir))
+    scratchFolders().dirs.push_back(dir);
   return dir;
+}
+
+// aicfc and aicf-run as built beside the unit tests (build/tests/aicf_unit -> build/aicfc);
+// false where this configuration does not build them (the tests that run them return).
+struct Tools {
+  std::string aicfc, run;
+  explicit operator bool() const { return !aicfc.empty(); }
+};
+inline Tools builtTools() {
+  std::filesystem::path bin =
+      std::filesystem::canonical("/proc/self/exe").parent_path().parent_path();
+  if (!std::filesystem::exists(bin / "aicfc") || !std::filesystem::exists(bin / "aicf-run"))
+    return {};
+  return {(bin / "aicfc").string(), (bin / "aicf-run").string()};
 }
 
 inline std::string readAll(const std::filesystem::path &p) {

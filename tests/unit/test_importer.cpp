@@ -14,6 +14,7 @@
 #include "onnx_model_builder.h"
 #include "support/cli_util.h"
 #include "support/diagnostics.h"
+#include "test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -1039,8 +1040,8 @@ TEST_CASE("importer: every bad model in testdata/bad fails with its expected mes
 // them out of the runtime's inputs; aicf-run writes an output that folded to a constant under
 // its own name (<name>.npy).
 TEST_CASE("importer: aicfc --const and a constant output, through aicfc and aicf-run") {
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  aicf::test_files::Tools tools = aicf::test_files::builtTools();
+  if (!tools)
     return; // the tools are built beside the tests in every configuration that has them
   ModelBuilder b(13);
   b.input("x", TensorProto::FLOAT, {2, 6}).input("k", TensorProto::FLOAT, {});
@@ -1052,10 +1053,9 @@ TEST_CASE("importer: aicfc --const and a constant output, through aicfc and aicf
   fs::path xf = scratchDir() / "cli_x.npy";
   writeNpy(xf.string(), Tensor::fromF32({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 6}));
   fs::create_directories(res);
-  std::string cmd =
-      cat("'", (bin / "aicfc").string(), "' '", model, "' --const k=0.5 -o '", out.string(),
-          "' > /dev/null && '", (bin / "aicf-run").string(), "' '", out.string(), "' --input x='",
-          xf.string(), "' --output-dir '", res.string(), "' > /dev/null");
+  std::string cmd = cat("'", tools.aicfc, "' '", model, "' --const k=0.5 -o '", out.string(),
+                        "' > /dev/null && '", tools.run, "' '", out.string(), "' --input x='",
+                        xf.string(), "' --output-dir '", res.string(), "' > /dev/null");
   int rc = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(rc));
   REQUIRE(WEXITSTATUS(rc) == 0);
@@ -1200,8 +1200,8 @@ TEST_CASE("importer: If with a compile-time condition is replaced by its branch"
 // epilogue (so it runs always); the else side's kernel is guarded in plan.yaml (when false).
 // aicf-run gives each side's values for inputs that take it.
 TEST_CASE("importer: If with a runtime condition, guarded steps through aicfc and aicf-run") {
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  aicf::test_files::Tools tools = aicf::test_files::builtTools();
+  if (!tools)
     return;
   ModelBuilder b(13);
   b.input("x", TensorProto::FLOAT, {2, 4});
@@ -1238,7 +1238,7 @@ TEST_CASE("importer: If with a runtime condition, guarded steps through aicfc an
   std::string model = b.save("cli_if.onnx");
   fs::path out = scratchDir() / "cli_if_out";
   std::string compile =
-      cat("'", (bin / "aicfc").string(), "' '", model, "' -o '", out.string(), "' > /dev/null");
+      cat("'", tools.aicfc, "' '", model, "' -o '", out.string(), "' > /dev/null");
   int rc = std::system(compile.c_str());
   REQUIRE(WIFEXITED(rc));
   REQUIRE(WEXITSTATUS(rc) == 0);
@@ -1265,8 +1265,8 @@ TEST_CASE("importer: If with a runtime condition, guarded steps through aicfc an
     fs::path xf = scratchDir() / "cli_if_x.npy", res = scratchDir() / "cli_if_res";
     fs::create_directories(res);
     writeNpy(xf.string(), Tensor::fromF32(xs, {2, 4}));
-    std::string run = cat("'", (bin / "aicf-run").string(), "' '", out.string(), "' --input x='",
-                          xf.string(), "' --output-dir '", res.string(), "' > /dev/null");
+    std::string run = cat("'", tools.run, "' '", out.string(), "' --input x='", xf.string(),
+                          "' --output-dir '", res.string(), "' > /dev/null");
     rc = std::system(run.c_str());
     REQUIRE(WIFEXITED(rc));
     REQUIRE(WEXITSTATUS(rc) == 0);
@@ -1290,8 +1290,8 @@ TEST_CASE("importer: If with a runtime condition, guarded steps through aicfc an
     text.replace(at, from.size(), to);
     std::ofstream(bad / "plan.yaml") << text;
     fs::path err = scratchDir() / "cli_if_err.txt", xf = scratchDir() / "cli_if_x.npy";
-    std::string run = cat("'", (bin / "aicf-run").string(), "' '", bad.string(), "' --input x='",
-                          xf.string(), "' > /dev/null 2> '", err.string(), "'");
+    std::string run = cat("'", tools.run, "' '", bad.string(), "' --input x='", xf.string(),
+                          "' > /dev/null 2> '", err.string(), "'");
     int code = std::system(run.c_str());
     CHECK(WIFEXITED(code));
     CHECK(WEXITSTATUS(code) != 0);
@@ -1975,8 +1975,8 @@ TEST_CASE("importer: an empty input that no node reads (CastLike's template) run
       *g, {Tensor::fromF32({0.1f, 2, -3, 4.5f}, {2, 2}), Tensor(TensorType(DType::F64, {0}))})[0];
   CHECK(y.dtype() == DType::F64);
   CHECK(y.getDouble(0) == double(0.1f));
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  aicf::test_files::Tools tools = aicf::test_files::builtTools();
+  if (!tools)
     return;
   std::string model = b.save("castlike_empty.onnx");
   fs::path out = scratchDir() / "castlike_out", res = scratchDir() / "castlike_res";
@@ -1985,9 +1985,9 @@ TEST_CASE("importer: an empty input that no node reads (CastLike's template) run
   writeNpy(lf.string(), Tensor(TensorType(DType::F64, {0})));
   fs::create_directories(res);
   std::string cmd =
-      cat("'", (bin / "aicfc").string(), "' '", model, "' -o '", out.string(), "' > /dev/null && '",
-          (bin / "aicf-run").string(), "' '", out.string(), "' --input x='", xf.string(),
-          "' --input like='", lf.string(), "' --output-dir '", res.string(), "' > /dev/null");
+      cat("'", tools.aicfc, "' '", model, "' -o '", out.string(), "' > /dev/null && '", tools.run,
+          "' '", out.string(), "' --input x='", xf.string(), "' --input like='", lf.string(),
+          "' --output-dir '", res.string(), "' > /dev/null");
   int rc = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(rc));
   REQUIRE(WEXITSTATUS(rc) == 0);

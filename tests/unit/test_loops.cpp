@@ -38,12 +38,12 @@ std::string runArgs(const std::string &kase) {
 } // namespace
 
 TEST_CASE("loops: a loop kept at run time through aicfc and aicf-run matches ONNX Runtime") {
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  aicf::test_files::Tools tools = aicf::test_files::builtTools();
+  if (!tools)
     return;
   fs::path scratch = fs::temp_directory_path() / cat("aicf_loops_test_", ::getpid());
   fs::create_directories(scratch);
-  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string();
+  std::string aicfc = tools.aicfc, run = tools.run;
   std::string model = (kModel / "model.onnx").string();
   for (const char *planFor : {"", "--plan-for cuda:sm_90"}) {
     CAPTURE(planFor);

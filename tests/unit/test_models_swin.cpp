@@ -39,18 +39,18 @@ TEST_CASE("models: the Swin model's ScatterND attention masks fold at import") {
 }
 
 TEST_CASE("models: the Swin model compiled with aicfc for the host matches PyTorch") {
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  aicf::test_files::Tools tools = aicf::test_files::builtTools();
+  if (!tools)
     return;
   fs::path scratch = aicf::test_files::scratchDir("aicf_swin_");
   fs::path out = scratch / "swin";
   fs::remove_all(out);
   std::string log;
-  REQUIRE_MESSAGE(sh(cat((bin / "aicfc").string(), " '", (kSwin / "model.onnx").string(), "' -o '",
-                         out.string(), "'"),
-                     &log) == 0,
-                  log);
-  int rc = sh(cat((bin / "aicf-run").string(), " '", out.string(), "' --input image='",
+  REQUIRE_MESSAGE(
+      sh(cat(tools.aicfc, " '", (kSwin / "model.onnx").string(), "' -o '", out.string(), "'"),
+         &log) == 0,
+      log);
+  int rc = sh(cat(tools.run, " '", out.string(), "' --input image='",
                   (kSwin / "inputs" / "image.npy").string(), "' --reference '",
                   (kSwin / "outputs").string(), "' --atol 1e-5 --rtol 1e-4"),
               &log);

@@ -24,19 +24,27 @@ void setPredictions(const fs::path &folder, const std::string &us,
   writeAll(folder / "plan.yaml", yaml);
 }
 
+// cnn_op17 compiled by aicfc (the command prefixed by `env`) into a fresh folder under
+// scratchDir(prefix).
+fs::path compileCnn(const Tools &tools, const std::string &prefix, const std::string &env) {
+  fs::path out = scratchDir(prefix) / "cnn";
+  fs::remove_all(out);
+  fs::path model = fs::path(AICF_TESTDATA) / "models" / "cnn_op17" / "model.onnx";
+  std::string log;
+  REQUIRE_MESSAGE(
+      sh(env + tools.aicfc + " '" + model.string() + "' -o '" + out.string() + "'", &log) == 0,
+      log);
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("profile: steps far above their prediction are marked, with their share of the run") {
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  Tools tools = builtTools();
+  if (!tools)
     return;
-  fs::path out = scratchDir("aicf_profile_test_") / "cnn";
-  fs::remove_all(out);
-  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string(), log;
-  fs::path model = fs::path(AICF_TESTDATA) / "models" / "cnn_op17" / "model.onnx";
-  REQUIRE_MESSAGE(sh(aicfc + " '" + model.string() + "' -o '" + out.string() + "'", &log) == 0,
-                  log);
-  std::string profile = run + " '" + out.string() + "' --random --profile --threads 1";
+  fs::path out = compileCnn(tools, "aicf_profile_test_", "");
+  std::string profile = tools.run + " '" + out.string() + "' --random --profile --threads 1", log;
 
   REQUIRE_MESSAGE(sh(profile, &log) == 0, log);
   CHECK(log.find("x pred") != std::string::npos);
@@ -63,19 +71,13 @@ TEST_CASE("profile: steps far above their prediction are marked, with their shar
 }
 
 TEST_CASE("profile: at one thread a plan priced for several cores is measured against one core") {
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
-    return;
-  fs::path out = scratchDir("aicf_profile_cores_") / "cnn";
-  fs::remove_all(out);
-  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string(), log;
-  fs::path model = fs::path(AICF_TESTDATA) / "models" / "cnn_op17" / "model.onnx";
   // Planned for two cores: every kernel step records its time on one core beside it, never
   // less (a serial step's two are equal).
-  REQUIRE_MESSAGE(
-      sh("AICF_HOST_CORES=2 " + aicfc + " '" + model.string() + "' -o '" + out.string() + "'",
-         &log) == 0,
-      log);
+  Tools tools = builtTools();
+  if (!tools)
+    return;
+  fs::path out = compileCnn(tools, "aicf_profile_cores_", "AICF_HOST_CORES=2 ");
+  std::string run = tools.run, log;
   std::string yaml = readAll(out / "plan.yaml");
   std::regex pair("time_us: ([0-9.e+-]+), one_core_us: ([0-9.e+-]+)");
   int kernels = 0, faster = 0;

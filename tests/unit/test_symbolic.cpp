@@ -151,14 +151,14 @@ TEST_CASE("symbolic: IR text round-trips symbolic types and the verifier checks 
 }
 
 TEST_CASE("symbolic: mlp_dyn compiled once for batch 1..64 runs every batch in range") {
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  aicf::test_files::Tools tools = aicf::test_files::builtTools();
+  if (!tools)
     return;
   fs::path model = fs::path(AICF_TESTDATA) / "models" / "mlp_dyn_op13" / "model.onnx";
   fs::path scratch = fs::temp_directory_path() / cat("aicf_symbolic_test_", ::getpid());
   fs::remove_all(scratch);
   fs::create_directories(scratch);
-  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string();
+  std::string aicfc = tools.aicfc, run = tools.run;
   fs::path out = scratch / "mlp";
   std::string log;
   REQUIRE_MESSAGE(
@@ -289,10 +289,10 @@ inputDims(const fs::path &model, const std::string &aicfc) {
 TEST_CASE("symbolic: each *_dyn model compiled once for its ranges runs at >= 3 shapes") {
   // Host plans and sm_90 plans (emulated): a ranged BERT layer's GPU plan once stopped at its
   // projections ("symbolic batch dims of a batched product are not supported yet").
-  fs::path bin = fs::canonical("/proc/self/exe").parent_path().parent_path();
-  if (!fs::exists(bin / "aicfc") || !fs::exists(bin / "aicf-run"))
+  aicf::test_files::Tools tools = aicf::test_files::builtTools();
+  if (!tools)
     return;
-  std::string aicfc = (bin / "aicfc").string(), run = (bin / "aicf-run").string();
+  std::string aicfc = tools.aicfc, run = tools.run;
   fs::path scratch = fs::temp_directory_path() / cat("aicf_symbolic_dyn_", ::getpid());
   fs::remove_all(scratch);
   int models = 0;
