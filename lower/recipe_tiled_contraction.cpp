@@ -413,7 +413,10 @@ StmtP viewsMma(const Contraction &c, const Tiles &tl, const TileViews &tv, const
   v.bPanelStride = bView ? bView->stride : 0;
   v.aShift = bView ? bView->aShift : 0;
   v.bPrefetch = bView && streamsWeight(*bView, knobs);
-  v.rows = aView && c.mRagged(tl.BM) ? kir::min(E(tl.BM), c.Me() - m0) : E(tl.BM);
+  // Rows past M take no part, A read in place or staged (its padding rows are zeros no store
+  // reads): a batch-1 product (a squeeze-and-excitation's FCs, a classifier) staged in a tile of
+  // 8 rows ran 8 rows of products for one.
+  v.rows = c.mRagged(tl.BM) ? kir::min(E(tl.BM), c.Me() - m0) : E(tl.BM);
   v.cols = bView && ceilDiv(c.N, tl.BN) * tl.BN > bView->cols
                ? kir::min(E(tl.BN), E(bView->cols) - n0)
            : bRow && c.N % tl.BN != 0 ? kir::min(E(tl.BN), E(c.N) - n0)
