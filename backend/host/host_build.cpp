@@ -76,17 +76,7 @@ const std::set<std::string> &predefinedMacros(const std::string &cpuArch,
 
 } // namespace
 
-std::string compileHostSource(const std::string &source, const std::string &cppPath,
-                              const std::string &soPath, const HostBuildOptions &opts) {
-  {
-    std::ofstream f(cppPath, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw UserError(cat(cppPath, ": cannot open for writing"));
-    f << source;
-    f.close();
-    if (!f)
-      throw UserError(cat(cppPath, ": write failed"));
-  }
+std::vector<std::string> hostCompileFlags(const HostBuildOptions &opts) {
   // -fopenmp-simd: the `omp simd` loop pragmas only; the kernels own no threads (the runtime's
   // pool runs them), so libmodel.so needs no OpenMP runtime. -fno-trapping-math: the kernels
   // never read the floating-point exception flags, and with them g++ may not if-convert a
@@ -113,6 +103,21 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
   std::istringstream extra(opts.extraFlags);
   for (std::string flag; extra >> flag;)
     argv.push_back(flag);
+  return argv;
+}
+
+std::string compileHostSource(const std::string &source, const std::string &cppPath,
+                              const std::string &soPath, const HostBuildOptions &opts) {
+  {
+    std::ofstream f(cppPath, std::ios::binary | std::ios::trunc);
+    if (!f)
+      throw UserError(cat(cppPath, ": cannot open for writing"));
+    f << source;
+    f.close();
+    if (!f)
+      throw UserError(cat(cppPath, ": write failed"));
+  }
+  std::vector<std::string> argv = hostCompileFlags(opts);
   int parts = sourceParts(source);
   if (parts <= 1) {
     argv.insert(argv.end(), {"-shared", "-o", soPath, cppPath});

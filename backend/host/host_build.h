@@ -19,6 +19,10 @@ struct HostBuildOptions {
   std::string extraFlags;
 };
 
+// The compiler and its flags for generated host C++, before the inputs and outputs: -O3, the
+// -march, the vector width and the GCC-only parameters it needs, then `extraFlags`.
+std::vector<std::string> hostCompileFlags(const HostBuildOptions &opts);
+
 // Writes `source` to `cppPath` and compiles it to `soPath`. Returns the compiler's output. A
 // generated source that declares parts (`#define AICF_PARTS P`, host_printer.cpp) is compiled
 // as P translation units at once (-DAICF_PART=p, one thread per hardware thread) and linked.
