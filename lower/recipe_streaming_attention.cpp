@@ -169,117 +169,65 @@ AttentionTiles attentionTiles(const Node &n, const Knobs &knobs, int64_t Sq, int
   return at;
 }
 
-} // namespace
-
-kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &name,
-                                     const Knobs &knobs) {
-  AICF_CHECK(g.anchor != nullptr && g.anchor->op() == Op::Attention,
-             "streaming_attention needs an attention anchor (group ", g.id, ")");
-  const Node &n = *g.anchor;
-  std::map<const Value *, kir::BufferP> byValue;
-  kir::Kernel k = startKernel(g, name, "streaming_attention", byValue);
-  GroupExpr gx(g, byValue);
-
-  const Value *q = n.operand(0), *kv = n.operand(1), *v = n.operand(2);
-  const Value *mask = n.numOperands() == 4 ? n.operand(3) : nullptr;
-  const Value *result = n.result();
-  requireShapePreservingEpilogue(g, result);
-  const std::vector<int64_t> &qshape = q->type().shape;
-  size_t r = qshape.size();
-  std::vector<int64_t> batch(qshape.begin(), qshape.end() - 2);
-  int64_t B = product(batch), Sq = qshape[r - 2], D = qshape[r - 1];
-  int64_t Sk = kv->type().shape[r - 2], Dv = v->type().shape[r - 1];
+// The attention being lowered, as both forms of its kernel (SIMT, tensor cores) read it: the
+// operands, the (symbolic) dims, the tiles chosen from the knobs, the grid coordinates, and the
+// stages the forms share (tile copies, the scaled and masked score, the key tiles a query tile
+// sees).
+struct Attention {
+  const KernelGroup *g = nullptr;
+  const Node *n = nullptr;
+  GroupExpr *gx = nullptr;
+  const Value *q = nullptr, *kv = nullptr, *v = nullptr, *mask = nullptr, *result = nullptr;
+  size_t r = 0; // the operands' rank
+  std::vector<int64_t> batch;
+  int64_t B = 1, Sq = 1, D = 1, Sk = 1, Dv = 1;
   // Symbolic dims (issue 21): the batch dims, Sq and Sk may depend on them (D and Dv are the
-  // heads' static widths); every bound, guard and grid extent below reads SqE / SkE / the
-  // symbolic grid, and a tile is treated as ragged whenever its extent is symbolic.
-  const TensorType &qt = q->type(), &kt = kv->type();
-  SymExpr bSym = 1;
-  for (size_t d = 0; d + 2 < r; ++d) {
-    if (d > 0 && !qt.symDim(d).isConstant())
-      throw UserError(cat(n.where(), ": attention ", qt.str(),
-                          ": only the outermost batch dim may be symbolic"));
-    bSym = *SymExpr::mul(bSym, qt.symDim(d));
-  }
-  if (!qt.symDim(r - 1).isConstant() || !v->type().symDim(r - 1).isConstant())
-    throw UserError(cat(n.where(), ": attention ", qt.str(), ": symbolic head widths"));
-  const SymExpr sqSym = qt.symDim(r - 2), skSym = kt.symDim(r - 2);
-  const E SqE = kir::symE(sqSym), SkE = kir::symE(skSym);
-  const bool skSymbolic = !skSym.isConstant();
-  double scale = n.f("scale");
-  bool causal = n.i("causal") != 0;
-  bool maskBool = mask && mask->type().dtype == DType::Bool;
-
-  // Knobs (attentionTiles).
-  AttentionTiles at = attentionTiles(n, knobs, Sq, D, Dv);
-  kir::MmaFrag frag = at.frag;
-  const std::optional<WarpTiles> &sTiles = at.sTiles, &oTiles = at.oTiles;
-  const int64_t BR = at.BR, BC = at.BC, threads = at.threads;
-  int64_t tm = std::max<int64_t>(1, BR / threads); // query rows per thread
-  k.threads = threads;
-  k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};
-  auto problem = std::make_shared<AttentionProblem>();
-  problem->batch = B;
-  problem->Sq = Sq;
-  problem->Sk = Sk;
-  problem->D = D;
-  problem->Dv = Dv;
-  problem->causal = causal;
-  problem->frag = frag;
-  problem->precision = frag == kir::MmaFrag::None ? Precision::F32 : nodePrecision(n);
-  k.problem = problem;
-  const std::string &t = k.threadVar;
-  E tv = ivar(t);
-
-  // Grid: the batch dims flattened into one axis, then the query tiles.
-  int64_t nQT = ceilDiv(Sq, BR), nKT = ceilDiv(Sk, BC);
-  if (!batch.empty())
-    k.grid.emplace_back("b", B);
-  k.grid.emplace_back("qt", nQT);
-  if (!bSym.isConstant() || !sqSym.isConstant()) {
-    if (!batch.empty())
-      k.symGrid.push_back(SymExtent{bSym, 1});
-    k.symGrid.push_back(SymExtent{sqSym, BR});
-  }
-  // Ragged tiles: always, where the extent is symbolic.
-  const bool qRagged = !sqSym.isConstant() || Sq % BR != 0;
-  const bool kRagged = skSymbolic || Sk % BC != 0;
-  const E nKTe = skSymbolic ? (SkE + E(BC - 1)) / E(BC) : E(nKT);
-  std::vector<E> bIdx = batch.empty() ? std::vector<E>{} : unflat(batch, ivar("b"));
-  E q0 = ivar("qt") * E(BR), k0 = ivar("kt") * E(BC);
+  // heads' static widths); every bound, guard and grid extent reads SqE / SkE / the symbolic
+  // grid, and a tile is treated as ragged whenever its extent is symbolic.
+  SymExpr bSym = 1, sqSym = 1, skSym = 1;
+  E SqE, SkE;
+  bool skSymbolic = false, causal = false, maskBool = false;
+  double scale = 1.0;
+  AttentionTiles at;
+  std::string t; // the block's thread variable
+  E tv;
+  bool qRagged = false, kRagged = false; // always, where the extent is symbolic
+  E nKTe;                                // key tiles in all
+  std::vector<E> bIdx;                   // the batch coordinates of grid axis b
+  E q0, k0;                              // the query tile's first row, key tile kt's first key
 
   // A raw score of query `row` and key `key` (the variables the per-key code declares) scaled
-  // and masked: the mask is loaded through its broadcast over [batch..., Sq, Sk], decided on the
-  // symbolic dims (a dim of 1 broadcasts; any other must equal the scores' for every value of
-  // the dims); bool keeps where true, float is added.
-  auto maskedScore = [&](E raw) {
+  // and masked: the mask is loaded through its broadcast over [batch..., Sq, Sk], decided on
+  // the symbolic dims (a dim of 1 broadcasts; any other must equal the scores' for every value
+  // of the dims); bool keeps where true, float is added.
+  E maskedScore(E raw) const {
     E row = ivar("row"), key = ivar("key");
     E s = raw * f32(scale);
-    if (mask) {
-      std::vector<SymExpr> scores;
-      for (size_t d = 0; d + 2 < r; ++d)
-        scores.push_back(qt.symDim(d));
-      scores.push_back(sqSym);
-      scores.push_back(skSym);
-      const TensorType &mt = mask->type();
-      std::vector<E> at = concat(bIdx, {row, key}), idx;
-      size_t off = scores.size() - mt.shape.size();
-      for (size_t d = 0; d < mt.shape.size(); ++d) {
-        SymExpr md = mt.symDim(d), sd = scores[off + d];
-        if (md == SymExpr(1) && sd != SymExpr(1))
-          idx.push_back(E(int64_t(0)));
-        else if (md == sd)
-          idx.push_back(at[off + d]);
-        else
-          throw UserError(cat(n.where(), ": attention mask ", mt.str(),
-                              " does not broadcast to the scores for every value of the dims"));
-      }
-      E mv = gx.at(mask, idx);
-      s = maskBool ? kir::select(mv, s, f32(kNegInf)) : s + asF32(mv);
+    if (!mask)
+      return s;
+    std::vector<SymExpr> scores;
+    for (size_t d = 0; d + 2 < r; ++d)
+      scores.push_back(q->type().symDim(d));
+    scores.push_back(sqSym);
+    scores.push_back(skSym);
+    const TensorType &mt = mask->type();
+    std::vector<E> at = concat(bIdx, {row, key}), idx;
+    size_t off = scores.size() - mt.shape.size();
+    for (size_t d = 0; d < mt.shape.size(); ++d) {
+      SymExpr md = mt.symDim(d), sd = scores[off + d];
+      if (md == SymExpr(1) && sd != SymExpr(1))
+        idx.push_back(E(int64_t(0)));
+      else if (md == sd)
+        idx.push_back(at[off + d]);
+      else
+        throw UserError(cat(n->where(), ": attention mask ", mt.str(),
+                            " does not broadcast to the scores for every value of the dims"));
     }
-    return s;
-  };
+    E mv = gx->at(mask, idx);
+    return maskBool ? kir::select(mv, s, f32(kNegInf)) : s + asF32(mv);
+  }
   // Whether key `key` is visible to query `row`: inside Sk, and not above the causal diagonal.
-  auto visibleKey = [&]() {
+  E visibleKey() const {
     E row = ivar("row"), key = ivar("key");
     std::vector<E> visible;
     if (kRagged)
@@ -287,181 +235,252 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
     if (causal)
       visible.push_back(key <= row + (skSymbolic || !sqSym.isConstant() ? SkE - SqE : E(Sk - Sq)));
     return allOf(visible);
-  };
-
-  // The key tiles this query tile sees. Causal: query row i sees keys j <= i + (Sk - Sq), so the
-  // tile needs ceil((min(q0 + BR, Sq) + Sk - Sq) / BC) key tiles (clamped to [0, nKT]).
-  E nTiles = nKTe;
-  if (causal) {
+  }
+  // The key tiles this query tile sees. Causal: query row i sees keys j <= i + (Sk - Sq), so
+  // the tile needs ceil((min(q0 + BR, Sq) + Sk - Sq) / BC) key tiles (clamped to [0, nKT]).
+  E keyTiles() const {
+    if (!causal)
+      return nKTe;
+    const int64_t BR = at.BR, BC = at.BC;
     E needed = sqSym.isConstant() && !skSymbolic
                    ? (kir::min(q0 + E(BR), E(Sq)) + E(Sk - Sq + BC - 1)) / E(BC)
                    : (kir::min(q0 + E(BR), SqE) + (SkE - SqE) + E(BC - 1)) / E(BC);
-    nTiles = kir::min(nKTe, kir::max(E(int64_t(0)), needed));
+    return kir::min(nKTe, kir::max(E(int64_t(0)), needed));
   }
-  std::function<E(E)> keyValid;
-  if (kRagged)
-    keyValid = [&](E jj) { return k0 + jj < SkE; };
+  // Whether row jj of key tile kt is a key (null when every tile is whole).
+  std::function<E(E)> keyValid() const {
+    if (!kRagged)
+      return nullptr;
+    E first = k0, end = SkE;
+    return [first, end](E jj) { return first + jj < end; };
+  }
   // K transposed (ksT[c, j] = K[k0 + j, c]) so that S = qs x ksT is a plain mma_tile.
-  auto keyTileCopy = [&](const kir::BufferP &ksT) {
+  StmtP keyTileCopy(const kir::BufferP &ksT) const {
+    const int64_t threads = at.threads, BC = at.BC;
     E e = ivar("e");
     E jj = threads == 1 ? ivar("er") : e / E(D), c = threads == 1 ? ivar("ec") : e % E(D);
-    E val = asF32(gx.at(kv, concat(bIdx, {k0 + jj, c})));
-    StmtP st = keyValid ? kir::ifThen(keyValid(jj), {kir::store(ksT, {c, jj}, val)},
-                                      {kir::store(ksT, {c, jj}, f32(0.0))})
-                        : kir::store(ksT, {c, jj}, val);
+    E val = asF32(gx->at(kv, concat(bIdx, {k0 + jj, c})));
+    std::function<E(E)> valid = keyValid();
+    StmtP st = valid ? kir::ifThen(valid(jj), {kir::store(ksT, {c, jj}, val)},
+                                   {kir::store(ksT, {c, jj}, f32(0.0))})
+                     : kir::store(ksT, {c, jj}, val);
     return threads == 1 ? kir::forLoop("er", E(int64_t(0)), E(BC),
                                        {kir::forLoop("ec", E(int64_t(0)), E(D), {st})})
                         : kir::forLoop("e", tv, E(BC * D) - tv, {st}, threads);
-  };
-  auto valueTileCopy = [&](const kir::BufferP &vsh) {
-    return tileCopy(
-        vsh, BC, Dv, threads, t, "e",
-        [&](E jj, E c) {
-          return asF32(gx.at(v, concat(bIdx, {k0 + jj, c})));
-        },
-        keyValid);
-  };
-  auto queryTileCopy = [&](const kir::BufferP &qsh) {
-    return tileCopy(
-        qsh, BR, D, threads, t, "e",
-        [&](E rr, E c) {
-          return asF32(gx.at(q, concat(bIdx, {q0 + rr, c})));
-        },
-        !qRagged ? std::function<E(E)>() : [&](E rr) { return q0 + rr < SqE; });
-  };
-  if (frag != kir::MmaFrag::None) {
-    // ---- tensor cores: S = qs x ksT and O += ps x vs on m16n8 fragments (kir.h) -----------
-    // Each tile's scores leave the fragments for a shared f32 tile (ss), where the thread that
-    // owns a query row (thread t: row t) runs the online softmax over it in f32, writing the
-    // probabilities rounded to the precision (ps) and the row's rescale factor (rs); the
-    // fragments of O are then rescaled by their rows' factors and accumulate ps x vs. Q, K and
-    // V are rounded where they are staged; m, l and the exponentials stay f32.
-    const DType stage = precisionStorage(problem->precision);
-    auto staged = [&](const char *nm, std::vector<int64_t> shape) {
-      kir::BufferP b = tempBuffer(nm, std::move(shape), kir::Scope::Shared);
-      b->dtype = stage;
-      return b;
-    };
-    kir::BufferP qsh = staged("qs", {BR, D}), ksT = staged("ksT", {D, BC});
-    kir::BufferP vsh = staged("vs", {BC, Dv}), psh = staged("ps", {BR, BC});
-    kir::BufferP ssh = tempBuffer("ss", {BR, BC}, kir::Scope::Shared);
-    kir::BufferP rsh = tempBuffer("rs", {BR}, kir::Scope::Shared);
-    const int64_t tmS = sTiles->tm, tnS = sTiles->tn, tmO = oTiles->tm, tnO = oTiles->tn;
-    kir::BufferP S = tempBuffer("S", {threads, tmS, tnS}, kir::Scope::Local);
-    kir::BufferP O = tempBuffer("O", {threads, tmO, tnO}, kir::Scope::Local);
-    kir::BufferP mSt = tempBuffer("m_run", {threads, 1}, kir::Scope::Local);
-    kir::BufferP lSt = tempBuffer("l_run", {threads, 1}, kir::Scope::Local);
-    k.allocs = {qsh, ksT, vsh, psh, ssh, rsh, S, O, mSt, lSt};
-    k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};
-    k.body.push_back(kir::comment(
-        cat("streaming attention on tensor cores (", kir::mmaFragName(frag), ", ",
-            precisionName(problem->precision), " operands, f32 softmax): ", BR, " query rows x ",
-            BC, "-key tiles, ", threads / 32, " warps; thread t owns query row t's softmax",
-            causal ? "; causal: key tiles above the diagonal skipped" : "")));
-    E i = ivar("i"), j = ivar("j"), zero = E(int64_t(0)), t0 = E(int64_t(0));
-    E owner = threads > BR ? tv < E(BR) : E();
-    auto ownedRow = [&](std::vector<StmtP> body, std::vector<StmtP> outside) {
-      std::vector<StmtP> perRow = {kir::decl("row", DType::I64, q0 + tv)};
-      if (qRagged)
-        perRow.push_back(kir::ifThen(ivar("row") < SqE, body, outside));
-      else
-        perRow.insert(perRow.end(), body.begin(), body.end());
-      return kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, perRow)} : perRow);
-    };
-    // Unrolled: the fragments' registers stay registers only under constant indices.
-    constexpr auto kUnrolled = kir::Stmt::LoopKind::Unrolled;
-    auto overFrag = [&](int64_t tmX, int64_t tnX, std::vector<StmtP> body) {
-      return kir::region(
-          t, {kir::forLoop("i", zero, E(tmX), {kir::forLoop("j", zero, E(tnX), body, 1, kUnrolled)},
-                           1, kUnrolled)});
-    };
-    E rowS = kir::mmaTileRow(frag, BC, tmS, tnS, tv, i);
-    E colS = kir::mmaTileCol(frag, BC, tmS, tnS, tv, j);
-    E rowO = kir::mmaTileRow(frag, Dv, tmO, tnO, tv, i);
-    E colO = kir::mmaTileCol(frag, Dv, tmO, tnO, tv, j);
-
-    k.body.push_back(kir::region(t, {queryTileCopy(qsh)}));
-    std::vector<StmtP> reset = {kir::store(mSt, {tv, t0}, f32(kNegInf)),
-                                kir::store(lSt, {tv, t0}, f32(0.0))};
-    k.body.push_back(kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, reset)} : reset));
-    k.body.push_back(overFrag(tmO, tnO, {kir::store(O, {tv, i, j}, f32(0.0))}));
-
-    std::vector<StmtP> tile;
-    tile.push_back(kir::region(t, {keyTileCopy(ksT), valueTileCopy(vsh)}));
-    tile.push_back(kir::barrier());
-    tile.push_back(overFrag(tmS, tnS, {kir::store(S, {tv, i, j}, f32(0.0))}));
-    tile.push_back(kir::mmaTile(S, qsh, ksT, BR, BC, D, tmS, tnS));
-    tile.back()->frag = frag;
-    tile.push_back(overFrag(tmS, tnS, {kir::store(ssh, {rowS, colS}, kir::load(S, {tv, i, j}))}));
-    tile.push_back(kir::barrier());
-    {
-      E sc = maskedScore(kir::load(ssh, {tv, j}));
-      E vis = visibleKey();
-      std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
-      if (static_cast<bool>(vis) && kRagged) // keys past the end: the mask is not read there
-        perKey.push_back(kir::ifThen(vis, {kir::store(ssh, {tv, j}, sc)},
-                                     {kir::store(ssh, {tv, j}, f32(kNegInf))}));
-      else
-        perKey.push_back(kir::store(ssh, {tv, j}, vis ? kir::select(vis, sc, f32(kNegInf)) : sc));
-      perKey.push_back(kir::assign("m_tile", kir::max(fvar("m_tile"), kir::load(ssh, {tv, j}))));
-      constexpr auto kVec = kir::Stmt::LoopKind::Vectorized;
-      std::vector<StmtP> rowBody = {
-          kir::decl("m_old", DType::F32, kir::load(mSt, {tv, t0})),
-          kir::decl("m_tile", DType::F32, f32(kNegInf)),
-          kir::forLoop("j", zero, E(BC), perKey, 1, kVec),
-          kir::decl("m_new", DType::F32, kir::max(fvar("m_old"), fvar("m_tile"))),
-          kir::decl("alpha", DType::F32,
-                    kir::select(fvar("m_old") == fvar("m_new"), f32(1.0),
-                                kir::unary(kir::UnOp::Exp, fvar("m_old") - fvar("m_new")))),
-          kir::decl("l_tile", DType::F32, f32(0.0)),
-          kir::forLoop("j", zero, E(BC),
-                       {kir::decl("pj", DType::F32,
-                                  kir::select(fvar("m_new") == f32(kNegInf), f32(0.0),
-                                              kir::unary(kir::UnOp::Exp,
-                                                         kir::load(ssh, {tv, j}) - fvar("m_new")))),
-                        kir::store(psh, {tv, j}, fvar("pj")),
-                        kir::assign("l_tile", fvar("l_tile") + fvar("pj"))},
-                       1, kVec),
-          kir::store(lSt, {tv, t0}, kir::load(lSt, {tv, t0}) * fvar("alpha") + fvar("l_tile")),
-          kir::store(mSt, {tv, t0}, fvar("m_new")),
-          kir::store(rsh, {tv}, fvar("alpha"))};
-      // Rows beyond Sq (last query tile): zero probabilities, nothing to rescale.
-      std::vector<StmtP> padRow = {
-          kir::forLoop("j", zero, E(BC), {kir::store(psh, {tv, j}, f32(0.0))}, 1, kVec),
-          kir::store(rsh, {tv}, f32(1.0))};
-      tile.push_back(ownedRow(rowBody, padRow));
-    }
-    tile.push_back(kir::barrier());
-    tile.push_back(overFrag(
-        tmO, tnO, {kir::store(O, {tv, i, j}, kir::load(O, {tv, i, j}) * kir::load(rsh, {rowO}))}));
-    tile.push_back(kir::mmaTile(O, psh, vsh, BR, Dv, BC, tmO, tnO));
-    tile.back()->frag = frag;
-    tile.push_back(kir::barrier());
-    k.body.push_back(kir::forLoop("kt", E(int64_t(0)), nTiles, tile));
-
-    // 1 / l per row (0 for a fully masked row: zeros), then each fragment element of O
-    // normalised, through the epilogue, stored.
-    std::vector<StmtP> inv = {
-        kir::decl("l_fin", DType::F32, kir::load(lSt, {tv, t0})),
-        kir::store(rsh, {tv},
-                   kir::select(fvar("l_fin") == f32(0.0), f32(0.0), f32(1.0) / fvar("l_fin")))};
-    k.body.push_back(kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, inv)} : inv));
-    k.body.push_back(kir::barrier());
-    E row = ivar("row"), d = ivar("d");
-    std::vector<StmtP> perD = {
-        kir::decl("d", DType::I64, colO),
-        kir::decl("y", DType::F32, kir::load(O, {tv, i, j}) * kir::load(rsh, {rowO}))};
-    auto stores = storeGroupOutputs(g, gx, result, fvar("y"), concat(bIdx, {row, d}));
-    perD.insert(perD.end(), stores.begin(), stores.end());
-    std::vector<StmtP> fin = {kir::decl("row", DType::I64, q0 + rowO)};
-    if (qRagged)
-      fin.push_back(kir::ifThen(row < SqE, perD));
-    else
-      fin.insert(fin.end(), perD.begin(), perD.end());
-    k.body.push_back(overFrag(tmO, tnO, fin));
-    return k;
   }
+  StmtP valueTileCopy(const kir::BufferP &vsh) const {
+    return tileCopy(
+        vsh, at.BC, Dv, at.threads, t, "e",
+        [&](E jj, E c) {
+          return asF32(gx->at(v, concat(bIdx, {k0 + jj, c})));
+        },
+        keyValid());
+  }
+  StmtP queryTileCopy(const kir::BufferP &qsh) const {
+    return tileCopy(
+        qsh, at.BR, D, at.threads, t, "e",
+        [&](E rr, E c) {
+          return asF32(gx->at(q, concat(bIdx, {q0 + rr, c})));
+        },
+        !qRagged ? std::function<E(E)>() : [this](E rr) { return q0 + rr < SqE; });
+  }
+};
 
+// The attention's operands and dims, checked: only the outermost batch dim and the sequence
+// lengths may be symbolic.
+Attention describe(const KernelGroup &g, GroupExpr &gx, const Knobs &knobs, const std::string &t) {
+  Attention a;
+  const Node &n = *g.anchor;
+  a.g = &g;
+  a.n = &n;
+  a.gx = &gx;
+  a.q = n.operand(0);
+  a.kv = n.operand(1);
+  a.v = n.operand(2);
+  a.mask = n.numOperands() == 4 ? n.operand(3) : nullptr;
+  a.result = n.result();
+  requireShapePreservingEpilogue(g, a.result);
+  const TensorType &qt = a.q->type(), &kt = a.kv->type();
+  const std::vector<int64_t> &qshape = qt.shape;
+  a.r = qshape.size();
+  const size_t r = a.r;
+  a.batch.assign(qshape.begin(), qshape.end() - 2);
+  a.B = product(a.batch);
+  a.Sq = qshape[r - 2];
+  a.D = qshape[r - 1];
+  a.Sk = kt.shape[r - 2];
+  a.Dv = a.v->type().shape[r - 1];
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (d > 0 && !qt.symDim(d).isConstant())
+      throw UserError(cat(n.where(), ": attention ", qt.str(),
+                          ": only the outermost batch dim may be symbolic"));
+    a.bSym = *SymExpr::mul(a.bSym, qt.symDim(d));
+  }
+  if (!qt.symDim(r - 1).isConstant() || !a.v->type().symDim(r - 1).isConstant())
+    throw UserError(cat(n.where(), ": attention ", qt.str(), ": symbolic head widths"));
+  a.sqSym = qt.symDim(r - 2);
+  a.skSym = kt.symDim(r - 2);
+  a.SqE = kir::symE(a.sqSym);
+  a.SkE = kir::symE(a.skSym);
+  a.skSymbolic = !a.skSym.isConstant();
+  a.scale = n.f("scale");
+  a.causal = n.i("causal") != 0;
+  a.maskBool = a.mask && a.mask->type().dtype == DType::Bool;
+  a.at = attentionTiles(n, knobs, a.Sq, a.D, a.Dv);
+  a.t = t;
+  a.tv = ivar(t);
+  const int64_t BR = a.at.BR, BC = a.at.BC;
+  a.qRagged = !a.sqSym.isConstant() || a.Sq % BR != 0;
+  a.kRagged = a.skSymbolic || a.Sk % BC != 0;
+  a.nKTe = a.skSymbolic ? (a.SkE + E(BC - 1)) / E(BC) : E(ceilDiv(a.Sk, BC));
+  a.bIdx = a.batch.empty() ? std::vector<E>{} : unflat(a.batch, ivar("b"));
+  a.q0 = ivar("qt") * E(BR);
+  a.k0 = ivar("kt") * E(BC);
+  return a;
+}
+
+// ---- tensor cores: S = qs x ksT and O += ps x vs on m16n8 fragments (kir.h) -----------------
+// Each tile's scores leave the fragments for a shared f32 tile (ss), where the thread that owns
+// a query row (thread t: row t) runs the online softmax over it in f32, writing the
+// probabilities rounded to the precision (ps) and the row's rescale factor (rs); the fragments
+// of O are then rescaled by their rows' factors and accumulate ps x vs. Q, K and V are rounded
+// where they are staged; m, l and the exponentials stay f32.
+void tensorCoreBody(kir::Kernel &k, const Attention &a, Precision precision) {
+  const kir::MmaFrag frag = a.at.frag;
+  const int64_t BR = a.at.BR, BC = a.at.BC, threads = a.at.threads, D = a.D, Dv = a.Dv;
+  const std::string &t = a.t;
+  const E &tv = a.tv, &q0 = a.q0, &k0 = a.k0;
+  const DType stage = precisionStorage(precision);
+  auto staged = [&](const char *nm, std::vector<int64_t> shape) {
+    kir::BufferP b = tempBuffer(nm, std::move(shape), kir::Scope::Shared);
+    b->dtype = stage;
+    return b;
+  };
+  kir::BufferP qsh = staged("qs", {BR, D}), ksT = staged("ksT", {D, BC});
+  kir::BufferP vsh = staged("vs", {BC, Dv}), psh = staged("ps", {BR, BC});
+  kir::BufferP ssh = tempBuffer("ss", {BR, BC}, kir::Scope::Shared);
+  kir::BufferP rsh = tempBuffer("rs", {BR}, kir::Scope::Shared);
+  const int64_t tmS = a.at.sTiles->tm, tnS = a.at.sTiles->tn;
+  const int64_t tmO = a.at.oTiles->tm, tnO = a.at.oTiles->tn;
+  kir::BufferP S = tempBuffer("S", {threads, tmS, tnS}, kir::Scope::Local);
+  kir::BufferP O = tempBuffer("O", {threads, tmO, tnO}, kir::Scope::Local);
+  kir::BufferP mSt = tempBuffer("m_run", {threads, 1}, kir::Scope::Local);
+  kir::BufferP lSt = tempBuffer("l_run", {threads, 1}, kir::Scope::Local);
+  k.allocs = {qsh, ksT, vsh, psh, ssh, rsh, S, O, mSt, lSt};
+  k.body.push_back(kir::comment(
+      cat("streaming attention on tensor cores (", kir::mmaFragName(frag), ", ",
+          precisionName(precision), " operands, f32 softmax): ", BR, " query rows x ", BC,
+          "-key tiles, ", threads / 32, " warps; thread t owns query row t's softmax",
+          a.causal ? "; causal: key tiles above the diagonal skipped" : "")));
+  E i = ivar("i"), j = ivar("j"), zero = E(int64_t(0)), t0 = E(int64_t(0));
+  E owner = threads > BR ? tv < E(BR) : E();
+  auto ownedRow = [&](std::vector<StmtP> body, std::vector<StmtP> outside) {
+    std::vector<StmtP> perRow = {kir::decl("row", DType::I64, q0 + tv)};
+    if (a.qRagged)
+      perRow.push_back(kir::ifThen(ivar("row") < a.SqE, body, outside));
+    else
+      perRow.insert(perRow.end(), body.begin(), body.end());
+    return kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, perRow)} : perRow);
+  };
+  // Unrolled: the fragments' registers stay registers only under constant indices.
+  constexpr auto kUnrolled = kir::Stmt::LoopKind::Unrolled;
+  auto overFrag = [&](int64_t tmX, int64_t tnX, std::vector<StmtP> body) {
+    return kir::region(
+        t, {kir::forLoop("i", zero, E(tmX), {kir::forLoop("j", zero, E(tnX), body, 1, kUnrolled)},
+                         1, kUnrolled)});
+  };
+  E rowS = kir::mmaTileRow(frag, BC, tmS, tnS, tv, i);
+  E colS = kir::mmaTileCol(frag, BC, tmS, tnS, tv, j);
+  E rowO = kir::mmaTileRow(frag, Dv, tmO, tnO, tv, i);
+  E colO = kir::mmaTileCol(frag, Dv, tmO, tnO, tv, j);
+
+  k.body.push_back(kir::region(t, {a.queryTileCopy(qsh)}));
+  std::vector<StmtP> reset = {kir::store(mSt, {tv, t0}, f32(kNegInf)),
+                              kir::store(lSt, {tv, t0}, f32(0.0))};
+  k.body.push_back(kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, reset)} : reset));
+  k.body.push_back(overFrag(tmO, tnO, {kir::store(O, {tv, i, j}, f32(0.0))}));
+
+  std::vector<StmtP> tile;
+  tile.push_back(kir::region(t, {a.keyTileCopy(ksT), a.valueTileCopy(vsh)}));
+  tile.push_back(kir::barrier());
+  tile.push_back(overFrag(tmS, tnS, {kir::store(S, {tv, i, j}, f32(0.0))}));
+  tile.push_back(kir::mmaTile(S, qsh, ksT, BR, BC, D, tmS, tnS));
+  tile.back()->frag = frag;
+  tile.push_back(overFrag(tmS, tnS, {kir::store(ssh, {rowS, colS}, kir::load(S, {tv, i, j}))}));
+  tile.push_back(kir::barrier());
+  {
+    E sc = a.maskedScore(kir::load(ssh, {tv, j}));
+    E vis = a.visibleKey();
+    std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
+    if (static_cast<bool>(vis) && a.kRagged) // keys past the end: the mask is not read there
+      perKey.push_back(kir::ifThen(vis, {kir::store(ssh, {tv, j}, sc)},
+                                   {kir::store(ssh, {tv, j}, f32(kNegInf))}));
+    else
+      perKey.push_back(kir::store(ssh, {tv, j}, vis ? kir::select(vis, sc, f32(kNegInf)) : sc));
+    perKey.push_back(kir::assign("m_tile", kir::max(fvar("m_tile"), kir::load(ssh, {tv, j}))));
+    constexpr auto kVec = kir::Stmt::LoopKind::Vectorized;
+    std::vector<StmtP> rowBody = {
+        kir::decl("m_old", DType::F32, kir::load(mSt, {tv, t0})),
+        kir::decl("m_tile", DType::F32, f32(kNegInf)),
+        kir::forLoop("j", zero, E(BC), perKey, 1, kVec),
+        kir::decl("m_new", DType::F32, kir::max(fvar("m_old"), fvar("m_tile"))),
+        kir::decl("alpha", DType::F32,
+                  kir::select(fvar("m_old") == fvar("m_new"), f32(1.0),
+                              kir::unary(kir::UnOp::Exp, fvar("m_old") - fvar("m_new")))),
+        kir::decl("l_tile", DType::F32, f32(0.0)),
+        kir::forLoop("j", zero, E(BC),
+                     {kir::decl("pj", DType::F32,
+                                kir::select(fvar("m_new") == f32(kNegInf), f32(0.0),
+                                            kir::unary(kir::UnOp::Exp,
+                                                       kir::load(ssh, {tv, j}) - fvar("m_new")))),
+                      kir::store(psh, {tv, j}, fvar("pj")),
+                      kir::assign("l_tile", fvar("l_tile") + fvar("pj"))},
+                     1, kVec),
+        kir::store(lSt, {tv, t0}, kir::load(lSt, {tv, t0}) * fvar("alpha") + fvar("l_tile")),
+        kir::store(mSt, {tv, t0}, fvar("m_new")),
+        kir::store(rsh, {tv}, fvar("alpha"))};
+    // Rows beyond Sq (last query tile): zero probabilities, nothing to rescale.
+    std::vector<StmtP> padRow = {
+        kir::forLoop("j", zero, E(BC), {kir::store(psh, {tv, j}, f32(0.0))}, 1, kVec),
+        kir::store(rsh, {tv}, f32(1.0))};
+    tile.push_back(ownedRow(rowBody, padRow));
+  }
+  tile.push_back(kir::barrier());
+  tile.push_back(overFrag(
+      tmO, tnO, {kir::store(O, {tv, i, j}, kir::load(O, {tv, i, j}) * kir::load(rsh, {rowO}))}));
+  tile.push_back(kir::mmaTile(O, psh, vsh, BR, Dv, BC, tmO, tnO));
+  tile.back()->frag = frag;
+  tile.push_back(kir::barrier());
+  k.body.push_back(kir::forLoop("kt", E(int64_t(0)), a.keyTiles(), tile));
+
+  // 1 / l per row (0 for a fully masked row: zeros), then each fragment element of O
+  // normalised, through the epilogue, stored.
+  std::vector<StmtP> inv = {
+      kir::decl("l_fin", DType::F32, kir::load(lSt, {tv, t0})),
+      kir::store(rsh, {tv},
+                 kir::select(fvar("l_fin") == f32(0.0), f32(0.0), f32(1.0) / fvar("l_fin")))};
+  k.body.push_back(kir::region(t, owner ? std::vector<StmtP>{kir::ifThen(owner, inv)} : inv));
+  k.body.push_back(kir::barrier());
+  E row = ivar("row"), d = ivar("d");
+  std::vector<StmtP> perD = {
+      kir::decl("d", DType::I64, colO),
+      kir::decl("y", DType::F32, kir::load(O, {tv, i, j}) * kir::load(rsh, {rowO}))};
+  auto stores = storeGroupOutputs(*a.g, *a.gx, a.result, fvar("y"), concat(a.bIdx, {row, d}));
+  perD.insert(perD.end(), stores.begin(), stores.end());
+  std::vector<StmtP> fin = {kir::decl("row", DType::I64, q0 + rowO)};
+  if (a.qRagged)
+    fin.push_back(kir::ifThen(row < a.SqE, perD));
+  else
+    fin.insert(fin.end(), perD.begin(), perD.end());
+  k.body.push_back(overFrag(tmO, tnO, fin));
+}
+
+// ---- SIMT: thread t owns tm = BR / threads query rows; S local, P shared ---------------------
+void simtBody(kir::Kernel &k, const Attention &a) {
+  const int64_t BR = a.at.BR, BC = a.at.BC, threads = a.at.threads, D = a.D, Dv = a.Dv;
+  const int64_t tm = std::max<int64_t>(1, BR / threads); // query rows per thread
+  const std::string &t = a.t;
+  const E &tv = a.tv, &q0 = a.q0, &k0 = a.k0;
   kir::BufferP qsh = tempBuffer("qs", {BR, D}, kir::Scope::Shared);
   kir::BufferP ksT = tempBuffer("ksT", {D, BC}, kir::Scope::Shared);
   kir::BufferP vsh = tempBuffer("vs", {BC, Dv}, kir::Scope::Shared);
@@ -475,15 +494,15 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   k.body.push_back(kir::comment(
       cat("streaming attention: ", BR, " query rows x ", BC,
           "-key tiles; scores stay on chip (S local, P shared), online softmax (m, l) per row",
-          causal ? "; causal: key tiles above the diagonal skipped" : "")));
+          a.causal ? "; causal: key tiles above the diagonal skipped" : "")));
 
   E i = ivar("i"), j = ivar("j"), d = ivar("d");
   E rowLocal = tv * E(tm) + i;
   E row = ivar("row");
   auto perOwnedRow = [&](std::vector<StmtP> body, std::vector<StmtP> outside = {}) {
     std::vector<StmtP> perRow = {kir::decl("row", DType::I64, q0 + rowLocal)};
-    if (qRagged)
-      perRow.push_back(kir::ifThen(row < SqE, body, outside));
+    if (a.qRagged)
+      perRow.push_back(kir::ifThen(row < a.SqE, body, outside));
     else
       perRow.insert(perRow.end(), body.begin(), body.end());
     return kir::region(t, {kir::forLoop("i", E(int64_t(0)), E(tm), perRow)});
@@ -491,7 +510,7 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   auto vec = kir::Stmt::LoopKind::Vectorized;
 
   // Stage the query tile; reset the running state of the owned rows.
-  k.body.push_back(kir::region(t, {queryTileCopy(qsh)}));
+  k.body.push_back(kir::region(t, {a.queryTileCopy(qsh)}));
   k.body.push_back(kir::region(
       t, {kir::forLoop("i", E(int64_t(0)), E(tm),
                        {kir::store(mSt, {tv, i}, f32(kNegInf)), kir::store(lSt, {tv, i}, f32(0.0)),
@@ -500,8 +519,8 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
 
   std::vector<StmtP> tile;
   {
-    StmtP kCopy = keyTileCopy(ksT);
-    tile.push_back(kir::region(t, {kCopy, valueTileCopy(vsh)}));
+    StmtP kCopy = a.keyTileCopy(ksT);
+    tile.push_back(kir::region(t, {kCopy, a.valueTileCopy(vsh)}));
     tile.push_back(kir::barrier());
     tile.push_back(kir::region(
         t, {kir::forLoop("i", E(int64_t(0)), E(tm),
@@ -511,11 +530,10 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
   }
   {
     // Scale and mask the scores of each owned row, then the online softmax step.
-    E key = ivar("key");
-    E s = maskedScore(kir::load(S, {tv, i, j}));
-    E vis = visibleKey();
+    E s = a.maskedScore(kir::load(S, {tv, i, j}));
+    E vis = a.visibleKey();
     std::vector<StmtP> perKey = {kir::decl("key", DType::I64, k0 + j)};
-    if (static_cast<bool>(vis) && kRagged) // keys past the end: the mask must not be read there
+    if (static_cast<bool>(vis) && a.kRagged) // keys past the end: the mask must not be read there
       perKey.push_back(kir::ifThen(vis, {kir::store(S, {tv, i, j}, s)},
                                    {kir::store(S, {tv, i, j}, f32(kNegInf))}));
     else
@@ -555,21 +573,58 @@ kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &na
     tile.push_back(kir::mmaTile(O, psh, vsh, BR, Dv, BC, tm, Dv));
     tile.push_back(kir::barrier());
   }
-  k.body.push_back(kir::forLoop("kt", E(int64_t(0)), nTiles, tile));
+  k.body.push_back(kir::forLoop("kt", E(int64_t(0)), a.keyTiles(), tile));
 
   // Normalise and store (fully masked rows: l = 0 -> zeros).
-  {
-    std::vector<StmtP> perD = {
-        kir::decl("y", DType::F32, kir::load(O, {tv, i, d}) * fvar("inv_l"))};
-    auto stores = storeGroupOutputs(g, gx, result, fvar("y"), concat(bIdx, {row, d}));
-    perD.insert(perD.end(), stores.begin(), stores.end());
-    std::vector<StmtP> rowBody = {
-        kir::decl("l_fin", DType::F32, kir::load(lSt, {tv, i})),
-        kir::decl("inv_l", DType::F32,
-                  kir::select(fvar("l_fin") == f32(0.0), f32(0.0), f32(1.0) / fvar("l_fin"))),
-        kir::forLoop("d", E(int64_t(0)), E(Dv), perD, 1, vec)};
-    k.body.push_back(perOwnedRow(rowBody));
+  std::vector<StmtP> perD = {kir::decl("y", DType::F32, kir::load(O, {tv, i, d}) * fvar("inv_l"))};
+  auto stores = storeGroupOutputs(*a.g, *a.gx, a.result, fvar("y"), concat(a.bIdx, {row, d}));
+  perD.insert(perD.end(), stores.begin(), stores.end());
+  std::vector<StmtP> rowBody = {
+      kir::decl("l_fin", DType::F32, kir::load(lSt, {tv, i})),
+      kir::decl("inv_l", DType::F32,
+                kir::select(fvar("l_fin") == f32(0.0), f32(0.0), f32(1.0) / fvar("l_fin"))),
+      kir::forLoop("d", E(int64_t(0)), E(Dv), perD, 1, vec)};
+  k.body.push_back(perOwnedRow(rowBody));
+}
+
+} // namespace
+
+kir::Kernel recipeStreamingAttention(const KernelGroup &g, const std::string &name,
+                                     const Knobs &knobs) {
+  AICF_CHECK(g.anchor != nullptr && g.anchor->op() == Op::Attention,
+             "streaming_attention needs an attention anchor (group ", g.id, ")");
+  const Node &n = *g.anchor;
+  std::map<const Value *, kir::BufferP> byValue;
+  kir::Kernel k = startKernel(g, name, "streaming_attention", byValue);
+  GroupExpr gx(g, byValue);
+  const Attention a = describe(g, gx, knobs, k.threadVar);
+  const int64_t BR = a.at.BR, BC = a.at.BC, threads = a.at.threads;
+  k.threads = threads;
+  k.knobs = {{"BR", BR}, {"BC", BC}, {"threads", threads}};
+  auto problem = std::make_shared<AttentionProblem>();
+  problem->batch = a.B;
+  problem->Sq = a.Sq;
+  problem->Sk = a.Sk;
+  problem->D = a.D;
+  problem->Dv = a.Dv;
+  problem->causal = a.causal;
+  problem->frag = a.at.frag;
+  problem->precision = a.at.frag == kir::MmaFrag::None ? Precision::F32 : nodePrecision(n);
+  k.problem = problem;
+
+  // Grid: the batch dims flattened into one axis, then the query tiles.
+  if (!a.batch.empty())
+    k.grid.emplace_back("b", a.B);
+  k.grid.emplace_back("qt", ceilDiv(a.Sq, BR));
+  if (!a.bSym.isConstant() || !a.sqSym.isConstant()) {
+    if (!a.batch.empty())
+      k.symGrid.push_back(SymExtent{a.bSym, 1});
+    k.symGrid.push_back(SymExtent{a.sqSym, BR});
   }
+  if (a.at.frag != kir::MmaFrag::None)
+    tensorCoreBody(k, a, problem->precision);
+  else
+    simtBody(k, a);
   return k;
 }
 
