@@ -10,8 +10,8 @@ namespace aicf {
 namespace {
 
 // Costs both lowerings of the attention group `g` (anchor: an attention node).
-AttentionCost costAttention(const KernelGroup &g, const Hardware &hw, const PlannerOptions &opts,
-                            bool offerMaterialized) {
+AttentionCost costAttention(const Graph &graph, const KernelGroup &g, const Hardware &hw,
+                            const PlannerOptions &opts, bool offerMaterialized) {
   const Node &a = *g.anchor;
   AttentionCost d;
   try {
@@ -22,21 +22,18 @@ AttentionCost costAttention(const KernelGroup &g, const Hardware &hw, const Plan
     d.streamingWhy = e.what();
   }
   if (offerMaterialized) {
-    // A scratch graph: the operands as inputs (constant masks as weights), the decomposition.
-    // Priced at the planning point: symbolic dims are dropped (their planning values stay).
+    // A scratch graph: the operands as inputs (constant masks as weights), the decomposition,
+    // over the graph's dims: priced at their planning values, and lowered with the symbolic
+    // dims it must run with (a decomposition whose products cannot take a symbolic key length
+    // is not an alternative; its kernels' refusal is the reason recorded).
     Graph scratch("attention_alternative");
+    scratch.setDims(graph.dims());
     std::vector<Value *> ops;
-    auto planningType = [](TensorType t) {
-      t.sym.clear();
-      return t;
-    };
     for (const Value *o : a.operands())
-      ops.push_back(
-          o->kind() == ValueKind::Weight
-              ? scratch.addWeight(o->name(), o->data())
-              : scratch.addInput(o->name().empty() ? "x" : o->name(), planningType(o->type())));
-    Node *copy =
-        scratch.addNode(Op::Attention, ops, {planningType(a.result()->type())}, a.attrs, a.loc);
+      ops.push_back(o->kind() == ValueKind::Weight
+                        ? scratch.addWeight(o->name(), o->data())
+                        : scratch.addInput(o->name().empty() ? "x" : o->name(), o->type()));
+    Node *copy = scratch.addNode(Op::Attention, ops, {a.result()->type()}, a.attrs, a.loc);
     scratch.addOutput(emitMaterializedAttention(scratch, *copy, copy));
     scratch.eraseNode(copy);
     d.materializedUs = plannedGraphCost(scratch, hw, opts, &d.materializedWhy).us;
@@ -62,7 +59,7 @@ AttentionCostFn attentionCostFn(const Hardware &hw, const PlannerOptions &opts) 
     }
     for (const KernelGroup &grp : cache->part.groups)
       if (grp.anchor == &a)
-        return costAttention(grp, hw, opts, offerMaterialized);
+        return costAttention(g, grp, hw, opts, offerMaterialized);
     throw InternalError(cat("attention cost: ", a.where(), " anchors no kernel group"));
   };
 }
