@@ -5,10 +5,12 @@
 #include "backend/cuda/cuda_build.h"
 
 #include "aicf/build_config.h"
+#include "support/build_cache.h"
 #include "support/diagnostics.h"
 #include "support/process.h"
 
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -46,8 +48,22 @@ std::string compileCudaSource(const std::string &source, const std::string &cuPa
   std::istringstream extra(opts.extraFlags);
   for (std::string flag; extra >> flag;)
     argv.push_back(flag);
+  // The same source and command line give the same library and register report: reused from
+  // AICF_BUILD_CACHE (support/build_cache.h).
+  std::optional<BuildCache> cache = BuildCache::fromEnv();
+  std::string key;
+  if (cache) {
+    for (const std::string &a : argv)
+      key += a + '\n';
+    key += "--\n" + source;
+    if (std::optional<std::string> log = cache->fetch(key, soPath))
+      return *log;
+  }
   argv.insert(argv.end(), {"-o", soPath, cuPath});
-  return runOrThrow(argv, "nvcc");
+  std::string output = runOrThrow(argv, "nvcc");
+  if (cache)
+    cache->store(key, soPath, output);
+  return output;
 }
 
 std::map<std::string, PtxasFigures> parsePtxasReport(const std::string &output) {

@@ -6,6 +6,7 @@
 #include "backend/host/host_build.h"
 
 #include "runtime/isa_features.h"
+#include "support/build_cache.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
@@ -74,51 +75,10 @@ const std::set<std::string> &predefinedMacros(const std::string &cpuArch,
   return cache.emplace(key, std::move(macros)).first->second;
 }
 
-} // namespace
-
-std::vector<std::string> hostCompileFlags(const HostBuildOptions &opts) {
-  // -fopenmp-simd: the `omp simd` loop pragmas only; the kernels own no threads (the runtime's
-  // pool runs them), so libmodel.so needs no OpenMP runtime. -fno-trapping-math: the kernels
-  // never read the floating-point exception flags, and with them g++ may not if-convert a
-  // float comparison (it could raise "invalid" on a NaN), so no loop with a NaN-aware min / max,
-  // a clip or a select on floats was vectorised. Values are unchanged (not -ffast-math: no
-  // reassociation, NaN and signed zeros kept).
-  std::vector<std::string> argv = {opts.compiler,           "-std=c++17",         "-O3",
-                                   "-fopenmp-simd",         "-fno-trapping-math", "-fPIC",
-                                   "-march=" + opts.cpuArch};
-  // On AVX-512 parts the vectorised loops use 512-bit registers, like the micro-kernel (GCC's
-  // default for Intel's is 256 bits): the epilogues' exp / erf loops run 16 lanes at a time
-  // (ViT's block ~3-5% faster at one thread on this project's Xeon).
-  const std::vector<std::string> &isa = hostIsaFeatures(opts.cpuArch, opts.compiler);
-  if (std::find(isa.begin(), isa.end(), "avx512f") != isa.end())
-    argv.push_back("-mprefer-vector-width=512");
-  // GCC leaves a loop with more than 250 address uses (iv-max-considered-uses) out of its
-  // induction-variable optimisation: the vectoriser's pointer per memory reference then stays a
-  // variable of its own, and a depthwise step of 8 pixels x 81 taps (a 9 x 9 window) or 49 (7 x 7)
-  // kept ~700 of them, spilled and reloaded around every FMA (2x the step's time on a Zen 3 core,
-  // bench/models_wide/large_kernel_dw's 9 x 9 conv). Every generated loop fits the raised bound.
-  const std::set<std::string> &macros = predefinedMacros(opts.cpuArch, opts.compiler);
-  if (macros.count("__GNUC__") && !macros.count("__clang__"))
-    argv.push_back("--param=iv-max-considered-uses=4000");
-  std::istringstream extra(opts.extraFlags);
-  for (std::string flag; extra >> flag;)
-    argv.push_back(flag);
-  return argv;
-}
-
-std::string compileHostSource(const std::string &source, const std::string &cppPath,
-                              const std::string &soPath, const HostBuildOptions &opts) {
-  {
-    std::ofstream f(cppPath, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw UserError(cat(cppPath, ": cannot open for writing"));
-    f << source;
-    f.close();
-    if (!f)
-      throw UserError(cat(cppPath, ": write failed"));
-  }
-  std::vector<std::string> argv = hostCompileFlags(opts);
-  int parts = sourceParts(source);
+// Compiles the source at cppPath with `argv` (hostCompileFlags) into the library soPath: in
+// one command, or as `parts` objects built in parallel and linked.
+std::string compileLibrary(std::vector<std::string> argv, const std::string &cppPath,
+                           const std::string &soPath, int parts, const HostBuildOptions &opts) {
   if (parts <= 1) {
     argv.insert(argv.end(), {"-shared", "-o", soPath, cppPath});
     return runOrThrow(argv, "host compile");
@@ -169,6 +129,66 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
   for (const std::string &o : outputs)
     all += o;
   return all + runOrThrow(link, "host link");
+}
+
+} // namespace
+
+std::vector<std::string> hostCompileFlags(const HostBuildOptions &opts) {
+  // -fopenmp-simd: the `omp simd` loop pragmas only; the kernels own no threads (the runtime's
+  // pool runs them), so libmodel.so needs no OpenMP runtime. -fno-trapping-math: the kernels
+  // never read the floating-point exception flags, and with them g++ may not if-convert a
+  // float comparison (it could raise "invalid" on a NaN), so no loop with a NaN-aware min / max,
+  // a clip or a select on floats was vectorised. Values are unchanged (not -ffast-math: no
+  // reassociation, NaN and signed zeros kept).
+  std::vector<std::string> argv = {opts.compiler,           "-std=c++17",         "-O3",
+                                   "-fopenmp-simd",         "-fno-trapping-math", "-fPIC",
+                                   "-march=" + opts.cpuArch};
+  // On AVX-512 parts the vectorised loops use 512-bit registers, like the micro-kernel (GCC's
+  // default for Intel's is 256 bits): the epilogues' exp / erf loops run 16 lanes at a time
+  // (ViT's block ~3-5% faster at one thread on this project's Xeon).
+  const std::vector<std::string> &isa = hostIsaFeatures(opts.cpuArch, opts.compiler);
+  if (std::find(isa.begin(), isa.end(), "avx512f") != isa.end())
+    argv.push_back("-mprefer-vector-width=512");
+  // GCC leaves a loop with more than 250 address uses (iv-max-considered-uses) out of its
+  // induction-variable optimisation: the vectoriser's pointer per memory reference then stays a
+  // variable of its own, and a depthwise step of 8 pixels x 81 taps (a 9 x 9 window) or 49 (7 x 7)
+  // kept ~700 of them, spilled and reloaded around every FMA (2x the step's time on a Zen 3 core,
+  // bench/models_wide/large_kernel_dw's 9 x 9 conv). Every generated loop fits the raised bound.
+  const std::set<std::string> &macros = predefinedMacros(opts.cpuArch, opts.compiler);
+  if (macros.count("__GNUC__") && !macros.count("__clang__"))
+    argv.push_back("--param=iv-max-considered-uses=4000");
+  std::istringstream extra(opts.extraFlags);
+  for (std::string flag; extra >> flag;)
+    argv.push_back(flag);
+  return argv;
+}
+
+std::string compileHostSource(const std::string &source, const std::string &cppPath,
+                              const std::string &soPath, const HostBuildOptions &opts) {
+  {
+    std::ofstream f(cppPath, std::ios::binary | std::ios::trunc);
+    if (!f)
+      throw UserError(cat(cppPath, ": cannot open for writing"));
+    f << source;
+    f.close();
+    if (!f)
+      throw UserError(cat(cppPath, ": write failed"));
+  }
+  std::vector<std::string> argv = hostCompileFlags(opts);
+  // The same source and command line give the same library: reused from AICF_BUILD_CACHE.
+  std::optional<BuildCache> cache = BuildCache::fromEnv();
+  std::string key;
+  if (cache) {
+    for (const std::string &a : argv)
+      key += a + '\n';
+    key += "--\n" + source;
+    if (std::optional<std::string> log = cache->fetch(key, soPath))
+      return *log;
+  }
+  std::string output = compileLibrary(argv, cppPath, soPath, sourceParts(source), opts);
+  if (cache)
+    cache->store(key, soPath, output);
+  return output;
 }
 
 const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,

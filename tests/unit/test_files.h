@@ -45,6 +45,27 @@ inline std::filesystem::path scratchDir(const std::string &prefix) {
   return dir;
 }
 
+// The build cache (support/build_cache.h, on for the suite) off while in scope: for tests of the
+// build itself (parallel parts, byte-identical libraries), which a cached copy would pass
+// without building anything.
+struct NoBuildCache {
+  std::string saved;
+  bool had = false;
+  NoBuildCache() {
+    if (const char *v = std::getenv("AICF_BUILD_CACHE")) {
+      saved = v;
+      had = true;
+    }
+    ::unsetenv("AICF_BUILD_CACHE");
+  }
+  ~NoBuildCache() {
+    if (had)
+      ::setenv("AICF_BUILD_CACHE", saved.c_str(), 1);
+  }
+  NoBuildCache(const NoBuildCache &) = delete;
+  NoBuildCache &operator=(const NoBuildCache &) = delete;
+};
+
 // aicfc and aicf-run as built beside the unit tests (build/tests/aicf_unit -> build/aicfc);
 // false where this configuration does not build them (the tests that run them return).
 struct Tools {

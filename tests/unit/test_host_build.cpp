@@ -1,17 +1,24 @@
 // The host compiler's command line (backend/host/host_build.cpp hostCompileFlags): the flags
 // every generated library is built with, and the GCC-only parameter that keeps large unrolled
 // loops in GCC's induction-variable optimisation (docs/benchmarks.md "Induction variables in
-// large unrolled steps"), which clang would reject as unknown.
+// large unrolled steps"), which clang would reject as unknown; and the build cache
+// (support/build_cache.h) that reuses a library compiled from the same source and flags.
 #include "backend/host/host_build.h"
+#include "support/build_cache.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace aicf;
+using namespace aicf::test_files;
 
 namespace {
 
@@ -63,3 +70,57 @@ TEST_CASE("host build: clang is not given GCC's parameters") {
   CHECK_FALSE(has(argv, kIvParam));
 }
 #endif
+
+TEST_CASE("host build: the build cache reuses a library only for the same source and flags") {
+  namespace fs = std::filesystem;
+  fs::path dir = scratchDir("aicf_build_cache_") / "cache";
+  fs::remove_all(dir);
+  BuildCache cache(dir.string());
+  fs::create_directories(dir);
+  fs::path art = dir.parent_path() / "artifact.bin", got = dir.parent_path() / "got.bin";
+  writeAll(art, "library bytes");
+  CHECK_FALSE(cache.fetch("flags\n--\nsource", got.string()));
+  cache.store("flags\n--\nsource", art.string(), "compiler said this");
+  std::optional<std::string> log = cache.fetch("flags\n--\nsource", got.string());
+  REQUIRE(log);
+  CHECK(*log == "compiler said this");
+  CHECK(readAll(got) == "library bytes");
+  CHECK_FALSE(cache.fetch("flags -O2\n--\nsource", got.string()));
+  CHECK_FALSE(cache.fetch("flags\n--\nsource ", got.string()));
+  // An entry whose key differs (as a hash collision would) is a miss, never the wrong library.
+  for (const fs::directory_entry &e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".key")
+      writeAll(e.path(), "flags\n--\nother source");
+  CHECK_FALSE(cache.fetch("flags\n--\nsource", got.string()));
+  // No temporary files are left beside the entries.
+  int files = 0;
+  for (const fs::directory_entry &e : fs::directory_iterator(dir)) {
+    CHECK(e.path().string().find(".tmp") == std::string::npos);
+    ++files;
+  }
+  CHECK(files == 3);
+}
+
+TEST_CASE("host build: with AICF_BUILD_CACHE a second compile of a source is a copy") {
+  namespace fs = std::filesystem;
+  fs::path root = scratchDir("aicf_build_cache_env_");
+  fs::remove_all(root / "cache");
+  NoBuildCache saved; // restores the suite's setting afterwards
+  ::setenv("AICF_BUILD_CACHE", (root / "cache").c_str(), 1);
+  const std::string src = "extern \"C\" int aicf_cache_probe() { return 42; }\n";
+  compileHostSource(src, (root / "a.cpp").string(), (root / "a.so").string());
+  size_t entries = std::distance(fs::directory_iterator(root / "cache"), {});
+  CHECK(entries == 3);
+  // A hit writes the source too and returns the first compile's output; the library is the
+  // first one.
+  std::string first = readAll(
+      root / "cache" / (fs::directory_iterator(root / "cache")->path().stem().string() + ".log"));
+  CHECK(compileHostSource(src, (root / "b.cpp").string(), (root / "b.so").string()) == first);
+  CHECK(readAll(root / "b.so") == readAll(root / "a.so"));
+  CHECK(readAll(root / "b.cpp") == src);
+  // Other flags: compiled again, a second entry.
+  HostBuildOptions o;
+  o.extraFlags = "-DAICF_OTHER=1";
+  compileHostSource(src, (root / "c.cpp").string(), (root / "c.so").string(), o);
+  CHECK(std::distance(fs::directory_iterator(root / "cache"), {}) == 6);
+}

@@ -11,6 +11,7 @@
 
 #include "support/diagnostics.h"
 #include "support/half.h"
+#include "tests/unit/test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -610,6 +611,7 @@ TEST_CASE("host build: compiler and loader errors") {
 // models) is compiled as three translation units at once and linked: every part's kernel is in
 // the library, the part objects are gone afterwards, and a part that fails names itself.
 TEST_CASE("host build: a source in parts compiles in parallel into one library") {
+  test_files::NoBuildCache uncached;
   TempDir dir;
   std::string src = "// parts\n#define AICF_PARTS 3\n#ifdef AICF_PART\n#define AICF_IN_PART(p) "
                     "(AICF_PART == (p))\n#else\n#define AICF_IN_PART(p) 1\n#endif\n";

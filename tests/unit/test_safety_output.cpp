@@ -292,6 +292,7 @@ TEST_CASE("safety/output: CUDA libmodel.so is byte-identical across compiles and
     MESSAGE("nvcc not found: CUDA determinism not checked");
     return;
   }
+  NoBuildCache uncached; // both libraries built by nvcc, not one copied
   Scratch s("cuda_det");
   fs::path a = s.dir / "a", b = s.dir / "b_with_a_longer_name";
   for (const fs::path &out : {a, b}) {
