@@ -58,10 +58,20 @@ std::optional<std::string> BuildCache::fetch(const std::string &key,
   std::string stored, log;
   if (!readFile(e + ".key", stored) || stored != key || !readFile(e + ".log", log))
     return std::nullopt;
+  // Copied beside outPath and renamed over it: a new file, as the linker writes one, never the
+  // library a process may have loaded rewritten in place.
+  static std::atomic<int> serial{0};
+  const std::string tmp =
+      outPath + ".cached" + std::to_string(::getpid()) + "." + std::to_string(serial++);
   std::error_code ec;
-  fs::copy_file(e + ".out", outPath, fs::copy_options::overwrite_existing, ec);
-  if (ec)
+  fs::copy_file(e + ".out", tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec)
+    fs::rename(tmp, outPath, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
     return std::nullopt;
+  }
   return log;
 }
 
