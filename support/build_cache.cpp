@@ -105,4 +105,20 @@ void BuildCache::store(const std::string &key, const std::string &outPath,
   removeTemps();
 }
 
+std::string cachedBuild(const std::vector<std::string> &command, const std::string &source,
+                        const std::string &outPath, const std::function<std::string()> &build) {
+  std::optional<BuildCache> cache = BuildCache::fromEnv();
+  if (!cache)
+    return build();
+  std::string key;
+  for (const std::string &a : command)
+    key += a + '\n';
+  key += "--\n" + source;
+  if (std::optional<std::string> log = cache->fetch(key, outPath))
+    return *log;
+  std::string output = build();
+  cache->store(key, outPath, output);
+  return output;
+}
+
 } // namespace aicf

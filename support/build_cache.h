@@ -9,8 +9,10 @@
 // be read or written is a miss, never an error.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace aicf {
 
@@ -30,5 +32,11 @@ private:
   std::string entry(const std::string &key) const; // DIR/<hash of key>
   std::string dir_;
 };
+
+// Builds `outPath` from `source` with `command` (its flags, without the input and output paths):
+// `build()` writes outPath and returns what the build printed. With AICF_BUILD_CACHE set, an
+// artifact stored for the same command and source is copied instead, and a fresh one stored.
+std::string cachedBuild(const std::vector<std::string> &command, const std::string &source,
+                        const std::string &outPath, const std::function<std::string()> &build);
 
 } // namespace aicf

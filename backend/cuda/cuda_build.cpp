@@ -10,7 +10,6 @@
 #include "support/process.h"
 
 #include <fstream>
-#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -50,20 +49,11 @@ std::string compileCudaSource(const std::string &source, const std::string &cuPa
     argv.push_back(flag);
   // The same source and command line give the same library and register report: reused from
   // AICF_BUILD_CACHE (support/build_cache.h).
-  std::optional<BuildCache> cache = BuildCache::fromEnv();
-  std::string key;
-  if (cache) {
-    for (const std::string &a : argv)
-      key += a + '\n';
-    key += "--\n" + source;
-    if (std::optional<std::string> log = cache->fetch(key, soPath))
-      return *log;
-  }
-  argv.insert(argv.end(), {"-o", soPath, cuPath});
-  std::string output = runOrThrow(argv, "nvcc");
-  if (cache)
-    cache->store(key, soPath, output);
-  return output;
+  return cachedBuild(argv, source, soPath, [&] {
+    std::vector<std::string> run = argv;
+    run.insert(run.end(), {"-o", soPath, cuPath});
+    return runOrThrow(run, "nvcc");
+  });
 }
 
 std::map<std::string, PtxasFigures> parsePtxasReport(const std::string &output) {

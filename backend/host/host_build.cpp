@@ -176,19 +176,9 @@ std::string compileHostSource(const std::string &source, const std::string &cppP
   }
   std::vector<std::string> argv = hostCompileFlags(opts);
   // The same source and command line give the same library: reused from AICF_BUILD_CACHE.
-  std::optional<BuildCache> cache = BuildCache::fromEnv();
-  std::string key;
-  if (cache) {
-    for (const std::string &a : argv)
-      key += a + '\n';
-    key += "--\n" + source;
-    if (std::optional<std::string> log = cache->fetch(key, soPath))
-      return *log;
-  }
-  std::string output = compileLibrary(argv, cppPath, soPath, sourceParts(source), opts);
-  if (cache)
-    cache->store(key, soPath, output);
-  return output;
+  return cachedBuild(argv, source, soPath, [&] {
+    return compileLibrary(argv, cppPath, soPath, sourceParts(source), opts);
+  });
 }
 
 const std::vector<std::string> &hostIsaFeatures(const std::string &cpuArch,
