@@ -510,14 +510,12 @@ private:
               ", expected i64");
       }
       // (B may be a bf16 weight packed in k pairs or an int8 one in k quads, read as panels; A's
-      // blocks are then 16 lanes.)
-      const bool groups = (s.b->dtype == DType::BF16 || s.b->dtype == DType::I8) && s.bPanel > 0 &&
-                          (s.aBlocks.size() != 6 || s.aBlocks[5] == 16);
+      // blocks of any length are packed in pairs / quads per K chunk, which may straddle blocks.)
+      const bool groups = (s.b->dtype == DType::BF16 || s.b->dtype == DType::I8) && s.bPanel > 0;
       if (s.a->dtype != DType::F32)
         err("mma_tile: a view reads f32 buffers, got " + describe(s.a));
       if (s.b->dtype != DType::F32 && !groups)
-        err("mma_tile: a view reads f32 buffers, or bf16 pair or int8 quad panels (with blocks "
-            "of 16 lanes), got " +
+        err("mma_tile: a view reads f32 buffers, or bf16 pair or int8 quad panels, got " +
             describe(s.b));
       if (s.aShift < 0 || s.aShift > 255 || (s.aShift != 0 && s.b->dtype != DType::I8))
         err("mma_tile: A's shift " + std::to_string(s.aShift) +

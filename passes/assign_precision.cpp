@@ -15,7 +15,8 @@
 // (passes/pack_weights.h) - matmul, gemm, and dense convs on the channel-blocked layout - the
 // weight stored in bf16 and packed in k pairs for the bf16 micro-kernel (vdpbf16ps). Their A
 // is rounded to bf16 as the micro-kernel reads it; everything else stays f32, as on GPUs (a
-// grouped, depthwise or plain-layout conv, a product with an activation as B).
+// grouped or depthwise conv, a conv on a plain input with K under 64, a product with an
+// activation as B).
 // Under fp32 on a host whose -march has AVX512-BF16 (PassContext::hostBf16): the packed-weight
 // products marked integer_operands (a quantized model's convs on the integers,
 // frontend/onnx_ops_quant.cpp) whose weight holds integers of magnitude <= 256, checked here:
@@ -52,12 +53,16 @@ bool productNode(const Node &n) {
   }
 }
 
-// A product whose weight pack-weights packs and whose A the micro-kernel can pack in bf16 pairs
-// or int8 quads: not a conv over a plain input (a stem), whose A blocks are a kernel row's taps
-// (those are packed f32 panels only).
+// A product whose weight pack-weights packs and whose A the micro-kernel packs in bf16 pairs or
+// int8 quads per K chunk. A conv over a plain input (a stem) reads A in blocks of a kernel row's
+// taps, packed across blocks (aicf_pack_groups); with K under 64 the packing and the
+// micro-kernel's calls outweigh the dot product's rate and it stays f32 (squeezenet's 3 x 3
+// stem on 3 channels, K = 27: 0.57-0.61 ms in f32, 0.68-0.89 in bf16; resnet18's 7 x 7 one,
+// K = 147: 2.5 -> 1.9 ms in bf16, -> 1.3-1.8 in int8; one AMD EPYC Zen 4 core). (The cost
+// model does not price the packing yet; when it does, this becomes its choice.)
 bool groupedProduct(const Node &n) {
   bool plainConv = n.op() == Op::BlockedConv && n.i("blocked_input") == 0;
-  return packedWeightProduct(n) && !plainConv;
+  return packedWeightProduct(n) && !(plainConv && n.operand(1)->type().shape[0] < 64);
 }
 
 // A host plan's bf16 products: f32 A times a packed f32 weight.

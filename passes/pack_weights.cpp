@@ -166,7 +166,8 @@ private:
 // per batch entry; of matmul, gemm or a dense blocked_conv (on a blocked input, or a plain one:
 // a stem, whose micro-kernel reads A in blocks of a kernel row's taps; packed, its 96 columns
 // run as 8 x 48 blocks rather than 8 x 32 ones, large_kernel_dw's 4 x 4 stem 0.224 -> 0.206 ms
-// on one AMD EPYC core; only in f32, assign_precision.cpp). (A grouped
+// on one AMD EPYC core; in bf16 or int8 its A runs are packed in pairs or quads that may
+// straddle two blocks, aicf_pack_groups). (A grouped
 // blocked_conv's weight is its groups' [Kg, N / G] blocks one after another, each group's read
 // in place.)
 bool packedWeightProduct(const Node &n) {

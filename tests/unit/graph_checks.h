@@ -55,8 +55,8 @@ inline void checkClose(const Tensor &got, const Tensor &want, double tol = 1e-4,
     worst = std::max(worst, err);
     bad += err <= tol + tol * std::fabs(want.getDouble(i)) ? 0 : 1;
   }
-  MESSAGE(what, what.empty() ? "" : ": ", "max abs error ", worst, " (tolerance ", tol, " + ", tol,
-          " |want|)");
+  MESSAGE(what, std::string(what.empty() ? "" : ": "), "max abs error ", worst, " (tolerance ", tol,
+          " + ", tol, " |want|)");
   CHECK_MESSAGE(bad == 0, bad, " elements of ", what, " outside tolerance");
 }
 

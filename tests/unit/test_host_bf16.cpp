@@ -83,14 +83,49 @@ extern "C" void aicf_test_bf16(void *const *args, int64_t, int64_t) {
 }
 )";
 
+// The same product with A's k in blocks of 7 (a plain input's kernel-row taps, a conv stem):
+// element k of row i at i * lda + k / 7 * s0 + k % 7, so the pairs straddle blocks
+// (backend/host/host_mma_prelude.cpp aicf_pack_groups). Apart (lda 100, s0 10: the floats
+// between blocks never read) each row is converted as it lies; overlapping (lda 2, s0 20: a
+// stride-2 conv's windows over a band) the floats the rows read are converted once.
+struct TapLayout {
+  int64_t lda, s0;
+};
+std::string tapCall(TapLayout t) {
+  return cat(R"(
+extern "C" void aicf_test_bf16(void *const *args, int64_t, int64_t) {
+  aicf_mma_f32_panels<2>(static_cast<float *>(args[0]), 48, static_cast<const float *>(args[1]),
+                         )",
+             t.lda, R"(, static_cast<const uint16_t *>(args[2]), 2 * 19 * 32, 9, 48, 37,
+                         aicf_kblocks{0, )",
+             t.s0, R"(, 0, 0, 1, 1, 7});
+}
+)");
+}
+
+// A band for layout t whose rows, read through t, are a [kM, kK] matrix (written to dense);
+// what no row reads is NaN.
+std::vector<float> tapBand(TapLayout t, uint32_t seed, std::vector<float> &dense) {
+  const int64_t size = (kM - 1) * t.lda + (kK - 1) / 7 * t.s0 + 7;
+  std::vector<float> band(size, std::nanf("")), v = pseudoRandom(size, seed);
+  dense.assign(kM * kK, 0.0f);
+  for (int64_t i = 0; i < kM; ++i)
+    for (int64_t k = 0; k < kK; ++k) {
+      const int64_t at = i * t.lda + k / 7 * t.s0 + k % 7;
+      band[at] = v[at];
+      dense[i * kK + k] = v[at];
+    }
+  return band;
+}
+
 std::vector<float> runMicroKernel(const std::string &flags, const std::vector<float> &a,
-                                  const std::vector<uint16_t> &b) {
+                                  const std::vector<uint16_t> &b, const std::string &call = kCall) {
   static int built = 0;
   fs::path dir = scratchDir("aicf_host_bf16_kernel_");
   std::string stem = (dir / cat("k", built++)).string();
   HostBuildOptions opts;
   opts.extraFlags = "-Wall -Wextra -Werror " + flags;
-  compileHostSource(printHostSource({}) + kCall, stem + ".cpp", stem + ".so", opts);
+  compileHostSource(printHostSource({}) + call, stem + ".cpp", stem + ".so", opts);
   LoadedLibrary lib(stem + ".so");
   std::vector<float> c(kM * kN, 0.0f);
   void *args[] = {c.data(), const_cast<float *>(a.data()), const_cast<uint16_t *>(b.data())};
@@ -144,6 +179,33 @@ TEST_CASE("host bf16: the micro-kernel's emulation and vdpbf16ps agree bit-for-b
   for (size_t i = 0; i < want.size(); ++i)
     off += bits(real[i]) != bits(emulated[i]);
   CHECK_MESSAGE(off == 0, off, " of ", want.size(), " vdpbf16ps results differ from the emulation");
+}
+
+TEST_CASE("host bf16: A in blocks of a kernel row's taps packs pairs across blocks") {
+  std::vector<float> w = pseudoRandom(kK * kN, 4);
+  std::vector<uint16_t> b = pairPanels(w);
+  const std::string noBf16 = "-mno-avx512bf16 -mno-amx-tile -mno-amx-bf16 -mno-amx-int8";
+  const bool real = cpuHasBf16();
+  if (!real)
+    MESSAGE("skipped the vdpbf16ps half: this CPU has no avx512bf16");
+  for (TapLayout t : {TapLayout{100, 10}, TapLayout{2, 20}}) {
+    CAPTURE(t.lda);
+    std::vector<float> dense, band = tapBand(t, uint32_t(3 + t.lda), dense);
+    // A dense, as the first test reads it, is the model: the same pairs, the same bits.
+    std::vector<float> want = runMicroKernel(noBf16, dense, b);
+    auto differ = [&](const std::vector<float> &got) {
+      int64_t off = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        off += bits(got[i]) != bits(want[i]);
+      return off;
+    };
+    int64_t off = differ(runMicroKernel(noBf16, band, b, tapCall(t)));
+    CHECK_MESSAGE(off == 0, off, " of ", want.size(), " emulated results differ from dense A's");
+    if (!real)
+      continue;
+    off = differ(runMicroKernel("-mno-amx-tile -mno-amx-bf16 -mno-amx-int8", band, b, tapCall(t)));
+    CHECK_MESSAGE(off == 0, off, " of ", want.size(), " vdpbf16ps results differ from dense A's");
+  }
 }
 
 TEST_CASE("host bf16: AMX tiles and the emulation agree") {

@@ -21,6 +21,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace fs = std::filesystem;
@@ -62,15 +63,34 @@ void fillInts(Tensor &t, uint32_t seed, int lo, int hi) {
     t.setDouble(i, v[static_cast<size_t>(i)]);
 }
 
+// kCall with A's k in blocks of 7 (a plain input's kernel-row taps, a conv stem): element k of
+// row i at i * lda + k / 7 * s0 + k % 7, the quads straddling blocks (aicf_pack_groups). Apart
+// (lda 100, s0 10) each row is converted as it lies; overlapping (lda 2, s0 20: a stride-2
+// conv's windows over its band) the floats the rows read are converted once.
+std::string tapCall(int64_t lda, int64_t s0) {
+  const std::string kb = cat("aicf_kblocks{0, ", s0, ", 0, 0, 1, 1, 7}");
+  return cat(R"(
+extern "C" void aicf_test_int8(void *const *args, int64_t, int64_t) {
+  const float *a = static_cast<const float *>(args[2]);
+  const int8_t *b = static_cast<const int8_t *>(args[3]);
+  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[0]), 48, a, )",
+             lda, ", b, 4 * 10 * 32, 9, 48, 37, ", kb, R"();
+  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[1]) + 16, 48, a, )",
+             lda, ", b, 4 * 10 * 32, 9, 32, 37, ", kb, R"(, 16);
+}
+)");
+}
+
 std::pair<std::vector<float>, std::vector<float>> runMicroKernel(const std::string &flags,
                                                                  const std::vector<float> &a,
-                                                                 const std::vector<int8_t> &b) {
+                                                                 const std::vector<int8_t> &b,
+                                                                 const std::string &call = kCall) {
   static int built = 0;
   fs::path dir = scratchDir("aicf_host_int8_kernel_");
   std::string stem = (dir / cat("k", built++)).string();
   HostBuildOptions opts;
   opts.extraFlags = "-Wall -Wextra -Werror " + flags;
-  compileHostSource(printHostSource({}) + kCall, stem + ".cpp", stem + ".so", opts);
+  compileHostSource(printHostSource({}) + call, stem + ".cpp", stem + ".so", opts);
   LoadedLibrary lib(stem + ".so");
   std::vector<float> c1(kM * kN, 0.0f), c2(kM * kN, 0.0f);
   void *args[] = {c1.data(), c2.data(), const_cast<float *>(a.data()),
@@ -82,38 +102,66 @@ std::pair<std::vector<float>, std::vector<float>> runMicroKernel(const std::stri
 } // namespace
 
 TEST_CASE("host int8: the micro-kernel's emulation and vpdpbusd agree with the exact product") {
-  std::vector<int> ai = pseudoRandomInts(kM * kK, 1, -kShift, 255 - kShift);
   std::vector<int> wi = pseudoRandomInts(kK * kN, 2, -128, 127);
-  std::vector<float> a(ai.begin(), ai.end());
   // B in quad panels: panel p, quad row q, column j, k % 4 (pack-weights' layout).
   std::vector<int8_t> b(kP * kKq * kNR * 4, 0);
   for (int64_t k = 0; k < kK; ++k)
     for (int64_t col = 0; col < kN; ++col)
       b[((col / kNR * kKq + k / 4) * kNR + col % kNR) * 4 + k % 4] =
           static_cast<int8_t>(wi[k * kN + col]);
-  std::vector<float> want(kM * kN);
-  for (int64_t i = 0; i < kM; ++i)
-    for (int64_t j = 0; j < kN; ++j) {
-      int64_t acc = 0;
-      for (int64_t k = 0; k < kK; ++k)
-        acc += int64_t(ai[i * kK + k]) * wi[k * kN + j];
-      want[i * kN + j] = static_cast<float>(acc); // |acc| < 2^24: exact
-    }
-  auto check = [&](const std::pair<std::vector<float>, std::vector<float>> &got, const char *what) {
-    int64_t off = 0;
+  // A's storage (dense, or a band as tapCall reads it: NaN where no row reads) and the exact
+  // product of the [kM, kK] integers its rows hold.
+  struct Case {
+    std::string call;
+    std::vector<float> stored, want;
+  };
+  auto make = [&](int64_t lda, int64_t s0, uint32_t seed) {
+    Case c;
+    const bool dense = lda == 0;
+    c.call = dense ? std::string(kCall) : tapCall(lda, s0);
+    const int64_t size = dense ? kM * kK : (kM - 1) * lda + (kK - 1) / 7 * s0 + 7;
+    std::vector<int> v = pseudoRandomInts(size_t(size), seed, -kShift, 255 - kShift);
+    c.stored.assign(size_t(size), std::nanf(""));
+    std::vector<int> ai(kM * kK);
+    for (int64_t i = 0; i < kM; ++i)
+      for (int64_t k = 0; k < kK; ++k) {
+        const int64_t at = dense ? i * kK + k : i * lda + k / 7 * s0 + k % 7;
+        c.stored[at] = float(v[at]);
+        ai[i * kK + k] = v[at];
+      }
+    c.want.resize(kM * kN);
     for (int64_t i = 0; i < kM; ++i)
       for (int64_t j = 0; j < kN; ++j) {
-        off += got.first[i * kN + j] != want[i * kN + j];
-        off += got.second[i * kN + j] != (j < 16 ? 0.0f : want[i * kN + j]);
+        int64_t acc = 0;
+        for (int64_t k = 0; k < kK; ++k)
+          acc += int64_t(ai[i * kK + k]) * wi[k * kN + j];
+        c.want[i * kN + j] = static_cast<float>(acc); // |acc| < 2^24: exact
       }
-    CHECK_MESSAGE(off == 0, off, " of ", 2 * kM * kN, " ", what, " results differ");
+    return c;
   };
-  check(runMicroKernel("-mno-avx512vnni", a, b), "emulated");
-  if (!compile_checks::cpuHas("avx512vnni")) {
+  // Dense A; A in blocks of 7 taps apart; overlapping (a stride-2 conv's windows).
+  const std::vector<Case> cases = {make(0, 0, 1), make(100, 10, 3), make(2, 20, 4)};
+  const bool vnni = compile_checks::cpuHas("avx512vnni");
+  if (!vnni)
     MESSAGE("skipped the vpdpbusd half: this CPU has no avx512vnni");
-    return;
+  for (const std::string &flags : {std::string("-mno-avx512vnni"), std::string()}) {
+    if (flags.empty() && !vnni)
+      continue;
+    const std::string what = flags.empty() ? "vpdpbusd" : "emulated";
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      const Case &c = cases[ci];
+      std::pair<std::vector<float>, std::vector<float>> got =
+          runMicroKernel(flags, c.stored, b, c.call);
+      int64_t off = 0;
+      for (int64_t i = 0; i < kM; ++i)
+        for (int64_t j = 0; j < kN; ++j) {
+          off += got.first[i * kN + j] != c.want[i * kN + j];
+          off += got.second[i * kN + j] != (j < 16 ? 0.0f : c.want[i * kN + j]);
+        }
+      CHECK_MESSAGE(off == 0, off, " of ", 2 * kM * kN, " ", what, " results differ (A layout ", ci,
+                    ")");
+    }
   }
-  check(runMicroKernel("", a, b), "vpdpbusd");
 }
 
 TEST_CASE("host int8: assign-precision's int8 weight and its quad panels are the weight again") {
