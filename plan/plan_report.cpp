@@ -140,17 +140,22 @@ void printPrecision(std::ostream &os, const Plan &p) {
         tc += st.timeUs;
         simt += st.fp32Us;
       }
-    os << "   precision: " << precisionName(p.precision)
-       << " products on tensor cores (operands rounded, f32 accumulation); norms, softmax, "
-          "reductions and elementwise steps in fp32\n";
+    // A GPU plan's products run on tensor cores (or their emulation); a host plan's on the CPU's
+    // dot-product instructions (vdpbf16ps, AMX tiles, vpdpbusd), priced against f32 FMAs.
+    const bool tensorCores = p.planFor.gpu();
+    const char *base = tensorCores ? "fp32 SIMT" : "fp32 FMAs";
+    os << "   precision: " << precisionName(p.precision) << " products on "
+       << (tensorCores ? "tensor cores" : "the CPU's dot-product instructions")
+       << " (operands rounded, f32 accumulation); norms, softmax, reductions and elementwise "
+          "steps in fp32\n";
     for (size_t s = 0; s < p.steps.size(); ++s) {
       const PlanStep &st = p.steps[s];
       if (st.kindId.empty())
         continue;
       if (st.fp32Us > 0)
         std::snprintf(line, sizeof line,
-                      "   step %zu %s: %s, %.2f us predicted vs %.2f us in fp32 SIMT (%.1fx)\n", s,
-                      st.kindId.c_str(), precisionName(st.precision), st.timeUs, st.fp32Us,
+                      "   step %zu %s: %s, %.2f us predicted vs %.2f us in %s (%.1fx)\n", s,
+                      st.kindId.c_str(), precisionName(st.precision), st.timeUs, st.fp32Us, base,
                       st.fp32Us / std::max(st.timeUs, 1e-9));
       else
         std::snprintf(line, sizeof line, "   step %zu %s: %s\n", s, st.kindId.c_str(),
@@ -158,9 +163,9 @@ void printPrecision(std::ostream &os, const Plan &p) {
       os << line;
     }
     if (simt > 0) {
-      std::snprintf(line, sizeof line,
-                    "   tensor-core steps: %.2f us predicted vs %.2f us in fp32 SIMT (%.1fx)\n", tc,
-                    simt, simt / std::max(tc, 1e-9));
+      std::snprintf(line, sizeof line, "   %s steps: %.2f us predicted vs %.2f us in %s (%.1fx)\n",
+                    tensorCores ? "tensor-core" : "reduced-precision", tc, simt, base,
+                    simt / std::max(tc, 1e-9));
       os << line;
     }
   }
