@@ -11,6 +11,7 @@
 // The compiled models' int8 steps: tests/unit/test_quant.cpp.
 #include "backend/host/host_build.h"
 #include "backend/host/host_printer.h"
+#include "driver/compile.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "ir/precision.h"
@@ -246,4 +247,47 @@ TEST_CASE("host int8: an integer conv whose channels are no multiple of 16 runs 
   Tensor got = interpret(*g, {x})[0];
   // Sums of integers below 2^24: exact in any order, so the blocked conv gives the same bits.
   CHECK(std::memcmp(got.raw(), want.raw(), want.byteSize()) == 0);
+}
+
+TEST_CASE("host int8: an integer conv on a plain input (a stem) runs on the dot-product kernels, "
+          "exactly") {
+  // resnet's 7 x 7 / 2 stem on 3 channels (K = 147): its A is read in blocks of a kernel row's 7
+  // taps, packed in quads (or pairs) across blocks (aicf_pack_groups). Under fp32 on a -march
+  // with VNNI it is an int8 product, else with AVX512-BF16 a bf16 one; integers below 2^24 sum
+  // exactly in any order, so every form gives the interpreter's bits. A 3 x 3 stem (K = 27)
+  // stays f32 (assign-precision: the packing outweighs the dot product's rate there).
+  for (int64_t k : {7, 3}) {
+    CAPTURE(k);
+    const int64_t p = k / 2;
+    std::unique_ptr<Graph> g = parseGraph(
+        cat("graph @g(%x: f32[1,3,20,20]) -> (%y: f32[1,64,10,10]) {\n  %w = weight f32[64,3,", k,
+            ",", k, "]\n  %y = conv(%x, %w) {strides = [2, 2], pads = [", p, ", ", p, ", ", p, ", ",
+            p,
+            "], dilations = [1, 1], group = 1, integer_operands = 1, x_offset = 7}\n  return "
+            "%y\n}\n"),
+        "stem.mcir");
+    Value *w = g->weights()[0];
+    auto data = std::make_shared<Tensor>(w->type());
+    fillInts(*data, 7, -128, 127);
+    w->setData(data);
+    Tensor x(g->inputs()[0]->type());
+    fillInts(x, 8, -7, 248);
+    Tensor want = interpret(*g, {x})[0];
+    CompileOptions o;
+    CompiledModel cm;
+    std::vector<Tensor> got = compile_checks::compileRun(*g, o, {x}, "aicf_host_int8_stem_", &cm);
+    REQUIRE(got.size() == 1);
+    CHECK(std::memcmp(got[0].raw(), want.raw(), want.byteSize()) == 0);
+    int reduced = 0;
+    for (const PlanStep &st : cm.plan.steps)
+      reduced += st.precision != Precision::F32;
+    const bool dot = compile_checks::cpuHas("avx512vnni") || compile_checks::cpuHas("avx512bf16");
+    if (k == 3)
+      CHECK(reduced == 0);
+    else if (dot)
+      CHECK(reduced == 1);
+    else
+      MESSAGE("the 7 x 7 stem's int8 / bf16 form skipped: this CPU has neither avx512vnni nor "
+              "avx512bf16");
+  }
 }
