@@ -467,12 +467,13 @@ inline void aicf_pack_groups(uint32_t *__restrict ap, int64_t kg, const float *_
       std::memcpy(o + at, from, size_t(bytes - at));
   };
   // Copies block e's runs from src (elements of EB bytes, offsets as A's) into row o.
-  auto blocks = [&](unsigned char *__restrict o, const unsigned char *__restrict src) {
+  // Stores row o's blocks in k order, each in runs of 16 elements: run(at, n) gives the run
+  // of A's floats from offset `at` (n of them meant) as EB-byte elements.
+  auto blocks = [&](unsigned char *__restrict o, auto run) {
     for (int64_t e = 0; e < kb.nblk && kb.koffs[e] < kc; ++e) {
       const int64_t k = kb.koffs[e], n = kc - k < kb.L ? kc - k : kb.L;
-      for (int64_t s = 0; s < n; s += 16) {
-        put(o, (k + s) * EB, src + (kb.offs[e] + s) * EB);
-      }
+      for (int64_t s = 0; s < n; s += 16)
+        put(o, (k + s) * EB, run(kb.offs[e] + s, n - s < 16 ? n - s : 16));
     }
     std::memset(o + kc * EB, 0, size_t(bytes - kc * EB));
   };
@@ -496,8 +497,11 @@ inline void aicf_pack_groups(uint32_t *__restrict ap, int64_t kg, const float *_
         conv(A + lo + i, span - i < 16 ? span - i : 16, t);
         std::memcpy(cv + i * EB, t, sizeof t);
       }
-      for (int64_t r = 0; r < tm; ++r)
-        blocks(reinterpret_cast<unsigned char *>(ap + r * kg), cv + (rowAt(r) - lo) * EB);
+      for (int64_t r = 0; r < tm; ++r) {
+        const unsigned char *src = cv + (rowAt(r) - lo) * EB;
+        blocks(reinterpret_cast<unsigned char *>(ap + r * kg),
+               [src](int64_t at, int64_t) -> const void * { return src + at * EB; });
+      }
       aicf_release(cv);
       return;
     }
@@ -506,16 +510,11 @@ inline void aicf_pack_groups(uint32_t *__restrict ap, int64_t kg, const float *_
     const float *row = A + rowAt(r);
     uint32_t *out = ap + r * kg;
     if (kb.n1 && kb.L != 16) {
-      unsigned char *o = reinterpret_cast<unsigned char *>(out);
-      for (int64_t e = 0; e < kb.nblk && kb.koffs[e] < kc; ++e) {
-        const int64_t k = kb.koffs[e], n = kc - k < kb.L ? kc - k : kb.L;
-        for (int64_t s = 0; s < n; s += 16) {
-          uint32_t t[4 * EB];
-          conv(row + kb.offs[e] + s, n - s < 16 ? n - s : 16, t);
-          put(o, (k + s) * EB, t);
-        }
-      }
-      std::memset(o + kc * EB, 0, size_t(bytes - kc * EB));
+      uint32_t t[4 * EB];
+      blocks(reinterpret_cast<unsigned char *>(out), [&](int64_t at, int64_t n) -> const void * {
+        conv(row + at, n, t);
+        return t;
+      });
       continue;
     }
     int64_t k0 = 0;

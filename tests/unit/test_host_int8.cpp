@@ -64,6 +64,18 @@ void fillInts(Tensor &t, uint32_t seed, int lo, int hi) {
     t.setDouble(i, v[static_cast<size_t>(i)]);
 }
 
+// g's one weight filled with int8 integers (seed) and an input of integers in [-7, 248] (the
+// tests' x_offset 7; seed + 1): the weight's data and the input.
+std::pair<std::shared_ptr<Tensor>, Tensor> intWeightAndInput(Graph &g, uint32_t seed) {
+  Value *w = g.weights()[0];
+  auto data = std::make_shared<Tensor>(w->type());
+  fillInts(*data, seed, -128, 127);
+  w->setData(data);
+  Tensor x(g.inputs()[0]->type());
+  fillInts(x, seed + 1, -7, 248);
+  return {data, x};
+}
+
 // kCall with A's k in blocks of 7 (a plain input's kernel-row taps, a conv stem): element k of
 // row i at i * lda + k / 7 * s0 + k % 7, the quads straddling blocks (aicf_pack_groups). Apart
 // (lda 100, s0 10) each row is converted as it lies; overlapping (lda 2, s0 20: a stride-2
@@ -175,12 +187,7 @@ TEST_CASE("host int8: assign-precision's int8 weight and its quad panels are the
 }
 )",
                                         "quads.mcir");
-  Value *w = g->weights()[0];
-  auto data = std::make_shared<Tensor>(w->type());
-  fillInts(*data, 3, -128, 127);
-  w->setData(data);
-  Tensor x(g->inputs()[0]->type());
-  fillInts(x, 4, -7, 248);
+  auto [data, x] = intWeightAndInput(*g, 3);
   Tensor f32 = interpret(*g, {x})[0];
   std::unique_ptr<Graph> wide = g->clone(); // one weight of 200: not int8
   auto wideData = std::make_shared<Tensor>(*data);
@@ -220,12 +227,7 @@ TEST_CASE("host int8: an integer conv whose channels are no multiple of 16 runs 
 }
 )",
                                         "narrow.mcir");
-  Value *w = g->weights()[0];
-  auto data = std::make_shared<Tensor>(w->type());
-  fillInts(*data, 5, -128, 127);
-  w->setData(data);
-  Tensor x(g->inputs()[0]->type());
-  fillInts(x, 6, -7, 248);
+  Tensor x = intWeightAndInput(*g, 5).second;
   Tensor want = interpret(*g, {x})[0];
   auto convs = [](const Graph &gr, Op op) {
     int n = 0;
@@ -266,12 +268,7 @@ TEST_CASE("host int8: an integer conv on a plain input (a stem) runs on the dot-
             "], dilations = [1, 1], group = 1, integer_operands = 1, x_offset = 7}\n  return "
             "%y\n}\n"),
         "stem.mcir");
-    Value *w = g->weights()[0];
-    auto data = std::make_shared<Tensor>(w->type());
-    fillInts(*data, 7, -128, 127);
-    w->setData(data);
-    Tensor x(g->inputs()[0]->type());
-    fillInts(x, 8, -7, 248);
+    Tensor x = intWeightAndInput(*g, 7).second;
     Tensor want = interpret(*g, {x})[0];
     CompileOptions o;
     CompiledModel cm;
