@@ -289,6 +289,51 @@ void build(kir::Kernel &kern, int64_t n, const Schedule &s,
   kern.body.push_back(kir::region(kern.threadVar, regionBody));
 }
 
+std::optional<size_t>
+laneBlockAxis(const std::vector<int64_t> &shape,
+              const std::function<std::vector<kir::StmtP>(const std::vector<E> &)> &body) {
+  size_t r = shape.size();
+  if (r < 2 || shape[r - 1] < 2)
+    return std::nullopt;
+  std::vector<E> idx;
+  for (size_t d = 0; d < r; ++d)
+    idx.push_back(kir::var(cat("q", d)));
+  auto axisOf = [&](const kir::Expr &e) -> std::optional<size_t> {
+    for (size_t d = 0; d < r; ++d)
+      if (e.kind == kir::Expr::Kind::Var && e.var == cat("q", d))
+        return d;
+    return std::nullopt;
+  };
+  std::optional<size_t> found;
+  kir::forEachStmt(body(idx), [&](const kir::Stmt &st) {
+    for (const E *e : kir::ownExprs(st))
+      if (*e)
+        kir::forEachExpr(e->get(), [&](const kir::Expr &x) {
+          if (found || x.kind != kir::Expr::Kind::Load || x.args.size() < 2 || !x.buf ||
+              x.buf->shape.size() != x.args.size())
+            return;
+          int64_t L = x.buf->shape.back();
+          std::optional<size_t> a = axisOf(*x.args.back());
+          std::optional<size_t> w = axisOf(*x.args[x.args.size() - 2]);
+          if ((L == 4 || L == 8 || L == 16) && a && *a + 1 < r && shape[*a] == L && w &&
+              *w == r - 1)
+            found = a;
+        });
+  });
+  return found;
+}
+
+std::function<std::vector<kir::StmtP>(const std::vector<E> &)>
+laneBlock(size_t axis, int64_t L,
+          std::function<std::vector<kir::StmtP>(const std::vector<E> &)> body) {
+  return [axis, L, body = std::move(body)](const std::vector<E> &oidx) {
+    std::vector<E> idx = oidx;
+    idx[axis] = kir::var("c_l");
+    return std::vector<kir::StmtP>{
+        kir::forLoop("c_l", E(int64_t(0)), E(L), body(idx), 1, kir::Stmt::LoopKind::Unrolled)};
+  };
+}
+
 std::optional<Planes> planes(const std::vector<int64_t> &shape, int64_t vec) {
   if (vec <= 1 || shape.size() < 2)
     return std::nullopt;

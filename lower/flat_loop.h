@@ -86,6 +86,23 @@ std::optional<Planes> planes(const std::vector<int64_t> &shape, int64_t vec);
 void buildPlanes(kir::Kernel &kern, const std::vector<int64_t> &shape, const Planes &p, Schedule s,
                  const std::function<std::vector<kir::StmtP>(const std::vector<kir::E> &)> &body);
 
+// The lane block of a host flat loop over a static shape (issue 53). A reader of a transpose that
+// moves an innermost dim of L = 4, 8 or 16 elements (a blocked value's channel lanes, an NHWC
+// tensor's channels) to a non-innermost output axis a, while the output's innermost dim walks
+// the input's next-to-innermost, reads each vector's lanes L floats apart: a gather, scalar on
+// the host. In the lane block the loop runs over the shape with axis a set to 1, and each
+// element's body is an unrolled loop over a's L positions (variable "c_l"): a vector's L loads
+// then cover L whole vectors of the input, an interleaved group that the host compiler turns
+// into contiguous loads and an in-register transpose, and its stores are L contiguous rows.
+// laneBlockAxis probes `body` at a symbolic index and returns a, or none when no read is such a
+// gather; laneBlock wraps `body` so (idx[a] the unrolled loop's variable).
+std::optional<size_t>
+laneBlockAxis(const std::vector<int64_t> &shape,
+              const std::function<std::vector<kir::StmtP>(const std::vector<kir::E> &)> &body);
+std::function<std::vector<kir::StmtP>(const std::vector<kir::E> &)>
+laneBlock(size_t axis, int64_t L,
+          std::function<std::vector<kir::StmtP>(const std::vector<kir::E> &)> body);
+
 // One line per thread and no vector loop, for recipes whose every line is a serial walk that
 // no other thread touches (scatter's updates in order, top_k's selection passes): the flat loop
 // over `lines`, with the problem recorded as {n = lines, lineWork = steps per line}.

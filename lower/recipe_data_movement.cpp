@@ -216,7 +216,7 @@ public:
     if (a_.op() == Op::Split)
       return split();
     const Value *res = a_.result(0);
-    elementLoop(res->type(), [&](const std::vector<E> &oidx) {
+    auto elementStmts = [&](const std::vector<E> &oidx) {
       std::vector<kir::StmtP> out;
       E value = element(oidx, out);
       DType outT = res->type().dtype;
@@ -225,7 +225,21 @@ public:
       std::vector<kir::StmtP> stores = storeGroupOutputs(g_, *ge_, res, value, oidx, "o");
       out.insert(out.end(), stores.begin(), stores.end());
       return out;
-    });
+    };
+    // A host read of a transposed innermost dim of 4, 8 or 16 (a channel block's lanes, an NHWC
+    // tensor's channels) runs as a lane block (flatloop::laneBlockAxis).
+    const TensorType &t = res->type();
+    std::optional<size_t> lanes;
+    if (!isGpuPlan(knobs_) && !t.isSymbolic())
+      lanes = flatloop::laneBlockAxis(t.shape, elementStmts);
+    if (!lanes) {
+      elementLoop(t, elementStmts);
+      return std::move(k_);
+    }
+    TensorType blockT = t;
+    int64_t L = t.shape[*lanes];
+    blockT.shape[*lanes] = 1;
+    elementLoop(blockT, flatloop::laneBlock(*lanes, L, elementStmts));
     return std::move(k_);
   }
 

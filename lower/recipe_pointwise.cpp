@@ -101,6 +101,30 @@ private:
         return (t == DType::F16 || t == DType::BF16) ? kir::cast(y, t) : y;
       });
     }
+    std::function<std::vector<kir::StmtP>(const std::vector<E> &)> element =
+        [&](const std::vector<E> &idx) {
+          std::vector<kir::StmtP> out;
+          for (const Value *o : g_.outputs) {
+            E v = gx.at(o, idx);
+            const kir::BufferP &b = byValue.at(o);
+            if (v->type != b->dtype)
+              v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
+            out.push_back(storeOutput(g_, b, o, idx, v));
+          }
+          return out;
+        };
+    // A host read of a transposed innermost dim of 4, 8 or 16 (a channel block's lanes, an NHWC
+    // tensor's channels): the loop runs over the shape without that axis, each element's body
+    // an unrolled loop over it (flatloop::laneBlockAxis).
+    if (!isGpuPlan(knobs_) && nSym_.isConstant() && !SS_.empty())
+      if (std::optional<size_t> a = flatloop::laneBlockAxis(S_, element)) {
+        int64_t L = S_[*a];
+        element = flatloop::laneBlock(*a, L, element);
+        S_[*a] = 1;
+        SS_[*a] = SymExpr(int64_t(1));
+        n /= L;
+        nSym_ = SymExpr(n);
+      }
     flatloop::Schedule s = flatloop::schedule(knobs_, n, 16, nSym_);
     // Host: when the vector width divides the innermost dim, a vector's elements differ in that
     // dim alone, so the index is unflattened from the vector's first element and the lane added
@@ -115,17 +139,6 @@ private:
     // read's strides are W s and s (blocked -> NCHW conversions divided per lane before).
     bool host = !isGpuPlan(knobs_) && s.vec > 1 && !SS_.empty();
     bool laneInner = host && SS_.back().divisibleBy(s.vec);
-    auto element = [&](const std::vector<E> &idx) {
-      std::vector<kir::StmtP> out;
-      for (const Value *o : g_.outputs) {
-        E v = gx.at(o, idx);
-        const kir::BufferP &b = byValue.at(o);
-        if (v->type != b->dtype)
-          v = kir::cast(v, isFloat(b->dtype) ? DType::F32 : b->dtype);
-        out.push_back(storeOutput(g_, b, o, idx, v));
-      }
-      return out;
-    };
     // A static map whose rows the vector does not divide: planes padded to the vector
     // (flatloop::planes: a 14 x 14 map read from channel blocks).
     if (!isGpuPlan(knobs_) && nSym_.isConstant() && !SS_.empty())
