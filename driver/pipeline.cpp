@@ -70,7 +70,7 @@ const std::vector<PipelineEntry> &pipeline() {
        "batch norm into conv weights first, so the conv's epilogue can take the activation"},
       {"conv-transpose-as-conv", P::GraphPasses, K::GraphPass, V::Graph,
        "after fold-batch-norm (the norm folds into the conv_transpose's weights first), before "
-       "fuse-epilogue: the 1x1 conv is a contraction like any other"},
+       "fuse-epilogue: the phase convs are contractions like any other"},
       {"batch-norm-as-affine", P::GraphPasses, K::GraphPass, V::Graph,
        "after the folds into convs: what is left is an elementwise chain that fuses and keeps "
        "its input's layout"},

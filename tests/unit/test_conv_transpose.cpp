@@ -1,8 +1,10 @@
 // conv_transpose through the default pipeline (passes/conv_transpose_as_conv.cpp,
 // passes/fold_batch_norm.cpp): a decoder whose transposed convs tile their output (2x2 / stride
 // 2, one of them grouped, one followed by a batch_norm) compiles to 1x1 convs and pixel shuffles,
-// no conv_transpose step left, and an overlapping one (3x3 / stride 2) keeps its direct form; the
-// compiled host and GPU-planned folders match the interpreter on the original graph.
+// and one whose kernel is no multiple of its stride (3x3 / stride 2) keeps its direct form; a
+// second decoder's overlapping ones (4x4 / stride 2 / pads 1, and a grouped 6x4 / stride 3x2 with
+// uneven pads and output padding past the last tap) become phase convs, a pixel shuffle and a
+// crop. The compiled host and GPU-planned folders match the interpreter on the original graphs.
 #include "driver/compile.h"
 #include "driver/pipeline.h"
 #include "interp/interpreter.h"
@@ -40,8 +42,19 @@ const char *kDecoder = R"(graph @decoder(%x: f32[1,8,6,6]) -> (%y: f32[1,4,49,49
 }
 )";
 
-std::unique_ptr<Graph> decoder() {
-  std::unique_ptr<Graph> g = parseGraph(kDecoder, "decoder.mcir");
+const char *kOverlapping = R"(graph @overlapping(%x: f32[1,4,5,6]) -> (%y: f32[1,4,33,24]) {
+  %w1 = weight f32[4,6,4,4]
+  %b1 = weight f32[6]
+  %w2 = weight f32[6,2,6,4]
+  %a = conv_transpose(%x, %w1, %b1) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1}
+  %r = relu(%a)
+  %y = conv_transpose(%r, %w2) {strides = [3, 2], pads = [2, 1, 0, 2], output_padding = [2, 1], dilations = [1, 1], group = 2}
+  return %y
+}
+)";
+
+std::unique_ptr<Graph> decoder(const char *text = kDecoder) {
+  std::unique_ptr<Graph> g = parseGraph(text, "decoder.mcir");
   graph_checks::fillWeights(*g, 7);
   // Running variances must be positive.
   for (Value *w : g->weights())
@@ -61,23 +74,21 @@ int count(const Graph &g, Op op) {
   return n;
 }
 
-} // namespace
-
-TEST_CASE("conv_transpose: tiling ones become 1x1 convs, the overlapping one stays; all match") {
-  std::unique_ptr<Graph> original = decoder();
-  std::vector<Tensor> in = randomInputs(*original, 3);
-  std::vector<Tensor> want = interpret(*original, in);
-
-  std::unique_ptr<Graph> rewrittenGraph = original->clone();
+// Runs the default graph passes on a copy of `original`, checks the conv_transposes left and the
+// convs made, and the rewritten graph and its compiled host and GPU-planned folders against the
+// interpreter on the original.
+void checkRewrite(const Graph &original, int convTransposes, int convs) {
+  std::vector<Tensor> in = randomInputs(original, 3);
+  std::vector<Tensor> want = interpret(original, in);
+  std::unique_ptr<Graph> rewrittenGraph = original.clone();
   Graph &g = *rewrittenGraph;
   PassContext ctx;
   runGraphPasses(g, ctx, PassManagerOptions{});
-  CHECK(count(g, Op::ConvTranspose) == 1); // the 3x3 / stride 2 one (overlapping taps)
-  CHECK(count(g, Op::BatchNorm) == 0);     // folded into the first conv_transpose's weights
-  CHECK(count(g, Op::Conv) == 2);
+  CHECK(count(g, Op::ConvTranspose) == convTransposes);
+  CHECK(count(g, Op::BatchNorm) == 0);
+  CHECK(count(g, Op::Conv) == convs);
   std::vector<Tensor> rewritten = interpret(g, in);
   graph_checks::checkClose(rewritten.at(0), want.at(0));
-
   for (std::string plan : {"cpu", "cuda:sm_90"}) {
     CAPTURE(plan);
     CompileOptions opts;
@@ -86,4 +97,18 @@ TEST_CASE("conv_transpose: tiling ones become 1x1 convs, the overlapping one sta
     std::vector<Tensor> got = compile_checks::compileRun(g, opts, in, "aicf_conv_transpose_");
     graph_checks::checkClose(got.at(0), want.at(0));
   }
+}
+
+} // namespace
+
+TEST_CASE("conv_transpose: overlapping ones whose kernel is a multiple of the stride become "
+          "phase convs; all match") {
+  std::unique_ptr<Graph> g = decoder(kOverlapping);
+  checkRewrite(*g, 0, 2);
+}
+
+TEST_CASE("conv_transpose: tiling ones become 1x1 convs, the 3x3 / stride 2 one stays; all match") {
+  // The 3x3 / stride 2 one keeps its direct form; the batch_norm folds into the first one.
+  std::unique_ptr<Graph> g = decoder();
+  checkRewrite(*g, 1, 2);
 }
