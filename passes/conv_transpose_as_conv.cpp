@@ -1,12 +1,13 @@
-// conv-transpose-as-conv: a 2-D conv_transpose whose kernel is a multiple of its stride (per axis,
-// dilation 1) is s_h x s_w phase convolutions, stacked as one conv's output rows, followed by a
-// pixel shuffle and a crop. Along one axis (kernel K = M s, pads p0 / p1, output padding a), the
-// uncropped output u = q s + r (r < s the phase) receives the taps k = r + m s, m < M, from the
-// input rows q - m:
+// conv-transpose-as-conv: a 2-D conv_transpose (dilation 1, kernel at least the stride) is s_h x
+// s_w phase convolutions, a pixel shuffle of their outputs and a crop. Along one axis (kernel K,
+// stride s, pads p0 / p1, output padding a), the uncropped output u = q s + r (r < s the phase)
+// receives the taps k = r + m s, m < M_r = ceil((K - r) / s), from the input rows q - m:
 //   y[n, o, u - p0] = b[o] + sum_c sum_m x[n, c, q - m] * W[c, o, r + m s]
-// which is a conv of x with the phase's sub-kernel flipped, W_r[t] = W[r + (M - 1 - t) s], over
-// M - 1 rows of zero padding on each side (more at the end where the output padding reaches
-// past the last tap: those rows get the bias alone). So
+// which is a conv of x with the phase's sub-kernel flipped, W_r[t] = W[r + (M_r - 1 - t) s], over
+// M_r - 1 rows of zero padding before and enough after for Hq = len + M_0 - 1 outputs (more
+// where the output padding reaches past the last tap: those rows get the bias alone). When the
+// kernel is a multiple of the stride every phase has M = K / s taps and the phases are one conv,
+// its rows (o, r, r'):
 //   z = conv(x, W', b', pads M - 1)     W'[(o*s_h + r)*s_w + r', c', t, t'] =
 //                                           W[g*Cin/G + c', o', r + (M_h-1-t) s_h, r' + (M_w-1-t')
 //                                           s_w]
@@ -14,26 +15,28 @@
 //   y = slice(reshape(transpose(reshape(z, [N, Cout, s_h, s_w, Hq, Wq]), [0, 1, 4, 2, 5, 3]),
 //             [N, Cout, Hq*s_h, Wq*s_w]), the rows [p0, p0 + H_out) and columns likewise)
 // with o = g*Cout/G + o' for group g (the conv keeps the groups: its output rows are group-major
-// like conv_transpose's output channels). Kernel = stride (UNet's and FPN's 2 x 2 / stride 2
-// upsamplers) is M = 1: a 1 x 1 conv, no padding, and no crop without pads.
+// like conv_transpose's output channels). Otherwise (3 x 3 / stride 2: 2 and 1 taps per axis) each
+// phase is a conv with exactly its taps, concatenated phase-major and shuffled from [N, s_h, s_w,
+// Cout, Hq, Wq] (perm [0, 3, 4, 1, 5, 2]): no tap is padded with a zero weight, which would
+// multiply the input by 0 (an infinite input would give NaN where the direct form gives a
+// number). Kernel = stride (UNet's and FPN's 2 x 2 / stride 2 upsamplers) is M = 1: a 1 x 1 conv,
+// no padding, and no crop without pads.
 // Why: conv_transpose has one kernel form, a gather per output pixel over every tap, with no
 // blocked or GEMM form (UNet and FPN decoders spent 40-80% of their time in it, 4-6x their ONNX
 // Runtime time; a 4 x 4 / stride 2 decoder ran 50-70x ORT). A conv is the contraction every
 // target has a fast form for (the host's channel-blocked conv, the GPU's tiled contraction), and
-// the pixel shuffle and crop are layout: reshapes, a transpose and a slice that fold into their
-// readers' index maps.
-// A kernel that is no multiple of its stride (3 x 3 / stride 2) keeps the direct form: some
-// phase would have fewer taps, and the zero taps padding it out would multiply the input by 0
-// (an infinite input then gives NaN where the direct form gives a number).
+// the concat, pixel shuffle and crop are layout: a concat its producers write in place, reshapes,
+// a transpose and a slice that fold into their readers' index maps.
 // Exactness: reassociated (exact when kernel = stride: one product per input channel). Each output
-// sums the same products over (c, m) in another order, and products of the padding (0 * w, finite
-// weights: checked) that add nothing.
+// sums the same products over (c, m) in another order, and products of the conv's zero padding
+// (0 * w, finite weights: checked) that add nothing.
 #include "passes/match.h"
 #include "passes/passes.h"
 #include "support/diagnostics.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace aicf {
 
@@ -73,14 +76,14 @@ private:
     std::vector<int64_t> pads = ct->ints("pads");
     std::vector<int64_t> outPad =
         ct->hasAttr("output_padding") ? ct->ints("output_padding") : std::vector<int64_t>{0, 0};
-    bool multiple = strides.size() == 2 && strides[0] > 0 && strides[1] > 0 &&
-                    kernel[0] % strides[0] == 0 && kernel[1] % strides[1] == 0 &&
-                    all(ct->ints("dilations"), 1) && pads.size() == 4 && outPad.size() == 2;
+    bool phased = strides.size() == 2 && strides[0] > 0 && strides[1] > 0 &&
+                  kernel[0] >= strides[0] && kernel[1] >= strides[1] &&
+                  all(ct->ints("dilations"), 1) && pads.size() == 4 && outPad.size() == 2;
     cert.conditions.push_back(
-        {"the kernel is a multiple of the stride along each axis (every phase has the same taps; "
-         "dilation 1)",
-         cat("kernel ", wt.shape[2], "x", wt.shape[3], ", strides ", strides[0], "x", strides[1]),
-         multiple});
+        {"every phase has a tap (kernel >= stride along each axis, dilation 1)",
+         cat("kernel ", wt.shape[2], "x", wt.shape[3], ", strides ", strides[0], "x", strides[1],
+             ", dilations ", shapeStr(ct->ints("dilations"))),
+         phased});
     bool consts =
         ct->operand(1)->isWeight() && (ct->numOperands() < 3 || ct->operand(2)->isWeight());
     cert.conditions.push_back(
@@ -107,12 +110,14 @@ private:
         "phase convs + pixel shuffle");
   }
 
-  // One axis of the phase form: M taps per phase, the conv's pads, its output length Hq.
+  // One axis of the phase form: the stride, the most taps of a phase (phase 0's), the conv's end
+  // padding for them, the phase outputs' length Hq, and phase r's taps, ceil((K - r) / s).
   struct Axis {
     int64_t s, M, padEnd, len;
+    int64_t taps(int64_t k, int64_t r) const { return (k - r + s - 1) / s; }
   };
   static Axis axis(int64_t len, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t a) {
-    Axis ax{s, k / s, k / s - 1, 0};
+    Axis ax{s, (k + s - 1) / s, (k + s - 1) / s - 1, 0};
     // The uncropped output s * (len + M - 1) must reach p0 + the output's length; the output
     // padding may reach further (rows of bias alone): more zero rows at the end.
     int64_t need = p0 + outLen(len, k, s, p0, p1, a) - s * (len + ax.M - 1);
@@ -133,42 +138,77 @@ private:
     int64_t groups = ct->i("group"), ipg = cin / groups, cout = opg * groups;
     Axis ah = axis(xs[2], kh, strides[0], pads[0], pads[2], outPad[0]);
     Axis aw = axis(xs[3], kw, strides[1], pads[1], pads[3], outPad[1]);
-    int64_t phases = ah.s * aw.s;
-    auto nw = std::make_shared<Tensor>(TensorType(w.dtype(), {cout * phases, ipg, ah.M, aw.M}));
-    auto nb = std::make_shared<Tensor>(TensorType(w.dtype(), {cout * phases}));
-    for (int64_t o = 0; o < cout; ++o) {
-      int64_t grp = o / opg, ol = o % opg;
-      double b = ct->numOperands() == 3 ? ct->operand(2)->data()->getDouble(o) : 0.0;
+    int64_t n = xs[0], phases = ah.s * aw.s;
+    std::string base = ct->operand(1)->name();
+    // Phase (r, rr)'s taps W_r[t] = W[r + (M_r - 1 - t) s] along each axis, output channel o at
+    // row o * step + at of a conv weight [rows, Cin / G, mh, mw] (its bias b[o] likewise).
+    auto fill = [&](Tensor &nw, Tensor &nb, int64_t r, int64_t rr, int64_t step, int64_t at,
+                    int64_t mh, int64_t mw) {
+      for (int64_t o = 0; o < cout; ++o) {
+        int64_t grp = o / opg, ol = o % opg, row = o * step + at;
+        nb.setDouble(row, ct->numOperands() == 3 ? ct->operand(2)->data()->getDouble(o) : 0.0);
+        for (int64_t c = 0; c < ipg; ++c)
+          for (int64_t t = 0; t < mh; ++t)
+            for (int64_t tt = 0; tt < mw; ++tt) {
+              int64_t ky = r + (mh - 1 - t) * ah.s, kx = rr + (mw - 1 - tt) * aw.s;
+              nw.setDouble(((row * ipg + c) * mh + t) * mw + tt,
+                           w.getDouble((((grp * ipg + c) * opg + ol) * kh + ky) * kw + kx));
+            }
+      }
+    };
+    // A conv of the input with mh x mw taps giving Hq x Wq outputs: mh - 1 zero rows before, the
+    // rest after.
+    auto conv = [&](const std::string &suffix, int64_t rows, int64_t mh, int64_t mw,
+                    const std::function<void(Tensor &, Tensor &)> &weights) {
+      auto nw = std::make_shared<Tensor>(TensorType(w.dtype(), {rows, ipg, mh, mw}));
+      auto nb = std::make_shared<Tensor>(TensorType(w.dtype(), {rows}));
+      weights(*nw, *nb);
+      Value *wv = g.addWeight(base + ".as_conv" + suffix, nw);
+      Value *bv = g.addWeight(base + ".as_conv_bias" + suffix, nb);
+      wv->loc = bv->loc = loc;
+      AttrMap attrs = {
+          {"strides", std::vector<int64_t>{1, 1}},
+          {"pads", std::vector<int64_t>{mh - 1, mw - 1, ah.len - xs[2], aw.len - xs[3]}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"group", groups}};
+      return g.createNode(Op::Conv, {ct->operand(0), wv, bv}, attrs, loc, before)->result();
+    };
+    Value *z = nullptr;
+    if (kh % ah.s == 0 && kw % aw.s == 0) {
+      // Every phase has M_h x M_w taps: one conv, its rows (o, r, rr), shuffled from
+      // [N, Cout, s_h, s_w, Hq, Wq].
+      z = conv("", cout * phases, ah.M, aw.M, [&](Tensor &nw, Tensor &nb) {
+        for (int64_t r = 0; r < ah.s; ++r)
+          for (int64_t rr = 0; rr < aw.s; ++rr)
+            fill(nw, nb, r, rr, phases, r * aw.s + rr, ah.M, aw.M);
+      });
+      z = g.createNode(Op::Reshape, {z},
+                       {{"shape", std::vector<int64_t>{n, cout, ah.s, aw.s, ah.len, aw.len}}}, loc,
+                       before)
+              ->result();
+      z = g.createNode(Op::Transpose, {z}, {{"perm", std::vector<int64_t>{0, 1, 4, 2, 5, 3}}}, loc,
+                       before)
+              ->result();
+    } else {
+      // Phases with different taps (3 x 3 / stride 2: 2 and 1 per axis): a conv per phase, each
+      // with exactly its taps, concatenated (r, rr, o) and shuffled from [N, s_h, s_w, Cout, Hq,
+      // Wq].
+      std::vector<Value *> parts;
       for (int64_t r = 0; r < ah.s; ++r)
         for (int64_t rr = 0; rr < aw.s; ++rr) {
-          int64_t row = (o * ah.s + r) * aw.s + rr;
-          nb->setDouble(row, b);
-          for (int64_t c = 0; c < ipg; ++c)
-            for (int64_t t = 0; t < ah.M; ++t)
-              for (int64_t tt = 0; tt < aw.M; ++tt) {
-                int64_t ky = r + (ah.M - 1 - t) * ah.s, kx = rr + (aw.M - 1 - tt) * aw.s;
-                nw->setDouble(((row * ipg + c) * ah.M + t) * aw.M + tt,
-                              w.getDouble((((grp * ipg + c) * opg + ol) * kh + ky) * kw + kx));
-              }
+          int64_t mh = ah.taps(kh, r), mw = aw.taps(kw, rr);
+          parts.push_back(conv(cat(".phase", r, "_", rr), cout, mh, mw,
+                               [&](Tensor &nw, Tensor &nb) { fill(nw, nb, r, rr, 1, 0, mh, mw); }));
         }
+      z = g.createNode(Op::Concat, parts, {{"axis", int64_t(1)}}, loc, before)->result();
+      z = g.createNode(Op::Reshape, {z},
+                       {{"shape", std::vector<int64_t>{n, ah.s, aw.s, cout, ah.len, aw.len}}}, loc,
+                       before)
+              ->result();
+      z = g.createNode(Op::Transpose, {z}, {{"perm", std::vector<int64_t>{0, 3, 4, 1, 5, 2}}}, loc,
+                       before)
+              ->result();
     }
-    std::string base = ct->operand(1)->name();
-    Value *wv = g.addWeight(base + ".as_conv", nw);
-    Value *bv = g.addWeight(base + ".as_conv_bias", nb);
-    wv->loc = bv->loc = loc;
-    int64_t n = xs[0];
-    AttrMap attrs = {{"strides", std::vector<int64_t>{1, 1}},
-                     {"pads", std::vector<int64_t>{ah.M - 1, aw.M - 1, ah.padEnd, aw.padEnd}},
-                     {"dilations", std::vector<int64_t>{1, 1}},
-                     {"group", groups}};
-    Value *z = g.createNode(Op::Conv, {ct->operand(0), wv, bv}, attrs, loc, before)->result();
-    z = g.createNode(Op::Reshape, {z},
-                     {{"shape", std::vector<int64_t>{n, cout, ah.s, aw.s, ah.len, aw.len}}}, loc,
-                     before)
-            ->result();
-    z = g.createNode(Op::Transpose, {z}, {{"perm", std::vector<int64_t>{0, 1, 4, 2, 5, 3}}}, loc,
-                     before)
-            ->result();
     int64_t fullH = ah.len * ah.s, fullW = aw.len * aw.s;
     z = g.createNode(Op::Reshape, {z}, {{"shape", std::vector<int64_t>{n, cout, fullH, fullW}}},
                      loc, before)

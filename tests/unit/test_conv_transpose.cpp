@@ -1,10 +1,11 @@
 // conv_transpose through the default pipeline (passes/conv_transpose_as_conv.cpp,
 // passes/fold_batch_norm.cpp): a decoder whose transposed convs tile their output (2x2 / stride
 // 2, one of them grouped, one followed by a batch_norm) compiles to 1x1 convs and pixel shuffles,
-// and one whose kernel is no multiple of its stride (3x3 / stride 2) keeps its direct form; a
-// second decoder's overlapping ones (4x4 / stride 2 / pads 1, and a grouped 6x4 / stride 3x2 with
-// uneven pads and output padding past the last tap) become phase convs, a pixel shuffle and a
-// crop. The compiled host and GPU-planned folders match the interpreter on the original graphs.
+// and one whose kernel is no multiple of its stride (3x3 / stride 2) to a conv per phase; a
+// second decoder's overlapping ones (4x4 / stride 2 / pads 1, a grouped 6x4 / stride 3x2 with
+// uneven pads and output padding past the last tap, and a 3x3 / stride 2 / pads 1 / output
+// padding 1) become phase convs, a pixel shuffle and a crop; a dilated one keeps its direct form.
+// The compiled host and GPU-planned folders match the interpreter on the original graphs.
 #include "driver/compile.h"
 #include "driver/pipeline.h"
 #include "interp/interpreter.h"
@@ -42,14 +43,17 @@ const char *kDecoder = R"(graph @decoder(%x: f32[1,8,6,6]) -> (%y: f32[1,4,49,49
 }
 )";
 
-const char *kOverlapping = R"(graph @overlapping(%x: f32[1,4,5,6]) -> (%y: f32[1,4,33,24]) {
+const char *kOverlapping = R"(graph @overlapping(%x: f32[1,4,5,6]) -> (%z: f32[1,3,66,48]) {
   %w1 = weight f32[4,6,4,4]
   %b1 = weight f32[6]
   %w2 = weight f32[6,2,6,4]
+  %w3 = weight f32[4,3,3,3]
+  %b3 = weight f32[3]
   %a = conv_transpose(%x, %w1, %b1) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1}
   %r = relu(%a)
   %y = conv_transpose(%r, %w2) {strides = [3, 2], pads = [2, 1, 0, 2], output_padding = [2, 1], dilations = [1, 1], group = 2}
-  return %y
+  %z = conv_transpose(%y, %w3, %b3) {strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1], dilations = [1, 1], group = 1}
+  return %z
 }
 )";
 
@@ -104,11 +108,22 @@ void checkRewrite(const Graph &original, int convTransposes, int convs) {
 TEST_CASE("conv_transpose: overlapping ones whose kernel is a multiple of the stride become "
           "phase convs; all match") {
   std::unique_ptr<Graph> g = decoder(kOverlapping);
-  checkRewrite(*g, 0, 2);
+  checkRewrite(*g, 0, 6); // one conv each for the first two, four phase convs for the 3x3 one
 }
 
-TEST_CASE("conv_transpose: tiling ones become 1x1 convs, the 3x3 / stride 2 one stays; all match") {
-  // The 3x3 / stride 2 one keeps its direct form; the batch_norm folds into the first one.
+TEST_CASE("conv_transpose: a dilated one keeps its direct form and matches") {
+  std::unique_ptr<Graph> g = decoder(R"(graph @dilated(%x: f32[1,3,4,5]) -> (%y: f32[1,2,11,13]) {
+  %w = weight f32[3,2,3,3]
+  %y = conv_transpose(%x, %w) {strides = [2, 2], pads = [0, 0, 0, 0], dilations = [2, 2], group = 1}
+  return %y
+}
+)");
+  checkRewrite(*g, 1, 0);
+}
+
+TEST_CASE("conv_transpose: tiling ones become 1x1 convs, a 3x3 / stride 2 one phase convs; all "
+          "match") {
+  // The batch_norm folds into the first one; the 3x3 / stride 2 one is four phase convs.
   std::unique_ptr<Graph> g = decoder();
-  checkRewrite(*g, 1, 2);
+  checkRewrite(*g, 0, 6);
 }
