@@ -17,6 +17,12 @@ with onnx's helper API as such converters write them (random weights, fixed seed
   spelled with Erf, a HardSigmoid squeeze-and-excitation gate, MatMul + Add for the classifier.
 - keras_style_segmenter: an encoder-decoder as a Keras export reads: NHWC in and out, swish as
   x * Sigmoid(x), strided convs, Resize (linear, half_pixel, `sizes` input) and Concat skips.
+- dcgan_generator: a DCGAN generator as a Keras / TF export reads: a latent vector reshaped to
+  1 x 1, ConvTranspose 4x4 (stride 1, then stride 2 with pads 1: overlapping taps), each followed
+  by BatchNormalization and ReLU, Tanh at the end.
+- pix2pix_decoder: an encoder-decoder with transposed-conv upsampling spelled ConvTranspose 3x3 /
+  stride 2 with pads 1 and output_padding 1 (an exact 2x upsampler whose kernel is no multiple
+  of its stride), LeakyRelu in the encoder, Concat skips.
 
 The reference outputs come from onnx's reference evaluator (not from a peer the bench times),
 with BatchNormalization replaced by an inference-mode one (see the class below).
@@ -214,10 +220,51 @@ def keras_style_segmenter():
                    [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], 13), shape
 
 
+# ------------------------------------------------------------------ transposed-conv generators
+
+def conv_transpose(b, x, cin, cout, k, s, p, out_pad=0):
+    w = b.weight((cin, cout, k, k), cin * k * k // (s * s))
+    return b.op("ConvTranspose", [x, w, b.vec(cout, -0.1, 0.1)], kernel_shape=[k, k],
+                strides=[s, s], pads=[p, p, p, p], output_padding=[out_pad, out_pad])
+
+
+def dcgan_generator():
+    b = Builder(17)
+    y = b.op("Reshape", ["x", b.const(np.array([1, 100, 1, 1], np.int64))])
+    y = b.op("Relu", [b.bn(conv_transpose(b, y, 100, 256, 4, 1, 0), 256)])  # 4 x 4
+    c = 256
+    for cout in (128, 64, 32):                                             # 8, 16, 32
+        y = b.op("Relu", [b.bn(conv_transpose(b, y, c, cout, 4, 2, 1), cout)])
+        c = cout
+    y = b.op("Tanh", [conv_transpose(b, y, c, 3, 4, 2, 1)])               # 64 x 64 x 3
+    shape = [1, 100]
+    return b.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                   [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], 13), shape
+
+
+def pix2pix_decoder():
+    b = Builder(19)
+    y, skips, c = "x", [], 3
+    for cout in (32, 64, 128, 256):
+        y = b.op("LeakyRelu", [b.bn(b.conv(y, c, cout, 3, 2, bias=False), cout)], alpha=0.2)
+        skips.append((y, cout))
+        c = cout
+    for y_skip, cs in reversed(skips[:-1]):
+        y = b.op("Relu", [b.bn(conv_transpose(b, y, c, cs, 3, 2, 1, 1), cs)])
+        y = b.op("Concat", [y, y_skip], axis=1)
+        c = 2 * cs
+    y = b.op("Tanh", [conv_transpose(b, y, c, 3, 3, 2, 1, 1)])
+    shape = [1, 3, 128, 128]
+    return b.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                   [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], 13), shape
+
+
 NETWORKS = {
     "paddle_style_detector": paddle_style_detector,
     "tf_style_classifier": tf_style_classifier,
     "keras_style_segmenter": keras_style_segmenter,
+    "dcgan_generator": dcgan_generator,
+    "pix2pix_decoder": pix2pix_decoder,
 }
 
 
