@@ -856,6 +856,17 @@ void readControl(const aicf_model &m, const YAML::Node &s, const std::map<std::s
   }
 }
 
+// launch.dims: the kernel takes the dims' values as its last argument (a host kernel its array,
+// a CUDA launcher the array it reads them from to pass by value).
+void readLaunchDims(const aicf_model &m, const YAML::Node &launch, const std::string &what,
+                    Step &st) {
+  if (!launch[pk::launch::dims])
+    return;
+  if (m.dims.empty())
+    throw Error(cat(what, ": launch.dims without plan dims"));
+  st.dims = true;
+}
+
 // A host kernel step's launch: the grid's blocks (a kernel without grid axes is one block), the
 // pool's chunks, the dims argument and the dispatch group.
 void readHostLaunch(const aicf_model &m, const YAML::Node &s, const std::string &what, Step &st) {
@@ -895,11 +906,7 @@ void readHostLaunch(const aicf_model &m, const YAML::Node &s, const std::string 
     st.symGrid = std::move(ext);
     st.chunkBlocks = std::max<int64_t>(1, (st.blocks + st.chunks - 1) / st.chunks);
   }
-  if (launch[pk::launch::dims]) {
-    if (m.dims.empty())
-      throw Error(cat(what, ": launch.dims without plan dims"));
-    st.dims = true;
-  }
+  readLaunchDims(m, launch, what, st);
   if (launch[pk::launch::group])
     st.group = static_cast<int>(readInt(launch, pk::launch::group, what + ": launch", 0,
                                         static_cast<int64_t>(m.steps.size())));
@@ -929,6 +936,7 @@ Step readStep(const aicf_model &m, const YAML::Node &s, const std::map<std::stri
     st.launch = reinterpret_cast<LaunchFn>(dlsym(m.so, launcher.c_str()));
     if (!st.launch)
       throw Error(cat("launcher ", launcher, " is missing from ", soPath));
+    readLaunchDims(m, need(s, pk::step::launch, what), what, st);
   } else {
     st.fn = reinterpret_cast<KernelFn>(dlsym(m.so, st.symbol.c_str()));
     if (!st.fn)
@@ -936,6 +944,21 @@ Step readStep(const aicf_model &m, const YAML::Node &s, const std::map<std::stri
     readHostLaunch(m, s, what, st);
   }
   return st;
+}
+
+// The first kernel call (`symbol:bytes,...;`) where the plan's layout and the library's differ.
+std::string firstDifference(const std::string &plan, const std::string &library) {
+  size_t at = 0;
+  while (at < plan.size() && at < library.size() && plan[at] == library[at])
+    ++at;
+  auto entry = [&](const std::string &s) {
+    size_t from = s.rfind(';', at == 0 ? 0 : at - 1);
+    from = (from == std::string::npos || at == 0) ? 0 : from + 1;
+    size_t to = s.find(';', from);
+    std::string e = s.substr(from, to == std::string::npos ? std::string::npos : to - from);
+    return e.empty() ? std::string("(none)") : e;
+  };
+  return cat("plan.yaml calls ", entry(plan), ", the library expects ", entry(library));
 }
 
 // Reads and validates plan.yaml (everything except the weights file), then loads libmodel.so and
@@ -971,7 +994,7 @@ void loadPlan(aicf_model &m, const YAML::Node &plan) {
   // The argument count and byte size of every kernel call, as libmodel.so was compiled for.
   if (layout != expected)
     throw Error(cat("the steps of plan.yaml do not match the kernels in ", soPath,
-                    " (was the plan edited?)"));
+                    " (was the plan edited?): ", firstDifference(layout, expected)));
   // Every key is one of the schema's (support/plan_schema.def), a misspelt one refused; checked
   // last, so that a malformed field the runtime reads is reported as such first.
   if (std::string why = aicf::checkPlanKeys(plan); !why.empty())

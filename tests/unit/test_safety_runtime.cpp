@@ -134,7 +134,10 @@ TEST_CASE("safety runtime: shapes, element counts and byte counts are checked") 
   // Consistent shape and bytes, but not what the kernels were compiled for.
   p = tampered("layout", b9, "shape: [8, 129], bytes: 4128");
   CHECK(openError(p) == planError(p, "the steps of plan.yaml do not match the kernels in " +
-                                         (p / "libmodel.so").string() + " (was the plan edited?)"));
+                                         (p / "libmodel.so").string() +
+                                         " (was the plan edited?): plan.yaml calls "
+                                         "k0_gemm:32768,2048,512,4128, the library expects "
+                                         "k0_gemm:32768,2048,512,4096"));
 }
 
 TEST_CASE("safety runtime: block sizes, indices and step buffers are checked") {
