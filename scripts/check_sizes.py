@@ -20,7 +20,7 @@ FUNCTION_BUDGET = 150
 # path -> lines when the budget was set (2026-11-29): to split.
 FILE_RATCHET = {
     "tests/unit/test_importer.cpp": 2406,
-    "runtime/runtime.cpp": 1565,
+    "runtime/runtime.cpp": 1530,
     "tests/unit/test_kernels.cpp": 1353,
     "tests/unit/test_interp.cpp": 1109,
 }
