@@ -121,6 +121,10 @@ public:
         changed = true;
       } else if (n->op() == Op::Concat)
         b = convertConcat(*n);
+      else if (n->op() == Op::Reshape)
+        b = convertDepthToSpace(*n);
+      else if (n->op() == Op::Slice)
+        b = convertSpatialSlice(*n);
       else if (n->info().has(EW) && n->numResults() == 1)
         b = convertElementwise(*n);
       recordLayout(*n, b);
@@ -603,6 +607,73 @@ private:
       v = g_->createNode(Op::Reshape, {v}, reshapeAttrs(*g_, symShapeOf(n.result()->type())), n.loc)
               ->result();
     g_->replaceAllUsesWith(n.result(), v);
+  }
+
+  // A depth-to-space with the phase before the channel (DCR: reshape [N, s1, s2, C, H, W],
+  // transpose [0, 3, 4, 1, 5, 2], reshape [N, C, H s1, W s2]; ONNX's DepthToSpace in DCR mode,
+  // and the pixel shuffle after conv-transpose-as-conv's phase convs) of a blocked value whose C
+  // is a multiple of 16 shuffles the blocks: the lane axis rides along as one more identity
+  // axis, so each output pixel is one phase pixel's 16 contiguous lanes. (CRD, the phase after
+  // the channel, would move phases into the lanes.) n is the last reshape; a reshape that is no
+  // such chain over a blocked value is no candidate.
+  Value *convertDepthToSpace(Node &n) {
+    const Node *t = n.operand(0)->def();
+    const Node *r = t && t->op() == Op::Transpose ? t->operand(0)->def() : nullptr;
+    if (!r || r->op() != Op::Reshape || !plain4d(n.result()))
+      return nullptr;
+    auto it = blocked_.find(r->operand(0));
+    if (it == blocked_.end())
+      return nullptr;
+    const std::vector<int64_t> &xs = r->operand(0)->type().shape, &ps = r->result()->type().shape,
+                               &os = n.result()->type().shape;
+    const std::vector<int64_t> &perm = t->ints("perm");
+    if (ps.size() != 6 || ps[0] != xs[0] || ps[4] != xs[2] || ps[5] != xs[3] ||
+        os != std::vector<int64_t>{xs[0], ps[3], xs[2] * ps[1], xs[3] * ps[2]})
+      return nullptr;
+    if (perm != std::vector<int64_t>{0, 3, 4, 1, 5, 2})
+      return reject("depth-to-space: not in DCR order (the phase after the channel would move "
+                    "phases into the lanes)");
+    if (ps[3] % kLanes != 0 || it->second.channels != xs[1])
+      return reject("depth-to-space: its channels per phase are no multiple of 16");
+    Value *v = it->second.value;
+    const int64_t cb = ps[3] / kLanes;
+    v = g_->createNode(
+              Op::Reshape, {v},
+              reshapeAttrs(*g_, *v,
+                           std::vector<int64_t>{xs[0], ps[1], ps[2], cb, xs[2], xs[3], kLanes}),
+              n.loc)
+            ->result();
+    v = g_->createNode(Op::Transpose, {v}, {{"perm", std::vector<int64_t>{0, 3, 4, 1, 5, 2, 6}}},
+                       n.loc)
+            ->result();
+    return g_
+        ->createNode(Op::Reshape, {v},
+                     reshapeAttrs(*g_, *v, std::vector<int64_t>{os[0], cb, os[2], os[3], kLanes}),
+                     n.loc)
+        ->result();
+  }
+
+  // A unit-step slice of a blocked value over H and W only (the crop after a transposed conv's
+  // pixel shuffle) takes the same window of the blocks.
+  Value *convertSpatialSlice(Node &n) {
+    auto it = blocked_.find(n.operand(0));
+    if (it == blocked_.end() || n.numOperands() != 1)
+      return nullptr;
+    if (!plain4d(n.result()))
+      return reject("slice: its result is not a static 4-D f32 value");
+    std::vector<int64_t> axes = n.ints("axes");
+    const std::vector<int64_t> &steps = n.ints("steps");
+    for (int64_t &a : axes)
+      if (a < 0)
+        a += 4;
+    bool spatial =
+        std::all_of(axes.begin(), axes.end(), [](int64_t a) { return a == 2 || a == 3; });
+    bool unit = std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; });
+    if (!spatial || !unit)
+      return reject("slice: not a unit-step window over H and W");
+    AttrMap attrs = n.attrs;
+    attrs["axes"] = axes;
+    return g_->createNode(Op::Slice, {it->second.value}, attrs, n.loc)->result();
   }
 
   Value *convertConcat(Node &n) {

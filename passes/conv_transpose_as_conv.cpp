@@ -7,20 +7,21 @@
 // M_r - 1 rows of zero padding before and enough after for Hq = len + M_0 - 1 outputs (more
 // where the output padding reaches past the last tap: those rows get the bias alone). When the
 // kernel is a multiple of the stride every phase has M = K / s taps and the phases are one conv,
-// its rows (o, r, r'):
-//   z = conv(x, W', b', pads M - 1)     W'[(o*s_h + r)*s_w + r', c', t, t'] =
-//                                           W[g*Cin/G + c', o', r + (M_h-1-t) s_h, r' + (M_w-1-t')
-//                                           s_w]
-//                                       b'[(o*s_h + r)*s_w + r'] = b[o]
-//   y = slice(reshape(transpose(reshape(z, [N, Cout, s_h, s_w, Hq, Wq]), [0, 1, 4, 2, 5, 3]),
+// its rows phase-major (r, r', o):
+//   z = conv(x, W', b', pads M - 1)     W'[(r*s_w + r')*Cout + o, c, t, t'] =
+//                                           W[c, o, r + (M_h-1-t) s_h, r' + (M_w-1-t') s_w]
+//                                       b'[(r*s_w + r')*Cout + o] = b[o]
+//   y = slice(reshape(transpose(reshape(z, [N, s_h, s_w, Cout, Hq, Wq]), [0, 3, 4, 1, 5, 2]),
 //             [N, Cout, Hq*s_h, Wq*s_w]), the rows [p0, p0 + H_out) and columns likewise)
-// with o = g*Cout/G + o' for group g (the conv keeps the groups: its output rows are group-major
-// like conv_transpose's output channels). Otherwise (3 x 3 / stride 2: 2 and 1 taps per axis) each
-// phase is a conv with exactly its taps, concatenated phase-major and shuffled from [N, s_h, s_w,
-// Cout, Hq, Wq] (perm [0, 3, 4, 1, 5, 2]): no tap is padded with a zero weight, which would
-// multiply the input by 0 (an infinite input would give NaN where the direct form gives a
-// number). Kernel = stride (UNet's and FPN's 2 x 2 / stride 2 upsamplers) is M = 1: a 1 x 1 conv,
-// no padding, and no crop without pads.
+// a pixel shuffle in DCR order, whose 16-channel blocks move whole on the host's blocked layout;
+// a grouped one (the conv keeps the groups, so its output rows stay group-major like
+// conv_transpose's output channels, o = g*Cout/G + o') has rows (o, r, r') and shuffles from
+// [N, Cout, s_h, s_w, Hq, Wq] with perm [0, 1, 4, 2, 5, 3]. Otherwise (3 x 3 / stride 2: 2 and 1
+// taps per axis) each phase is a conv with exactly its taps, concatenated phase-major and shuffled
+// in DCR order as above: no tap is padded with a zero weight, which would multiply the input by 0
+// (an infinite input would give NaN where the direct form gives a number). Kernel = stride
+// (UNet's and FPN's 2 x 2 / stride 2 upsamplers) is M = 1: a 1 x 1 conv, no padding, and no crop
+// without pads.
 // Why: conv_transpose has one kernel form, a gather per output pixel over every tap, with no
 // blocked or GEMM form (UNet and FPN decoders spent 40-80% of their time in it, 4-6x their ONNX
 // Runtime time; a 4 x 4 / stride 2 decoder ran 50-70x ORT). A conv is the contraction every
@@ -173,26 +174,23 @@ private:
           {"group", groups}};
       return g.createNode(Op::Conv, {ct->operand(0), wv, bv}, attrs, loc, before)->result();
     };
+    // The phase outputs' channels are phase-major, (r, rr, o), shuffled from
+    // [N, s_h, s_w, Cout, Hq, Wq] (DCR order: on the host's blocked layout that shuffle moves
+    // whole channel blocks, passes/block_channels.cpp). A grouped conv of all phases keeps its
+    // rows group-major, (o, r, rr), shuffled from [N, Cout, s_h, s_w, Hq, Wq].
+    const bool uniform = kh % ah.s == 0 && kw % aw.s == 0, phaseMajor = !uniform || groups == 1;
     Value *z = nullptr;
-    if (kh % ah.s == 0 && kw % aw.s == 0) {
-      // Every phase has M_h x M_w taps: one conv, its rows (o, r, rr), shuffled from
-      // [N, Cout, s_h, s_w, Hq, Wq].
+    if (uniform) {
+      // Every phase has M_h x M_w taps: one conv.
       z = conv("", cout * phases, ah.M, aw.M, [&](Tensor &nw, Tensor &nb) {
         for (int64_t r = 0; r < ah.s; ++r)
           for (int64_t rr = 0; rr < aw.s; ++rr)
-            fill(nw, nb, r, rr, phases, r * aw.s + rr, ah.M, aw.M);
+            fill(nw, nb, r, rr, phaseMajor ? 1 : phases, (r * aw.s + rr) * (phaseMajor ? cout : 1),
+                 ah.M, aw.M);
       });
-      z = g.createNode(Op::Reshape, {z},
-                       {{"shape", std::vector<int64_t>{n, cout, ah.s, aw.s, ah.len, aw.len}}}, loc,
-                       before)
-              ->result();
-      z = g.createNode(Op::Transpose, {z}, {{"perm", std::vector<int64_t>{0, 1, 4, 2, 5, 3}}}, loc,
-                       before)
-              ->result();
     } else {
       // Phases with different taps (3 x 3 / stride 2: 2 and 1 per axis): a conv per phase, each
-      // with exactly its taps, concatenated (r, rr, o) and shuffled from [N, s_h, s_w, Cout, Hq,
-      // Wq].
+      // with exactly its taps, concatenated.
       std::vector<Value *> parts;
       for (int64_t r = 0; r < ah.s; ++r)
         for (int64_t rr = 0; rr < aw.s; ++rr) {
@@ -201,14 +199,14 @@ private:
                                [&](Tensor &nw, Tensor &nb) { fill(nw, nb, r, rr, 1, 0, mh, mw); }));
         }
       z = g.createNode(Op::Concat, parts, {{"axis", int64_t(1)}}, loc, before)->result();
-      z = g.createNode(Op::Reshape, {z},
-                       {{"shape", std::vector<int64_t>{n, ah.s, aw.s, cout, ah.len, aw.len}}}, loc,
-                       before)
-              ->result();
-      z = g.createNode(Op::Transpose, {z}, {{"perm", std::vector<int64_t>{0, 3, 4, 1, 5, 2}}}, loc,
-                       before)
-              ->result();
     }
+    std::vector<int64_t> split = phaseMajor
+                                     ? std::vector<int64_t>{n, ah.s, aw.s, cout, ah.len, aw.len}
+                                     : std::vector<int64_t>{n, cout, ah.s, aw.s, ah.len, aw.len};
+    std::vector<int64_t> perm = phaseMajor ? std::vector<int64_t>{0, 3, 4, 1, 5, 2}
+                                           : std::vector<int64_t>{0, 1, 4, 2, 5, 3};
+    z = g.createNode(Op::Reshape, {z}, {{"shape", split}}, loc, before)->result();
+    z = g.createNode(Op::Transpose, {z}, {{"perm", perm}}, loc, before)->result();
     int64_t fullH = ah.len * ah.s, fullW = aw.len * aw.s;
     z = g.createNode(Op::Reshape, {z}, {{"shape", std::vector<int64_t>{n, cout, fullH, fullW}}},
                      loc, before)

@@ -314,6 +314,72 @@ TEST_CASE("block-channels: a decoder's resizes run on blocks; an output resize s
   compileRunCheck(*orig, CompileOptions{}, in.at(0), want);
 }
 
+// A pixel shuffle in DCR order (the phase before the channel, 16 channels a phase) and the
+// crop after it, as conv-transpose-as-conv writes them after its phase convs, run on blocks:
+// the 7-D transpose moves whole 16-lane blocks, the slice takes the same window of the blocks,
+// and the relu and the next conv read them blocked (no conversion back in between). In CRD
+// order (the phase after the channel) the shuffle would move phases into the lanes: it stays
+// plain, its conv read back through from_blocked.
+TEST_CASE("block-channels: a DCR pixel shuffle and its crop run on blocks; CRD stays plain") {
+  auto count = [](const Graph &g, Op op, int64_t rank) {
+    int k = 0;
+    for (const Node *n : g.nodes())
+      k += n->op() == op && n->operand(0)->type().rank() == rank;
+    return k;
+  };
+  std::unique_ptr<Graph> g =
+      parseGraph(R"(graph @shuffle(%x: f32[1,16,5,5]) -> (%y: f32[1,32,8,8]) {
+  %w0 = weight f32[64,16,3,3]
+  %w1 = weight f32[32,16,3,3]
+  %c0 = conv(%x, %w0) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  %r = reshape(%c0) {shape = [1, 2, 2, 16, 5, 5]}
+  %t = transpose(%r) {perm = [0, 3, 4, 1, 5, 2]}
+  %p = reshape(%t) {shape = [1, 16, 10, 10]}
+  %s = slice(%p) {starts = [1, 1], ends = [9, 9], axes = [2, 3], steps = [1, 1]}
+  %a = relu(%s)
+  %y = conv(%a, %w1) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  return %y
+}
+)",
+                 "shuffle.mcir");
+  fillWeights(*g, 8);
+  std::vector<Tensor> in = randomInputs(*g, 9);
+  Tensor want = interpret(*g, in).at(0);
+  std::unique_ptr<Graph> orig = g->clone();
+  REQUIRE(blockChannels(*g));
+  CHECK(count(*g, Op::Transpose, 7) == 1); // the shuffle, on blocks
+  CHECK(count(*g, Op::Transpose, 6) == 0);
+  CHECK(count(*g, Op::Slice, 5) == 1); // the crop, on blocks
+  CHECK(count(*g, Op::Slice, 4) == 0);
+  int back = 0; // from_blocked's transposes: the output's only
+  for (const Node *n : g->nodes())
+    back += n->op() == Op::Transpose && n->ints("perm") == std::vector<int64_t>{0, 1, 4, 2, 3};
+  CHECK(back == 1);
+  checkClose(interpret(*g, in).at(0), want);
+  compileRunCheck(*orig, CompileOptions{}, in.at(0), want);
+
+  std::unique_ptr<Graph> crd =
+      parseGraph(R"(graph @crd(%x: f32[1,16,5,5]) -> (%y: f32[1,32,10,10]) {
+  %w0 = weight f32[64,16,3,3]
+  %w1 = weight f32[32,16,3,3]
+  %c0 = conv(%x, %w0) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  %r = reshape(%c0) {shape = [1, 16, 2, 2, 5, 5]}
+  %t = transpose(%r) {perm = [0, 1, 4, 2, 5, 3]}
+  %p = reshape(%t) {shape = [1, 16, 10, 10]}
+  %y = conv(%p, %w1) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1]}
+  return %y
+}
+)",
+                 "crd.mcir");
+  fillWeights(*crd, 10);
+  in = randomInputs(*crd, 11);
+  want = interpret(*crd, in).at(0);
+  REQUIRE(blockChannels(*crd));
+  CHECK(count(*crd, Op::Transpose, 6) == 1); // the shuffle, plain
+  CHECK(count(*crd, Op::Transpose, 7) == 0);
+  checkClose(interpret(*crd, in).at(0), want);
+}
+
 // Grouped convs (1 < group < C) on the blocked layout: groups of whole blocks (width 16, 32,
 // and 32 in / 64 out) as blocked_conv groups, groups of 8 and 4 channels as one group per block
 // with block-diagonal weights, 40 channels in groups of 8 (the third block half padding), at
