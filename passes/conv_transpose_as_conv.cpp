@@ -19,9 +19,13 @@
 // [N, Cout, s_h, s_w, Hq, Wq] with perm [0, 1, 4, 2, 5, 3]. Otherwise (3 x 3 / stride 2: 2 and 1
 // taps per axis) each phase is a conv with exactly its taps, concatenated phase-major and shuffled
 // in DCR order as above: no tap is padded with a zero weight, which would multiply the input by 0
-// (an infinite input would give NaN where the direct form gives a number). Kernel = stride
-// (UNet's and FPN's 2 x 2 / stride 2 upsamplers) is M = 1: a 1 x 1 conv, no padding, and no crop
-// without pads.
+// (an infinite input would give NaN where the direct form gives a number). Those convs are
+// aligned to the crop where the pads allow (see Aligned): conv f computes output phase f, the
+// outputs y = j s + f the crop keeps, from input phase (f + p0) mod s shifted by (f + p0) div s
+// rows, so a 3 x 3 / stride 2 / pads 1 / output padding 1 decoder computes no cropped row and
+// needs no crop (the uncropped phases of 8 x 8 inputs are 9 x 9). Kernel = stride (UNet's and
+// FPN's 2 x 2 / stride 2 upsamplers) is M = 1: a 1 x 1 conv, no padding, and no crop without
+// pads.
 // Why: conv_transpose has one kernel form, a gather per output pixel over every tap, with no
 // blocked or GEMM form (UNet and FPN decoders spent 40-80% of their time in it, 4-6x their ONNX
 // Runtime time; a 4 x 4 / stride 2 decoder ran 50-70x ORT). A conv is the contraction every
@@ -38,6 +42,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 namespace aicf {
 
@@ -128,6 +133,28 @@ private:
     return ax;
   }
 
+  // One output phase f of an axis (outputs y = j s + f, j < ceil(L / s)), aligned to the crop:
+  // the uncropped output u = y + p0 is input phase r = (f + p0) mod s, shifted by
+  // d = (f + p0) div s input rows, so its conv (phase r's M_r taps) has M_r - 1 - d rows of zero
+  // padding before and ceil(L / s) - len + d after. None where either would be negative (pads
+  // larger than the kernel): the uncropped form then.
+  struct Aligned {
+    int64_t r, before, after;
+  };
+  static std::optional<std::vector<Aligned>> aligned(int64_t len, int64_t k, int64_t s, int64_t p0,
+                                                     int64_t outLen) {
+    std::vector<Aligned> out;
+    const int64_t lq = (outLen + s - 1) / s;
+    for (int64_t f = 0; f < s; ++f) {
+      int64_t r = (f + p0) % s, d = (f + p0) / s, m = (k - r + s - 1) / s;
+      Aligned a{r, m - 1 - d, lq - len + d};
+      if (a.before < 0 || a.after < 0)
+        return std::nullopt;
+      out.push_back(a);
+    }
+    return out;
+  }
+
   static Value *build(Graph &g, Node *ct, Node *before, const Location &loc) {
     const Tensor &w = *ct->operand(1)->data();
     const std::vector<int64_t> &xs = ct->operand(0)->type().shape;
@@ -157,9 +184,10 @@ private:
             }
       }
     };
-    // A conv of the input with mh x mw taps giving Hq x Wq outputs: mh - 1 zero rows before, the
-    // rest after.
+    // A conv of the input with mh x mw taps and zero padding `pads` (rows, columns before, then
+    // after).
     auto conv = [&](const std::string &suffix, int64_t rows, int64_t mh, int64_t mw,
+                    std::vector<int64_t> pads,
                     const std::function<void(Tensor &, Tensor &)> &weights) {
       auto nw = std::make_shared<Tensor>(TensorType(w.dtype(), {rows, ipg, mh, mw}));
       auto nb = std::make_shared<Tensor>(TensorType(w.dtype(), {rows}));
@@ -167,11 +195,10 @@ private:
       Value *wv = g.addWeight(base + ".as_conv" + suffix, nw);
       Value *bv = g.addWeight(base + ".as_conv_bias" + suffix, nb);
       wv->loc = bv->loc = loc;
-      AttrMap attrs = {
-          {"strides", std::vector<int64_t>{1, 1}},
-          {"pads", std::vector<int64_t>{mh - 1, mw - 1, ah.len - xs[2], aw.len - xs[3]}},
-          {"dilations", std::vector<int64_t>{1, 1}},
-          {"group", groups}};
+      AttrMap attrs = {{"strides", std::vector<int64_t>{1, 1}},
+                       {"pads", std::move(pads)},
+                       {"dilations", std::vector<int64_t>{1, 1}},
+                       {"group", groups}};
       return g.createNode(Op::Conv, {ct->operand(0), wv, bv}, attrs, loc, before)->result();
     };
     // The phase outputs' channels are phase-major, (r, rr, o), shuffled from
@@ -179,10 +206,52 @@ private:
     // whole channel blocks, passes/block_channels.cpp). A grouped conv of all phases keeps its
     // rows group-major, (o, r, rr), shuffled from [N, Cout, s_h, s_w, Hq, Wq].
     const bool uniform = kh % ah.s == 0 && kw % aw.s == 0, phaseMajor = !uniform || groups == 1;
+    std::optional<std::vector<Aligned>> alH = aligned(xs[2], kh, ah.s, pads[0], ys[2]),
+                                        alW = aligned(xs[3], kw, aw.s, pads[1], ys[3]);
+    if (!uniform && alH && alW) {
+      // A conv per output phase (y = j s + f along each axis) with exactly its taps, its
+      // outputs exactly the ones the crop keeps: concatenated phase-major, shuffled in DCR
+      // order, and cropped only at the end where the output's length is no multiple of the
+      // stride.
+      const int64_t lqh = (ys[2] + ah.s - 1) / ah.s, lqw = (ys[3] + aw.s - 1) / aw.s;
+      std::vector<Value *> parts;
+      for (const Aligned &fh : *alH)
+        for (const Aligned &fw : *alW) {
+          int64_t mh = ah.taps(kh, fh.r), mw = aw.taps(kw, fw.r);
+          parts.push_back(
+              conv(cat(".phase", fh.r, "_", fw.r), cout, mh, mw,
+                   {fh.before, fw.before, fh.after, fw.after},
+                   [&](Tensor &nw, Tensor &nb) { fill(nw, nb, fh.r, fw.r, 1, 0, mh, mw); }));
+        }
+      Value *z =
+          parts.size() == 1
+              ? parts[0]
+              : g.createNode(Op::Concat, parts, {{"axis", int64_t(1)}}, loc, before)->result();
+      z = g.createNode(Op::Reshape, {z},
+                       {{"shape", std::vector<int64_t>{n, ah.s, aw.s, cout, lqh, lqw}}}, loc,
+                       before)
+              ->result();
+      z = g.createNode(Op::Transpose, {z}, {{"perm", std::vector<int64_t>{0, 3, 4, 1, 5, 2}}}, loc,
+                       before)
+              ->result();
+      z = g.createNode(Op::Reshape, {z},
+                       {{"shape", std::vector<int64_t>{n, cout, lqh * ah.s, lqw * aw.s}}}, loc,
+                       before)
+              ->result();
+      if (lqh * ah.s == ys[2] && lqw * aw.s == ys[3])
+        return z;
+      AttrMap crop = {{"starts", std::vector<int64_t>{0, 0}},
+                      {"ends", std::vector<int64_t>{ys[2], ys[3]}},
+                      {"axes", std::vector<int64_t>{2, 3}},
+                      {"steps", std::vector<int64_t>{1, 1}}};
+      return g.createNode(Op::Slice, {z}, crop, loc, before)->result();
+    }
+    // Otherwise the phases of the uncropped output, cropped after the shuffle.
+    const std::vector<int64_t> uncropped = {ah.M - 1, aw.M - 1, ah.len - xs[2], aw.len - xs[3]};
     Value *z = nullptr;
     if (uniform) {
       // Every phase has M_h x M_w taps: one conv.
-      z = conv("", cout * phases, ah.M, aw.M, [&](Tensor &nw, Tensor &nb) {
+      z = conv("", cout * phases, ah.M, aw.M, uncropped, [&](Tensor &nw, Tensor &nb) {
         for (int64_t r = 0; r < ah.s; ++r)
           for (int64_t rr = 0; rr < aw.s; ++rr)
             fill(nw, nb, r, rr, phaseMajor ? 1 : phases, (r * aw.s + rr) * (phaseMajor ? cout : 1),
@@ -196,6 +265,7 @@ private:
         for (int64_t rr = 0; rr < aw.s; ++rr) {
           int64_t mh = ah.taps(kh, r), mw = aw.taps(kw, rr);
           parts.push_back(conv(cat(".phase", r, "_", rr), cout, mh, mw,
+                               {mh - 1, mw - 1, ah.len - xs[2], aw.len - xs[3]},
                                [&](Tensor &nw, Tensor &nb) { fill(nw, nb, r, rr, 1, 0, mh, mw); }));
         }
       z = g.createNode(Op::Concat, parts, {{"axis", int64_t(1)}}, loc, before)->result();

@@ -111,6 +111,34 @@ TEST_CASE("conv_transpose: overlapping ones whose kernel is a multiple of the st
   checkRewrite(*g, 0, 6); // one conv each for the first two, four phase convs for the 3x3 one
 }
 
+// 3 x 3 / stride 2 phase convs aligned to the crop (pads 1: each output phase is the other input
+// phase, one of them shifted by a row), an odd output length (cropped at the end only), and
+// pads 2, where an aligned phase would need negative padding (the uncropped phases, cropped).
+TEST_CASE("conv_transpose: per-phase convs aligned to the crop, or cropped after; all match") {
+  std::unique_ptr<Graph> g = decoder(R"(graph @aligned(%x: f32[1,16,5,6]) -> (%z: f32[1,8,16,21]) {
+  %w1 = weight f32[16,16,3,3]
+  %b1 = weight f32[16]
+  %w2 = weight f32[16,8,3,3]
+  %a = conv_transpose(%x, %w1, %b1) {strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [0, 1], dilations = [1, 1], group = 1}
+  %r = relu(%a)
+  %z = conv_transpose(%r, %w2) {strides = [2, 2], pads = [2, 2, 2, 2], output_padding = [1, 0], dilations = [1, 1], group = 1}
+  return %z
+}
+)");
+  checkRewrite(*g, 0, 8);
+  std::unique_ptr<Graph> r = g->clone();
+  PassContext ctx;
+  runGraphPasses(*r, ctx, PassManagerOptions{});
+  int crops = 0, uncroppedStarts = 0;
+  for (const Node *n : r->nodes())
+    if (n->op() == Op::Slice) {
+      ++crops;
+      uncroppedStarts += n->ints("starts") == std::vector<int64_t>{2, 2};
+    }
+  CHECK(crops == 2);           // the first: its odd rows' end; the second: the uncropped form's
+  CHECK(uncroppedStarts == 1); // only the second crops at its pads
+}
+
 TEST_CASE("conv_transpose: a dilated one keeps its direct form and matches") {
   std::unique_ptr<Graph> g = decoder(R"(graph @dilated(%x: f32[1,3,4,5]) -> (%y: f32[1,2,11,13]) {
   %w = weight f32[3,2,3,3]
