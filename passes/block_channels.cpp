@@ -32,7 +32,11 @@
 //     / max pool is a reduce_mean / reduce_max over the spatial axes, and a reduce_mean / sum /
 //     max / min over axes [2, 3] reduces the blocks too (its result read back); a channel
 //     concat of blocked values whose channels are multiples of 16 is a concat of the blocks;
-//   * a nearest or linear resize of a blocked value over H and W resizes the blocks.
+//   * a nearest or linear resize of a blocked value over H and W resizes the blocks;
+//   * a depth-to-space in DCR order (reshape, transpose [0, 3, 4, 1, 5, 2], reshape: ONNX's DCR
+//     mode, and conv-transpose-as-conv's pixel shuffle) with 16-channel multiples per phase
+//     shuffles whole blocks, and a unit-step slice over H and W (a transposed conv's crop)
+//     takes the same window of the blocks, so a decoder stays blocked between its phase convs.
 // Every other reader of a converted value reads it back through from_blocked (a transpose,
 // reshape and slice: layout ops that fold into the reader, lower/fusion.cpp rule 0); the
 // original nodes are then dead. Reorders into the layout (to_blocked: pad, reshape, transpose)
