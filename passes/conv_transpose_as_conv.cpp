@@ -23,7 +23,10 @@
 // aligned to the crop where the pads allow (see Aligned): conv f computes output phase f, the
 // outputs y = j s + f the crop keeps, from input phase (f + p0) mod s shifted by (f + p0) div s
 // rows, so a 3 x 3 / stride 2 / pads 1 / output padding 1 decoder computes no cropped row and
-// needs no crop (the uncropped phases of 8 x 8 inputs are 9 x 9). Kernel = stride (UNet's and
+// needs no crop (the uncropped phases of 8 x 8 inputs are 9 x 9). A kernel that is a multiple
+// of the stride runs as such aligned convs too, one per phase, when its output channels fill
+// whole 16-channel blocks and the one conv would compute more than the crop keeps (DCGAN's 4 x 4
+// / stride 2 / pads 1: (len + 1)^2 outputs a phase for len^2 kept). Kernel = stride (UNet's and
 // FPN's 2 x 2 / stride 2 upsamplers) is M = 1: a 1 x 1 conv, no padding, and no crop without
 // pads.
 // Why: conv_transpose has one kernel form, a gather per output pixel over every tap, with no
@@ -208,12 +211,18 @@ private:
     const bool uniform = kh % ah.s == 0 && kw % aw.s == 0, phaseMajor = !uniform || groups == 1;
     std::optional<std::vector<Aligned>> alH = aligned(xs[2], kh, ah.s, pads[0], ys[2]),
                                         alW = aligned(xs[3], kw, aw.s, pads[1], ys[3]);
-    if (!uniform && alH && alW) {
+    // Aligned per-phase convs for a uniform kernel too (4 x 4 / stride 2 / pads 1) where the
+    // uncropped phases compute more outputs than the crop keeps and each phase's channels fill
+    // whole 16-channel blocks (with fewer, four convs of Cout channels pad four times as many
+    // lanes as one conv of all phases).
+    const int64_t lqh = (ys[2] + ah.s - 1) / ah.s, lqw = (ys[3] + aw.s - 1) / aw.s;
+    const bool alignUniform =
+        uniform && groups == 1 && cout % 16 == 0 && ah.len * aw.len > lqh * lqw;
+    if ((!uniform || alignUniform) && alH && alW) {
       // A conv per output phase (y = j s + f along each axis) with exactly its taps, its
       // outputs exactly the ones the crop keeps: concatenated phase-major, shuffled in DCR
       // order, and cropped only at the end where the output's length is no multiple of the
       // stride.
-      const int64_t lqh = (ys[2] + ah.s - 1) / ah.s, lqw = (ys[3] + aw.s - 1) / aw.s;
       std::vector<Value *> parts;
       for (const Aligned &fh : *alH)
         for (const Aligned &fw : *alW) {

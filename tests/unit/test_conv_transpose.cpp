@@ -139,6 +139,24 @@ TEST_CASE("conv_transpose: per-phase convs aligned to the crop, or cropped after
   CHECK(uncroppedStarts == 1); // only the second crops at its pads
 }
 
+// 4 x 4 / stride 2 / pads 1 with 16 output channels (whole blocks): four aligned phase convs of
+// 2 x 2 taps and no crop, where one conv of all phases computes (len + 1)^2 outputs a phase; with
+// 6 output channels (kOverlapping above) it stays one conv.
+TEST_CASE("conv_transpose: a uniform one of whole channel blocks runs as aligned phase convs") {
+  std::unique_ptr<Graph> g = decoder(R"(graph @dcgan(%x: f32[1,32,4,5]) -> (%y: f32[1,16,8,10]) {
+  %w = weight f32[32,16,4,4]
+  %b = weight f32[16]
+  %y = conv_transpose(%x, %w, %b) {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1}
+  return %y
+}
+)");
+  checkRewrite(*g, 0, 4);
+  std::unique_ptr<Graph> r = g->clone();
+  PassContext ctx;
+  runGraphPasses(*r, ctx, PassManagerOptions{});
+  CHECK(count(*r, Op::Slice) == 0);
+}
+
 TEST_CASE("conv_transpose: a dilated one keeps its direct form and matches") {
   std::unique_ptr<Graph> g = decoder(R"(graph @dilated(%x: f32[1,3,4,5]) -> (%y: f32[1,2,11,13]) {
   %w = weight f32[3,2,3,3]
