@@ -834,6 +834,13 @@ const std::vector<CompileStage> &compileStages() {
 CompileState::CompileState(const Graph &in, const CompileOptions &o)
     : input(in), opts(o), target(o.target.loaded()), planFor(o.planFor.loaded()), hw(planFor.hw),
       graph(&in) {
+  // AMX tiles only where the folder's -march has them (its kernels are compiled for it, not
+  // for the CPU planned for).
+  if (!hw.gpu && hw.amxBf16Products > 0) {
+    const std::vector<std::string> &isa = hostIsaFeatures(o.cpuArch);
+    if (std::find(isa.begin(), isa.end(), "amx-bf16") == isa.end())
+      hw.amxBf16Products = planFor.hw.amxBf16Products = target.hw.amxBf16Products = 0;
+  }
   fusion.rematCost = rematCostFor(hw);
   fusion.layoutCost = layoutCostFor(hw);
   planner.planFor = planFor;

@@ -560,6 +560,7 @@ StmtP mmaTileViews(BufferP c, BufferP a, BufferP b, int64_t m, int64_t n, int64_
   s->bPanel = v.bPanel;
   s->bPanelStride = v.bPanelStride;
   s->bPrefetch = v.bPrefetch;
+  s->bTiles = v.bTiles;
   s->aShift = v.aShift;
   s->aBlocks = v.aBlocks;
   s->aGroups = v.aGroups;

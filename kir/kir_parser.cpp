@@ -684,7 +684,7 @@ private:
         expect(Tok::Comma, "','");
         field("panel_stride");
         views.bPanelStride = parseInt("an integer");
-        if (accept(Tok::Comma) && !atIdent("prefetch")) {
+        if (accept(Tok::Comma) && !atIdent("prefetch") && !atIdent("tiles")) {
           field("first");
           views.bFirstCol = parseExpr();
           accept(Tok::Comma);
@@ -692,6 +692,11 @@ private:
         if (atIdent("prefetch")) {
           expectIdent("prefetch");
           views.bPrefetch = true;
+          accept(Tok::Comma);
+        }
+        if (atIdent("tiles")) {
+          expectIdent("tiles");
+          views.bTiles = true;
         }
       } else {
         field("ld");

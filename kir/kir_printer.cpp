@@ -253,11 +253,12 @@ public:
         line(ind, "mma_tile " + nm(s.c) + " += " + nm(s.a) + " x " + nm(s.b) + " " + sizes + ")");
         return;
       }
-      std::string bView = s.bPanel ? "panels = " + std::to_string(s.bPanel) +
-                                         ", panel_stride = " + std::to_string(s.bPanelStride) +
-                                         (s.bFirstCol ? ", first = " + ex(s.indices.back()) : "") +
-                                         (s.bPrefetch ? ", prefetch" : "")
-                                   : "ld = " + std::to_string(s.ldb);
+      std::string bView = s.bPanel
+                              ? "panels = " + std::to_string(s.bPanel) +
+                                    ", panel_stride = " + std::to_string(s.bPanelStride) +
+                                    (s.bFirstCol ? ", first = " + ex(s.indices.back()) : "") +
+                                    (s.bPrefetch ? ", prefetch" : "") + (s.bTiles ? ", tiles" : "")
+                              : "ld = " + std::to_string(s.ldb);
       std::string aBlocks;
       if (!s.aBlocks.empty()) {
         aBlocks = ", blocks = [";

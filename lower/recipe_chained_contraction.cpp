@@ -112,6 +112,9 @@ struct BView {
       v.bPanel = panel->panel;
       v.bPanelStride = panel->stride;
       v.aShift = panel->aShift;
+      // bf16 pairs on AMX tiles wherever the -march has them (not priced against vdpbf16ps
+      // here: only tiled_contraction's `tiles` knob is).
+      v.bTiles = panel->group == 2;
       if (tileCols % panel->panel != 0)
         v.bFirstCol = n0 % E(panel->panel);
       v.cols = roundUp(N, tileCols) > panel->cols ? kir::min(E(tileCols), E(panel->cols) - n0)

@@ -112,6 +112,9 @@ void intoViews(kir::MmaViews &v, const WeightView &w, E k0, int64_t N) {
     v.bPanel = w.panel->panel;
     v.bPanelStride = w.panel->stride;
     v.aShift = w.panel->aShift;
+    // bf16 pairs on AMX tiles wherever the -march has them (not priced against vdpbf16ps here:
+    // only tiled_contraction's `tiles` knob is).
+    v.bTiles = w.panel->group == 2;
   } else {
     v.bOffset = w.row->base + k0 * E(w.row->ld);
     v.ldb = w.row->ld;

@@ -255,7 +255,9 @@ TileViews chooseViews(const Contraction &c, const Tiles &tl, const Knobs &knobs,
   auto onePanel = [&](const std::optional<RowView> &r) -> std::optional<PanelView> {
     if (!r || (!band && !aBlock) || r->ld != c.N || (c.N != 32 && c.N != 64))
       return std::nullopt;
-    return PanelView{r->buf, r->base, c.N, c.K * c.N, c.N};
+    // (a bf16 / int8 weight's panel in k pairs / quads, as pack-weights lays every such weight)
+    const int64_t group = r->buf->dtype == DType::BF16 ? 2 : r->buf->dtype == DType::I8 ? 4 : 1;
+    return PanelView{r->buf, r->base, c.N, c.K * c.N, c.N, group};
   };
   if (std::optional<PanelView> pv = onePanel(bRow); pv && tl.BN == c.N) {
     bView = pv;
@@ -272,6 +274,10 @@ TileViews chooseViews(const Contraction &c, const Tiles &tl, const Knobs &knobs,
                            : bView->group == 2 ? Precision::BF16
                                                : Precision::F32;
   problem.bInPlace = bRow.has_value();
+  if (!isGpuPlan(knobs)) {
+    E b = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
+    problem.bBf16 = b && b->buf && b->buf->dtype == DType::BF16;
+  }
   return tv;
 }
 
@@ -412,6 +418,7 @@ StmtP viewsMma(const Contraction &c, const Tiles &tl, const TileViews &tv, const
   v.bPanelStride = bView ? bView->stride : 0;
   v.aShift = bView ? bView->aShift : 0;
   v.bPrefetch = bView && streamsWeight(*bView, knobs);
+  v.bTiles = bView && bView->group == 2 && knobs.get("tiles", 0) != 0;
   // Rows past M take no part, A read in place or staged (its padding rows are zeros no store
   // reads): a batch-1 product (a squeeze-and-excitation's FCs, a classifier) staged in a tile of
   // 8 rows ran 8 rows of products for one.
@@ -617,6 +624,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   k.body.push_back(kir::reduce("k0", E(int64_t(0)), E(c.K), init, update, tl.BK));
 
   finishTile(k, g, gx, c, walk, C, out, lanes);
+  if (kn.values.count("tiles")) // AMX tiles: bf16 pair panels only (tiledViews)
+    k.knobs["tiles"] = problem->hostProducts == Precision::BF16 && kn.get("tiles", 0) != 0;
   return k;
 }
 

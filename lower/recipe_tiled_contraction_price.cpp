@@ -10,6 +10,7 @@
 #include "support/host_micro_kernel.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 namespace aicf {
@@ -24,6 +25,46 @@ namespace {
 // (issue 17): the folded GEMMs of the GPT-2, ViT and LLaMA blocks ran 8-13 us slower than
 // their plain forms per 64 K elements of block rows (0.35-1.0 cycles per element, ~0.5 mean).
 constexpr double kNormRowCycles = 0.5;
+
+// bf16 products on AMX tiles, fitted on one core of this project's Xeon (Sapphire Rapids class,
+// 2026-12-05): the tile loop (2 x 2 C tiles, their A and B tiles loaded per k tile) ran
+// tdpbf16ps at 28 ns with its tiles in L1, 55 ns from L2 (a micro-benchmark), and resnet18's
+// 64-channel 3 x 3 conv at 355 GFLOP/s inside the loop: ~0.17 of the tiles' nominal 16 products
+// per f32 lane-cycle (cpu.amx_bf16_products). Per k step each C element is staged through
+// memory into the tiles and back, ~1.3 cycles (the conv at k steps of 144 / 288 / 576: 1.47 /
+// 1.29 / 1.11 ms); each A element is rounded into tile rows, ~0.3 cycles (perf: 18% of
+// resnet18).
+constexpr double kAmxShare = 0.17, kAmxStageCycles = 1.3, kAmxPackCycles = 0.3;
+
+// A host tile's FLOPs and per-block cycles on AMX tiles (host_amx_prelude.cpp): products in
+// whole tiles of 16 rows, 16 columns and 32 k; each k step packs the tile's A into tile rows
+// (once per column tile) and stages its C through memory into the tile registers and back (the
+// init or C in, the epilogue or C out), which the vector kernel does on its registers; nothing
+// else per call.
+void amxTileTerms(CostShape &s, const ContractionProblem &p, int64_t flops, int64_t BM, int64_t BN,
+                  int64_t BK, double bCopy) {
+  const int64_t kSteps = ceilDiv(p.K, BK), kPadded = kSteps * roundUp(std::min(BK, p.K), 32);
+  s.flops = double(flops) - 2.0 * double(p.batch * p.M * p.N * p.K) +
+            2.0 * double(p.batch * roundUp(p.M, 16) * roundUp(p.N, 16) * kPadded) * p.liveShare;
+  s.scalarCycles = kAmxStageCycles * double(kSteps * BM * BN) +
+                   kAmxPackCycles * double(BM * kPadded) + bCopy * double(kPadded * BN);
+}
+
+// bf16 pairs and int8 quads (B's packed panels): the dot-product instruction's products per
+// lane (the hardware's rate) at a measured share of it: the int8 kernel ran resnet18's 3 x 3
+// convs 2.84x as fast as the f32 one (2.07 -> 0.73 ms: 0.71 of vpdpbusd's 4x, the chunk's A
+// converted to uint8 quads and the column sums beside it), the bf16 one its convs ~1.6x (0.8 of
+// vdpbf16ps' 2x; AMD EPYC, one core, docs/precision.md). On AMX tiles: kAmxShare of their rate,
+// against the vector kernel's share f32 (the multiple of it the tiles give).
+double dotSpeedup(const ContractionProblem &p, const Hardware &hw, bool tiles, double f32) {
+  if (p.hostProducts == Precision::I8 && hw.int8DotProducts > 0)
+    return 0.71 * hw.int8DotProducts;
+  if (tiles)
+    return kAmxShare * hw.amxBf16Products / f32;
+  if (p.hostProducts == Precision::BF16 && hw.bf16DotProducts > 0)
+    return 0.8 * hw.bf16DotProducts;
+  return 1.0;
+}
 
 // Requires: a matmul, gemm or group-1 conv anchor whose tile_compatible_compute certificate
 // holds (partial results accumulate, a tile's working set fits on chip). For matmul and gemm it
@@ -106,10 +147,22 @@ public:
           if (l1Slice(bk, W, hostRegisterBlock(W / 16, {hw.vectorBits, hw.vectorRegisters()}).rows,
                       hw))
             bks.insert(bk);
+      // bf16 products where the CPU and the folder's -march have AMX tiles: each tile also on
+      // the tiles, in k steps of whole 32-k tiles up to the whole K (C stays in the tile
+      // registers across a step, and is staged through memory between steps).
+      const bool amx = (p.hostProducts == Precision::BF16 || p.bBf16) && hw.amxBf16Products > 0;
+      std::set<int64_t> tileBks;
+      if (amx)
+        for (int64_t t : {128, 256, 512, 1024, 2048, 4096})
+          tileBks.insert(balanced(K, t, std::lcm<int64_t>(32, p.kAlign)));
       for (int64_t bm : bms)
-        for (int64_t bn : bns)
+        for (int64_t bn : bns) {
           for (int64_t bk : bks)
-            out.push_back(knobsToMap(ContractionKnobs{bm, bn, bk, bm, bn, std::nullopt}));
+            out.push_back(knobsToMap(ContractionKnobs{
+                bm, bn, bk, bm, bn, std::nullopt, amx ? std::optional<int64_t>(0) : std::nullopt}));
+          for (int64_t bk : tileBks)
+            out.push_back(knobsToMap(ContractionKnobs{bm, bn, bk, bm, bn, std::nullopt, 1}));
+        }
       return out;
     }
     // GPU: block tiles of 32..128 (no larger than the padded problem), a register tile TM x TN
@@ -136,7 +189,8 @@ public:
                 int64_t threads = (bm / (8 * tm)) * (bn / (4 * tn)) * 32;
                 if (threads > 256)
                   continue;
-                out.push_back(knobsToMap(ContractionKnobs{bm, bn, bk, tm, tn, std::nullopt}));
+                out.push_back(
+                    knobsToMap(ContractionKnobs{bm, bn, bk, tm, tn, std::nullopt, std::nullopt}));
               }
       return out;
     }
@@ -150,7 +204,8 @@ public:
               int64_t threads = (bm / tm) * (bn / tn);
               if (threads < 64 || threads > 256)
                 continue;
-              out.push_back(knobsToMap(ContractionKnobs{bm, bn, bk, tm, tn, std::nullopt}));
+              out.push_back(
+                  knobsToMap(ContractionKnobs{bm, bn, bk, tm, tn, std::nullopt, std::nullopt}));
             }
     return out;
   }
@@ -255,20 +310,18 @@ public:
                      : p.bPanelWidth == 64 ? 0.935
                                            : 0.92) *
                     narrow * slice / (1.0 + 0.00056 * wsKiB);
-    //  * bf16 pairs and int8 quads (B's packed panels): the dot-product instruction's products
-    //    per lane (the hardware's rate) at a measured share of it: the int8 kernel ran resnet18's
-    //    3 x 3 convs 2.84x as fast as the f32 one (2.07 -> 0.73 ms: 0.71 of vpdpbusd's 4x, the
-    //    chunk's A converted to uint8 quads and the column sums beside it), the bf16 one its
-    //    convs ~1.6x (0.8 of vdpbf16ps' 2x; AMD EPYC, one core, docs/precision.md).
-    if (p.hostProducts == Precision::I8 && hw.int8DotProducts > 0)
-      s.dotSpeedup = 0.71 * hw.int8DotProducts;
-    else if (p.hostProducts == Precision::BF16 && hw.bf16DotProducts > 0)
-      s.dotSpeedup = 0.8 * hw.bf16DotProducts;
+    //  * bf16 pairs and int8 quads, and AMX tiles: dotSpeedup (above the class).
+    const bool tiles = knobOf(k, &ContractionKnobs::tiles, 0) != 0;
+    s.dotSpeedup = dotSpeedup(p, hw, tiles, s.vectorShare);
     s.vectorShare *= s.dotSpeedup;
-    double microCalls = double(kSteps * ceilDiv(TM, blockRows) * ceilDiv(TN, blockCols));
     // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.
     double bCopy = p.bPanels ? 0.0 : p.bInPlace ? 0.2 : 0.45;
-    s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;
+    if (tiles) {
+      amxTileTerms(s, p, flops, BM, BN, BK, bCopy);
+    } else {
+      double microCalls = double(kSteps * ceilDiv(TM, blockRows) * ceilDiv(TN, blockCols));
+      s.scalarCycles = bCopy * double(roundUp(K, BK) * BN) + 100.0 * microCalls;
+    }
     // The folded norm's passes and its staging copy of A, per element of the block's rows.
     s.scalarCycles += kNormRowCycles * normElems;
     // A row norm epilogue: the norm's input back into the tile, two statistics passes and the
@@ -282,7 +335,7 @@ public:
     // project's Xeon squeezenet's 512 -> 1000 classifier conv now runs 1.32 ms in one K step
     // and in four, and resnet18's 3 x 3 convs are fastest in steps of one input channel block,
     // above.)
-    if (p.fusedTile)
+    if (p.fusedTile && !tiles)
       s.scalarCycles += double(kSteps - 1) * double(BM * BN) * 0.25;
     s.scalarCycles += p.epilogueCycles * double(BM * BN);
     if (p.rowGroup) {

@@ -158,14 +158,17 @@ struct AttentionKnobs {
 };
 // tiled_contraction: block tile BM x BN, k step BK, thread tile TM x TN (threads follows).
 struct ContractionKnobs {
-  std::optional<int64_t> BM, BN, BK, TM, TN, threads;
-  static std::array<KnobField<ContractionKnobs>, 6> fields() {
+  // tiles: host bf16 products on AMX tiles (1) or vdpbf16ps (0); set only where the planned
+  // hardware and the folder's -march have AMX-BF16.
+  std::optional<int64_t> BM, BN, BK, TM, TN, threads, tiles;
+  static std::array<KnobField<ContractionKnobs>, 7> fields() {
     return {{{"BM", &ContractionKnobs::BM},
              {"BN", &ContractionKnobs::BN},
              {"BK", &ContractionKnobs::BK},
              {"TM", &ContractionKnobs::TM},
              {"TN", &ContractionKnobs::TN},
-             {"threads", &ContractionKnobs::threads}}};
+             {"threads", &ContractionKnobs::threads},
+             {"tiles", &ContractionKnobs::tiles}}};
   }
 };
 
@@ -259,6 +262,9 @@ struct ContractionProblem : kir::ProblemFacts {
   Precision precision = Precision::F32;
   // Host plans: the micro-kernel's arithmetic, from B's packed panels (bf16 pairs, int8 quads).
   Precision hostProducts = Precision::F32;
+  // Host plans: B a bf16 weight, whatever the tile reads it as (its products may run on AMX
+  // tiles where B is read as its pair panels).
+  bool bBf16 = false;
 };
 // Y = epi2(epi1(X W1) W2): X [batch, M, K1], W1 [K1, H], W2 [H, N2].
 struct ChainProblem : kir::ProblemFacts {

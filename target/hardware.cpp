@@ -149,6 +149,8 @@ const Field kFields[] = {
      [](Hardware &h, const Value &v) { h.bf16DotProducts = v.d; }},
     {"cpu.int8_dot_products", Type::NonNegNum, kCpu, true,
      [](Hardware &h, const Value &v) { h.int8DotProducts = v.d; }},
+    {"cpu.amx_bf16_products", Type::NonNegNum, kCpu, true,
+     [](Hardware &h, const Value &v) { h.amxBf16Products = v.d; }},
     {"cpu.l1d_bytes", Type::PosInt, kCpu, false,
      [](Hardware &h, const Value &v) { h.l1dBytes = v.i; }},
     {"cpu.l2_bytes", Type::PosInt, kCpu, false,
@@ -527,8 +529,12 @@ bool hasWord(const std::string &words, const std::string &word) {
 //    halves on its two 256-bit pipes, so with AVX-512 it retires one 512-bit FMA per cycle, half
 //    what host.yaml's 2 assumes (measured: resnet18's 3x3 convs, 105 GFLOP/s in the
 //    micro-kernel at 2.6 GHz nominal, above what one pipe allows only through boost clocks).
-//  * The dot-product instructions the int8 / bf16 micro-kernels run on: host.yaml's rates, 0
-//    where /proc/cpuinfo's flags lack the instruction.
+//  * The dot-product instructions the int8 / bf16 micro-kernels run on (vpdpbusd, vdpbf16ps,
+//    AMX's tdpbf16ps): host.yaml's rates, 0 where /proc/cpuinfo's flags lack the instruction.
+//    Intel's cores with two FMA pipes issue vdpbf16ps on one of them (Sapphire Rapids: one a
+//    cycle against two FMAs), so its pairs give f32's product rate, not twice it: measured on
+//    this project's Xeon, the bf16 micro-kernel ran squeezenet's 3 x 3 convs at half the f32
+//    kernel's speed (0.75 against 0.37 ms, the chunk's A rounded into pairs on top).
 void vectorPipes(Hardware &h, const CpuInfo &info) {
   int64_t family = 0;
   if (h.vectorBits == 512 && info.vendor == "AuthenticAMD" && parseInt(info.family, family) &&
@@ -538,8 +544,12 @@ void vectorPipes(Hardware &h, const CpuInfo &info) {
     return;
   if (!hasWord(info.flags, "avx512_bf16"))
     h.bf16DotProducts = 0;
+  else if (info.vendor == "GenuineIntel" && h.fmaUnits > 1)
+    h.bf16DotProducts = 1;
   if (!hasWord(info.flags, "avx512_vnni"))
     h.int8DotProducts = 0;
+  if (!hasWord(info.flags, "amx_bf16"))
+    h.amxBf16Products = 0;
 }
 
 // "Intel(R) Xeon(R) Processor @ 2.10GHz" -> 2.1; 0 when there is no "@ N GHz".

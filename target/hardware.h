@@ -63,6 +63,10 @@ struct Hardware {
   // and cycle on current cores): bf16 pairs (vdpbf16ps) 2, int8 quads (vpdpbusd) 4; 0 where the
   // CPU lacks the instruction (detection reads avx512_bf16 / avx512_vnni from /proc/cpuinfo).
   double bf16DotProducts = 0, int8DotProducts = 0;
+  // bf16 products per f32 lane and FMA pipe cycle on AMX tiles (tdpbf16ps: 16 x 16 x 32 products
+  // per 16 cycles against 16 lanes x 2 pipes of FMAs: 16); 0 without amx_bf16 in /proc/cpuinfo,
+  // or (compile driver) when the folder's -march lacks amx-bf16.
+  double amxBf16Products = 0;
   int64_t l1dBytes = 0;                                                 // per core
   int64_t l3Bytes = 0;                                                  // shared, 0 when absent
   double l1BytesPerCycle = 0, l2BytesPerCycle = 0, l3BytesPerCycle = 0; // per core

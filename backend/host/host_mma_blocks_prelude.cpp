@@ -477,7 +477,9 @@ void aicf_amx_bf16(float *__restrict C, int64_t ldc, const uint32_t *__restrict 
 // micro-kernel streams each panel as it lies, with no staging copy. PF (mma_tile's bPrefetch):
 // each panel's passes prefetch the slice read next into L2 (aicf_pass_prefetch). B in bf16
 // pairs or int8 quads (TB): A is first converted for the chunk (AO: the int8 kernel's shift).
-template <int NV, bool PF = false, int AO = 0, typename X = aicf_unfused, typename TB = float>
+// TILES (mma_tile's bTiles, bf16 pairs): the products on AMX tiles where the -march has them.
+template <int NV, bool PF = false, int AO = 0, bool TILES = false, typename X = aicf_unfused,
+          typename TB = float>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
                                 int64_t lda, const TB *__restrict B, int64_t panelStride,
                                 int64_t tm, int64_t tn, int64_t K,
@@ -493,7 +495,7 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
     constexpr int64_t G = aicf_bw<TB>;
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
     // bf16 on AMX tiles: A's pairs in whole tiles (rows and pairs padded with zeros).
-    if constexpr (G == 2) {
+    if constexpr (G == 2 && TILES) {
       if (aicf_amx_ready()) {
         const int64_t kt = (kc + 31) / 32 * 16, rows = (tm + 15) / 16 * 16;
         uint32_t *at = static_cast<uint32_t *>(aicf_alloc(size_t(rows * kt) * 4));

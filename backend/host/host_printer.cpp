@@ -300,12 +300,14 @@ private:
     return a + ")";
   }
 
-  // aicf_mma_f32_panels's template arguments: the panel's vectors, the prefetch, and for an
-  // int8 B, A's shift.
+  // aicf_mma_f32_panels's template arguments: the panel's vectors, the prefetch, for an int8 B
+  // A's shift, and for a bf16 B on AMX tiles the tiles.
   static std::string panelArgs(const Stmt &s) {
     std::string args = std::to_string(s.bPanel / 16);
     if (s.b->dtype == DType::I8)
       return args + (s.bPrefetch ? ", true, " : ", false, ") + std::to_string(s.aShift);
+    if (s.bTiles)
+      return args + (s.bPrefetch ? ", true" : ", false") + ", 0, true";
     return args + (s.bPrefetch ? ", true" : "");
   }
 

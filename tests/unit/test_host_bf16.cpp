@@ -22,9 +22,11 @@
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "ir/precision.h"
+#include "lower/recipes.h"
 #include "model_dirs.h"
 #include "passes/pass.h"
 #include "support/diagnostics.h"
+#include "target/hardware.h"
 #include "tests/unit/compile_checks.h"
 #include "tests/unit/graph_checks.h"
 #include "tests/unit/test_files.h"
@@ -80,6 +82,17 @@ const char *const kCall = R"(
 extern "C" void aicf_test_bf16(void *const *args, int64_t, int64_t) {
   aicf_mma_f32_panels<2>(static_cast<float *>(args[0]), 48, static_cast<const float *>(args[1]),
                          37, static_cast<const uint16_t *>(args[2]), 2 * 19 * 32, 9, 48, 37);
+}
+)";
+
+// The same product on AMX tiles where the -march has them (mma_tile's `tiles`: the template's
+// TILES), else as kCall.
+const char *const kTilesCall = R"(
+extern "C" void aicf_test_bf16(void *const *args, int64_t, int64_t) {
+  aicf_mma_f32_panels<2, false, 0, true>(static_cast<float *>(args[0]), 48,
+                                         static_cast<const float *>(args[1]), 37,
+                                         static_cast<const uint16_t *>(args[2]), 2 * 19 * 32, 9,
+                                         48, 37);
 }
 )";
 
@@ -222,7 +235,8 @@ TEST_CASE("host bf16: AMX tiles and the emulation agree") {
   };
   std::vector<float> a = quarters(pseudoRandom(kM * kK, 5)), w = quarters(pseudoRandom(kK * kN, 6));
   std::vector<uint16_t> b = pairPanels(w);
-  std::vector<float> tiles = runMicroKernel("", a, b), emulated = runMicroKernel(noAmx, a, b);
+  std::vector<float> tiles = runMicroKernel("", a, b, kTilesCall),
+                     emulated = runMicroKernel(noAmx, a, b, kTilesCall);
   int64_t off = 0;
   for (size_t i = 0; i < tiles.size(); ++i)
     off += bits(tiles[i]) != bits(emulated[i]);
@@ -231,8 +245,8 @@ TEST_CASE("host bf16: AMX tiles and the emulation agree") {
   a = pseudoRandom(kM * kK, 7);
   w = pseudoRandom(kK * kN, 8);
   b = pairPanels(w);
-  tiles = runMicroKernel("", a, b);
-  emulated = runMicroKernel(noAmx, a, b);
+  tiles = runMicroKernel("", a, b, kTilesCall);
+  emulated = runMicroKernel(noAmx, a, b, kTilesCall);
   double worst = 0;
   for (int64_t i = 0; i < kM; ++i)
     for (int64_t j = 0; j < kN; ++j) {
@@ -306,6 +320,47 @@ TEST_CASE("host bf16: compiled models match their fp32 references within 8u") {
       graph_checks::checkClose(got[k], want, tol, cat(name, " (", bf16Steps, " bf16 steps) ", out));
     }
   }
+}
+
+// The cost model puts a bf16 product on AMX tiles (tiled_contraction's `tiles` knob) where
+// the CPU planned for and the -march have them and the product is long enough to pay for
+// staging its C through the tiles: a 3 x 3 conv over 64 channels (K = 576) runs on tiles in k
+// steps of whole 32-k tiles; a 1 x 1 conv over 16 channels (K = 16) stays on vdpbf16ps. A
+// -march without amx-bf16 gets no tiles whatever the CPU planned for.
+TEST_CASE("host bf16: the cost model chooses AMX tiles for long products") {
+  std::unique_ptr<Graph> g = parseGraph(R"(graph @g(%x: f32[1,16,28,28]) -> (%y: f32[1,64,28,28]) {
+  %w1 = weight f32[64,16,1,1]
+  %b1 = weight f32[64]
+  %w2 = weight f32[64,64,3,3]
+  %b2 = weight f32[64]
+  %a = conv(%x, %w1, %b1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], epilogue = ["relu"]}
+  %y = conv(%a, %w2, %b2) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], epilogue = ["relu"]}
+  return %y
+}
+)",
+                                        "amx_choice.mcir");
+  graph_checks::fillWeights(*g, 11);
+  CompileOptions o;
+  o.precision = Precision::BF16;
+  o.cpuArch = "sapphirerapids";
+  o.planFor = Target().loaded();
+  o.planFor.hw = loadHardwareFile((fs::path(AICF_TESTDATA) / "targets" / "ci-host.yaml").string());
+  o.planFor.hw.amxBf16Products = 16;
+  // The contractions' `tiles` knob by K (1 x 1: 16, 3 x 3: 576); -1 where a kernel has none.
+  auto tiles = [&](const CompileOptions &opts) {
+    std::map<int64_t, int64_t> byK;
+    for (const kir::Kernel &k : buildModel(*g, opts).kernels)
+      if (const auto *p = dynamic_cast<const ContractionProblem *>(k.problem.get()))
+        byK[p->K] = k.knobs.count("tiles") ? k.knobs.at("tiles") : -1;
+    return byK;
+  };
+  std::map<int64_t, int64_t> got = tiles(o);
+  CHECK(got[576] == 1);
+  CHECK(got[16] != 1);
+  o.cpuArch = "cooperlake"; // avx512bf16, no AMX
+  got = tiles(o);
+  CHECK(got[576] == -1);
+  CHECK(got[16] == -1);
 }
 
 TEST_CASE("host bf16: a -march without avx512bf16 and fp16 on the host are refused") {

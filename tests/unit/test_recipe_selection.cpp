@@ -112,7 +112,7 @@ TEST_CASE("recipe knobs: every recipe's knobs round-trip through its typed struc
   NormKnobs nk = knobsFromMap<NormKnobs>({{"vec", 2}});
   CHECK(!nk.threads);
   CHECK(*nk.vec == 2);
-  CHECK(knobsToMap(ContractionKnobs{64, 32, 16, 8, 4, std::nullopt}) ==
+  CHECK(knobsToMap(ContractionKnobs{64, 32, 16, 8, 4, std::nullopt, std::nullopt}) ==
         KnobSet{{"BK", 16}, {"BM", 64}, {"BN", 32}, {"TM", 8}, {"TN", 4}});
 }
 
