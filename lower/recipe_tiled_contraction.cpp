@@ -624,7 +624,7 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   k.body.push_back(kir::reduce("k0", E(int64_t(0)), E(c.K), init, update, tl.BK));
 
   finishTile(k, g, gx, c, walk, C, out, lanes);
-  if (kn.values.count("tiles")) // AMX tiles: bf16 pair panels only (tiledViews)
+  if (kn.values.count("tiles")) // AMX tiles: bf16 pair panels only (viewsMma)
     k.knobs["tiles"] = problem->hostProducts == Precision::BF16 && kn.get("tiles", 0) != 0;
   return k;
 }
