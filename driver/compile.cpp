@@ -836,10 +836,13 @@ CompileState::CompileState(const Graph &in, const CompileOptions &o)
       graph(&in) {
   // AMX tiles only where the folder's -march has them (its kernels are compiled for it, not
   // for the CPU planned for).
-  if (!hw.gpu && hw.amxBf16Products > 0) {
+  if (!hw.gpu) {
     const std::vector<std::string> &isa = hostIsaFeatures(o.cpuArch);
-    if (std::find(isa.begin(), isa.end(), "amx-bf16") == isa.end())
+    auto has = [&](const char *f) { return std::find(isa.begin(), isa.end(), f) != isa.end(); };
+    if (!has("amx-bf16"))
       hw.amxBf16Products = planFor.hw.amxBf16Products = target.hw.amxBf16Products = 0;
+    if (!has("amx-int8"))
+      hw.amxInt8Products = planFor.hw.amxInt8Products = target.hw.amxInt8Products = 0;
   }
   fusion.rematCost = rematCostFor(hw);
   fusion.layoutCost = layoutCostFor(hw);

@@ -268,8 +268,9 @@ struct Stmt {
   // the next K step's first) into L2, for a weight wider than L2 (the host printer spreads the
   // prefetches over the passes); a hint, no effect on the result.
   bool bPrefetch = false;
-  // panels of bf16 pairs: the products on AMX tiles where the folder's -march has amx-bf16
-  // (vdpbf16ps otherwise); chosen by the cost model (tiled_contraction's `tiles` knob).
+  // panels of bf16 pairs or int8 quads: the products on AMX tiles where the folder's -march has
+  // amx-bf16 / amx-int8 (vdpbf16ps / vpdpbusd otherwise); chosen by the cost model
+  // (tiled_contraction's `tiles` knob).
   bool bTiles = false;
   // B an int8 weight in k quads (panels; precision int8, passes/pack_weights.cpp): A holds
   // integers whose values plus aShift lie in [0, 255] (a quantized activation less its zero
@@ -341,7 +342,7 @@ struct MmaViews {
   E bFirstCol; // panels: the tile's first column inside the first panel (unset: 0)
   int64_t lda = 0, ldb = 0, bPanel = 0, bPanelStride = 0;
   bool bPrefetch = false; // panels only (see Stmt)
-  bool bTiles = false;    // bf16 pair panels only (see Stmt)
+  bool bTiles = false;    // bf16 pair or int8 quad panels only (see Stmt)
   int64_t aShift = 0;     // int8 quad panels only (see Stmt)
   std::vector<int64_t> aBlocks, aGroups, aTaps;
 };

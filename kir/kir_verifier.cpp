@@ -517,8 +517,8 @@ private:
       if (s.b->dtype != DType::F32 && !groups)
         err("mma_tile: a view reads f32 buffers, or bf16 pair or int8 quad panels, got " +
             describe(s.b));
-      if (s.bTiles && !(s.b->dtype == DType::BF16 && s.bPanel > 0))
-        err("mma_tile: AMX tiles need B in bf16 pair panels, got " + describe(s.b));
+      if (s.bTiles && !groups)
+        err("mma_tile: AMX tiles need B in bf16 pair or int8 quad panels, got " + describe(s.b));
       if (s.aShift < 0 || s.aShift > 255 || (s.aShift != 0 && s.b->dtype != DType::I8))
         err("mma_tile: A's shift " + std::to_string(s.aShift) +
             " must lie in [0, 255], and be 0 unless B is an int8 weight");

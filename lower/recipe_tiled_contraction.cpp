@@ -276,7 +276,10 @@ TileViews chooseViews(const Contraction &c, const Tiles &tl, const Knobs &knobs,
   problem.bInPlace = bRow.has_value();
   if (!isGpuPlan(knobs)) {
     E b = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
-    problem.bBf16 = b && b->buf && b->buf->dtype == DType::BF16;
+    const DType bt = b && b->buf ? b->buf->dtype : DType::F32;
+    problem.bStored = bt == DType::BF16 ? Precision::BF16
+                      : bt == DType::I8 ? Precision::I8
+                                        : Precision::F32;
   }
   return tv;
 }
@@ -418,7 +421,7 @@ StmtP viewsMma(const Contraction &c, const Tiles &tl, const TileViews &tv, const
   v.bPanelStride = bView ? bView->stride : 0;
   v.aShift = bView ? bView->aShift : 0;
   v.bPrefetch = bView && streamsWeight(*bView, knobs);
-  v.bTiles = bView && bView->group == 2 && knobs.get("tiles", 0) != 0;
+  v.bTiles = bView && bView->group > 1 && knobs.get("tiles", 0) != 0;
   // Rows past M take no part, A read in place or staged (its padding rows are zeros no store
   // reads): a batch-1 product (a squeeze-and-excitation's FCs, a classifier) staged in a tile of
   // 8 rows ran 8 rows of products for one.
@@ -624,8 +627,8 @@ kir::Kernel buildTiled(const KernelGroup &g, const std::string &name, const Knob
   k.body.push_back(kir::reduce("k0", E(int64_t(0)), E(c.K), init, update, tl.BK));
 
   finishTile(k, g, gx, c, walk, C, out, lanes);
-  if (kn.values.count("tiles")) // AMX tiles: bf16 pair panels only (viewsMma)
-    k.knobs["tiles"] = problem->hostProducts == Precision::BF16 && kn.get("tiles", 0) != 0;
+  if (kn.values.count("tiles")) // AMX tiles: bf16 pair or int8 quad panels only (viewsMma)
+    k.knobs["tiles"] = problem->hostProducts != Precision::F32 && kn.get("tiles", 0) != 0;
   return k;
 }
 

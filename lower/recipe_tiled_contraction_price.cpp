@@ -36,6 +36,18 @@ constexpr double kNormRowCycles = 0.5;
 // resnet18).
 constexpr double kAmxShare = 0.17, kAmxStageCycles = 1.3, kAmxPackCycles = 0.3;
 
+// The tiles' products per f32 lane-cycle for the problem's B (0: none on this CPU and -march),
+// and the k of one tile (64 bytes of a row: 32 bf16 pairs' k, 64 int8 quads' k).
+double amxProducts(const ContractionProblem &p, const Hardware &hw) {
+  if (p.hostProducts == Precision::I8 || p.bStored == Precision::I8)
+    return hw.amxInt8Products;
+  return p.hostProducts == Precision::BF16 || p.bStored == Precision::BF16 ? hw.amxBf16Products
+                                                                           : 0.0;
+}
+int64_t amxK(const ContractionProblem &p) {
+  return p.hostProducts == Precision::I8 || p.bStored == Precision::I8 ? 64 : 32;
+}
+
 // A host tile's FLOPs and per-block cycles on AMX tiles (host_amx_prelude.cpp): products in
 // whole tiles of 16 rows, 16 columns and 32 k; each k step packs the tile's A into tile rows
 // (once per column tile) and stages its C through memory into the tile registers and back (the
@@ -43,7 +55,7 @@ constexpr double kAmxShare = 0.17, kAmxStageCycles = 1.3, kAmxPackCycles = 0.3;
 // else per call.
 void amxTileTerms(CostShape &s, const ContractionProblem &p, int64_t flops, int64_t BM, int64_t BN,
                   int64_t BK, double bCopy) {
-  const int64_t kSteps = ceilDiv(p.K, BK), kPadded = kSteps * roundUp(std::min(BK, p.K), 32);
+  const int64_t kSteps = ceilDiv(p.K, BK), kPadded = kSteps * roundUp(std::min(BK, p.K), amxK(p));
   s.flops = double(flops) - 2.0 * double(p.batch * p.M * p.N * p.K) +
             2.0 * double(p.batch * roundUp(p.M, 16) * roundUp(p.N, 16) * kPadded) * p.liveShare;
   s.scalarCycles = kAmxStageCycles * double(kSteps * BM * BN) +
@@ -57,10 +69,10 @@ void amxTileTerms(CostShape &s, const ContractionProblem &p, int64_t flops, int6
 // vdpbf16ps' 2x; AMD EPYC, one core, docs/precision.md). On AMX tiles: kAmxShare of their rate,
 // against the vector kernel's share f32 (the multiple of it the tiles give).
 double dotSpeedup(const ContractionProblem &p, const Hardware &hw, bool tiles, double f32) {
+  if (tiles)
+    return kAmxShare * amxProducts(p, hw) / f32;
   if (p.hostProducts == Precision::I8 && hw.int8DotProducts > 0)
     return 0.71 * hw.int8DotProducts;
-  if (tiles)
-    return kAmxShare * hw.amxBf16Products / f32;
   if (p.hostProducts == Precision::BF16 && hw.bf16DotProducts > 0)
     return 0.8 * hw.bf16DotProducts;
   return 1.0;
@@ -147,14 +159,14 @@ public:
           if (l1Slice(bk, W, hostRegisterBlock(W / 16, {hw.vectorBits, hw.vectorRegisters()}).rows,
                       hw))
             bks.insert(bk);
-      // bf16 products where the CPU and the folder's -march have AMX tiles: each tile also on
-      // the tiles, in k steps of whole 32-k tiles up to the whole K (C stays in the tile
-      // registers across a step, and is staged through memory between steps).
-      const bool amx = (p.hostProducts == Precision::BF16 || p.bBf16) && hw.amxBf16Products > 0;
+      // bf16 / int8 products where the CPU and the folder's -march have AMX tiles: each tile
+      // also on the tiles, in k steps of whole tiles (32 / 64 k) up to the whole K (C stays in
+      // the tile registers across a step, and is staged through memory between steps).
+      const bool amx = amxProducts(p, hw) > 0;
       std::set<int64_t> tileBks;
       if (amx)
         for (int64_t t : {128, 256, 512, 1024, 2048, 4096})
-          tileBks.insert(balanced(K, t, std::lcm<int64_t>(32, p.kAlign)));
+          tileBks.insert(balanced(K, t, std::lcm<int64_t>(amxK(p), p.kAlign)));
       for (int64_t bm : bms)
         for (int64_t bn : bns) {
           for (int64_t bk : bks)
@@ -311,7 +323,9 @@ public:
                                            : 0.92) *
                     narrow * slice / (1.0 + 0.00056 * wsKiB);
     //  * bf16 pairs and int8 quads, and AMX tiles: dotSpeedup (above the class).
-    const bool tiles = knobOf(k, &ContractionKnobs::tiles, 0) != 0;
+    // (A tile that reads B in rows, not as its pair / quad panels, runs the vector kernel.)
+    const bool tiles =
+        knobOf(k, &ContractionKnobs::tiles, 0) != 0 && p.hostProducts != Precision::F32;
     s.dotSpeedup = dotSpeedup(p, hw, tiles, s.vectorShare);
     s.vectorShare *= s.dotSpeedup;
     // B read in place (a row view) is only packed by the micro-kernel (memcpy rows): ~0.2.

@@ -262,9 +262,9 @@ struct ContractionProblem : kir::ProblemFacts {
   Precision precision = Precision::F32;
   // Host plans: the micro-kernel's arithmetic, from B's packed panels (bf16 pairs, int8 quads).
   Precision hostProducts = Precision::F32;
-  // Host plans: B a bf16 weight, whatever the tile reads it as (its products may run on AMX
-  // tiles where B is read as its pair panels).
-  bool bBf16 = false;
+  // Host plans: B's stored products (a bf16 or int8 weight: BF16 / I8), whatever the tile reads
+  // it as (its products may run on AMX tiles where B is read as its pair / quad panels).
+  Precision bStored = Precision::F32;
 };
 // Y = epi2(epi1(X W1) W2): X [batch, M, K1], W1 [K1, H], W2 [H, N2].
 struct ChainProblem : kir::ProblemFacts {

@@ -151,6 +151,8 @@ const Field kFields[] = {
      [](Hardware &h, const Value &v) { h.int8DotProducts = v.d; }},
     {"cpu.amx_bf16_products", Type::NonNegNum, kCpu, true,
      [](Hardware &h, const Value &v) { h.amxBf16Products = v.d; }},
+    {"cpu.amx_int8_products", Type::NonNegNum, kCpu, true,
+     [](Hardware &h, const Value &v) { h.amxInt8Products = v.d; }},
     {"cpu.l1d_bytes", Type::PosInt, kCpu, false,
      [](Hardware &h, const Value &v) { h.l1dBytes = v.i; }},
     {"cpu.l2_bytes", Type::PosInt, kCpu, false,
@@ -550,6 +552,8 @@ void vectorPipes(Hardware &h, const CpuInfo &info) {
     h.int8DotProducts = 0;
   if (!hasWord(info.flags, "amx_bf16"))
     h.amxBf16Products = 0;
+  if (!hasWord(info.flags, "amx_int8"))
+    h.amxInt8Products = 0;
 }
 
 // "Intel(R) Xeon(R) Processor @ 2.10GHz" -> 2.1; 0 when there is no "@ N GHz".

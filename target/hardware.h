@@ -65,8 +65,9 @@ struct Hardware {
   double bf16DotProducts = 0, int8DotProducts = 0;
   // bf16 products per f32 lane and FMA pipe cycle on AMX tiles (tdpbf16ps: 16 x 16 x 32 products
   // per 16 cycles against 16 lanes x 2 pipes of FMAs: 16); 0 without amx_bf16 in /proc/cpuinfo,
-  // or (compile driver) when the folder's -march lacks amx-bf16.
-  double amxBf16Products = 0;
+  // or (compile driver) when the folder's -march lacks amx-bf16. int8 the same (tdpbusd: 16 x 16
+  // x 64 products per 16 cycles: 32; amx_int8, amx-int8).
+  double amxBf16Products = 0, amxInt8Products = 0;
   int64_t l1dBytes = 0;                                                 // per core
   int64_t l3Bytes = 0;                                                  // shared, 0 when absent
   double l1BytesPerCycle = 0, l2BytesPerCycle = 0, l3BytesPerCycle = 0; // per core

@@ -463,21 +463,32 @@ inline void aicf_mma_f32(float *__restrict C, int64_t ldc, const float *__restri
   });
 }
 
-#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
-// bf16 products on AMX tiles (defined in host_amx_prelude.cpp's text, after this one).
+#if defined(__AMX_TILE__) && (defined(__AMX_BF16__) || defined(__AMX_INT8__))
+// bf16 / int8 products on AMX tiles (defined in host_amx_prelude.cpp's text, after this one).
 bool aicf_amx_ready();
-template <typename X>
-void aicf_amx_bf16(float *__restrict C, int64_t ldc, const uint32_t *__restrict ap, int64_t kp,
-                   const uint16_t *__restrict Bk, int64_t panelStride, int64_t NR, int64_t c0,
-                   int64_t tm, int64_t tn, int64_t kc, const X &x);
+template <int G, int AO, typename X, typename TB>
+void aicf_amx_tiles(float *__restrict C, int64_t ldc, const uint32_t *__restrict ap, int64_t kg,
+                    const TB *__restrict Bk, int64_t panelStride, int64_t NR, int64_t c0,
+                    int64_t tm, int64_t tn, int64_t kc, const X &x);
 #endif
+// Whether the -march has AMX tiles for products in groups of G k (2: amx-bf16, 4: amx-int8).
+template <int64_t G>
+constexpr bool aicf_amx_for =
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+    G == 2 ||
+#endif
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__)
+    G == 4 ||
+#endif
+    false;
 
 // B stored in panels of 16*NV columns, `panelStride` floats apart (a weight packed at compile
 // time: panel p holds columns [p*16*NV, (p+1)*16*NV) as K rows of 16*NV floats): the
 // micro-kernel streams each panel as it lies, with no staging copy. PF (mma_tile's bPrefetch):
 // each panel's passes prefetch the slice read next into L2 (aicf_pass_prefetch). B in bf16
 // pairs or int8 quads (TB): A is first converted for the chunk (AO: the int8 kernel's shift).
-// TILES (mma_tile's bTiles, bf16 pairs): the products on AMX tiles where the -march has them.
+// TILES (mma_tile's bTiles, bf16 pairs or int8 quads): the products on AMX tiles where the -march
+// has them (amx-bf16, amx-int8).
 template <int NV, bool PF = false, int AO = 0, bool TILES = false, typename X = aicf_unfused,
           typename TB = float>
 inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *__restrict A,
@@ -493,16 +504,20 @@ inline void aicf_mma_f32_panels(float *__restrict C, int64_t ldc, const float *_
     // bf16 / int8: the chunk's A in pairs / quads of k, dense rows (aicf_pack_pairs,
     // aicf_pack_quads); f32: A as it lies.
     constexpr int64_t G = aicf_bw<TB>;
-#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
-    // bf16 on AMX tiles: A's pairs in whole tiles (rows and pairs padded with zeros).
-    if constexpr (G == 2 && TILES) {
+#if defined(__AMX_TILE__) && (defined(__AMX_BF16__) || defined(__AMX_INT8__))
+    // On AMX tiles: A's groups in whole tiles of 16 rows and 64 bytes of k (pairs padded with
+    // zeros, quads with AO; rows with zeros).
+    if constexpr (TILES && aicf_amx_for<G>) {
       if (aicf_amx_ready()) {
-        const int64_t kt = (kc + 31) / 32 * 16, rows = (tm + 15) / 16 * 16;
+        const int64_t kt = (kc + 16 * G - 1) / (16 * G) * 16, rows = (tm + 15) / 16 * 16;
         uint32_t *at = static_cast<uint32_t *>(aicf_alloc(size_t(rows * kt) * 4));
-        aicf_pack_pairs(at, kt, A, lda, kc_, tm, kc);
+        if constexpr (G == 2)
+          aicf_pack_pairs(at, kt, A, lda, kc_, tm, kc);
+        else
+          aicf_pack_quads<AO>(at, kt, A, lda, kc_, tm, kc);
         std::memset(at + tm * kt, 0, size_t((rows - tm) * kt) * 4);
-        aicf_amx_bf16(C, ldc, at, kt, Bk, panelStride, NR, c0, tm, tn, kc,
-                      aicf_chunk(x, k0, kc, K));
+        aicf_amx_tiles<int(G), AO>(C, ldc, at, kt, Bk, panelStride, NR, c0, tm, tn, kc,
+                                   aicf_chunk(x, k0, kc, K));
         aicf_release(at);
         return;
       }

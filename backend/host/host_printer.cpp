@@ -301,11 +301,12 @@ private:
   }
 
   // aicf_mma_f32_panels's template arguments: the panel's vectors, the prefetch, for an int8 B
-  // A's shift, and for a bf16 B on AMX tiles the tiles.
+  // A's shift, and for B on AMX tiles the tiles.
   static std::string panelArgs(const Stmt &s) {
     std::string args = std::to_string(s.bPanel / 16);
     if (s.b->dtype == DType::I8)
-      return args + (s.bPrefetch ? ", true, " : ", false, ") + std::to_string(s.aShift);
+      return args + (s.bPrefetch ? ", true, " : ", false, ") + std::to_string(s.aShift) +
+             (s.bTiles ? ", true" : "");
     if (s.bTiles)
       return args + (s.bPrefetch ? ", true" : ", false") + ", 0, true";
     return args + (s.bPrefetch ? ", true" : "");

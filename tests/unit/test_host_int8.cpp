@@ -5,7 +5,8 @@
 // multiplies them with vpdpbusd into i32 sums started from -shift x B's column sums.
 //  * the micro-kernel's emulation (a -march without AVX512-VNNI) equals the exact integer product,
 //    for a ragged K (37: a partial last quad), ragged rows and a tile that starts inside a panel;
-//    vpdpbusd gives the same bits (skipped with a message on a CPU without avx512vnni);
+//    vpdpbusd and AMX-INT8's tdpbusd give the same bits (each skipped with a message on a CPU
+//    without avx512vnni / amx-int8);
 //  * the quad panels are the weight again: the interpreter gives the same bits before and after
 //    pack-weights.
 // The compiled models' int8 steps: tests/unit/test_quant.cpp.
@@ -15,8 +16,10 @@
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "ir/precision.h"
+#include "lower/recipes.h"
 #include "passes/pass.h"
 #include "support/diagnostics.h"
+#include "target/hardware.h"
 #include "tests/unit/compile_checks.h"
 #include "tests/unit/test_files.h"
 
@@ -24,6 +27,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace fs = std::filesystem;
 using namespace aicf;
@@ -35,17 +39,30 @@ constexpr int64_t kM = 9, kN = 48, kK = 37, kNR = 32, kP = 2, kKq = (kK + 3) / 4
 
 // The micro-kernel over a [kM, kK] A (integers in [-kShift, 255 - kShift]) and a [kK, kN] B in
 // quad panels of kNR: C1 = A B whole, C2 its columns 16.. as a tile starting inside panel 0.
-const char *const kCall = R"(
+// lda 0: A dense; else its k in blocks of 7 (a plain input's kernel-row taps, a conv stem):
+// element k of row i at i * lda + k / 7 * s0 + k % 7, the quads straddling blocks
+// (aicf_pack_groups). Apart (lda 100, s0 10) each row is converted as it lies; overlapping
+// (lda 2, s0 20: a stride-2 conv's windows over its band) the floats the rows read are
+// converted once. tiles: on AMX tiles where the -march has amx-int8 (mma_tile's `tiles`: the
+// template's TILES), else on the vector kernel.
+std::string kernelCall(int64_t lda, int64_t s0, bool tiles) {
+  const std::string kb = lda == 0 ? "aicf_kblocks{0, 0, 0, 0, 0, 0, 16}"
+                                  : cat("aicf_kblocks{0, ", s0, ", 0, 0, 1, 1, 7}");
+  const std::string args = tiles ? "<2, false, 37, true>" : "<2, false, 37>";
+  const int64_t ld = lda == 0 ? kK : lda;
+  return cat(R"(
 extern "C" void aicf_test_int8(void *const *args, int64_t, int64_t) {
   const float *a = static_cast<const float *>(args[2]);
   const int8_t *b = static_cast<const int8_t *>(args[3]);
-  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[0]), 48, a, 37, b, 4 * 10 * 32, 9,
-                                    48, 37);
-  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[1]) + 16, 48, a, 37, b,
-                                    4 * 10 * 32, 9, 32, 37, aicf_kblocks{0, 0, 0, 0, 0, 0, 16},
-                                    16);
+  aicf_mma_f32_panels)",
+             args, "(static_cast<float *>(args[0]), 48, a, ", ld, ", b, 4 * 10 * 32, 9, 48, 37, ",
+             kb, R"();
+  aicf_mma_f32_panels)",
+             args, "(static_cast<float *>(args[1]) + 16, 48, a, ", ld,
+             ", b, 4 * 10 * 32, 9, 32, 37, ", kb, R"(, 16);
 }
-)";
+)");
+}
 
 // Deterministic integers in [lo, hi].
 std::vector<int> pseudoRandomInts(size_t n, uint32_t seed, int lo, int hi) {
@@ -76,28 +93,10 @@ std::pair<std::shared_ptr<Tensor>, Tensor> intWeightAndInput(Graph &g, uint32_t 
   return {data, x};
 }
 
-// kCall with A's k in blocks of 7 (a plain input's kernel-row taps, a conv stem): element k of
-// row i at i * lda + k / 7 * s0 + k % 7, the quads straddling blocks (aicf_pack_groups). Apart
-// (lda 100, s0 10) each row is converted as it lies; overlapping (lda 2, s0 20: a stride-2
-// conv's windows over its band) the floats the rows read are converted once.
-std::string tapCall(int64_t lda, int64_t s0) {
-  const std::string kb = cat("aicf_kblocks{0, ", s0, ", 0, 0, 1, 1, 7}");
-  return cat(R"(
-extern "C" void aicf_test_int8(void *const *args, int64_t, int64_t) {
-  const float *a = static_cast<const float *>(args[2]);
-  const int8_t *b = static_cast<const int8_t *>(args[3]);
-  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[0]), 48, a, )",
-             lda, ", b, 4 * 10 * 32, 9, 48, 37, ", kb, R"();
-  aicf_mma_f32_panels<2, false, 37>(static_cast<float *>(args[1]) + 16, 48, a, )",
-             lda, ", b, 4 * 10 * 32, 9, 32, 37, ", kb, R"(, 16);
-}
-)");
-}
-
 std::pair<std::vector<float>, std::vector<float>> runMicroKernel(const std::string &flags,
                                                                  const std::vector<float> &a,
                                                                  const std::vector<int8_t> &b,
-                                                                 const std::string &call = kCall) {
+                                                                 const std::string &call) {
   static int built = 0;
   fs::path dir = scratchDir("aicf_host_int8_kernel_");
   std::string stem = (dir / cat("k", built++)).string();
@@ -125,13 +124,12 @@ TEST_CASE("host int8: the micro-kernel's emulation and vpdpbusd agree with the e
   // A's storage (dense, or a band as tapCall reads it: NaN where no row reads) and the exact
   // product of the [kM, kK] integers its rows hold.
   struct Case {
-    std::string call;
+    int64_t lda, s0;
     std::vector<float> stored, want;
   };
   auto make = [&](int64_t lda, int64_t s0, uint32_t seed) {
-    Case c;
+    Case c{lda, s0, {}, {}};
     const bool dense = lda == 0;
-    c.call = dense ? std::string(kCall) : tapCall(lda, s0);
     const int64_t size = dense ? kM * kK : (kM - 1) * lda + (kK - 1) / 7 * s0 + 7;
     std::vector<int> v = pseudoRandomInts(size_t(size), seed, -kShift, 255 - kShift);
     c.stored.assign(size_t(size), std::nanf(""));
@@ -154,17 +152,29 @@ TEST_CASE("host int8: the micro-kernel's emulation and vpdpbusd agree with the e
   };
   // Dense A; A in blocks of 7 taps apart; overlapping (a stride-2 conv's windows).
   const std::vector<Case> cases = {make(0, 0, 1), make(100, 10, 3), make(2, 20, 4)};
-  const bool vnni = compile_checks::cpuHas("avx512vnni");
+  // Each kernel asked for the tiles (mma_tile's `tiles`): the emulation and vpdpbusd where the
+  // -march lacks them, AMX-INT8's tdpbusd where it has them.
+  const bool vnni = compile_checks::cpuHas("avx512vnni"), amx = compile_checks::cpuHas("amx-int8");
   if (!vnni)
-    MESSAGE("skipped the vpdpbusd half: this CPU has no avx512vnni");
-  for (const std::string &flags : {std::string("-mno-avx512vnni"), std::string()}) {
-    if (flags.empty() && !vnni)
+    MESSAGE("skipped the vpdpbusd part: this CPU has no avx512vnni");
+  if (!amx)
+    MESSAGE("skipped the AMX tiles part: this CPU has no amx-int8");
+  struct Kernel {
+    std::string what, flags;
+    bool runs;
+  };
+  const std::vector<Kernel> kernels = {
+      {"emulated", "-mno-avx512vnni -mno-amx-tile -mno-amx-int8 -mno-amx-bf16", true},
+      {"vpdpbusd", "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16", vnni},
+      {"AMX tiles", "", amx}};
+  for (const Kernel &kernel : kernels) {
+    if (!kernel.runs)
       continue;
-    const std::string what = flags.empty() ? "vpdpbusd" : "emulated";
+    const std::string &what = kernel.what;
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const Case &c = cases[ci];
       std::pair<std::vector<float>, std::vector<float>> got =
-          runMicroKernel(flags, c.stored, b, c.call);
+          runMicroKernel(kernel.flags, c.stored, b, kernelCall(c.lda, c.s0, true));
       int64_t off = 0;
       for (int64_t i = 0; i < kM; ++i)
         for (int64_t j = 0; j < kN; ++j) {
@@ -287,4 +297,58 @@ TEST_CASE("host int8: an integer conv on a plain input (a stem) runs on the dot-
       MESSAGE("the 7 x 7 stem's int8 / bf16 form skipped: this CPU has neither avx512vnni nor "
               "avx512bf16");
   }
+}
+
+// The cost model puts an int8 product on AMX-INT8 tiles (tiled_contraction's `tiles` knob,
+// tdpbusd) where the CPU planned for and the -march have them and the product is long enough to
+// pay for staging its C: a 3 x 3 conv over 64 channels (K = 576) runs on tiles in k steps of
+// whole 64-k tiles; a 1 x 1 conv over 16 channels (K = 16) stays on vpdpbusd; a -march without
+// amx-int8 gets no tiles. Compiled for this CPU the convs give the interpreter's bits, on tiles
+// or not (integer sums below 2^24).
+TEST_CASE("host int8: the cost model chooses AMX tiles for long products, exactly") {
+  std::unique_ptr<Graph> g = parseGraph(
+      R"(graph @g(%x1: f32[1,16,14,14], %x2: f32[1,64,14,14]) -> (%y1: f32[1,64,14,14], %y2: f32[1,64,14,14]) {
+  %w1 = weight f32[64,16,1,1]
+  %w2 = weight f32[64,64,3,3]
+  %y1 = conv(%x1, %w1) {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1, integer_operands = 1, x_offset = 7}
+  %y2 = conv(%x2, %w2) {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1, integer_operands = 1, x_offset = 7}
+  return %y1, %y2
+}
+)",
+      "amx_int8_choice.mcir");
+  std::vector<Tensor> xs;
+  for (size_t i = 0; i < 2; ++i) {
+    auto w = std::make_shared<Tensor>(g->weights()[i]->type());
+    fillInts(*w, uint32_t(11 + i), -128, 127);
+    g->weights()[i]->setData(w);
+    xs.emplace_back(g->inputs()[i]->type());
+    fillInts(xs.back(), uint32_t(21 + i), -7, 248);
+  }
+  CompileOptions o;
+  o.cpuArch = "sapphirerapids";
+  o.planFor = Target().loaded();
+  o.planFor.hw = loadHardwareFile((fs::path(AICF_TESTDATA) / "targets" / "ci-host.yaml").string());
+  o.planFor.hw.amxInt8Products = 32;
+  // The int8 contractions' `tiles` knob by K (1 x 1: 16, 3 x 3: 576); -1 where a kernel has none.
+  auto tiles = [&](const CompileOptions &opts) {
+    std::map<int64_t, int64_t> byK;
+    for (const kir::Kernel &k : buildModel(*g, opts).kernels)
+      if (const auto *p = dynamic_cast<const ContractionProblem *>(k.problem.get()))
+        if (p->hostProducts == Precision::I8)
+          byK[p->K] = k.knobs.count("tiles") ? k.knobs.at("tiles") : -1;
+    return byK;
+  };
+  CHECK(tiles(o) == std::map<int64_t, int64_t>{{16, -1}, {576, 1}}); // (16: the defaults)
+  o.cpuArch = "icelake-server";                                      // avx512vnni, no AMX
+  CHECK(tiles(o) == std::map<int64_t, int64_t>{{16, -1}, {576, -1}});
+
+  const std::vector<Tensor> want = interpret(*g, xs);
+  CompiledModel cm;
+  std::vector<Tensor> got =
+      compile_checks::compileRun(*g, CompileOptions(), xs, "aicf_host_int8_amx_", &cm);
+  REQUIRE(got.size() == 2);
+  for (size_t i = 0; i < 2; ++i)
+    CHECK_MESSAGE(std::memcmp(got[i].raw(), want[i].raw(), want[i].byteSize()) == 0, "output ", i);
+  if (!compile_checks::cpuHas("amx-int8"))
+    MESSAGE("the tiles' run skipped: this CPU has no amx-int8 (the vector kernel ran)");
 }
