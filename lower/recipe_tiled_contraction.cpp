@@ -276,6 +276,9 @@ TileViews chooseViews(const Contraction &c, const Tiles &tl, const Knobs &knobs,
   problem.bInPlace = bRow.has_value();
   if (!isGpuPlan(knobs)) {
     E b = c.bAt(bi, ivar("aicf_kk"), ivar("aicf_col"));
+    if (static_cast<bool>(b) &&
+        b->kind == kir::Expr::Kind::Cast) // (an int8 / bf16 weight's load, widened)
+      b = E(b->args[0]);
     const DType bt = b && b->buf ? b->buf->dtype : DType::F32;
     problem.bStored = bt == DType::BF16 ? Precision::BF16
                       : bt == DType::I8 ? Precision::I8
