@@ -497,11 +497,33 @@ inline void aicf_pack_groups(uint32_t *__restrict ap, int64_t kg, const float *_
         conv(A + lo + i, span - i < 16 ? span - i : 16, t);
         std::memcpy(cv + i * EB, t, sizeof t);
       }
-      for (int64_t r = 0; r < tm; ++r) {
-        const unsigned char *src = cv + (rowAt(r) - lo) * EB;
-        blocks(reinterpret_cast<unsigned char *>(ap + r * kg),
-               [src](int64_t at, int64_t) -> const void * { return src + at * EB; });
+      // Every row copies the same runs (its byte in the row, its element in scratch past the
+      // row's start), listed once; the whole 16-element runs then copy in a tight loop (the
+      // loop over the blocks with its cut per run was half of resnet18's int8 stem: on one core
+      // of this project's Xeon the stem 1.36 -> 0.82 ms in int8, 1.32 -> 0.79 ms in bf16).
+      int64_t runs = 0;
+      for (int64_t e = 0; e < kb.nblk && kb.koffs[e] < kc; ++e)
+        runs += ((kc - kb.koffs[e] < kb.L ? kc - kb.koffs[e] : kb.L) + 15) / 16;
+      int64_t *dst = static_cast<int64_t *>(aicf_alloc(size_t(2 * runs + 1) * 8)),
+              *from = dst + runs, whole = 0;
+      for (int64_t e = 0, i = 0; e < kb.nblk && kb.koffs[e] < kc; ++e) {
+        const int64_t k = kb.koffs[e], n = kc - k < kb.L ? kc - k : kb.L;
+        for (int64_t s = 0; s < n; s += 16, ++i) {
+          dst[i] = (k + s) * EB;
+          from[i] = (kb.offs[e] - lo + s) * EB;
+          whole += dst[i] + 16 * EB <= bytes ? 1 : 0; // (runs cut by the row's end come last)
+        }
       }
+      for (int64_t r = 0; r < tm; ++r) {
+        const unsigned char *src = cv + rowAt(r) * EB;
+        unsigned char *__restrict o = reinterpret_cast<unsigned char *>(ap + r * kg);
+        for (int64_t i = 0; i < whole; ++i)
+          std::memcpy(o + dst[i], src + from[i], 16 * EB);
+        for (int64_t i = whole; i < runs; ++i)
+          std::memcpy(o + dst[i], src + from[i], size_t(bytes - dst[i]));
+        std::memset(o + kc * EB, 0, size_t(bytes - kc * EB));
+      }
+      aicf_release(dst);
       aicf_release(cv);
       return;
     }
