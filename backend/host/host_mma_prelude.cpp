@@ -528,23 +528,39 @@ inline void aicf_pack_groups(uint32_t *__restrict ap, int64_t kg, const float *_
       return;
     }
   }
+  if (kb.n1 && kb.L != 16) {
+    for (int64_t r = 0; r < tm; ++r) {
+      const float *row = A + rowAt(r);
+      uint32_t t[4 * EB];
+      blocks(reinterpret_cast<unsigned char *>(ap + r * kg),
+             [&](int64_t at, int64_t n) -> const void * {
+               conv(row + at, n, t);
+               return t;
+             });
+    }
+    return;
+  }
+  // Blocks of 16 or dense rows: whole blocks, then the cut one, then zeros. (The blocks'
+  // offsets in locals: read through `kb` the loop reloaded them after every store, 20
+  // instructions a block, a sixth of resnet18's int8 time on AMX tiles.)
+  const int64_t *const offs = kb.n1 ? kb.offs : nullptr;
+  const int64_t whole = kc / 16, words = 4 * EB;
   for (int64_t r = 0; r < tm; ++r) {
     const float *row = A + rowAt(r);
     uint32_t *out = ap + r * kg;
-    if (kb.n1 && kb.L != 16) {
-      uint32_t t[4 * EB];
-      blocks(reinterpret_cast<unsigned char *>(out), [&](int64_t at, int64_t n) -> const void * {
-        conv(row + at, n, t);
-        return t;
-      });
-      continue;
+    if (offs)
+      for (int64_t blk = 0; blk < whole; ++blk)
+        conv(row + offs[blk], 16, out + blk * words);
+    else
+      for (int64_t blk = 0; blk < whole; ++blk)
+        conv(row + blk * 16, 16, out + blk * words);
+    int64_t w = whole * words;
+    if (kc > whole * 16) {
+      conv(row + (offs ? offs[whole] : whole * 16), kc - whole * 16, out + w);
+      w += words;
     }
-    int64_t k0 = 0;
-    for (int64_t blk = 0; k0 < kc; k0 += 16, ++blk)
-      conv(kb.n1 ? row + kb.offs[blk] : row + k0, kc - k0 < 16 ? kc - k0 : 16,
-           out + k0 * EB / 4);
-    for (k0 = k0 * EB / 4; k0 < kg; ++k0)
-      out[k0] = 0;
+    for (; w < kg; ++w)
+      out[w] = 0;
   }
 }
 
