@@ -223,6 +223,9 @@ E operator+(E a, E b) {
   if (a->kind == Expr::Kind::Int && b->kind == Expr::Kind::Int)
     return E(a->ival + b->ival);
   if (a->type == DType::I64 && b->type == DType::I64) {
+    // a + (c - a) is c (a loop's end from its begin and extent; integers, so exact)
+    if (isBin(b.get(), BinOp::Sub) && exprEqual(b->args[1], a.get()))
+      return E(b->args[0]);
     if (E j = joinDigits(a, b))
       return j;
     if (isBin(a.get(), BinOp::Add))

@@ -5,6 +5,7 @@
 #include "kir/fuse_mma_tile_epilogue.h"
 #include "kir/fuse_reduction_epilogue.h"
 #include "kir/name_shared_exprs.h"
+#include "kir/split_guarded_loops.h"
 #include "kir/unswitch_invariant_selects.h"
 #include "kir/version_full_tiles.h"
 #include "kir/version_lane_guards.h"
@@ -108,6 +109,17 @@ public:
   }
   bool run(Kernel &k, std::vector<std::string> &notes) override {
     return versionLaneGuards(k, notes);
+  }
+};
+
+class SplitGuardedLoopsPass final : public KernelPass {
+public:
+  const char *name() const override { return kernelPassName(KernelPassId::SplitGuardedLoops); }
+  const char *summary() const override {
+    return kernelPassSummary(KernelPassId::SplitGuardedLoops);
+  }
+  bool run(Kernel &k, std::vector<std::string> &notes) override {
+    return splitGuardedLoops(k, notes);
   }
 };
 

@@ -138,6 +138,7 @@ TEST_CASE("compile stages: listed once, in order") {
                                           "unswitch-invariant-selects",
                                           "version-full-tiles",
                                           "version-lane-guards",
+                                          "split-guarded-loops",
                                           "name-shared-exprs",
                                           "shape-generic",
                                           "plan-steps",

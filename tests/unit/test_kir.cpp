@@ -294,7 +294,7 @@ TEST_CASE("kir printer: text form") {
   }
   barrier
   region t {
-    for i in t .. t + (64 - t) step 8 unroll {
+    for i in t .. 64 step 8 unroll {
       var x: f32 = X[row, i] - tot[0]
       if x > 0.5 && i < 32 {
         Y[row, i] = (x + 1.0) * x - (x - x * 2)
