@@ -81,14 +81,14 @@ extern "C" __global__ void __launch_bounds__(256) k0_gemm(const float *__restric
   for (int64_t k0 = 0L; k0 < 64L; k0 += 32L) { // reduce
     { // region
       const int64_t t = static_cast<int64_t>(threadIdx.x);
-      for (int64_t ae = t; ae < t + (1024L - t); ae += 256L) {
+      for (int64_t ae = t; ae < 1024L; ae += 256L) {
         if (mt * 32L + ae / 32L < 8L) {
           As[ae / 32L * 32L + ae % 32L] = p0[(mt * 32L + ae / 32L) * 64L + (k0 + ae % 32L)];
         } else {
           As[ae / 32L * 32L + ae % 32L] = 0.0f;
         }
       }
-      for (int64_t be = t; be < t + (1024L - t); be += 256L) {
+      for (int64_t be = t; be < 1024L; be += 256L) {
         Bs[be / 32L * 32L + be % 32L] = p1[(nt * 32L + be % 32L) * 64L + (k0 + be / 32L)];
       }
     }
@@ -164,14 +164,14 @@ extern "C" __global__ void __launch_bounds__(256) k1_gemm(const float *__restric
   for (int64_t k0 = 0L; k0 < 128L; k0 += 32L) { // reduce
     { // region
       const int64_t t = static_cast<int64_t>(threadIdx.x);
-      for (int64_t ae = t; ae < t + (1024L - t); ae += 256L) {
+      for (int64_t ae = t; ae < 1024L; ae += 256L) {
         if (mt * 32L + ae / 32L < 8L) {
           As[ae / 32L * 32L + ae % 32L] = p0[(mt * 32L + ae / 32L) * 128L + (k0 + ae % 32L)];
         } else {
           As[ae / 32L * 32L + ae % 32L] = 0.0f;
         }
       }
-      for (int64_t be = t; be < t + (1024L - t); be += 256L) {
+      for (int64_t be = t; be < 1024L; be += 256L) {
         Bs[be / 32L * 32L + be % 32L] = p1[(nt * 32L + be % 32L) * 128L + (k0 + be / 32L)];
       }
     }
@@ -246,14 +246,14 @@ extern "C" __global__ void __launch_bounds__(256) k2_gemm(const float *__restric
   for (int64_t k0 = 0L; k0 < 64L; k0 += 32L) { // reduce
     { // region
       const int64_t t = static_cast<int64_t>(threadIdx.x);
-      for (int64_t ae = t; ae < t + (1024L - t); ae += 256L) {
+      for (int64_t ae = t; ae < 1024L; ae += 256L) {
         if (mt * 32L + ae / 32L < 8L) {
           As[ae / 32L * 32L + ae % 32L] = p0[(mt * 32L + ae / 32L) * 64L + (k0 + ae % 32L)];
         } else {
           As[ae / 32L * 32L + ae % 32L] = 0.0f;
         }
       }
-      for (int64_t be = t; be < t + (1024L - t); be += 256L) {
+      for (int64_t be = t; be < 1024L; be += 256L) {
         if (nt * 32L + be % 32L < 10L) {
           Bs[be / 32L * 32L + be % 32L] = p1[(nt * 32L + be % 32L) * 64L + (k0 + be / 32L)];
         } else {
