@@ -1,6 +1,8 @@
 // See split_guarded_loops.h.
 #include "kir/split_guarded_loops.h"
 
+#include "kir/unswitch_invariant_selects.h"
+#include "kir/version_lane_guards.h"
 #include "support/diagnostics.h"
 
 #include <functional>
@@ -11,38 +13,6 @@
 namespace aicf::kir {
 
 namespace {
-
-// e with the variables of `with` replaced by their values, repeatedly (a definition may read an
-// earlier one); null for a cycle.
-ExprP inlineDefs(const ExprP &e, const std::map<std::string, ExprP> &defs) {
-  std::function<ExprP(const ExprP &, int)> sub = [&](const ExprP &x, int depth) -> ExprP {
-    if (!x || depth > 64)
-      return x;
-    if (x->kind == Expr::Kind::Var) {
-      auto it = defs.find(x->var);
-      return it == defs.end() ? x : it->second;
-    }
-    std::vector<ExprP> args;
-    bool changed = false;
-    for (const ExprP &a : x->args) {
-      args.push_back(sub(a, depth + 1));
-      changed = changed || args.back() != a;
-    }
-    if (!changed)
-      return x;
-    auto copy = std::make_shared<Expr>(*x);
-    copy->args = std::move(args);
-    return copy;
-  };
-  ExprP out = e;
-  for (int round = 0; round < 16; ++round) {
-    ExprP next = sub(out, 0);
-    if (next == out)
-      return out;
-    out = next;
-  }
-  return nullptr;
-}
 
 // Whether e may be evaluated ahead of the loop: i64 arithmetic reading no load and none of
 // `loopVars`, dividing only by non-zero constants.
@@ -145,16 +115,6 @@ bool bounds(const ExprP &c, const std::string &v, std::vector<E> &lo, std::vecto
   return true;
 }
 
-bool blockLevel(const std::vector<StmtP> &body) {
-  bool any = false;
-  forEachStmt(body, [&](const Stmt &s) {
-    any = any || s.kind == Stmt::Kind::Barrier || s.kind == Stmt::Kind::BlockReduce ||
-          s.kind == Stmt::Kind::MmaTile || s.kind == Stmt::Kind::Region ||
-          s.kind == Stmt::Kind::Reduce;
-  });
-  return any;
-}
-
 bool isZero(const E &e) {
   return e->kind == Expr::Kind::Int && e->ival <= 0;
 }
@@ -174,7 +134,7 @@ StmtP split(const StmtP &loopP) {
   const StmtP &guard = loop.body.back();
   if (guard->kind != Stmt::Kind::If)
     return nullptr;
-  if (blockLevel(loop.body))
+  if (holdsBlockLevel(loop.body))
     return nullptr;
   std::map<std::string, ExprP> defs;
   std::set<std::string> loopVars; // what the loop declares or assigns (v itself is allowed)

@@ -26,17 +26,6 @@ bool invariant(const ExprP &c, const std::set<std::string> &loopVars) {
   return ok;
 }
 
-// Whether the statements hold a block-level statement a GPU block must reach together.
-bool blockLevel(const std::vector<StmtP> &body) {
-  bool any = false;
-  forEachStmt(body, [&](const Stmt &s) {
-    any = any || s.kind == Stmt::Kind::Barrier || s.kind == Stmt::Kind::BlockReduce ||
-          s.kind == Stmt::Kind::MmaTile || s.kind == Stmt::Kind::Region ||
-          s.kind == Stmt::Kind::Reduce;
-  });
-  return any;
-}
-
 // e with every select on a condition equal to `cond` replaced by its `then` side (or its `else`
 // side); shared subtrees rewritten once.
 class Resolve {
@@ -99,7 +88,7 @@ public:
   // The loop unswitched while `copies` (the original loop's copies so far) allows, its copies'
   // inner loops visited where they are not; null when the loop has no choice to take out.
   StmtP unswitched(const StmtP &l, int &copies) {
-    ExprP c = copies < kMaxUnswitchedCopies && !blockLevel(l->body) ? choice(*l) : nullptr;
+    ExprP c = copies < kMaxUnswitchedCopies && !holdsBlockLevel(l->body) ? choice(*l) : nullptr;
     if (!c)
       return nullptr;
     ++copies;
@@ -141,6 +130,16 @@ public:
 };
 
 } // namespace
+
+bool holdsBlockLevel(const std::vector<StmtP> &body) {
+  bool any = false;
+  forEachStmt(body, [&](const Stmt &s) {
+    any = any || s.kind == Stmt::Kind::Barrier || s.kind == Stmt::Kind::BlockReduce ||
+          s.kind == Stmt::Kind::MmaTile || s.kind == Stmt::Kind::Region ||
+          s.kind == Stmt::Kind::Reduce;
+  });
+  return any;
+}
 
 bool unswitchInvariantSelects(Kernel &k, std::vector<std::string> &notes) {
   Unswitcher u;

@@ -32,6 +32,10 @@ namespace aicf::kir {
 // How many copies one loop may become (a chain of n selects makes n + 1).
 inline constexpr int kMaxUnswitchedCopies = 16;
 
+// Whether `body` holds a block-level statement (barrier, block_reduce, mma_tile, region,
+// reduce), which a GPU block must reach together: loop-versioning passes leave such loops alone.
+bool holdsBlockLevel(const std::vector<StmtP> &body);
+
 // Unswitches k's loops; one note per kernel changed. Whether k changed.
 bool unswitchInvariantSelects(Kernel &k, std::vector<std::string> &notes);
 

@@ -46,18 +46,6 @@ ExprP substitute(const ExprP &e, const std::map<std::string, ExprP> &with, int d
   return copy;
 }
 
-// The i64 definitions inlined, repeatedly (a definition may read an earlier one).
-ExprP inlineDefs(const ExprP &e, const std::map<std::string, ExprP> &defs) {
-  ExprP out = e;
-  for (int round = 0; round < 16; ++round) {
-    ExprP next = substitute(out, defs);
-    if (next == out)
-      return out;
-    out = next;
-  }
-  return nullptr; // (a cycle: not a definition list)
-}
-
 // Affine in v: built from integers, variables, v, sums and differences, and products in
 // which one side does not read v.
 bool affine(const ExprP &e, const std::string &v) {
@@ -142,6 +130,18 @@ public:
 };
 
 } // namespace
+
+ExprP inlineDefs(const ExprP &e, const std::map<std::string, ExprP> &defs) {
+
+  ExprP out = e;
+  for (int round = 0; round < 16; ++round) {
+    ExprP next = substitute(out, defs);
+    if (next == out)
+      return out;
+    out = next;
+  }
+  return nullptr; // (a cycle: not a definition list)
+}
 
 std::optional<E> guardAtEnds(const E &cond, const std::string &v,
                              const std::map<std::string, ExprP> &defs, const E &first,

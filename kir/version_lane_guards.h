@@ -28,6 +28,10 @@
 
 namespace aicf::kir {
 
+// e with the i64 definitions `defs` (name -> value) inlined, repeatedly (a definition may read
+// an earlier one); null for a cycle.
+ExprP inlineDefs(const ExprP &e, const std::map<std::string, ExprP> &defs);
+
 // c[v = first] && c[v = last], `defs` (i64 scalars: name -> value) inlined into c first, when
 // c is such a conjunction in v; nullopt otherwise.
 std::optional<E> guardAtEnds(const E &cond, const std::string &v,
