@@ -761,7 +761,8 @@ TEST_CASE("host kernels: vectorised exp/tanh/erf/sigmoid match std:: to <= 5e-7 
   void *args[] = {X.data(), Ex.data(), Th.data(), Er.data(), Sg.data()};
   lib.fn("math")(args);
 
-  auto check = [&](const char *what, const std::vector<float> &got, double (*ref)(double)) {
+  auto check = [&](const char *what, const std::vector<float> &got, double (*ref)(double),
+                   bool flushes = false) {
     double worst = 0;
     float worstX = 0;
     for (size_t i = 0; i < X.size(); ++i) {
@@ -776,10 +777,13 @@ TEST_CASE("host kernels: vectorised exp/tanh/erf/sigmoid match std:: to <= 5e-7 
           worst = 1, worstX = X[i];
         continue;
       }
-      // Relative error, with subnormal results measured against the smallest normal.
+      // Relative error, with subnormal results measured against the smallest normal; exp
+      // flushes them to 0 (host_prelude.cpp: a subnormal costs an assist in each reader).
       double err = std::fabs(g - r) / std::max(std::fabs(r), 1.1754943508222875e-38);
       if (std::fabs(r) < 1.1754943508222875e-38)
-        err = std::max(0.0, std::fabs(g - r) - 1.401298464324817e-45) / 1.1754943508222875e-38;
+        err = flushes ? (g == 0 ? 0.0 : 1.0)
+                      : std::max(0.0, std::fabs(g - r) - 1.401298464324817e-45) /
+                            1.1754943508222875e-38;
       if (err > worst)
         worst = err, worstX = X[i];
     }
@@ -787,7 +791,9 @@ TEST_CASE("host kernels: vectorised exp/tanh/erf/sigmoid match std:: to <= 5e-7 
     CAPTURE(worstX);
     CHECK(worst <= 5e-7);
   };
-  check("exp", Ex, [](double v) { return static_cast<double>(static_cast<float>(std::exp(v))); });
+  check(
+      "exp", Ex, [](double v) { return static_cast<double>(static_cast<float>(std::exp(v))); },
+      true);
   check("tanh", Th, [](double v) { return std::tanh(v); });
   check("erf", Er, [](double v) { return std::erf(v); });
   check("sigmoid", Sg, [](double v) { // as 1 / (1 + expf(-x)): 0 once expf(-x) overflows
