@@ -46,9 +46,9 @@ ExprP substitute(const ExprP &e, const std::map<std::string, ExprP> &with, int d
   return copy;
 }
 
-// Affine in v: built from integers, variables, v, sums and differences, and products in
-// which one side does not read v.
-bool affine(const ExprP &e, const std::string &v) {
+} // namespace
+
+bool affineIn(const ExprP &e, const std::string &v) {
   if (!e || e->type != DType::I64 || hasLoad(e))
     return false;
   if (!readsVar(e, v))
@@ -58,15 +58,17 @@ bool affine(const ExprP &e, const std::string &v) {
   case Expr::Kind::Binary:
     switch (e->bop) {
     case BinOp::Add:
-    case BinOp::Sub: return affine(e->args[0], v) && affine(e->args[1], v);
+    case BinOp::Sub: return affineIn(e->args[0], v) && affineIn(e->args[1], v);
     case BinOp::Mul:
-      return (affine(e->args[0], v) && !readsVar(e->args[1], v) && affine(e->args[1], v)) ||
-             (affine(e->args[1], v) && !readsVar(e->args[0], v) && affine(e->args[0], v));
+      return (affineIn(e->args[0], v) && !readsVar(e->args[1], v) && affineIn(e->args[1], v)) ||
+             (affineIn(e->args[1], v) && !readsVar(e->args[0], v) && affineIn(e->args[0], v));
     default: return false;
     }
   default: return false;
   }
 }
+
+namespace {
 
 // A conjunction of comparisons between expressions affine in v (a condition not reading v
 // counts as one: constant over the loop).
@@ -82,7 +84,7 @@ bool convex(const ExprP &c, const std::string &v) {
   case BinOp::Lt:
   case BinOp::Le:
   case BinOp::Gt:
-  case BinOp::Ge: return affine(c->args[0], v) && affine(c->args[1], v);
+  case BinOp::Ge: return affineIn(c->args[0], v) && affineIn(c->args[1], v);
   default: return false;
   }
 }

@@ -28,6 +28,10 @@
 
 namespace aicf::kir {
 
+// Whether e is affine in v: an i64 built from integers, variables, v, sums and differences,
+// and products in which one side does not read v (no loads).
+bool affineIn(const ExprP &e, const std::string &v);
+
 // e with the i64 definitions `defs` (name -> value) inlined, repeatedly (a definition may read
 // an earlier one); null for a cycle.
 ExprP inlineDefs(const ExprP &e, const std::map<std::string, ExprP> &defs);

@@ -3,6 +3,7 @@
 #include "backend/c/c_expr.h"
 
 #include "ir/attributes.h"
+#include "kir/version_lane_guards.h"
 
 #include "support/diagnostics.h"
 #include "support/half.h"
@@ -86,7 +87,7 @@ std::string wrap(const Printed &p, bool w) {
 
 class Printer {
 public:
-  explicit Printer(const Dialect &d) : d_(d) {}
+  Printer(const Dialect &d, const Lane *lane) : d_(d), lane_(lane) {}
 
   Printed print(const ExprP &e) const {
     AICF_CHECK(e, d_.who, ": null expression");
@@ -125,7 +126,7 @@ public:
 
 private:
   Printed load(const Expr &e) const {
-    return {widen(d_, e.buf->dtype, elemRef(d_, e.buf, e.args)), kPrecPrimary};
+    return {widen(d_, e.buf->dtype, elemRef(d_, e.buf, e.args, lane_)), kPrecPrimary};
   }
 
   Printed unary(const Expr &e) const {
@@ -241,15 +242,17 @@ private:
   }
 
   const Dialect &d_;
+  const Lane *lane_;
 };
 
 } // namespace
 
-std::string str(const Dialect &d, const ExprP &e) {
-  return Printer(d).text(e);
+std::string str(const Dialect &d, const ExprP &e, const Lane *lane) {
+  return Printer(d, lane).text(e);
 }
 
-std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP> &idx) {
+std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP> &idx,
+                    const Lane *gatherLane) {
   size_t first = d.localPerThread && b->scope == Scope::Local ? 1 : 0;
   if (!b->sym.empty()) {
     // Symbolic dims (a global param): row-major strides as expressions in the dims' variables.
@@ -314,6 +317,11 @@ std::string elemRef(const Dialect &d, const BufferP &b, const std::vector<ExprP>
     else
       off = kir::binary(kir::BinOp::Add, off, term);
   }
+  if (gatherLane && d.narrowGathers && b->numel() <= INT32_MAX) {
+    ExprP flat = kir::inlineDefs(off.get(), gatherLane->defs);
+    if (flat && kir::readsVar(flat, gatherLane->var) && !kir::affineIn(flat, gatherLane->var))
+      return b->name + "[static_cast<int32_t>(" + str(d, off.get()) + ")]";
+  }
   return b->name + "[" + str(d, off.get()) + "]";
 }
 
@@ -338,11 +346,11 @@ std::string narrowStr(const Dialect &d, DType t, DType vt, const std::string &s)
   }
 }
 
-std::string narrow(const Dialect &d, DType t, const ExprP &v) {
+std::string narrow(const Dialect &d, DType t, const ExprP &v, const Lane *lane) {
   // A 16-bit float copied between buffers of the same type: move the bits (no round trip).
   if ((t == DType::F16 || t == DType::BF16) && v->kind == Expr::Kind::Load && v->buf->dtype == t)
-    return elemRef(d, v->buf, v->args);
-  return narrowStr(d, t, v->type, str(d, v));
+    return elemRef(d, v->buf, v->args, lane);
+  return narrowStr(d, t, v->type, str(d, v, lane));
 }
 
 void Uses::expr(const ExprP &e) {

@@ -8,6 +8,7 @@
 
 #include "kir/kir.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +39,20 @@ struct Dialect {
   // ("<T>" appended), or nullptr for a plain static_cast. It must wrap (ONNX's Abs of int16
   // -32768 is -32768), which the CUDA prelude's aicf_wrap keeps true (see there).
   const char *narrowSigned;
+  // Whether a load gathering across a vectorised loop's lanes (Lane below) indexes a buffer of
+  // fewer than 2^31 elements with its offset cast to int32 (host: g++ 12 vectorises no gather
+  // of 16 floats with 64-bit offsets, "unsupported vector types for emulated gather", so the
+  // whole loop ran scalar: a sigmoid read through a transposed conv's phase layout at 5x its
+  // prediction).
+  bool narrowGathers;
+};
+
+// A vectorised loop an expression is printed inside: its variable and the i64 scalars its body
+// has declared so far (name -> value). A load whose offset, those inlined, reads the variable
+// but is not affine in it (kir::affineIn) gathers.
+struct Lane {
+  std::string var;
+  std::map<std::string, kir::ExprP> defs;
 };
 
 // The C++ type of a scalar value (f16 / bf16 values are carried as float).
@@ -48,18 +63,21 @@ std::string floatLiteral(const Dialect &d, float f);
 std::string doubleLiteral(const Dialect &d, double v);
 std::string intLiteral(int64_t v);
 
-std::string str(const Dialect &d, const kir::ExprP &e);
-inline std::string ex(const Dialect &d, const kir::E &e) {
-  return str(d, e.get());
+// `lane`: the vectorised loop the expression is inside, if any (Dialect::narrowGathers).
+std::string str(const Dialect &d, const kir::ExprP &e, const Lane *lane = nullptr);
+inline std::string ex(const Dialect &d, const kir::E &e, const Lane *lane = nullptr) {
+  return str(d, e.get(), lane);
 }
-// The element reference buf[...] (row-major; a per-thread local buffer drops its first index).
-std::string elemRef(const Dialect &d, const kir::BufferP &b, const std::vector<kir::ExprP> &idx);
+// The element reference buf[...] (row-major; a per-thread local buffer drops its first index);
+// `gatherLane`: a load inside that vectorised loop (Dialect::narrowGathers).
+std::string elemRef(const Dialect &d, const kir::BufferP &b, const std::vector<kir::ExprP> &idx,
+                    const Lane *gatherLane = nullptr);
 // An element reference read as its value type (16-bit floats widened, bools compared).
 std::string widen(const Dialect &d, DType t, const std::string &ref);
 // `s` (of value type `vt`) as stored into an element of type `t`.
 std::string narrowStr(const Dialect &d, DType t, DType vt, const std::string &s);
 // The value `v` stored into an element of type `t` (16-bit copies move the bits).
-std::string narrow(const Dialect &d, DType t, const kir::ExprP &v);
+std::string narrow(const Dialect &d, DType t, const kir::ExprP &v, const Lane *lane = nullptr);
 
 // The variables and buffers a kernel body uses (to silence unused warnings precisely); with
 // per-thread locals, a local buffer's dropped thread index is not a use.

@@ -59,7 +59,14 @@ void StmtPrinter::stmt(int ind, const Stmt &s) {
         line(0, pragma);
     }
     line(ind, forHead(s));
-    block(ind + 1, s.body);
+    if (s.loop == Stmt::LoopKind::Vectorized) {
+      std::optional<cexpr::Lane> outer = lane_;
+      lane_ = cexpr::Lane{s.var, {}};
+      block(ind + 1, s.body);
+      lane_ = outer;
+    } else {
+      block(ind + 1, s.body);
+    }
     line(ind, "}");
     return;
   case Stmt::Kind::Region: region(ind, s); return;
@@ -77,12 +84,14 @@ void StmtPrinter::stmt(int ind, const Stmt &s) {
     for (const E &e : s.indices)
       idx.push_back(e.get());
     line(ind, cexpr::elemRef(d_, s.buf, idx) + " = " +
-                  cexpr::narrow(d_, s.buf->dtype, s.value.get()) + ";");
+                  cexpr::narrow(d_, s.buf->dtype, s.value.get(), lane_ ? &*lane_ : nullptr) + ";");
     return;
   }
   case Stmt::Kind::Decl:
     line(ind, std::string(declUsed(s) ? "" : "[[maybe_unused]] ") + cexpr::valueType(s.dtype) +
                   " " + s.var + " = " + ex(s.value) + ";");
+    if (lane_ && s.dtype == DType::I64)
+      lane_->defs[s.var] = s.value.get();
     return;
   case Stmt::Kind::Assign: line(ind, s.var + " = " + ex(s.value) + ";"); return;
   case Stmt::Kind::Barrier: line(ind, barrier()); return;

@@ -9,6 +9,7 @@
 
 #include "backend/c/c_expr.h"
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,7 +25,7 @@ public:
 
 protected:
   void line(int ind, const std::string &text);
-  std::string ex(const kir::E &e) const { return cexpr::ex(d_, e); }
+  std::string ex(const kir::E &e) const { return cexpr::ex(d_, e, lane_ ? &*lane_ : nullptr); }
   // for (int64_t v = begin; v < begin + extent; v += step) {
   std::string forHead(const kir::Stmt &s) const;
   // "// kernel NAME (recipe): grid(axis: extent, ...) block(t: threads)" and a newline.
@@ -56,6 +57,9 @@ protected:
   const kir::Kernel &k_;
   std::ostringstream &os_;
   cexpr::Uses uses_; // of the whole kernel body
+  // The innermost vectorised loop being printed (its i64 declarations so far), for the loads
+  // that gather across its lanes (cexpr::Dialect::narrowGathers).
+  std::optional<cexpr::Lane> lane_;
 };
 
 } // namespace aicf::cstmt

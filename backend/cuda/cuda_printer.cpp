@@ -146,7 +146,8 @@ const cexpr::Dialect kCuda = {"CUDA printer",
                               "fmod",
                               "aicf_sigmoid<float>",
                               /*joinIndexDigits=*/false,
-                              /*narrowSigned=*/"aicf_wrap"};
+                              /*narrowSigned=*/"aicf_wrap",
+                              /*narrowGathers=*/false};
 
 const char *valueType(DType t) {
   return cexpr::valueType(t);

@@ -16,7 +16,9 @@
 //   * f16/bf16 loads widen to float and stores narrow (round to nearest even); float exp / tanh /
 //     erf -> the prelude's branch-free aicf_expf / aicf_tanhf / aicf_erff (vectorisable, <= 2.5e-7
 //     relative error), sigmoid -> 1/(1+exp(-x)), rsqrt -> 1/sqrt, round -> std::nearbyint (half to
-//     even), min/max propagate NaN (as the reference interpreter does), int Div/Mod are C's.
+//     even), min/max propagate NaN (as the reference interpreter does), int Div/Mod are C's;
+//   * a load gathering across a vectorised loop's lanes indexes with a 32-bit offset
+//     (cexpr::Dialect::narrowGathers: g++ 12 emulates no gather of 16 floats from 64-bit ones).
 // The output is a pure function of the kernels (same kernels -> same bytes) and compiles
 // warning-free with -Wall -Wextra.
 #include "backend/host/host_printer.h"
@@ -91,7 +93,8 @@ const cexpr::Dialect kHost = {"host printer",
                               "std::fmod",
                               "aicf_sigmoid",
                               /*joinIndexDigits=*/true,
-                              /*narrowSigned=*/nullptr};
+                              /*narrowSigned=*/nullptr,
+                              /*narrowGathers=*/true};
 
 const char *valueType(DType t) {
   return cexpr::valueType(t);
