@@ -136,14 +136,19 @@ def write_cxx_wrapper(workdir):
     bindir = os.path.join(workdir, "cxxbin")
     os.makedirs(bindir, exist_ok=True)
     w = os.path.join(bindir, "c++")
-    with open(w, "w") as f:
+    # Written beside and renamed into place: exec of a file some process still holds open for
+    # writing fails with ETXTBSY (a run once lost its first model's compile to "cannot run c++:
+    # Text file busy"); the renamed file is a new inode nobody writes.
+    tmp = w + f".{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
         f.write("#!/bin/sh\n"
                 "s=$(date +%s.%N)\n"
                 f"'{real}' \"$@\"\n"
                 "rc=$?\n"
                 "echo \"$s $(date +%s.%N)\" >> \"$AICF_BENCH_CXX_LOG\"\n"
                 "exit $rc\n")
-    os.chmod(w, 0o755)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, w)
     return bindir
 
 
